@@ -1,0 +1,268 @@
+/* hearth.h — the public C API of hearth, an inference engine for GGUF language
+ * models. Everything users touch (the `hearth` command, later the server and the
+ * language bindings) is a client of this header.
+ *
+ * Conventions
+ * - Fallible calls return hearth_status. On failure, hearth_last_error() holds a
+ *   one-line message saying what is wrong and what to do. The library never
+ *   exits the process and prints nothing unless a log callback is set.
+ * - Handles are opaque and come in _load/_free or _init/_free pairs. Passing NULL
+ *   to a _free function is a no-op.
+ * - Token ids are int32 indices into the model's vocabulary [0, n_vocab).
+ * - Thread safety: a hearth_model is immutable after load and may be shared by
+ *   any number of threads and contexts. A hearth_context, hearth_sampler and
+ *   hearth_detok must each be used by one thread at a time. The last-error
+ *   message is per thread.
+ */
+#ifndef HEARTH_H
+#define HEARTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HEARTH_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- status -- */
+
+typedef enum hearth_status {
+    HEARTH_OK = 0,
+    HEARTH_ERR_INVALID_ARG = 1,     /* a parameter is out of range or NULL */
+    HEARTH_ERR_IO = 2,              /* a file could not be opened, read or mapped */
+    HEARTH_ERR_FORMAT = 3,          /* a file is malformed (truncated, hostile, inconsistent) */
+    HEARTH_ERR_UNSUPPORTED = 4,     /* valid input hearth cannot run (architecture, tensor type) */
+    HEARTH_ERR_OUT_OF_MEMORY = 5,   /* host or device allocation failed */
+    HEARTH_ERR_CONTEXT_FULL = 6,    /* the tokens do not fit in n_ctx */
+    HEARTH_ERR_BUFFER_TOO_SMALL = 7,/* a caller's buffer is too small; the size needed is reported */
+    HEARTH_ERR_DEVICE = 8,          /* a compute device failed or is missing */
+} hearth_status;
+
+/* The message of the last failure on the calling thread ("" if none). The
+ * string is owned by the library and valid until the next hearth call on this
+ * thread. Thread-safe. */
+const char *hearth_last_error(void);
+
+/* A static, human-readable name for a status ("bad file format"). Thread-safe. */
+const char *hearth_status_str(hearth_status st);
+
+/* --------------------------------------------------------------- logging -- */
+
+typedef enum hearth_log_level {
+    HEARTH_LOG_DEBUG = 0,
+    HEARTH_LOG_INFO = 1,
+    HEARTH_LOG_WARN = 2,
+    HEARTH_LOG_ERROR = 3,
+} hearth_log_level;
+
+/* Receives one message without a trailing newline; `msg` is valid only during
+ * the call. May be called from any library thread. */
+typedef void (*hearth_log_fn)(hearth_log_level level, const char *msg, void *user);
+
+/* Sets the process-wide log callback (NULL: silence, the default). Not
+ * thread-safe: call it before other hearth calls. */
+void hearth_log_set(hearth_log_fn fn, void *user);
+
+/* ------------------------------------------------------------ build info -- */
+
+/* A static string describing the build: version, SIMD level used at run time,
+ * backends compiled in. Example: "hearth 0.1.0; cpu: avx2 fma f16c; backends: cpu".
+ * Thread-safe. */
+const char *hearth_build_info(void);
+
+/* Number of physical CPU cores (the default n_threads), at least 1. */
+int32_t hearth_cpu_physical_cores(void);
+
+/* Number of GPU devices usable by this build (0 when no GPU backend is compiled
+ * in or no device is present). */
+int32_t hearth_gpu_device_count(void);
+
+/* ----------------------------------------------------------------- model -- */
+
+typedef struct hearth_model hearth_model;
+
+typedef enum hearth_split_mode {
+    HEARTH_SPLIT_NONE = 0,  /* the whole model on main_gpu */
+    HEARTH_SPLIT_LAYER = 1, /* layers spread over GPUs in tensor_split proportions */
+    HEARTH_SPLIT_ROW = 2,   /* matrices split by rows over GPUs */
+} hearth_split_mode;
+
+typedef struct hearth_model_params {
+    /* Layers to place on GPUs: 0 = CPU only, N = the first N layers, -1 = all
+     * layers and the output layer. Without a GPU the model runs on the CPU and
+     * hearth_model_n_gpu_layers() reports 0. */
+    int32_t n_gpu_layers;
+    hearth_split_mode split_mode;
+    int32_t main_gpu;           /* device index for SPLIT_NONE and small tensors */
+    const float *tensor_split;  /* per-device proportions, or NULL for even; not retained */
+    bool use_mmap;              /* map the file instead of reading it (default true) */
+    bool use_mlock;             /* lock the weights in RAM (default false) */
+    bool vocab_only;            /* load only the vocabulary (tokenize without weights) */
+} hearth_model_params;
+
+/* Defaults: n_gpu_layers 0, SPLIT_LAYER, main_gpu 0, tensor_split NULL,
+ * use_mmap true, use_mlock false, vocab_only false. */
+hearth_model_params hearth_model_default_params(void);
+
+/* Loads a GGUF model (version 2 or 3) from `path`. The file is validated in
+ * full before use. On success *out owns the model; free it with
+ * hearth_model_free(). `params` may be NULL for the defaults.
+ * Errors: INVALID_ARG (NULL path/out, bad params), IO (missing file, a
+ * directory, unreadable), FORMAT (not GGUF, truncated, malformed or hostile
+ * file; the message names the key or tensor), UNSUPPORTED (unknown
+ * architecture, tokenizer or tensor type), OUT_OF_MEMORY. On error *out is NULL
+ * and nothing is leaked. Thread-safe (distinct calls share nothing). */
+hearth_status hearth_model_load(const char *path, const hearth_model_params *params,
+                                hearth_model **out);
+
+/* Frees a model. Every context made from it must be freed first. */
+void hearth_model_free(hearth_model *model);
+
+/* Model facts. Pure getters; thread-safe. */
+int32_t hearth_model_n_vocab(const hearth_model *model);
+int32_t hearth_model_n_ctx_train(const hearth_model *model);  /* context length trained for */
+int32_t hearth_model_n_embd(const hearth_model *model);
+int32_t hearth_model_n_layer(const hearth_model *model);
+int32_t hearth_model_n_gpu_layers(const hearth_model *model); /* layers actually on a GPU */
+uint64_t hearth_model_n_params(const hearth_model *model);    /* weights, elements */
+uint64_t hearth_model_size(const hearth_model *model);        /* weights, bytes */
+/* A static description like "llama 135M Q4_1"; owned by the model. */
+const char *hearth_model_desc(const hearth_model *model);
+
+/* Copies the string metadata value of `key` (e.g. "general.name",
+ * "tokenizer.chat_template") into buf with a terminating NUL.
+ * Errors: INVALID_ARG (key absent or not a string), BUFFER_TOO_SMALL (*len set
+ * to the length needed, excluding the NUL). *len receives the string length. */
+hearth_status hearth_model_meta_str(const hearth_model *model, const char *key, char *buf,
+                                    size_t size, size_t *len);
+
+/* ------------------------------------------------------------- vocabulary -- */
+
+/* Special tokens; -1 when the model has none. */
+int32_t hearth_token_bos(const hearth_model *model);
+int32_t hearth_token_eos(const hearth_model *model);
+int32_t hearth_token_eot(const hearth_model *model);
+/* True for tokens that end generation (eos, eot and the like). */
+bool hearth_token_is_eog(const hearth_model *model, int32_t token);
+
+/* Converts UTF-8 text (`len` bytes, need not be NUL-terminated) into token ids.
+ * add_special: prepend BOS / append EOS as the model's add_bos/add_eos flags say.
+ * parse_special: recognise special tokens written in the text ("<|im_start|>");
+ * when false they are tokenized as plain text.
+ * Writes at most n_max ids to `tokens` and sets *n_tokens to the count.
+ * Errors: INVALID_ARG (NULL pointers), BUFFER_TOO_SMALL (*n_tokens set to the
+ * count needed; call again with a larger buffer). Thread-safe. */
+hearth_status hearth_tokenize(const hearth_model *model, const char *text, size_t len,
+                              bool add_special, bool parse_special, int32_t *tokens,
+                              size_t n_max, size_t *n_tokens);
+
+/* The raw bytes a single token stands for (byte-level tokens decoded; may be a
+ * fragment of a UTF-8 character). special: include the text of control tokens
+ * ("<|im_end|>"); when false they render as nothing.
+ * Errors: INVALID_ARG (token out of range), BUFFER_TOO_SMALL (*len set to the
+ * size needed). No NUL is written. Thread-safe. */
+hearth_status hearth_token_to_piece(const hearth_model *model, int32_t token, bool special,
+                                    char *buf, size_t size, size_t *len);
+
+/* A streaming detokenizer: turns tokens into bytes that are always whole UTF-8
+ * characters, holding back the bytes of an incomplete character until the
+ * tokens that complete it arrive. */
+typedef struct hearth_detok hearth_detok;
+
+/* Errors: INVALID_ARG, OUT_OF_MEMORY. Free with hearth_detok_free(). */
+hearth_status hearth_detok_init(const hearth_model *model, bool special, hearth_detok **out);
+void hearth_detok_free(hearth_detok *detok);
+
+/* Feeds one token; writes the bytes now complete into buf (no NUL) and sets
+ * *len. A buffer of 256 bytes always suffices. Invalid UTF-8 from the model is
+ * replaced with U+FFFD. Errors: INVALID_ARG (bad token), BUFFER_TOO_SMALL
+ * (nothing consumed; *len set to the size needed). */
+hearth_status hearth_detok_push(hearth_detok *detok, int32_t token, char *buf, size_t size,
+                                size_t *len);
+
+/* Emits any held bytes (as U+FFFD, since they never completed) and resets. */
+hearth_status hearth_detok_flush(hearth_detok *detok, char *buf, size_t size, size_t *len);
+
+/* --------------------------------------------------------------- context -- */
+
+typedef struct hearth_context hearth_context;
+
+typedef struct hearth_context_params {
+    uint32_t n_ctx;      /* KV cache length in tokens; 0 = the model's n_ctx_train (capped at 4096) */
+    uint32_t n_batch;    /* prompt tokens processed per forward pass (matrix-matrix); default 512 */
+    int32_t n_threads;   /* CPU threads; 0 = physical cores */
+} hearth_context_params;
+
+hearth_context_params hearth_context_default_params(void);
+
+/* Creates an inference context: KV cache and every work buffer, allocated here
+ * so that decoding does not allocate. `params` may be NULL for the defaults.
+ * Errors: INVALID_ARG (NULL model, vocab-only model, n_batch 0, n_threads < 0),
+ * OUT_OF_MEMORY (the message gives the bytes needed). Free with
+ * hearth_context_free() before the model. */
+hearth_status hearth_context_init(hearth_model *model, const hearth_context_params *params,
+                                  hearth_context **out);
+void hearth_context_free(hearth_context *ctx);
+
+uint32_t hearth_context_n_ctx(const hearth_context *ctx);
+/* Tokens currently in the KV cache (the position the next token takes). */
+uint32_t hearth_context_n_past(const hearth_context *ctx);
+
+/* Empties the KV cache: the next decode starts a new sequence at position 0. */
+void hearth_context_reset(hearth_context *ctx);
+
+/* Runs the model over `n_tokens` tokens that continue the sequence in the KV
+ * cache, in passes of at most n_batch tokens, and keeps the logits of the last
+ * token (read them with hearth_get_logits()).
+ * Errors: INVALID_ARG (n_tokens 0, token id out of range), CONTEXT_FULL
+ * (n_past + n_tokens > n_ctx; the cache is left unchanged). */
+hearth_status hearth_decode(hearth_context *ctx, const int32_t *tokens, uint32_t n_tokens);
+
+/* Logits of the last decoded token: float[n_vocab], owned by the context and
+ * overwritten by the next decode. NULL before the first decode. */
+const float *hearth_get_logits(const hearth_context *ctx);
+
+/* ------------------------------------------------------------- sampling -- */
+
+typedef struct hearth_sampler hearth_sampler;
+
+typedef struct hearth_sampler_params {
+    float temp;            /* <= 0: greedy (argmax). Default 0.8 */
+    int32_t top_k;         /* keep the k most likely; <= 0 disables. Default 40 */
+    float top_p;           /* nucleus: smallest set with probability >= top_p; 1 disables. Default 0.95 */
+    float min_p;           /* drop tokens with p < min_p * p_max; 0 disables. Default 0.05 */
+    float repeat_penalty;  /* CTRL-style penalty on recent tokens; 1 disables. Default 1.0 */
+    int32_t repeat_last_n; /* how many recent tokens the penalty sees. Default 64 */
+    uint64_t seed;         /* random seed; equal seeds give equal samples. Default 0xC0FFEE */
+} hearth_sampler_params;
+
+hearth_sampler_params hearth_sampler_default_params(void);
+
+/* Creates a sampler for `model`'s vocabulary. Errors: INVALID_ARG (top_p
+ * outside (0,1], min_p outside [0,1], repeat_penalty <= 0, repeat_last_n < 0),
+ * OUT_OF_MEMORY. */
+hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sampler_params *params,
+                                  hearth_sampler **out);
+void hearth_sampler_free(hearth_sampler *smpl);
+
+/* Picks the next token from `logits` (float[n_vocab], not modified) applying,
+ * in order: repetition penalty, top-k, temperature, top-p, min-p, then a draw
+ * (or argmax when temp <= 0). Records the token for the repetition penalty.
+ * Returns the token id. Does not allocate. */
+int32_t hearth_sampler_sample(hearth_sampler *smpl, const float *logits);
+
+/* Records tokens the sampler did not choose (the prompt) for the repetition
+ * penalty. */
+void hearth_sampler_accept(hearth_sampler *smpl, int32_t token);
+
+/* Forgets the recent tokens and re-seeds the random generator. */
+void hearth_sampler_reset(hearth_sampler *smpl);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
