@@ -249,9 +249,10 @@ hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sample
 void hearth_sampler_free(hearth_sampler *smpl);
 
 /* Picks the next token from `logits` (float[n_vocab], not modified) applying,
- * in order: repetition penalty, top-k, temperature, top-p, min-p, then a draw
- * (or argmax when temp <= 0). Records the token for the repetition penalty.
- * Returns the token id. Does not allocate. */
+ * in llama.cpp's default order: repetition penalty, top-k, top-p, min-p (these
+ * three on the untempered distribution), temperature, then a draw from the
+ * remaining tokens (or the argmax when temp <= 0). Records the token for the
+ * repetition penalty. Returns the token id. Does not allocate. */
 int32_t hearth_sampler_sample(hearth_sampler *smpl, const float *logits);
 
 /* Records tokens the sampler did not choose (the prompt) for the repetition

@@ -1,0 +1,93 @@
+/* The backend interface: one instance per device, a struct of function
+ * pointers (modelled on ggml's ggml_backend_i). The model code issues the fused
+ * ops a transformer needs through it and never branches on the device. Every
+ * tensor handed to an op carries its type, shape and the backend that owns its
+ * memory. Ops are asynchronous on devices that can be; synchronize() waits.
+ *
+ * Shapes follow ggml: ne[0] is the innermost (contiguous) dimension, so an
+ * activation matrix of n tokens by d features has ne = {d, n, 1, 1} and a
+ * weight matrix mapping d_in -> d_out has ne = {d_in, d_out, 1, 1}. */
+#ifndef HEARTH_BACKEND_H
+#define HEARTH_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+
+typedef struct hl_backend hl_backend;
+
+typedef struct hl_tensor {
+    uint32_t type;      /* ggml type id (gguf/ggml_types.h) */
+    int64_t ne[4];      /* elements per dimension, ne[0] innermost */
+    void *data;         /* in `backend`'s memory, rows contiguous */
+    hl_backend *backend;
+} hl_tensor;
+
+/* Rotary position embedding parameters (RoFormer, Su et al. 2021,
+ * arXiv:2104.09864), "normal" mode as llama.cpp: pairs (x[2i], x[2i+1]) are
+ * rotated by pos * freq_scale * base^(-2i/n_rot). */
+typedef struct hl_rope_params {
+    int32_t n_rot;      /* dimensions rotated per head (<= head_dim, even) */
+    float freq_base;    /* theta base, e.g. 10000 */
+    float freq_scale;   /* 1 / linear scaling factor */
+} hl_rope_params;
+
+/* Causal attention of a batch of queries over the KV cache of one layer.
+ * K and V rows are stored per position: k_cache ne = {head_dim * n_head_kv, n_ctx}.
+ * Query token t (at position pos0 + t) attends to cache positions
+ * [0, pos0 + t]. Grouped-query attention: query head h reads KV head
+ * h / (n_head / n_head_kv) (Ainslie et al. 2023, arXiv:2305.13245). */
+typedef struct hl_attn_args {
+    const hl_tensor *q;       /* F32 {head_dim * n_head, n_tokens} */
+    const hl_tensor *k_cache; /* {head_dim * n_head_kv, n_ctx} */
+    const hl_tensor *v_cache; /* {head_dim * n_head_kv, n_ctx} */
+    hl_tensor *out;           /* F32 {head_dim * n_head, n_tokens} */
+    int32_t n_head, n_head_kv, head_dim;
+    int32_t pos0;             /* position of the first query token */
+    float scale;              /* usually 1/sqrt(head_dim) */
+} hl_attn_args;
+
+typedef struct hl_backend_i {
+    const char *(*name)(const hl_backend *b);
+    /* free and total memory of the device, bytes */
+    void (*mem_info)(const hl_backend *b, size_t *free_bytes, size_t *total_bytes);
+
+    /* Device memory. alloc errors: OUT_OF_MEMORY with the size in the message. */
+    hearth_status (*alloc)(hl_backend *b, size_t bytes, void **out);
+    void (*free)(hl_backend *b, void *ptr);
+    hearth_status (*upload)(hl_backend *b, void *dst, const void *host_src, size_t bytes);
+    hearth_status (*download)(hl_backend *b, void *host_dst, const void *src, size_t bytes);
+
+    /* out {d, n} F32 = rows ids[0..n) of table {d, n_rows} (any type) */
+    void (*get_rows)(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
+    /* y = x / sqrt(mean(x^2) + eps) * w, per row (Zhang & Sennrich 2019,
+     * arXiv:1910.07467); x, y F32 {d, n}; w F32 {d}; y may alias x */
+    void (*rms_norm)(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
+    /* y {d_out, n} F32 = x {d_in, n} F32 times w {d_in, d_out}^T (any supported type) */
+    void (*matmul)(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+    /* in place on x F32 {head_dim * n_head, n}; token t at position pos0 + t */
+    void (*rope)(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p);
+    /* writes rows src F32 {d, n} into cache {d, n_ctx} (its own type) at rows [pos0, pos0+n) */
+    void (*store_rows)(hl_backend *b, const hl_tensor *src, hl_tensor *cache, int32_t pos0);
+    void (*attention)(hl_backend *b, const hl_attn_args *args);
+    /* gate = silu(gate) * up, elementwise over F32 tensors of equal shape
+     * (SwiGLU, Shazeer 2020, arXiv:2002.05202) */
+    void (*swiglu)(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+    /* x += y, F32 tensors of equal shape */
+    void (*add)(hl_backend *b, hl_tensor *x, const hl_tensor *y);
+    /* waits for every op issued so far */
+    void (*synchronize)(hl_backend *b);
+} hl_backend_i;
+
+struct hl_backend {
+    const hl_backend_i *iface;
+    void *impl;
+};
+
+/* Number of elements and bytes of a tensor (its rows in its type). */
+int64_t hl_tensor_nelements(const hl_tensor *t);
+size_t hl_tensor_nbytes(const hl_tensor *t);
+
+#endif

@@ -1,0 +1,96 @@
+/* CPU backend instance: memory, thread pool, scratch, and the op table. */
+#include "backend/cpu/cpu_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *cpu_name(const hl_backend *b) {
+    (void)b;
+    return "cpu";
+}
+
+static void cpu_mem_info(const hl_backend *b, size_t *free_bytes, size_t *total_bytes) {
+    (void)b;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    *free_bytes = (size_t)sysconf(_SC_AVPHYS_PAGES) * page;
+    *total_bytes = (size_t)sysconf(_SC_PHYS_PAGES) * page;
+}
+
+static hearth_status cpu_alloc(hl_backend *b, size_t bytes, void **out) {
+    (void)b;
+    /* 64-byte alignment for AVX-512 loads */
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
+        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "out of host memory allocating %zu MiB", bytes >> 20);
+    *out = p;
+    return HEARTH_OK;
+}
+
+static void cpu_free(hl_backend *b, void *ptr) {
+    (void)b;
+    free(ptr);
+}
+
+static hearth_status cpu_copy(hl_backend *b, void *dst, const void *src, size_t bytes) {
+    (void)b;
+    memcpy(dst, src, bytes);
+    return HEARTH_OK;
+}
+
+static void cpu_synchronize(hl_backend *b) { (void)b; }
+
+static const hl_backend_i cpu_iface = {
+    .name = cpu_name,
+    .mem_info = cpu_mem_info,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .get_rows = hl_cpu_get_rows,
+    .rms_norm = hl_cpu_rms_norm,
+    .matmul = hl_cpu_matmul,
+    .rope = hl_cpu_rope,
+    .store_rows = hl_cpu_store_rows,
+    .attention = hl_cpu_attention,
+    .swiglu = hl_cpu_swiglu,
+    .add = hl_cpu_add,
+    .synchronize = cpu_synchronize,
+};
+
+hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out) {
+    *out = NULL;
+    if (limits->n_threads < 1 || limits->max_tokens < 1 || limits->max_row < 1 || limits->n_ctx < 1)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "CPU backend: n_threads, batch, row and context sizes must be >= 1");
+    hl_backend *b = hl_calloc(1, sizeof *b);
+    hl_cpu *cpu = hl_calloc(1, sizeof *cpu);
+    if (!b || !cpu) {
+        free(b);
+        free(cpu);
+        return HEARTH_ERR_OUT_OF_MEMORY;
+    }
+    b->iface = &cpu_iface;
+    b->impl = cpu;
+    cpu->limits = *limits;
+    hearth_status st = hl_pool_init(limits->n_threads, &cpu->pool);
+    size_t act_bytes = (size_t)limits->max_tokens * (size_t)limits->max_row * 2;
+    size_t score_bytes = (size_t)limits->n_threads * (size_t)limits->n_ctx * sizeof(float);
+    if (st == HEARTH_OK) st = cpu_alloc(b, act_bytes, (void **)&cpu->act);
+    if (st == HEARTH_OK) st = cpu_alloc(b, score_bytes, (void **)&cpu->scores);
+    if (st != HEARTH_OK) {
+        hl_backend_cpu_free(b);
+        return st;
+    }
+    *out = b;
+    return HEARTH_OK;
+}
+
+void hl_backend_cpu_free(hl_backend *b) {
+    if (!b) return;
+    hl_cpu *cpu = cpu_of(b);
+    hl_pool_free(cpu->pool);
+    free(cpu->act);
+    free(cpu->scores);
+    free(cpu);
+    free(b);
+}

@@ -1,0 +1,27 @@
+/* Private state of the CPU backend, shared by its op files. */
+#ifndef HEARTH_CPU_IMPL_H
+#define HEARTH_CPU_IMPL_H
+
+#include "backend/cpu/cpu_backend.h"
+#include "base/threadpool.h"
+
+typedef struct hl_cpu {
+    hl_cpu_limits limits;
+    hl_pool *pool;
+    uint8_t *act;     /* activations converted to a vec-dot type: max_tokens * max_row * 2 bytes */
+    float *scores;    /* attention scores, n_ctx floats per thread */
+} hl_cpu;
+
+static inline hl_cpu *cpu_of(hl_backend *b) { return (hl_cpu *)b->impl; }
+
+/* Ops, one file per family. */
+void hl_cpu_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
+void hl_cpu_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
+void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p);
+void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache, int32_t pos0);
+void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
+void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+void hl_cpu_attention(hl_backend *b, const hl_attn_args *args);
+
+#endif

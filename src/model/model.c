@@ -1,0 +1,195 @@
+/* Model loading: opens and validates the GGUF file, picks the architecture,
+ * loads the vocabulary, binds the weights, and answers the public model
+ * getters of hearth.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "gguf/ggml_types.h"
+#include "model/model.h"
+#include "quant/quant.h"
+
+static const hl_arch *const archs[] = {&hl_arch_llama};
+
+hearth_model_params hearth_model_default_params(void) {
+    return (hearth_model_params){
+        .n_gpu_layers = 0,
+        .split_mode = HEARTH_SPLIT_LAYER,
+        .main_gpu = 0,
+        .tensor_split = NULL,
+        .use_mmap = true,
+        .use_mlock = false,
+        .vocab_only = false,
+    };
+}
+
+static hearth_status find_arch(const gguf_file *f, const hl_arch **out) {
+    gguf_str name;
+    HL_TRY(gguf_get_str(f, "general.architecture", true, &name));
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (gguf_str_eq(name, archs[i]->name)) {
+            *out = archs[i];
+            return HEARTH_OK;
+        }
+    char supported[256] = "";
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        snprintf(supported + strlen(supported), sizeof supported - strlen(supported), "%s%s", i ? ", " : "",
+                 archs[i]->name);
+    return hl_fail(HEARTH_ERR_UNSUPPORTED, "unknown model architecture '%.*s' (supported: %s)",
+                   (int)(name.len > 64 ? 64 : name.len), name.data, supported);
+}
+
+/* Reads a whole file into memory (use_mmap = false). */
+static hearth_status read_whole_file(const char *path, void **data, size_t *size) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return hl_fail(HEARTH_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+        close(fd);
+        return hl_fail(HEARTH_ERR_IO, "'%s' is a directory, not a GGUF file", path);
+    }
+    *size = (size_t)st.st_size;
+    *data = hl_malloc(*size);
+    if (!*data) {
+        close(fd);
+        return HEARTH_ERR_OUT_OF_MEMORY;
+    }
+    size_t done = 0;
+    while (done < *size) {
+        ssize_t r = read(fd, (char *)*data + done, *size - done);
+        if (r <= 0) {
+            close(fd);
+            free(*data);
+            *data = NULL;
+            return hl_fail(HEARTH_ERR_IO, "cannot read '%s': %s", path, r < 0 ? strerror(errno) : "unexpected end");
+        }
+        done += (size_t)r;
+    }
+    close(fd);
+    return HEARTH_OK;
+}
+
+hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, hl_tensor *t) {
+    const gguf_tensor *gt = gguf_find_tensor(m->gguf, name);
+    if (!gt) return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' is missing: the file is incomplete or not a %s model", name, m->arch->name);
+    if (gt->ne[0] != ne0 || gt->ne[1] != ne1 || gt->ne[2] != 1 || gt->ne[3] != 1)
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' has shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld}",
+                       name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
+                       (long long)ne0, (long long)ne1);
+    const ggml_type_info *ti = ggml_type_get(gt->type);
+    if (ne1 == 1 && gt->type != GGML_TYPE_F32)
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' is %s; hearth expects norm weights in F32", name, ti->name);
+    if (!hl_quant_get(gt->type))
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' has type %s, which hearth cannot compute yet", name, ti->name);
+    *t = (hl_tensor){.type = gt->type, .ne = {ne0, ne1, 1, 1}, .data = (void *)gt->data, .backend = NULL};
+    return HEARTH_OK;
+}
+
+/* Totals over all tensors, and the type holding most elements for the description. */
+static void describe(hearth_model *m) {
+    uint64_t per_type[64] = {0};
+    for (uint64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
+        const gguf_tensor *t = gguf_tensor_at(m->gguf, i);
+        uint64_t n = (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+        m->n_params += n;
+        m->n_bytes += t->size;
+        if (t->n_dims >= 2 && t->type < 64) per_type[t->type] += n;
+    }
+    uint32_t main_type = 0;
+    for (uint32_t t = 0; t < 64; t++)
+        if (per_type[t] > per_type[main_type]) main_type = t;
+    double p = (double)m->n_params;
+    char size[32];
+    if (p >= 1e9) snprintf(size, sizeof size, "%.1fB", p / 1e9);
+    else snprintf(size, sizeof size, "%.0fM", p / 1e6);
+    const ggml_type_info *ti = ggml_type_get(main_type);
+    snprintf(m->desc, sizeof m->desc, "%s %s %s", m->arch->name, size, ti ? ti->name : "?");
+}
+
+static hearth_status load(const char *path, const hearth_model_params *p, hearth_model *m) {
+    if (p->use_mmap) {
+        HL_TRY(gguf_open(path, &m->gguf));
+    } else {
+        size_t size;
+        HL_TRY(read_whole_file(path, &m->file_copy, &size));
+        HL_TRY(gguf_open_memory(m->file_copy, size, &m->gguf));
+    }
+    HL_TRY(find_arch(m->gguf, &m->arch));
+    HL_TRY(hl_vocab_load(m->gguf, &m->vocab));
+    m->hp.n_vocab = hl_vocab_n_tokens(m->vocab);
+    if (p->vocab_only) return HEARTH_OK;
+    HL_TRY(m->arch->load(m));
+    describe(m);
+    if (p->use_mlock) {
+        size_t size;
+        const void *data = gguf_data(m->gguf, &size);
+        if (mlock(data, size) != 0)
+            HL_WARN("use_mlock: could not lock %zu MiB in RAM (%s); raise RLIMIT_MEMLOCK (ulimit -l)", size >> 20,
+                    strerror(errno));
+    }
+    if (p->n_gpu_layers != 0)
+        HL_WARN("n_gpu_layers = %d requested, but this build has no GPU backend; running on the CPU", (int)p->n_gpu_layers);
+    HL_INFO("loaded %s: %d layers, n_embd %d, n_vocab %d, %.1f MiB of weights", m->desc, m->hp.n_layer, m->hp.n_embd,
+            m->hp.n_vocab, (double)m->n_bytes / (1 << 20));
+    return HEARTH_OK;
+}
+
+hearth_status hearth_model_load(const char *path, const hearth_model_params *params, hearth_model **out) {
+    hl_clear_error();
+    if (!out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_load: out is NULL");
+    *out = NULL;
+    if (!path) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_load: path is NULL");
+    hearth_model_params p = params ? *params : hearth_model_default_params();
+    if (p.n_gpu_layers < -1)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "n_gpu_layers must be -1 (all), 0 or a layer count (got %d)",
+                       (int)p.n_gpu_layers);
+    hearth_model *m = hl_calloc(1, sizeof *m);
+    if (!m) return HEARTH_ERR_OUT_OF_MEMORY;
+    hearth_status st = load(path, &p, m);
+    if (st != HEARTH_OK) {
+        hearth_model_free(m);
+        return st;
+    }
+    *out = m;
+    return HEARTH_OK;
+}
+
+void hearth_model_free(hearth_model *m) {
+    if (!m) return;
+    hl_vocab_free(m->vocab);
+    gguf_close(m->gguf);
+    free(m->file_copy);
+    free(m->layers);
+    free(m);
+}
+
+int32_t hearth_model_n_vocab(const hearth_model *m) { return m->hp.n_vocab; }
+int32_t hearth_model_n_ctx_train(const hearth_model *m) { return m->hp.n_ctx_train; }
+int32_t hearth_model_n_embd(const hearth_model *m) { return m->hp.n_embd; }
+int32_t hearth_model_n_layer(const hearth_model *m) { return m->hp.n_layer; }
+int32_t hearth_model_n_gpu_layers(const hearth_model *m) {
+    (void)m;
+    return 0; /* no GPU backend in this build */
+}
+uint64_t hearth_model_n_params(const hearth_model *m) { return m->n_params; }
+uint64_t hearth_model_size(const hearth_model *m) { return m->n_bytes; }
+const char *hearth_model_desc(const hearth_model *m) { return m->desc; }
+
+hearth_status hearth_model_meta_str(const hearth_model *m, const char *key, char *buf, size_t size, size_t *len) {
+    if (!m || !key || !len || (!buf && size)) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_meta_str: NULL argument");
+    const gguf_kv *kv = gguf_find_kv(m->gguf, key);
+    if (!kv || kv->value.type != GGUF_TYPE_STRING)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "model has no string metadata '%s'", key);
+    gguf_str s = kv->value.v.str;
+    *len = (size_t)s.len;
+    if (s.len + 1 > size) return hl_fail(HEARTH_ERR_BUFFER_TOO_SMALL, "'%s' needs %zu bytes", key, (size_t)s.len + 1);
+    memcpy(buf, s.data, (size_t)s.len);
+    buf[s.len] = '\0';
+    return HEARTH_OK;
+}

@@ -1,0 +1,84 @@
+/* A loaded model: the GGUF file, hyperparameters, weights bound as tensors,
+ * the vocabulary, and the architecture that runs them. Architectures (one file
+ * each, e.g. llama.c) fill the hyperparameters and weights from the GGUF
+ * metadata and implement the forward pass over backend ops. */
+#ifndef HEARTH_MODEL_H
+#define HEARTH_MODEL_H
+
+#include "backend/backend.h"
+#include "gguf/gguf.h"
+#include "text/vocab.h"
+
+typedef struct hl_hparams {
+    int32_t n_vocab;
+    int32_t n_ctx_train;
+    int32_t n_embd;
+    int32_t n_layer;
+    int32_t n_head;
+    int32_t n_head_kv;
+    int32_t head_dim;     /* n_embd / n_head unless the file says otherwise */
+    int32_t n_ff;
+    float norm_eps;       /* RMSNorm epsilon */
+    hl_rope_params rope;
+} hl_hparams;
+
+/* Weights of one transformer block (llama layout). */
+typedef struct hl_layer {
+    hl_tensor attn_norm;            /* F32 {n_embd} */
+    hl_tensor wq, wk, wv, wo;       /* {n_embd, n_head*hd}, {n_embd, n_head_kv*hd} x2, {n_head*hd, n_embd} */
+    hl_tensor ffn_norm;             /* F32 {n_embd} */
+    hl_tensor ffn_gate, ffn_up;     /* {n_embd, n_ff} */
+    hl_tensor ffn_down;             /* {n_ff, n_embd} */
+} hl_layer;
+
+/* Activations of one forward pass and the KV cache, allocated by the context
+ * for at most n_batch tokens. ne[1] of each activation is set to the tokens of
+ * the current pass. */
+typedef struct hl_work {
+    hl_tensor x;         /* F32 {n_embd, n}: residual stream */
+    hl_tensor xb;        /* F32 {n_embd, n}: normed input / attention output projection */
+    hl_tensor q;         /* F32 {n_head*hd, n} */
+    hl_tensor k, v;      /* F32 {n_head_kv*hd, n} */
+    hl_tensor att;       /* F32 {n_head*hd, n} */
+    hl_tensor gate, up;  /* F32 {n_ff, n} */
+    hl_tensor last;      /* F32 {n_embd, 1}: final norm of the last token */
+    hl_tensor logits;    /* F32 {n_vocab, 1} */
+    hl_tensor *k_cache;  /* per layer, F16 {n_head_kv*hd, n_ctx} */
+    hl_tensor *v_cache;
+} hl_work;
+
+typedef struct hearth_model hearth_model;
+
+typedef struct hl_arch {
+    const char *name; /* general.architecture */
+    /* Reads hyperparameters and binds weights. Errors: FORMAT, UNSUPPORTED. */
+    hearth_status (*load)(hearth_model *m);
+    /* Runs n tokens at positions [pos0, pos0+n) and writes the logits of the
+     * last one into w->logits. */
+    void (*forward)(const hearth_model *m, hl_backend *b, hl_work *w, const int32_t *tokens, int32_t n,
+                    int32_t pos0);
+} hl_arch;
+
+struct hearth_model {
+    gguf_file *gguf;
+    void *file_copy;       /* the file read into memory when use_mmap is false */
+    hl_vocab *vocab;
+    const hl_arch *arch;
+    hl_hparams hp;
+    hl_tensor tok_embd;    /* {n_embd, n_vocab} */
+    hl_tensor output_norm; /* F32 {n_embd} */
+    hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */
+    hl_layer *layers;      /* [n_layer] */
+    uint64_t n_params, n_bytes;
+    char desc[128];
+};
+
+/* The architectures hearth knows, for lookup by name. */
+extern const hl_arch hl_arch_llama;
+
+/* Binds tensor `name` to *t after checking its shape is {ne0, ne1} (ne1 = 1 for
+ * vectors) and that hearth can compute its type. Errors: FORMAT (missing tensor,
+ * wrong shape), UNSUPPORTED (type). */
+hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, hl_tensor *t);
+
+#endif

@@ -1,0 +1,205 @@
+/* Token sampling: repetition penalty (CTRL, Keskar et al. 2019,
+ * arXiv:1909.05858), top-k (Fan et al. 2018), nucleus/top-p (Holtzman et al.
+ * 2019, arXiv:1904.09751), min-p (Nguyen et al. 2024, arXiv:2407.01082) and
+ * temperature, in llama.cpp's default order, with a seeded xoshiro256**
+ * generator so that equal seeds give equal text. All buffers are allocated at
+ * init; sampling does not allocate. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "model/model.h"
+
+typedef struct candidate {
+    int32_t id;
+    float logit;
+} candidate;
+
+struct hearth_sampler {
+    hearth_sampler_params p;
+    int32_t n_vocab;
+    candidate *cand;   /* [n_vocab] */
+    uint8_t *seen;     /* [n_vocab] marks for the penalty pass */
+    int32_t *recent;   /* ring of the last repeat_last_n tokens */
+    int32_t n_recent, recent_head;
+    uint64_t rng[4];
+};
+
+hearth_sampler_params hearth_sampler_default_params(void) {
+    return (hearth_sampler_params){
+        .temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
+        .repeat_penalty = 1.0f, .repeat_last_n = 64, .seed = 0xC0FFEE,
+    };
+}
+
+/* xoshiro256** (Blackman & Vigna 2018), seeded through splitmix64. */
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_next(uint64_t s[4]) {
+    const uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+static void rng_seed(uint64_t s[4], uint64_t seed) {
+    for (int i = 0; i < 4; i++) {
+        uint64_t z = (seed += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        s[i] = z ^ (z >> 31);
+    }
+}
+
+/* uniform in [0, 1) with 53 random bits */
+static double rng_uniform(uint64_t s[4]) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
+
+hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sampler_params *params, hearth_sampler **out) {
+    if (!out || !model) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_sampler_init: NULL argument");
+    *out = NULL;
+    hearth_sampler_params p = params ? *params : hearth_sampler_default_params();
+    if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return hl_fail(HEARTH_ERR_INVALID_ARG, "top_p must be in (0, 1] (got %g)", p.top_p);
+    if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return hl_fail(HEARTH_ERR_INVALID_ARG, "min_p must be in [0, 1] (got %g)", p.min_p);
+    if (!(p.repeat_penalty > 0.0f) || !isfinite(p.repeat_penalty))
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "repeat_penalty must be > 0 (got %g)", p.repeat_penalty);
+    if (p.repeat_last_n < 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "repeat_last_n must be >= 0 (got %d)", (int)p.repeat_last_n);
+    if (!isfinite(p.temp)) return hl_fail(HEARTH_ERR_INVALID_ARG, "temperature must be a finite number");
+    hearth_sampler *s = hl_calloc(1, sizeof *s);
+    if (!s) return HEARTH_ERR_OUT_OF_MEMORY;
+    s->p = p;
+    s->n_vocab = hearth_model_n_vocab(model);
+    s->cand = hl_malloc((size_t)s->n_vocab * sizeof *s->cand);
+    s->seen = hl_calloc((size_t)s->n_vocab, 1);
+    s->recent = hl_malloc((size_t)(p.repeat_last_n ? p.repeat_last_n : 1) * sizeof *s->recent);
+    if (!s->cand || !s->seen || !s->recent) {
+        hearth_sampler_free(s);
+        return HEARTH_ERR_OUT_OF_MEMORY;
+    }
+    hearth_sampler_reset(s);
+    *out = s;
+    return HEARTH_OK;
+}
+
+void hearth_sampler_free(hearth_sampler *s) {
+    if (!s) return;
+    free(s->cand);
+    free(s->seen);
+    free(s->recent);
+    free(s);
+}
+
+void hearth_sampler_reset(hearth_sampler *s) {
+    s->n_recent = 0;
+    s->recent_head = 0;
+    rng_seed(s->rng, s->p.seed);
+}
+
+void hearth_sampler_accept(hearth_sampler *s, int32_t token) {
+    if (s->p.repeat_last_n == 0) return;
+    s->recent[s->recent_head] = token;
+    s->recent_head = (s->recent_head + 1) % s->p.repeat_last_n;
+    if (s->n_recent < s->p.repeat_last_n) s->n_recent++;
+}
+
+/* CTRL penalty, once per distinct recent token: positive logits are divided,
+ * negative ones multiplied, so the token always becomes less likely. */
+static void apply_penalty(hearth_sampler *s) {
+    if (s->p.repeat_penalty == 1.0f) return;
+    for (int32_t i = 0; i < s->n_recent; i++) {
+        int32_t id = s->recent[i];
+        if (id < 0 || id >= s->n_vocab || s->seen[id]) continue;
+        s->seen[id] = 1;
+        float *l = &s->cand[id].logit; /* candidates are still in id order here */
+        *l = *l > 0.0f ? *l / s->p.repeat_penalty : *l * s->p.repeat_penalty;
+    }
+    for (int32_t i = 0; i < s->n_recent; i++)
+        if (s->recent[i] >= 0 && s->recent[i] < s->n_vocab) s->seen[s->recent[i]] = 0;
+}
+
+static int by_logit_desc(const void *a, const void *b) {
+    const candidate *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit < y->logit ? 1 : -1;
+    return x->id - y->id;
+}
+
+/* Moves the k largest candidates to the front (quickselect), then sorts them. */
+static void keep_top(candidate *c, int32_t n, int32_t k) {
+    int32_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        candidate pivot = c[(lo + hi) / 2];
+        int32_t i = lo, j = hi;
+        while (i <= j) {
+            while (by_logit_desc(&c[i], &pivot) < 0) i++;
+            while (by_logit_desc(&c[j], &pivot) > 0) j--;
+            if (i <= j) {
+                candidate t = c[i];
+                c[i++] = c[j];
+                c[j--] = t;
+            }
+        }
+        if (k - 1 <= j) hi = j;
+        else if (k - 1 >= i) lo = i;
+        else break;
+    }
+    qsort(c, (size_t)k, sizeof *c, by_logit_desc);
+}
+
+static int32_t argmax(const candidate *c, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (c[i].logit > c[best].logit) best = i;
+    return c[best].id;
+}
+
+int32_t hearth_sampler_sample(hearth_sampler *s, const float *logits) {
+    int32_t n = s->n_vocab;
+    for (int32_t i = 0; i < n; i++) s->cand[i] = (candidate){i, logits[i]};
+    apply_penalty(s);
+    int32_t token;
+    if (s->p.temp <= 0.0f) {
+        token = argmax(s->cand, n);
+    } else {
+        const int32_t k = s->p.top_k > 0 && s->p.top_k < n ? s->p.top_k : n;
+        keep_top(s->cand, n, k);
+        n = k;
+        /* probabilities at temperature 1 for top-p and min-p */
+        const float max = s->cand[0].logit;
+        double sum = 0.0;
+        for (int32_t i = 0; i < n; i++) sum += exp((double)s->cand[i].logit - max);
+        if (s->p.top_p < 1.0f) {
+            double cum = 0.0;
+            for (int32_t i = 0; i < n; i++) {
+                cum += exp((double)s->cand[i].logit - max) / sum;
+                if (cum >= s->p.top_p) {
+                    n = i + 1;
+                    break;
+                }
+            }
+        }
+        if (s->p.min_p > 0.0f) {
+            const float floor_logit = max + logf(s->p.min_p);
+            int32_t keep = 1;
+            while (keep < n && s->cand[keep].logit >= floor_logit) keep++;
+            n = keep;
+        }
+        /* draw at temperature */
+        double total = 0.0;
+        for (int32_t i = 0; i < n; i++) total += exp(((double)s->cand[i].logit - max) / s->p.temp);
+        double r = rng_uniform(s->rng) * total, cum = 0.0;
+        token = s->cand[n - 1].id;
+        for (int32_t i = 0; i < n; i++) {
+            cum += exp(((double)s->cand[i].logit - max) / s->p.temp);
+            if (r < cum) {
+                token = s->cand[i].id;
+                break;
+            }
+        }
+    }
+    hearth_sampler_accept(s, token);
+    return token;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Reference greedy continuations from llama.cpp (through llama-cpp-python) for
+tests/test_greedy_reference.c.
+
+For each prompt: tokenize it with llama.cpp (add_bos as the model says, special
+tokens parsed), evaluate it, then take the argmax token 64 times (never stopping
+at end-of-generation tokens), feeding each token back. At every step we store
+llama.cpp's argmax and its TOP_K largest logits (id, value), which the C test
+compares with hearth's logits for the same sequence.
+
+Usage: python3 tests/reference/greedy/make_greedy_fixtures.py [MODEL] [OUT]
+(defaults: models/SmolLM2-135M-Instruct.Q4_1.gguf, tests/reference/greedy/smollm2.json)
+"""
+import json
+import sys
+from pathlib import Path
+
+import llama_cpp
+import numpy as np
+from llama_cpp import Llama, __version__ as llama_cpp_version
+
+N_PREDICT = 64
+TOP_K = 32
+N_CTX = 512
+
+PROMPTS = [
+    "The capital of France is",
+    "<|im_start|>user\nWhat is the boiling point of water in Celsius?<|im_end|>\n<|im_start|>assistant\n",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "Once upon a time, in a small village by the sea,",
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nList three primary colors.<|im_end|>\n<|im_start|>assistant\n",
+    "1, 2, 3, 5, 8, 13,",
+    "Photosynthesis is the process by which plants",
+    "<|im_start|>user\nTranslate 'good morning' into French and Spanish.<|im_end|>\n<|im_start|>assistant\n",
+    "The three laws of thermodynamics state that",
+    "SELECT name, age FROM users WHERE",
+]
+
+
+def main():
+    root = Path(__file__).resolve().parents[3]
+    model = sys.argv[1] if len(sys.argv) > 1 else str(root / "models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    out = sys.argv[2] if len(sys.argv) > 2 else str(Path(__file__).with_name("smollm2.json"))
+    llm = Llama(model_path=model, n_ctx=N_CTX, n_batch=N_CTX, n_threads=2, logits_all=False, verbose=False)
+    cases = []
+    for prompt in PROMPTS:
+        llm.reset()
+        prompt_ids = llm.tokenize(prompt.encode(), add_bos=True, special=True)
+        llm.eval(prompt_ids)
+        steps = []
+        for _ in range(N_PREDICT):
+            # logits of the last evaluated token, straight from llama.cpp
+            ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+            logits = np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).copy()
+            top = np.argsort(-logits, kind="stable")[:TOP_K]
+            token = int(top[0])
+            steps.append({"token": token,
+                          "top_ids": [int(i) for i in top],
+                          "top_logits": [round(float(logits[i]), 5) for i in top]})
+            llm.eval([token])
+        cases.append({"prompt": prompt, "prompt_ids": prompt_ids, "steps": steps,
+                      "text": llm.detokenize([s["token"] for s in steps]).decode("utf-8", "replace")})
+    ref = {"generator": f"llama-cpp-python {llama_cpp_version}, {Path(__file__).name}",
+           "model": Path(model).name, "n_predict": N_PREDICT, "top_k": TOP_K, "n_ctx": N_CTX, "cases": cases}
+    Path(out).write_text(json.dumps(ref, ensure_ascii=False, separators=(",", ":")) + "\n")
+    print(f"wrote {out}: {len(cases)} prompts x {N_PREDICT} tokens")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+/* Option parsing, logging and timing helpers shared by the subcommands. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+bool cli_parse_int(const char *opt, const char *val, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (errno || end == val || *end || v < lo || v > hi) {
+        fprintf(stderr, "hearth: %s expects an integer in [%ld, %ld], got '%s'\n", opt, lo, hi, val);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_parse_float(const char *opt, const char *val, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (errno || end == val || *end || !isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "hearth: %s expects a number in [%g, %g], got '%s'\n", opt, lo, hi, val);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_parse_u64(const char *opt, const char *val, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, 10);
+    if (errno || end == val || *end || val[0] == '-') {
+        fprintf(stderr, "hearth: %s expects a non-negative integer, got '%s'\n", opt, val);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static void log_to_stderr(hearth_log_level level, const char *msg, void *user) {
+    static const char *names[] = {"debug", "info", "warn", "error"};
+    if (level < *(hearth_log_level *)user) return;
+    fprintf(stderr, "hearth: %s: %s\n", names[level], msg);
+}
+
+void cli_log_init(bool verbose) {
+    static hearth_log_level min_level;
+    min_level = verbose ? HEARTH_LOG_INFO : HEARTH_LOG_WARN;
+    const char *env = getenv("HEARTH_LOG");
+    if (env) {
+        static const char *names[] = {"debug", "info", "warn", "error"};
+        for (int i = 0; i < 4; i++)
+            if (strcasecmp(env, names[i]) == 0) min_level = (hearth_log_level)i;
+    }
+    hearth_log_set(log_to_stderr, &min_level);
+}
+
+int cli_fail(const char *what) {
+    fprintf(stderr, "hearth: %s: %s\n", what, hearth_last_error());
+    return 1;
+}
+
+double cli_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}

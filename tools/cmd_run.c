@@ -1,0 +1,296 @@
+/* `hearth run MODEL [PROMPT]`: load a model, process the prompt in batches,
+ * then generate token by token, streaming the text to stdout. stdout carries
+ * only the generated text; stderr a short summary with load time and tok/s. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+typedef struct run_opts {
+    const char *model;
+    const char *prompt;
+    const char *prompt_file;
+    long n_predict;
+    hearth_sampler_params sampling;
+    bool seed_set;
+    hearth_context_params ctx;
+    long n_gpu_layers;
+    bool parse_special;
+    bool verbose;
+} run_opts;
+
+static void run_usage(FILE *out) {
+    fprintf(out,
+            "usage: hearth run MODEL [PROMPT] [options]\n"
+            "\n"
+            "Generates text from PROMPT with the GGUF model MODEL. The text goes to stdout as it is\n"
+            "produced; a summary (load time, prompt and generation tok/s) goes to stderr.\n"
+            "\n"
+            "prompt:\n"
+            "  -p, --prompt TEXT        the prompt (instead of the PROMPT argument)\n"
+            "  -f, --file FILE          read the prompt from FILE\n"
+            "      --no-parse-special   treat special-token text like <|im_start|> as plain text\n"
+            "generation:\n"
+            "  -n, --n-predict N        tokens to generate, at most (default 128; -1 = until the context is full)\n"
+            "      --temp T             temperature; 0 = greedy (default 0.8)\n"
+            "      --top-k K            keep the K most likely tokens; 0 = off (default 40)\n"
+            "      --top-p P            nucleus sampling threshold in (0, 1]; 1 = off (default 0.95)\n"
+            "      --min-p P            drop tokens below P x the top probability; 0 = off (default 0.05)\n"
+            "      --repeat-penalty R   penalty for the last 64 tokens; 1 = off (default 1.0)\n"
+            "      --seed S             random seed; the same seed gives the same text (default: random)\n"
+            "performance:\n"
+            "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
+            "  -c, --ctx-size N         context length in tokens (default: the model's, at most 4096)\n"
+            "  -b, --batch-size N       prompt tokens per forward pass (default 512)\n"
+            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0; no GPU backend\n"
+            "                           in this build: accepted, and the model runs on the CPU)\n"
+            "other:\n"
+            "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
+            "  -h, --help               this help\n",
+            hearth_cpu_physical_cores());
+}
+
+/* Returns 0 to go on, otherwise the exit status. */
+static int parse_args(int argc, char **argv, run_opts *o) {
+    *o = (run_opts){.n_predict = 128, .sampling = hearth_sampler_default_params(),
+                    .ctx = hearth_context_default_params(), .parse_special = true};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        long l;
+        double d;
+#define IS(short_, long_) (!strcmp(a, short_) || !strcmp(a, long_))
+#define NEED_VALUE()                                                            \
+    do {                                                                        \
+        if (!val) {                                                             \
+            fprintf(stderr, "hearth: %s needs a value; see hearth run --help\n", a); \
+            return 2;                                                           \
+        }                                                                       \
+        i++;                                                                    \
+    } while (0)
+        if (IS("-h", "--help")) {
+            run_usage(stdout);
+            return -1;
+        } else if (IS("-p", "--prompt")) {
+            NEED_VALUE();
+            o->prompt = val;
+        } else if (IS("-f", "--file")) {
+            NEED_VALUE();
+            o->prompt_file = val;
+        } else if (IS("-n", "--n-predict")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, -1, 1L << 30, &o->n_predict)) return 2;
+        } else if (IS("--temp", "--temperature")) {
+            NEED_VALUE();
+            if (!cli_parse_float(a, val, 0.0, 100.0, &d)) return 2;
+            o->sampling.temp = (float)d;
+        } else if (IS("--top-k", "--top-k")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 0, 1L << 30, &l)) return 2;
+            o->sampling.top_k = (int32_t)l;
+        } else if (IS("--top-p", "--top-p")) {
+            NEED_VALUE();
+            if (!cli_parse_float(a, val, 1e-6, 1.0, &d)) return 2;
+            o->sampling.top_p = (float)d;
+        } else if (IS("--min-p", "--min-p")) {
+            NEED_VALUE();
+            if (!cli_parse_float(a, val, 0.0, 1.0, &d)) return 2;
+            o->sampling.min_p = (float)d;
+        } else if (IS("--repeat-penalty", "--repeat-penalty")) {
+            NEED_VALUE();
+            if (!cli_parse_float(a, val, 1e-3, 100.0, &d)) return 2;
+            o->sampling.repeat_penalty = (float)d;
+        } else if (IS("--seed", "--seed")) {
+            NEED_VALUE();
+            if (!cli_parse_u64(a, val, &o->sampling.seed)) return 2;
+            o->seed_set = true;
+        } else if (IS("-t", "--threads")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 1, 1024, &l)) return 2;
+            o->ctx.n_threads = (int32_t)l;
+        } else if (IS("-c", "--ctx-size")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 0, 1L << 24, &l)) return 2;
+            o->ctx.n_ctx = (uint32_t)l;
+        } else if (IS("-b", "--batch-size")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 1, 1L << 20, &l)) return 2;
+            o->ctx.n_batch = (uint32_t)l;
+        } else if (IS("-ngl", "--n-gpu-layers")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers)) return 2;
+        } else if (IS("--no-parse-special", "--no-parse-special")) {
+            o->parse_special = false;
+        } else if (IS("-v", "--verbose")) {
+            o->verbose = true;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "hearth: unknown option '%s'; see hearth run --help\n", a);
+            return 2;
+        } else if (!o->model) {
+            o->model = a;
+        } else if (!o->prompt) {
+            o->prompt = a;
+        } else {
+            fprintf(stderr, "hearth: unexpected argument '%s' (quote the prompt); see hearth run --help\n", a);
+            return 2;
+        }
+#undef IS
+#undef NEED_VALUE
+    }
+    if (!o->model) {
+        fprintf(stderr, "hearth: run needs a MODEL file; see hearth run --help\n");
+        return 2;
+    }
+    if (o->prompt && o->prompt_file) {
+        fprintf(stderr, "hearth: give the prompt either as text or with -f, not both\n");
+        return 2;
+    }
+    if (!o->seed_set) o->sampling.seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
+    return 0;
+}
+
+/* Reads the prompt file into a malloc'd string; NULL (with a message) on error. */
+static char *read_prompt_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "hearth: cannot open prompt file '%s'\n", path);
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t r;
+    while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += r;
+        if (n == cap) {
+            char *bigger = realloc(buf, cap *= 2);
+            if (!bigger) free(buf);
+            buf = bigger;
+        }
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf || err) {
+        fprintf(stderr, "hearth: cannot read prompt file '%s'\n", path);
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+typedef struct run_state {
+    hearth_model *model;
+    hearth_context *ctx;
+    hearth_sampler *smpl;
+    hearth_detok *detok;
+    int32_t *tokens;
+    char *prompt_copy;
+} run_state;
+
+static void run_state_free(run_state *s) {
+    hearth_detok_free(s->detok);
+    hearth_sampler_free(s->smpl);
+    hearth_context_free(s->ctx);
+    hearth_model_free(s->model);
+    free(s->tokens);
+    free(s->prompt_copy);
+}
+
+static int tokenize_prompt(run_state *s, const run_opts *o, const char *text, size_t len, size_t *n_prompt) {
+    size_t n_max = len + 8;
+    s->tokens = malloc(n_max * sizeof *s->tokens);
+    if (!s->tokens) return cli_fail("tokenize");
+    if (hearth_tokenize(s->model, text, len, true, o->parse_special, s->tokens, n_max, n_prompt) != HEARTH_OK)
+        return cli_fail("tokenize");
+    if (*n_prompt == 0) {
+        int32_t bos = hearth_token_bos(s->model);
+        if (bos < 0) {
+            fprintf(stderr, "hearth: the prompt is empty; give one as an argument, with -p or with -f\n");
+            return 2;
+        }
+        s->tokens[(*n_prompt)++] = bos;
+    }
+    uint32_t n_ctx = hearth_context_n_ctx(s->ctx);
+    if (*n_prompt >= n_ctx) {
+        fprintf(stderr, "hearth: the prompt is %zu tokens but the context holds %u: raise -c/--ctx-size or shorten the prompt\n",
+                *n_prompt, n_ctx);
+        return 1;
+    }
+    return 0;
+}
+
+static int emit(const char *buf, size_t len) {
+    if (len && (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0)) {
+        fprintf(stderr, "hearth: cannot write to stdout\n");
+        return 1;
+    }
+    return 0;
+}
+
+static int generate(run_state *s, const run_opts *o, size_t n_prompt, long *n_gen, double *t_prompt, double *t_gen) {
+    double t0 = cli_now();
+    if (hearth_decode(s->ctx, s->tokens, (uint32_t)n_prompt) != HEARTH_OK) return cli_fail("prompt");
+    for (size_t i = 0; i < n_prompt; i++) hearth_sampler_accept(s->smpl, s->tokens[i]);
+    double t1 = cli_now();
+    *t_prompt = t1 - t0;
+    uint32_t room = hearth_context_n_ctx(s->ctx) - (uint32_t)n_prompt;
+    long limit = o->n_predict < 0 || o->n_predict > (long)room ? (long)room : o->n_predict;
+    char piece[256];
+    size_t len;
+    *n_gen = 0;
+    while (*n_gen < limit) {
+        int32_t tok = hearth_sampler_sample(s->smpl, hearth_get_logits(s->ctx));
+        if (hearth_token_is_eog(s->model, tok)) break;
+        (*n_gen)++;
+        if (hearth_detok_push(s->detok, tok, piece, sizeof piece, &len) != HEARTH_OK) return cli_fail("detokenize");
+        if (emit(piece, len)) return 1;
+        if (*n_gen < limit && hearth_decode(s->ctx, &tok, 1) != HEARTH_OK) return cli_fail("generate");
+    }
+    if (hearth_detok_flush(s->detok, piece, sizeof piece, &len) != HEARTH_OK) return cli_fail("detokenize");
+    if (emit(piece, len)) return 1;
+    *t_gen = cli_now() - t1;
+    return 0;
+}
+
+static int run(const run_opts *o, run_state *s) {
+    size_t prompt_len = o->prompt ? strlen(o->prompt) : 0;
+    const char *prompt = o->prompt ? o->prompt : "";
+    if (o->prompt_file) {
+        s->prompt_copy = read_prompt_file(o->prompt_file, &prompt_len);
+        if (!s->prompt_copy) return 1;
+        prompt = s->prompt_copy;
+    }
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
+    double t0 = cli_now();
+    if (hearth_model_load(o->model, &mp, &s->model) != HEARTH_OK) return cli_fail(o->model);
+    double t_load = cli_now() - t0;
+    if (hearth_context_init(s->model, &o->ctx, &s->ctx) != HEARTH_OK) return cli_fail("context");
+    if (hearth_sampler_init(s->model, &o->sampling, &s->smpl) != HEARTH_OK) return cli_fail("sampler");
+    if (hearth_detok_init(s->model, false, &s->detok) != HEARTH_OK) return cli_fail("detokenizer");
+    size_t n_prompt;
+    int rc = tokenize_prompt(s, o, prompt, prompt_len, &n_prompt);
+    if (rc) return rc;
+    long n_gen;
+    double t_prompt, t_gen;
+    rc = generate(s, o, n_prompt, &n_gen, &t_prompt, &t_gen);
+    if (rc) return rc;
+    fprintf(stderr,
+            "\nhearth: %s | load %.0f ms | prompt %zu tokens, %.1f tok/s | generated %ld tokens, %.1f tok/s\n",
+            hearth_model_desc(s->model), t_load * 1e3, n_prompt, n_prompt / (t_prompt > 0 ? t_prompt : 1e-9), n_gen,
+            n_gen > 0 ? n_gen / t_gen : 0.0);
+    return 0;
+}
+
+int cmd_run(int argc, char **argv) {
+    run_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    cli_log_init(o.verbose);
+    run_state s = {0};
+    rc = run(&o, &s);
+    run_state_free(&s);
+    return rc;
+}
