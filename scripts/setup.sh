@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what hearth needs on Debian/Ubuntu (compiler, CMake, PCRE2, cJSON;
+# gguf-py, numpy and pytest for the tests), builds it in build/, and fetches
+# the default model into models/. Safe to run again: each step is cached.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+need=()
+for p in build-essential cmake pkg-config libpcre2-dev libcjson-dev; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p")
+done
+command -v python3 >/dev/null || need+=(python3 python3-pip)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    echo "setup: installing ${need[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+pip_install() { python3 -m pip install --quiet --disable-pip-version-check "$@"; }
+# Debian's own python3 refuses system-wide installs (PEP 668) unless told.
+pip_install -r tests/requirements.txt 2>/dev/null || pip_install --break-system-packages -r tests/requirements.txt
+
+scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
+scripts/fetch_model.sh

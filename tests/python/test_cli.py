@@ -1,0 +1,175 @@
+"""The `hearth` command: help, info, generation output, and one-line errors with
+a non-zero exit for every kind of bad input (never a crash or a hang)."""
+import json
+import struct
+
+import pytest
+from conftest import ROOT
+
+RUN_OPTIONS = ["-p", "--prompt", "-f", "--file", "-n", "--n-predict", "--temp", "--top-k", "--top-p",
+               "--min-p", "--repeat-penalty", "--seed", "-t", "--threads", "-c", "--ctx-size", "-b",
+               "--batch-size", "-ngl", "--n-gpu-layers", "-v", "--verbose", "--no-parse-special"]
+
+
+def one_line_error(res):
+    err = res.stderr.decode().strip()
+    assert res.returncode not in (0, -6, -11), (res.returncode, err)  # no success, no abort/segfault
+    assert err and "\n" not in err, err
+    assert res.stdout == b""
+    return err
+
+
+def test_help_lists_every_option(run_hearth):
+    top = run_hearth("--help")
+    assert top.returncode == 0 and b"run MODEL" in top.stdout and b"info" in top.stdout
+    res = run_hearth("run", "--help")
+    assert res.returncode == 0
+    text = res.stdout.decode()
+    for opt in RUN_OPTIONS:
+        assert opt in text, opt
+
+
+def test_info(run_hearth, model_path):
+    res = run_hearth("info")
+    assert res.returncode == 0
+    out = res.stdout.decode()
+    assert out.startswith("hearth 0.1.0") and "backends: cpu" in out and "cpu:" in out
+    res = run_hearth("info", model_path)
+    assert res.returncode == 0
+    assert "n_layer: 30" in res.stdout.decode() and "llama" in res.stdout.decode()
+
+
+def greedy_case():
+    ref = json.loads((ROOT / "tests/reference/greedy/smollm2.json").read_text())
+    eog = {0, 2}  # <|endoftext|>, <|im_end|> in SmolLM2's vocabulary
+    return next(c for c in ref["cases"] if not eog & {s["token"] for s in c["steps"]})
+
+
+def test_greedy_text_equals_llama_cpp(run_hearth, model_path):
+    case = greedy_case()
+    res = run_hearth("run", model_path, case["prompt"], "-n", "64", "--temp", "0")
+    assert res.returncode == 0, res.stderr.decode()
+    assert res.stdout.decode() == case["text"]  # stdout carries only the generated text
+    summary = res.stderr.decode()
+    assert "load" in summary and "prompt" in summary and "tok/s" in summary
+
+
+def test_same_seed_same_text(run_hearth, model_path):
+    args = ("run", model_path, "Tell me a story about a dragon.", "-n", "24", "--temp", "1.0", "--seed", "1234")
+    a, b = run_hearth(*args), run_hearth(*args)
+    assert a.returncode == 0 and a.stdout == b.stdout and a.stdout
+    c = run_hearth(*args[:-1], "99")
+    assert c.returncode == 0
+
+
+def test_prompt_file_and_stop_at_n_predict(run_hearth, model_path, tmp_path):
+    p = tmp_path / "prompt.txt"
+    p.write_text("The capital of France is")
+    res = run_hearth("run", model_path, "-f", p, "-n", "3", "--temp", "0", "-t", "1", "-c", "64", "-b", "2")
+    assert res.returncode == 0, res.stderr.decode()
+    assert "generated 3 tokens" in res.stderr.decode()
+    assert res.stdout.decode().startswith(" Paris")
+
+
+def test_n_gpu_layers_without_gpu_says_so_once(run_hearth, model_path):
+    res = run_hearth("run", model_path, "Hi", "-n", "2", "-ngl", "-1")
+    assert res.returncode == 0
+    gpu_lines = [l for l in res.stderr.decode().splitlines() if "gpu" in l.lower()]
+    assert len(gpu_lines) == 1, gpu_lines
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--temp", "abc"], "--temp"),
+    (["--temp", "-1"], "--temp"),
+    (["-n", "x"], "-n"),
+    (["--top-p", "2"], "--top-p"),
+    (["--min-p", "-0.5"], "--min-p"),
+    (["-t", "0"], "-t"),
+    (["-c", "-5"], "-c"),
+    (["-b", "0"], "-b"),
+    (["-ngl", "-2"], "-ngl"),
+    (["--seed", "-1"], "--seed"),
+    (["--bogus"], "unknown option"),
+    (["--temp"], "needs a value"),
+])
+def test_bad_option_values(run_hearth, model_path, args, needle):
+    err = one_line_error(run_hearth("run", model_path, "hi", *args))
+    assert needle in err
+
+
+def test_missing_model_argument(run_hearth):
+    assert "MODEL" in one_line_error(run_hearth("run"))
+
+
+def test_unknown_command(run_hearth):
+    assert "unknown command" in one_line_error(run_hearth("frobnicate"))
+
+
+def test_missing_file(run_hearth, tmp_path):
+    err = one_line_error(run_hearth("run", tmp_path / "nope.gguf", "hi"))
+    assert "No such file" in err or "cannot open" in err
+
+
+def test_directory(run_hearth, tmp_path):
+    assert "directory" in one_line_error(run_hearth("run", tmp_path, "hi"))
+
+
+def test_not_gguf(run_hearth, tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("hello, this is not a model\n" * 10)
+    assert "not a GGUF file" in one_line_error(run_hearth("run", p, "hi"))
+
+
+@pytest.mark.parametrize("keep", [3, 20, 1000, 5_000_000, 90_000_000])
+def test_truncated(run_hearth, model_path, tmp_path, keep):
+    p = tmp_path / "cut.gguf"
+    with open(model_path, "rb") as f:
+        p.write_bytes(f.read(keep))
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert "GGUF" in err or "truncated" in err
+
+
+def gguf_header(n_tensors, n_kv, kvs=b""):
+    return b"GGUF" + struct.pack("<IQQ", 3, n_tensors, n_kv) + kvs
+
+
+def gguf_string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+@pytest.mark.parametrize("name,data,needle", [
+    ("n_tensors overflow", gguf_header(2**63, 0), "tensor"),
+    ("n_kv overflow", gguf_header(0, 2**62), "key"),
+    ("string length overflow", gguf_header(0, 1, struct.pack("<Q", 2**64 - 2) + b"abc"), ""),
+    ("bad alignment", gguf_header(0, 1, gguf_string("general.alignment") + struct.pack("<II", 4, 0)), "alignment"),
+    ("array count overflow", gguf_header(0, 1, gguf_string("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 2**61)),
+     "tokenizer.ggml.tokens"),
+])
+def test_hostile_gguf(run_hearth, tmp_path, name, data, needle):
+    p = tmp_path / "hostile.gguf"
+    p.write_bytes(data)
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert needle in err, (name, err)
+
+
+def test_unsupported_architecture(run_hearth, tmp_path):
+    gguf = pytest.importorskip("gguf")
+    p = tmp_path / "mamba.gguf"
+    w = gguf.GGUFWriter(str(p), "mamba9")
+    w.add_block_count(1)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert "mamba9" in err and "llama" in err
+
+
+def test_prompt_longer_than_context(run_hearth, model_path):
+    err = one_line_error(run_hearth("run", model_path, "word " * 200, "-c", "32"))
+    assert "context" in err and "-c" in err
+
+
+def test_empty_prompt(run_hearth, model_path):
+    assert "prompt is empty" in one_line_error(run_hearth("run", model_path, ""))

@@ -1,0 +1,120 @@
+/* The model and context API on the default model: model facts and metadata,
+ * batched vs token-by-token decoding, thread counts, mmap vs read, context
+ * limits and argument errors. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "hearth.h"
+
+static const char *PROMPT = "The quick brown fox jumps over the lazy dog. Then it";
+
+/* Decodes the prompt in passes of `step` tokens and copies the last logits. */
+static void logits_for(hearth_model *m, uint32_t n_batch, int32_t n_threads, uint32_t step, float *out) {
+    hearth_context_params cp = hearth_context_default_params();
+    cp.n_ctx = 128;
+    cp.n_batch = n_batch;
+    cp.n_threads = n_threads;
+    hearth_context *ctx;
+    CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_OK);
+    int32_t toks[64];
+    size_t n;
+    CHECK(hearth_tokenize(m, PROMPT, strlen(PROMPT), true, true, toks, 64, &n) == HEARTH_OK);
+    for (size_t i = 0; i < n; i += step) CHECK(hearth_decode(ctx, toks + i, (uint32_t)(n - i < step ? n - i : step)) == HEARTH_OK);
+    CHECK(hearth_context_n_past(ctx) == n);
+    memcpy(out, hearth_get_logits(ctx), sizeof(float) * (size_t)hearth_model_n_vocab(m));
+    hearth_context_free(ctx);
+}
+
+static float max_diff(const float *a, const float *b, int32_t n) {
+    float d = 0.0f;
+    for (int32_t i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
+    return d;
+}
+
+static void test_facts(hearth_model *m) {
+    CHECK(hearth_model_n_layer(m) == 30);
+    CHECK(hearth_model_n_embd(m) == 576);
+    CHECK(hearth_model_n_vocab(m) == 49152);
+    CHECK(hearth_model_n_ctx_train(m) == 8192);
+    CHECK(hearth_model_n_gpu_layers(m) == 0);
+    CHECK(strstr(hearth_model_desc(m), "llama") && strstr(hearth_model_desc(m), "Q4_1"));
+    char buf[16];
+    size_t len;
+    CHECK(hearth_model_meta_str(m, "general.architecture", buf, sizeof buf, &len) == HEARTH_OK && !strcmp(buf, "llama"));
+    CHECK(hearth_model_meta_str(m, "general.architecture", buf, 3, &len) == HEARTH_ERR_BUFFER_TOO_SMALL && len == 5);
+    CHECK(hearth_model_meta_str(m, "no.such.key", buf, sizeof buf, &len) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hearth_token_eos(m) == 2 && hearth_token_is_eog(m, 2));
+}
+
+static void test_decode_paths(hearth_model *m) {
+    const int32_t nv = hearth_model_n_vocab(m);
+    float *a = malloc(sizeof(float) * (size_t)nv), *b = malloc(sizeof(float) * (size_t)nv);
+    logits_for(m, 512, 2, 512, a);
+    logits_for(m, 3, 2, 512, b); /* n_batch 3: several passes inside one decode */
+    CHECK_MSG(max_diff(a, b, nv) < 1e-3f, "n_batch 3 vs 512: %g", max_diff(a, b, nv));
+    logits_for(m, 512, 2, 1, b); /* one token per decode */
+    CHECK_MSG(max_diff(a, b, nv) < 1e-3f, "token by token vs batch: %g", max_diff(a, b, nv));
+    logits_for(m, 512, 1, 512, b); /* threads split rows: identical arithmetic */
+    CHECK_MSG(max_diff(a, b, nv) == 0.0f, "1 vs 2 threads: %g", max_diff(a, b, nv));
+
+    hearth_model_params mp = hearth_model_default_params();
+    mp.use_mmap = false;
+    hearth_model *m2;
+    CHECK(hearth_model_load(getenv("HEARTH_MODEL"), &mp, &m2) == HEARTH_OK);
+    logits_for(m2, 512, 2, 512, b);
+    CHECK(max_diff(a, b, nv) == 0.0f);
+    hearth_model_free(m2);
+    free(a);
+    free(b);
+}
+
+static void test_limits(hearth_model *m) {
+    hearth_context_params cp = hearth_context_default_params();
+    cp.n_ctx = 8;
+    hearth_context *ctx;
+    CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_OK);
+    CHECK(hearth_get_logits(ctx) == NULL);
+    int32_t toks[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    CHECK(hearth_decode(ctx, toks, 9) == HEARTH_ERR_CONTEXT_FULL);
+    CHECK(strstr(hearth_last_error(), "n_ctx") != NULL);
+    CHECK(hearth_decode(ctx, toks, 6) == HEARTH_OK);
+    CHECK(hearth_decode(ctx, toks, 3) == HEARTH_ERR_CONTEXT_FULL && hearth_context_n_past(ctx) == 6);
+    int32_t bad = 49152;
+    CHECK(hearth_decode(ctx, &bad, 1) == HEARTH_ERR_INVALID_ARG);
+    bad = -1;
+    CHECK(hearth_decode(ctx, &bad, 1) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hearth_decode(ctx, toks, 0) == HEARTH_ERR_INVALID_ARG);
+    hearth_context_reset(ctx);
+    CHECK(hearth_context_n_past(ctx) == 0 && hearth_decode(ctx, toks, 8) == HEARTH_OK);
+    hearth_context_free(ctx);
+
+    cp = hearth_context_default_params();
+    cp.n_batch = 0;
+    CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_ERR_INVALID_ARG && ctx == NULL);
+    cp = hearth_context_default_params();
+    cp.n_threads = -3;
+    CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_ERR_INVALID_ARG);
+
+    hearth_model_params mp = hearth_model_default_params();
+    mp.vocab_only = true;
+    hearth_model *vm;
+    CHECK(hearth_model_load(getenv("HEARTH_MODEL"), &mp, &vm) == HEARTH_OK);
+    CHECK(hearth_context_init(vm, NULL, &ctx) == HEARTH_ERR_INVALID_ARG);
+    hearth_model_free(vm);
+    mp = hearth_model_default_params();
+    mp.n_gpu_layers = -2;
+    CHECK(hearth_model_load(getenv("HEARTH_MODEL"), &mp, &vm) == HEARTH_ERR_INVALID_ARG && vm == NULL);
+    CHECK(hearth_model_load(NULL, NULL, &vm) == HEARTH_ERR_INVALID_ARG);
+}
+
+int main(void) {
+    hearth_model *m;
+    CHECK(hearth_model_load(check_model_path(), NULL, &m) == HEARTH_OK);
+    if (!m) return check_report();
+    test_facts(m);
+    test_decode_paths(m);
+    test_limits(m);
+    hearth_model_free(m);
+    return check_report();
+}
