@@ -1,0 +1,35 @@
+/* Run-time detection of the x86 SIMD extensions the CPU kernels use, and the
+ * kernel level they allow. Detection uses CPUID through GCC's
+ * __builtin_cpu_supports, which also checks that the OS saves the AVX and
+ * AVX-512 registers (XGETBV). On other architectures every flag is false. */
+#ifndef HEARTH_BACKEND_CPU_FEATURES_H
+#define HEARTH_BACKEND_CPU_FEATURES_H
+
+#include <stdbool.h>
+
+typedef struct hl_cpu_features {
+    bool avx2, fma, f16c;
+    bool avx512f, avx512bw, avx512vl, avx512vnni;
+} hl_cpu_features;
+
+/* Kernel levels, each a superset of the one before. */
+typedef enum hl_cpu_level {
+    HL_CPU_SCALAR = 0, /* portable C, the oracle */
+    HL_CPU_AVX2 = 1,   /* AVX2 + FMA + F16C (Haswell, Zen 1 and later) */
+    HL_CPU_LEVEL_COUNT
+} hl_cpu_level;
+
+/* The features of the CPU running this process. Thread-safe. */
+hl_cpu_features hl_cpu_features_get(void);
+
+/* The highest level this CPU supports (and this build compiled). Thread-safe. */
+hl_cpu_level hl_cpu_level_best(void);
+
+/* "scalar", "avx2". */
+const char *hl_cpu_level_name(hl_cpu_level level);
+
+/* The detected features as a static string, e.g. "avx2 fma f16c avx512f
+ * avx512bw avx512vl avx512vnni", or "none". Thread-safe. */
+const char *hl_cpu_features_str(void);
+
+#endif

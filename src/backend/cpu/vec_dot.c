@@ -1,0 +1,110 @@
+/* Scalar dot-product kernels (the oracle the SIMD levels are tested against)
+ * and the choice of kernels by CPU level. The block arithmetic follows ggml's
+ * generic kernels (ggml-cpu/quants.c, ggml_vec_dot_*_generic): integer sums
+ * inside a block, one float multiply-add per block. */
+#include "backend/cpu/vec_dot.h"
+
+static void dot_f32(int64_t n, float *s, const void *w_row, const void *act_row) {
+    const float *w = w_row, *a = act_row;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)w[i] * a[i];
+    *s = (float)sum;
+}
+
+static void dot_f16(int64_t n, float *s, const void *w_row, const void *act_row) {
+    const hl_half *w = w_row, *a = act_row;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)hl_fp16_to_fp32(w[i]) * hl_fp16_to_fp32(a[i]);
+    *s = (float)sum;
+}
+
+static void dot_bf16(int64_t n, float *s, const void *w_row, const void *act_row) {
+    const hl_bf16 *w = w_row, *a = act_row;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)hl_bf16_to_fp32(w[i]) * hl_bf16_to_fp32(a[i]);
+    *s = (float)sum;
+}
+
+/* sum_i d_w*(q_w[i] - 8) * d_a*q_a[i] */
+static void dot_q4_0_q8_0(int64_t n, float *s, const void *w_row, const void *act_row) {
+    const block_q4_0 *w = w_row;
+    const block_q8_0 *a = act_row;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        int32_t sumi = 0;
+        for (int j = 0; j < HL_QK / 2; j++) {
+            sumi += ((w[b].qs[j] & 0x0f) - 8) * a[b].qs[j];
+            sumi += ((w[b].qs[j] >> 4) - 8) * a[b].qs[j + HL_QK / 2];
+        }
+        sum += hl_fp16_to_fp32(w[b].d) * hl_fp16_to_fp32(a[b].d) * (float)sumi;
+    }
+    *s = sum;
+}
+
+/* sum_i (d_w*q_w[i] + m) * d_a*q_a[i] = d_w*d_a * sum_i q_w[i]*q_a[i] + m * s_a */
+static void dot_q4_1_q8_1(int64_t n, float *s, const void *w_row, const void *act_row) {
+    const block_q4_1 *w = w_row;
+    const block_q8_1 *a = act_row;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        int32_t sumi = 0;
+        for (int j = 0; j < HL_QK / 2; j++) {
+            sumi += (w[b].qs[j] & 0x0f) * a[b].qs[j];
+            sumi += (w[b].qs[j] >> 4) * a[b].qs[j + HL_QK / 2];
+        }
+        sum += hl_fp16_to_fp32(w[b].d) * hl_fp16_to_fp32(a[b].d) * (float)sumi +
+               hl_fp16_to_fp32(w[b].m) * hl_fp16_to_fp32(a[b].s);
+    }
+    *s = sum;
+}
+
+static void dot_q8_0_q8_0(int64_t n, float *s, const void *w_row, const void *act_row) {
+    const block_q8_0 *w = w_row;
+    const block_q8_0 *a = act_row;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        int32_t sumi = 0;
+        for (int j = 0; j < HL_QK; j++) sumi += w[b].qs[j] * a[b].qs[j];
+        sum += hl_fp16_to_fp32(w[b].d) * hl_fp16_to_fp32(a[b].d) * (float)sumi;
+    }
+    *s = sum;
+}
+
+static const hl_cpu_type_ops scalar_ops[] = {
+    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL},
+    {GGML_TYPE_F16, GGML_TYPE_F16, hl_f16_from_float, dot_f16, NULL, NULL},
+    {GGML_TYPE_BF16, GGML_TYPE_BF16, hl_bf16_from_float, dot_bf16, NULL, NULL},
+    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, hl_q8_0_from_float, dot_q4_0_q8_0, NULL, NULL},
+    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, hl_q8_1_from_float, dot_q4_1_q8_1, NULL, NULL},
+    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, hl_q8_0_from_float, dot_q8_0_q8_0, NULL, NULL},
+};
+
+const hl_cpu_type_ops *hl_cpu_ops_scalar_find(uint32_t type) {
+    for (size_t i = 0; i < sizeof scalar_ops / sizeof scalar_ops[0]; i++) {
+        if (scalar_ops[i].type == type) return &scalar_ops[i];
+    }
+    return NULL;
+}
+
+const hl_cpu_type_ops *hl_cpu_type_ops_at(uint32_t type, hl_cpu_level level) {
+    if (level > hl_cpu_level_best()) return NULL;
+    switch (level) {
+    case HL_CPU_SCALAR: return hl_cpu_ops_scalar_find(type);
+#if defined(__x86_64__) || defined(__i386__)
+    case HL_CPU_AVX2: return hl_cpu_ops_avx2_find(type);
+#endif
+    default: return NULL;
+    }
+}
+
+const hl_cpu_type_ops *hl_cpu_type_ops_get(uint32_t type) {
+    for (int level = (int)hl_cpu_level_best(); level >= HL_CPU_SCALAR; level--) {
+        const hl_cpu_type_ops *ops = hl_cpu_type_ops_at(type, (hl_cpu_level)level);
+        if (ops) return ops;
+    }
+    return NULL;
+}
+
+const hl_cpu_type_ops *hl_cpu_type_ops_scalar(uint32_t type) {
+    return hl_cpu_ops_scalar_find(type);
+}

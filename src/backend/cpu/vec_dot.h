@@ -1,0 +1,74 @@
+/* Dot products of a weight row with an activation row: the inner loop of
+ * every CPU matmul, y[t][r] = dot(W[r], x[t]).
+ *
+ * As in ggml, the activation row x[t] (float[n]) is first converted once to
+ * the weight type's vec_dot_type (Q4_0 -> Q8_0, Q4_1 -> Q8_1, Q8_0 -> Q8_0,
+ * F16 -> F16, BF16 -> BF16, F32 -> F32); the dot product then runs on integers
+ * block by block and applies the scales per block. BF16 keeps BF16 activations,
+ * as ggml does, so that results track llama.cpp's.
+ *
+ * Kernels exist per level (cpu_features.h): the scalar ones are the oracle;
+ * the SIMD ones are tested against them. Every level's act_from_float writes
+ * the same bytes as the reference quantizer in quant/quant.h (for finite
+ * input), so levels differ only in the order of float additions. */
+#ifndef HEARTH_BACKEND_CPU_VEC_DOT_H
+#define HEARTH_BACKEND_CPU_VEC_DOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/cpu/cpu_features.h"
+#include "quant/quant.h"
+
+/* *s = dot(w_row, act_row) over n elements. w_row: n elements of the weight
+ * type; act_row: n elements of its vec_dot_type as act_from_float writes them
+ * (Q8 quants in [-127, 127], which the SIMD kernels rely on). n is a multiple of the weight
+ * type's block size (32 for the quantized types, 1 for the float types). */
+typedef void (*hl_vec_dot_fn)(int64_t n, float *s, const void *w_row, const void *act_row);
+
+/* Four dot products with one activation row: s[r] = dot(W row r, act_row)
+ * for r = 0..3, the weight rows w_stride bytes apart. For matrix-vector
+ * products (decode): each activation block is loaded once for four rows.
+ * Give rows far apart (a quarter of the rows in between: rows i, i + q,
+ * i + 2q, i + 3q for i < q): four long sequential streams are what the
+ * hardware prefetcher follows. Four adjacent rows are four short interleaved
+ * streams it does not: measured on Zen 4 with a 60 MB Q8_0 matrix, 28 GB/s
+ * spread out, 7 GB/s adjacent, 23 GB/s for vec_dot row by row. */
+typedef void (*hl_vec_dot_4r_fn)(int64_t n, float s[4], const void *w, size_t w_stride,
+                                 const void *act_row);
+
+/* Four dot products with one weight row: s[c] = dot(w_row, activation row c)
+ * for c = 0..3, the activation rows act_stride bytes apart. For
+ * matrix-matrix products (prompts): each weight block is unpacked once for
+ * four tokens. */
+typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const void *act,
+                                 size_t act_stride);
+
+typedef struct hl_cpu_type_ops {
+    uint32_t type;                   /* weight type, GGML_TYPE_* */
+    uint32_t vec_dot_type;           /* activation type of the dot product */
+    hl_from_float_fn act_from_float; /* float[n] -> row of vec_dot_type */
+    hl_vec_dot_fn vec_dot;
+    /* Optional (NULL where a level has no faster way than four vec_dot
+     * calls); each equals four vec_dot calls up to float rounding. */
+    hl_vec_dot_4r_fn vec_dot_4r;
+    hl_vec_dot_4c_fn vec_dot_4c;
+} hl_cpu_type_ops;
+
+/* The fastest kernels for `type` on this CPU; NULL if hearth cannot multiply
+ * with this weight type. Thread-safe. */
+const hl_cpu_type_ops *hl_cpu_type_ops_get(uint32_t type);
+
+/* The kernels of one level; NULL if this CPU or build lacks the level or the
+ * level has no kernels of its own for `type`. For tests and benchmarks. */
+const hl_cpu_type_ops *hl_cpu_type_ops_at(uint32_t type, hl_cpu_level level);
+
+/* The scalar kernels: the oracle. */
+const hl_cpu_type_ops *hl_cpu_type_ops_scalar(uint32_t type);
+
+/* The per-level tables, implemented in vec_dot.c, vec_dot_avx2.c, ... Each
+ * returns NULL for a type it has no kernels for. */
+const hl_cpu_type_ops *hl_cpu_ops_scalar_find(uint32_t type);
+const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type);
+
+#endif

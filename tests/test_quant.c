@@ -1,0 +1,473 @@
+/* Tests of the block formats and the CPU dot-product kernels:
+ * - fp16/bf16 conversions: exhaustive round trips, rounding ties, inf, NaN,
+ *   subnormals;
+ * - bit-exact agreement with gguf-py (fixtures written by
+ *   reference/quant/make_quant_fixtures.py): dequantization of random blocks
+ *   and of rows of the real model, quantization of random rows;
+ * - Q8_0/Q8_1 activation quantization against its defining formula, and every
+ *   level's act_from_float against the reference bytes;
+ * - the scalar dot products against the dequantized floats, and every SIMD
+ *   level against the scalar one, on random data with extremes. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/vec_dot.h"
+#include "check.h"
+#include "quant/quant.h"
+
+/* ------------------------------------------------------------- random -- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+
+static uint64_t rng_u64(void) { /* splitmix64 */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1). */
+static float rng_sym(void) {
+    return (float)((double)(rng_u64() >> 11) * 0x1p-52 - 1.0);
+}
+
+/* A value with extremes: zeros, exact halves, and magnitudes 1e-12 .. 1e4
+ * (within fp16 range, as activations are). */
+static float rng_value(void) {
+    switch (rng_u64() % 10) {
+    case 0: return 0.0f;
+    case 1: return (float)((int)(rng_u64() % 33) - 16) + 0.5f;
+    default: return rng_sym() * powf(10.0f, (float)((int)(rng_u64() % 17) - 12));
+    }
+}
+
+static void rng_fill(float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = rng_value();
+}
+
+static int64_t rng_between(int64_t lo, int64_t hi) {
+    return lo + (int64_t)(rng_u64() % (uint64_t)(hi - lo + 1));
+}
+
+/* A finite fp16 of random magnitude in [2^-24, 65504], either sign, or zero. */
+static hl_half rng_half(void) {
+    hl_half h;
+    do h = (hl_half)rng_u64(); while ((h & 0x7c00) == 0x7c00);
+    return h;
+}
+
+/* A weight row of n elements of `type`: random quants, random finite scales. */
+static void rng_weight_row(uint32_t type, void *row, int64_t n) {
+    uint8_t *p = row;
+    const size_t size = hl_row_size(type, n);
+    for (size_t i = 0; i < size; i++) p[i] = (uint8_t)rng_u64();
+    switch (type) {
+    case GGML_TYPE_F32:
+        rng_fill(row, n);
+        break;
+    case GGML_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) ((hl_half *)row)[i] = rng_half();
+        break;
+    case GGML_TYPE_BF16: /* finite, |x| < 2^64 so that products cannot overflow */
+        for (int64_t i = 0; i < n; i++) ((hl_bf16 *)row)[i] = hl_fp32_to_bf16(rng_value() * 1e12f);
+        break;
+    case GGML_TYPE_Q4_0:
+        for (int64_t b = 0; b < n / HL_QK; b++) ((block_q4_0 *)row)[b].d = rng_half();
+        break;
+    case GGML_TYPE_Q4_1:
+        for (int64_t b = 0; b < n / HL_QK; b++) {
+            ((block_q4_1 *)row)[b].d = rng_half();
+            ((block_q4_1 *)row)[b].m = rng_half();
+        }
+        break;
+    case GGML_TYPE_Q8_0:
+        for (int64_t b = 0; b < n / HL_QK; b++) ((block_q8_0 *)row)[b].d = rng_half();
+        break;
+    }
+}
+
+/* ------------------------------------------------------------ fp16/bf16 -- */
+
+static void test_fp16(void) {
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        const float f = hl_fp16_to_fp32((hl_half)h);
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {
+            CHECK_MSG(isnan(f), "fp16 %04x", h);
+            CHECK_MSG(hl_fp32_to_fp16(f) == ((h & 0x8000) | 0x7e00), "fp16 NaN %04x", h);
+        } else {
+            CHECK_MSG(hl_fp32_to_fp16(f) == h, "fp16 %04x -> %g -> %04x", h, f, hl_fp32_to_fp16(f));
+        }
+    }
+    CHECK(hl_fp16_to_fp32(0x3c00) == 1.0f);
+    CHECK(hl_fp16_to_fp32(0x0001) == 0x1p-24f);
+    CHECK(hl_fp16_to_fp32(0x7c00) == INFINITY && hl_fp16_to_fp32(0xfc00) == -INFINITY);
+    CHECK(hl_fp32_to_fp16(-0.0f) == 0x8000);
+    CHECK(hl_fp32_to_fp16(65504.0f) == 0x7bff);
+    CHECK(hl_fp32_to_fp16(65519.996f) == 0x7bff);
+    CHECK(hl_fp32_to_fp16(65520.0f) == 0x7c00);   /* tie, rounds to even = inf */
+    CHECK(hl_fp32_to_fp16(0x1p-25f) == 0x0000);   /* tie between 0 and 2^-24 */
+    CHECK(hl_fp32_to_fp16(0x3p-25f) == 0x0002);   /* tie between 1 and 2 ulps */
+    CHECK(hl_fp32_to_fp16(0x1.001p-25f) == 0x0001);
+    CHECK(hl_fp32_to_fp16(1.0f + 0x1p-11f) == 0x3c00);      /* tie to even */
+    CHECK(hl_fp32_to_fp16(1.0f + 0x3p-11f) == 0x3c02);      /* tie to even, up */
+    CHECK(hl_fp32_to_fp16(0x1.ff8p-15f) == 0x03ff);         /* largest subnormal */
+    CHECK(hl_fp32_to_fp16(0x1.ffbp-15f) == 0x03ff);
+    CHECK(hl_fp32_to_fp16(0x1.ffcp-15f) == 0x0400);         /* tie, rounds up to normal */
+    CHECK(hl_fp32_to_fp16(1e-30f) == 0 && hl_fp32_to_fp16(-1e30f) == 0xfc00);
+    CHECK(hl_fp32_to_fp16(NAN) == 0x7e00);
+}
+
+static void test_bf16(void) {
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        const float f = hl_bf16_to_fp32((hl_bf16)h);
+        const uint32_t expect = ((h & 0x7f80) == 0x7f80 && (h & 0x7f)) ? (h | 0x40) : h;
+        CHECK_MSG(hl_fp32_to_bf16(f) == expect, "bf16 %04x -> %04x", h, hl_fp32_to_bf16(f));
+    }
+    CHECK(hl_fp32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);  /* tie to even, down */
+    CHECK(hl_fp32_to_bf16(1.0f + 0x3p-8f) == 0x3f82);  /* tie to even, up */
+    CHECK(hl_fp32_to_bf16(0x1p-130f) == 0x0008);       /* subnormal kept */
+    CHECK(hl_fp32_to_bf16(FLT_MAX) == 0x7f80);         /* rounds to inf */
+    CHECK(hl_fp32_to_bf16(hl_f32_from_bits(0x7f800001)) == 0x7fc0); /* sNaN made quiet */
+}
+
+/* ------------------------------------------------------ gguf-py fixtures -- */
+
+enum { FIX_DEQUANTIZE = 0, FIX_QUANTIZE = 1 };
+
+typedef struct fixture {
+    char name[33];
+    uint32_t kind, type, n_rows, n_per_row;
+    const uint8_t *a, *b; /* see make_quant_fixtures.py */
+    uint64_t a_bytes, b_bytes;
+} fixture;
+
+static uint32_t read_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t read_u64(const uint8_t *p) {
+    return read_u32(p) | (uint64_t)read_u32(p + 4) << 32;
+}
+
+static uint8_t *read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    uint8_t *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        const long len = ftell(f);
+        buf = len > 0 ? malloc((size_t)len) : NULL;
+        rewind(f);
+        if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+            free(buf);
+            buf = NULL;
+        }
+        *size = len > 0 ? (size_t)len : 0;
+    }
+    fclose(f);
+    return buf;
+}
+
+/* Parses the record at *pos; false at the end or on a malformed record. */
+static bool next_fixture(const uint8_t *data, size_t size, size_t *pos, fixture *fx) {
+    const size_t head = 32 + 4 * 4 + 2 * 8;
+    if (size - *pos < head) return false;
+    const uint8_t *p = data + *pos;
+    memcpy(fx->name, p, 32);
+    fx->name[32] = 0;
+    fx->kind = read_u32(p + 32);
+    fx->type = read_u32(p + 36);
+    fx->n_rows = read_u32(p + 40);
+    fx->n_per_row = read_u32(p + 44);
+    fx->a_bytes = read_u64(p + 48);
+    fx->b_bytes = read_u64(p + 56);
+    if (fx->a_bytes > size - *pos - head || fx->b_bytes > size - *pos - head - fx->a_bytes) return false;
+    fx->a = p + head;
+    fx->b = fx->a + fx->a_bytes;
+    *pos += head + fx->a_bytes + fx->b_bytes;
+    return true;
+}
+
+/* Equal bits, or both NaN (gguf-py may quiet a signalling NaN on the way). */
+static bool same_float(float x, float y) {
+    return hl_f32_bits(x) == hl_f32_bits(y) || (isnan(x) && isnan(y));
+}
+
+static void check_dequantize(const fixture *fx) {
+    const hl_quant_traits *q = hl_quant_get(fx->type);
+    const size_t row_bytes = hl_row_size(fx->type, fx->n_per_row);
+    CHECK_MSG(q && row_bytes * fx->n_rows == fx->a_bytes, "%s: sizes", fx->name);
+    CHECK_MSG(fx->b_bytes == (uint64_t)fx->n_rows * fx->n_per_row * sizeof(float), "%s: sizes", fx->name);
+    if (!q || row_bytes * fx->n_rows != fx->a_bytes) return;
+    float *out = malloc(fx->n_per_row * sizeof(float));
+    int bad = 0;
+    for (uint32_t r = 0; r < fx->n_rows; r++) {
+        q->to_float(fx->a + r * row_bytes, out, fx->n_per_row);
+        for (uint32_t i = 0; i < fx->n_per_row; i++) {
+            float expect;
+            memcpy(&expect, fx->b + ((size_t)r * fx->n_per_row + i) * sizeof(float), sizeof expect);
+            if (!same_float(out[i], expect) && bad++ < 5) {
+                CHECK_MSG(0, "%s row %u [%u]: %.9g, gguf-py %.9g", fx->name, r, i, out[i], expect);
+            }
+        }
+    }
+    CHECK_MSG(bad == 0, "%s: %d values differ from gguf-py", fx->name, bad);
+    free(out);
+}
+
+static void check_quantize(const fixture *fx) {
+    const hl_quant_traits *q = hl_quant_get(fx->type);
+    const size_t row_bytes = hl_row_size(fx->type, fx->n_per_row);
+    CHECK_MSG(q && row_bytes * fx->n_rows == fx->b_bytes, "%s: sizes", fx->name);
+    if (!q || row_bytes * fx->n_rows != fx->b_bytes) return;
+    float *in = malloc(fx->n_per_row * sizeof(float));
+    uint8_t *out = malloc(row_bytes);
+    for (uint32_t r = 0; r < fx->n_rows; r++) {
+        memcpy(in, fx->a + (size_t)r * fx->n_per_row * sizeof(float), fx->n_per_row * sizeof(float));
+        q->from_float(in, out, fx->n_per_row);
+        const uint8_t *expect = fx->b + r * row_bytes;
+        size_t first = 0;
+        while (first < row_bytes && out[first] == expect[first]) first++;
+        CHECK_MSG(first == row_bytes, "%s row %u: byte %zu is %02x, gguf-py %02x", fx->name, r, first,
+                  first < row_bytes ? out[first] : 0, first < row_bytes ? expect[first] : 0);
+    }
+    free(in);
+    free(out);
+}
+
+static void test_fixtures(void) {
+    const char *path = check_test_path("reference/quant/quant_fixtures.bin");
+    size_t size = 0;
+    uint8_t *data = read_file(path, &size);
+    CHECK_MSG(data && size >= 12 && memcmp(data, "HLQF", 4) == 0, "cannot read %s", path);
+    if (!data || size < 12) {
+        free(data);
+        return;
+    }
+    const uint32_t n_records = read_u32(data + 8);
+    size_t pos = 12;
+    uint32_t n = 0, n_model = 0;
+    fixture fx;
+    while (next_fixture(data, size, &pos, &fx)) {
+        n++;
+        n_model += strncmp(fx.name, "model_", 6) == 0;
+        if (fx.kind == FIX_DEQUANTIZE) check_dequantize(&fx);
+        if (fx.kind == FIX_QUANTIZE) check_quantize(&fx);
+    }
+    CHECK_MSG(n == n_records && pos == size, "read %u of %u fixture records", n, n_records);
+    CHECK_MSG(n_model >= 3, "model rows missing from the fixtures");
+    free(data);
+}
+
+/* ------------------------------------------- activation quantization -- */
+
+/* Q8_0/Q8_1 against their definition: d = fp16(amax/127), q = roundf(x/d)
+ * (with the reciprocal of the unrounded d), s = fp16(d * sum(q)). */
+static void test_q8_formula(void) {
+    const int64_t n = 1536;
+    float *x = malloc(n * sizeof(float));
+    block_q8_0 *y0 = malloc(hl_row_size(GGML_TYPE_Q8_0, n));
+    block_q8_1 *y1 = malloc(hl_row_size(GGML_TYPE_Q8_1, n));
+    for (int iter = 0; iter < 20; iter++) {
+        rng_fill(x, n);
+        hl_q8_0_from_float(x, y0, n);
+        hl_q8_1_from_float(x, y1, n);
+        int bad = 0;
+        for (int64_t b = 0; b < n / HL_QK; b++) {
+            const float *xb = x + b * HL_QK;
+            float amax = 0.0f;
+            for (int j = 0; j < HL_QK; j++) amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
+            const float d = amax / 127.0f;
+            int sum = 0;
+            for (int j = 0; j < HL_QK; j++) {
+                const long q = d == 0.0f ? 0 : lroundf(xb[j] * (1.0f / d));
+                bad += q < -127 || q > 127 || y0[b].qs[j] != q || y1[b].qs[j] != q;
+                sum += (int)q;
+            }
+            bad += y0[b].d != hl_fp32_to_fp16(d) || y1[b].d != y0[b].d;
+            bad += y1[b].s != hl_fp32_to_fp16(d * (float)sum);
+        }
+        CHECK_MSG(bad == 0, "iteration %d: %d Q8 values differ from the formula", iter, bad);
+    }
+    free(x);
+    free(y0);
+    free(y1);
+}
+
+static const uint32_t weight_types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16,
+                                        GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0};
+#define N_WEIGHT_TYPES (sizeof weight_types / sizeof weight_types[0])
+
+/* Row lengths: small, odd block counts, the model's 576 and 1536, large. */
+static const int64_t lengths[] = {32, 64, 96, 160, 576, 1536, 4096};
+#define N_LENGTHS (sizeof lengths / sizeof lengths[0])
+#define N_MAX (4096 + 31) /* the longest row, 4 bytes an element at most */
+
+static void test_act_from_float(void) {
+    float *x = malloc(N_MAX * sizeof(float));
+    uint8_t *ref = malloc(N_MAX * 4), *out = malloc(N_MAX * 4);
+    for (size_t t = 0; t < N_WEIGHT_TYPES; t++) {
+        const hl_cpu_type_ops *scalar = hl_cpu_type_ops_scalar(weight_types[t]);
+        CHECK(scalar && scalar->act_from_float == hl_quant_get(scalar->vec_dot_type)->from_float);
+        for (int level = HL_CPU_SCALAR + 1; level < HL_CPU_LEVEL_COUNT; level++) {
+            const hl_cpu_type_ops *ops = hl_cpu_type_ops_at(weight_types[t], (hl_cpu_level)level);
+            if (!ops) continue;
+            CHECK(ops->vec_dot_type == scalar->vec_dot_type);
+            const bool q8 = scalar->vec_dot_type == GGML_TYPE_Q8_0 || scalar->vec_dot_type == GGML_TYPE_Q8_1;
+            for (int iter = 0; iter < 50; iter++) {
+                /* float types: any n; block types: whole blocks */
+                const int64_t n = q8 ? HL_QK * rng_between(1, 128) : rng_between(1, N_MAX);
+                rng_fill(x, n);
+                if (iter % 2) { /* random finite bit patterns; for Q8 within range of an fp16 d */
+                    for (int64_t i = 0; i < n; i++) {
+                        do x[i] = hl_f32_from_bits((uint32_t)rng_u64()); while (!isfinite(x[i]));
+                        if (q8) x[i] = fmodf(x[i], 1e6f);
+                    }
+                }
+                const size_t size = hl_row_size(scalar->vec_dot_type, n);
+                scalar->act_from_float(x, ref, n);
+                ops->act_from_float(x, out, n);
+                CHECK_MSG(memcmp(ref, out, size) == 0, "%s act_from_float, type %u, n %lld",
+                          hl_cpu_level_name((hl_cpu_level)level), weight_types[t], (long long)n);
+            }
+        }
+    }
+    free(x);
+    free(ref);
+    free(out);
+}
+
+/* ---------------------------------------------------------- dot products -- */
+
+/* The sum of the magnitudes of the terms the kernels add up in float: the
+ * scale of their rounding errors. Weight and activation given as floats
+ * (wf, af) and in their block form (w, a). */
+static double dot_magnitude(uint32_t type, int64_t n, const float *wf, const float *af, const void *w,
+                            const void *a) {
+    double sum = 0.0;
+    if (type != GGML_TYPE_Q4_1) {
+        for (int64_t i = 0; i < n; i++) sum += fabs((double)wf[i] * af[i]);
+        return sum;
+    }
+    const block_q4_1 *wb = w; /* d*q*a and m*a apart: they may cancel */
+    const block_q8_1 *ab = a;
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        const double m = hl_fp16_to_fp32(wb[b].m);
+        sum += fabs(m * hl_fp16_to_fp32(ab[b].s));
+        for (int j = 0; j < HL_QK; j++) sum += fabs((double)(wf[b * HL_QK + j] - m) * af[b * HL_QK + j]);
+    }
+    return sum;
+}
+
+/* Buffers for four weight rows and four activation rows of up to N_MAX
+ * elements, as blocks (w, a) and as floats (wf, af). */
+typedef struct dot_bufs {
+    uint8_t w[4][N_MAX * 4], a[4][N_MAX * 4];
+    float wf[4][N_MAX], af[4][N_MAX], x[N_MAX];
+} dot_bufs;
+
+/* Compares one result with the scalar one, within `tol`. */
+static void check_near(const char *what, hl_cpu_level level, uint32_t type, int64_t n, float s, float ref,
+                       double tol) {
+    CHECK_MSG(fabs((double)s - ref) <= tol, "%s %s type %u n %lld: %.9g, scalar %.9g (tol %.3g)",
+              hl_cpu_level_name(level), what, type, (long long)n, s, ref, tol);
+}
+
+/* Checks one weight type at one length on four random weight rows and four
+ * activation rows: the scalar kernel against the dequantized floats, and
+ * every other level's kernels (1x1, 4r, 4c) against the scalar kernel. */
+static void check_dot(uint32_t type, int64_t n, dot_bufs *bf) {
+    const hl_cpu_type_ops *scalar = hl_cpu_type_ops_scalar(type);
+    const uint32_t at = scalar->vec_dot_type;
+    const size_t w_stride = sizeof bf->w[0], a_stride = sizeof bf->a[0];
+    for (int k = 0; k < 4; k++) {
+        rng_weight_row(type, bf->w[k], n);
+        hl_quant_get(type)->to_float(bf->w[k], bf->wf[k], n);
+        rng_fill(bf->x, n);
+        scalar->act_from_float(bf->x, bf->a[k], n);
+        hl_quant_get(at)->to_float(bf->a[k], bf->af[k], n);
+    }
+    float ref[4][4];  /* [weight row][activation row] */
+    double tol[4][4];
+    for (int r = 0; r < 4; r++) {
+        for (int c = 0; c < 4; c++) {
+            const double mag = dot_magnitude(type, n, bf->wf[r], bf->af[c], bf->w[r], bf->a[c]);
+            tol[r][c] = (double)(n / 8 + 16) * FLT_EPSILON * mag + 1e-37;
+            double exact = 0.0;
+            for (int64_t i = 0; i < n; i++) exact += (double)bf->wf[r][i] * bf->af[c][i];
+            scalar->vec_dot(n, &ref[r][c], bf->w[r], bf->a[c]);
+            /* Q4_1 uses s = fp16(d * sum(q)) in place of the activations' sum. */
+            const double s_err = type == GGML_TYPE_Q4_1 ? mag * 0x1p-10 : 0.0;
+            CHECK_MSG(fabs(ref[r][c] - exact) <= tol[r][c] + s_err,
+                      "scalar dot type %u n %lld: %.9g, exact %.9g (tol %.3g)", type, (long long)n, ref[r][c],
+                      exact, tol[r][c] + s_err);
+        }
+    }
+    for (int level = HL_CPU_SCALAR + 1; level < HL_CPU_LEVEL_COUNT; level++) {
+        const hl_cpu_level lv = (hl_cpu_level)level;
+        const hl_cpu_type_ops *ops = hl_cpu_type_ops_at(type, lv);
+        if (!ops) continue;
+        float s[4];
+        for (int k = 0; k < 4; k++) {
+            ops->vec_dot(n, &s[k], bf->w[k], bf->a[k]);
+            check_near("vec_dot", lv, type, n, s[k], ref[k][k], tol[k][k]);
+        }
+        if (ops->vec_dot_4r) { /* weight rows 0..3 with activation row 1 */
+            ops->vec_dot_4r(n, s, bf->w, w_stride, bf->a[1]);
+            for (int r = 0; r < 4; r++) check_near("vec_dot_4r", lv, type, n, s[r], ref[r][1], tol[r][1]);
+        }
+        if (ops->vec_dot_4c) { /* weight row 2 with activation rows 0..3 */
+            ops->vec_dot_4c(n, s, bf->w[2], bf->a, a_stride);
+            for (int c = 0; c < 4; c++) check_near("vec_dot_4c", lv, type, n, s[c], ref[2][c], tol[2][c]);
+        }
+    }
+}
+
+static void test_dots(void) {
+    dot_bufs *bf = malloc(sizeof *bf);
+    for (size_t t = 0; t < N_WEIGHT_TYPES; t++) {
+        const uint32_t type = weight_types[t];
+        const bool any_n = hl_row_size(type, 1) != 0; /* float types: any length */
+        for (int iter = 0; iter < 10; iter++) {
+            for (size_t l = 0; l < N_LENGTHS; l++) check_dot(type, lengths[l], bf);
+            if (any_n) check_dot(type, rng_between(1, N_MAX), bf); /* SIMD tails */
+        }
+    }
+    free(bf);
+}
+
+/* ------------------------------------------------------------ the tables -- */
+
+static void test_tables(void) {
+    CHECK(hl_row_size(GGML_TYPE_F32, 576) == 2304);
+    CHECK(hl_row_size(GGML_TYPE_Q4_1, 576) == 360);
+    CHECK(hl_row_size(GGML_TYPE_Q8_0, 576) == 612);
+    CHECK(hl_row_size(GGML_TYPE_Q8_1, 1536) == 48 * 36);
+    CHECK(hl_row_size(GGML_TYPE_Q4_0, 33) == 0);
+    CHECK(hl_row_size(GGML_TYPE_Q4_0, -32) == 0);
+    CHECK(hl_row_size(4, 32) == 0);          /* removed type */
+    CHECK(hl_quant_get(GGML_TYPE_COUNT) == NULL);
+    CHECK(hl_cpu_type_ops_get(GGML_TYPE_Q8_1) == NULL); /* an activation type only */
+    CHECK(hl_cpu_type_ops_at(GGML_TYPE_Q4_0, HL_CPU_LEVEL_COUNT) == NULL);
+    for (size_t t = 0; t < N_WEIGHT_TYPES; t++) {
+        const hl_quant_traits *q = hl_quant_get(weight_types[t]);
+        CHECK(q && q->type == weight_types[t] && q->to_float && q->from_float);
+        const hl_cpu_type_ops *best = hl_cpu_type_ops_get(weight_types[t]);
+        CHECK(best && best->type == weight_types[t] && best->vec_dot && best->act_from_float);
+    }
+    printf("cpu: %s; kernels: %s\n", hl_cpu_features_str(), hl_cpu_level_name(hl_cpu_level_best()));
+}
+
+int main(void) {
+    test_tables();
+    test_fp16();
+    test_bf16();
+    test_fixtures();
+    test_q8_formula();
+    test_act_from_float();
+    test_dots();
+    return check_report();
+}
