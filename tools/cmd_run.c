@@ -270,11 +270,11 @@ static int run(const run_opts *o, run_state *s) {
     if (hearth_context_init(s->model, &o->ctx, &s->ctx) != HEARTH_OK) return cli_fail("context");
     if (hearth_sampler_init(s->model, &o->sampling, &s->smpl) != HEARTH_OK) return cli_fail("sampler");
     if (hearth_detok_init(s->model, false, &s->detok) != HEARTH_OK) return cli_fail("detokenizer");
-    size_t n_prompt;
+    size_t n_prompt = 0;
     int rc = tokenize_prompt(s, o, prompt, prompt_len, &n_prompt);
     if (rc) return rc;
-    long n_gen;
-    double t_prompt, t_gen;
+    long n_gen = 0;
+    double t_prompt = 0, t_gen = 0;
     rc = generate(s, o, n_prompt, &n_gen, &t_prompt, &t_gen);
     if (rc) return rc;
     fprintf(stderr,

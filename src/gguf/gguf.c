@@ -250,7 +250,7 @@ static hearth_status get_int(const gguf_file *f, const char *key, const gguf_val
 
 hearth_status gguf_get_u32(const gguf_file *f, const char *key, bool required, uint32_t *out) {
     const gguf_value *v;
-    int64_t x;
+    int64_t x = 0;
     HL_TRY(lookup(f, key, required, out, &v));
     if (!v) return HEARTH_OK;
     HL_TRY(get_int(f, key, v, 0, UINT32_MAX, "uint32", &x));
@@ -260,7 +260,7 @@ hearth_status gguf_get_u32(const gguf_file *f, const char *key, bool required, u
 
 hearth_status gguf_get_i32(const gguf_file *f, const char *key, bool required, int32_t *out) {
     const gguf_value *v;
-    int64_t x;
+    int64_t x = 0;
     HL_TRY(lookup(f, key, required, out, &v));
     if (!v) return HEARTH_OK;
     HL_TRY(get_int(f, key, v, INT32_MIN, INT32_MAX, "int32", &x));

@@ -78,7 +78,7 @@ typedef struct gguf_kv {
 
 typedef struct gguf_tensor {
     gguf_str name;
-    uint32_t type;             /* ggml type id (see quant/quant.h), validated as known */
+    uint32_t type;             /* ggml type id (gguf/ggml_types.h), validated as known */
     uint32_t n_dims;           /* 1..4 */
     int64_t ne[GGUF_MAX_DIMS]; /* elements per dimension, ne[0] innermost; unused dims are 1 */
     uint64_t offset;           /* from the start of the data section */

@@ -481,7 +481,7 @@ static hearth_status place_tensors(parser *p) {
 
 hearth_status gguf_parse(gguf_file *f) {
     parser p = {.f = f};
-    uint64_t n_tensors, n_kv;
+    uint64_t n_tensors = 0, n_kv = 0;
     HL_TRY(parse_header(&p, &n_tensors, &n_kv));
     HL_TRY(parse_kvs(&p, n_kv));
     HL_TRY(parse_alignment(&p));

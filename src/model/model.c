@@ -116,7 +116,7 @@ static hearth_status load(const char *path, const hearth_model_params *p, hearth
     if (p->use_mmap) {
         HL_TRY(gguf_open(path, &m->gguf));
     } else {
-        size_t size;
+        size_t size = 0;
         HL_TRY(read_whole_file(path, &m->file_copy, &size));
         HL_TRY(gguf_open_memory(m->file_copy, size, &m->gguf));
     }

@@ -31,22 +31,57 @@ static void convert_run(void *arg, int ith, int nth) {
         t->ops->act_from_float((const float *)t->x->data + r * d, t->act_out + (size_t)r * t->act_stride, d);
 }
 
-static void dot_run(void *arg, int ith, int nth) {
-    matmul_task *t = arg;
+/* Matrix-vector (one token): rows i, i+q, i+2q, i+3q of the thread's share go
+ * through vec_dot_4r together, four long sequential streams the hardware
+ * prefetcher follows (see vec_dot.h); the remainder row by row. */
+static void dot_rows(const matmul_task *t, long long r0, long long r1, const uint8_t *a, float *yrow) {
+    const int64_t d_in = t->w->ne[0];
+    const size_t w_stride = hl_row_size(t->w->type, d_in);
+    const uint8_t *w = t->w->data;
+    long long r = r0;
+    if (t->ops->vec_dot_4r) {
+        const long long q = (r1 - r0) / 4;
+        for (long long i = 0; i < q; i++) {
+            float s[4];
+            t->ops->vec_dot_4r(d_in, s, w + (size_t)(r0 + i) * w_stride, (size_t)q * w_stride, a);
+            for (int j = 0; j < 4; j++) yrow[r0 + i + j * q] = s[j];
+        }
+        r = r0 + 4 * q;
+    }
+    for (; r < r1; r++) t->ops->vec_dot(d_in, &yrow[r], w + (size_t)r * w_stride, a);
+}
+
+/* Matrix-matrix (a batch): the thread walks its rows in blocks of ROW_BLOCK
+ * and runs every token against a block while its weights are in L1, four
+ * tokens per weight row with vec_dot_4c. */
+static void dot_block(const matmul_task *t, long long rb, long long re) {
     const int64_t d_in = t->w->ne[0], d_out = t->w->ne[1], n = t->x->ne[1];
     const size_t w_stride = hl_row_size(t->w->type, d_in);
     const uint8_t *w = t->w->data;
     float *y = t->y->data;
-    long long r0, r1;
-    hl_split(d_out, ith, nth, &r0, &r1);
-    for (long long rb = r0; rb < r1; rb += ROW_BLOCK) {
-        const long long re = rb + ROW_BLOCK < r1 ? rb + ROW_BLOCK : r1;
-        for (int64_t tok = 0; tok < n; tok++) {
+    int64_t tok = 0;
+    if (t->ops->vec_dot_4c)
+        for (; tok + 4 <= n; tok += 4) {
             const uint8_t *a = t->act + (size_t)tok * t->act_stride;
-            float *yrow = y + tok * d_out;
-            for (long long r = rb; r < re; r++) t->ops->vec_dot(d_in, &yrow[r], w + (size_t)r * w_stride, a);
+            for (long long r = rb; r < re; r++) {
+                float s[4];
+                t->ops->vec_dot_4c(d_in, s, w + (size_t)r * w_stride, a, t->act_stride);
+                for (int j = 0; j < 4; j++) y[(tok + j) * d_out + r] = s[j];
+            }
         }
+    for (; tok < n; tok++) dot_rows(t, rb, re, t->act + (size_t)tok * t->act_stride, y + tok * d_out);
+}
+
+static void dot_run(void *arg, int ith, int nth) {
+    matmul_task *t = arg;
+    long long r0, r1;
+    hl_split(t->w->ne[1], ith, nth, &r0, &r1);
+    if (t->x->ne[1] < 4) {
+        for (int64_t tok = 0; tok < t->x->ne[1]; tok++)
+            dot_rows(t, r0, r1, t->act + (size_t)tok * t->act_stride, (float *)t->y->data + tok * t->w->ne[1]);
+        return;
     }
+    for (long long rb = r0; rb < r1; rb += ROW_BLOCK) dot_block(t, rb, rb + ROW_BLOCK < r1 ? rb + ROW_BLOCK : r1);
 }
 
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
