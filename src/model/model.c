@@ -1,6 +1,7 @@
 /* Model loading: opens and validates the GGUF file, picks the architecture,
  * loads the vocabulary, binds the weights, and answers the public model
  * getters of hearth.h. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -108,8 +109,12 @@ static void describe(hearth_model *m) {
     char size[32];
     if (p >= 1e9) snprintf(size, sizeof size, "%.1fB", p / 1e9);
     else snprintf(size, sizeof size, "%.0fM", p / 1e6);
+    /* ggml names types in lower case ("q4_1"); users know them as Q4_1 */
     const ggml_type_info *ti = ggml_type_get(main_type);
-    snprintf(m->desc, sizeof m->desc, "%s %s %s", m->arch->name, size, ti ? ti->name : "?");
+    char type[16];
+    snprintf(type, sizeof type, "%s", ti ? ti->name : "?");
+    for (char *c = type; *c; c++) *c = (char)toupper((unsigned char)*c);
+    snprintf(m->desc, sizeof m->desc, "%s %s %s", m->arch->name, size, type);
 }
 
 static hearth_status load(const char *path, const hearth_model_params *p, hearth_model *m) {

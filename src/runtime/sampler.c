@@ -20,6 +20,9 @@ struct hearth_sampler {
     hearth_sampler_params p;
     int32_t n_vocab;
     candidate *cand;   /* [n_vocab] */
+    float *top_logits; /* [n_vocab]: logits left by top-k, for top-p's normaliser */
+    int32_t n_top;
+    float *weights;    /* [n_vocab]: unnormalised probabilities of the draw */
     uint8_t *seen;     /* [n_vocab] marks for the penalty pass */
     int32_t *recent;   /* ring of the last repeat_last_n tokens */
     int32_t n_recent, recent_head;
@@ -74,9 +77,11 @@ hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sample
     s->p = p;
     s->n_vocab = hearth_model_n_vocab(model);
     s->cand = hl_malloc((size_t)s->n_vocab * sizeof *s->cand);
+    s->top_logits = hl_malloc((size_t)s->n_vocab * sizeof *s->top_logits);
+    s->weights = hl_malloc((size_t)s->n_vocab * sizeof *s->weights);
     s->seen = hl_calloc((size_t)s->n_vocab, 1);
     s->recent = hl_malloc((size_t)(p.repeat_last_n ? p.repeat_last_n : 1) * sizeof *s->recent);
-    if (!s->cand || !s->seen || !s->recent) {
+    if (!s->cand || !s->top_logits || !s->weights || !s->seen || !s->recent) {
         hearth_sampler_free(s);
         return HEARTH_ERR_OUT_OF_MEMORY;
     }
@@ -88,6 +93,8 @@ hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sample
 void hearth_sampler_free(hearth_sampler *s) {
     if (!s) return;
     free(s->cand);
+    free(s->top_logits);
+    free(s->weights);
     free(s->seen);
     free(s->recent);
     free(s);
@@ -149,11 +156,62 @@ static void keep_top(candidate *c, int32_t n, int32_t k) {
     qsort(c, (size_t)k, sizeof *c, by_logit_desc);
 }
 
+/* exp(x) for x <= 0, flushing what would underflow (below e^-87) to 0
+ * without libm's slow underflow path. */
+static inline float exp_neg(float x) { return x < -87.0f ? 0.0f : expf(x); }
+
+/* Index of the largest logit. */
 static int32_t argmax(const candidate *c, int32_t n) {
     int32_t best = 0;
     for (int32_t i = 1; i < n; i++)
         if (c[i].logit > c[best].logit) best = i;
-    return c[best].id;
+    return best;
+}
+
+/* Top-p and min-p each keep a prefix of the candidates sorted by logit, so
+ * together they keep the shorter prefix. Min-p's is found by a linear filter;
+ * only its survivors need sorting for top-p, whose cumulative probabilities
+ * are normalised over all candidates left by top-k (as llama.cpp does). */
+static int32_t truncate(hearth_sampler *s, int32_t n, bool sorted, float max) {
+    if (s->p.min_p > 0.0f) {
+        const float floor_logit = max + logf(s->p.min_p);
+        int32_t keep = 0;
+        for (int32_t i = 0; i < n; i++)
+            if (s->cand[i].logit >= floor_logit) s->cand[keep++] = s->cand[i];
+        n = keep;
+    }
+    if (s->p.top_p < 1.0f) {
+        double total = 0.0;
+        for (int32_t i = 0; i < s->n_top; i++) total += exp_neg(s->top_logits[i] - max);
+        /* Without top-k the nucleus is usually a few dozen tokens: sort a
+         * growing head until it holds top_p of the mass, not the whole vocabulary. */
+        for (int32_t k = 64; !sorted; k *= 4) {
+            const int32_t head = k < n ? k : n;
+            keep_top(s->cand, n, head);
+            double mass = 0.0;
+            for (int32_t i = 0; i < head; i++) mass += exp_neg(s->cand[i].logit - max) / total;
+            sorted = mass >= s->p.top_p || head == n;
+        }
+        double cum = 0.0;
+        for (int32_t i = 0; i < n; i++) {
+            cum += exp_neg(s->cand[i].logit - max) / total;
+            if (cum >= s->p.top_p) return i + 1;
+        }
+    }
+    return n;
+}
+
+/* Draws from the candidates with probabilities softmax(logit / temp). */
+static int32_t draw(hearth_sampler *s, int32_t n, float max) {
+    double total = 0.0;
+    for (int32_t i = 0; i < n; i++) total += s->weights[i] = exp_neg((s->cand[i].logit - max) / s->p.temp);
+    const double r = rng_uniform(s->rng) * total;
+    double cum = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+        cum += s->weights[i];
+        if (r < cum) return s->cand[i].id;
+    }
+    return s->cand[n - 1].id;
 }
 
 int32_t hearth_sampler_sample(hearth_sampler *s, const float *logits) {
@@ -162,43 +220,18 @@ int32_t hearth_sampler_sample(hearth_sampler *s, const float *logits) {
     apply_penalty(s);
     int32_t token;
     if (s->p.temp <= 0.0f) {
-        token = argmax(s->cand, n);
+        token = s->cand[argmax(s->cand, n)].id;
     } else {
-        const int32_t k = s->p.top_k > 0 && s->p.top_k < n ? s->p.top_k : n;
-        keep_top(s->cand, n, k);
-        n = k;
-        /* probabilities at temperature 1 for top-p and min-p */
-        const float max = s->cand[0].logit;
-        double sum = 0.0;
-        for (int32_t i = 0; i < n; i++) sum += exp((double)s->cand[i].logit - max);
-        if (s->p.top_p < 1.0f) {
-            double cum = 0.0;
-            for (int32_t i = 0; i < n; i++) {
-                cum += exp((double)s->cand[i].logit - max) / sum;
-                if (cum >= s->p.top_p) {
-                    n = i + 1;
-                    break;
-                }
-            }
+        const bool sorted = s->p.top_k > 0 && s->p.top_k < n;
+        if (sorted) {
+            keep_top(s->cand, n, s->p.top_k);
+            n = s->p.top_k;
         }
-        if (s->p.min_p > 0.0f) {
-            const float floor_logit = max + logf(s->p.min_p);
-            int32_t keep = 1;
-            while (keep < n && s->cand[keep].logit >= floor_logit) keep++;
-            n = keep;
-        }
-        /* draw at temperature */
-        double total = 0.0;
-        for (int32_t i = 0; i < n; i++) total += exp(((double)s->cand[i].logit - max) / s->p.temp);
-        double r = rng_uniform(s->rng) * total, cum = 0.0;
-        token = s->cand[n - 1].id;
-        for (int32_t i = 0; i < n; i++) {
-            cum += exp(((double)s->cand[i].logit - max) / s->p.temp);
-            if (r < cum) {
-                token = s->cand[i].id;
-                break;
-            }
-        }
+        const float max = s->cand[argmax(s->cand, n)].logit;
+        /* top-p normalises over the top-k survivors: remember their logits */
+        s->n_top = n;
+        for (int32_t i = 0; s->p.top_p < 1.0f && i < n; i++) s->top_logits[i] = s->cand[i].logit;
+        token = draw(s, truncate(s, n, sorted, max), max);
     }
     hearth_sampler_accept(s, token);
     return token;
