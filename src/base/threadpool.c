@@ -5,10 +5,12 @@
 #include "base/threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #define SPIN_ITERS 200000
+#define YIELD_AFTER_SPINS 20000
 
 struct hl_pool {
     int n_threads;
@@ -125,6 +127,11 @@ void hl_pool_run(hl_pool *pool, int nth, hl_task_fn task, void *arg) {
     pthread_cond_broadcast(&pool->cond);
     pthread_mutex_unlock(&pool->mutex);
     task(arg, 0, nth);
-    /* every worker reports, including those with no share (ith >= nth) */
-    while (atomic_load_explicit(&pool->n_done, memory_order_acquire) < pool->n_threads - 1) cpu_relax();
+    /* every worker reports, including those with no share (ith >= nth); when
+     * the machine is oversubscribed a worker may be descheduled, so after a
+     * while the caller yields its core instead of spinning out its time slice */
+    for (long spins = 0; atomic_load_explicit(&pool->n_done, memory_order_acquire) < pool->n_threads - 1; spins++) {
+        if (spins < YIELD_AFTER_SPINS) cpu_relax();
+        else sched_yield();
+    }
 }
