@@ -1,0 +1,188 @@
+/* Loading a vocabulary from GGUF metadata (the tokenizer.* keys) and its
+ * getters. What is read, the defaults, and the checks follow llama.cpp's
+ * llama_vocab::impl::load() (src/llama-vocab.cpp), except that a special
+ * token id out of range is an error here (llama.cpp warns and ignores it). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "text/vocab_impl.h"
+
+/* tokenizer.ggml.token_type values (llama.cpp's llama_token_type) */
+enum { TYPE_NORMAL = 1, TYPE_UNKNOWN, TYPE_CONTROL, TYPE_USER_DEFINED, TYPE_UNUSED, TYPE_BYTE };
+
+static uint8_t attr_of_type(int32_t type) {
+    switch (type) {
+    case TYPE_NORMAL: return HL_ATTR_NORMAL;
+    case TYPE_UNKNOWN: return HL_ATTR_UNKNOWN;
+    case TYPE_CONTROL: return HL_ATTR_CONTROL;
+    case TYPE_USER_DEFINED: return HL_ATTR_USER_DEFINED;
+    case TYPE_UNUSED: return HL_ATTR_UNUSED;
+    case TYPE_BYTE: return HL_ATTR_BYTE;
+    default: return 0; /* undefined */
+    }
+}
+
+static hearth_status check_model(const gguf_file *f) {
+    gguf_str model;
+    HL_TRY(gguf_get_str(f, "tokenizer.ggml.model", true, &model));
+    if (!gguf_str_eq(model, "gpt2")) {
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "tokenizer model '%.*s' is not supported yet (supported: gpt2)",
+                       (int)(model.len > 64 ? 64 : model.len), model.data);
+    }
+    return HEARTH_OK;
+}
+
+static hearth_status add_token_text(hl_vocab *v, int32_t i, gguf_str s) {
+    char empty_name[32];
+    const char *text = s.data;
+    size_t len = hl_gguf_c_len(s);
+    if (len == 0) { /* as llama.cpp names empty tokens */
+        len = (size_t)snprintf(empty_name, sizeof empty_name, "[EMPTY_%d]", i);
+        text = empty_name;
+    }
+    int32_t id;
+    bool added;
+    HL_TRY(hl_strtab_intern(&v->texts, text, len, &id, &added));
+    if (!added) { /* llama.cpp aborts on these (token_to_id would lose one) */
+        return hl_fail(HEARTH_ERR_FORMAT, "tokenizer.ggml.tokens: token %d '%.*s' duplicates token %d", i,
+                       (int)(len > 64 ? 64 : len), text, id);
+    }
+    return HEARTH_OK;
+}
+
+static hearth_status load_tokens(hl_vocab *v, const gguf_array *tokens, const gguf_array *types) {
+    if (tokens->n == 0) return hl_fail(HEARTH_ERR_FORMAT, "tokenizer.ggml.tokens is empty");
+    if (tokens->n > INT32_MAX) {
+        return hl_fail(HEARTH_ERR_FORMAT, "tokenizer.ggml.tokens has %llu tokens, more than 2^31 - 1",
+                       (unsigned long long)tokens->n);
+    }
+    if (types && types->n != tokens->n) {
+        return hl_fail(HEARTH_ERR_FORMAT, "tokenizer.ggml.token_type has %llu entries for %llu tokens",
+                       (unsigned long long)types->n, (unsigned long long)tokens->n);
+    }
+    v->n_tokens = (int32_t)tokens->n;
+    v->attr = hl_malloc((size_t)v->n_tokens);
+    v->eog = hl_calloc((size_t)v->n_tokens, sizeof *v->eog);
+    if (!v->attr || !v->eog) return HEARTH_ERR_OUT_OF_MEMORY;
+    HL_TRY(hl_strtab_init(&v->texts, v->n_tokens));
+    for (int32_t i = 0; i < v->n_tokens; i++) {
+        HL_TRY(add_token_text(v, i, tokens->strs[i]));
+        v->attr[i] = types ? attr_of_type(gguf_arr_i32(types, (uint64_t)i)) : HL_ATTR_NORMAL;
+    }
+    return HEARTH_OK;
+}
+
+static hearth_status load_pre(const gguf_file *f, hl_vocab *v) {
+    gguf_str pre = {NULL, 0};
+    HL_TRY(gguf_get_str(f, "tokenizer.ggml.pre", false, &pre));
+    HL_TRY(hl_pretok_init(pre.data ? &pre : NULL, &v->pre));
+    v->ignore_merges = hl_pretok_ignore_merges(v->pre);
+    v->add_bos = hl_pretok_add_bos(v->pre);
+    return HEARTH_OK;
+}
+
+/* Special token ids. A "gpt2" vocabulary defaults bos and eos to 11 when that
+ * id exists (llama.cpp's defaults for LLAMA_VOCAB_TYPE_BPE). */
+static hearth_status load_special_ids(const gguf_file *f, hl_vocab *v) {
+    const int32_t gpt2_default = v->n_tokens > 11 ? 11 : -1;
+    v->bos = v->eos = gpt2_default;
+    v->eot = v->eom = v->unk = v->pad = -1;
+    v->fim_pre = v->fim_suf = v->fim_mid = v->fim_pad = v->fim_rep = v->fim_sep = -1;
+    const struct {
+        const char *key;
+        int32_t *id;
+    } keys[] = {
+        {"tokenizer.ggml.bos_token_id", &v->bos},
+        {"tokenizer.ggml.eos_token_id", &v->eos},
+        {"tokenizer.ggml.eot_token_id", &v->eot},
+        {"tokenizer.ggml.eom_token_id", &v->eom},
+        {"tokenizer.ggml.unknown_token_id", &v->unk},
+        {"tokenizer.ggml.padding_token_id", &v->pad},
+        {"tokenizer.ggml.fim_pre_token_id", &v->fim_pre},
+        {"tokenizer.ggml.fim_suf_token_id", &v->fim_suf},
+        {"tokenizer.ggml.fim_mid_token_id", &v->fim_mid},
+        {"tokenizer.ggml.fim_pad_token_id", &v->fim_pad},
+        {"tokenizer.ggml.fim_rep_token_id", &v->fim_rep},
+        {"tokenizer.ggml.fim_sep_token_id", &v->fim_sep},
+        {"tokenizer.ggml.prefix_token_id", &v->fim_pre}, /* deprecated names */
+        {"tokenizer.ggml.suffix_token_id", &v->fim_suf},
+        {"tokenizer.ggml.middle_token_id", &v->fim_mid},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (!gguf_find_kv(f, keys[i].key)) continue;
+        uint32_t id;
+        HL_TRY(gguf_get_u32(f, keys[i].key, true, &id));
+        if (id >= (uint32_t)v->n_tokens) {
+            return hl_fail(HEARTH_ERR_FORMAT, "%s = %u is out of range: the vocabulary has %d tokens", keys[i].key,
+                           id, v->n_tokens);
+        }
+        *keys[i].id = (int32_t)id;
+    }
+    return HEARTH_OK;
+}
+
+static hearth_status load_add_flags(const gguf_file *f, hl_vocab *v) {
+    HL_TRY(gguf_get_bool(f, "tokenizer.ggml.add_bos_token", false, &v->add_bos));
+    HL_TRY(gguf_get_bool(f, "tokenizer.ggml.add_eos_token", false, &v->add_eos));
+    if (v->add_bos && v->bos < 0) {
+        return hl_fail(HEARTH_ERR_FORMAT, "tokenizer.ggml.add_bos_token is true but the vocabulary has no BOS token");
+    }
+    if (v->add_eos && v->eos < 0) {
+        return hl_fail(HEARTH_ERR_FORMAT, "tokenizer.ggml.add_eos_token is true but the vocabulary has no EOS token");
+    }
+    return HEARTH_OK;
+}
+
+static hearth_status load(const gguf_file *f, hl_vocab *v) {
+    const gguf_array *tokens, *types = NULL, *merges;
+    HL_TRY(check_model(f));
+    HL_TRY(gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &tokens));
+    HL_TRY(gguf_get_arr(f, "tokenizer.ggml.token_type", false, GGUF_TYPE_INT32, &types));
+    HL_TRY(gguf_get_arr(f, "tokenizer.ggml.merges", true, GGUF_TYPE_STRING, &merges));
+    HL_TRY(load_tokens(v, tokens, types));
+    HL_TRY(load_pre(f, v));
+    HL_TRY(load_special_ids(f, v));
+    HL_TRY(load_add_flags(f, v));
+    HL_TRY(hl_special_init(v));
+    HL_TRY(hl_bpe_init(v, merges));
+    return hl_pieces_init(v);
+}
+
+hearth_status hl_vocab_load(const gguf_file *f, hl_vocab **out) {
+    if (!out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hl_vocab_load: out is NULL");
+    *out = NULL;
+    if (!f) return hl_fail(HEARTH_ERR_INVALID_ARG, "hl_vocab_load: file is NULL");
+    hl_vocab *v = hl_calloc(1, sizeof *v);
+    if (!v) return HEARTH_ERR_OUT_OF_MEMORY;
+    hearth_status st = load(f, v);
+    if (st != HEARTH_OK) {
+        hl_vocab_free(v);
+        return st;
+    }
+    *out = v;
+    return HEARTH_OK;
+}
+
+void hl_vocab_free(hl_vocab *v) {
+    if (!v) return;
+    hl_strtab_free(&v->texts);
+    free(v->attr);
+    free(v->eog);
+    free(v->pieces);
+    free(v->piece_off);
+    hl_bpe_free(v);
+    free(v->special);
+    hl_pretok_free(v->pre);
+    free(v);
+}
+
+int32_t hl_vocab_n_tokens(const hl_vocab *v) { return v->n_tokens; }
+int32_t hl_vocab_bos(const hl_vocab *v) { return v->bos; }
+int32_t hl_vocab_eos(const hl_vocab *v) { return v->eos; }
+int32_t hl_vocab_eot(const hl_vocab *v) { return v->eot; }
+int32_t hl_vocab_pad(const hl_vocab *v) { return v->pad; }
+int32_t hl_vocab_unk(const hl_vocab *v) { return v->unk; }
+
+bool hl_vocab_is_eog(const hl_vocab *v, int32_t id) { return id >= 0 && id < v->n_tokens && v->eog[id]; }
