@@ -152,9 +152,12 @@ bool hearth_token_is_eog(const hearth_model *model, int32_t token);
  * add_special: prepend BOS / append EOS as the model's add_bos/add_eos flags say.
  * parse_special: recognise special tokens written in the text ("<|im_start|>");
  * when false they are tokenized as plain text.
- * Writes at most n_max ids to `tokens` and sets *n_tokens to the count.
- * Errors: INVALID_ARG (NULL pointers), BUFFER_TOO_SMALL (*n_tokens set to the
- * count needed; call again with a larger buffer). Thread-safe. */
+ * Writes at most n_max ids to `tokens` and sets *n_tokens to the count
+ * (`tokens` may be NULL when n_max is 0, to ask for the count).
+ * Errors: INVALID_ARG (NULL pointers, text over 512 MiB), BUFFER_TOO_SMALL
+ * (the first n_max ids are written and *n_tokens is the count needed; call
+ * again with a larger buffer), OUT_OF_MEMORY, UNSUPPORTED (the pre-tokenizer
+ * regex hit PCRE2's match limits on pathological text). Thread-safe. */
 hearth_status hearth_tokenize(const hearth_model *model, const char *text, size_t len,
                               bool add_special, bool parse_special, int32_t *tokens,
                               size_t n_max, size_t *n_tokens);
@@ -177,9 +180,10 @@ hearth_status hearth_detok_init(const hearth_model *model, bool special, hearth_
 void hearth_detok_free(hearth_detok *detok);
 
 /* Feeds one token; writes the bytes now complete into buf (no NUL) and sets
- * *len. A buffer of 256 bytes always suffices. Invalid UTF-8 from the model is
- * replaced with U+FFFD. Errors: INVALID_ARG (bad token), BUFFER_TOO_SMALL
- * (nothing consumed; *len set to the size needed). */
+ * *len. At most 3 x (longest token piece + 3) bytes come out of one push (a few
+ * hundred for common vocabularies). Invalid UTF-8 from the model is replaced
+ * with U+FFFD. Does not allocate. Errors: INVALID_ARG (bad token),
+ * BUFFER_TOO_SMALL (nothing consumed; *len set to the size needed). */
 hearth_status hearth_detok_push(hearth_detok *detok, int32_t token, char *buf, size_t size,
                                 size_t *len);
 

@@ -237,7 +237,7 @@ static int generate(run_state *s, const run_opts *o, size_t n_prompt, long *n_ge
     *t_prompt = t1 - t0;
     uint32_t room = hearth_context_n_ctx(s->ctx) - (uint32_t)n_prompt;
     long limit = o->n_predict < 0 || o->n_predict > (long)room ? (long)room : o->n_predict;
-    char piece[256];
+    char piece[4096]; /* far above any vocabulary's longest piece; a bigger one is an error */
     size_t len;
     *n_gen = 0;
     while (*n_gen < limit) {
