@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Writes the tiny random-weight llama models of tests/reference/tiny/ with
+gguf-py, one per weight type hearth computes (F32, F16, BF16, Q4_0, Q4_1,
+Q8_0), each also covering a hyperparameter variant (grouped-query and
+multi-head attention, tied and untied output, linear rope scaling, a head size
+other than n_embd / n_head, another rope base and norm epsilon).
+
+tests/test_tiny_models.c runs them through hearth and compares the logits with
+llama.cpp's, recorded by make_tiny_reference.py in tiny_reference.json. The
+.gguf files are committed, so neither script runs in CI; rerun both (this one
+first) after changing a model here.
+
+Every 2-D weight, token_embd and output included, has the model's type; norm
+vectors are F32 (~1 + small noise). Weights are N(0, sigma) with sigma about
+1 / sqrt(fan_in) or less (token embeddings 0.4), so the activations stay in a
+sane range and logits are of order 1..25. The
+vocabulary is byte-level BPE ("gpt2"): the 256 byte tokens of GPT-2's byte to
+unicode map, tokens made by a few dozen merges learnt from a short text, and
+<|endoftext|> (bos = eos, a control token).
+
+llama.cpp's llama architecture asserts rope.dimension_count == head size
+(n_embd_head == n_rot in its graph build), so partial rope is not a variant.
+
+Usage: python3 tests/reference/tiny/make_tiny_models.py [OUT_DIR]
+(default: the folder of this script)
+"""
+import re
+import sys
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+SEED = 20240611
+N_MERGES = 40
+N_CTX_TRAIN = 256
+
+# name, weight type, hyperparameters and variants
+MODELS = [
+    # F32: GQA 2:1 on a 32-wide model (small enough in 4-byte weights), tied output
+    dict(name="tiny-f32", type="F32", n_embd=32, n_head=2, n_head_kv=1, n_ff=96, n_layer=2, tied=True,
+         pre="gpt-2"),
+    # F16: multi-head attention (n_head_kv = n_head), 3 layers, untied output
+    dict(name="tiny-f16", type="F16", n_embd=32, n_head=2, n_head_kv=2, n_ff=160, n_layer=3, tied=False,
+         pre="default"),
+    # BF16: GQA 2:1, linear rope scaling with factor 2, tied output
+    dict(name="tiny-bf16", type="BF16", n_embd=64, n_head=4, n_head_kv=2, n_ff=96, n_layer=2, tied=True,
+         pre="gpt-2", rope_scaling=("linear", 2.0)),
+    # Q4_0: head size 32 != n_embd / n_head = 16 (attention.key_length and
+    # value_length), GQA 2:1, untied output
+    dict(name="tiny-q4_0", type="Q4_0", n_embd=64, n_head=4, n_head_kv=2, head_dim=32, n_ff=160, n_layer=3,
+         tied=False, pre="gpt-2"),
+    # Q4_1: GQA 4:1, rope base 500000, norm eps 1e-6, tied output
+    dict(name="tiny-q4_1", type="Q4_1", n_embd=64, n_head=4, n_head_kv=1, n_ff=96, n_layer=2, tied=True,
+         pre="gpt-2", freq_base=500000.0, norm_eps=1e-6),
+    # Q8_0: multi-head attention, 3 layers, untied output, rope scaling linear 2
+    dict(name="tiny-q8_0", type="Q8_0", n_embd=64, n_head=4, n_head_kv=4, n_ff=160, n_layer=3, tied=False,
+         pre="default", rope_scaling=("linear", 2.0)),
+]
+
+# the text the merges are learnt from (the tokenizer check in the C test uses
+# words from it, so some merges fire, and others, so some do not)
+MERGE_TEXT = ("the quick brown fox jumps over the lazy dog. the cat sat on the mat; the dog ate the hat. "
+              "hello world, hello hearth! there is the thing that the other one thought through. ") * 3
+
+
+def bytes_to_unicode():
+    """GPT-2's byte -> printable unicode character map (openai/gpt-2 encoder.py)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def learn_merges(text, n_merges):
+    """A plain BPE trainer over GPT-2-style words (ASCII approximation of its
+    pre-tokenizer regex); ties broken by the pair's text so it is deterministic."""
+    b2u = bytes_to_unicode()
+    words = re.findall(r" ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+", text)
+    counts = {}
+    for w in words:
+        key = tuple(b2u[b] for b in w.encode())
+        counts[key] = counts.get(key, 0) + 1
+    merges = []
+    for _ in range(n_merges):
+        pairs = {}
+        for w, c in counts.items():
+            for a, b in zip(w, w[1:]):
+                pairs[(a, b)] = pairs.get((a, b), 0) + c
+        if not pairs:
+            break
+        best = min(pairs, key=lambda p: (-pairs[p], p))
+        merges.append(best)
+        new_counts = {}
+        for w, c in counts.items():
+            out, i = [], 0
+            while i < len(w):
+                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
+                    out.append(w[i] + w[i + 1])
+                    i += 2
+                else:
+                    out.append(w[i])
+                    i += 1
+            new_counts[tuple(out)] = new_counts.get(tuple(out), 0) + c
+        counts = new_counts
+    return merges
+
+
+def vocabulary():
+    b2u = bytes_to_unicode()
+    tokens = [b2u[b] for b in range(256)]
+    types = [gguf.TokenType.NORMAL] * 256
+    merges = learn_merges(MERGE_TEXT, N_MERGES)
+    for a, b in merges:
+        tokens.append(a + b)
+        types.append(gguf.TokenType.NORMAL)
+    eot = len(tokens)
+    tokens.append("<|endoftext|>")
+    types.append(gguf.TokenType.CONTROL)
+    return tokens, types, [f"{a} {b}" for a, b in merges], eot
+
+
+def write_model(spec, out_dir, rng):
+    tokens, types, merges, eot = vocabulary()
+    n_vocab = len(tokens)
+    n_embd, n_head, n_head_kv, n_ff = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["n_ff"]
+    head_dim = spec.get("head_dim", n_embd // n_head)
+    q_dim, kv_dim = n_head * head_dim, n_head_kv * head_dim
+    qtype = gguf.GGMLQuantizationType[spec["type"]]
+
+    path = out_dir / f"{spec['name']}.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name(spec["name"])
+    w.add_description(f"random weights for hearth's tests ({Path(__file__).name}, seed {SEED})")
+    w.add_context_length(N_CTX_TRAIN)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(spec["n_layer"])
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    if head_dim != n_embd // n_head:
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+    w.add_layer_norm_rms_eps(spec.get("norm_eps", 1e-5))
+    w.add_rope_dimension_count(head_dim)
+    w.add_rope_freq_base(spec.get("freq_base", 10000.0))
+    if "rope_scaling" in spec:
+        kind, factor = spec["rope_scaling"]
+        w.add_rope_scaling_type(gguf.RopeScalingType(kind))
+        w.add_rope_scaling_factor(factor)
+    w.add_vocab_size(n_vocab)
+    w.add_file_type({"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "BF16": 32}[spec["type"]])
+
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(spec["pre"])
+    w.add_token_list(tokens)
+    w.add_token_types([int(t) for t in types])
+    w.add_token_merges(merges)
+    w.add_bos_token_id(eot)
+    w.add_eos_token_id(eot)
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+
+    def weight(name, rows, cols, sigma):
+        """A [rows, cols] matrix (GGUF shape {cols, rows}) in the model's type."""
+        data = rng.normal(0.0, sigma, size=(rows, cols)).astype(np.float32)
+        if qtype == gguf.GGMLQuantizationType.F32:
+            w.add_tensor(name, data)
+        else:
+            w.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+
+    def norm(name, n):
+        w.add_tensor(name, (1.0 + rng.normal(0.0, 0.1, size=n)).astype(np.float32))
+
+    # embeddings of rms 0.4 rather than ~0.02 as trained models have: with a
+    # tiny residual stream, rms_norm would amplify every rounding difference
+    # (F16 / 8-bit activations, F16 KV cache) tenfold and the comparison
+    # would measure chaos rather than arithmetic
+    weight("token_embd.weight", n_vocab, n_embd, 0.4)
+    for il in range(spec["n_layer"]):
+        norm(f"blk.{il}.attn_norm.weight", n_embd)
+        weight(f"blk.{il}.attn_q.weight", q_dim, n_embd, 1.2 / np.sqrt(n_embd))
+        weight(f"blk.{il}.attn_k.weight", kv_dim, n_embd, 1.2 / np.sqrt(n_embd))
+        weight(f"blk.{il}.attn_v.weight", kv_dim, n_embd, 1.0 / np.sqrt(n_embd))
+        weight(f"blk.{il}.attn_output.weight", n_embd, q_dim, 0.5 / np.sqrt(q_dim))
+        norm(f"blk.{il}.ffn_norm.weight", n_embd)
+        weight(f"blk.{il}.ffn_gate.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd))
+        weight(f"blk.{il}.ffn_up.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd))
+        weight(f"blk.{il}.ffn_down.weight", n_embd, n_ff, 0.5 / np.sqrt(n_ff))
+    norm("output_norm.weight", n_embd)
+    if not spec["tied"]:
+        weight("output.weight", n_vocab, n_embd, 1.5 / np.sqrt(n_embd))
+
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def main():
+    out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for i, spec in enumerate(MODELS):
+        rng = np.random.default_rng(SEED + i)
+        path = write_model(spec, out_dir, rng)
+        print(f"wrote {path} ({path.stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    main()
