@@ -4,10 +4,12 @@
  * - bit-exact agreement with gguf-py (fixtures written by
  *   reference/quant/make_quant_fixtures.py): dequantization of random blocks
  *   and of rows of the real model, quantization of random rows;
- * - Q8_0/Q8_1 activation quantization against its defining formula, and every
- *   level's act_from_float against the reference bytes;
- * - the scalar dot products against the dequantized floats, and every SIMD
- *   level against the scalar one, on random data with extremes. */
+ * - the Q8_0/Q8_1 reference quantizer and the activation quantizer
+ *   (llama.cpp's CPU one) against their defining formulas, and every level's
+ *   act_from_float against the scalar activation quantizer's bytes;
+ * - the scalar dot products against the dequantized floats, every SIMD level
+ *   against the scalar one, on random data with extremes, and each level's
+ *   4-row and 4-column kernels against its 1x1 kernel, bit for bit. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -297,6 +299,48 @@ static void test_q8_formula(void) {
     free(y1);
 }
 
+/* The activation quantizer against its definition (llama.cpp's x86
+ * quantize_row_q8_0/q8_1): d = fp16(amax/127), q = x * (127/amax) rounded
+ * halves to even, s = fp16(d * sum(q)); and a block where that differs from
+ * the reference quantizer's roundf(x / d). */
+static void test_act_q8_formula(void) {
+    const int64_t n = 1536;
+    float *x = malloc(n * sizeof(float));
+    block_q8_0 *y0 = malloc(hl_row_size(GGML_TYPE_Q8_0, n));
+    block_q8_1 *y1 = malloc(hl_row_size(GGML_TYPE_Q8_1, n));
+    for (int iter = 0; iter < 20; iter++) {
+        rng_fill(x, n);
+        hl_act_q8_0_from_float(x, y0, n);
+        hl_act_q8_1_from_float(x, y1, n);
+        int bad = 0;
+        for (int64_t b = 0; b < n / HL_QK; b++) {
+            const float *xb = x + b * HL_QK;
+            float amax = 0.0f;
+            for (int j = 0; j < HL_QK; j++) amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
+            const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+            int sum = 0;
+            for (int j = 0; j < HL_QK; j++) {
+                const long q = lrintf(xb[j] * id); /* default rounding: halves to even */
+                bad += q < -127 || q > 127 || y0[b].qs[j] != q || y1[b].qs[j] != q;
+                sum += (int)q;
+            }
+            const float d = amax / 127.0f;
+            bad += y0[b].d != hl_fp32_to_fp16(d) || y1[b].d != y0[b].d;
+            bad += y1[b].s != hl_fp32_to_fp16(d * (float)sum);
+        }
+        CHECK_MSG(bad == 0, "iteration %d: %d activation Q8 values differ from the formula", iter, bad);
+    }
+    /* amax 127: id = 1, so 2.5 and -0.5 are exact halves; d = 1 for the reference too */
+    for (int j = 0; j < HL_QK; j++) x[j] = j == 0 ? 127.0f : j == 1 ? 2.5f : j == 2 ? -0.5f : 0.0f;
+    hl_act_q8_0_from_float(x, y0, HL_QK);
+    CHECK(y0->qs[0] == 127 && y0->qs[1] == 2 && y0->qs[2] == 0);
+    hl_q8_0_from_float(x, y0, HL_QK);
+    CHECK(y0->qs[0] == 127 && y0->qs[1] == 3 && y0->qs[2] == -1);
+    free(x);
+    free(y0);
+    free(y1);
+}
+
 static const uint32_t weight_types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16,
                                         GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0};
 #define N_WEIGHT_TYPES (sizeof weight_types / sizeof weight_types[0])
@@ -311,7 +355,14 @@ static void test_act_from_float(void) {
     uint8_t *ref = malloc(N_MAX * 4), *out = malloc(N_MAX * 4);
     for (size_t t = 0; t < N_WEIGHT_TYPES; t++) {
         const hl_cpu_type_ops *scalar = hl_cpu_type_ops_scalar(weight_types[t]);
-        CHECK(scalar && scalar->act_from_float == hl_quant_get(scalar->vec_dot_type)->from_float);
+        CHECK(scalar != NULL);
+        if (!scalar) continue;
+        /* Q8 activations: the CPU quantizer; float types: the plain conversion */
+        const uint32_t at = scalar->vec_dot_type;
+        const hl_from_float_fn want = at == GGML_TYPE_Q8_0   ? hl_act_q8_0_from_float
+                                      : at == GGML_TYPE_Q8_1 ? hl_act_q8_1_from_float
+                                                             : hl_quant_get(at)->from_float;
+        CHECK(scalar->act_from_float == want);
         for (int level = HL_CPU_SCALAR + 1; level < HL_CPU_LEVEL_COUNT; level++) {
             const hl_cpu_type_ops *ops = hl_cpu_type_ops_at(weight_types[t], (hl_cpu_level)level);
             if (!ops) continue;
@@ -415,13 +466,25 @@ static void check_dot(uint32_t type, int64_t n, dot_bufs *bf) {
             ops->vec_dot(n, &s[k], bf->w[k], bf->a[k]);
             check_near("vec_dot", lv, type, n, s[k], ref[k][k], tol[k][k]);
         }
+        /* the tiles give each result the 1x1 kernel's bits (vec_dot.h) */
+        float one;
         if (ops->vec_dot_4r) { /* weight rows 0..3 with activation row 1 */
             ops->vec_dot_4r(n, s, bf->w, w_stride, bf->a[1]);
-            for (int r = 0; r < 4; r++) check_near("vec_dot_4r", lv, type, n, s[r], ref[r][1], tol[r][1]);
+            for (int r = 0; r < 4; r++) {
+                check_near("vec_dot_4r", lv, type, n, s[r], ref[r][1], tol[r][1]);
+                ops->vec_dot(n, &one, bf->w[r], bf->a[1]);
+                CHECK_MSG(memcmp(&one, &s[r], sizeof one) == 0, "%s vec_dot_4r type %u n %lld: %.9g, 1x1 %.9g",
+                          hl_cpu_level_name(lv), type, (long long)n, s[r], one);
+            }
         }
         if (ops->vec_dot_4c) { /* weight row 2 with activation rows 0..3 */
             ops->vec_dot_4c(n, s, bf->w[2], bf->a, a_stride);
-            for (int c = 0; c < 4; c++) check_near("vec_dot_4c", lv, type, n, s[c], ref[2][c], tol[2][c]);
+            for (int c = 0; c < 4; c++) {
+                check_near("vec_dot_4c", lv, type, n, s[c], ref[2][c], tol[2][c]);
+                ops->vec_dot(n, &one, bf->w[2], bf->a[c]);
+                CHECK_MSG(memcmp(&one, &s[c], sizeof one) == 0, "%s vec_dot_4c type %u n %lld: %.9g, 1x1 %.9g",
+                          hl_cpu_level_name(lv), type, (long long)n, s[c], one);
+            }
         }
     }
 }
@@ -467,6 +530,7 @@ int main(void) {
     test_bf16();
     test_fixtures();
     test_q8_formula();
+    test_act_q8_formula();
     test_act_from_float();
     test_dots();
     return check_report();

@@ -41,8 +41,8 @@ typedef struct hl_rope_params {
  * h / (n_head / n_head_kv) (Ainslie et al. 2023, arXiv:2305.13245). */
 typedef struct hl_attn_args {
     const hl_tensor *q;       /* F32 {head_dim * n_head, n_tokens} */
-    const hl_tensor *k_cache; /* {head_dim * n_head_kv, n_ctx} */
-    const hl_tensor *v_cache; /* {head_dim * n_head_kv, n_ctx} */
+    const hl_tensor *k_cache; /* F16 {head_dim * n_head_kv, n_ctx} */
+    const hl_tensor *v_cache; /* F16 {head_dim * n_head_kv, n_ctx} */
     hl_tensor *out;           /* F32 {head_dim * n_head, n_tokens} */
     int32_t n_head, n_head_kv, head_dim;
     int32_t pos0;             /* position of the first query token */

@@ -77,6 +77,7 @@ hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out)
     size_t score_bytes = (size_t)limits->n_threads * (size_t)limits->n_ctx * sizeof(float);
     if (st == HEARTH_OK) st = cpu_alloc(b, act_bytes, (void **)&cpu->act);
     if (st == HEARTH_OK) st = cpu_alloc(b, score_bytes, (void **)&cpu->scores);
+    if (st == HEARTH_OK) st = cpu_alloc(b, score_bytes / 2, (void **)&cpu->probs);
     if (st != HEARTH_OK) {
         hl_backend_cpu_free(b);
         return st;
@@ -91,6 +92,7 @@ void hl_backend_cpu_free(hl_backend *b) {
     hl_pool_free(cpu->pool);
     free(cpu->act);
     free(cpu->scores);
+    free(cpu->probs);
     free(cpu);
     free(b);
 }

@@ -4,12 +4,14 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "base/threadpool.h"
+#include "quant/quant.h"
 
 typedef struct hl_cpu {
     hl_cpu_limits limits;
     hl_pool *pool;
     uint8_t *act;     /* activations converted to a vec-dot type: max_tokens * max_row * 2 bytes */
     float *scores;    /* attention scores, n_ctx floats per thread */
+    hl_half *probs;   /* attention probabilities in F16, n_ctx per thread */
 } hl_cpu;
 
 static inline hl_cpu *cpu_of(hl_backend *b) { return (hl_cpu *)b->impl; }

@@ -1,10 +1,12 @@
 /* CPU element-wise and row ops: embedding lookup, RMSNorm, RoPE, KV-cache
  * stores, SwiGLU, residual add. Each op splits its rows over the thread pool
  * when there is enough work to pay for the hand-off. Formulas follow llama.cpp
- * (ggml-cpu/ops.cpp) so that results agree with it closely. */
+ * (ggml-cpu/ops.cpp) rounding for rounding, so that results are its bits (see
+ * vec_dot.h for why that matters). */
 #include <math.h>
 
 #include "backend/cpu/cpu_impl.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "quant/quant.h"
 
 /* Below this many elements an op runs on the calling thread alone. */
@@ -57,9 +59,13 @@ static void rms_norm_run(void *arg, int ith, int nth) {
     for (long long r = r0; r < r1; r++) {
         const float *x = (const float *)t->x->data + r * d;
         float *y = (float *)t->y->data + r * d;
-        double sum = 0.0; /* accumulate in double as ggml does */
-        for (int64_t i = 0; i < d; i++) sum += (double)x[i] * x[i];
-        const float scale = 1.0f / sqrtf((float)(sum / d) + t->eps);
+        /* ggml_compute_forward_rms_norm_f32 (ggml-cpu/ops.cpp): the squares
+         * rounded to float, summed in double; mean rounded to float; then
+         * (x * scale) * w, two roundings. */
+        double sum = 0.0;
+        for (int64_t i = 0; i < d; i++) sum += (double)(x[i] * x[i]);
+        const float mean = (float)(sum / (double)d);
+        const float scale = 1.0f / sqrtf(mean + t->eps);
         for (int64_t i = 0; i < d; i++) y[i] = x[i] * scale * w[i];
     }
 }
@@ -95,8 +101,12 @@ static void rope_run(void *arg, int ith, int nth) {
             for (int32_t h = 0; h < t->n_head; h++) {
                 float *v = row + h * head_dim + i0;
                 const float x0 = v[0], x1 = v[1];
-                v[0] = x0 * c - x1 * s;
-                v[1] = x0 * s + x1 * c;
+                /* ggml's rotate_pairs writes x0*c - x1*s and x0*s + x1*c;
+                 * compiled as GNU C++ with FMA, GCC contracts each into one
+                 * FMA around the second product, and llama.cpp's results
+                 * are those roundings. */
+                v[0] = fmaf(x0, c, -(x1 * s));
+                v[1] = fmaf(x0, s, x1 * c);
             }
             theta *= theta_scale;
         }
@@ -142,14 +152,20 @@ typedef struct binary_task {
     int64_t n;
 } binary_task;
 
+/* silu(gate) * up row by row, as ggml_vec_swiglu_f32 is applied per row:
+ * its 16-lane chunks start at each row (cpu_kernels.h). */
+typedef struct swiglu_task {
+    float *gate;
+    const float *up;
+    int64_t d, n_rows;
+    const hl_cpu_kernels *k;
+} swiglu_task;
+
 static void swiglu_run(void *arg, int ith, int nth) {
-    binary_task *t = arg;
-    long long i0, i1;
-    hl_split(t->n, ith, nth, &i0, &i1);
-    for (long long i = i0; i < i1; i++) {
-        const float g = t->x[i];
-        t->x[i] = g / (1.0f + expf(-g)) * t->y[i]; /* silu(g) * up */
-    }
+    swiglu_task *t = arg;
+    long long r0, r1;
+    hl_split(t->n_rows, ith, nth, &r0, &r1);
+    for (long long r = r0; r < r1; r++) t->k->swiglu(t->d, t->gate + r * t->d, t->gate + r * t->d, t->up + r * t->d);
 }
 
 static void add_run(void *arg, int ith, int nth) {
@@ -160,8 +176,9 @@ static void add_run(void *arg, int ith, int nth) {
 }
 
 void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
-    binary_task t = {gate->data, up->data, hl_tensor_nelements(gate)};
-    hl_pool_run(cpu_of(b)->pool, threads_for(b, t.n), swiglu_run, &t);
+    const int64_t n = hl_tensor_nelements(gate);
+    swiglu_task t = {gate->data, up->data, gate->ne[0], n / gate->ne[0], hl_cpu_kernels_get()};
+    hl_pool_run(cpu_of(b)->pool, threads_for(b, n), swiglu_run, &t);
 }
 
 void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y) {

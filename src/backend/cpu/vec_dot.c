@@ -1,8 +1,50 @@
-/* Scalar dot-product kernels (the oracle the SIMD levels are tested against)
- * and the choice of kernels by CPU level. The block arithmetic follows ggml's
+/* Scalar activation quantizers and dot-product kernels (the oracle the SIMD
+ * levels are tested against) and the choice of kernels by CPU level. The
+ * quantizers write exactly llama.cpp's bytes; the dot products follow ggml's
  * generic kernels (ggml-cpu/quants.c, ggml_vec_dot_*_generic): integer sums
- * inside a block, one float multiply-add per block. */
+ * inside a block, one float multiply-add per block, in a plain order that
+ * differs from the SIMD kernels' only by float rounding. */
 #include "backend/cpu/vec_dot.h"
+
+#include <math.h>
+
+/* ------------------------------------------------ activation quantizers -- */
+
+/* One block of llama.cpp's CPU quantizer (ggml-cpu/arch/x86/quants.c,
+ * quantize_row_q8_0): id = 127 / amax rather than 1 / d, and
+ * _mm256_round_ps(.., _MM_ROUND_NEAREST), i.e. halves to even, where the
+ * reference quantizer uses roundf. Both choices change some quants by one,
+ * and every later float in the model with them. nearbyintf rounds halves to
+ * even in the default rounding mode. Returns d; *sum receives sum(qs). */
+static float act_q8_block(const float x[HL_QK], int8_t qs[HL_QK], int32_t *sum) {
+    float amax = 0.0f;
+    for (int j = 0; j < HL_QK; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    *sum = 0;
+    for (int j = 0; j < HL_QK; j++) {
+        qs[j] = (int8_t)nearbyintf(x[j] * id); /* |x * id| <= 127 */
+        *sum += qs[j];
+    }
+    return amax / 127.0f;
+}
+
+void hl_act_q8_0_from_float(const float *x, void *dst, int64_t n) {
+    block_q8_0 *y = dst;
+    int32_t sum;
+    for (int64_t b = 0; b < n / HL_QK; b++, x += HL_QK) y[b].d = hl_fp32_to_fp16(act_q8_block(x, y[b].qs, &sum));
+}
+
+void hl_act_q8_1_from_float(const float *x, void *dst, int64_t n) {
+    block_q8_1 *y = dst;
+    int32_t sum;
+    for (int64_t b = 0; b < n / HL_QK; b++, x += HL_QK) {
+        const float d = act_q8_block(x, y[b].qs, &sum);
+        y[b].d = hl_fp32_to_fp16(d);
+        y[b].s = hl_fp32_to_fp16(d * (float)sum);
+    }
+}
+
+/* ------------------------------------------------------- dot products -- */
 
 static void dot_f32(int64_t n, float *s, const void *w_row, const void *act_row) {
     const float *w = w_row, *a = act_row;
@@ -74,9 +116,9 @@ static const hl_cpu_type_ops scalar_ops[] = {
     {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL},
     {GGML_TYPE_F16, GGML_TYPE_F16, hl_f16_from_float, dot_f16, NULL, NULL},
     {GGML_TYPE_BF16, GGML_TYPE_BF16, hl_bf16_from_float, dot_bf16, NULL, NULL},
-    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, hl_q8_0_from_float, dot_q4_0_q8_0, NULL, NULL},
-    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, hl_q8_1_from_float, dot_q4_1_q8_1, NULL, NULL},
-    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, hl_q8_0_from_float, dot_q8_0_q8_0, NULL, NULL},
+    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q4_0_q8_0, NULL, NULL},
+    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q4_1_q8_1, NULL, NULL},
+    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q8_0_q8_0, NULL, NULL},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_scalar_find(uint32_t type) {

@@ -9,8 +9,27 @@
  *
  * Kernels exist per level (cpu_features.h): the scalar ones are the oracle;
  * the SIMD ones are tested against them. Every level's act_from_float writes
- * the same bytes as the reference quantizer in quant/quant.h (for finite
- * input), so levels differ only in the order of float additions. */
+ * the same bytes as the scalar one (for finite input), so levels differ only
+ * in the order of float additions.
+ *
+ * Bit-for-bit agreement with llama.cpp. Greedy decoding only reproduces
+ * llama.cpp's tokens if hearth's float arithmetic is llama.cpp's, operation
+ * for operation: a one-ulp difference flips the rounding of some 8-bit
+ * activation quant, and 30 layers amplify that to logit differences of ~1.
+ * So the SIMD kernels reproduce the x86 build of ggml-cpu (arch/x86/quants.c,
+ * vec.cpp; -march=native on an AVX-512 machine, the reference's):
+ * - activations are quantized with the CPU quantizer (hl_act_q8_*_from_float
+ *   below), not the reference one of quant/quant.h;
+ * - a quantized dot product keeps one 8-lane accumulator with one FMA per
+ *   block, summed at the end in hsum_float_8's order; Q4_1's m * s terms go
+ *   into a separate scalar FMA chain (GCC contracts ggml's `summs += m * s`);
+ * - F32 and F16 dot products use ggml's AVX-512 layout: four 16-lane
+ *   accumulators, combined (0+2) + (1+3), then _mm512_reduce_add_ps.
+ * The 4-row and 4-column kernels keep the per-row order of the 1x1 kernel,
+ * so all three give the same bits; llama.cpp's batched path for Q8_0
+ * (llamafile's tinyBLAS_Q0_AVX) has that per-result order too. Not
+ * reproduced: Q4_0, which llama.cpp repacks (repack.cpp, q4_0_8x8) on AVX2
+ * CPUs, and BF16, which it multiplies with AVX512-BF16 instructions. */
 #ifndef HEARTH_BACKEND_CPU_VEC_DOT_H
 #define HEARTH_BACKEND_CPU_VEC_DOT_H
 
@@ -19,6 +38,16 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "quant/quant.h"
+
+/* The activation quantizers of llama.cpp's x86 CPU backend
+ * (ggml-cpu/arch/x86/quants.c, quantize_row_q8_0 / quantize_row_q8_1), the
+ * scalar oracle of every level's act_from_float for Q8_0 / Q8_1: per block of
+ * 32, amax = max |x|, d = amax / 127, q = round-half-even(x * (127 / amax)),
+ * and for Q8_1 s = d * sum(q). The reference quantizer of quant/quant.h
+ * (ggml's quantize_row_q8_*_ref, what gguf-py writes) differs: it multiplies
+ * by 1 / d and rounds halves away from zero. n is a multiple of 32. */
+void hl_act_q8_0_from_float(const float *x, void *dst, int64_t n);
+void hl_act_q8_1_from_float(const float *x, void *dst, int64_t n);
 
 /* *s = dot(w_row, act_row) over n elements. w_row: n elements of the weight
  * type; act_row: n elements of its vec_dot_type as act_from_float writes them

@@ -9,9 +9,16 @@
  * FMA per block applies d_w * d_a. maddubs saturates at +-32767, which the
  * operands here never reach: weight quants are at most 15 (Q4) or 128 in
  * magnitude (Q8), activation quants at most 127, so a pair sums to at most
- * 2 * 128 * 127 = 32512. */
+ * 2 * 128 * 127 = 32512.
+ *
+ * The float arithmetic is llama.cpp's, operation for operation (see
+ * vec_dot.h): one accumulator per dot product, ggml's order of the final
+ * sum (hsum8_ggml), halves-to-even activation rounding. Integer sums are
+ * exact, so how they are formed (maddubs + madd here, VNNI dpbusd in an
+ * AVX-512 build of ggml) does not matter. */
 #include <immintrin.h>
 
+#include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
 
 /* --------------------------------------------------------------- helpers -- */
@@ -23,13 +30,6 @@
 /* Row r of rows `stride` bytes apart. */
 static inline const void *row_at(const void *rows, size_t stride, int r) {
     return (const char *)rows + (size_t)r * stride;
-}
-
-static inline float hsum_ps(__m256 v) {
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    x = _mm_add_ss(x, _mm_movehdup_ps(x));
-    return _mm_cvtss_f32(x);
 }
 
 static inline float hmax_ps(__m256 v) {
@@ -78,17 +78,10 @@ static inline __m256i dot_i8_i8(__m256i x, __m256i y) {
 
 /* --------------------------------------------- activation quantization -- */
 
-/* roundf() on 8 lanes: round half away from zero. x - trunc(x) is exact. */
-static inline __m256 round_half_away(__m256 x) {
-    const __m256 t = _mm256_round_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
-    const __m256 frac = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(x, t));
-    const __m256 up = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
-    return _mm256_add_ps(t, _mm256_and_ps(up, _mm256_or_ps(sign, _mm256_set1_ps(1.0f))));
-}
-
-/* One Q8 block: qs[j] = roundf(x[j] / d), d = amax / 127, exactly as the
- * reference (quant_legacy.c). Returns d; *sum receives sum(qs). */
+/* One Q8 block as llama.cpp's x86 quantize_row_q8_0 / q8_1 make it (the
+ * scalar hl_act_q8_*_from_float spell out the formula): id = 127 / amax, q =
+ * x * id rounded halves to even. Returns d = amax / 127; *sum receives
+ * sum(qs). */
 static float quantize_q8_block(const float x[32], int8_t qs[32], int32_t *sum) {
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 v[4], amax = _mm256_setzero_ps();
@@ -96,10 +89,13 @@ static float quantize_q8_block(const float x[32], int8_t qs[32], int32_t *sum) {
         v[k] = _mm256_loadu_ps(x + 8 * k);
         amax = _mm256_max_ps(amax, _mm256_and_ps(v[k], abs_mask));
     }
-    const float d = hmax_ps(amax) / 127;
-    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    const float max = hmax_ps(amax);
+    const __m256 id = _mm256_set1_ps(max != 0.0f ? 127.0f / max : 0.0f);
     __m256i q[4];
-    for (int k = 0; k < 4; k++) q[k] = _mm256_cvtps_epi32(round_half_away(_mm256_mul_ps(v[k], id)));
+    for (int k = 0; k < 4; k++) {
+        const __m256 r = _mm256_round_ps(_mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q[k] = _mm256_cvtps_epi32(r);
+    }
     *sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
     /* packs interleave the 128-bit lanes: the 4-byte groups come out as
      * q0[0:4] q1[0:4] q2[0:4] q3[0:4] q0[4:8] q1[4:8] q2[4:8] q3[4:8]. */
@@ -107,7 +103,7 @@ static float quantize_q8_block(const float x[32], int8_t qs[32], int32_t *sum) {
         _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     _mm256_storeu_si256((__m256i *)qs, _mm256_permutevar8x32_epi32(q8, order));
-    return d;
+    return max / 127.0f;
 }
 
 static void act_q8_0(const float *x, void *dst, int64_t n) {
@@ -162,68 +158,65 @@ static void act_bf16(const float *x, void *dst, int64_t n) {
 
 /* ------------------------------------------------ float dot products -- */
 
-/* Elements i..i+7 of an F32, F16 or BF16 row as floats. */
-static ALWAYS_INLINE __m256 load8(uint32_t type, const void *row, int64_t i) {
-    if (type == GGML_TYPE_F16) {
-        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const hl_half *)row + i)));
-    }
-    if (type == GGML_TYPE_BF16) {
-        const __m128i h = _mm_loadu_si128((const __m128i *)((const hl_bf16 *)row + i));
-        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    }
-    return _mm256_loadu_ps((const float *)row + i);
+/* F32 and F16 in ggml's AVX-512 order (simd16_avx2.h). */
+static void dot_f32(int64_t n, float *s, const void *w_row, const void *act_row) {
+    *s = ggml_dot_f32(n, w_row, act_row);
 }
 
-static ALWAYS_INLINE float load1(uint32_t type, const void *row, int64_t i) {
-    if (type == GGML_TYPE_F16) return hl_fp16_to_fp32(((const hl_half *)row)[i]);
-    if (type == GGML_TYPE_BF16) return hl_bf16_to_fp32(((const hl_bf16 *)row)[i]);
-    return ((const float *)row)[i];
+static void dot_f16(int64_t n, float *s, const void *w_row, const void *act_row) {
+    *s = ggml_dot_f16(n, w_row, act_row);
 }
 
-/* Four accumulators hide the FMA latency; the tail of n % 8 is scalar. */
-static ALWAYS_INLINE void float_dot(uint32_t type, int64_t n, float *s, const void *w, const void *a) {
+/* Elements i..i+7 of a BF16 row as floats. */
+static inline __m256 load8_bf16(const hl_bf16 *row, int64_t i) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)(row + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* BF16: four 8-lane accumulators, the tail of n % 8 scalar. llama.cpp's
+ * AVX-512 build uses AVX512-BF16 dpbf16 here, whose rounding of pairs this
+ * does not reproduce. */
+static void dot_bf16(int64_t n, float *s, const void *w_row, const void *act_row) {
+    const hl_bf16 *w = w_row, *a = act_row;
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         for (int k = 0; k < 4; k++) {
-            acc[k] = _mm256_fmadd_ps(load8(type, w, i + 8 * k), load8(type, a, i + 8 * k), acc[k]);
+            acc[k] = _mm256_fmadd_ps(load8_bf16(w, i + 8 * k), load8_bf16(a, i + 8 * k), acc[k]);
         }
     }
-    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load8(type, w, i), load8(type, a, i), acc[0]);
-    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; i < n; i++) sum += load1(type, w, i) * load1(type, a, i);
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load8_bf16(w, i), load8_bf16(a, i), acc[0]);
+    float sum = hsum8_ggml(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; i++) sum += hl_bf16_to_fp32(w[i]) * hl_bf16_to_fp32(a[i]);
     *s = sum;
-}
-
-static void dot_f32(int64_t n, float *s, const void *w_row, const void *act_row) {
-    float_dot(GGML_TYPE_F32, n, s, w_row, act_row);
-}
-
-static void dot_f16(int64_t n, float *s, const void *w_row, const void *act_row) {
-    float_dot(GGML_TYPE_F16, n, s, w_row, act_row);
-}
-
-static void dot_bf16(int64_t n, float *s, const void *w_row, const void *act_row) {
-    float_dot(GGML_TYPE_BF16, n, s, w_row, act_row);
 }
 
 /* -------------------------------------------- quantized dot products -- */
 
 /* Each weight type has a step that adds one block product into an
  * accumulator; the kernels below only arrange steps:
- * - vec_dot (1 x 1) alternates two accumulators, so that consecutive FMAs do
- *   not wait on each other;
+ * - vec_dot (1 x 1): one accumulator, as ggml's kernel, so each FMA waits on
+ *   the one before (a second accumulator would be faster and change the
+ *   order of additions, i.e. the bits);
  * - vec_dot_4r (4 weight rows x 1 activation row, for decode) loads each
- *   activation block once for four rows;
+ *   activation block once for four rows, whose four chains overlap;
  * - vec_dot_4c (1 weight row x 4 activation rows, for prompts) unpacks each
  *   weight block once for four tokens.
- * Measured on Zen 4 (Q4_1, n = 576), in cycles per block product: 1x1 5.0,
- * 4r 4.0, 4c 3.0; larger tiles (2x4) gained under 3%. */
+ * All three give each result the bits of ggml's 1 x 1 kernel.
+ * Measured on Zen 4 (Q4_1, n = 576), in cycles per block product, with two
+ * accumulators in 1x1: 1x1 5.0, 4r 4.0, 4c 3.0; larger tiles (2x4) gained
+ * under 3%. */
 
-/* The four horizontal sums [sum(a), sum(b), sum(c), sum(d)]. */
+/* [hsum8_ggml(a), hsum8_ggml(b), hsum8_ggml(c), hsum8_ggml(d)], each with
+ * hsum8_ggml's order of additions: fold the halves, transpose, then
+ * (0+2) + (1+3). */
 static inline __m128 hsum4_ps(__m256 a, __m256 b, __m256 c, __m256 d) {
-    const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
-    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+    __m128 ta = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    __m128 tb = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
+    __m128 tc = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
+    __m128 td = _mm_add_ps(_mm256_castps256_ps128(d), _mm256_extractf128_ps(d, 1));
+    _MM_TRANSPOSE4_PS(ta, tb, tc, td); /* ta = lane 0 of each, tb lane 1 ... */
+    return _mm_add_ps(_mm_add_ps(ta, tc), _mm_add_ps(tb, td));
 }
 
 /* Lane 1 of each of four vectors: [a1, b1, c1, d1]. */
@@ -262,15 +255,9 @@ static ALWAYS_INLINE __m256 q8_block(uint32_t type, const void *w_row, const blo
 static ALWAYS_INLINE void q8_dot(uint32_t type, int64_t n, float *s, const void *w_row,
                                  const void *act_row) {
     const block_q8_0 *a = act_row;
-    const int64_t nb = n / HL_QK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        acc0 = q8_block(type, w_row, a, b, acc0);
-        acc1 = q8_block(type, w_row, a, b + 1, acc1);
-    }
-    if (b < nb) acc0 = q8_block(type, w_row, a, b, acc0);
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1));
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK; b++) acc = q8_block(type, w_row, a, b, acc);
+    *s = hsum8_ggml(acc);
 }
 
 static ALWAYS_INLINE void q8_dot_4r(uint32_t type, int64_t n, float s[4], const void *w,
@@ -320,13 +307,17 @@ static void dot_4c_q8_0(int64_t n, float s[4], const void *w_row, const void *ac
     q8_dot_4c(GGML_TYPE_Q8_0, n, s, w_row, act, act_stride);
 }
 
-/* Q4_1 weights against Q8_1 activations: d_w*d_a * sum(q_w * q_a) + m * s_a.
- * wdm = [d_w, m, 0, 0]; lane 0 of wdm * [d_a, s_a] is the scale of the
- * integer sum, lane 1 the offset term, summed on the side in *acc_ms. */
+/* Q4_1 weights against Q8_1 activations: d_w*d_a * sum(q_w * q_a) + m * s_a,
+ * as ggml_vec_dot_q4_1_q8_1: the first term into the 8-lane accumulator, the
+ * second into a separate scalar sum that ggml writes `summs += m * s` and GCC
+ * contracts into an FMA; the result is hsum(acc) + summs. wdm = [d_w, m, 0, 0]
+ * and ads = [d_a, s_a, 0, 0]: lane 0 of wdm * ads is the block's scale, lane 1
+ * of fma(wdm, ads, *acc_ms) the FMA of summs (lane 0 there is unused). */
 static inline __m256 q4_1_step(__m256i q, __m128 wdm, const block_q8_1 *a, __m256 acc,
                                __m128 *acc_ms) {
-    const __m128 scales = _mm_mul_ps(wdm, load_half2(&a->d));
-    *acc_ms = _mm_add_ps(*acc_ms, scales);
+    const __m128 ads = load_half2(&a->d);
+    const __m128 scales = _mm_mul_ps(wdm, ads);
+    *acc_ms = _mm_fmadd_ps(wdm, ads, *acc_ms);
     const __m256i sum = dot_u8_i8(q, load_256(a->qs));
     return _mm256_fmadd_ps(_mm256_broadcastss_ps(scales), _mm256_cvtepi32_ps(sum), acc);
 }
@@ -339,17 +330,10 @@ static inline __m256 q4_1_block(const block_q4_1 *w, const block_q8_1 *a, __m256
 static void dot_q4_1(int64_t n, float *s, const void *w_row, const void *act_row) {
     const block_q4_1 *w = w_row;
     const block_q8_1 *a = act_row;
-    const int64_t nb = n / HL_QK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m128 acc_ms0 = _mm_setzero_ps(), acc_ms1 = _mm_setzero_ps();
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        acc0 = q4_1_block(&w[b], &a[b], acc0, &acc_ms0);
-        acc1 = q4_1_block(&w[b + 1], &a[b + 1], acc1, &acc_ms1);
-    }
-    if (b < nb) acc0 = q4_1_block(&w[b], &a[b], acc0, &acc_ms0);
-    const __m128 ms = _mm_add_ps(acc_ms0, acc_ms1);
-    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + _mm_cvtss_f32(_mm_movehdup_ps(ms));
+    __m256 acc = _mm256_setzero_ps();
+    __m128 ms = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK; b++) acc = q4_1_block(&w[b], &a[b], acc, &ms);
+    *s = hsum8_ggml(acc) + _mm_cvtss_f32(_mm_movehdup_ps(ms));
 }
 
 static void dot_4r_q4_1(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {

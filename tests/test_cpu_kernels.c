@@ -1,0 +1,151 @@
+/* Tests of the CPU row kernels (src/backend/cpu/cpu_kernels.h): every SIMD
+ * level against the scalar oracle within float rounding (ggml's polynomial
+ * exp is within 2 ulp of expf), on random rows of awkward lengths, plus the
+ * edge cases llama.cpp's arithmetic defines: masked (-inf) scores, partial
+ * 16-lane chunks, exp of large negative arguments. Bit-for-bit agreement with
+ * llama.cpp itself is tested end to end by test_greedy_reference. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "check.h"
+
+static uint64_t rng_state = 0x2545f4914f6cdd1du;
+
+static uint64_t rng_u64(void) { /* splitmix64 */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi). */
+static float rng_range(float lo, float hi) {
+    return lo + (hi - lo) * (float)((double)(rng_u64() >> 11) * 0x1p-53);
+}
+
+static int64_t rng_between(int64_t lo, int64_t hi) {
+    return lo + (int64_t)(rng_u64() % (uint64_t)(hi - lo + 1));
+}
+
+/* |got - want| <= rel * |want| + abs */
+static bool near(double got, double want, double rel, double abs) {
+    return fabs(got - want) <= rel * fabs(want) + abs;
+}
+
+#define N_MAX 1100
+#define HD_MAX 136
+
+static void test_swiglu(const hl_cpu_kernels *k, const char *level) {
+    const hl_cpu_kernels *ref = &hl_cpu_kernels_scalar;
+    static float x[N_MAX], g[N_MAX], y[N_MAX], want[N_MAX];
+    for (int iter = 0; iter < 40; iter++) {
+        const int64_t n = iter < 4 ? 16 * (iter + 1) : rng_between(1, N_MAX); /* whole chunks, then tails */
+        for (int64_t i = 0; i < n; i++) {
+            x[i] = iter % 5 == 4 ? rng_range(-120.0f, 120.0f) : rng_range(-8.0f, 8.0f);
+            g[i] = rng_range(-4.0f, 4.0f);
+        }
+        ref->swiglu(n, want, x, g);
+        k->swiglu(n, y, x, g);
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += !near(y[i], want[i], 8 * FLT_EPSILON, 1e-37);
+        CHECK_MSG(bad == 0, "%s swiglu n %lld: %d values off", level, (long long)n, bad);
+        k->swiglu(n, x, x, g); /* in place */
+        CHECK_MSG(memcmp(x, y, (size_t)n * sizeof *x) == 0, "%s swiglu in place n %lld", level, (long long)n);
+    }
+}
+
+static void test_softmax_exp(const hl_cpu_kernels *k, const char *level) {
+    const hl_cpu_kernels *ref = &hl_cpu_kernels_scalar;
+    static float s[N_MAX], want[N_MAX];
+    for (int iter = 0; iter < 40; iter++) {
+        const int64_t n = rng_between(1, N_MAX);
+        float max = -INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            s[i] = rng_u64() % 8 == 0 ? -INFINITY : rng_range(-30.0f, 10.0f); /* some masked */
+            max = s[i] > max ? s[i] : max;
+        }
+        if (max == -INFINITY) s[0] = max = 0.0f;
+        memcpy(want, s, (size_t)n * sizeof *s);
+        const double sum_want = ref->softmax_exp(n, want, max);
+        const double sum = k->softmax_exp(n, s, max);
+        CHECK_MSG(near(sum, sum_want, 1e-6, 0.0), "%s softmax sum n %lld: %.9g, scalar %.9g", level, (long long)n,
+                  sum, sum_want);
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            bad += !near(s[i], want[i], 4 * FLT_EPSILON, 1e-38) || (want[i] == 0) != (s[i] == 0);
+        }
+        CHECK_MSG(bad == 0, "%s softmax exp n %lld: %d values off", level, (long long)n, bad);
+    }
+    /* far below the maximum: ggml's exp gives 0 or a subnormal, never more */
+    float far[3] = {-150.0f, -110.0f, -1e30f};
+    k->softmax_exp(3, far, 0.0f);
+    CHECK_MSG(far[0] == 0.0f && far[1] < 1e-45f && far[1] >= 0.0f && far[2] == 0.0f, "%s exp far: %g %g %g", level,
+              far[0], far[1], far[2]);
+}
+
+static void fill_halves(hl_half *h, int64_t n, float lo, float hi) {
+    for (int64_t i = 0; i < n; i++) h[i] = hl_fp32_to_fp16(rng_range(lo, hi));
+}
+
+static void test_dot_f16(const hl_cpu_kernels *k, const char *level) {
+    const hl_cpu_kernels *ref = &hl_cpu_kernels_scalar;
+    static hl_half x[N_MAX], y[N_MAX];
+    for (int iter = 0; iter < 60; iter++) {
+        const hl_attn_order order = iter % 2 ? HL_ATTN_TINYBLAS : HL_ATTN_VEC_DOT;
+        int64_t n = rng_between(1, N_MAX);
+        if (order == HL_ATTN_TINYBLAS) n = n < 16 ? 16 : n / 16 * 16;
+        fill_halves(x, n, -2.0f, 2.0f);
+        fill_halves(y, n, -2.0f, 2.0f);
+        double mag = 0.0;
+        for (int64_t i = 0; i < n; i++) mag += fabs((double)hl_fp16_to_fp32(x[i]) * hl_fp16_to_fp32(y[i]));
+        const float want = ref->dot_f16(n, x, y, order), got = k->dot_f16(n, x, y, order);
+        CHECK_MSG(near(got, want, 0.0, (double)(n / 16 + 8) * FLT_EPSILON * mag + 1e-30),
+                  "%s dot_f16 order %d n %lld: %.9g, scalar %.9g", level, (int)order, (long long)n, got, want);
+    }
+}
+
+static void test_pv(const hl_cpu_kernels *k, const char *level) {
+    const hl_cpu_kernels *ref = &hl_cpu_kernels_scalar;
+    static hl_half p[N_MAX], v[N_MAX * HD_MAX];
+    static float out[HD_MAX], want[HD_MAX];
+    for (int iter = 0; iter < 40; iter++) {
+        const hl_attn_order order = iter % 2 ? HL_ATTN_TINYBLAS : HL_ATTN_VEC_DOT;
+        const int64_t n = rng_between(1, N_MAX);
+        const int32_t hd = iter < 8 ? 64 : (int32_t)rng_between(1, HD_MAX - 8);
+        const size_t stride = (size_t)(hd + 8) * sizeof(hl_half); /* rows apart, as in a cache of several heads */
+        fill_halves(p, n, 0.0f, 1.0f);
+        fill_halves(v, n * (hd + 8), -3.0f, 3.0f);
+        ref->pv(n, p, v, stride, hd, want, order);
+        k->pv(n, p, v, stride, hd, out, order);
+        int bad = 0;
+        for (int32_t d = 0; d < hd; d++) {
+            double mag = 0.0;
+            for (int64_t j = 0; j < n; j++) {
+                mag += fabs((double)hl_fp16_to_fp32(p[j]) * hl_fp16_to_fp32(v[j * (hd + 8) + d]));
+            }
+            bad += !near(out[d], want[d], 0.0, (double)(n / 16 + 8) * FLT_EPSILON * mag + 1e-30);
+        }
+        CHECK_MSG(bad == 0, "%s pv order %d n %lld hd %d: %d dimensions off", level, (int)order, (long long)n, hd, bad);
+    }
+}
+
+int main(void) {
+    CHECK(hl_cpu_kernels_get() != NULL && hl_cpu_kernels_at(HL_CPU_SCALAR) == &hl_cpu_kernels_scalar);
+    CHECK(hl_cpu_kernels_at(HL_CPU_LEVEL_COUNT) == NULL);
+    for (int level = HL_CPU_SCALAR; level < HL_CPU_LEVEL_COUNT; level++) {
+        const hl_cpu_kernels *k = hl_cpu_kernels_at((hl_cpu_level)level);
+        if (!k) continue;
+        const char *name = hl_cpu_level_name((hl_cpu_level)level);
+        test_swiglu(k, name);
+        test_softmax_exp(k, name);
+        test_dot_f16(k, name);
+        test_pv(k, name);
+        printf("kernels %s: tested\n", name);
+    }
+    return check_report();
+}
