@@ -55,9 +55,10 @@ static hearth_status read_hparams(const gguf_file *f, hl_hparams *hp) {
     if (hp->n_embd % hp->n_head || hp->n_head % hp->n_head_kv)
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: n_embd %d must divide by n_head %d, and n_head by n_head_kv %d",
                        hp->n_embd, hp->n_head, hp->n_head_kv);
+    /* both default to n_embd / n_head, as in llama.cpp */
     hp->head_dim = hp->n_embd / hp->n_head;
-    HL_TRY(get_u32(f, "llama.attention.key_length", false, &hp->head_dim));
     int32_t v_dim = hp->head_dim;
+    HL_TRY(get_u32(f, "llama.attention.key_length", false, &hp->head_dim));
     HL_TRY(get_u32(f, "llama.attention.value_length", false, &v_dim));
     if (hp->head_dim < 2 || hp->head_dim > MAX_HEAD_DIM || hp->head_dim % 2 || v_dim != hp->head_dim)
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "head size %d (keys) / %d (values) is not supported (even, 2..%d, equal)",
