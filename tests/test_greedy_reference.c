@@ -10,9 +10,13 @@
 #include "hearth.h"
 #include "json_file.h"
 
-/* Largest |hearth - llama.cpp| logit accepted. Both quantize activations to
- * 8 bits and keep the KV cache in F16, but accumulate in different orders. */
-#define MAX_LOGIT_DIFF 0.25f
+/* Largest |hearth - llama.cpp| logit accepted. hearth's AVX2 kernels follow
+ * llama.cpp's x86 order of operations, so the logits agree to the fixture's
+ * 5 decimals. Any drift shows up far above this: an ulp of difference flips
+ * 8-bit activation roundings, which 30 layers amplify to ~0.3..1 (measured
+ * before the kernels followed llama.cpp's order; llama.cpp with flash
+ * attention on vs off also differs by 1.2). */
+#define MAX_LOGIT_DIFF 1e-3f
 
 static int32_t argmax(const float *x, int32_t n) {
     int32_t best = 0;
