@@ -79,11 +79,11 @@ int main(void) {
             CHECK(hearth_decode(ctx, &want, 1) == HEARTH_OK);
             step_i++;
         }
-        printf("%-40.40s max |dlogit| %.4f%s\n", prompt, case_worst, first_diff >= 0 ? "  TOKENS DIFFER" : "");
+        printf("%-40.40s max |dlogit| %.2g%s\n", prompt, case_worst, first_diff >= 0 ? "  TOKENS DIFFER" : "");
         CHECK_MSG(first_diff < 0, "greedy token %d differs from llama.cpp for prompt %.40s", first_diff, prompt);
         if (case_worst > worst) worst = case_worst;
     }
-    printf("greedy tokens equal to llama.cpp: %d/%d; max |logit difference| %.4f (limit %.2f)\n", n_equal, n_steps,
+    printf("greedy tokens equal to llama.cpp: %d/%d; max |logit difference| %.2g (limit %.0e)\n", n_equal, n_steps,
            worst, MAX_LOGIT_DIFF);
     CHECK(n_steps >= 8 * 64);
     CHECK(worst <= MAX_LOGIT_DIFF);
