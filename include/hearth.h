@@ -121,7 +121,8 @@ hearth_status hearth_model_load(const char *path, const hearth_model_params *par
 /* Frees a model. Every context made from it must be freed first. */
 void hearth_model_free(hearth_model *model);
 
-/* Model facts. Pure getters; thread-safe. */
+/* Model facts (model must be non-NULL; a vocab_only model reports 0 for the
+ * weight figures). Pure getters; thread-safe. */
 int32_t hearth_model_n_vocab(const hearth_model *model);
 int32_t hearth_model_n_ctx_train(const hearth_model *model);  /* context length trained for */
 int32_t hearth_model_n_embd(const hearth_model *model);
@@ -202,10 +203,13 @@ typedef struct hearth_context_params {
 
 hearth_context_params hearth_context_default_params(void);
 
-/* Creates an inference context: KV cache and every work buffer, allocated here
- * so that decoding does not allocate. `params` may be NULL for the defaults.
- * Errors: INVALID_ARG (NULL model, vocab-only model, n_batch 0, n_threads < 0),
- * OUT_OF_MEMORY (the message gives the bytes needed). Free with
+/* Creates an inference context: KV cache (F16, n_layer x 2 x n_ctx x n_head_kv
+ * x head_dim x 2 bytes), every work buffer and n_threads - 1 worker threads,
+ * all made here so that decoding does not allocate. `params` may be NULL for
+ * the defaults. The model must outlive the context; several contexts may share
+ * one model. Errors: INVALID_ARG (NULL model, vocab-only model, n_batch 0,
+ * n_threads < 0, n_ctx over 16M), OUT_OF_MEMORY (the message gives the bytes
+ * needed), IO (a worker thread could not be started). Free with
  * hearth_context_free() before the model. */
 hearth_status hearth_context_init(hearth_model *model, const hearth_context_params *params,
                                   hearth_context **out);
@@ -219,10 +223,12 @@ uint32_t hearth_context_n_past(const hearth_context *ctx);
 void hearth_context_reset(hearth_context *ctx);
 
 /* Runs the model over `n_tokens` tokens that continue the sequence in the KV
- * cache, in passes of at most n_batch tokens, and keeps the logits of the last
- * token (read them with hearth_get_logits()).
- * Errors: INVALID_ARG (n_tokens 0, token id out of range), CONTEXT_FULL
- * (n_past + n_tokens > n_ctx; the cache is left unchanged). */
+ * cache, in passes of at most n_batch tokens (prompt processing as matrix-matrix
+ * products; one token is a matrix-vector pass), and keeps the logits of the
+ * last token (read them with hearth_get_logits()). Blocks until done; uses the
+ * context's n_threads. Does not allocate.
+ * Errors: INVALID_ARG (NULL, n_tokens 0, a token id outside [0, n_vocab)),
+ * CONTEXT_FULL (n_past + n_tokens > n_ctx). On error the cache is unchanged. */
 hearth_status hearth_decode(hearth_context *ctx, const int32_t *tokens, uint32_t n_tokens);
 
 /* Logits of the last decoded token: float[n_vocab], owned by the context and
