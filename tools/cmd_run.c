@@ -1,6 +1,7 @@
 /* `hearth run MODEL [PROMPT]`: load a model, process the prompt in batches,
  * then generate token by token, streaming the text to stdout. stdout carries
  * only the generated text; stderr a short summary with load time and tok/s. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,7 +156,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
 static char *read_prompt_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "hearth: cannot open prompt file '%s'\n", path);
+        fprintf(stderr, "hearth: cannot open prompt file '%s': %s\n", path, strerror(errno));
         return NULL;
     }
     size_t cap = 4096, n = 0;

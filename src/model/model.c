@@ -108,7 +108,8 @@ static void describe(hearth_model *m) {
     double p = (double)m->n_params;
     char size[32];
     if (p >= 1e9) snprintf(size, sizeof size, "%.1fB", p / 1e9);
-    else snprintf(size, sizeof size, "%.0fM", p / 1e6);
+    else if (p >= 1e6) snprintf(size, sizeof size, "%.0fM", p / 1e6);
+    else snprintf(size, sizeof size, "%.0fK", p / 1e3);
     /* ggml names types in lower case ("q4_1"); users know them as Q4_1 */
     const ggml_type_info *ti = ggml_type_get(main_type);
     char type[16];
