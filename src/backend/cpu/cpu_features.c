@@ -2,19 +2,42 @@
 #include "backend/cpu/cpu_features.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+/* XCR0: which register states the OS saves (Intel SDM vol. 1, 13.3). */
+static uint64_t xgetbv0(void) {
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+}
+#endif
+
+/* CPUID leaf 1 (ECX: FMA bit 12, OSXSAVE 27, AVX 28, F16C 29) and leaf 7
+ * (EBX: AVX2 bit 5, AVX512F 16, AVX512BW 30, AVX512VL 31; ECX: AVX512_VNNI
+ * 11), each counted only when the OS saves the registers it needs (XCR0 bits
+ * 1-2 for AVX, 5-7 for AVX-512). Read directly rather than through
+ * __builtin_cpu_supports, which not every compiler knows all names of. */
 hl_cpu_features hl_cpu_features_get(void) {
     hl_cpu_features f = {0};
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init(); /* needed if called before constructors run */
-    f.avx2 = __builtin_cpu_supports("avx2");
-    f.fma = __builtin_cpu_supports("fma");
-    f.f16c = __builtin_cpu_supports("f16c");
-    f.avx512f = __builtin_cpu_supports("avx512f");
-    f.avx512bw = __builtin_cpu_supports("avx512bw");
-    f.avx512vl = __builtin_cpu_supports("avx512vl");
-    f.avx512vnni = __builtin_cpu_supports("avx512vnni");
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & 1u << 27) || !(c & 1u << 28)) return f;
+    const uint64_t xcr0 = xgetbv0();
+    if ((xcr0 & 0x6) != 0x6) return f;
+    f.fma = c >> 12 & 1;
+    f.f16c = c >> 29 & 1;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
+    f.avx2 = b >> 5 & 1;
+    if ((xcr0 & 0xe0) == 0xe0) {
+        f.avx512f = b >> 16 & 1;
+        f.avx512bw = b >> 30 & 1;
+        f.avx512vl = b >> 31 & 1;
+        f.avx512vnni = c >> 11 & 1;
+    }
 #endif
     return f;
 }
