@@ -124,7 +124,7 @@ static hl_tensor rows_of(const hl_tensor *t, int64_t r, int64_t n) {
 }
 
 static void llama_forward(const hearth_model *m, hl_backend *b, hl_work *w, const int32_t *tokens, int32_t n,
-                          int32_t pos0) {
+                          int32_t pos0, bool logits) {
     const hl_hparams *hp = &m->hp;
     const hl_backend_i *op = b->iface;
     hl_tensor *acts[] = {&w->x, &w->xb, &w->q, &w->k, &w->v, &w->att, &w->gate, &w->up};
@@ -158,9 +158,11 @@ static void llama_forward(const hearth_model *m, hl_backend *b, hl_work *w, cons
         op->matmul(b, &l->ffn_down, &w->gate, &w->xb);
         op->add(b, &w->x, &w->xb);
     }
-    hl_tensor last_in = rows_of(&w->x, n - 1, 1);
-    op->rms_norm(b, &last_in, &m->output_norm, hp->norm_eps, &w->last);
-    op->matmul(b, &m->output, &w->last, &w->logits);
+    if (logits) {
+        hl_tensor last_in = rows_of(&w->x, n - 1, 1);
+        op->rms_norm(b, &last_in, &m->output_norm, hp->norm_eps, &w->last);
+        op->matmul(b, &m->output, &w->last, &w->logits);
+    }
     op->synchronize(b);
 }
 

@@ -53,10 +53,11 @@ typedef struct hl_arch {
     const char *name; /* general.architecture */
     /* Reads hyperparameters and binds weights. Errors: FORMAT, UNSUPPORTED. */
     hearth_status (*load)(hearth_model *m);
-    /* Runs n tokens at positions [pos0, pos0+n) and writes the logits of the
-     * last one into w->logits. */
+    /* Runs n tokens at positions [pos0, pos0+n), filling the KV cache; with
+     * `logits`, also writes the logits of the last token into w->logits (a
+     * long prompt's earlier passes skip the output matrix). */
     void (*forward)(const hearth_model *m, hl_backend *b, hl_work *w, const int32_t *tokens, int32_t n,
-                    int32_t pos0);
+                    int32_t pos0, bool logits);
 } hl_arch;
 
 struct hearth_model {
