@@ -82,7 +82,8 @@ static inline hl_bf16 hl_fp32_to_bf16(float f) {
 
 /* ------------------------------------------------------------ blocks -- */
 
-/* Elements per block of every type below (QK4_0 = QK4_1 = QK8_0 = QK8_1). */
+/* Elements per block of every type below (QK4_0 = QK4_1 = QK5_0 = QK5_1 =
+ * QK8_0 = QK8_1). */
 #define HL_QK 32
 
 /* x[i] = d * (q[i] - 8); element j < 16 is the low nibble of qs[j], element
@@ -113,10 +114,29 @@ typedef struct block_q8_1 {
     int8_t qs[HL_QK];
 } block_q8_1;
 
+/* x[i] = d * (q[i] - 16), q[i] a 5-bit value: the low 4 bits packed as in
+ * block_q4_0, bit 4 of element i (0 <= i < 32) is bit i of the little-endian
+ * uint32 qh (ggml-common.h block_q5_0, dequantize_row_q5_0). 22 bytes. */
+typedef struct block_q5_0 {
+    hl_half d;
+    uint8_t qh[4];
+    uint8_t qs[HL_QK / 2];
+} block_q5_0;
+
+/* x[i] = d * q[i] + m; q[i] 5-bit, packed as in block_q5_0. 24 bytes. */
+typedef struct block_q5_1 {
+    hl_half d;
+    hl_half m;
+    uint8_t qh[4];
+    uint8_t qs[HL_QK / 2];
+} block_q5_1;
+
 _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 layout");
 _Static_assert(sizeof(block_q4_1) == 20, "block_q4_1 layout");
 _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 layout");
 _Static_assert(sizeof(block_q8_1) == 36, "block_q8_1 layout");
+_Static_assert(sizeof(block_q5_0) == 22, "block_q5_0 layout");
+_Static_assert(sizeof(block_q5_1) == 24, "block_q5_1 layout");
 
 /* ------------------------------------------------------------ traits -- */
 
@@ -154,5 +174,8 @@ void hl_q8_0_to_float(const void *src, float *dst, int64_t n);
 void hl_q8_0_from_float(const float *src, void *dst, int64_t n);
 void hl_q8_1_to_float(const void *src, float *dst, int64_t n);
 void hl_q8_1_from_float(const float *src, void *dst, int64_t n);
+
+/* The 256-element super-block types (K-quants) and Q8_K. */
+#include "quant/quant_k.h"
 
 #endif
