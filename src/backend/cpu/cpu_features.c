@@ -21,7 +21,7 @@ static uint64_t xgetbv0(void) {
  * 11), each counted only when the OS saves the registers it needs (XCR0 bits
  * 1-2 for AVX, 5-7 for AVX-512). Read directly rather than through
  * __builtin_cpu_supports, which not every compiler knows all names of. */
-hl_cpu_features hl_cpu_features_get(void) {
+static hl_cpu_features detect(void) {
     hl_cpu_features f = {0};
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
@@ -40,6 +40,18 @@ hl_cpu_features hl_cpu_features_get(void) {
     }
 #endif
     return f;
+}
+
+/* CPUID traps to the hypervisor in a VM (microseconds), and kernels are looked
+ * up per op: detect once. */
+static hl_cpu_features detected;
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+
+static void detect_init(void) { detected = detect(); }
+
+hl_cpu_features hl_cpu_features_get(void) {
+    pthread_once(&detect_once, detect_init);
+    return detected;
 }
 
 hl_cpu_level hl_cpu_level_best(void) {
