@@ -1,0 +1,493 @@
+/* `hearth bench MODEL`: prompt-processing and generation speed measured the way
+ * llama.cpp's llama-bench measures it, and printed in its formats (markdown
+ * table, JSON, CSV), so the two can be put side by side column for column.
+ *
+ * Method (llama-bench's, tools/llama-bench/llama-bench.cpp): each test runs
+ * once untimed as a warm-up (pp: the whole prompt; tg: one token), then -r
+ * times from an empty context (hearth_context_reset). ppN decodes N random
+ * in-vocabulary tokens (fixed seed) in one hearth_decode call with
+ * n_batch >= N; tgN decodes N random tokens one call at a time, as llama-bench
+ * does (it never samples; neither do we). Only the decode calls are timed, with
+ * a monotonic clock; t/s is the mean and sample standard deviation over the
+ * repetitions of N / time. Results go to stdout, progress and errors to stderr. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+#define MAX_LIST 16          /* values in one -p / -n list */
+#define MAX_TOKENS (1L << 16) /* largest -p / -n */
+#define TOKEN_SEED 0x5EEDu   /* the random tokens are the same on every run */
+
+typedef enum bench_format { FMT_MD, FMT_JSON, FMT_CSV } bench_format;
+
+typedef struct bench_opts {
+    const char *model;
+    long n_prompt[MAX_LIST], n_gen[MAX_LIST];
+    int n_prompt_count, n_gen_count;
+    long n_threads, reps, n_gpu_layers;
+    bench_format format;
+    bool progress, verbose;
+} bench_opts;
+
+/* What every output row repeats about the model and the settings. */
+typedef struct bench_env {
+    const char *model_path;
+    const char *model_type; /* hearth_model_desc: "llama 135M Q4_1" */
+    uint64_t model_size;    /* bytes of weights */
+    uint64_t model_n_params;
+    char cpu_info[128];
+    uint32_t n_batch;
+} bench_env;
+
+/* One test (ppN or tgN) and its timings. */
+typedef struct bench_result {
+    long n_prompt, n_gen; /* one of them is 0 */
+    char test_time[32];   /* UTC, ISO 8601, when the test started */
+    uint64_t *ns;         /* [reps] nanoseconds per repetition */
+    long reps;
+} bench_result;
+
+static void bench_usage(FILE *out) {
+    fprintf(out,
+            "usage: hearth bench MODEL [options]\n"
+            "\n"
+            "Measures prompt processing (ppN) and generation (tgN) speed in tokens per second, the way\n"
+            "llama.cpp's llama-bench does, and prints the same table: mean +- sd over the repetitions.\n"
+            "Each test runs once untimed as a warm-up, then -r times from an empty context. ppN decodes\n"
+            "N random tokens in one batch; tgN decodes N random tokens one at a time (no sampling, like\n"
+            "llama-bench). Only the decode calls are timed.\n"
+            "\n"
+            "options:\n"
+            "  -m, --model FILE         the GGUF model (or give it as the first argument)\n"
+            "  -p, --n-prompt N[,N...]  prompt lengths to test; 0 = no prompt test (default 512)\n"
+            "  -n, --n-gen N[,N...]     generation lengths to test; 0 = no generation test (default 128)\n"
+            "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
+            "  -r, --repetitions N      timed runs of each test (default 5)\n"
+            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0; no GPU backend\n"
+            "                           in this build: accepted, and the model runs on the CPU)\n"
+            "  -o, --output FORMAT      md (a table like llama-bench's), json or csv (default md)\n"
+            "      --progress           print each step to stderr\n"
+            "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
+            "  -h, --help               this help\n"
+            "\n"
+            "N is at most %ld. json and csv carry llama-bench's field names plus every sample\n"
+            "(samples_ns, samples_ts).\n",
+            hearth_cpu_physical_cores(), MAX_TOKENS);
+}
+
+/* Parses "N[,N...]" into list[]; false (with a message) on error. */
+static bool parse_list(const char *opt, const char *val, long *list, int *count) {
+    char buf[256];
+    if (strlen(val) >= sizeof buf) {
+        fprintf(stderr, "hearth: %s: the list is too long\n", opt);
+        return false;
+    }
+    strcpy(buf, val);
+    *count = 0;
+    char *item = buf;
+    for (;;) {
+        char *comma = strchr(item, ',');
+        if (comma) *comma = '\0';
+        if (*count == MAX_LIST) {
+            fprintf(stderr, "hearth: %s takes at most %d values\n", opt, MAX_LIST);
+            return false;
+        }
+        if (!cli_parse_int(opt, item, 0, MAX_TOKENS, &list[(*count)++])) return false;
+        if (!comma) return true;
+        item = comma + 1;
+    }
+}
+
+static bool parse_format(const char *opt, const char *val, bench_format *out) {
+    static const char *names[] = {"md", "json", "csv"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(val, names[i])) {
+            *out = (bench_format)i;
+            return true;
+        }
+    fprintf(stderr, "hearth: %s expects md, json or csv, got '%s'\n", opt, val);
+    return false;
+}
+
+/* Returns 0 to go on, -1 after --help, otherwise the exit status. */
+static int parse_args(int argc, char **argv, bench_opts *o) {
+    *o = (bench_opts){.n_prompt = {512}, .n_gen = {128}, .n_prompt_count = 1, .n_gen_count = 1,
+                      .n_threads = hearth_cpu_physical_cores(), .reps = 5, .format = FMT_MD};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define IS(short_, long_) (!strcmp(a, short_) || !strcmp(a, long_))
+#define NEED_VALUE()                                                                   \
+    do {                                                                               \
+        if (!val) {                                                                    \
+            fprintf(stderr, "hearth: %s needs a value; see hearth bench --help\n", a); \
+            return 2;                                                                  \
+        }                                                                              \
+        i++;                                                                           \
+    } while (0)
+        bool ok = true;
+        if (IS("-h", "--help")) {
+            bench_usage(stdout);
+            return -1;
+        } else if (IS("-m", "--model")) {
+            NEED_VALUE();
+            o->model = val;
+        } else if (IS("-p", "--n-prompt")) {
+            NEED_VALUE();
+            ok = parse_list(a, val, o->n_prompt, &o->n_prompt_count);
+        } else if (IS("-n", "--n-gen")) {
+            NEED_VALUE();
+            ok = parse_list(a, val, o->n_gen, &o->n_gen_count);
+        } else if (IS("-t", "--threads")) {
+            NEED_VALUE();
+            ok = cli_parse_int(a, val, 1, 1024, &o->n_threads);
+        } else if (IS("-r", "--repetitions")) {
+            NEED_VALUE();
+            ok = cli_parse_int(a, val, 1, 1000, &o->reps);
+        } else if (IS("-ngl", "--n-gpu-layers")) {
+            NEED_VALUE();
+            ok = cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers);
+        } else if (IS("-o", "--output")) {
+            NEED_VALUE();
+            ok = parse_format(a, val, &o->format);
+        } else if (IS("--progress", "--progress")) {
+            o->progress = true;
+        } else if (IS("-v", "--verbose")) {
+            o->verbose = true;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "hearth: unknown option '%s'; see hearth bench --help\n", a);
+            return 2;
+        } else if (!o->model) {
+            o->model = a;
+        } else {
+            fprintf(stderr, "hearth: unexpected argument '%s'; see hearth bench --help\n", a);
+            return 2;
+        }
+        if (!ok) return 2;
+#undef IS
+#undef NEED_VALUE
+    }
+    if (!o->model) {
+        fprintf(stderr, "hearth: bench needs a MODEL file; see hearth bench --help\n");
+        return 2;
+    }
+    return 0;
+}
+
+static long list_max(const long *list, int count) {
+    long m = 0;
+    for (int i = 0; i < count; i++) m = list[i] > m ? list[i] : m;
+    return m;
+}
+
+/* ---------------------------------------------------------------- timing -- */
+
+/* splitmix64 (Steele et al. 2014): a small, fixed-seed source of token ids. */
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int32_t *random_tokens(long n, int32_t n_vocab) {
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    uint64_t s = TOKEN_SEED;
+    for (long i = 0; t && i < n; i++) t[i] = (int32_t)(splitmix64(&s) % (uint64_t)n_vocab);
+    return t;
+}
+
+/* One pass of a test from an empty context: n_prompt tokens in one call, or
+ * n_gen tokens one call each. Sets *ns to the time the calls took. */
+static hearth_status decode_once(hearth_context *ctx, const int32_t *tokens, long n_prompt, long n_gen, uint64_t *ns) {
+    hearth_context_reset(ctx);
+    hearth_status st = HEARTH_OK;
+    double t0 = cli_now();
+    if (n_prompt > 0) st = hearth_decode(ctx, tokens, (uint32_t)n_prompt);
+    for (long i = 0; i < n_gen && st == HEARTH_OK; i++) st = hearth_decode(ctx, tokens + i, 1);
+    double dt = cli_now() - t0;
+    *ns = dt > 1e-9 ? (uint64_t)(dt * 1e9) : 1;
+    return st;
+}
+
+static const char *test_name(const bench_result *r, char *buf, size_t size) {
+    snprintf(buf, size, r->n_prompt > 0 ? "pp%ld" : "tg%ld", r->n_prompt > 0 ? r->n_prompt : r->n_gen);
+    return buf;
+}
+
+/* Warm-up (the whole prompt, or one generated token, as llama-bench), then the
+ * timed repetitions. Returns 0 or the exit status. */
+static int run_test(hearth_context *ctx, const int32_t *tokens, const bench_opts *o, bench_result *r) {
+    char name[32];
+    test_name(r, name, sizeof name);
+    time_t now = time(NULL);
+    strftime(r->test_time, sizeof r->test_time, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    if (o->progress) fprintf(stderr, "hearth: bench %s: warm-up\n", name);
+    uint64_t ns;
+    if (decode_once(ctx, tokens, r->n_prompt, r->n_gen > 0 ? 1 : 0, &ns) != HEARTH_OK) return cli_fail(name);
+    for (long i = 0; i < r->reps; i++) {
+        if (o->progress) fprintf(stderr, "hearth: bench %s: run %ld/%ld\n", name, i + 1, r->reps);
+        if (decode_once(ctx, tokens, r->n_prompt, r->n_gen, &r->ns[i]) != HEARTH_OK) return cli_fail(name);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ statistics -- */
+
+static double sample_ts(const bench_result *r, long i) {
+    return 1e9 * (double)(r->n_prompt + r->n_gen) / (double)r->ns[i];
+}
+
+/* Mean and sample standard deviation (n - 1; 0 for one sample), as llama-bench. */
+static void mean_sd(const bench_result *r, bool ts, double *mean, double *sd) {
+    double sum = 0, sq = 0;
+    for (long i = 0; i < r->reps; i++) sum += ts ? sample_ts(r, i) : (double)r->ns[i];
+    *mean = sum / (double)r->reps;
+    for (long i = 0; i < r->reps; i++) {
+        double d = (ts ? sample_ts(r, i) : (double)r->ns[i]) - *mean;
+        sq += d * d;
+    }
+    *sd = r->reps > 1 ? sqrt(sq / (double)(r->reps - 1)) : 0.0;
+}
+
+/* ---------------------------------------------------------------- output -- */
+
+static void md_header(void) {
+    printf("| %-30s | %10s | %10s | %-10s | %7s | %15s | %20s |\n", "model", "size", "params", "backend", "threads",
+           "test", "t/s");
+    printf("| %s | %s | %s | %s | %s | %s | %s |\n", "------------------------------", "---------:", "---------:",
+           "----------", "------:", "--------------:", "-------------------:");
+}
+
+static void md_row(const bench_env *e, const bench_opts *o, const bench_result *r) {
+    char size[32], params[32], ts[64], name[32];
+    double gib = (double)e->model_size / (1 << 30), mib = (double)e->model_size / (1 << 20);
+    if (e->model_size < (1u << 30)) snprintf(size, sizeof size, "%.2f MiB", mib);
+    else snprintf(size, sizeof size, "%.2f GiB", gib);
+    if (e->model_n_params < 1000000000u) snprintf(params, sizeof params, "%.2f M", (double)e->model_n_params / 1e6);
+    else snprintf(params, sizeof params, "%.2f B", (double)e->model_n_params / 1e9);
+    double mean, sd;
+    mean_sd(r, true, &mean, &sd);
+    snprintf(ts, sizeof ts, "%.2f ± %.2f", mean, sd);
+    /* "±" is two bytes in UTF-8: one more byte of width keeps the column */
+    printf("| %-30s | %10s | %10s | %-10s | %7ld | %15s | %21s |\n", e->model_type, size, params, "CPU", o->n_threads,
+           test_name(r, name, sizeof name), ts);
+}
+
+/* A JSON string literal: quotes, backslashes and control characters escaped. */
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+/* A CSV field: always quoted, inner quotes doubled (RFC 4180). */
+static void csv_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"') putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+/* The samples as "a, b, c" (JSON array body or one CSV field). */
+static void print_samples(const bench_result *r, bool ts) {
+    for (long i = 0; i < r->reps; i++) {
+        if (ts) printf("%s%.3f", i ? ", " : "", sample_ts(r, i));
+        else printf("%s%llu", i ? ", " : "", (unsigned long long)r->ns[i]);
+    }
+}
+
+/* The fields of one result, named as llama-bench names them, as strings. */
+enum { N_FIELDS = 19, FIELD_LEN = 4096 }; /* a path fits */
+static const char *const field_names[N_FIELDS] = {
+    "build_info", "cpu_info", "backends", "model_filename", "model_type", "model_size", "model_n_params",
+    "n_batch", "n_threads", "n_gpu_layers", "type_k", "type_v", "n_prompt", "n_gen", "test_time",
+    "avg_ns", "stddev_ns", "avg_ts", "stddev_ts"};
+/* the fields that are strings in JSON */
+static const bool field_is_str[N_FIELDS] = {[0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [10] = 1, [11] = 1, [14] = 1};
+
+static void field_values(const bench_env *e, const bench_opts *o, const bench_result *r, char v[N_FIELDS][FIELD_LEN]) {
+    double avg_ns, sd_ns, avg_ts, sd_ts;
+    mean_sd(r, false, &avg_ns, &sd_ns);
+    mean_sd(r, true, &avg_ts, &sd_ts);
+    snprintf(v[0], FIELD_LEN, "%s", hearth_build_info());
+    snprintf(v[1], FIELD_LEN, "%s", e->cpu_info);
+    snprintf(v[2], FIELD_LEN, "CPU");
+    snprintf(v[3], FIELD_LEN, "%s", e->model_path);
+    snprintf(v[4], FIELD_LEN, "%s", e->model_type);
+    snprintf(v[5], FIELD_LEN, "%llu", (unsigned long long)e->model_size);
+    snprintf(v[6], FIELD_LEN, "%llu", (unsigned long long)e->model_n_params);
+    snprintf(v[7], FIELD_LEN, "%u", e->n_batch);
+    snprintf(v[8], FIELD_LEN, "%ld", o->n_threads);
+    snprintf(v[9], FIELD_LEN, "%ld", o->n_gpu_layers);
+    snprintf(v[10], FIELD_LEN, "f16"); /* the KV cache */
+    snprintf(v[11], FIELD_LEN, "f16");
+    snprintf(v[12], FIELD_LEN, "%ld", r->n_prompt);
+    snprintf(v[13], FIELD_LEN, "%ld", r->n_gen);
+    snprintf(v[14], FIELD_LEN, "%s", r->test_time);
+    snprintf(v[15], FIELD_LEN, "%.0f", avg_ns);
+    snprintf(v[16], FIELD_LEN, "%.0f", sd_ns);
+    snprintf(v[17], FIELD_LEN, "%.6f", avg_ts);
+    snprintf(v[18], FIELD_LEN, "%.6f", sd_ts);
+}
+
+static void json_row(const bench_env *e, const bench_opts *o, const bench_result *r, bool first) {
+    char v[N_FIELDS][FIELD_LEN];
+    field_values(e, o, r, v);
+    printf("%s  {\n", first ? "" : ",\n");
+    for (int i = 0; i < N_FIELDS; i++) {
+        printf("    \"%s\": ", field_names[i]);
+        if (field_is_str[i]) json_str(v[i]);
+        else fputs(v[i], stdout);
+        printf(",\n");
+    }
+    printf("    \"samples_ns\": [ ");
+    print_samples(r, false);
+    printf(" ],\n    \"samples_ts\": [ ");
+    print_samples(r, true);
+    printf(" ]\n  }");
+}
+
+static void csv_header(void) {
+    for (int i = 0; i < N_FIELDS; i++) printf("%s,", field_names[i]);
+    printf("samples_ns,samples_ts\n");
+}
+
+static void csv_row(const bench_env *e, const bench_opts *o, const bench_result *r) {
+    char v[N_FIELDS][FIELD_LEN];
+    field_values(e, o, r, v);
+    for (int i = 0; i < N_FIELDS; i++) {
+        csv_str(v[i]);
+        putchar(',');
+    }
+    printf("\"");
+    print_samples(r, false);
+    printf("\",\"");
+    print_samples(r, true);
+    printf("\"\n");
+}
+
+static void print_header(const bench_opts *o) {
+    if (o->format == FMT_MD) md_header();
+    else if (o->format == FMT_JSON) printf("[\n");
+    else csv_header();
+}
+
+static void print_result(const bench_env *e, const bench_opts *o, const bench_result *r, bool first) {
+    if (o->format == FMT_MD) md_row(e, o, r);
+    else if (o->format == FMT_JSON) json_row(e, o, r, first);
+    else csv_row(e, o, r);
+    fflush(stdout);
+}
+
+static void print_footer(const bench_opts *o) {
+    if (o->format == FMT_MD) printf("\nbuild: %s\n", hearth_build_info());
+    else if (o->format == FMT_JSON) printf("\n]\n");
+}
+
+/* ------------------------------------------------------------------ main -- */
+
+/* The CPU's marketing name from /proc/cpuinfo (what llama-bench reports). */
+static void cpu_name(char *buf, size_t size) {
+    snprintf(buf, size, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) || !colon) continue;
+        colon += 1 + (colon[1] == ' ');
+        colon[strcspn(colon, "\n")] = '\0';
+        snprintf(buf, size, "%s", colon);
+        break;
+    }
+    fclose(f);
+}
+
+typedef struct bench_state {
+    hearth_model *model;
+    hearth_context *ctx;
+    int32_t *tokens;
+    uint64_t *ns;
+} bench_state;
+
+static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
+    if (hearth_model_load(o->model, &mp, &s->model) != HEARTH_OK) return cli_fail(o->model);
+    const long max_p = list_max(o->n_prompt, o->n_prompt_count), max_n = list_max(o->n_gen, o->n_gen_count);
+    /* one context for every test: room for the longest, the whole prompt in one batch */
+    hearth_context_params cp = hearth_context_default_params();
+    cp.n_ctx = (uint32_t)(max_p > max_n ? max_p : max_n);
+    cp.n_batch = max_p > 0 ? (uint32_t)max_p : 1;
+    cp.n_threads = (int32_t)o->n_threads;
+    if (hearth_context_init(s->model, &cp, &s->ctx) != HEARTH_OK) return cli_fail("context");
+    s->tokens = random_tokens((long)cp.n_ctx, hearth_model_n_vocab(s->model));
+    s->ns = malloc((size_t)o->reps * sizeof *s->ns);
+    if (!s->tokens || !s->ns) {
+        fprintf(stderr, "hearth: out of memory\n");
+        return 1;
+    }
+    *e = (bench_env){.model_path = o->model, .model_type = hearth_model_desc(s->model),
+                     .model_size = hearth_model_size(s->model), .model_n_params = hearth_model_n_params(s->model),
+                     .n_batch = cp.n_batch};
+    cpu_name(e->cpu_info, sizeof e->cpu_info);
+    return 0;
+}
+
+/* Runs every ppN, then every tgN (llama-bench's order), printing each row as
+ * soon as it is measured. */
+static int bench(const bench_opts *o, bench_state *s) {
+    bench_env e;
+    int rc = setup(o, s, &e);
+    if (rc) return rc;
+    print_header(o);
+    bool first = true;
+    for (int kind = 0; kind < 2; kind++) {
+        const long *list = kind == 0 ? o->n_prompt : o->n_gen;
+        const int count = kind == 0 ? o->n_prompt_count : o->n_gen_count;
+        for (int i = 0; i < count; i++) {
+            if (list[i] == 0) continue;
+            bench_result r = {.n_prompt = kind == 0 ? list[i] : 0, .n_gen = kind == 1 ? list[i] : 0,
+                              .ns = s->ns, .reps = o->reps};
+            if ((rc = run_test(s->ctx, s->tokens, o, &r))) return rc;
+            print_result(&e, o, &r, first);
+            first = false;
+        }
+    }
+    print_footer(o);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "hearth: cannot write to stdout\n");
+        return 1;
+    }
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (list_max(o.n_prompt, o.n_prompt_count) == 0 && list_max(o.n_gen, o.n_gen_count) == 0) {
+        fprintf(stderr, "hearth: nothing to measure: -p and -n are both 0\n");
+        return 2;
+    }
+    cli_log_init(o.verbose);
+    bench_state s = {0};
+    rc = bench(&o, &s);
+    free(s.ns);
+    free(s.tokens);
+    hearth_context_free(s.ctx);
+    hearth_model_free(s.model);
+    return rc;
+}
