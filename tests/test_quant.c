@@ -20,6 +20,7 @@
 #include "backend/cpu/vec_dot.h"
 #include "check.h"
 #include "quant/quant.h"
+#include "quant_fixture.h"
 
 /* ------------------------------------------------------------- random -- */
 
@@ -138,126 +139,19 @@ static void test_bf16(void) {
 
 /* ------------------------------------------------------ gguf-py fixtures -- */
 
-enum { FIX_DEQUANTIZE = 0, FIX_QUANTIZE = 1 };
-
-typedef struct fixture {
-    char name[33];
-    uint32_t kind, type, n_rows, n_per_row;
-    const uint8_t *a, *b; /* see make_quant_fixtures.py */
-    uint64_t a_bytes, b_bytes;
-} fixture;
-
-static uint32_t read_u32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t read_u64(const uint8_t *p) {
-    return read_u32(p) | (uint64_t)read_u32(p + 4) << 32;
-}
-
-static uint8_t *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    uint8_t *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        const long len = ftell(f);
-        buf = len > 0 ? malloc((size_t)len) : NULL;
-        rewind(f);
-        if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-            free(buf);
-            buf = NULL;
-        }
-        *size = len > 0 ? (size_t)len : 0;
-    }
-    fclose(f);
-    return buf;
-}
-
-/* Parses the record at *pos; false at the end or on a malformed record. */
-static bool next_fixture(const uint8_t *data, size_t size, size_t *pos, fixture *fx) {
-    const size_t head = 32 + 4 * 4 + 2 * 8;
-    if (size - *pos < head) return false;
-    const uint8_t *p = data + *pos;
-    memcpy(fx->name, p, 32);
-    fx->name[32] = 0;
-    fx->kind = read_u32(p + 32);
-    fx->type = read_u32(p + 36);
-    fx->n_rows = read_u32(p + 40);
-    fx->n_per_row = read_u32(p + 44);
-    fx->a_bytes = read_u64(p + 48);
-    fx->b_bytes = read_u64(p + 56);
-    if (fx->a_bytes > size - *pos - head || fx->b_bytes > size - *pos - head - fx->a_bytes) return false;
-    fx->a = p + head;
-    fx->b = fx->a + fx->a_bytes;
-    *pos += head + fx->a_bytes + fx->b_bytes;
-    return true;
-}
-
-/* Equal bits, or both NaN (gguf-py may quiet a signalling NaN on the way). */
-static bool same_float(float x, float y) {
-    return hl_f32_bits(x) == hl_f32_bits(y) || (isnan(x) && isnan(y));
-}
-
-static void check_dequantize(const fixture *fx) {
-    const hl_quant_traits *q = hl_quant_get(fx->type);
-    const size_t row_bytes = hl_row_size(fx->type, fx->n_per_row);
-    CHECK_MSG(q && row_bytes * fx->n_rows == fx->a_bytes, "%s: sizes", fx->name);
-    CHECK_MSG(fx->b_bytes == (uint64_t)fx->n_rows * fx->n_per_row * sizeof(float), "%s: sizes", fx->name);
-    if (!q || row_bytes * fx->n_rows != fx->a_bytes) return;
-    float *out = malloc(fx->n_per_row * sizeof(float));
-    int bad = 0;
-    for (uint32_t r = 0; r < fx->n_rows; r++) {
-        q->to_float(fx->a + r * row_bytes, out, fx->n_per_row);
-        for (uint32_t i = 0; i < fx->n_per_row; i++) {
-            float expect;
-            memcpy(&expect, fx->b + ((size_t)r * fx->n_per_row + i) * sizeof(float), sizeof expect);
-            if (!same_float(out[i], expect) && bad++ < 5) {
-                CHECK_MSG(0, "%s row %u [%u]: %.9g, gguf-py %.9g", fx->name, r, i, out[i], expect);
-            }
-        }
-    }
-    CHECK_MSG(bad == 0, "%s: %d values differ from gguf-py", fx->name, bad);
-    free(out);
-}
-
-static void check_quantize(const fixture *fx) {
-    const hl_quant_traits *q = hl_quant_get(fx->type);
-    const size_t row_bytes = hl_row_size(fx->type, fx->n_per_row);
-    CHECK_MSG(q && row_bytes * fx->n_rows == fx->b_bytes, "%s: sizes", fx->name);
-    if (!q || row_bytes * fx->n_rows != fx->b_bytes) return;
-    float *in = malloc(fx->n_per_row * sizeof(float));
-    uint8_t *out = malloc(row_bytes);
-    for (uint32_t r = 0; r < fx->n_rows; r++) {
-        memcpy(in, fx->a + (size_t)r * fx->n_per_row * sizeof(float), fx->n_per_row * sizeof(float));
-        q->from_float(in, out, fx->n_per_row);
-        const uint8_t *expect = fx->b + r * row_bytes;
-        size_t first = 0;
-        while (first < row_bytes && out[first] == expect[first]) first++;
-        CHECK_MSG(first == row_bytes, "%s row %u: byte %zu is %02x, gguf-py %02x", fx->name, r, first,
-                  first < row_bytes ? out[first] : 0, first < row_bytes ? expect[first] : 0);
-    }
-    free(in);
-    free(out);
-}
-
 static void test_fixtures(void) {
-    const char *path = check_test_path("reference/quant/quant_fixtures.bin");
     size_t size = 0;
-    uint8_t *data = read_file(path, &size);
-    CHECK_MSG(data && size >= 12 && memcmp(data, "HLQF", 4) == 0, "cannot read %s", path);
-    if (!data || size < 12) {
-        free(data);
-        return;
-    }
-    const uint32_t n_records = read_u32(data + 8);
+    uint32_t n_records = 0;
+    uint8_t *data = fixture_file_read("reference/quant/quant_fixtures.bin", &size, &n_records);
+    if (!data) return;
     size_t pos = 12;
     uint32_t n = 0, n_model = 0;
     fixture fx;
-    while (next_fixture(data, size, &pos, &fx)) {
+    while (fixture_next(data, size, &pos, &fx)) {
         n++;
         n_model += strncmp(fx.name, "model_", 6) == 0;
-        if (fx.kind == FIX_DEQUANTIZE) check_dequantize(&fx);
-        if (fx.kind == FIX_QUANTIZE) check_quantize(&fx);
+        if (fx.kind == FIX_DEQUANTIZE) fixture_check_dequantize(&fx);
+        if (fx.kind == FIX_QUANTIZE) fixture_check_quantize(&fx);
     }
     CHECK_MSG(n == n_records && pos == size, "read %u of %u fixture records", n, n_records);
     CHECK_MSG(n_model >= 3, "model rows missing from the fixtures");

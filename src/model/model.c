@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/cpu/vec_dot.h"
 #include "base/log.h"
 #include "gguf/ggml_types.h"
 #include "model/model.h"
@@ -86,7 +87,8 @@ hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, in
     const ggml_type_info *ti = ggml_type_get(gt->type);
     if (ne1 == 1 && gt->type != GGML_TYPE_F32)
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' is %s; hearth expects norm weights in F32", name, ti->name);
-    if (!hl_quant_get(gt->type))
+    /* matrices also need CPU matmul kernels (a NULL ops pointer would crash hearth_cpu matmul) */
+    if (!hl_quant_get(gt->type) || (ne1 > 1 && !hl_cpu_type_ops_get(gt->type)))
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' has type %s, which hearth cannot compute yet", name, ti->name);
     *t = (hl_tensor){.type = gt->type, .ne = {ne0, ne1, 1, 1}, .data = (void *)gt->data, .backend = NULL};
     return HEARTH_OK;

@@ -1,7 +1,8 @@
 /* The table of reference conversions (hl_quant_get), row sizes, and the
  * conversions of the float types F32, F16 and BF16. The block types live in
- * quant_legacy.c; later formats (Q5_0, Q5_1, K-quants) add a file and a row to
- * the table below. */
+ * one file per family: quant_legacy.c (Q4_0, Q4_1, Q8_0, Q8_1), quant_q5.c
+ * (Q5_0, Q5_1), quant_k.c and quant_k_quantize.c (Q2_K ... Q6_K, Q8_K); a new
+ * format adds a file and a row to the table below. */
 #include "quant/quant.h"
 
 static const hl_quant_traits quant_traits[] = {
@@ -12,6 +13,14 @@ static const hl_quant_traits quant_traits[] = {
     {GGML_TYPE_Q4_1, hl_q4_1_to_float, hl_q4_1_from_float},
     {GGML_TYPE_Q8_0, hl_q8_0_to_float, hl_q8_0_from_float},
     {GGML_TYPE_Q8_1, hl_q8_1_to_float, hl_q8_1_from_float},
+    {GGML_TYPE_Q5_0, hl_q5_0_to_float, hl_q5_0_from_float},
+    {GGML_TYPE_Q5_1, hl_q5_1_to_float, hl_q5_1_from_float},
+    {GGML_TYPE_Q2_K, hl_q2_K_to_float, hl_q2_K_from_float},
+    {GGML_TYPE_Q3_K, hl_q3_K_to_float, hl_q3_K_from_float},
+    {GGML_TYPE_Q4_K, hl_q4_K_to_float, hl_q4_K_from_float},
+    {GGML_TYPE_Q5_K, hl_q5_K_to_float, hl_q5_K_from_float},
+    {GGML_TYPE_Q6_K, hl_q6_K_to_float, hl_q6_K_from_float},
+    {GGML_TYPE_Q8_K, hl_q8_K_to_float, hl_q8_K_from_float},
 };
 
 const hl_quant_traits *hl_quant_get(uint32_t type) {

@@ -174,6 +174,10 @@ void hl_q8_0_to_float(const void *src, float *dst, int64_t n);
 void hl_q8_0_from_float(const float *src, void *dst, int64_t n);
 void hl_q8_1_to_float(const void *src, float *dst, int64_t n);
 void hl_q8_1_from_float(const float *src, void *dst, int64_t n);
+void hl_q5_0_to_float(const void *src, float *dst, int64_t n);
+void hl_q5_0_from_float(const float *src, void *dst, int64_t n);
+void hl_q5_1_to_float(const void *src, float *dst, int64_t n);
+void hl_q5_1_from_float(const float *src, void *dst, int64_t n);
 
 /* The 256-element super-block types (K-quants) and Q8_K. */
 #include "quant/quant_k.h"

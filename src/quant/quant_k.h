@@ -96,4 +96,37 @@ _Static_assert(sizeof(block_q5_K) == 176, "block_q5_K layout");
 _Static_assert(sizeof(block_q6_K) == 210, "block_q6_K layout");
 _Static_assert(sizeof(block_q8_K) == 292, "block_q8_K layout");
 
+/* The 6-bit scale sc[i] (0 <= i < 16) of a block_q3_K, unsigned (0 .. 63). */
+static inline int hl_q3_K_scale(const uint8_t scales[12], int i) {
+    const int lo = i < 8 ? scales[i] & 15 : scales[i - 8] >> 4;
+    return lo | ((scales[8 + i % 4] >> (2 * (i / 4))) & 3) << 4;
+}
+
+/* The 6-bit scale sc[j] and min m[j] (0 <= j < 8) of a block_q4_K/q5_K. */
+static inline void hl_q4_K_scale_min(const uint8_t scales[HL_K_SCALE_SIZE], int j, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = scales[j] & 63;
+        *m = scales[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((scales[j + 4] & 15) | (scales[j - 4] >> 6) << 4);
+        *m = (uint8_t)((scales[j + 4] >> 4) | (scales[j] >> 6) << 4);
+    }
+}
+
+/* Reference conversions of rows of n elements, n a multiple of HL_QK_K.
+ * The quantizers are llama.cpp's quantize_row_*_ref (no importance matrix):
+ * the same searches and roundings, so the same bytes. */
+void hl_q2_K_to_float(const void *src, float *dst, int64_t n);
+void hl_q2_K_from_float(const float *src, void *dst, int64_t n);
+void hl_q3_K_to_float(const void *src, float *dst, int64_t n);
+void hl_q3_K_from_float(const float *src, void *dst, int64_t n);
+void hl_q4_K_to_float(const void *src, float *dst, int64_t n);
+void hl_q4_K_from_float(const float *src, void *dst, int64_t n);
+void hl_q5_K_to_float(const void *src, float *dst, int64_t n);
+void hl_q5_K_from_float(const float *src, void *dst, int64_t n);
+void hl_q6_K_to_float(const void *src, float *dst, int64_t n);
+void hl_q6_K_from_float(const float *src, void *dst, int64_t n);
+void hl_q8_K_to_float(const void *src, float *dst, int64_t n);
+void hl_q8_K_from_float(const float *src, void *dst, int64_t n);
+
 #endif
