@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: sets up (install, build, model), then the C tests
 # (ctest) on the release build, the C tests again under AddressSanitizer and
-# UndefinedBehaviorSanitizer, then the Python-side tests (pytest).
+# UndefinedBehaviorSanitizer, the multi-threaded ones under ThreadSanitizer,
+# then the Python-side tests (pytest).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -14,6 +15,10 @@ echo "== C tests under ASan + UBSan"
 scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure
+
+echo "== multi-threaded decode under ThreadSanitizer"
+scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_TSAN=ON
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R test_context
 
 echo "== Python tests"
 HEARTH_BIN="$top/build/hearth" python3 -m pytest -q tests/python
