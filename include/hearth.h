@@ -272,6 +272,105 @@ void hearth_sampler_accept(hearth_sampler *smpl, int32_t token);
 /* Forgets the recent tokens and re-seeds the random generator. */
 void hearth_sampler_reset(hearth_sampler *smpl);
 
+/* -------------------------------------------------------------- quantize -- */
+
+/* Quantization mixes ("file types"). The values are llama.cpp's LLAMA_FTYPE_*
+ * (llama.h) and go into the output's general.file_type. A mix is a base type
+ * plus llama.cpp's rules (src/llama-quant.cpp) for the tensors that get
+ * another: 1-D tensors (norms) stay as they are; the output matrix (or the
+ * token embeddings when they double as it) gets Q6_K, or Q8_0 in the Q8_0 mix
+ * and when its rows do not fit Q6_K's 256-element blocks; the _M mixes give
+ * some layers' attn_v and ffn_down more bits; K types fall back to a
+ * 32-element type for rows that are not a multiple of 256. */
+typedef enum hearth_ftype {
+    HEARTH_FTYPE_MOSTLY_F16 = 1,
+    HEARTH_FTYPE_MOSTLY_Q4_0 = 2,
+    HEARTH_FTYPE_MOSTLY_Q4_1 = 3,
+    HEARTH_FTYPE_MOSTLY_Q8_0 = 7,
+    HEARTH_FTYPE_MOSTLY_Q5_0 = 8,
+    HEARTH_FTYPE_MOSTLY_Q5_1 = 9,
+    HEARTH_FTYPE_MOSTLY_Q2_K = 10,
+    HEARTH_FTYPE_MOSTLY_Q3_K_M = 12,
+    HEARTH_FTYPE_MOSTLY_Q4_K_S = 14,
+    HEARTH_FTYPE_MOSTLY_Q4_K_M = 15,
+    HEARTH_FTYPE_MOSTLY_Q5_K_S = 16,
+    HEARTH_FTYPE_MOSTLY_Q5_K_M = 17,
+    HEARTH_FTYPE_MOSTLY_Q6_K = 18,
+    HEARTH_FTYPE_MOSTLY_BF16 = 32,
+} hearth_ftype;
+
+/* The mix named `name` ("Q4_K_M", case-insensitive). Errors: INVALID_ARG
+ * (NULL, or an unknown name: the message lists the valid ones). Thread-safe. */
+hearth_status hearth_ftype_from_name(const char *name, hearth_ftype *out);
+
+/* The static name of a mix ("Q4_K_M"), or NULL for a value that is not one.
+ * Thread-safe. */
+const char *hearth_ftype_name(hearth_ftype ftype);
+
+/* One tensor of a quantization, reported to the progress callback twice:
+ * before it is converted (done false) and once its bytes are written (done
+ * true). All pointers are valid only during the call. */
+typedef struct hearth_quantize_progress {
+    uint32_t i_tensor;     /* 0-based, in file order */
+    uint32_t n_tensors;
+    const char *name;      /* "blk.0.attn_q.weight" */
+    const char *src_type;  /* ggml type names: "f32", "q4_K" ... */
+    const char *dst_type;  /* equal to src_type: copied unchanged */
+    uint32_t n_dims;
+    int64_t ne[4];         /* elements per dimension; ne[0] is the row length */
+    uint64_t src_bytes;    /* size in the input */
+    uint64_t dst_bytes;    /* size in the output */
+    bool done;
+} hearth_quantize_progress;
+
+/* Called on the thread that called hearth_model_quantize(). */
+typedef void (*hearth_quantize_progress_fn)(const hearth_quantize_progress *p, void *user);
+
+typedef struct hearth_quantize_params {
+    hearth_ftype ftype;     /* the mix; default Q8_0 (llama.cpp's default) */
+    int32_t n_threads;      /* threads converting rows; 0 = physical cores */
+    /* Allow converting tensors that are already quantized to an equal or
+     * lower type (the result is worse than quantizing the F16/F32 original:
+     * two rounding errors). Default false, as llama-quantize's
+     * --allow-requantize. Converting to a higher type is always refused. */
+    bool allow_requantize;
+    /* Decide every tensor's type and report it through `progress`, but write
+     * nothing (out_path may be NULL); types this build cannot write yet are
+     * allowed. Default false. */
+    bool dry_run;
+    hearth_quantize_progress_fn progress; /* NULL: no reports */
+    void *progress_user;
+} hearth_quantize_params;
+
+/* Defaults: Q8_0, n_threads 0, allow_requantize false, dry_run false, no
+ * progress callback. */
+hearth_quantize_params hearth_quantize_default_params(void);
+
+/* Reads the GGUF model at in_path and writes it to out_path with its 2-D
+ * weights converted to the mix params->ftype (see hearth_ftype), metadata
+ * copied, general.file_type and general.quantization_version (2) set, split
+ * keys removed, and the input's general.alignment kept. Works for any
+ * architecture; tensors are converted row by row (dequantized to F32, then
+ * quantized with hearth's reference quantizers, bit-exact with ggml's),
+ * rows split over n_threads threads, and streamed to the output one slab at
+ * a time (memory: about 16 MiB plus one row per thread, not the model).
+ * The output appears only when complete: it is written to a temporary file
+ * "OUT.tmp-XXXXXX" in out_path's folder and renamed at the end; on any
+ * failure nothing is left behind. An existing out_path is replaced; out_path
+ * may equal in_path. `params` may be NULL for the defaults.
+ * Errors: INVALID_ARG (NULL paths, an unknown ftype, n_threads < 0; an input
+ * already quantized: always when the mix would give a quantized tensor more
+ * bits per weight than it has, otherwise unless allow_requantize), IO (input
+ * missing or unreadable; output folder missing or not writable, out_path a
+ * directory; a write failed, e.g. disk full; the message names the path),
+ * FORMAT (input not GGUF, truncated, hostile: the reader's message; a tensor
+ * holding NaN or infinity), UNSUPPORTED (split files; the mix needs a type
+ * this build cannot write yet: "type Q4_K_M needs Q4_K, which this build
+ * cannot write yet"; a tensor type it cannot read), OUT_OF_MEMORY.
+ * Thread-safe (distinct calls share nothing); the library prints nothing. */
+hearth_status hearth_model_quantize(const char *in_path, const char *out_path,
+                                    const hearth_quantize_params *params);
+
 #ifdef __cplusplus
 }
 #endif

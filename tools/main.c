@@ -14,6 +14,7 @@ static void usage(FILE *out) {
             "  run MODEL [PROMPT]   generate text from a prompt (hearth run --help)\n"
             "  bench MODEL          prompt and generation speed, like llama-bench (hearth bench --help)\n"
             "  info [MODEL]         version, build features, devices; with MODEL, its metadata\n"
+            "  quantize IN OUT TYPE convert a model to Q4_0, Q4_K_M, Q8_0, F16 ... (hearth quantize --help)\n"
             "\n"
             "  -h, --help           this help\n"
             "  --version            print the version\n",
@@ -37,6 +38,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
-    fprintf(stderr, "hearth: unknown command '%s' (commands: run, bench, info); see hearth --help\n", cmd);
+    if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 1, argv + 1);
+    fprintf(stderr, "hearth: unknown command '%s' (commands: run, bench, info, quantize); see hearth --help\n", cmd);
     return 2;
 }
