@@ -100,6 +100,41 @@ static void dot_q4_1_q8_1(int64_t n, float *s, const void *w_row, const void *ac
     *s = sum;
 }
 
+/* The 5-bit quant j (0..31) of a Q5_0/Q5_1 block: the nibble as in Q4_0,
+ * bit 4 from bit j of the little-endian word qh. */
+static int q5_quant(const uint8_t qs[HL_QK / 2], const uint8_t qh[4], int j) {
+    const uint32_t h = (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+    const int lo = j < HL_QK / 2 ? qs[j] & 0x0f : qs[j - HL_QK / 2] >> 4;
+    return lo | (int)((h >> j) & 1) << 4;
+}
+
+/* sum_i d_w*(q_w[i] - 16) * d_a*q_a[i] */
+static void dot_q5_0_q8_0(int64_t n, float *s, const void *w_row, const void *act_row) {
+    const block_q5_0 *w = w_row;
+    const block_q8_0 *a = act_row;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        int32_t sumi = 0;
+        for (int j = 0; j < HL_QK; j++) sumi += (q5_quant(w[b].qs, w[b].qh, j) - 16) * a[b].qs[j];
+        sum += hl_fp16_to_fp32(w[b].d) * hl_fp16_to_fp32(a[b].d) * (float)sumi;
+    }
+    *s = sum;
+}
+
+/* sum_i (d_w*q_w[i] + m) * d_a*q_a[i] = d_w*d_a * sum_i q_w[i]*q_a[i] + m * s_a */
+static void dot_q5_1_q8_1(int64_t n, float *s, const void *w_row, const void *act_row) {
+    const block_q5_1 *w = w_row;
+    const block_q8_1 *a = act_row;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        int32_t sumi = 0;
+        for (int j = 0; j < HL_QK; j++) sumi += q5_quant(w[b].qs, w[b].qh, j) * a[b].qs[j];
+        sum += hl_fp16_to_fp32(w[b].d) * hl_fp16_to_fp32(a[b].d) * (float)sumi +
+               hl_fp16_to_fp32(w[b].m) * hl_fp16_to_fp32(a[b].s);
+    }
+    *s = sum;
+}
+
 static void dot_q8_0_q8_0(int64_t n, float *s, const void *w_row, const void *act_row) {
     const block_q8_0 *w = w_row;
     const block_q8_0 *a = act_row;
@@ -119,13 +154,15 @@ static const hl_cpu_type_ops scalar_ops[] = {
     {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q4_0_q8_0, NULL, NULL},
     {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q4_1_q8_1, NULL, NULL},
     {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q8_0_q8_0, NULL, NULL},
+    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q5_0_q8_0, NULL, NULL},
+    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q5_1_q8_1, NULL, NULL},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_scalar_find(uint32_t type) {
     for (size_t i = 0; i < sizeof scalar_ops / sizeof scalar_ops[0]; i++) {
         if (scalar_ops[i].type == type) return &scalar_ops[i];
     }
-    return NULL;
+    return hl_cpu_ops_scalar_k_find(type);
 }
 
 const hl_cpu_type_ops *hl_cpu_type_ops_at(uint32_t type, hl_cpu_level level) {

@@ -2,10 +2,11 @@
  * every CPU matmul, y[t][r] = dot(W[r], x[t]).
  *
  * As in ggml, the activation row x[t] (float[n]) is first converted once to
- * the weight type's vec_dot_type (Q4_0 -> Q8_0, Q4_1 -> Q8_1, Q8_0 -> Q8_0,
- * F16 -> F16, BF16 -> BF16, F32 -> F32); the dot product then runs on integers
- * block by block and applies the scales per block. BF16 keeps BF16 activations,
- * as ggml does, so that results track llama.cpp's.
+ * the weight type's vec_dot_type (Q4_0, Q5_0, Q8_0 -> Q8_0; Q4_1, Q5_1 ->
+ * Q8_1; the K-quants Q2_K .. Q6_K -> Q8_K; F16 -> F16, BF16 -> BF16, F32 ->
+ * F32); the dot product then runs on integers block by block and applies the
+ * scales per block. BF16 keeps BF16 activations, as ggml does, so that
+ * results track llama.cpp's. The K-quant kernels live in vec_dot_k*.c.
  *
  * Kernels exist per level (cpu_features.h): the scalar ones are the oracle;
  * the SIMD ones are tested against them. Every level's act_from_float writes
@@ -21,15 +22,22 @@
  * - activations are quantized with the CPU quantizer (hl_act_q8_*_from_float
  *   below), not the reference one of quant/quant.h;
  * - a quantized dot product keeps one 8-lane accumulator with one FMA per
- *   block, summed at the end in hsum_float_8's order; Q4_1's m * s terms go
- *   into a separate scalar FMA chain (GCC contracts ggml's `summs += m * s`);
+ *   block, summed at the end in hsum_float_8's order; Q4_1's and Q5_1's
+ *   m * s terms go into a separate scalar FMA chain (GCC contracts ggml's
+ *   `summs += m * s`);
  * - F32 and F16 dot products use ggml's AVX-512 layout: four 16-lane
  *   accumulators, combined (0+2) + (1+3), then _mm512_reduce_add_ps.
  * The 4-row and 4-column kernels keep the per-row order of the 1x1 kernel,
- * so all three give the same bits; llama.cpp's batched path for Q8_0
- * (llamafile's tinyBLAS_Q0_AVX) has that per-result order too. Not
- * reproduced: Q4_0, which llama.cpp repacks (repack.cpp, q4_0_8x8) on AVX2
- * CPUs, and BF16, which it multiplies with AVX512-BF16 instructions. */
+ * so all three give the same bits; llama.cpp's batched path for Q8_0 and
+ * Q5_0 (llamafile's tinyBLAS_Q0_AVX) has that per-result order too.
+ * The exception: Q4_K and Q2_K follow llama.cpp's repacked kernels
+ * (repack.cpp, q4_K_8x8 on AVX2 CPUs, q2_K_8x8 on AVX-512 ones), which it
+ * runs for every weight matrix whose row count is a multiple of 8; their
+ * gemv (vec_dot, vec_dot_4r here) and gemm (vec_dot_4c: tokens in groups
+ * of 4) orders differ by rounding, and so do hearth's (vec_dot_k_avx2.c). Not
+ * reproduced: Q4_0, which llama.cpp repacks (q4_0_8x8) into an order hearth
+ * does not follow, and BF16, which it multiplies with AVX512-BF16
+ * instructions. */
 #ifndef HEARTH_BACKEND_CPU_VEC_DOT_H
 #define HEARTH_BACKEND_CPU_VEC_DOT_H
 
@@ -49,10 +57,20 @@
 void hl_act_q8_0_from_float(const float *x, void *dst, int64_t n);
 void hl_act_q8_1_from_float(const float *x, void *dst, int64_t n);
 
+/* The activation quantizer of the K-quants: llama.cpp's quantize_row_q8_K,
+ * which on x86 is quantize_row_q8_K_ref (ggml-quants.c). Per block of 256,
+ * max = the first x of largest |x|, iscale = -127 / max, q = x * iscale
+ * rounded halves to even (ggml's nearest_int), d = 1 / iscale, bsums[i] =
+ * sum of q[16i .. 16i + 15]; a block of zeros gets d = 0, q = 0, bsums = 0.
+ * Unlike Q8_0's, this scale is signed and d is not amax / 127. n is a
+ * multiple of 256. */
+void hl_act_q8_K_from_float(const float *x, void *dst, int64_t n);
+
 /* *s = dot(w_row, act_row) over n elements. w_row: n elements of the weight
  * type; act_row: n elements of its vec_dot_type as act_from_float writes them
- * (Q8 quants in [-127, 127], which the SIMD kernels rely on). n is a multiple of the weight
- * type's block size (32 for the quantized types, 1 for the float types). */
+ * (Q8 quants in [-127, 127], which the SIMD kernels rely on). n is a
+ * multiple of the weight type's block size (32 for the quantized types, 256
+ * for the K-quants, 1 for the float types). */
 typedef void (*hl_vec_dot_fn)(int64_t n, float *s, const void *w_row, const void *act_row);
 
 /* Four dot products with one activation row: s[r] = dot(W row r, act_row)
@@ -99,5 +117,10 @@ const hl_cpu_type_ops *hl_cpu_type_ops_scalar(uint32_t type);
  * returns NULL for a type it has no kernels for. */
 const hl_cpu_type_ops *hl_cpu_ops_scalar_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type);
+
+/* The K-quant parts of those tables (vec_dot_k.c, vec_dot_k_avx2.c), which
+ * the finders above consult. */
+const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type);
+const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
 
 #endif

@@ -65,6 +65,17 @@ static inline __m256i unpack_nibbles(const uint8_t qs[16]) {
     return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
 }
 
+/* Bit j of the little-endian word at p as byte j of the result: 0xff where
+ * the bit is set, 0 where it is clear (ggml's bytes_from_bits_32). */
+static inline __m256i bits_to_bytes(const uint8_t p[4]) {
+    int32_t bits;
+    memcpy(&bits, p, sizeof bits);
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(bits), spread); /* byte j = byte j/8 of bits */
+    const __m256i bit = _mm256_set1_epi64x((int64_t)0x8040201008040201);  /* byte j: bit j % 8 */
+    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+}
+
 /* 8 int32 partial sums of u[i] * s[i]: u unsigned bytes, s signed bytes. */
 static inline __m256i dot_u8_i8(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
@@ -231,14 +242,20 @@ static inline __m256 q8_step(__m256i q, float dw, const block_q8_0 *a, __m256 ac
     return _mm256_fmadd_ps(_mm256_set1_ps(dw * _cvtsh_ss(a->d)), _mm256_cvtepi32_ps(sum), acc);
 }
 
-/* The signed quants and the scale of block b of a Q4_0 or Q8_0 row: the one
- * difference between their kernels. Called with a constant type, so inlining
- * removes the branch. */
+/* The signed quants and the scale of block b of a Q4_0, Q5_0 or Q8_0 row:
+ * the one difference between their kernels. Called with a constant type, so
+ * inlining removes the branch. */
 static ALWAYS_INLINE __m256i signed_quants(uint32_t type, const void *row, int64_t b, float *dw) {
     if (type == GGML_TYPE_Q4_0) {
         const block_q4_0 *w = (const block_q4_0 *)row + b;
         *dw = _cvtsh_ss(w->d);
         return _mm256_sub_epi8(unpack_nibbles(w->qs), _mm256_set1_epi8(8));
+    }
+    if (type == GGML_TYPE_Q5_0) { /* q - 16: the nibble, minus 16 (0xf0 as a byte) where bit 4 is clear */
+        const block_q5_0 *w = (const block_q5_0 *)row + b;
+        *dw = _cvtsh_ss(w->d);
+        const __m256i minus16 = _mm256_andnot_si256(bits_to_bytes(w->qh), _mm256_set1_epi8((char)0xf0));
+        return _mm256_or_si256(unpack_nibbles(w->qs), minus16);
     }
     const block_q8_0 *w = (const block_q8_0 *)row + b;
     *dw = _cvtsh_ss(w->d);
@@ -295,6 +312,20 @@ static void dot_4c_q4_0(int64_t n, float s[4], const void *w_row, const void *ac
     q8_dot_4c(GGML_TYPE_Q4_0, n, s, w_row, act, act_stride);
 }
 
+/* Q5_0: ggml_vec_dot_q5_0_q8_0, and tinyBLAS_Q0_AVX for batches, in the
+ * order of Q4_0's kernel. */
+static void dot_q5_0(int64_t n, float *s, const void *w_row, const void *act_row) {
+    q8_dot(GGML_TYPE_Q5_0, n, s, w_row, act_row);
+}
+
+static void dot_4r_q5_0(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    q8_dot_4r(GGML_TYPE_Q5_0, n, s, w, w_stride, act_row);
+}
+
+static void dot_4c_q5_0(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
+    q8_dot_4c(GGML_TYPE_Q5_0, n, s, w_row, act, act_stride);
+}
+
 static void dot_q8_0(int64_t n, float *s, const void *w_row, const void *act_row) {
     q8_dot(GGML_TYPE_Q8_0, n, s, w_row, act_row);
 }
@@ -307,13 +338,15 @@ static void dot_4c_q8_0(int64_t n, float s[4], const void *w_row, const void *ac
     q8_dot_4c(GGML_TYPE_Q8_0, n, s, w_row, act, act_stride);
 }
 
-/* Q4_1 weights against Q8_1 activations: d_w*d_a * sum(q_w * q_a) + m * s_a,
- * as ggml_vec_dot_q4_1_q8_1: the first term into the 8-lane accumulator, the
- * second into a separate scalar sum that ggml writes `summs += m * s` and GCC
- * contracts into an FMA; the result is hsum(acc) + summs. wdm = [d_w, m, 0, 0]
- * and ads = [d_a, s_a, 0, 0]: lane 0 of wdm * ads is the block's scale, lane 1
- * of fma(wdm, ads, *acc_ms) the FMA of summs (lane 0 there is unused). */
-static inline __m256 q4_1_step(__m256i q, __m128 wdm, const block_q8_1 *a, __m256 acc,
+/* Q4_1 and Q5_1 weights against Q8_1 activations: d_w*d_a * sum(q_w * q_a)
+ * + m * s_a, as ggml_vec_dot_q4_1_q8_1 / q5_1_q8_1: the first term into the
+ * 8-lane accumulator, the second into a separate scalar sum that ggml writes
+ * `summs += m * s` and GCC contracts into an FMA; the result is hsum(acc) +
+ * summs. wdm = [d_w, m, 0, 0] and ads = [d_a, s_a, 0, 0]: lane 0 of wdm * ads
+ * is the block's scale, lane 1 of fma(wdm, ads, *acc_ms) the FMA of summs
+ * (lane 0 there is unused). The unsigned quants are at most 31, so maddubs
+ * cannot saturate. */
+static inline __m256 q8_1_step(__m256i q, __m128 wdm, const block_q8_1 *a, __m256 acc,
                                __m128 *acc_ms) {
     const __m128 ads = load_half2(&a->d);
     const __m128 scales = _mm_mul_ps(wdm, ads);
@@ -322,46 +355,84 @@ static inline __m256 q4_1_step(__m256i q, __m128 wdm, const block_q8_1 *a, __m25
     return _mm256_fmadd_ps(_mm256_broadcastss_ps(scales), _mm256_cvtepi32_ps(sum), acc);
 }
 
-static inline __m256 q4_1_block(const block_q4_1 *w, const block_q8_1 *a, __m256 acc,
-                                __m128 *acc_ms) {
-    return q4_1_step(unpack_nibbles(w->qs), load_half2(&w->d), a, acc, acc_ms);
+/* The unsigned quants and [d, m, 0, 0] of block b of a Q4_1 or Q5_1 row. */
+static ALWAYS_INLINE __m256i unsigned_quants(uint32_t type, const void *row, int64_t b, __m128 *wdm) {
+    if (type == GGML_TYPE_Q4_1) {
+        const block_q4_1 *w = (const block_q4_1 *)row + b;
+        *wdm = load_half2(&w->d);
+        return unpack_nibbles(w->qs);
+    }
+    const block_q5_1 *w = (const block_q5_1 *)row + b;
+    *wdm = load_half2(&w->d);
+    const __m256i bit4 = _mm256_and_si256(bits_to_bytes(w->qh), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(unpack_nibbles(w->qs), bit4);
 }
 
-static void dot_q4_1(int64_t n, float *s, const void *w_row, const void *act_row) {
-    const block_q4_1 *w = w_row;
+static ALWAYS_INLINE __m256 q8_1_block(uint32_t type, const void *w_row, const block_q8_1 *a, int64_t b,
+                                       __m256 acc, __m128 *acc_ms) {
+    __m128 wdm;
+    const __m256i q = unsigned_quants(type, w_row, b, &wdm);
+    return q8_1_step(q, wdm, &a[b], acc, acc_ms);
+}
+
+static ALWAYS_INLINE void q8_1_dot(uint32_t type, int64_t n, float *s, const void *w_row,
+                                   const void *act_row) {
     const block_q8_1 *a = act_row;
     __m256 acc = _mm256_setzero_ps();
     __m128 ms = _mm_setzero_ps();
-    for (int64_t b = 0; b < n / HL_QK; b++) acc = q4_1_block(&w[b], &a[b], acc, &ms);
+    for (int64_t b = 0; b < n / HL_QK; b++) acc = q8_1_block(type, w_row, a, b, acc, &ms);
     *s = hsum8_ggml(acc) + _mm_cvtss_f32(_mm_movehdup_ps(ms));
 }
 
-static void dot_4r_q4_1(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+static ALWAYS_INLINE void q8_1_dot_4r(uint32_t type, int64_t n, float s[4], const void *w, size_t w_stride,
+                                      const void *act_row) {
     const block_q8_1 *a = act_row;
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     __m128 ms[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
     for (int64_t b = 0; b < n / HL_QK; b++) {
-        for (int r = 0; r < 4; r++) {
-            acc[r] = q4_1_block((const block_q4_1 *)row_at(w, w_stride, r) + b, &a[b], acc[r], &ms[r]);
+        for (int r = 0; r < 4; r++) acc[r] = q8_1_block(type, row_at(w, w_stride, r), a, b, acc[r], &ms[r]);
+    }
+    const __m128 sums = hsum4_ps(acc[0], acc[1], acc[2], acc[3]);
+    _mm_storeu_ps(s, _mm_add_ps(sums, lane1_x4(ms[0], ms[1], ms[2], ms[3])));
+}
+
+static ALWAYS_INLINE void q8_1_dot_4c(uint32_t type, int64_t n, float s[4], const void *w_row,
+                                      const void *act, size_t act_stride) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m128 ms[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        __m128 wdm;
+        const __m256i q = unsigned_quants(type, w_row, b, &wdm);
+        for (int c = 0; c < 4; c++) {
+            acc[c] = q8_1_step(q, wdm, (const block_q8_1 *)row_at(act, act_stride, c) + b, acc[c], &ms[c]);
         }
     }
     const __m128 sums = hsum4_ps(acc[0], acc[1], acc[2], acc[3]);
     _mm_storeu_ps(s, _mm_add_ps(sums, lane1_x4(ms[0], ms[1], ms[2], ms[3])));
 }
 
+static void dot_q4_1(int64_t n, float *s, const void *w_row, const void *act_row) {
+    q8_1_dot(GGML_TYPE_Q4_1, n, s, w_row, act_row);
+}
+
+static void dot_4r_q4_1(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    q8_1_dot_4r(GGML_TYPE_Q4_1, n, s, w, w_stride, act_row);
+}
+
 static void dot_4c_q4_1(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
-    const block_q4_1 *w = w_row;
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    __m128 ms[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
-    for (int64_t b = 0; b < n / HL_QK; b++) {
-        const __m256i q = unpack_nibbles(w[b].qs);
-        const __m128 wdm = load_half2(&w[b].d);
-        for (int c = 0; c < 4; c++) {
-            acc[c] = q4_1_step(q, wdm, (const block_q8_1 *)row_at(act, act_stride, c) + b, acc[c], &ms[c]);
-        }
-    }
-    const __m128 sums = hsum4_ps(acc[0], acc[1], acc[2], acc[3]);
-    _mm_storeu_ps(s, _mm_add_ps(sums, lane1_x4(ms[0], ms[1], ms[2], ms[3])));
+    q8_1_dot_4c(GGML_TYPE_Q4_1, n, s, w_row, act, act_stride);
+}
+
+static void dot_q5_1(int64_t n, float *s, const void *w_row, const void *act_row) {
+    q8_1_dot(GGML_TYPE_Q5_1, n, s, w_row, act_row);
+}
+
+static void dot_4r_q5_1(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    q8_1_dot_4r(GGML_TYPE_Q5_1, n, s, w, w_stride, act_row);
+}
+
+static void dot_4c_q5_1(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
+    q8_1_dot_4c(GGML_TYPE_Q5_1, n, s, w_row, act, act_stride);
 }
 
 /* ----------------------------------------------------------------- table -- */
@@ -373,11 +444,13 @@ static const hl_cpu_type_ops avx2_ops[] = {
     {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0},
     {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1},
     {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0},
+    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0},
+    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type) {
     for (size_t i = 0; i < sizeof avx2_ops / sizeof avx2_ops[0]; i++) {
         if (avx2_ops[i].type == type) return &avx2_ops[i];
     }
-    return NULL;
+    return hl_cpu_ops_avx2_k_find(type);
 }
