@@ -4,10 +4,12 @@
  *   quantize_row_q8_K_ref), ties and zero blocks included, and every level's
  *   against the scalar bytes;
  * - the scalar dot products against the dequantized floats, in double;
- * - every SIMD level's vec_dot, vec_dot_4r and vec_dot_4c against the scalar
- *   kernel, and the tiles against the 1x1 kernel bit for bit; for Q2_K and
- *   Q4_K, against the float order of llama.cpp's repacked gemv (1x1, 4r)
- *   and gemm (4c) kernels written out plainly;
+ * - every SIMD level's vec_dot, vec_dot_4r and vec_dot_4c, and those of its
+ *   batch kernels (hl_cpu_type_ops.batch), against the scalar kernel, and
+ *   the tiles against the 1x1 kernel bit for bit; for Q2_K and Q4_K against
+ *   the float order of llama.cpp's repacked gemv (1x1, 4r) and gemm (4c)
+ *   kernels, and for the batch kernels against that of its tiled kernels,
+ *   each written out plainly;
  * - llama.cpp's own results (reference/quant/vec_dot_k_fixtures.bin, written
  *   by make_vec_dot_k_fixtures.py): its activation bytes, and its matrix
  *   products bit for bit from every SIMD level. */
@@ -217,6 +219,61 @@ static float repacked_dot(uint32_t type, int64_t n, const uint8_t *row, const bl
     return acc - accm;
 }
 
+/* The scale (sc) and unbiased quant (q) of element e of a Q3_K, Q5_K or
+ * Q6_K super-block, and Q5_K's min (m). */
+static void tiled_element(uint32_t type, const uint8_t *blk, int e, int *sc, int *m, int *q) {
+    *m = 0;
+    if (type == GGML_TYPE_Q3_K) {
+        const block_q3_K *w = (const block_q3_K *)blk;
+        *sc = hl_q3_K_scale(w->scales, e / 16) - 32;
+        const int low = (w->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+        *q = low - 4 * !((w->hmask[e % 32] >> (e / 32)) & 1);
+    } else if (type == GGML_TYPE_Q5_K) {
+        const block_q5_K *w = (const block_q5_K *)blk;
+        uint8_t sc8, m8;
+        hl_q4_K_scale_min(w->scales, e / 32, &sc8, &m8);
+        *sc = sc8, *m = m8;
+        const uint8_t byte = w->qs[32 * (e / 64) + e % 32];
+        *q = (e % 64 < 32 ? byte & 15 : byte >> 4) + 16 * ((w->qh[e % 32] >> (e / 32)) & 1);
+    } else {
+        const block_q6_K *w = (const block_q6_K *)blk;
+        const int h = e / 128, r = e % 128;
+        const uint8_t l = w->ql[64 * h + r % 64];
+        const int lo = r < 64 ? l & 15 : l >> 4, hi = (w->qh[32 * h + r % 32] >> (2 * (r / 32))) & 3;
+        *sc = w->scales[e / 16];
+        *q = (lo | hi << 4) - 32;
+    }
+}
+
+/* A Q3_K/Q5_K/Q6_K dot product in the float order of llama.cpp's tiled
+ * kernels (tiled_run_micro_vnni_8x16), which it runs from 8 tokens on: per
+ * super-block, s1 = sum(sc * q * a) and s2 = sum(m * a) exact, r = float(s1)
+ * * d, r = fma(-dmin, float(s2), r) (Q5_K), acc = fma(r, d_a, acc) (GCC
+ * contracts ggml's add of a product). */
+static float tiled_dot(uint32_t type, int64_t n, const uint8_t *row, const block_q8_K *a) {
+    const size_t size = ggml_type_get(type)->type_size;
+    float acc = 0.0f;
+    for (int64_t b = 0; b < n / HL_QK_K; b++) {
+        const uint8_t *blk = row + (size_t)b * size;
+        int d_at, m_at;
+        block_fields(type, &d_at, &m_at);
+        hl_half dh, dminh = 0;
+        memcpy(&dh, blk + d_at, 2);
+        if (m_at >= 0) memcpy(&dminh, blk + m_at, 2);
+        int32_t s1 = 0, s2 = 0;
+        for (int e = 0; e < HL_QK_K; e++) {
+            int sc, m, q;
+            tiled_element(type, blk, e, &sc, &m, &q);
+            s1 += sc * q * a[b].qs[e];
+            s2 += m * a[b].qs[e];
+        }
+        float r = (float)s1 * hl_fp16_to_fp32(dh);
+        if (m_at >= 0) r = fmaf(-hl_fp16_to_fp32(dminh), (float)s2, r);
+        acc = fmaf(r, a[b].d, acc);
+    }
+    return acc;
+}
+
 static bool is_repacked(uint32_t type) {
     return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q4_K;
 }
@@ -259,6 +316,9 @@ static void check_same(const char *what, hl_cpu_level level, uint32_t type, int6
               ggml_type_get(type)->name, (long long)n, s, one);
 }
 
+static void check_level(const hl_cpu_type_ops *ops, hl_cpu_level lv, uint32_t type, int64_t n, const bufs *bf,
+                        float ref[4][4], double tol[4][4], bool batch);
+
 /* One type at one length, four weight rows by four activation rows: scalar
  * against the floats, SIMD against scalar, tiles against 1x1. */
 static void check_dot(uint32_t type, int64_t n, bufs *bf) {
@@ -291,32 +351,43 @@ static void check_dot(uint32_t type, int64_t n, bufs *bf) {
     for (int level = HL_CPU_SCALAR + 1; level < HL_CPU_LEVEL_COUNT; level++) {
         const hl_cpu_level lv = (hl_cpu_level)level;
         const hl_cpu_type_ops *ops = hl_cpu_type_ops_at(type, lv);
-        if (!ops) continue;
-        /* the expected bits: the 1x1 kernel's, or llama.cpp's order written out */
-        const bool rp = is_repacked(type);
-        float s[4], one;
-        for (int k = 0; k < 4; k++) {
-            ops->vec_dot(n, &s[k], bf->w[k], bf->a[k]);
-            check_near("vec_dot", lv, type, n, s[k], ref[k][k], tol[k][k]);
-            if (rp) check_same("vec_dot (gemv order)", lv, type, n, s[k],
-                               repacked_dot(type, n, bf->w[k], (const block_q8_K *)bf->a[k], HL_QK_K));
+        if (ops) check_level(ops, lv, type, n, bf, ref, tol, false);
+        if (ops && ops->batch) check_level(ops->batch, lv, type, n, bf, ref, tol, true);
+    }
+}
+
+/* One level's kernels (or its batch kernels) on the rows of check_dot: near
+ * the scalar results, and bit for bit the 1x1 kernel's or, where that is
+ * llama.cpp's order of another path, that order written out. */
+static void check_level(const hl_cpu_type_ops *ops, hl_cpu_level lv, uint32_t type, int64_t n, const bufs *bf,
+                        float ref[4][4], double tol[4][4], bool batch) {
+    CHECK(ops->type == type && ops->vec_dot_type == hl_cpu_type_ops_scalar(type)->vec_dot_type);
+    CHECK(!batch || !ops->batch);
+    const bool rp = is_repacked(type);
+    float s[4], one;
+    for (int k = 0; k < 4; k++) {
+        ops->vec_dot(n, &s[k], bf->w[k], bf->a[k]);
+        check_near(batch ? "batch vec_dot" : "vec_dot", lv, type, n, s[k], ref[k][k], tol[k][k]);
+        const block_q8_K *a = (const block_q8_K *)bf->a[k];
+        if (rp) check_same("vec_dot (gemv order)", lv, type, n, s[k], repacked_dot(type, n, bf->w[k], a, HL_QK_K));
+        if (batch) check_same("batch vec_dot (tiled order)", lv, type, n, s[k], tiled_dot(type, n, bf->w[k], a));
+    }
+    if (ops->vec_dot_4r) { /* weight rows 0..3 with activation row 1 */
+        ops->vec_dot_4r(n, s, bf->w, sizeof bf->w[0], bf->a[1]);
+        for (int r = 0; r < 4; r++) {
+            check_near("vec_dot_4r", lv, type, n, s[r], ref[r][1], tol[r][1]);
+            ops->vec_dot(n, &one, bf->w[r], bf->a[1]);
+            check_same(batch ? "batch vec_dot_4r" : "vec_dot_4r", lv, type, n, s[r], one);
         }
-        if (ops->vec_dot_4r) { /* weight rows 0..3 with activation row 1 */
-            ops->vec_dot_4r(n, s, bf->w, sizeof bf->w[0], bf->a[1]);
-            for (int r = 0; r < 4; r++) {
-                check_near("vec_dot_4r", lv, type, n, s[r], ref[r][1], tol[r][1]);
-                ops->vec_dot(n, &one, bf->w[r], bf->a[1]);
-                check_same("vec_dot_4r", lv, type, n, s[r], one);
-            }
-        }
-        if (ops->vec_dot_4c) { /* weight row 2 with activation rows 0..3 */
-            ops->vec_dot_4c(n, s, bf->w[2], bf->a, sizeof bf->a[0]);
-            for (int c = 0; c < 4; c++) {
-                check_near("vec_dot_4c", lv, type, n, s[c], ref[2][c], tol[2][c]);
-                if (rp) one = repacked_dot(type, n, bf->w[2], (const block_q8_K *)bf->a[c], gemm_part(type));
-                else ops->vec_dot(n, &one, bf->w[2], bf->a[c]);
-                check_same(rp ? "vec_dot_4c (gemm order)" : "vec_dot_4c", lv, type, n, s[c], one);
-            }
+    }
+    if (ops->vec_dot_4c) { /* weight row 2 with activation rows 0..3 */
+        ops->vec_dot_4c(n, s, bf->w[2], bf->a, sizeof bf->a[0]);
+        for (int c = 0; c < 4; c++) {
+            check_near("vec_dot_4c", lv, type, n, s[c], ref[2][c], tol[2][c]);
+            if (rp) one = repacked_dot(type, n, bf->w[2], (const block_q8_K *)bf->a[c], gemm_part(type));
+            else ops->vec_dot(n, &one, bf->w[2], bf->a[c]);
+            check_same(rp ? "vec_dot_4c (gemm order)" : batch ? "batch vec_dot_4c" : "vec_dot_4c", lv, type, n, s[c],
+                       one);
         }
     }
 }
@@ -367,9 +438,12 @@ typedef struct act_rec {
     const uint8_t *x; /* float32 [n_tok][n], unaligned: copied before use */
 } act_rec;
 
+/* Which of llama.cpp's kernels computed a case (make_vec_dot_k_fixtures.py). */
+enum { PATH_VEC_DOT = 0, PATH_REPACKED = 1, PATH_TILED = 2 };
+
 typedef struct case_rec {
     char name[33];
-    uint32_t type, n, n_rows, n_tok, act, repacked;
+    uint32_t type, n, n_rows, n_tok, act, path;
     const uint8_t *w, *a, *mul_mat, *vec_dot; /* see make_vec_dot_k_fixtures.py */
     uint64_t w_bytes, a_bytes;
 } case_rec;
@@ -394,15 +468,19 @@ static void check_case(const case_rec *cr, const act_rec *ar) {
     memcpy(w, cr->w, cr->w_bytes);
     memcpy(a, cr->a, cr->a_bytes);
     for (uint32_t r = 0; r < cr->n_rows; r++) {
-        for (uint32_t t = 0; t < cr->n_tok && !cr->repacked; t++) { /* the fixture itself: vec_dot == mul_mat */
+        for (uint32_t t = 0; t < cr->n_tok && cr->path == PATH_VEC_DOT; t++) { /* the fixture itself */
             CHECK_MSG(get_f32(cr->vec_dot, t * cr->n_rows + r) == get_f32(cr->mul_mat, t * cr->n_rows + r),
                       "%s: llama.cpp's vec_dot and mul_mat differ", cr->name);
         }
     }
     for (int level = HL_CPU_SCALAR; level < HL_CPU_LEVEL_COUNT; level++) {
         const hl_cpu_level lv = (hl_cpu_level)level;
-        const hl_cpu_type_ops *ops = hl_cpu_type_ops_at(cr->type, lv);
-        if (!ops) continue;
+        const hl_cpu_type_ops *all = hl_cpu_type_ops_at(cr->type, lv);
+        if (!all) continue;
+        /* the kernels a matmul over n_tok tokens uses (hl_cpu_type_ops.batch) */
+        const hl_cpu_type_ops *ops = all->batch && cr->n_tok >= HL_CPU_BATCH_MIN ? all->batch : all;
+        CHECK_MSG(level == HL_CPU_SCALAR || (cr->path == PATH_TILED) == (ops != all),
+                  "%s %s: llama.cpp's tiled path and hearth's batch kernels disagree", hl_cpu_level_name(lv), cr->name);
         for (uint32_t t = 0; t < cr->n_tok; t++) {
             memcpy(x, ar->x + (size_t)t * cr->n * sizeof(float), cr->n * sizeof(float));
             ops->act_from_float(x, mine, cr->n);
@@ -412,7 +490,7 @@ static void check_case(const case_rec *cr, const act_rec *ar) {
         if (level == HL_CPU_SCALAR) continue; /* the oracle sums in its own order */
         /* Repacked: llama.cpp ran gemm on tokens below n_gemm, as hearth's
          * matmul runs vec_dot_4c there; gemv elsewhere, as vec_dot and 4r. */
-        const uint32_t n_gemm = cr->repacked ? cr->n_tok - cr->n_tok % 4 : 0;
+        const uint32_t n_gemm = cr->path == PATH_REPACKED ? cr->n_tok - cr->n_tok % 4 : 0;
         int bad = 0;
         for (uint32_t t = n_gemm; t < cr->n_tok; t++) {
             for (uint32_t r = 0; r < cr->n_rows; r++) {
@@ -469,7 +547,7 @@ static void test_fixture(void) {
             memcpy(cr.name, p, 32);
             cr.name[32] = 0;
             cr.type = read_u32(p + 36), cr.n = read_u32(p + 40), cr.n_rows = read_u32(p + 44);
-            cr.n_tok = read_u32(p + 48), cr.act = read_u32(p + 52), cr.repacked = read_u32(p + 56);
+            cr.n_tok = read_u32(p + 48), cr.act = read_u32(p + 52), cr.path = read_u32(p + 56);
             cr.w_bytes = read_u64(p + 60), cr.a_bytes = read_u64(p + 68);
             cr.w = p + 76, cr.a = cr.w + cr.w_bytes, cr.mul_mat = cr.a + cr.a_bytes;
             cr.vec_dot = cr.mul_mat + (size_t)cr.n_tok * cr.n_rows * 4;

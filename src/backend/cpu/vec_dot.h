@@ -34,7 +34,9 @@
  * (repack.cpp, q4_K_8x8 on AVX2 CPUs, q2_K_8x8 on AVX-512 ones), which it
  * runs for every weight matrix whose row count is a multiple of 8; their
  * gemv (vec_dot, vec_dot_4r here) and gemm (vec_dot_4c: tokens in groups
- * of 4) orders differ by rounding, and so do hearth's (vec_dot_k_avx2.c). Not
+ * of 4) orders differ by rounding, and so do hearth's (vec_dot_k_avx2.c).
+ * And from 8 tokens on, llama.cpp multiplies Q3_K, Q5_K and Q6_K with its
+ * tiled kernels, in yet another order: hl_cpu_type_ops.batch. Not
  * reproduced: Q4_0, which llama.cpp repacks (q4_0_8x8) into an order hearth
  * does not follow, and BF16, which it multiplies with AVX512-BF16
  * instructions. */
@@ -100,7 +102,17 @@ typedef struct hl_cpu_type_ops {
      * calls); each equals four vec_dot calls up to float rounding. */
     hl_vec_dot_4r_fn vec_dot_4r;
     hl_vec_dot_4c_fn vec_dot_4c;
+    /* Optional: the kernels to use instead, activation conversion included,
+     * for a whole matmul over at least HL_CPU_BATCH_MIN tokens; NULL where
+     * the batch size does not matter. llama.cpp multiplies Q3_K, Q5_K and
+     * Q6_K weights in another float order from 8 tokens on (its tiled path,
+     * ggml-cpu/tiled/), so a matmul reproduces its results only by
+     * switching too. */
+    const struct hl_cpu_type_ops *batch;
 } hl_cpu_type_ops;
+
+/* The batch size from which hl_cpu_type_ops.batch applies (ggml_tiled_min_batch). */
+#define HL_CPU_BATCH_MIN 8
 
 /* The fastest kernels for `type` on this CPU; NULL if hearth cannot multiply
  * with this weight type. Thread-safe. */

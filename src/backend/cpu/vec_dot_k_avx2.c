@@ -34,7 +34,11 @@
  *   tokens; for these two types vec_dot_4c is not the 1x1 kernel's bits.
  *   ggml's vec_dot kernels for them (yet another order) only run for
  *   matrices whose row count is not a multiple of 8; hearth does not
- *   reproduce that case. */
+ *   reproduce that case.
+ * - Q3_K, Q5_K, Q6_K from 8 tokens on: ggml's tiled kernels, one output per
+ *   lane and per super-block a few float operations on its exact totals;
+ *   these are the hl_cpu_type_ops.batch kernels, which a matmul of 8 tokens
+ *   or more must use instead. */
 #include <immintrin.h>
 
 #include "backend/cpu/simd16_avx2.h"
@@ -408,6 +412,84 @@ static ALWAYS_INLINE void v_dot_4c(uint32_t type, int64_t n, float out[4], const
     _mm_storeu_ps(out, sum);
 }
 
+/* -------------------- Q3_K, Q5_K, Q6_K in batches of 8+: ggml's tiled path -- */
+
+/* From 8 tokens on, llama.cpp multiplies these types with its tiled kernels
+ * (ggml-cpu/tiled/tiled-kernel.cpp, tiled_run_micro_vnni_8x16 on AVX-512),
+ * one output per lane: per super-block the exact totals s1 = sum(sc * q * a)
+ * (q unbiased: Q6_K's -32 and Q3_K's -4 * !hbit applied through bsums) and,
+ * for Q5_K, s2 = sum(m * bsums) give r = float(s1) * d, then r -= dmin *
+ * float(s2) (an FMA intrinsic), and acc += r * d_a, which GCC contracts into
+ * an FMA. These are hl_cpu_type_ops.batch's kernels. */
+
+/* [s1, s2, x, x] of one super-block. */
+static ALWAYS_INLINE __m128i t_totals(uint32_t type, const kblock *k, const block_q8_K *a, __m256i sumi) {
+    if (type == GGML_TYPE_Q6_K) {
+        const __m256i sub = _mm256_madd_epi16(load_256(a->bsums), k->sc_all);
+        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(sub, 5));
+    }
+    return hsum2_epi32(sumi, type == GGML_TYPE_Q5_K ? k_mins_dot(type, k, a) : _mm256_setzero_si256());
+}
+
+/* The per-super-block term r in the lanes of s1 and s2 (vectors of lanes:
+ * one output each): float(s1) * d - dmin * float(s2). */
+static ALWAYS_INLINE __m128 t_term(uint32_t type, __m128i s1, __m128i s2, __m128 d, __m128 dmin) {
+    const __m128 r = _mm_mul_ps(_mm_cvtepi32_ps(s1), d);
+    return type == GGML_TYPE_Q5_K ? _mm_fnmadd_ps(dmin, _mm_cvtepi32_ps(s2), r) : r;
+}
+
+static ALWAYS_INLINE float t_dot(uint32_t type, int64_t n, const void *w_row, const block_q8_K *a) {
+    __m128 acc = _mm_setzero_ps(); /* lane 0 */
+    for (int64_t b = 0; b < n / HL_QK_K; b++) {
+        const kblock k = k_decode(type, w_row, b);
+        const __m128i tot = t_totals(type, &k, &a[b], k_sumi(type, &k, a[b].qs, 0, N_CHUNKS));
+        const __m128 r = t_term(type, tot, _mm_srli_si128(tot, 4), _mm_set_ss(k.d), _mm_set_ss(k.dmin));
+        acc = _mm_fmadd_ss(r, _mm_set_ss(a[b].d), acc);
+    }
+    return _mm_cvtss_f32(acc);
+}
+
+/* 4 rows x 1: lane r for row r. */
+static ALWAYS_INLINE void t_dot_4r(uint32_t type, int64_t n, float out[4], const void *w, size_t w_stride,
+                                   const block_q8_K *a) {
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK_K; b++) {
+        __m128i tot[4];
+        float d[4], dmin[4];
+        for (int r = 0; r < 4; r++) {
+            const kblock k = k_decode(type, row_at(w, w_stride, r), b);
+            tot[r] = t_totals(type, &k, &a[b], k_sumi(type, &k, a[b].qs, 0, N_CHUNKS));
+            d[r] = k.d, dmin[r] = k.dmin;
+        }
+        const __m128i lo01 = _mm_unpacklo_epi32(tot[0], tot[1]), lo23 = _mm_unpacklo_epi32(tot[2], tot[3]);
+        const __m128i s1 = _mm_unpacklo_epi64(lo01, lo23), s2 = _mm_unpackhi_epi64(lo01, lo23);
+        const __m128 r = t_term(type, s1, s2, _mm_loadu_ps(d), _mm_loadu_ps(dmin));
+        acc = _mm_fmadd_ps(r, _mm_set1_ps(a[b].d), acc);
+    }
+    _mm_storeu_ps(out, acc);
+}
+
+/* 1 x 4 columns: lane c for column c, each weight chunk unpacked once. */
+static ALWAYS_INLINE void t_dot_4c(uint32_t type, int64_t n, float out[4], const void *w_row, const void *act,
+                                   size_t act_stride) {
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK_K; b++) {
+        const kblock k = k_decode(type, w_row, b);
+        const block_q8_K *a[4];
+        for (int c = 0; c < 4; c++) a[c] = (const block_q8_K *)row_at(act, act_stride, c) + b;
+        __m256i sumi[4];
+        k_sumi_4c(type, &k, a, 0, N_CHUNKS, sumi);
+        __m128i tot[4];
+        for (int c = 0; c < 4; c++) tot[c] = t_totals(type, &k, a[c], sumi[c]);
+        const __m128i lo01 = _mm_unpacklo_epi32(tot[0], tot[1]), lo23 = _mm_unpacklo_epi32(tot[2], tot[3]);
+        const __m128i s1 = _mm_unpacklo_epi64(lo01, lo23), s2 = _mm_unpackhi_epi64(lo01, lo23);
+        const __m128 r = t_term(type, s1, s2, _mm_set1_ps(k.d), _mm_set1_ps(k.dmin));
+        const __m128 da = _mm_setr_ps(a[0]->d, a[1]->d, a[2]->d, a[3]->d);
+        acc = _mm_fmadd_ps(r, da, acc);
+    }
+    _mm_storeu_ps(out, acc);
+}
+
 /* ------------------------------ Q2_K, Q4_K: ggml_gemv/gemm_q*_K_8x8_q8_K -- */
 
 /* One output per lane, as the repacked kernels keep them: for each part of
@@ -556,14 +638,55 @@ static void dot_4c_q6_K(int64_t n, float s[4], const void *w_row, const void *ac
     v_dot_4c(GGML_TYPE_Q6_K, n, s, w_row, act, act_stride);
 }
 
+/* The batch (tiled-order) kernels of Q3_K, Q5_K, Q6_K; vec_dot_4r where it
+ * measured faster than vec_dot row by row (Q5_K, Q6_K). */
+
+static void tdot_q3_K(int64_t n, float *s, const void *w_row, const void *act_row) {
+    *s = t_dot(GGML_TYPE_Q3_K, n, w_row, act_row);
+}
+
+static void tdot_4c_q3_K(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
+    t_dot_4c(GGML_TYPE_Q3_K, n, s, w_row, act, act_stride);
+}
+
+static void tdot_q5_K(int64_t n, float *s, const void *w_row, const void *act_row) {
+    *s = t_dot(GGML_TYPE_Q5_K, n, w_row, act_row);
+}
+
+static void tdot_4r_q5_K(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    t_dot_4r(GGML_TYPE_Q5_K, n, s, w, w_stride, act_row);
+}
+
+static void tdot_4c_q5_K(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
+    t_dot_4c(GGML_TYPE_Q5_K, n, s, w_row, act, act_stride);
+}
+
+static void tdot_q6_K(int64_t n, float *s, const void *w_row, const void *act_row) {
+    *s = t_dot(GGML_TYPE_Q6_K, n, w_row, act_row);
+}
+
+static void tdot_4r_q6_K(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    t_dot_4r(GGML_TYPE_Q6_K, n, s, w, w_stride, act_row);
+}
+
+static void tdot_4c_q6_K(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
+    t_dot_4c(GGML_TYPE_Q6_K, n, s, w_row, act, act_stride);
+}
+
 /* ----------------------------------------------------------------- table -- */
 
+static const hl_cpu_type_ops avx2_k_batch_ops[] = {
+    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q3_K, NULL, tdot_4c_q3_K, NULL},
+    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q5_K, tdot_4r_q5_K, tdot_4c_q5_K, NULL},
+    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q6_K, tdot_4r_q6_K, tdot_4c_q6_K, NULL},
+};
+
 static const hl_cpu_type_ops avx2_k_ops[] = {
-    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, act_q8_K, dot_q2_K, dot_4r_q2_K, dot_4c_q2_K},
-    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, dot_q3_K, NULL, dot_4c_q3_K},
-    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, act_q8_K, dot_q4_K, dot_4r_q4_K, dot_4c_q4_K},
-    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, dot_q5_K, dot_4r_q5_K, dot_4c_q5_K},
-    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, dot_q6_K, NULL, dot_4c_q6_K},
+    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, act_q8_K, dot_q2_K, dot_4r_q2_K, dot_4c_q2_K, NULL},
+    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, dot_q3_K, NULL, dot_4c_q3_K, &avx2_k_batch_ops[0]},
+    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, act_q8_K, dot_q4_K, dot_4r_q4_K, dot_4c_q4_K, NULL},
+    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, dot_q5_K, dot_4r_q5_K, dot_4c_q5_K, &avx2_k_batch_ops[1]},
+    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, dot_q6_K, NULL, dot_4c_q6_K, &avx2_k_batch_ops[2]},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type) {

@@ -18,7 +18,8 @@ Each case is computed twice through ggml, by ctypes:
   information (it equals mul_mat except for the repacked types).
 For the repacked types, mul_mat runs gemm on the tokens in whole groups of 4
 (ggml's repack forward_mul_mat: tokens 0 .. n_tok - n_tok % 4 - 1) and gemv
-on the rest, in two different float orders.
+on the rest, in two different float orders. The other K-quants take ggml's
+tiled path from 8 tokens on (another order again).
 The activations are also quantized with ggml's from_float of the vec_dot
 type, whose bytes hearth's act_from_float must equal.
 
@@ -32,7 +33,7 @@ File format, all little-endian:
   kind 0 = activations: u32 n, u32 n_tok, float32 x[n_tok][n]
   kind 1 = case: u32 type (ggml id), u32 n, u32 n_rows, u32 n_tok,
            u32 act (index of its activation record, counting from 0),
-           u32 repacked (1 if mul_mat ran ggml's repacked kernels),
+           u32 path (0 vec_dot, 1 repacked gemm/gemv, 2 tiled: see PATH_*),
            u64 w_bytes, u64 a_bytes,
            w[n_rows] rows of `type`, a[n_tok] rows of the vec_dot type,
            float32 mul_mat[n_tok][n_rows], float32 vec_dot[n_tok][n_rows]
@@ -60,6 +61,14 @@ BLOCK = {Q5_0: (32, 22), Q5_1: (32, 24), Q8_0: (32, 34), Q8_1: (32, 36),
 # in ggml-cpu/repack.cpp, for tensors with a multiple of 8 rows).
 FLAGS = open("/proc/cpuinfo").read()
 REPACKED = {Q4_K} | ({Q2_K} if " avx512f " in FLAGS else set())
+
+# Which kernels mul_mat runs (record field `path`): ggml_vec_dot_* (or, for
+# Q5_0, tinyBLAS, in the same per-result order); the repacked gemm/gemv; the
+# tiled K-quant kernels (ggml-cpu/tiled/), which ggml_compute_forward_mul_mat
+# takes from 8 tokens on for K-quant weights that are not repacked.
+PATH_VEC_DOT, PATH_REPACKED, PATH_TILED = 0, 1, 2
+PATH_NAMES = ["vec_dot", "repacked", "tiled"]
+TILED_MIN_BATCH = 8
 
 rng = np.random.default_rng(20251121)
 
@@ -201,8 +210,9 @@ def main():
     # (n, n_tok, n_rows). With the repacked types, tokens in whole groups of 4
     # go through ggml's gemm kernels and the rest through gemv, whose float
     # orders differ; 24 rows run both the 16-column AVX-512 and the 8-column
-    # AVX2 parts of the gemm kernels.
-    shapes = [(256, 1, 8), (512, 5, 24), (2048, 1, 8)]
+    # AVX2 parts of the gemm kernels. With 8 tokens or more, the other
+    # K-quants go through ggml's tiled kernels.
+    shapes = [(256, 1, 8), (512, 9, 24), (1024, 1, 8)]
     records = []
     xs = []
     for i, (n, n_tok, _) in enumerate(shapes):
@@ -215,12 +225,12 @@ def main():
             w = weights(qtype, n, n_rows)
             a = act_quantize(qtype, x)
             repack = qtype in REPACKED
+            path = PATH_REPACKED if repack else PATH_TILED if qtype >= Q2_K and n_tok >= TILED_MIN_BATCH else PATH_VEC_DOT
             ym = mul_mat(qtype, w, x, repack)
             yv = vec_dot(qtype, w, a, n)
             same = np.sum(ym.view(np.uint32) == yv.view(np.uint32))
-            print(f"{name} n={n} tok={n_tok}: mul_mat{' (repacked)' if repack else ''} == vec_dot "
-                  f"in {same}/{ym.size}")
-            head = struct.pack("<32s7I2Q", f"{name}_{n}".encode(), 1, qtype, n, n_rows, n_tok, i, int(repack),
+            print(f"{name} n={n} tok={n_tok}: mul_mat ({PATH_NAMES[path]}) == vec_dot in {same}/{ym.size}")
+            head = struct.pack("<32s7I2Q", f"{name}_{n}".encode(), 1, qtype, n, n_rows, n_tok, i, path,
                                w.nbytes, a.nbytes)
             records.append(head + w.tobytes() + a.tobytes() + ym.tobytes() + yv.tobytes())
     out = HERE / "vec_dot_k_fixtures.bin"
