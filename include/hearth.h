@@ -329,10 +329,10 @@ typedef void (*hearth_quantize_progress_fn)(const hearth_quantize_progress *p, v
 typedef struct hearth_quantize_params {
     hearth_ftype ftype;     /* the mix; default Q8_0 (llama.cpp's default) */
     int32_t n_threads;      /* threads converting rows; 0 = physical cores */
-    /* Allow converting tensors that are already quantized to an equal or
-     * lower type (the result is worse than quantizing the F16/F32 original:
-     * two rounding errors). Default false, as llama-quantize's
-     * --allow-requantize. Converting to a higher type is always refused. */
+    /* Allow converting tensors that are already quantized (the result is
+     * worse than quantizing the F16/F32 original: two rounding errors, and
+     * more bits cannot restore what was lost; it still runs at the speed of
+     * its type). Default false, as llama-quantize's --allow-requantize. */
     bool allow_requantize;
     /* Decide every tensor's type and report it through `progress`, but write
      * nothing (out_path may be NULL); types this build cannot write yet are
@@ -359,8 +359,7 @@ hearth_quantize_params hearth_quantize_default_params(void);
  * failure nothing is left behind. An existing out_path is replaced; out_path
  * may equal in_path. `params` may be NULL for the defaults.
  * Errors: INVALID_ARG (NULL paths, an unknown ftype, n_threads < 0; an input
- * already quantized: always when the mix would give a quantized tensor more
- * bits per weight than it has, otherwise unless allow_requantize), IO (input
+ * already quantized, unless allow_requantize), IO (input
  * missing or unreadable; output folder missing or not writable, out_path a
  * directory; a write failed, e.g. disk full; the message names the path),
  * FORMAT (input not GGUF, truncated, hostile: the reader's message; a tensor

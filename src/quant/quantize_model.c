@@ -156,24 +156,24 @@ static const char *input_kind(const quantizer *q, char buf[16]) {
     return upper_name(best, buf);
 }
 
-/* Converting a quantized tensor again: to more bits cannot bring back what
- * was rounded away (refused); to as many or fewer compounds two rounding
- * errors (llama.cpp's "requantizing from type %s is disabled" unless
- * --allow-requantize; here allowed with allow_requantize, with a warning). */
+/* Converting a quantized tensor again cannot bring back what was rounded away
+ * (to more bits) and compounds two rounding errors (to as many or fewer), so
+ * it is refused unless allow_requantize (llama.cpp's --allow-requantize),
+ * which still has uses: a requantized file has the speed of the real one. */
 static hearth_status check_requantize(const quantizer *q) {
-    bool requant = false;
+    bool requant = false, more_bits = false;
     for (size_t i = 0; i < q->n; i++) {
         const hl_mix_tensor *t = &q->plan[i];
         if (t->new_type == t->type || !is_quantized(t->type)) continue;
-        char kind[16];
-        if (bits_per_weight(t->new_type) > bits_per_weight(t->type))
-            return hl_fail(HEARTH_ERR_INVALID_ARG, "input is already %s; quantizing it to %s cannot "
-                           "restore precision: start from an F16/F32/BF16 file", input_kind(q, kind),
-                           hl_mix_name(q->mix));
         requant = true;
+        more_bits |= bits_per_weight(t->new_type) > bits_per_weight(t->type);
     }
     if (!requant) return HEARTH_OK;
     char kind[16];
+    if (!q->p->allow_requantize && more_bits)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "input is already %s; quantizing it to %s cannot "
+                       "restore precision: start from an F16/F32/BF16 file", input_kind(q, kind),
+                       hl_mix_name(q->mix));
     if (!q->p->allow_requantize)
         return hl_fail(HEARTH_ERR_INVALID_ARG, "input is already %s; requantizing it to %s adds a "
                        "second rounding error: start from an F16/F32/BF16 file, or allow it "

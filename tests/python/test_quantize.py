@@ -339,10 +339,13 @@ def test_requantize_to_more_bits_refused(run_hearth, tmp_path):
     err = one_line_error(run_hearth("quantize", TINY_DIR / "tiny-q4_1.gguf", tmp_path / "o.gguf", "Q8_0"))
     assert err == ("hearth quantize: input is already Q4_1; quantizing it to Q8_0 cannot restore precision: "
                    "start from an F16/F32/BF16 file")
-    err = one_line_error(run_hearth("quantize", TINY_DIR / "tiny-q8_0.gguf", tmp_path / "o.gguf", "F16",
-                                    "--allow-requantize"))
+    err = one_line_error(run_hearth("quantize", TINY_DIR / "tiny-q8_0.gguf", tmp_path / "o.gguf", "F16"))
     assert "input is already Q8_0; quantizing it to F16 cannot restore precision" in err
     assert files_in(tmp_path) == []
+    # allowed on request (a requantized file still measures the speed of the type), with a warning
+    res = run_hearth("quantize", TINY_DIR / "tiny-q4_1.gguf", tmp_path / "o.gguf", "Q8_0", "--allow-requantize")
+    assert res.returncode == 0 and "requantizing" in res.stderr.decode()
+    assert files_in(tmp_path) == ["o.gguf"]
 
 
 def test_requantize_to_fewer_bits_needs_leave(run_hearth, tmp_path):
