@@ -16,15 +16,22 @@ weights: every matrix is read once per token; with tied embeddings the
 embedding matrix is read once, as the output matrix) x tok/s, and that as a
 fraction of the bandwidth.
 
-Usage: python3 bench/compare_llama_cpp.py [MODEL ...] [--threads N] [--reps R]
-           [--bandwidth GBPS] [--wait-idle LOAD] [--save FILE]
+With --rounds K the engines run in turn K times (ABBA order) and the samples
+are pooled: generation speed follows the machine's memory bandwidth, which on
+a shared host drifts over minutes, and taking turns exposes both engines to
+the same drift.
+
+Usage: python3 bench/compare_llama_cpp.py [MODEL ...] [--threads N] [--reps R] [--rounds K]
+           [--bandwidth GBPS] [--wait-idle FRACTION] [--save FILE]
 Needs: build/hearth (scripts/build.sh; --hearth for another) and llama-bench
 (bench/build_llama_cpp.sh).
 """
 import argparse
 import json
 import os
+import resource
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -34,27 +41,82 @@ ROOT = Path(__file__).resolve().parents[1]
 TESTS = (("pp", 512), ("tg", 128))
 
 
-def wait_for_idle(max_load, timeout=1800):
-    """Waits until the 1-minute load average is below max_load (other work on
-    the machine skews timings); gives up after `timeout` seconds with a note."""
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_times():
+    """(total, busy) CPU time of the machine so far, in seconds (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:8]]
+    return sum(fields) / TICK, (sum(fields) - fields[3] - fields[4]) / TICK  # idle, iowait
+
+
+def cpu_busy(seconds=5.0):
+    """Fraction of all CPUs' time spent busy over the next `seconds`."""
+    t0, b0 = cpu_times()
+    time.sleep(seconds)
+    t1, b1 = cpu_times()
+    return (b1 - b0) / max(t1 - t0, 1e-9)
+
+
+def wait_for_idle(max_busy, timeout=1800):
+    """Waits until the CPUs are busy less than max_busy of the time over 5 s
+    (other work on the machine skews timings; the load average reacts too slowly
+    to tell others' work from our last run); gives up after `timeout` s with a note.
+    Returns the busy fraction seen last."""
     t0 = time.monotonic()
-    while os.getloadavg()[0] >= max_load:
+    while (busy := cpu_busy()) >= max_busy:
         if time.monotonic() - t0 > timeout:
-            print(f"note: load average still {os.getloadavg()[0]:.2f} after {timeout} s; measuring anyway",
-                  file=sys.stderr)
-            return
-        time.sleep(10)
+            print(f"note: CPUs still {100 * busy:.0f}% busy after {timeout} s; measuring anyway", file=sys.stderr)
+            break
+    return busy
 
 
 def run_bench(cmd):
-    """Runs a bench command with -o json; returns {"pp": row, "tg": row}."""
+    """Runs a bench command with -o json; returns ({"pp": row, "tg": row}, the
+    fraction of the machine's CPU time that other processes used meanwhile)."""
+    t0, b0 = cpu_times()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = subprocess.run(cmd, capture_output=True, text=True)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t1, b1 = cpu_times()
     if res.returncode != 0:
         raise SystemExit(f"{shlex.join(cmd)} failed ({res.returncode}):\n{res.stderr[-2000:]}")
+    ours = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
+    others = max(0.0, (b1 - b0) - ours) / max(t1 - t0, 1e-9)
     rows = {}
     for row in json.loads(res.stdout):
         rows["pp" if row["n_prompt"] else "tg"] = row
-    return rows
+    return rows, others
+
+
+def measure(cmd, args):
+    """run_bench, waiting for an idle machine first and repeating (up to
+    --tries times) while other processes took more than --wait-idle of the
+    CPUs during the run. Returns (rows, others' share of the CPUs)."""
+    for attempt in range(args.tries if args.wait_idle else 1):
+        if args.wait_idle:
+            wait_for_idle(args.wait_idle)
+        print(f"running: {shlex.join(cmd)}", file=sys.stderr)
+        rows, others = run_bench(cmd)
+        if not args.wait_idle or others < args.wait_idle:
+            break
+        print(f"note: other processes used {100 * others:.0f}% of the CPUs during the run; again", file=sys.stderr)
+    return rows, others
+
+
+def pool(runs):
+    """One row per test from several runs of a bench command: every sample
+    kept, mean and sample sd recomputed over all of them."""
+    out = {}
+    for name in runs[0]:
+        row = dict(runs[0][name])
+        for key in ("samples_ns", "samples_ts"):
+            row[key] = [x for r in runs for x in r[name][key]]
+        ts = row["samples_ts"]
+        row["avg_ts"] = statistics.mean(ts)
+        row["stddev_ts"] = statistics.stdev(ts) if len(ts) > 1 else 0.0
+        out[name] = row
+    return out
 
 
 def bench_args(args):
@@ -109,30 +171,38 @@ def main():
     ap.add_argument("--hearth", default=str(ROOT / "build/hearth"))
     ap.add_argument("--llama-bench", default=None, help="default: bench/build_llama_cpp.sh's binary")
     ap.add_argument("--bandwidth", type=float, default=None, help="measured read bandwidth, GB/s (bench/membw.c)")
-    ap.add_argument("--wait-idle", type=float, default=None, metavar="LOAD",
-                    help="before each engine's run, wait for a 1-minute load average below LOAD")
+    ap.add_argument("--wait-idle", type=float, default=None, metavar="FRACTION",
+                    help="before each engine's run, wait until the CPUs are busy less than FRACTION of 5 s (e.g. "
+                         "0.05), and run again if other processes used more than FRACTION of them meanwhile")
+    ap.add_argument("--tries", type=int, default=5, help="runs at most, with --wait-idle (default 5)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run the two engines in turn this many times and pool the samples (default 1); on a "
+                         "machine whose memory bandwidth drifts (a shared host) this keeps both under like conditions")
     ap.add_argument("--save", type=Path, default=None, help="write every row of both engines (JSON) here")
     args = ap.parse_args()
     lb = args.llama_bench or subprocess.run([str(ROOT / "bench/build_llama_cpp.sh")], capture_output=True, text=True,
                                             check=True).stdout.strip()
 
-    results, commands, loads = [], [], []
+    results, commands, busy = [], [], []
     for model in args.models:
-        cmds = ([lb, "-m", str(model), *bench_args(args)], [args.hearth, "bench", str(model), *bench_args(args)])
-        rows = []
-        for cmd in cmds:
-            if args.wait_idle:
-                wait_for_idle(args.wait_idle)
-            loads.append(os.getloadavg()[0])
-            commands.append(shlex.join(cmd))
-            print(f"running: {commands[-1]}", file=sys.stderr)
-            rows.append(run_bench(cmd))
-        results.append((model, rows[1], rows[0]))
+        cmds = {"llama.cpp": [lb, "-m", str(model), *bench_args(args)],
+                "hearth": [args.hearth, "bench", str(model), *bench_args(args)]}
+        commands += [shlex.join(c) for c in cmds.values()]
+        runs = {"llama.cpp": [], "hearth": []}
+        for rnd in range(args.rounds):
+            # llama.cpp first in even rounds, hearth first in odd ones, so slow drifts
+            # in the machine's speed weigh on both alike
+            for engine in (("llama.cpp", "hearth") if rnd % 2 == 0 else ("hearth", "llama.cpp")):
+                rows, others = measure(cmds[engine], args)
+                runs[engine].append(rows)
+                busy.append(others)
+        results.append((model, pool(runs["hearth"]), pool(runs["llama.cpp"])))
 
     print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs, {args.threads} threads; "
-          f"date: {time.strftime('%Y-%m-%d %H:%M %Z')}; load average before the runs: "
-          f"{min(loads):.2f}..{max(loads):.2f}")
-    print(f"llama.cpp: llama-bench ({lb}); hearth: {args.hearth}; {args.reps} repetitions")
+          f"date: {time.strftime('%Y-%m-%d %H:%M %Z')}; 1-min load average "
+          f"{os.getloadavg()[0]:.2f} now; other processes' share of the CPUs during each run: {', '.join(f'{100 * b:.1f}%' for b in busy)}")
+    print(f"llama.cpp: llama-bench ({lb}); hearth: {args.hearth}; {args.rounds} round(s) of {args.reps} "
+          f"repetitions per engine, in turn")
     print("commands:")
     for c in commands:
         print(f"    {c}")
