@@ -158,11 +158,15 @@ static const hl_cpu_type_ops scalar_ops[] = {
     {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q5_1_q8_1, NULL, NULL, NULL},
 };
 
+const hl_cpu_type_ops *hl_cpu_ops_in(const hl_cpu_type_ops *table, size_t n, uint32_t type) {
+    for (size_t i = 0; i < n; i++)
+        if (table[i].type == type) return &table[i];
+    return NULL;
+}
+
 const hl_cpu_type_ops *hl_cpu_ops_scalar_find(uint32_t type) {
-    for (size_t i = 0; i < sizeof scalar_ops / sizeof scalar_ops[0]; i++) {
-        if (scalar_ops[i].type == type) return &scalar_ops[i];
-    }
-    return hl_cpu_ops_scalar_k_find(type);
+    const hl_cpu_type_ops *ops = hl_cpu_ops_in(scalar_ops, sizeof scalar_ops / sizeof scalar_ops[0], type);
+    return ops ? ops : hl_cpu_ops_scalar_k_find(type);
 }
 
 const hl_cpu_type_ops *hl_cpu_type_ops_at(uint32_t type, hl_cpu_level level) {

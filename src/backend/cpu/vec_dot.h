@@ -127,6 +127,9 @@ const hl_cpu_type_ops *hl_cpu_type_ops_scalar(uint32_t type);
 
 /* The per-level tables, implemented in vec_dot.c, vec_dot_avx2.c, ... Each
  * returns NULL for a type it has no kernels for. */
+/* The entry of `type` in a table of n kernel sets, or NULL. */
+const hl_cpu_type_ops *hl_cpu_ops_in(const hl_cpu_type_ops *table, size_t n, uint32_t type);
+
 const hl_cpu_type_ops *hl_cpu_ops_scalar_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type);
 

@@ -449,8 +449,6 @@ static const hl_cpu_type_ops avx2_ops[] = {
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type) {
-    for (size_t i = 0; i < sizeof avx2_ops / sizeof avx2_ops[0]; i++) {
-        if (avx2_ops[i].type == type) return &avx2_ops[i];
-    }
-    return hl_cpu_ops_avx2_k_find(type);
+    const hl_cpu_type_ops *ops = hl_cpu_ops_in(avx2_ops, sizeof avx2_ops / sizeof avx2_ops[0], type);
+    return ops ? ops : hl_cpu_ops_avx2_k_find(type);
 }

@@ -153,8 +153,5 @@ static const hl_cpu_type_ops scalar_k_ops[] = {
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type) {
-    for (size_t i = 0; i < sizeof scalar_k_ops / sizeof scalar_k_ops[0]; i++) {
-        if (scalar_k_ops[i].type == type) return &scalar_k_ops[i];
-    }
-    return NULL;
+    return hl_cpu_ops_in(scalar_k_ops, sizeof scalar_k_ops / sizeof scalar_k_ops[0], type);
 }

@@ -690,8 +690,5 @@ static const hl_cpu_type_ops avx2_k_ops[] = {
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type) {
-    for (size_t i = 0; i < sizeof avx2_k_ops / sizeof avx2_k_ops[0]; i++) {
-        if (avx2_k_ops[i].type == type) return &avx2_k_ops[i];
-    }
-    return NULL;
+    return hl_cpu_ops_in(avx2_k_ops, sizeof avx2_k_ops / sizeof avx2_k_ops[0], type);
 }
