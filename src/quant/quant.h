@@ -138,6 +138,19 @@ _Static_assert(sizeof(block_q8_1) == 36, "block_q8_1 layout");
 _Static_assert(sizeof(block_q5_0) == 22, "block_q5_0 layout");
 _Static_assert(sizeof(block_q5_1) == 24, "block_q5_1 layout");
 
+/* The element of largest magnitude, with its sign (the first one on ties):
+ * the scale of the symmetric legacy quantizers (Q4_0, Q5_0). */
+static inline float hl_signed_absmax(const float *x, int n) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < n; j++) {
+        if (amax < (x[j] < 0 ? -x[j] : x[j])) {
+            amax = x[j] < 0 ? -x[j] : x[j];
+            max = x[j];
+        }
+    }
+    return max;
+}
+
 /* ------------------------------------------------------------ traits -- */
 
 /* Converts a row of n elements (n a multiple of the type's block size). */

@@ -50,13 +50,7 @@ void hl_q5_0_from_float(const float *src, void *dst, int64_t n) {
     block_q5_0 *y = dst;
     int q[HL_QK];
     for (int64_t b = 0; b < n / HL_QK; b++, src += HL_QK) {
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < HL_QK; j++) {
-            if (amax < fabsf(src[j])) {
-                amax = fabsf(src[j]);
-                max = src[j];
-            }
-        }
+        const float max = hl_signed_absmax(src, HL_QK);
         const float d = max / -16;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         y[b].d = hl_fp32_to_fp16(d);
