@@ -25,11 +25,20 @@ typedef struct hl_tensor {
     hl_backend *backend;
 } hl_tensor;
 
+/* How rotary embeddings pair dimensions, with ggml's mode numbers. */
+typedef enum hl_rope_mode {
+    HL_ROPE_NORMAL = 0, /* pairs (x[2i], x[2i+1]): llama, mistral */
+    HL_ROPE_NEOX = 2,   /* pairs (x[i], x[i + n_rot/2]): GPT-NeoX, qwen2, qwen3, gemma3 */
+} hl_rope_mode;
+
 /* Rotary position embedding parameters (RoFormer, Su et al. 2021,
- * arXiv:2104.09864), "normal" mode as llama.cpp: pairs (x[2i], x[2i+1]) are
- * rotated by pos * freq_scale * base^(-2i/n_rot). */
+ * arXiv:2104.09864) as llama.cpp applies them: pair i of a head is rotated by
+ * theta_i = pos * freq_scale * base^(-2i/n_rot) / ff[i], where ff are the
+ * optional per-pair frequency factors (Llama 3 rope scaling stores them in
+ * the GGUF as rope_freqs.weight; 1 when absent). */
 typedef struct hl_rope_params {
     int32_t n_rot;      /* dimensions rotated per head (<= head_dim, even) */
+    int32_t mode;       /* hl_rope_mode */
     float freq_base;    /* theta base, e.g. 10000 */
     float freq_scale;   /* 1 / linear scaling factor */
 } hl_rope_params;
@@ -46,6 +55,8 @@ typedef struct hl_attn_args {
     hl_tensor *out;           /* F32 {head_dim * n_head, n_tokens} */
     int32_t n_head, n_head_kv, head_dim;
     int32_t pos0;             /* position of the first query token */
+    int32_t n_swa;            /* sliding window: query at position p sees keys at
+                                 positions > p - n_swa; 0 = the whole causal past */
     float scale;              /* usually 1/sqrt(head_dim) */
 } hl_attn_args;
 
@@ -62,21 +73,30 @@ typedef struct hl_backend_i {
 
     /* out {d, n} F32 = rows ids[0..n) of table {d, n_rows} (any type) */
     void (*get_rows)(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
-    /* y = x / sqrt(mean(x^2) + eps) * w, per row (Zhang & Sennrich 2019,
-     * arXiv:1910.07467); x, y F32 {d, n}; w F32 {d}; y may alias x */
+    /* y = x / sqrt(mean(x^2) + eps) * w over each run of d = w->ne[0]
+     * elements (Zhang & Sennrich 2019, arXiv:1910.07467); x, y F32 with
+     * ne[0] a multiple of d (a row, or every head of a row for QK-norm);
+     * w F32 {d}; y may alias x */
     void (*rms_norm)(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
     /* y {d_out, n} F32 = x {d_in, n} F32 times w {d_in, d_out}^T (any supported type) */
     void (*matmul)(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
-    /* in place on x F32 {head_dim * n_head, n}; token t at position pos0 + t */
-    void (*rope)(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p);
+    /* in place on x F32 {head_dim * n_head, n}; token t at position pos0 + t;
+     * freq_factors F32 {n_rot / 2} or NULL */
+    void (*rope)(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p,
+                 const hl_tensor *freq_factors);
     /* writes rows src F32 {d, n} into cache {d, n_ctx} (its own type) at rows [pos0, pos0+n) */
     void (*store_rows)(hl_backend *b, const hl_tensor *src, hl_tensor *cache, int32_t pos0);
     void (*attention)(hl_backend *b, const hl_attn_args *args);
     /* gate = silu(gate) * up, elementwise over F32 tensors of equal shape
      * (SwiGLU, Shazeer 2020, arXiv:2002.05202) */
     void (*swiglu)(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
-    /* x += y, F32 tensors of equal shape */
+    /* gate = gelu(gate) * up with GELU's tanh approximation (GeGLU, Shazeer
+     * 2020; Hendrycks & Gimpel 2016, arXiv:1606.08415), as swiglu */
+    void (*geglu)(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+    /* x += y; x F32 {d, n}; y F32 {d, n}, or {d} added to every column (a bias) */
     void (*add)(hl_backend *b, hl_tensor *x, const hl_tensor *y);
+    /* x *= s, F32 */
+    void (*scale)(hl_backend *b, hl_tensor *x, float s);
     /* waits for every op issued so far */
     void (*synchronize)(hl_backend *b);
 } hl_backend_i;

@@ -44,6 +44,7 @@ static hearth_status read_hparams(const gguf_file *f, hl_hparams *hp) {
     hp->n_head_kv = hp->n_head;
     HL_TRY(get_u32(f, "llama.attention.head_count_kv", false, &hp->n_head_kv));
     hp->norm_eps = 1e-5f;
+    hp->embd_scale = 1.0f;
     HL_TRY(gguf_get_f32(f, "llama.attention.layer_norm_rms_epsilon", false, &hp->norm_eps));
 
     if (hp->n_embd < 1 || hp->n_layer < 1 || hp->n_layer > MAX_LAYERS || hp->n_ff < 1 || hp->n_head < 1 ||
@@ -66,7 +67,7 @@ static hearth_status read_hparams(const gguf_file *f, hl_hparams *hp) {
     if (!(hp->norm_eps > 0.0f) || !isfinite(hp->norm_eps))
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: llama.attention.layer_norm_rms_epsilon = %g must be > 0", hp->norm_eps);
 
-    hp->rope = (hl_rope_params){.n_rot = hp->head_dim, .freq_base = 10000.0f, .freq_scale = 1.0f};
+    hp->rope = (hl_rope_params){.n_rot = hp->head_dim, .mode = HL_ROPE_NORMAL, .freq_base = 10000.0f, .freq_scale = 1.0f};
     HL_TRY(get_u32(f, "llama.rope.dimension_count", false, &hp->rope.n_rot));
     HL_TRY(gguf_get_f32(f, "llama.rope.freq_base", false, &hp->rope.freq_base));
     if (hp->rope.n_rot < 2 || hp->rope.n_rot > hp->head_dim || hp->rope.n_rot % 2)
@@ -115,59 +116,38 @@ static hearth_status llama_load(hearth_model *m) {
     return HEARTH_OK;
 }
 
-/* A view of rows [r, r+n) of a 2-D activation. */
-static hl_tensor rows_of(const hl_tensor *t, int64_t r, int64_t n) {
-    hl_tensor v = *t;
-    v.data = (float *)t->data + r * t->ne[0];
-    v.ne[1] = n;
-    return v;
-}
-
-static void llama_forward(const hearth_model *m, hl_backend *b, hl_work *w, const int32_t *tokens, int32_t n,
-                          int32_t pos0, bool logits) {
+static void llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il, int32_t pos0) {
     const hl_hparams *hp = &m->hp;
     const hl_backend_i *op = b->iface;
-    hl_tensor *acts[] = {&w->x, &w->xb, &w->q, &w->k, &w->v, &w->att, &w->gate, &w->up};
-    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) acts[i]->ne[1] = n;
-
-    op->get_rows(b, &m->tok_embd, tokens, &w->x);
-    for (int32_t il = 0; il < hp->n_layer; il++) {
-        const hl_layer *l = &m->layers[il];
-        /* attention block */
-        op->rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb);
-        op->matmul(b, &l->wq, &w->xb, &w->q);
-        op->matmul(b, &l->wk, &w->xb, &w->k);
-        op->matmul(b, &l->wv, &w->xb, &w->v);
-        op->rope(b, &w->q, hp->n_head, pos0, &hp->rope);
-        op->rope(b, &w->k, hp->n_head_kv, pos0, &hp->rope);
-        op->store_rows(b, &w->k, &w->k_cache[il], pos0);
-        op->store_rows(b, &w->v, &w->v_cache[il], pos0);
-        hl_attn_args args = {
-            .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
-            .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-            .pos0 = pos0, .scale = 1.0f / sqrtf((float)hp->head_dim),
-        };
-        op->attention(b, &args);
-        op->matmul(b, &l->wo, &w->att, &w->xb);
-        op->add(b, &w->x, &w->xb);
-        /* feed-forward block */
-        op->rms_norm(b, &w->x, &l->ffn_norm, hp->norm_eps, &w->xb);
-        op->matmul(b, &l->ffn_gate, &w->xb, &w->gate);
-        op->matmul(b, &l->ffn_up, &w->xb, &w->up);
-        op->swiglu(b, &w->gate, &w->up);
-        op->matmul(b, &l->ffn_down, &w->gate, &w->xb);
-        op->add(b, &w->x, &w->xb);
-    }
-    if (logits) {
-        hl_tensor last_in = rows_of(&w->x, n - 1, 1);
-        op->rms_norm(b, &last_in, &m->output_norm, hp->norm_eps, &w->last);
-        op->matmul(b, &m->output, &w->last, &w->logits);
-    }
-    op->synchronize(b);
+    const hl_layer *l = &m->layers[il];
+    /* attention block */
+    op->rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb);
+    op->matmul(b, &l->wq, &w->xb, &w->q);
+    op->matmul(b, &l->wk, &w->xb, &w->k);
+    op->matmul(b, &l->wv, &w->xb, &w->v);
+    op->rope(b, &w->q, hp->n_head, pos0, &hp->rope, NULL);
+    op->rope(b, &w->k, hp->n_head_kv, pos0, &hp->rope, NULL);
+    op->store_rows(b, &w->k, &w->k_cache[il], pos0);
+    op->store_rows(b, &w->v, &w->v_cache[il], pos0);
+    hl_attn_args args = {
+        .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
+        .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
+        .pos0 = pos0, .n_swa = 0, .scale = 1.0f / sqrtf((float)hp->head_dim),
+    };
+    op->attention(b, &args);
+    op->matmul(b, &l->wo, &w->att, &w->xb);
+    op->add(b, &w->x, &w->xb);
+    /* feed-forward block */
+    op->rms_norm(b, &w->x, &l->ffn_norm, hp->norm_eps, &w->xb);
+    op->matmul(b, &l->ffn_gate, &w->xb, &w->gate);
+    op->matmul(b, &l->ffn_up, &w->xb, &w->up);
+    op->swiglu(b, &w->gate, &w->up);
+    op->matmul(b, &l->ffn_down, &w->gate, &w->xb);
+    op->add(b, &w->x, &w->xb);
 }
 
 const hl_arch hl_arch_llama = {
     .name = "llama",
     .load = llama_load,
-    .forward = llama_forward,
+    .layer = llama_layer,
 };

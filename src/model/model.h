@@ -19,16 +19,29 @@ typedef struct hl_hparams {
     int32_t head_dim;     /* n_embd / n_head unless the file says otherwise */
     int32_t n_ff;
     float norm_eps;       /* RMSNorm epsilon */
+    float embd_scale;     /* token embeddings are multiplied by it (gemma: sqrt(n_embd)); 1 = none */
     hl_rope_params rope;
 } hl_hparams;
 
-/* Weights of one transformer block (llama layout). */
+/* Weights of one transformer block. Shapes (ggml order, ne0 first):
+ *   attn_norm, ffn_norm                F32 {n_embd}
+ *   wq {n_embd, n_head*hd}   wk, wv {n_embd, n_head_kv*hd}   wo {n_head*hd, n_embd}
+ *   ffn_gate, ffn_up {n_embd, n_ff}    ffn_down {n_ff, n_embd}
+ * and, where the architecture has them (data NULL when absent):
+ *   bq {n_head*hd}, bk, bv {n_head_kv*hd}  F32 biases (qwen2)
+ *   attn_q_norm, attn_k_norm {hd}          F32 per-head RMSNorm (qwen3, gemma3)
+ *   attn_post_norm, ffn_post_norm {n_embd} F32 norms after each block (gemma3)
+ *   rope_freqs {n_rot/2}                   F32 rope frequency factors (llama 3)
+ * HL_LAYER_TENSORS lists every field, so code that moves whole layers
+ * (placement, upload to a device) visits each without naming them. */
+#define HL_LAYER_TENSORS(X)                                                                              \
+    X(attn_norm) X(wq) X(wk) X(wv) X(wo) X(bq) X(bk) X(bv) X(attn_q_norm) X(attn_k_norm) X(attn_post_norm) \
+    X(ffn_norm) X(ffn_gate) X(ffn_up) X(ffn_down) X(ffn_post_norm) X(rope_freqs)
+
 typedef struct hl_layer {
-    hl_tensor attn_norm;            /* F32 {n_embd} */
-    hl_tensor wq, wk, wv, wo;       /* {n_embd, n_head*hd}, {n_embd, n_head_kv*hd} x2, {n_head*hd, n_embd} */
-    hl_tensor ffn_norm;             /* F32 {n_embd} */
-    hl_tensor ffn_gate, ffn_up;     /* {n_embd, n_ff} */
-    hl_tensor ffn_down;             /* {n_ff, n_embd} */
+#define HL_LAYER_FIELD(name) hl_tensor name;
+    HL_LAYER_TENSORS(HL_LAYER_FIELD)
+#undef HL_LAYER_FIELD
 } hl_layer;
 
 /* Activations of one forward pass and the KV cache, allocated by the context
@@ -53,11 +66,10 @@ typedef struct hl_arch {
     const char *name; /* general.architecture */
     /* Reads hyperparameters and binds weights. Errors: FORMAT, UNSUPPORTED. */
     hearth_status (*load)(hearth_model *m);
-    /* Runs n tokens at positions [pos0, pos0+n), filling the KV cache; with
-     * `logits`, also writes the logits of the last token into w->logits (a
-     * long prompt's earlier passes skip the output matrix). */
-    void (*forward)(const hearth_model *m, hl_backend *b, hl_work *w, const int32_t *tokens, int32_t n,
-                    int32_t pos0, bool logits);
+    /* Runs block `il` on the residual stream w->x {n_embd, n} of the tokens at
+     * positions [pos0, pos0 + n), in place, writing their keys and values into
+     * the layer's KV cache. Every tensor it touches lives on backend b. */
+    void (*layer)(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il, int32_t pos0);
 } hl_arch;
 
 struct hearth_model {
@@ -76,6 +88,14 @@ struct hearth_model {
 
 /* The architectures hearth knows, for lookup by name. */
 extern const hl_arch hl_arch_llama;
+
+/* Runs n tokens at positions [pos0, pos0+n) through the model: embedding
+ * lookup (times hp.embd_scale), every block by m->arch->layer, and with
+ * `logits` the final norm and output matrix of the last token into
+ * w->logits (a long prompt's earlier passes skip the output matrix).
+ * Returns after the backend has finished. */
+void hl_model_forward(const hearth_model *m, hl_backend *b, hl_work *w, const int32_t *tokens, int32_t n, int32_t pos0,
+                      bool logits);
 
 /* Binds tensor `name` to *t after checking its shape is {ne0, ne1} (ne1 = 1 for
  * vectors) and that hearth can compute its type. Errors: FORMAT (missing tensor,

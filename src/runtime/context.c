@@ -146,7 +146,7 @@ hearth_status hearth_decode(hearth_context *c, const int32_t *tokens, uint32_t n
                        n_tokens, c->n_past, c->params.n_ctx);
     for (uint32_t done = 0; done < n_tokens;) {
         uint32_t n = n_tokens - done < c->params.n_batch ? n_tokens - done : c->params.n_batch;
-        c->model->arch->forward(c->model, c->backend, &c->work, tokens + done, (int32_t)n, (int32_t)c->n_past,
+        hl_model_forward(c->model, c->backend, &c->work, tokens + done, (int32_t)n, (int32_t)c->n_past,
                                 done + n == n_tokens);
         c->n_past += n;
         done += n;

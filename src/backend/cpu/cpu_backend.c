@@ -55,6 +55,7 @@ static const hl_backend_i cpu_iface = {
     .attention = hl_cpu_attention,
     .swiglu = hl_cpu_swiglu,
     .add = hl_cpu_add,
+    .scale = hl_cpu_scale,
     .synchronize = cpu_synchronize,
 };
 

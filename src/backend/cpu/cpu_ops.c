@@ -52,10 +52,10 @@ typedef struct norm_task {
 
 static void rms_norm_run(void *arg, int ith, int nth) {
     norm_task *t = arg;
-    const int64_t d = t->x->ne[0];
+    const int64_t d = t->w->ne[0]; /* a row, or one head of a row (QK-norm) */
     const float *w = t->w->data;
     long long r0, r1;
-    hl_split(t->x->ne[1], ith, nth, &r0, &r1);
+    hl_split(hl_tensor_nelements(t->x) / d, ith, nth, &r0, &r1);
     for (long long r = r0; r < r1; r++) {
         const float *x = (const float *)t->x->data + r * d;
         float *y = (float *)t->y->data + r * d;
@@ -113,7 +113,9 @@ static void rope_run(void *arg, int ith, int nth) {
     }
 }
 
-void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p) {
+void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p,
+                 const hl_tensor *freq_factors) {
+    (void)freq_factors; /* TODO(arch helper): NEOX mode and frequency factors */
     rope_task t = {x, n_head, pos0, p};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(x)), rope_run, &t);
 }
@@ -144,12 +146,13 @@ void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache, in
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(src)), store_rows_run, &t);
 }
 
-/* ---- element-wise: swiglu, add */
+/* ---- element-wise: swiglu, add, scale */
 
 typedef struct binary_task {
     float *x;
     const float *y;
-    int64_t n;
+    int64_t n, y_n; /* y repeats every y_n elements (a bias) or y_n == n */
+    float s;
 } binary_task;
 
 /* silu(gate) * up row by row, as ggml_vec_swiglu_f32 is applied per row:
@@ -172,7 +175,17 @@ static void add_run(void *arg, int ith, int nth) {
     binary_task *t = arg;
     long long i0, i1;
     hl_split(t->n, ith, nth, &i0, &i1);
-    for (long long i = i0; i < i1; i++) t->x[i] += t->y[i];
+    if (t->y_n == t->n)
+        for (long long i = i0; i < i1; i++) t->x[i] += t->y[i];
+    else
+        for (long long i = i0; i < i1; i++) t->x[i] += t->y[i % t->y_n];
+}
+
+static void scale_run(void *arg, int ith, int nth) {
+    binary_task *t = arg;
+    long long i0, i1;
+    hl_split(t->n, ith, nth, &i0, &i1);
+    for (long long i = i0; i < i1; i++) t->x[i] *= t->s;
 }
 
 void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
@@ -182,6 +195,11 @@ void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
 }
 
 void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y) {
-    binary_task t = {x->data, y->data, hl_tensor_nelements(x)};
+    binary_task t = {x->data, y->data, hl_tensor_nelements(x), hl_tensor_nelements(y), 0.0f};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, t.n), add_run, &t);
+}
+
+void hl_cpu_scale(hl_backend *b, hl_tensor *x, float s) {
+    binary_task t = {x->data, NULL, hl_tensor_nelements(x), 0, s};
+    hl_pool_run(cpu_of(b)->pool, threads_for(b, t.n), scale_run, &t);
 }

@@ -1,0 +1,30 @@
+/* The forward pass shared by every architecture: embedding lookup, the
+ * blocks in order (each architecture supplies its block), then the final
+ * norm and output matrix for the last token. */
+#include "model/model.h"
+
+/* A view of rows [r, r+n) of a 2-D activation. */
+static hl_tensor rows_of(const hl_tensor *t, int64_t r, int64_t n) {
+    hl_tensor v = *t;
+    v.data = (float *)t->data + r * t->ne[0];
+    v.ne[1] = n;
+    return v;
+}
+
+void hl_model_forward(const hearth_model *m, hl_backend *b, hl_work *w, const int32_t *tokens, int32_t n, int32_t pos0,
+                      bool logits) {
+    const hl_hparams *hp = &m->hp;
+    const hl_backend_i *op = b->iface;
+    hl_tensor *acts[] = {&w->x, &w->xb, &w->q, &w->k, &w->v, &w->att, &w->gate, &w->up};
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) acts[i]->ne[1] = n;
+
+    op->get_rows(b, &m->tok_embd, tokens, &w->x);
+    if (hp->embd_scale != 1.0f) op->scale(b, &w->x, hp->embd_scale);
+    for (int32_t il = 0; il < hp->n_layer; il++) m->arch->layer(m, b, w, il, pos0);
+    if (logits) {
+        hl_tensor last_in = rows_of(&w->x, n - 1, 1);
+        op->rms_norm(b, &last_in, &m->output_norm, hp->norm_eps, &w->last);
+        op->matmul(b, &m->output, &w->last, &w->logits);
+    }
+    op->synchronize(b);
+}
