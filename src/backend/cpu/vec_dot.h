@@ -93,6 +93,33 @@ typedef void (*hl_vec_dot_4r_fn)(int64_t n, float s[4], const void *w, size_t w_
 typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const void *act,
                                  size_t act_stride);
 
+/* Panels, for matrix-matrix products of at least HL_CPU_PANEL_MIN tokens:
+ * HL_PANEL_ROWS consecutive weight rows are repacked once per matmul into a
+ * per-thread buffer (at most HL_PANEL_BYTES(n) bytes), in a layout where
+ * one SIMD lane holds one row, and then multiplied with every token of the
+ * batch. pack_panel writes the panel of the rows at w, w + w_stride, ...;
+ * panel_dot computes y[t * y_stride + r] = dot(row r, activation row t) for
+ * r < HL_PANEL_ROWS and t < n_tok (1..4), the activation rows act_stride
+ * bytes apart with their per-block extras (hl_act_aux, n / 32 per row)
+ * aux_stride entries apart. */
+#define HL_PANEL_ROWS 16
+#define HL_CPU_PANEL_MIN 8
+#define HL_PANEL_BYTES(n) (((size_t)(n) * 20 + 127) & ~(size_t)63) /* 64-byte multiples */
+
+/* Per block of 32 activation quants (a Q8_0 row): the scale as a float and
+ * the sum of the quants, which panel kernels broadcast. */
+typedef struct hl_act_aux {
+    float d;
+    int32_t sum;
+} hl_act_aux;
+
+/* The hl_act_aux of each block of a Q8_0 row of n elements. */
+void hl_act_q8_0_aux(int64_t n, hl_act_aux *aux, const void *act_row);
+
+typedef void (*hl_pack_panel_fn)(int64_t n, void *panel, const void *w, size_t w_stride);
+typedef void (*hl_panel_dot_fn)(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                                size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok);
+
 typedef struct hl_cpu_type_ops {
     uint32_t type;                   /* weight type, GGML_TYPE_* */
     uint32_t vec_dot_type;           /* activation type of the dot product */
@@ -109,6 +136,10 @@ typedef struct hl_cpu_type_ops {
      * ggml-cpu/tiled/), so a matmul reproduces its results only by
      * switching too. */
     const struct hl_cpu_type_ops *batch;
+    /* Optional (NULL where a level has none): panel kernels, each result
+     * with the bits of vec_dot's. */
+    hl_pack_panel_fn pack_panel;
+    hl_panel_dot_fn panel_dot;
 } hl_cpu_type_ops;
 
 /* The batch size from which hl_cpu_type_ops.batch applies (ggml_tiled_min_batch). */
@@ -132,6 +163,7 @@ const hl_cpu_type_ops *hl_cpu_ops_in(const hl_cpu_type_ops *table, size_t n, uin
 
 const hl_cpu_type_ops *hl_cpu_ops_scalar_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type);
+const hl_cpu_type_ops *hl_cpu_ops_avx512_find(uint32_t type);
 
 /* The K-quant parts of those tables (vec_dot_k.c, vec_dot_k_avx2.c), which
  * the finders above consult. */

@@ -300,16 +300,51 @@ static ALWAYS_INLINE void q8_dot_4c(uint32_t type, int64_t n, float s[4], const 
     _mm_storeu_ps(s, hsum4_ps(acc[0], acc[1], acc[2], acc[3]));
 }
 
+/* Q4_0 follows llama.cpp's repacked kernels (repack.cpp, q4_0_8x8, which
+ * it uses for every matrix whose row count is a multiple of 8, at any batch
+ * size): one output per lane, per block acc = fma(float(isum), d_w * d_a,
+ * acc) with isum the block's exact integer dot product. */
 static void dot_q4_0(int64_t n, float *s, const void *w_row, const void *act_row) {
-    q8_dot(GGML_TYPE_Q4_0, n, s, w_row, act_row);
+    const block_q8_0 *a = act_row;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        float dw;
+        const __m256i q = signed_quants(GGML_TYPE_Q4_0, w_row, b, &dw);
+        const __m128 isum = _mm_cvtsi32_ss(_mm_setzero_ps(), hsum_epi32(dot_i8_i8(q, load_256(a[b].qs))));
+        acc = _mm_fmadd_ss(isum, _mm_set_ss(dw * _cvtsh_ss(a[b].d)), acc);
+    }
+    *s = _mm_cvtss_f32(acc);
 }
 
 static void dot_4r_q4_0(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
-    q8_dot_4r(GGML_TYPE_Q4_0, n, s, w, w_stride, act_row);
+    const block_q8_0 *a = act_row;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        const __m256i qa = load_256(a[b].qs);
+        __m256i v[4];
+        float dw[4];
+        for (int r = 0; r < 4; r++) v[r] = dot_i8_i8(signed_quants(GGML_TYPE_Q4_0, row_at(w, w_stride, r), b, &dw[r]), qa);
+        const __m128 scale = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(_cvtsh_ss(a[b].d)));
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_epi32(v[0], v[1], v[2], v[3])), scale, acc);
+    }
+    _mm_storeu_ps(s, acc);
 }
 
 static void dot_4c_q4_0(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
-    q8_dot_4c(GGML_TYPE_Q4_0, n, s, w_row, act, act_stride);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        float dw, da[4];
+        const __m256i q = signed_quants(GGML_TYPE_Q4_0, w_row, b, &dw);
+        __m256i v[4];
+        for (int c = 0; c < 4; c++) {
+            const block_q8_0 *a = (const block_q8_0 *)row_at(act, act_stride, c) + b;
+            v[c] = dot_i8_i8(q, load_256(a->qs));
+            da[c] = _cvtsh_ss(a->d);
+        }
+        const __m128 scale = _mm_mul_ps(_mm_set1_ps(dw), _mm_loadu_ps(da));
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_epi32(v[0], v[1], v[2], v[3])), scale, acc);
+    }
+    _mm_storeu_ps(s, acc);
 }
 
 /* Q5_0: ggml_vec_dot_q5_0_q8_0, and tinyBLAS_Q0_AVX for batches, in the
@@ -438,14 +473,14 @@ static void dot_4c_q5_1(int64_t n, float s[4], const void *w_row, const void *ac
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops avx2_ops[] = {
-    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, NULL},
-    {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, NULL},
-    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, NULL, NULL, NULL},
-    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL},
-    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL},
-    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL},
-    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL},
-    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1, NULL},
+    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL, NULL, NULL},
+    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, NULL, NULL},
+    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1, NULL, NULL, NULL},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type) {

@@ -1,0 +1,167 @@
+/* AVX-512 kernels (F, BW, VL and VNNI: Ice Lake, Zen 4 and later) for the
+ * matmul types where they beat the AVX2 ones. The level's table is the AVX2
+ * table with these kernels put in; every result keeps the float operations
+ * of the AVX2 kernel it replaces (the order llama.cpp runs, vec_dot.h), so
+ * the levels give the same bits. Compiled with -mavx512f -mavx512bw
+ * -mavx512vl -mavx512vnni and called only after hl_cpu_level_best() says
+ * the CPU has them.
+ *
+ * Integer dot products use VNNI's vpdpbusd, which multiplies unsigned by
+ * signed bytes and adds groups of four into int32 lanes. The weight quants
+ * go in unsigned, as stored (Q4_0: the nibble q, the weight being q - 8),
+ * and the bias comes off through the activations' sums: sum((q - 8) * a) =
+ * sum(q * a) - 8 * sum(a), all exact integers.
+ *
+ * Q4_0 panels (vec_dot.h): llama.cpp's repacked gemm keeps one output per
+ * lane, and so does a panel: per block of 32, the quants of 16 rows are
+ * stored as eight 64-byte vectors, vector k holding elements 4k..4k+3 of
+ * row r in lane r. One vpdpbusd per vector with the activations' 4 bytes
+ * broadcast then gives lane r the block's dot product for row r, with no
+ * horizontal sums. */
+#include <immintrin.h>
+#include <pthread.h>
+
+#include "backend/cpu/simd16_avx2.h"
+#include "backend/cpu/vec_dot.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static inline const void *row_at(const void *rows, size_t stride, int r) {
+    return (const char *)rows + (size_t)r * stride;
+}
+
+/* The 32 quants of a Q4_0 block as unsigned bytes 0..15, in element order. */
+static inline __m256i q4_0_nibbles(const block_q4_0 *w) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)w->qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+}
+
+/* The 4-byte group k (elements 4k..4k+3) of a Q8_0 block as a broadcast. */
+static inline __m512i quad_bcast(const block_q8_0 *a, int k) {
+    int32_t v;
+    memcpy(&v, a->qs + 4 * k, sizeof v);
+    return _mm512_set1_epi32(v);
+}
+
+/* ------------------------------------------------------ Q4_0 decode -- */
+
+/* 4 rows x 1 token in llama.cpp's repacked order (vec_dot_avx2.c): lane r
+ * of the result is row r. */
+static void dot_4r_q4_0(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    const block_q8_0 *a = act_row;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        const __m256i qa = _mm256_loadu_si256((const __m256i *)a[b].qs);
+        int32_t sum8;  /* 8 * sum(a) over the block, through the lanes of one vpdpbusd */
+        {
+            const __m256i t = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), qa);
+            const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+            const __m128i h2 = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
+            sum8 = _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 1)));
+        }
+        __m256i v[4];
+        float dw[4];
+        for (int r = 0; r < 4; r++) {
+            const block_q4_0 *wb = (const block_q4_0 *)row_at(w, w_stride, r) + b;
+            v[r] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q4_0_nibbles(wb), qa);
+            dw[r] = _cvtsh_ss(wb->d);
+        }
+        const __m128i isum = _mm_sub_epi32(hsum4_epi32(v[0], v[1], v[2], v[3]), _mm_set1_epi32(sum8));
+        const __m128 scale = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(_cvtsh_ss(a[b].d)));
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), scale, acc);
+    }
+    _mm_storeu_ps(s, acc);
+}
+
+/* ------------------------------------------------------- Q4_0 panels -- */
+
+/* Per block: 8 vectors of 16 rows x 4 quants, then the 16 row scales. */
+#define Q4_0_PANEL_BLOCK (8 * 64 + 16 * 4)
+
+static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+    uint8_t *p = panel;
+    for (int64_t b = 0; b < n / HL_QK; b++, p += Q4_0_PANEL_BLOCK) {
+        uint32_t quads[HL_PANEL_ROWS][8];
+        float d[HL_PANEL_ROWS];
+        for (int r = 0; r < HL_PANEL_ROWS; r++) {
+            const block_q4_0 *wb = (const block_q4_0 *)row_at(w, w_stride, r) + b;
+            _mm256_storeu_si256((__m256i *)quads[r], q4_0_nibbles(wb));
+            d[r] = _cvtsh_ss(wb->d);
+        }
+        /* transpose 16 x 8 dwords: vector k = quad k of rows 0..15 */
+        const __m512i lo = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
+        for (int k = 0; k < 8; k++) {
+            const __m512i v = _mm512_i32gather_epi32(_mm512_add_epi32(lo, _mm512_set1_epi32(k)), quads, 4);
+            _mm512_storeu_si512(p + 64 * k, v);
+        }
+        memcpy(p + 8 * 64, d, sizeof d);
+    }
+}
+
+/* n_tok tokens (a constant after inlining) against a panel: acc[t] lane r
+ * = row r, per block fma(float(isum), d_w * d_a, acc) as dot_4r. */
+static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_stride, const uint8_t *p,
+                                       const void *act, size_t act_stride, const hl_act_aux *aux,
+                                       size_t aux_stride) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t b = 0; b < n / HL_QK; b++, p += Q4_0_PANEL_BLOCK) {
+        __m512i isum[4];
+        const block_q8_0 *a[4];
+        for (int t = 0; t < n_tok; t++) {
+            a[t] = (const block_q8_0 *)row_at(act, act_stride, t) + b;
+            isum[t] = _mm512_set1_epi32(-8 * aux[(size_t)t * aux_stride + b].sum);
+        }
+        for (int k = 0; k < 8; k++) {
+            const __m512i u = _mm512_loadu_si512(p + 64 * k);
+            for (int t = 0; t < n_tok; t++) isum[t] = _mm512_dpbusd_epi32(isum[t], u, quad_bcast(a[t], k));
+        }
+        const __m512 dw = _mm512_loadu_ps(p + 8 * 64);
+        for (int t = 0; t < n_tok; t++) {
+            const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(aux[(size_t)t * aux_stride + b].d));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), scale, acc[t]);
+        }
+    }
+    for (int t = 0; t < n_tok; t++) _mm512_storeu_ps(y + (size_t)t * y_stride, acc[t]);
+}
+
+static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    switch (n_tok) {
+    case 1: q4_0_panel_t(1, n, y, y_stride, panel, act, act_stride, aux, aux_stride); break;
+    case 2: q4_0_panel_t(2, n, y, y_stride, panel, act, act_stride, aux, aux_stride); break;
+    case 3: q4_0_panel_t(3, n, y, y_stride, panel, act, act_stride, aux, aux_stride); break;
+    default: q4_0_panel_t(4, n, y, y_stride, panel, act, act_stride, aux, aux_stride); break;
+    }
+}
+
+/* ----------------------------------------------------------------- table -- */
+
+/* The AVX2 kernels of these types, with the AVX-512 ones put in. */
+static const uint32_t table_types[] = {
+    GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0,
+    GGML_TYPE_Q5_1, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
+};
+#define N_TABLE (sizeof table_types / sizeof table_types[0])
+
+static hl_cpu_type_ops avx512_ops[N_TABLE];
+static size_t n_avx512_ops;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void table_init(void) {
+    for (size_t i = 0; i < N_TABLE; i++) {
+        const hl_cpu_type_ops *base = hl_cpu_ops_avx2_find(table_types[i]);
+        if (!base) continue;
+        hl_cpu_type_ops ops = *base;
+        if (ops.type == GGML_TYPE_Q4_0) {
+            ops.vec_dot_4r = dot_4r_q4_0;
+            ops.pack_panel = pack_q4_0;
+            ops.panel_dot = panel_dot_q4_0;
+        }
+        avx512_ops[n_avx512_ops++] = ops;
+    }
+}
+
+const hl_cpu_type_ops *hl_cpu_ops_avx512_find(uint32_t type) {
+    pthread_once(&table_once, table_init);
+    return hl_cpu_ops_in(avx512_ops, n_avx512_ops, type);
+}
