@@ -90,6 +90,9 @@ static void rng_weight_row(uint32_t type, void *row, int64_t n) {
     case GGML_TYPE_Q8_0:
         for (int64_t b = 0; b < n / HL_QK; b++) ((block_q8_0 *)row)[b].d = rng_half();
         break;
+    case GGML_TYPE_Q5_0:
+        for (int64_t b = 0; b < n / HL_QK; b++) ((block_q5_0 *)row)[b].d = rng_half();
+        break;
     }
 }
 
@@ -236,7 +239,7 @@ static void test_act_q8_formula(void) {
 }
 
 static const uint32_t weight_types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16,
-                                        GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0};
+                                        GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0};
 #define N_WEIGHT_TYPES (sizeof weight_types / sizeof weight_types[0])
 
 /* Row lengths: small, odd block counts, the model's 576 and 1536, large. */

@@ -47,9 +47,13 @@ void hl_act_q8_1_from_float(const float *x, void *dst, int64_t n) {
 void hl_act_q8_0_aux(int64_t n, hl_act_aux *aux, const void *act_row) {
     const block_q8_0 *a = act_row;
     for (int64_t b = 0; b < n / HL_QK; b++) {
-        int32_t sum = 0;
-        for (int j = 0; j < HL_QK; j++) sum += a[b].qs[j];
-        aux[b] = (hl_act_aux){hl_fp16_to_fp32(a[b].d), sum};
+        aux[b].d = hl_fp16_to_fp32(a[b].d);
+        aux[b].sum = 0;
+        for (int k = 0; k < 8; k++) {
+            const int32_t quad = a[b].qs[4 * k] + a[b].qs[4 * k + 1] + a[b].qs[4 * k + 2] + a[b].qs[4 * k + 3];
+            aux[b].quad128[k] = -128 * quad;
+            aux[b].sum += quad;
+        }
     }
 }
 

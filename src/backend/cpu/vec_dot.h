@@ -106,11 +106,13 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
 #define HL_CPU_PANEL_MIN 8
 #define HL_PANEL_BYTES(n) (((size_t)(n) * 20 + 127) & ~(size_t)63) /* 64-byte multiples */
 
-/* Per block of 32 activation quants (a Q8_0 row): the scale as a float and
- * the sum of the quants, which panel kernels broadcast. */
+/* Per block of 32 activation quants (a Q8_0 row), what panel kernels
+ * broadcast: the scale as a float, the sum of the quants, and -128 times
+ * the sum of each group of four (elements 4k..4k+3 in quad128[k]). */
 typedef struct hl_act_aux {
     float d;
     int32_t sum;
+    int32_t quad128[8];
 } hl_act_aux;
 
 /* The hl_act_aux of each block of a Q8_0 row of n elements. */

@@ -73,38 +73,59 @@ static void dot_4r_q4_0(int64_t n, float s[4], const void *w, size_t w_stride, c
     _mm_storeu_ps(s, acc);
 }
 
-/* ------------------------------------------------------- Q4_0 panels -- */
+/* ------------------------------------------- Q4_0, Q5_0, Q8_0 panels -- */
 
-/* Per block: 8 vectors of 16 rows x 4 quants, then the 16 row scales. */
-#define Q4_0_PANEL_BLOCK (8 * 64 + 16 * 4)
+/* Per block: 8 vectors of 16 rows x 4 unsigned quants, then the 16 row
+ * scales as floats. */
+#define PANEL_BLOCK (8 * 64 + 16 * 4)
 
-static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+/* The 32 quants of block b of a row as unsigned bytes u and the scale: Q4_0
+ * the nibble (weight u - 8); Q5_0 and Q8_0 the weight + 128, so that one
+ * correction, -128 * sum(a) (hl_act_aux.quad128), serves both. */
+static ALWAYS_INLINE __m256i panel_quants(uint32_t type, const void *row, int64_t b, float *d) {
+    if (type == GGML_TYPE_Q4_0) {
+        const block_q4_0 *w = (const block_q4_0 *)row + b;
+        *d = _cvtsh_ss(w->d);
+        return q4_0_nibbles(w);
+    }
+    if (type == GGML_TYPE_Q5_0) { /* 5-bit q, weight q - 16: u = q + 112 */
+        const block_q5_0 *w = (const block_q5_0 *)row + b;
+        *d = _cvtsh_ss(w->d);
+        uint32_t qh;
+        memcpy(&qh, w->qh, sizeof qh);
+        const __m256i hi = _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(16));
+        const __m128i q = _mm_loadu_si128((const __m128i *)w->qs);
+        const __m256i lo = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+        return _mm256_add_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(112));
+    }
+    const block_q8_0 *w = (const block_q8_0 *)row + b;
+    *d = _cvtsh_ss(w->d);
+    return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)w->qs), _mm256_set1_epi8((char)0x80));
+}
+
+static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     uint8_t *p = panel;
-    for (int64_t b = 0; b < n / HL_QK; b++, p += Q4_0_PANEL_BLOCK) {
+    const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
         uint32_t quads[HL_PANEL_ROWS][8];
         float d[HL_PANEL_ROWS];
         for (int r = 0; r < HL_PANEL_ROWS; r++) {
-            const block_q4_0 *wb = (const block_q4_0 *)row_at(w, w_stride, r) + b;
-            _mm256_storeu_si256((__m256i *)quads[r], q4_0_nibbles(wb));
-            d[r] = _cvtsh_ss(wb->d);
+            _mm256_storeu_si256((__m256i *)quads[r], panel_quants(type, row_at(w, w_stride, r), b, &d[r]));
         }
-        /* transpose 16 x 8 dwords: vector k = quad k of rows 0..15 */
-        const __m512i lo = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
-        for (int k = 0; k < 8; k++) {
-            const __m512i v = _mm512_i32gather_epi32(_mm512_add_epi32(lo, _mm512_set1_epi32(k)), quads, 4);
-            _mm512_storeu_si512(p + 64 * k, v);
+        for (int k = 0; k < 8; k++) { /* transpose 16 x 8 dwords: vector k = quad k of rows 0..15 */
+            _mm512_storeu_si512(p + 64 * k, _mm512_i32gather_epi32(_mm512_add_epi32(idx, _mm512_set1_epi32(k)), quads, 4));
         }
         memcpy(p + 8 * 64, d, sizeof d);
     }
 }
 
-/* n_tok tokens (a constant after inlining) against a panel: acc[t] lane r
- * = row r, per block fma(float(isum), d_w * d_a, acc) as dot_4r. */
+/* Q4_0: n_tok tokens (a constant after inlining), lane r of acc[t] for row
+ * r; per block acc = fma(float(isum), d_w * d_a, acc) as dot_4r. */
 static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_stride, const uint8_t *p,
                                        const void *act, size_t act_stride, const hl_act_aux *aux,
                                        size_t aux_stride) {
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (int64_t b = 0; b < n / HL_QK; b++, p += Q4_0_PANEL_BLOCK) {
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
         __m512i isum[4];
         const block_q8_0 *a[4];
         for (int t = 0; t < n_tok; t++) {
@@ -124,6 +145,52 @@ static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_
     for (int t = 0; t < n_tok; t++) _mm512_storeu_ps(y + (size_t)t * y_stride, acc[t]);
 }
 
+/* Q5_0, Q8_0: ggml's 8-lane accumulator per result (vec_dot_avx2.c), lane
+ * k summing group k of each block, kept here as eight vectors acc[t][k]
+ * (lane r: row r); per block acc[k] = fma(d_w * d_a, float(isum_k),
+ * acc[k]); at the end hsum8_ggml's order across the eight. */
+static ALWAYS_INLINE void q8_panel_t(int n_tok, int64_t n, float *y, size_t y_stride, const uint8_t *p,
+                                     const void *act, size_t act_stride, const hl_act_aux *aux, size_t aux_stride) {
+    __m512 acc[2][8];
+    for (int t = 0; t < n_tok; t++)
+        for (int k = 0; k < 8; k++) acc[t][k] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
+        const __m512 dw = _mm512_loadu_ps(p + 8 * 64);
+        const block_q8_0 *a[2];
+        __m512 scale[2];
+        for (int t = 0; t < n_tok; t++) {
+            a[t] = (const block_q8_0 *)row_at(act, act_stride, t) + b;
+            scale[t] = _mm512_mul_ps(dw, _mm512_set1_ps(aux[(size_t)t * aux_stride + b].d));
+        }
+        for (int k = 0; k < 8; k++) {
+            const __m512i u = _mm512_loadu_si512(p + 64 * k);
+            for (int t = 0; t < n_tok; t++) {
+                const __m512i c = _mm512_set1_epi32(aux[(size_t)t * aux_stride + b].quad128[k]);
+                const __m512i isum = _mm512_dpbusd_epi32(c, u, quad_bcast(a[t], k));
+                acc[t][k] = _mm512_fmadd_ps(scale[t], _mm512_cvtepi32_ps(isum), acc[t][k]);
+            }
+        }
+    }
+    for (int t = 0; t < n_tok; t++) {
+        const __m512 *v = acc[t];
+        const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(v[0], v[4]), _mm512_add_ps(v[2], v[6])),
+                                       _mm512_add_ps(_mm512_add_ps(v[1], v[5]), _mm512_add_ps(v[3], v[7])));
+        _mm512_storeu_ps(y + (size_t)t * y_stride, s);
+    }
+}
+
+static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_Q4_0, n, panel, w, w_stride);
+}
+
+static void pack_q5_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_Q5_0, n, panel, w, w_stride);
+}
+
+static void pack_q8_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_Q8_0, n, panel, w, w_stride);
+}
+
 static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
                            size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
     switch (n_tok) {
@@ -131,6 +198,17 @@ static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *pan
     case 2: q4_0_panel_t(2, n, y, y_stride, panel, act, act_stride, aux, aux_stride); break;
     case 3: q4_0_panel_t(3, n, y, y_stride, panel, act, act_stride, aux, aux_stride); break;
     default: q4_0_panel_t(4, n, y, y_stride, panel, act, act_stride, aux, aux_stride); break;
+    }
+}
+
+/* Two tokens at a time: 16 accumulators. */
+static void panel_dot_q8(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                         size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    for (int t = 0; t < n_tok; t += 2) {
+        float *yt = y + (size_t)t * y_stride;
+        const void *at = row_at(act, act_stride, t);
+        if (n_tok - t >= 2) q8_panel_t(2, n, yt, y_stride, panel, at, act_stride, aux + (size_t)t * aux_stride, aux_stride);
+        else q8_panel_t(1, n, yt, y_stride, panel, at, act_stride, aux + (size_t)t * aux_stride, aux_stride);
     }
 }
 
@@ -156,6 +234,12 @@ static void table_init(void) {
             ops.vec_dot_4r = dot_4r_q4_0;
             ops.pack_panel = pack_q4_0;
             ops.panel_dot = panel_dot_q4_0;
+        } else if (ops.type == GGML_TYPE_Q5_0) {
+            ops.pack_panel = pack_q5_0;
+            ops.panel_dot = panel_dot_q8;
+        } else if (ops.type == GGML_TYPE_Q8_0) {
+            ops.pack_panel = pack_q8_0;
+            ops.panel_dot = panel_dot_q8;
         }
         avx512_ops[n_avx512_ops++] = ops;
     }
