@@ -96,7 +96,7 @@ static void panel_run(void *arg, int ith, int nth) {
         t->ops->pack_panel(d_in, panel, (const uint8_t *)t->w->data + (size_t)r * w_stride, w_stride);
         for (int64_t tok = 0; tok < n; tok += 4) {
             t->ops->panel_dot(d_in, y + tok * d_out + r, (size_t)d_out, panel, t->act + (size_t)tok * t->act_stride,
-                              t->act_stride, t->aux + (size_t)tok * t->aux_stride, t->aux_stride,
+                              t->act_stride, t->aux ? t->aux + (size_t)tok * t->aux_stride : NULL, t->aux_stride,
                               n - tok < 4 ? (int)(n - tok) : 4);
         }
     }
@@ -123,11 +123,11 @@ void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_ten
     if (t.ops->batch && x->ne[1] >= HL_CPU_BATCH_MIN) t.ops = t.ops->batch;
     const int64_t d_in = x->ne[0];
     const bool panels = t.ops->panel_dot && x->ne[1] >= HL_CPU_PANEL_MIN;
-    if (panels) {
+    if (panels && t.ops->vec_dot_type == GGML_TYPE_Q8_0) {
         t.aux = cpu->act_aux;
         t.aux_stride = (size_t)(d_in / HL_QK);
-        t.panels = cpu->panels;
     }
+    t.panels = cpu->panels;
     if (t.ops->vec_dot_type == GGML_TYPE_F32) { /* dot the floats directly */
         t.act = x->data;
         t.act_stride = (size_t)d_in * sizeof(float);

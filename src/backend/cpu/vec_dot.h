@@ -35,11 +35,14 @@
  * runs for every weight matrix whose row count is a multiple of 8; their
  * gemv (vec_dot, vec_dot_4r here) and gemm (vec_dot_4c: tokens in groups
  * of 4) orders differ by rounding, and so do hearth's (vec_dot_k_avx2.c).
+ * Q4_0 follows llama.cpp's repacked q4_0_8x8 kernels, whose gemv and gemm
+ * share one order: per output one FMA chain, acc = fma(float(isum),
+ * d_w * d_a, acc) per block.
  * And from 8 tokens on, llama.cpp multiplies Q3_K, Q5_K and Q6_K with its
  * tiled kernels, in yet another order: hl_cpu_type_ops.batch. Not
- * reproduced: Q4_0, which llama.cpp repacks (q4_0_8x8) into an order hearth
- * does not follow, and BF16, which it multiplies with AVX512-BF16
- * instructions. */
+ * reproduced: BF16, which llama.cpp multiplies with AVX512-BF16
+ * instructions, and the matrices whose row count is not a multiple of 8,
+ * which it does not repack. */
 #ifndef HEARTH_BACKEND_CPU_VEC_DOT_H
 #define HEARTH_BACKEND_CPU_VEC_DOT_H
 
@@ -106,8 +109,8 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
 #define HL_CPU_PANEL_MIN 8
 #define HL_PANEL_BYTES(n) (((size_t)(n) * 20 + 127) & ~(size_t)63) /* 64-byte multiples */
 
-/* Per block of 32 activation quants (a Q8_0 row), what panel kernels
- * broadcast: the scale as a float, the sum of the quants, and -128 times
+/* Per block of 32 activation quants (a Q8_0 row; panels of types with
+ * other activations get none), what panel kernels broadcast: the scale as a float, the sum of the quants, and -128 times
  * the sum of each group of four (elements 4k..4k+3 in quad128[k]). */
 typedef struct hl_act_aux {
     float d;
@@ -171,5 +174,9 @@ const hl_cpu_type_ops *hl_cpu_ops_avx512_find(uint32_t type);
  * the finders above consult. */
 const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
+
+/* Puts the AVX-512 K-quant kernels (vec_dot_k_avx512.c) into a copy of an
+ * AVX2 entry. */
+void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops);
 
 #endif

@@ -241,6 +241,7 @@ static void table_init(void) {
             ops.pack_panel = pack_q8_0;
             ops.panel_dot = panel_dot_q8;
         }
+        hl_cpu_ops_avx512_k_patch(&ops);
         avx512_ops[n_avx512_ops++] = ops;
     }
 }

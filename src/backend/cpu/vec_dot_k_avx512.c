@@ -1,0 +1,140 @@
+/* AVX-512 VNNI panel kernels (vec_dot.h) for Q4_K weights against Q8_K
+ * activations, put into the AVX-512 table by vec_dot_avx512.c. Compiled
+ * with -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only after
+ * hl_cpu_level_best() says the CPU has them.
+ *
+ * llama.cpp multiplies Q4_K through its repacked kernels (repack.cpp,
+ * q4_K_8x8; see vec_dot_k_avx2.c): per output, exact integer totals isum =
+ * sum(sc * q * a) and imin = sum(m * bsums) over parts of a super-block go
+ * into two FMA chains, acc += float(isum) * (d * d_a) and accm +=
+ * float(imin) * (dmin * d_a), and the result is acc - accm. Its gemm takes
+ * the tokens of a batch in groups of 4 with parts of 64 elements; its gemv
+ * takes the other tokens with the whole super-block as the part. A panel
+ * call with 4 tokens follows gemm, one with fewer gemv, as the matmul hands
+ * out the tokens in the same groups.
+ *
+ * Panel layout, per super-block of 16 rows (lane r = row r everywhere):
+ * 64 vectors of quants, vector 8j + k holding elements 32j + 4k .. + 3 of
+ * each row as bytes 0..15; 8 vectors of the sub-block scales sc_j as int32;
+ * 4 vectors of min pairs (m_2p, m_2p+1) as two int16 per lane; then d and
+ * dmin of each row as floats. */
+#include <immintrin.h>
+#include <stdbool.h>
+
+#include "backend/cpu/vec_dot.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+#define SB_QUANTS 0
+#define SB_SCALES (64 * 64)
+#define SB_MINS (SB_SCALES + 8 * 64)
+#define SB_D (SB_MINS + 4 * 64)
+#define SB_DMIN (SB_D + 64)
+#define SB_BYTES (SB_DMIN + 64)
+_Static_assert(SB_BYTES * 16 <= 20 * 16 * HL_QK_K, "a Q4_K panel fits HL_PANEL_BYTES");
+
+static void pack_q4_K(int64_t n, void *panel, const void *w, size_t w_stride) {
+    uint8_t *p = panel;
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(64));
+    for (int64_t b = 0; b < n / HL_QK_K; b++, p += SB_BYTES) {
+        uint32_t quads[HL_PANEL_ROWS][64]; /* row r: its 256 quants as bytes */
+        int32_t *sc = (int32_t *)(p + SB_SCALES);
+        int16_t *mins = (int16_t *)(p + SB_MINS);
+        float *d = (float *)(p + SB_D), *dmin = (float *)(p + SB_DMIN);
+        for (int r = 0; r < HL_PANEL_ROWS; r++) {
+            const block_q4_K *wb = (const block_q4_K *)((const char *)w + (size_t)r * w_stride) + b;
+            for (int h = 0; h < 4; h++) { /* bytes qs[32h ..]: sub-block 2h low nibbles, 2h + 1 high */
+                const __m256i q = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * h));
+                const __m256i m4 = _mm256_set1_epi8(0x0f);
+                _mm256_storeu_si256((__m256i *)&quads[r][16 * h], _mm256_and_si256(q, m4));
+                _mm256_storeu_si256((__m256i *)&quads[r][16 * h + 8], _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+            }
+            for (int j = 0; j < 8; j++) {
+                uint8_t s, m;
+                hl_q4_K_scale_min(wb->scales, j, &s, &m);
+                sc[16 * j + r] = s;
+                mins[2 * (16 * (j / 2) + r) + j % 2] = m;
+            }
+            d[r] = _cvtsh_ss(wb->d);
+            dmin[r] = _cvtsh_ss(wb->dmin);
+        }
+        for (int v = 0; v < 64; v++) { /* transpose: vector v = dword v of rows 0..15 */
+            _mm512_storeu_si512(p + SB_QUANTS + 64 * v,
+                                _mm512_i32gather_epi32(_mm512_add_epi32(idx, _mm512_set1_epi32(v)), quads, 4));
+        }
+    }
+}
+
+static inline __m512i bcast32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi32(v);
+}
+
+/* n_tok tokens (constants after inlining); gemm: parts of 64 elements. */
+static ALWAYS_INLINE void q4_K_panel_t(int n_tok, bool gemm, int64_t n, float *y, size_t y_stride, const uint8_t *p,
+                                       const void *act, size_t act_stride) {
+    __m512 acc[4], accm[4];
+    for (int t = 0; t < n_tok; t++) acc[t] = accm[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK_K; b++, p += SB_BYTES) {
+        const block_q8_K *a[4];
+        int32_t bs[4][4]; /* per token, the int16 pair (sum of sub-block 2p, of 2p + 1) of part p */
+        for (int t = 0; t < n_tok; t++) {
+            a[t] = (const block_q8_K *)((const char *)act + (size_t)t * act_stride) + b;
+            const __m128i s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)a[t]->bsums),
+                                             _mm_loadu_si128((const __m128i *)(a[t]->bsums + 8)));
+            _mm_storeu_si128((__m128i *)bs[t], s);
+        }
+        const __m512 d = _mm512_loadu_ps(p + SB_D), dmin = _mm512_loadu_ps(p + SB_DMIN);
+        __m512i isum[4], imin[4];
+        for (int t = 0; t < n_tok; t++) isum[t] = imin[t] = _mm512_setzero_si512();
+        for (int j = 0; j < 8; j++) {
+            __m512i s[4];
+            for (int t = 0; t < n_tok; t++) s[t] = _mm512_setzero_si512();
+            for (int k = 0; k < 8; k++) {
+                const __m512i u = _mm512_loadu_si512(p + SB_QUANTS + 64 * (8 * j + k));
+                for (int t = 0; t < n_tok; t++) s[t] = _mm512_dpbusd_epi32(s[t], u, bcast32(a[t]->qs + 32 * j + 4 * k));
+            }
+            const __m512i sc = _mm512_loadu_si512(p + SB_SCALES + 64 * j);
+            for (int t = 0; t < n_tok; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], sc));
+            if (j % 2 == 0) continue;
+            const __m512i mins = _mm512_loadu_si512(p + SB_MINS + 64 * (j / 2));
+            for (int t = 0; t < n_tok; t++) {
+                const __m512i m = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mins, _mm512_set1_epi32(bs[t][j / 2]));
+                if (!gemm) {
+                    imin[t] = _mm512_add_epi32(imin[t], m);
+                    continue;
+                }
+                const __m512 da = _mm512_set1_ps(a[t]->d);
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, da), acc[t]);
+                accm[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dmin, da), accm[t]);
+                isum[t] = _mm512_setzero_si512();
+            }
+        }
+        for (int t = 0; !gemm && t < n_tok; t++) {
+            const __m512 da = _mm512_set1_ps(a[t]->d);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, da), acc[t]);
+            accm[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[t]), _mm512_mul_ps(dmin, da), accm[t]);
+        }
+    }
+    for (int t = 0; t < n_tok; t++) _mm512_storeu_ps(y + (size_t)t * y_stride, _mm512_sub_ps(acc[t], accm[t]));
+}
+
+static void panel_dot_q4_K(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    switch (n_tok) {
+    case 1: q4_K_panel_t(1, false, n, y, y_stride, panel, act, act_stride); break;
+    case 2: q4_K_panel_t(2, false, n, y, y_stride, panel, act, act_stride); break;
+    case 3: q4_K_panel_t(3, false, n, y, y_stride, panel, act, act_stride); break;
+    default: q4_K_panel_t(4, true, n, y, y_stride, panel, act, act_stride); break;
+    }
+}
+
+void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops) {
+    if (ops->type == GGML_TYPE_Q4_K) {
+        ops->pack_panel = pack_q4_K;
+        ops->panel_dot = panel_dot_q4_K;
+    }
+}
