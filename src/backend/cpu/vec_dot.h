@@ -46,6 +46,7 @@
 #ifndef HEARTH_BACKEND_CPU_VEC_DOT_H
 #define HEARTH_BACKEND_CPU_VEC_DOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -107,7 +108,7 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
  * aux_stride entries apart. */
 #define HL_PANEL_ROWS 16
 #define HL_CPU_PANEL_MIN 8
-#define HL_PANEL_BYTES(n) (((size_t)(n) * 20 + 127) & ~(size_t)63) /* 64-byte multiples */
+#define HL_PANEL_BYTES(n) (((size_t)(n) * 21 + 127) & ~(size_t)63) /* 64-byte multiples */
 
 /* Per block of 32 activation quants (a Q8_0 row; panels of types with
  * other activations get none), what panel kernels broadcast: the scale as a float, the sum of the quants, and -128 times
@@ -176,7 +177,7 @@ const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
 
 /* Puts the AVX-512 K-quant kernels (vec_dot_k_avx512.c) into a copy of an
- * AVX2 entry. */
-void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops);
+ * AVX2 entry, or of its batch entry. */
+void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch);
 
 #endif

@@ -78,6 +78,7 @@ static void dot_4r_q4_0(int64_t n, float s[4], const void *w, size_t w_stride, c
 /* Per block: 8 vectors of 16 rows x 4 unsigned quants, then the 16 row
  * scales as floats. */
 #define PANEL_BLOCK (8 * 64 + 16 * 4)
+_Static_assert(PANEL_BLOCK <= 21 * HL_QK, "a panel fits HL_PANEL_BYTES");
 
 /* The 32 quants of block b of a row as unsigned bytes u and the scale: Q4_0
  * the nibble (weight u - 8); Q5_0 and Q8_0 the weight + 128, so that one
@@ -221,7 +222,7 @@ static const uint32_t table_types[] = {
 };
 #define N_TABLE (sizeof table_types / sizeof table_types[0])
 
-static hl_cpu_type_ops avx512_ops[N_TABLE];
+static hl_cpu_type_ops avx512_ops[N_TABLE], avx512_batch_ops[N_TABLE];
 static size_t n_avx512_ops;
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
@@ -241,7 +242,12 @@ static void table_init(void) {
             ops.pack_panel = pack_q8_0;
             ops.panel_dot = panel_dot_q8;
         }
-        hl_cpu_ops_avx512_k_patch(&ops);
+        hl_cpu_ops_avx512_k_patch(&ops, false);
+        if (ops.batch) {
+            avx512_batch_ops[n_avx512_ops] = *ops.batch;
+            hl_cpu_ops_avx512_k_patch(&avx512_batch_ops[n_avx512_ops], true);
+            ops.batch = &avx512_batch_ops[n_avx512_ops];
+        }
         avx512_ops[n_avx512_ops++] = ops;
     }
 }

@@ -17,7 +17,13 @@
  * 64 vectors of quants, vector 8j + k holding elements 32j + 4k .. + 3 of
  * each row as bytes 0..15; 8 vectors of the sub-block scales sc_j as int32;
  * 4 vectors of min pairs (m_2p, m_2p+1) as two int16 per lane; then d and
- * dmin of each row as floats. */
+ * dmin of each row as floats.
+ *
+ * Q6_K from 8 tokens on (hl_cpu_type_ops.batch): llama.cpp's tiled kernels
+ * (vec_dot_k_avx2.c), per super-block r = float(s1) * d and acc = fma(r,
+ * d_a, acc), s1 = sum(sc * (q - 32) * a) exact, the same for any number of
+ * tokens. Its panel holds the 64 vectors of quants (0..63), 16 vectors of
+ * the sub-block scales as int32, and d. */
 #include <immintrin.h>
 #include <stdbool.h>
 
@@ -31,7 +37,7 @@
 #define SB_D (SB_MINS + 4 * 64)
 #define SB_DMIN (SB_D + 64)
 #define SB_BYTES (SB_DMIN + 64)
-_Static_assert(SB_BYTES * 16 <= 20 * 16 * HL_QK_K, "a Q4_K panel fits HL_PANEL_BYTES");
+_Static_assert(SB_BYTES <= 21 * HL_QK_K, "a Q4_K panel fits HL_PANEL_BYTES");
 
 static void pack_q4_K(int64_t n, void *panel, const void *w, size_t w_stride) {
     uint8_t *p = panel;
@@ -132,9 +138,94 @@ static void panel_dot_q4_K(int64_t n, float *y, size_t y_stride, const void *pan
     }
 }
 
-void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops) {
-    if (ops->type == GGML_TYPE_Q4_K) {
+/* ------------------------------------------------------ Q6_K (tiled) -- */
+
+#define Q6_SCALES (64 * 64)
+#define Q6_D (Q6_SCALES + 16 * 64)
+#define Q6_BYTES (Q6_D + 64)
+_Static_assert(Q6_BYTES <= 21 * HL_QK_K, "a Q6_K panel fits HL_PANEL_BYTES");
+
+static void pack_q6_K(int64_t n, void *panel, const void *w, size_t w_stride) {
+    uint8_t *p = panel;
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(64));
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+    for (int64_t b = 0; b < n / HL_QK_K; b++, p += Q6_BYTES) {
+        uint32_t quads[HL_PANEL_ROWS][64];
+        int32_t *sc = (int32_t *)(p + Q6_SCALES);
+        float *d = (float *)(p + Q6_D);
+        for (int r = 0; r < HL_PANEL_ROWS; r++) {
+            const block_q6_K *wb = (const block_q6_K *)((const char *)w + (size_t)r * w_stride) + b;
+            for (int h = 0; h < 2; h++) { /* elements 128h + 32i + j: nibble of ql, 2 bits of qh */
+                const __m256i l0 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h));
+                const __m256i l1 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h + 32));
+                const __m256i hb = _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h));
+                const __m256i lo[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                                       _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                       _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+                for (int i = 0; i < 4; i++) {
+                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * i), m2);
+                    _mm256_storeu_si256((__m256i *)&quads[r][32 * h + 8 * i],
+                                        _mm256_or_si256(lo[i], _mm256_slli_epi16(hi, 4)));
+                }
+            }
+            for (int j = 0; j < 16; j++) sc[16 * j + r] = wb->scales[j];
+            d[r] = _cvtsh_ss(wb->d);
+        }
+        for (int v = 0; v < 64; v++) {
+            _mm512_storeu_si512(p + 64 * v, _mm512_i32gather_epi32(_mm512_add_epi32(idx, _mm512_set1_epi32(v)), quads, 4));
+        }
+    }
+}
+
+static ALWAYS_INLINE void q6_K_panel_t(int n_tok, int64_t n, float *y, size_t y_stride, const uint8_t *p,
+                                       const void *act, size_t act_stride) {
+    __m512 acc[4];
+    for (int t = 0; t < n_tok; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK_K; b++, p += Q6_BYTES) {
+        const block_q8_K *a[4];
+        __m512i s1[4];
+        for (int t = 0; t < n_tok; t++) {
+            a[t] = (const block_q8_K *)((const char *)act + (size_t)t * act_stride) + b;
+            s1[t] = _mm512_setzero_si512();
+        }
+        for (int j = 0; j < 16; j++) { /* sub-block j: 16 elements, quants - 32 through bsums */
+            __m512i s[4];
+            for (int t = 0; t < n_tok; t++) s[t] = _mm512_set1_epi32(-32 * a[t]->bsums[j]);
+            for (int k = 0; k < 4; k++) {
+                const __m512i u = _mm512_loadu_si512(p + 64 * (4 * j + k));
+                for (int t = 0; t < n_tok; t++) s[t] = _mm512_dpbusd_epi32(s[t], u, bcast32(a[t]->qs + 16 * j + 4 * k));
+            }
+            const __m512i sc = _mm512_loadu_si512(p + Q6_SCALES + 64 * j);
+            for (int t = 0; t < n_tok; t++) s1[t] = _mm512_add_epi32(s1[t], _mm512_mullo_epi32(s[t], sc));
+        }
+        const __m512 d = _mm512_loadu_ps(p + Q6_D);
+        for (int t = 0; t < n_tok; t++) {
+            const __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(s1[t]), d);
+            acc[t] = _mm512_fmadd_ps(r, _mm512_set1_ps(a[t]->d), acc[t]);
+        }
+    }
+    for (int t = 0; t < n_tok; t++) _mm512_storeu_ps(y + (size_t)t * y_stride, acc[t]);
+}
+
+static void panel_dot_q6_K(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    switch (n_tok) {
+    case 1: q6_K_panel_t(1, n, y, y_stride, panel, act, act_stride); break;
+    case 2: q6_K_panel_t(2, n, y, y_stride, panel, act, act_stride); break;
+    case 3: q6_K_panel_t(3, n, y, y_stride, panel, act, act_stride); break;
+    default: q6_K_panel_t(4, n, y, y_stride, panel, act, act_stride); break;
+    }
+}
+
+void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch) {
+    if (ops->type == GGML_TYPE_Q4_K && !batch) {
         ops->pack_panel = pack_q4_K;
         ops->panel_dot = panel_dot_q4_K;
+    }
+    if (ops->type == GGML_TYPE_Q6_K && batch) {
+        ops->pack_panel = pack_q6_K;
+        ops->panel_dot = panel_dot_q6_K;
     }
 }
