@@ -3,7 +3,8 @@
  * Q4_0/Q8_0, Q8_1 for Q4_1, F16 for F16 ...) so the inner products run on
  * integers; then threads split the output rows. For a batch, each thread walks
  * its rows in small blocks and runs every token against a block while the
- * block's weights are still in L1. */
+ * block's weights are still in L1; where the kernels have panels (vec_dot.h),
+ * it repacks 16 rows at a time and runs every token against the panel. */
 #include <stdbool.h>
 
 #include "backend/cpu/cpu_impl.h"
