@@ -22,6 +22,7 @@
 #include <pthread.h>
 
 #include "backend/cpu/simd16_avx2.h"
+#include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
@@ -38,37 +39,74 @@ static inline __m256i q4_0_nibbles(const block_q4_0 *w) {
 
 /* The 4-byte group k (elements 4k..4k+3) of a Q8_0 block as a broadcast. */
 static inline __m512i quad_bcast(const block_q8_0 *a, int k) {
-    int32_t v;
-    memcpy(&v, a->qs + 4 * k, sizeof v);
-    return _mm512_set1_epi32(v);
+    return bcast32(a->qs + 4 * k);
 }
 
 /* ------------------------------------------------------ Q4_0 decode -- */
 
 /* 4 rows x 1 token in llama.cpp's repacked order (vec_dot_avx2.c): lane r
- * of the result is row r. */
+ * of the result is row r. Blocks go two at a time through one 512-bit
+ * vpdpbusd per row: the weight vector holds [b0 low nibbles, b1 low, b0
+ * high, b1 high], i.e. elements 0-15 of block b0, 0-15 of b1, 16-31 of b0,
+ * 16-31 of b1, and the activations are put in the same order. */
+
+/* The quants of blocks b and b + 1 of a Q4_0 row in that order (0..15). */
+static inline __m512i q4_0_pair(const block_q4_0 *w) {
+    const __m256i t = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)w[0].qs)),
+                                              _mm_loadu_si128((const __m128i *)w[1].qs), 1);
+    const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(t), _mm256_srli_epi16(t, 4), 1);
+    return _mm512_and_si512(z, _mm512_set1_epi8(0x0f));
+}
+
+/* The 8 int32 lanes of v as [sum over lanes 0-3 of a, of b, of c, of d |
+ * sum over lanes 4-7 of a, b, c, d]. */
+static inline __m256i hsum4x2_epi32(__m256i a, __m256i b, __m256i c, __m256i d) {
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+}
+
+/* The lanes of a 512-bit vpdpbusd result in q4_0_pair's order folded to
+ * [block b0 lanes 0-3 | block b1 lanes 0-3]. */
+static inline __m256i fold_pair(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
 static void dot_4r_q4_0(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
     const block_q8_0 *a = act_row;
+    const block_q4_0 *row[4];
+    for (int r = 0; r < 4; r++) row[r] = row_at(w, w_stride, r);
+    const int64_t nb = n / HL_QK;
     __m128 acc = _mm_setzero_ps();
-    for (int64_t b = 0; b < n / HL_QK; b++) {
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const __m512i qa = _mm512_permutex2var_epi64(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a[b].qs)), _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11),
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a[b + 1].qs)));
+        __m256i v[4];
+        for (int r = 0; r < 4; r++) v[r] = fold_pair(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q4_0_pair(row[r] + b), qa));
+        /* 8 * sum(a) of each block: the bias of the nibbles */
+        const __m256i c = fold_pair(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), qa));
+        const __m256i c2 = _mm256_hadd_epi32(c, c);
+        const __m256i isum = _mm256_sub_epi32(hsum4x2_epi32(v[0], v[1], v[2], v[3]), _mm256_hadd_epi32(c2, c2));
+        const __m128i dh = _mm_setr_epi16((short)row[0][b].d, (short)row[1][b].d, (short)row[2][b].d, (short)row[3][b].d,
+                                          (short)row[0][b + 1].d, (short)row[1][b + 1].d, (short)row[2][b + 1].d,
+                                          (short)row[3][b + 1].d);
+        const __m256 da = _mm256_set_m128(_mm_set1_ps(_cvtsh_ss(a[b + 1].d)), _mm_set1_ps(_cvtsh_ss(a[b].d)));
+        const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(dh), da);
+        const __m256 f = _mm256_cvtepi32_ps(isum);
+        acc = _mm_fmadd_ps(_mm256_castps256_ps128(f), _mm256_castps256_ps128(scale), acc);
+        acc = _mm_fmadd_ps(_mm256_extractf128_ps(f, 1), _mm256_extractf128_ps(scale, 1), acc);
+    }
+    for (; b < nb; b++) { /* an odd last block */
         const __m256i qa = _mm256_loadu_si256((const __m256i *)a[b].qs);
-        int32_t sum8;  /* 8 * sum(a) over the block, through the lanes of one vpdpbusd */
-        {
-            const __m256i t = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), qa);
-            const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-            const __m128i h2 = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
-            sum8 = _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 1)));
-        }
+        const __m256i c = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), qa);
         __m256i v[4];
         float dw[4];
         for (int r = 0; r < 4; r++) {
-            const block_q4_0 *wb = (const block_q4_0 *)row_at(w, w_stride, r) + b;
-            v[r] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q4_0_nibbles(wb), qa);
-            dw[r] = _cvtsh_ss(wb->d);
+            v[r] = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q4_0_nibbles(row[r] + b), qa), c);
+            dw[r] = _cvtsh_ss(row[r][b].d);
         }
-        const __m128i isum = _mm_sub_epi32(hsum4_epi32(v[0], v[1], v[2], v[3]), _mm_set1_epi32(sum8));
         const __m128 scale = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(_cvtsh_ss(a[b].d)));
-        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), scale, acc);
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_epi32(v[0], v[1], v[2], v[3])), scale, acc);
     }
     _mm_storeu_ps(s, acc);
 }
@@ -106,16 +144,11 @@ static ALWAYS_INLINE __m256i panel_quants(uint32_t type, const void *row, int64_
 
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     uint8_t *p = panel;
-    const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120);
     for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
-        uint32_t quads[HL_PANEL_ROWS][8];
+        __m256i rows[HL_PANEL_ROWS];
         float d[HL_PANEL_ROWS];
-        for (int r = 0; r < HL_PANEL_ROWS; r++) {
-            _mm256_storeu_si256((__m256i *)quads[r], panel_quants(type, row_at(w, w_stride, r), b, &d[r]));
-        }
-        for (int k = 0; k < 8; k++) { /* transpose 16 x 8 dwords: vector k = quad k of rows 0..15 */
-            _mm512_storeu_si512(p + 64 * k, _mm512_i32gather_epi32(_mm512_add_epi32(idx, _mm512_set1_epi32(k)), quads, 4));
-        }
+        for (int r = 0; r < HL_PANEL_ROWS; r++) rows[r] = panel_quants(type, row_at(w, w_stride, r), b, &d[r]);
+        transpose_16x8(rows, p); /* vector k = quad k of rows 0..15 */
         memcpy(p + 8 * 64, d, sizeof d);
     }
 }

@@ -27,6 +27,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
+#include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
@@ -41,10 +42,9 @@ _Static_assert(SB_BYTES <= 21 * HL_QK_K, "a Q4_K panel fits HL_PANEL_BYTES");
 
 static void pack_q4_K(int64_t n, void *panel, const void *w, size_t w_stride) {
     uint8_t *p = panel;
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32(64));
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < n / HL_QK_K; b++, p += SB_BYTES) {
-        uint32_t quads[HL_PANEL_ROWS][64]; /* row r: its 256 quants as bytes */
+        __m256i quads[8][HL_PANEL_ROWS]; /* sub-block j of row r as bytes */
         int32_t *sc = (int32_t *)(p + SB_SCALES);
         int16_t *mins = (int16_t *)(p + SB_MINS);
         float *d = (float *)(p + SB_D), *dmin = (float *)(p + SB_DMIN);
@@ -52,9 +52,8 @@ static void pack_q4_K(int64_t n, void *panel, const void *w, size_t w_stride) {
             const block_q4_K *wb = (const block_q4_K *)((const char *)w + (size_t)r * w_stride) + b;
             for (int h = 0; h < 4; h++) { /* bytes qs[32h ..]: sub-block 2h low nibbles, 2h + 1 high */
                 const __m256i q = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * h));
-                const __m256i m4 = _mm256_set1_epi8(0x0f);
-                _mm256_storeu_si256((__m256i *)&quads[r][16 * h], _mm256_and_si256(q, m4));
-                _mm256_storeu_si256((__m256i *)&quads[r][16 * h + 8], _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+                quads[2 * h][r] = _mm256_and_si256(q, m4);
+                quads[2 * h + 1][r] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
             }
             for (int j = 0; j < 8; j++) {
                 uint8_t s, m;
@@ -65,17 +64,8 @@ static void pack_q4_K(int64_t n, void *panel, const void *w, size_t w_stride) {
             d[r] = _cvtsh_ss(wb->d);
             dmin[r] = _cvtsh_ss(wb->dmin);
         }
-        for (int v = 0; v < 64; v++) { /* transpose: vector v = dword v of rows 0..15 */
-            _mm512_storeu_si512(p + SB_QUANTS + 64 * v,
-                                _mm512_i32gather_epi32(_mm512_add_epi32(idx, _mm512_set1_epi32(v)), quads, 4));
-        }
+        for (int j = 0; j < 8; j++) transpose_16x8(quads[j], p + SB_QUANTS + 64 * 8 * j); /* vector v: dword v */
     }
-}
-
-static inline __m512i bcast32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm512_set1_epi32(v);
 }
 
 /* n_tok tokens (constants after inlining); gemm: parts of 64 elements. */
@@ -147,11 +137,9 @@ _Static_assert(Q6_BYTES <= 21 * HL_QK_K, "a Q6_K panel fits HL_PANEL_BYTES");
 
 static void pack_q6_K(int64_t n, void *panel, const void *w, size_t w_stride) {
     uint8_t *p = panel;
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32(64));
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
     for (int64_t b = 0; b < n / HL_QK_K; b++, p += Q6_BYTES) {
-        uint32_t quads[HL_PANEL_ROWS][64];
+        __m256i quads[8][HL_PANEL_ROWS]; /* elements 32c .. 32c + 31 of row r */
         int32_t *sc = (int32_t *)(p + Q6_SCALES);
         float *d = (float *)(p + Q6_D);
         for (int r = 0; r < HL_PANEL_ROWS; r++) {
@@ -165,16 +153,13 @@ static void pack_q6_K(int64_t n, void *panel, const void *w, size_t w_stride) {
                                        _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
                 for (int i = 0; i < 4; i++) {
                     const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * i), m2);
-                    _mm256_storeu_si256((__m256i *)&quads[r][32 * h + 8 * i],
-                                        _mm256_or_si256(lo[i], _mm256_slli_epi16(hi, 4)));
+                    quads[4 * h + i][r] = _mm256_or_si256(lo[i], _mm256_slli_epi16(hi, 4));
                 }
             }
             for (int j = 0; j < 16; j++) sc[16 * j + r] = wb->scales[j];
             d[r] = _cvtsh_ss(wb->d);
         }
-        for (int v = 0; v < 64; v++) {
-            _mm512_storeu_si512(p + 64 * v, _mm512_i32gather_epi32(_mm512_add_epi32(idx, _mm512_set1_epi32(v)), quads, 4));
-        }
+        for (int c = 0; c < 8; c++) transpose_16x8(quads[c], p + 64 * 8 * c);
     }
 }
 
