@@ -333,7 +333,17 @@ static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, 
     hl_act_aux *aux = malloc(4 * (size_t)(n / HL_QK) * sizeof *aux);
     float y[4][HL_PANEL_ROWS + 1], one;
     for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy(rows + (size_t)r * w_stride, bf->w[r % 4], hl_row_size(ops->type, n));
-    for (int c = 0; c < 4; c++) hl_act_q8_0_aux(n, aux + (size_t)c * (size_t)(n / HL_QK), bf->a[c]);
+    CHECK_MSG(ops->act_aux != NULL, "%s type %u: panels without act_aux", hl_cpu_level_name(lv), ops->type);
+    for (int c = 0; c < 4; c++) {
+        hl_act_aux *ac = aux + (size_t)c * (size_t)(n / HL_QK);
+        hl_act_q8_0_aux(n, ac, bf->a[c]);
+        for (int64_t b = 0; ops->act_aux && b < n / HL_QK; b++) {
+            hl_act_aux got[1];
+            ops->act_aux(HL_QK, got, bf->a[c] + (size_t)b * sizeof(block_q8_0));
+            CHECK_MSG(memcmp(got, &ac[b], sizeof got) == 0, "%s act_aux type %u block %lld", hl_cpu_level_name(lv),
+                      ops->type, (long long)b);
+        }
+    }
     ops->pack_panel(n, panel, rows, w_stride);
     for (int n_tok = 1; n_tok <= 4; n_tok++) {
         memset(y, 0xff, sizeof y);

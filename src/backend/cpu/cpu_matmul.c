@@ -35,7 +35,7 @@ static void convert_run(void *arg, int ith, int nth) {
     hl_split(t->x->ne[1], ith, nth, &r0, &r1);
     for (long long r = r0; r < r1; r++) {
         t->ops->act_from_float((const float *)t->x->data + r * d, t->act_out + (size_t)r * t->act_stride, d);
-        if (t->aux) hl_act_q8_0_aux(d, t->aux + (size_t)r * t->aux_stride, t->act_out + (size_t)r * t->act_stride);
+        if (t->aux) t->ops->act_aux(d, t->aux + (size_t)r * t->aux_stride, t->act_out + (size_t)r * t->act_stride);
     }
 }
 
@@ -124,7 +124,7 @@ void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_ten
     if (t.ops->batch && x->ne[1] >= HL_CPU_BATCH_MIN) t.ops = t.ops->batch;
     const int64_t d_in = x->ne[0];
     const bool panels = t.ops->panel_dot && x->ne[1] >= HL_CPU_PANEL_MIN;
-    if (panels && t.ops->vec_dot_type == GGML_TYPE_Q8_0) {
+    if (panels && t.ops->act_aux) {
         t.aux = cpu->act_aux;
         t.aux_stride = (size_t)(d_in / HL_QK);
     }

@@ -146,6 +146,9 @@ typedef struct hl_cpu_type_ops {
      * with the bits of vec_dot's. */
     hl_pack_panel_fn pack_panel;
     hl_panel_dot_fn panel_dot;
+    /* The hl_act_aux of an activation row, for panel_dot; NULL where it
+     * needs none. Writes what hl_act_q8_0_aux writes. */
+    void (*act_aux)(int64_t n, hl_act_aux *aux, const void *act_row);
 } hl_cpu_type_ops;
 
 /* The batch size from which hl_cpu_type_ops.batch applies (ggml_tiled_min_batch). */

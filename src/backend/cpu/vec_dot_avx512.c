@@ -42,6 +42,20 @@ static inline __m512i quad_bcast(const block_q8_0 *a, int k) {
     return bcast32(a->qs + 4 * k);
 }
 
+/* hl_act_q8_0_aux: the group sums of four through one vpdpbusd with ones. */
+static void act_aux_q8_0(int64_t n, hl_act_aux *aux, const void *act_row) {
+    const block_q8_0 *a = act_row;
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        const __m256i quad = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1),
+                                                 _mm256_loadu_si256((const __m256i *)a[b].qs));
+        aux[b].d = _cvtsh_ss(a[b].d);
+        _mm256_storeu_si256((__m256i *)aux[b].quad128, _mm256_mullo_epi32(quad, _mm256_set1_epi32(-128)));
+        const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(quad), _mm256_extracti128_si256(quad, 1));
+        const __m128i h2 = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
+        aux[b].sum = _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 1)));
+    }
+}
+
 /* ------------------------------------------------------ Q4_0 decode -- */
 
 /* 4 rows x 1 token in llama.cpp's repacked order (vec_dot_avx2.c): lane r
@@ -268,12 +282,15 @@ static void table_init(void) {
             ops.vec_dot_4r = dot_4r_q4_0;
             ops.pack_panel = pack_q4_0;
             ops.panel_dot = panel_dot_q4_0;
+            ops.act_aux = act_aux_q8_0;
         } else if (ops.type == GGML_TYPE_Q5_0) {
             ops.pack_panel = pack_q5_0;
             ops.panel_dot = panel_dot_q8;
+            ops.act_aux = act_aux_q8_0;
         } else if (ops.type == GGML_TYPE_Q8_0) {
             ops.pack_panel = pack_q8_0;
             ops.panel_dot = panel_dot_q8;
+            ops.act_aux = act_aux_q8_0;
         }
         hl_cpu_ops_avx512_k_patch(&ops, false);
         if (ops.batch) {

@@ -27,6 +27,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
+#include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
 
@@ -128,6 +129,68 @@ static void panel_dot_q4_K(int64_t n, float *y, size_t y_stride, const void *pan
     }
 }
 
+/* ---------------------------------------------------- Q4_K decode -- */
+
+/* The 12 bytes of Q4_K scales as 8 scales then 8 mins, 6 bits each. */
+static inline __m128i q4_K_scales_mins(const uint8_t scales[HL_K_SCALE_SIZE]) {
+    uint32_t u[3];
+    memcpy(u, scales, sizeof u);
+    const uint32_t sc_lo = u[0] & 0x3f3f3f3f, m_lo = u[1] & 0x3f3f3f3f;
+    const uint32_t sc_hi = (u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4;
+    const uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
+    return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+}
+
+/* 4 rows x 1 token in the gemv order (vec_dot_k_avx2.c, r_dot_4r): lane r
+ * of acc and accm for row r. The 64 bytes qs[64g ..] of a row hold
+ * sub-blocks 4g and 4g + 2 in their low nibbles, 4g + 1 and 4g + 3 in the
+ * high ones; the activations are put in that order, and one 512-bit
+ * maddubs and madd (with each sub-block's scale) per 64 quants give exact
+ * int32 lanes whose total is the super-block's isum. */
+static void dot_4r_q4_K(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    const block_q8_K *a = act_row;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m128 acc = _mm_setzero_ps(), accm = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK_K; b++) {
+        __m512i av[4]; /* [g][nibble half]: activations of sub-blocks 4g + h, 4g + h + 2 */
+        for (int g = 0; g < 2; g++) {
+            for (int h = 0; h < 2; h++) {
+                const int8_t *q = a[b].qs + 128 * g + 32 * h;
+                av[2 * g + h] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q)),
+                                                   _mm256_loadu_si256((const __m256i *)(q + 64)), 1);
+            }
+        }
+        /* sums of the activations of each sub-block, as int16 */
+        const __m128i q8s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)a[b].bsums),
+                                           _mm_loadu_si128((const __m128i *)(a[b].bsums + 8)));
+        __m256i v[8];
+        float d[4], dmin[4];
+        for (int r = 0; r < 4; r++) {
+            const block_q4_K *wb = (const block_q4_K *)((const char *)w + (size_t)r * w_stride) + b;
+            const __m128i sm = q4_K_scales_mins(wb->scales);
+            const __m512i sc = _mm512_broadcast_i32x4(sm);
+            __m512i p = _mm512_setzero_si512();
+            for (int i = 0; i < 4; i++) { /* i = 2g + h: sub-blocks j = 4g + h (low 256 bits), j + 2 (high) */
+                const int j = 4 * (i / 2) + i % 2;
+                const __m512i pick = _mm512_inserti64x4(_mm512_set1_epi16((short)(0xff00 | j)),
+                                                        _mm256_set1_epi16((short)(0xff00 | (j + 2))), 1);
+                const __m512i z = _mm512_loadu_si512(wb->qs + 64 * (i / 2));
+                const __m512i q = _mm512_and_si512(i % 2 ? _mm512_srli_epi16(z, 4) : z, m4);
+                p = _mm512_add_epi32(p, _mm512_madd_epi16(_mm512_shuffle_epi8(sc, pick), _mm512_maddubs_epi16(q, av[i])));
+            }
+            v[r] = _mm256_add_epi32(_mm512_castsi512_si256(p), _mm512_extracti64x4_epi64(p, 1));
+            v[4 + r] = _mm256_zextsi128_si256(_mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), q8s));
+            d[r] = _cvtsh_ss(wb->d);
+            dmin[r] = _cvtsh_ss(wb->dmin);
+        }
+        const __m128 da = _mm_set1_ps(a[b].d);
+        const __m128i isum = hsum4_epi32(v[0], v[1], v[2], v[3]), imin = hsum4_epi32(v[4], v[5], v[6], v[7]);
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_mul_ps(_mm_loadu_ps(d), da), acc);
+        accm = _mm_fmadd_ps(_mm_cvtepi32_ps(imin), _mm_mul_ps(_mm_loadu_ps(dmin), da), accm);
+    }
+    _mm_storeu_ps(s, _mm_sub_ps(acc, accm));
+}
+
 /* ------------------------------------------------------ Q6_K (tiled) -- */
 
 #define Q6_SCALES (64 * 64)
@@ -206,6 +269,7 @@ static void panel_dot_q6_K(int64_t n, float *y, size_t y_stride, const void *pan
 
 void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch) {
     if (ops->type == GGML_TYPE_Q4_K && !batch) {
+        ops->vec_dot_4r = dot_4r_q4_K;
         ops->pack_panel = pack_q4_K;
         ops->panel_dot = panel_dot_q4_K;
     }
