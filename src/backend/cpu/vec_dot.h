@@ -119,7 +119,8 @@ typedef struct hl_act_aux {
     int32_t quad128[8];
 } hl_act_aux;
 
-/* The hl_act_aux of each block of a Q8_0 row of n elements. */
+/* The hl_act_aux of each block of a Q8_0 row of n elements: the scalar
+ * oracle of hl_cpu_type_ops.act_aux. */
 void hl_act_q8_0_aux(int64_t n, hl_act_aux *aux, const void *act_row);
 
 typedef void (*hl_pack_panel_fn)(int64_t n, void *panel, const void *w, size_t w_stride);

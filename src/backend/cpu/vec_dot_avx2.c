@@ -347,6 +347,98 @@ static void dot_4c_q4_0(int64_t n, float s[4], const void *w_row, const void *ac
     _mm_storeu_ps(s, acc);
 }
 
+/* Q4_0 panels (vec_dot.h), in the layout of the AVX-512 ones
+ * (vec_dot_avx512.c): per block, eight 64-byte vectors whose dword r holds
+ * elements 4k..4k+3 of row r as nibbles 0..15, then the 16 row scales. Here
+ * each vector is two halves of 8 rows; maddubs and madd with ones stand in
+ * for vpdpbusd (a nibble times a quant cannot saturate the int16 pairs). */
+#define Q4_0_PANEL_BLOCK (8 * 64 + 16 * 4)
+
+/* rows[r] = 8 dwords of row r (r < 8); out + 64 k = [dword k of rows 0..7]
+ * (the classic 8 x 8 transpose). */
+static inline void transpose_8x8(const __m256i rows[8], uint8_t *out) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(_mm256_castsi256_ps(rows[i]), _mm256_castsi256_ps(rows[i + 1]));
+        t[i + 1] = _mm256_unpackhi_ps(_mm256_castsi256_ps(rows[i]), _mm256_castsi256_ps(rows[i + 1]));
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int j = 0; j < 4; j++) {
+        _mm256_storeu_ps((float *)(out + 64 * j), _mm256_permute2f128_ps(u[j], u[j + 4], 0x20));
+        _mm256_storeu_ps((float *)(out + 64 * (j + 4)), _mm256_permute2f128_ps(u[j], u[j + 4], 0x31));
+    }
+}
+
+static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+    uint8_t *p = panel;
+    for (int64_t b = 0; b < n / HL_QK; b++, p += Q4_0_PANEL_BLOCK) {
+        __m256i rows[HL_PANEL_ROWS];
+        float d[HL_PANEL_ROWS];
+        for (int r = 0; r < HL_PANEL_ROWS; r++) {
+            const block_q4_0 *wb = (const block_q4_0 *)row_at(w, w_stride, r) + b;
+            rows[r] = unpack_nibbles(wb->qs);
+            d[r] = _cvtsh_ss(wb->d);
+        }
+        transpose_8x8(rows, p);
+        transpose_8x8(rows + 8, p + 32);
+        memcpy(p + 8 * 64, d, sizeof d);
+    }
+}
+
+/* n_tok (1 or 2) tokens: per block and half, acc = fma(float(isum), d_w *
+ * d_a, acc), lane r for row r, as dot_4r_q4_0. */
+static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_stride, const uint8_t *p,
+                                       const void *act, size_t act_stride, const hl_act_aux *aux, size_t aux_stride) {
+    __m256 acc[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < n / HL_QK; b++, p += Q4_0_PANEL_BLOCK) {
+        __m256i isum[2][2];
+        const block_q8_0 *a[2];
+        for (int t = 0; t < n_tok; t++) {
+            a[t] = (const block_q8_0 *)row_at(act, act_stride, t) + b;
+            isum[t][0] = isum[t][1] = _mm256_set1_epi32(-8 * aux[(size_t)t * aux_stride + b].sum);
+        }
+        for (int k = 0; k < 8; k++) {
+            for (int h = 0; h < 2; h++) {
+                const __m256i u = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * h));
+                for (int t = 0; t < n_tok; t++) {
+                    int32_t quad;
+                    memcpy(&quad, a[t]->qs + 4 * k, sizeof quad);
+                    const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_set1_epi32(quad)), ones);
+                    isum[t][h] = _mm256_add_epi32(isum[t][h], dot);
+                }
+            }
+        }
+        for (int h = 0; h < 2; h++) {
+            const __m256 dw = _mm256_loadu_ps((const float *)(p + 8 * 64) + 8 * h);
+            for (int t = 0; t < n_tok; t++) {
+                const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(aux[(size_t)t * aux_stride + b].d));
+                acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t][h]), scale, acc[t][h]);
+            }
+        }
+    }
+    for (int t = 0; t < n_tok; t++) {
+        _mm256_storeu_ps(y + (size_t)t * y_stride, acc[t][0]);
+        _mm256_storeu_ps(y + (size_t)t * y_stride + 8, acc[t][1]);
+    }
+}
+
+static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    for (int t = 0; t < n_tok; t += 2) {
+        float *yt = y + (size_t)t * y_stride;
+        const void *at = row_at(act, act_stride, t);
+        const hl_act_aux *xt = aux + (size_t)t * aux_stride;
+        if (n_tok - t >= 2) q4_0_panel_t(2, n, yt, y_stride, panel, at, act_stride, xt, aux_stride);
+        else q4_0_panel_t(1, n, yt, y_stride, panel, at, act_stride, xt, aux_stride);
+    }
+}
+
 /* Q5_0: ggml_vec_dot_q5_0_q8_0, and tinyBLAS_Q0_AVX for batches, in the
  * order of Q4_0's kernel. */
 static void dot_q5_0(int64_t n, float *s, const void *w_row, const void *act_row) {
@@ -476,7 +568,8 @@ static const hl_cpu_type_ops avx2_ops[] = {
     {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, NULL, NULL, NULL, NULL},
     {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, NULL, NULL, NULL, NULL},
     {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL, pack_q4_0, panel_dot_q4_0,
+     hl_act_q8_0_aux},
     {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, NULL, NULL, NULL},
     {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, NULL, NULL, NULL},
     {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, NULL, NULL, NULL},

@@ -8,16 +8,19 @@
  *
  * Integer dot products use VNNI's vpdpbusd, which multiplies unsigned by
  * signed bytes and adds groups of four into int32 lanes. The weight quants
- * go in unsigned, as stored (Q4_0: the nibble q, the weight being q - 8),
- * and the bias comes off through the activations' sums: sum((q - 8) * a) =
- * sum(q * a) - 8 * sum(a), all exact integers.
+ * go in unsigned (Q4_0: the nibble q, the weight being q - 8; Q5_0 and Q8_0:
+ * the weight + 128), and the bias comes off through the activations' sums:
+ * sum((q - 8) * a) = sum(q * a) - 8 * sum(a), all exact integers.
  *
- * Q4_0 panels (vec_dot.h): llama.cpp's repacked gemm keeps one output per
- * lane, and so does a panel: per block of 32, the quants of 16 rows are
- * stored as eight 64-byte vectors, vector k holding elements 4k..4k+3 of
- * row r in lane r. One vpdpbusd per vector with the activations' 4 bytes
- * broadcast then gives lane r the block's dot product for row r, with no
- * horizontal sums. */
+ * Panels (vec_dot.h) of Q4_0, Q5_0 and Q8_0: per block of 32, the quants of
+ * 16 rows are stored as eight 64-byte vectors, vector k holding elements
+ * 4k..4k+3 of row r in lane r. One vpdpbusd per vector with the
+ * activations' 4 bytes broadcast gives lane r that group's dot product for
+ * row r, with no horizontal sums. Q4_0 adds the eight (llama.cpp's repacked
+ * order keeps one total per block); Q5_0 and Q8_0 keep ggml's eight lanes
+ * apart, as eight accumulators.
+ *
+ * Decode (one token): Q4_0 four rows at a time, two blocks per vpdpbusd. */
 #include <immintrin.h>
 #include <pthread.h>
 

@@ -1,5 +1,6 @@
-/* AVX-512 VNNI panel kernels (vec_dot.h) for Q4_K weights against Q8_K
- * activations, put into the AVX-512 table by vec_dot_avx512.c. Compiled
+/* AVX-512 VNNI kernels for K-quant weights against Q8_K activations: Q4_K
+ * panels (vec_dot.h) and decode, Q6_K batch panels; put into the AVX-512
+ * table by vec_dot_avx512.c. Compiled
  * with -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only after
  * hl_cpu_level_best() says the CPU has them.
  *
