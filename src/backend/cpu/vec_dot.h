@@ -104,8 +104,8 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
  * batch. pack_panel writes the panel of the rows at w, w + w_stride, ...;
  * panel_dot computes y[t * y_stride + r] = dot(row r, activation row t) for
  * r < HL_PANEL_ROWS and t < n_tok (1..4), the activation rows act_stride
- * bytes apart with their per-block extras (hl_act_aux, n / 32 per row)
- * aux_stride entries apart. */
+ * bytes apart with their per-block extras (hl_act_aux, n / 32 per row,
+ * written by act_aux; NULL where act_aux is) aux_stride entries apart. */
 #define HL_PANEL_ROWS 16
 #define HL_CPU_PANEL_MIN 8
 #define HL_PANEL_BYTES(n) (((size_t)(n) * 21 + 127) & ~(size_t)63) /* 64-byte multiples */

@@ -347,12 +347,14 @@ static void dot_4c_q4_0(int64_t n, float s[4], const void *w_row, const void *ac
     _mm_storeu_ps(s, acc);
 }
 
-/* Q4_0 panels (vec_dot.h), in the layout of the AVX-512 ones
+/* Panels (vec_dot.h) of Q4_0, Q5_0 and Q8_0, laid out as the AVX-512 ones
  * (vec_dot_avx512.c): per block, eight 64-byte vectors whose dword r holds
- * elements 4k..4k+3 of row r as nibbles 0..15, then the 16 row scales. Here
- * each vector is two halves of 8 rows; maddubs and madd with ones stand in
- * for vpdpbusd (a nibble times a quant cannot saturate the int16 pairs). */
-#define Q4_0_PANEL_BLOCK (8 * 64 + 16 * 4)
+ * elements 4k..4k+3 of row r, then the 16 row scales; each vector is two
+ * halves of 8 rows here. maddubs and madd with ones stand in for vpdpbusd.
+ * Q4_0 stores the nibbles 0..15, which cannot saturate maddubs' int16
+ * pairs; Q5_0 and Q8_0 store the signed quants and multiply |w| by the
+ * activations with w's sign, as dot_i8_i8. */
+#define PANEL_BLOCK (8 * 64 + 16 * 4)
 
 /* rows[r] = 8 dwords of row r (r < 8); out + 64 k = [dword k of rows 0..7]
  * (the classic 8 x 8 transpose). */
@@ -374,19 +376,67 @@ static inline void transpose_8x8(const __m256i rows[8], uint8_t *out) {
     }
 }
 
-static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     uint8_t *p = panel;
-    for (int64_t b = 0; b < n / HL_QK; b++, p += Q4_0_PANEL_BLOCK) {
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
         __m256i rows[HL_PANEL_ROWS];
         float d[HL_PANEL_ROWS];
         for (int r = 0; r < HL_PANEL_ROWS; r++) {
-            const block_q4_0 *wb = (const block_q4_0 *)row_at(w, w_stride, r) + b;
-            rows[r] = unpack_nibbles(wb->qs);
-            d[r] = _cvtsh_ss(wb->d);
+            const void *row = row_at(w, w_stride, r);
+            if (type == GGML_TYPE_Q4_0) {
+                rows[r] = unpack_nibbles(((const block_q4_0 *)row)[b].qs);
+                d[r] = _cvtsh_ss(((const block_q4_0 *)row)[b].d);
+            } else {
+                rows[r] = signed_quants(type, row, b, &d[r]);
+            }
         }
         transpose_8x8(rows, p);
         transpose_8x8(rows + 8, p + 32);
         memcpy(p + 8 * 64, d, sizeof d);
+    }
+}
+
+static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_Q4_0, n, panel, w, w_stride);
+}
+
+static void pack_q5_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_Q5_0, n, panel, w, w_stride);
+}
+
+static void pack_q8_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_Q8_0, n, panel, w, w_stride);
+}
+
+/* Q5_0, Q8_0: ggml's 8-lane accumulator (q8_dot) of each result as eight
+ * accumulators acc[k], lane r for row r, one token and one half of 8 rows
+ * at a time; summed at the end in hsum8_ggml's order. */
+static void q8_panel_half(int64_t n, float *y, const uint8_t *p, int h, const block_q8_0 *a) {
+    __m256 acc[8];
+    for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
+        const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps((const float *)(p + 8 * 64) + 8 * h),
+                                           _mm256_set1_ps(_cvtsh_ss(a[b].d)));
+        for (int k = 0; k < 8; k++) {
+            const __m256i wq = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * h));
+            int32_t quad;
+            memcpy(&quad, a[b].qs + 4 * k, sizeof quad);
+            const __m256i sa = _mm256_sign_epi8(_mm256_set1_epi32(quad), wq);
+            const __m256i isum = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), sa), ones);
+            acc[k] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[k]);
+        }
+    }
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
+                                   _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
+    _mm256_storeu_ps(y + 8 * h, s);
+}
+
+static void panel_dot_q8(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                         size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    for (int t = 0; t < n_tok; t++) {
+        for (int h = 0; h < 2; h++) q8_panel_half(n, y + (size_t)t * y_stride, panel, h, row_at(act, act_stride, t));
     }
 }
 
@@ -396,7 +446,7 @@ static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_
                                        const void *act, size_t act_stride, const hl_act_aux *aux, size_t aux_stride) {
     __m256 acc[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
     const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < n / HL_QK; b++, p += Q4_0_PANEL_BLOCK) {
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
         __m256i isum[2][2];
         const block_q8_0 *a[2];
         for (int t = 0; t < n_tok; t++) {
@@ -571,8 +621,8 @@ static const hl_cpu_type_ops avx2_ops[] = {
     {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL, pack_q4_0, panel_dot_q4_0,
      hl_act_q8_0_aux},
     {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, pack_q8_0, panel_dot_q8, NULL},
+    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, pack_q5_0, panel_dot_q8, NULL},
     {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1, NULL, NULL, NULL, NULL},
 };
 
