@@ -52,8 +52,16 @@
  * moves some logit by 1.5..19 (measured by planting them in hearth or in a
  * float64 emulation of these models).
  *
- * The architecture models (arch/) meet the same bounds; their figures are
- * printed by this test and listed in make_arch_models.py's folder notes. */
+ * The architecture models (arch/) have one bound for every type, ARCH_MAX_DIFF:
+ * all their records came out equal to llama.cpp's to the fixture's 6
+ * significant digits (worst 4.2e-5, on logits up to 24; x86-64 AVX2 kernels),
+ * F32 and F16 batches included (their row lengths, 40, 72, 136 and 200, are
+ * not multiples of 16, so llama.cpp cannot hand those matmuls to tinyBLAS and
+ * both sides take the vec-dot order). 1e-4 is the
+ * fixture's rounding for logits below 100 with room to spare; a wrong sliding
+ * window, a wrong rope base for the windowed layers, NEOX vs normal rope or a
+ * missing bias or norm move logits by 0.1..5 (planted in hearth). */
+#define ARCH_MAX_DIFF 1e-4f
 static const struct {
     const char *type;
     float max_diff;
@@ -153,10 +161,9 @@ static float compare_logits(const char *file, const char *type, const char *mode
     return max_diff;
 }
 
-/* Compares one model's records; returns its worst |diff|. */
-static float check_model(const cJSON *ref, int n_ctx) {
+/* Compares one model's records with bound `tol`; returns its worst |diff|. */
+static float check_model(const cJSON *ref, int n_ctx, float tol) {
     const char *file = json_str(ref, "file"), *type = json_str(ref, "type");
-    const float tol = tolerance_for(type);
     CHECK_MSG(tol > 0.0f, "%s: no tolerance for type '%s'", file, type);
 
     hearth_model *m = NULL;
@@ -214,9 +221,10 @@ int main(void) {
     static const struct {
         const char *fixture;
         int n_models;
+        float max_diff; /* 0: by weight type */
     } fixtures[] = {
-        {"reference/tiny/tiny_reference.json", 6},
-        {"reference/arch/arch_reference.json", 6},
+        {"reference/tiny/tiny_reference.json", 6, 0.0f},
+        {"reference/arch/arch_reference.json", 6, ARCH_MAX_DIFF},
     };
     for (size_t f = 0; f < sizeof fixtures / sizeof fixtures[0]; f++) {
         cJSON *ref = json_file_read(check_test_path(fixtures[f].fixture));
@@ -228,9 +236,10 @@ int main(void) {
         int n_models = 0;
         const cJSON *model;
         cJSON_ArrayForEach(model, cJSON_GetObjectItem(ref, "models")) {
-            float worst = check_model(model, n_ctx);
+            const float tol = fixtures[f].max_diff > 0.0f ? fixtures[f].max_diff : tolerance_for(json_str(model, "type"));
+            float worst = check_model(model, n_ctx, tol);
             printf("%-22s %-4s worst max |dlogit| %.3g (bound %.3g)\n\n", json_str(model, "file"),
-                   json_str(model, "type"), (double)worst, (double)tolerance_for(json_str(model, "type")));
+                   json_str(model, "type"), (double)worst, (double)tol);
             n_models++;
         }
         CHECK_MSG(n_models == fixtures[f].n_models, "%s: %d models, expected %d", fixtures[f].fixture, n_models,
