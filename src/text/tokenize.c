@@ -27,6 +27,7 @@ typedef struct fragment_list {
 
 typedef struct session {
     fragment_list frags, spare;
+    bool *present; /* [n_special] whether v->special[i] occurs in the text */
     hl_words words;
     hl_bpe_scratch bpe;
     hl_spm_scratch spm;
@@ -66,12 +67,19 @@ static hearth_status cut_at(const hl_vocab *v, const char *text, fragment f, int
  * tokens stay plain text but USER_DEFINED ones are still cut out (as Hugging
  * Face tokenizers do with added tokens). llama.cpp's lstrip/rstrip attributes
  * are set only for models hearth does not tokenize (phi-3, BERT-style
- * encoders), so no whitespace is stripped around the tokens. */
+ * encoders), so no whitespace is stripped around the tokens. Tokens whose text
+ * does not occur in the whole text cannot occur in a fragment of it: only
+ * those that do are searched for. */
 static hearth_status partition(const hl_vocab *v, const char *text, size_t len, bool parse_special, session *s) {
     s->frags.n = 0;
-    if (len) HL_TRY(push_fragment(&s->frags, (fragment){0, len, -1}));
+    if (len == 0) return HEARTH_OK;
+    HL_TRY(push_fragment(&s->frags, (fragment){0, len, -1}));
+    s->present = hl_calloc((size_t)v->n_special + 1, sizeof *s->present);
+    if (!s->present) return HEARTH_ERR_OUT_OF_MEMORY;
+    hl_special_find(v, text, len, s->present);
     for (int32_t i = 0; i < v->n_special; i++) {
         const int32_t id = v->special[i];
+        if (!s->present[i]) continue;
         if (!parse_special && (v->attr[id] & (HL_ATTR_CONTROL | HL_ATTR_UNKNOWN))) continue;
         s->spare.n = 0;
         for (size_t k = 0; k < s->frags.n; k++) {
@@ -129,6 +137,7 @@ hearth_status hl_vocab_tokenize(const hl_vocab *v, const char *text, size_t len,
     hearth_status st = run(v, text, len, add_special, parse_special, &s, &o);
     free(s.frags.items);
     free(s.spare.items);
+    free(s.present);
     hl_words_free(&s.words);
     hl_bpe_scratch_free(&s.bpe);
     hl_spm_scratch_free(&s.spm);

@@ -193,7 +193,7 @@ void hl_vocab_free(hl_vocab *v) {
     free(v->piece_off);
     hl_bpe_free(v);
     free(v->scores);
-    free(v->special);
+    hl_special_free(v);
     hl_pretok_free(v->pre);
     free(v);
 }

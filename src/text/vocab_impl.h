@@ -34,6 +34,21 @@ typedef struct hl_merges {
     size_t cap;      /* power of two, at least twice the merges */
 } hl_merges;
 
+/* A byte trie of the special tokens' texts. Node 0 is the root; an edge is
+ * found through `root` (from node 0) or the `edges` hash table (deeper). */
+typedef struct hl_trie_edge {
+    uint64_t key;  /* (uint64_t)parent << 8 | byte */
+    int32_t child; /* -1 marks an empty slot */
+} hl_trie_edge;
+
+typedef struct hl_special_trie {
+    int32_t *rank;     /* [n_nodes] index in v->special of the token spelled up to the node, or -1 */
+    int32_t n_nodes;
+    int32_t root[256]; /* child of the root per byte, or -1 */
+    hl_trie_edge *edges;
+    size_t cap;        /* power of two, at least twice the nodes */
+} hl_special_trie;
+
 /* The tokenizer algorithm, from tokenizer.ggml.model (llama.cpp's
  * llama_vocab_type). */
 typedef enum hl_vocab_type {
@@ -72,6 +87,7 @@ struct hl_vocab {
      * in which tokenize.c looks for them in the text. */
     int32_t *special;
     int32_t n_special;
+    hl_special_trie trie; /* their texts, to find which occur in a text */
 
     int32_t bos, eos, eot, eom, unk, pad;
     int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep; /* fill-in-the-middle */
@@ -113,6 +129,12 @@ static inline void hl_tok_out_push(hl_tok_out *o, int32_t id) {
  * FIM, end-of-generation), mark them CONTROL, fill v->eog; then list the
  * special tokens in v->special. */
 hearth_status hl_special_init(hl_vocab *v);
+
+/* Sets present[r] (r < n_special; the caller zeroes present) for every special
+ * token v->special[r] whose text occurs in text[0, len). O(len x the longest
+ * match at a position). */
+void hl_special_find(const hl_vocab *v, const char *text, size_t len, bool *present);
+void hl_special_free(hl_vocab *v);
 
 /* bpe.c: decode the tokens, build v->bpe_strs, bpe_token, byte_str, merges. */
 hearth_status hl_bpe_init(hl_vocab *v, const gguf_array *merges);
