@@ -65,9 +65,10 @@ static hearth_status cut_at(const hl_vocab *v, const char *text, fragment f, int
 /* tokenizer_st_partition(): each special token in turn, longest first, is cut
  * out of the plain fragments. Without parse_special, CONTROL and UNKNOWN
  * tokens stay plain text but USER_DEFINED ones are still cut out (as Hugging
- * Face tokenizers do with added tokens). llama.cpp's lstrip/rstrip attributes
- * are set only for models hearth does not tokenize (phi-3, BERT-style
- * encoders), so no whitespace is stripped around the tokens. Tokens whose text
+ * Face tokenizers do with added tokens). No whitespace is stripped around the
+ * tokens: llama.cpp sets lstrip/rstrip attributes by general.name only for
+ * BERT-style encoders and Phi-3 (rstrip after special tokens), which hearth
+ * does not handle yet. Tokens whose text
  * does not occur in the whole text cannot occur in a fragment of it: only
  * those that do are searched for. */
 static hearth_status partition(const hl_vocab *v, const char *text, size_t len, bool parse_special, session *s) {
