@@ -158,7 +158,8 @@ bool hearth_token_is_eog(const hearth_model *model, int32_t token);
  * Errors: INVALID_ARG (NULL pointers, text over 512 MiB), BUFFER_TOO_SMALL
  * (the first n_max ids are written and *n_tokens is the count needed; call
  * again with a larger buffer), OUT_OF_MEMORY, UNSUPPORTED (the pre-tokenizer
- * regex hit PCRE2's match limits on pathological text). Thread-safe. */
+ * regex hit PCRE2's match limits on pathological text, or a SentencePiece
+ * vocabulary has no byte token for a byte the text needs). Thread-safe. */
 hearth_status hearth_tokenize(const hearth_model *model, const char *text, size_t len,
                               bool add_special, bool parse_special, int32_t *tokens,
                               size_t n_max, size_t *n_tokens);
