@@ -38,7 +38,10 @@ static hearth_status cpu_copy(hl_backend *b, void *dst, const void *src, size_t 
     return HEARTH_OK;
 }
 
-static void cpu_synchronize(hl_backend *b) { (void)b; }
+static hearth_status cpu_synchronize(hl_backend *b) {
+    (void)b;
+    return HEARTH_OK; /* ops run synchronously and cannot fail */
+}
 
 static const hl_backend_i cpu_iface = {
     .name = cpu_name,
