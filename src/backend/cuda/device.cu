@@ -219,7 +219,8 @@ static bool record(hl_cuda *cu, int key, void (*issue)(void *), void *ctx) {
 
 static void cuda_graph_run(hl_backend *b, int key, int32_t pos0, void (*issue)(void *), void *ctx) {
     hl_cuda *cu = cuda_of(b);
-    if (key < 0 || key >= HL_GRAPH_KEYS || cu->graphs_off || !cuda_enter(cu)) {
+    // with an error pending, run eagerly: recording must not hide it
+    if (key < 0 || key >= HL_GRAPH_KEYS || cu->graphs_off || cu->status != HEARTH_OK || !cuda_enter(cu)) {
         issue(ctx);
         return;
     }
