@@ -45,8 +45,8 @@ static void run_usage(FILE *out) {
             "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
             "  -c, --ctx-size N         context length in tokens (default: the model's, at most 4096)\n"
             "  -b, --batch-size N       prompt tokens per forward pass (default 512)\n"
-            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0; no GPU backend\n"
-            "                           in this build: accepted, and the model runs on the CPU)\n"
+            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all and the output layer (default 0;\n"
+            "                           without a usable GPU the model runs on the CPU and says why)\n"
             "other:\n"
             "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
             "  -h, --help               this help\n",
