@@ -236,6 +236,8 @@ static void test_errors(void) {
     expect_error("{% endif %}", F, "unexpected {% endif %}", NULL);
     expect_error("{{ (1 }}", F, "line 1", NULL);
     expect_error("{{ x ]] }}", F, "unexpected ']'", NULL);
+    expect_error("a{% break %}", F, "'break' outside loop", NULL);
+    expect_error("{% for x in [1] %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}", F, "'continue' outside loop", NULL);
     /* runtime errors: jinja2's wording */
     expect_error("\n{{ x.y }}", F, "line 2: 'x' is undefined", NULL);
     expect_error("{{ {}.a.b }}", F, "'dict object' has no attribute 'a'", NULL);

@@ -226,7 +226,7 @@ hearth_status jiterate(hl_jinja_env *e, jv v, int line, jlist **out) {
 
 static bool is_num(jv v) { return v.k == JV_INT || v.k == JV_FLOAT || v.k == JV_BOOL; }
 static double to_f(jv v) { return v.k == JV_FLOAT ? v.u.f : v.k == JV_INT ? (double)v.u.i : v.u.b; }
-static int64_t to_i(jv v) { return v.k == JV_INT ? v.u.i : v.u.b; }
+static int64_t to_i(jv v) { return v.k == JV_INT ? v.u.i : v.k == JV_BOOL ? v.u.b : 0; }
 
 static hearth_status type_error(int line, int op, jv a, jv b) {
     char opname[4] = {(char)op, 0, 0, 0};

@@ -19,6 +19,7 @@ typedef struct parser {
     jtok *t;
     size_t pos, n;
     int depth;
+    int loops; /* for loops around the current statement (a macro body starts at 0) */
 } parser;
 
 static jtok *cur(parser *P) { return &P->t[P->pos]; }
@@ -630,7 +631,9 @@ static hearth_status parse_for(parser *P, int line, jnode **out) {
     }
     if (is_name(cur(P), "recursive")) return jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature 'recursive loop'");
     HL_TRY(expect_block_end(P));
+    P->loops++;
     HL_TRY(parse_body(P, stops, &n->kids, &n->n_kids));
+    P->loops--;
     if (is_name(cur(P), "else")) {
         next(P);
         HL_TRY(expect_block_end(P));
@@ -717,7 +720,10 @@ static hearth_status parse_macro(parser *P, int line, jnode **out) {
     HL_TRY(expect_name(P, &n->name));
     HL_TRY(parse_params(P, n));
     HL_TRY(expect_block_end(P));
+    int loops = P->loops;
+    P->loops = 0;
     HL_TRY(parse_body(P, end, &n->kids, &n->n_kids));
+    P->loops = loops;
     HL_TRY(close_tag(P));
     *out = n;
     return HEARTH_OK;
@@ -731,7 +737,10 @@ static hearth_status parse_call_block(parser *P, int line, jnode **out) {
     HL_TRY(parse_expr(P, &n->a));
     if (n->a->kind != N_CALL) return jfail(HEARTH_ERR_FORMAT, line, "syntax error: {%% call %%} needs a macro call");
     HL_TRY(expect_block_end(P));
+    int loops = P->loops; /* the body is the caller macro's */
+    P->loops = 0;
     HL_TRY(parse_body(P, end, &n->kids, &n->n_kids));
+    P->loops = loops;
     HL_TRY(close_tag(P));
     *out = n;
     return HEARTH_OK;
@@ -777,6 +786,7 @@ static hearth_status parse_statement(parser *P, jnode **out) {
     if (!strcmp(tag, "call")) return parse_call_block(P, line, out);
     if (!strcmp(tag, "with")) return parse_with(P, line, out);
     if (!strcmp(tag, "break") || !strcmp(tag, "continue")) {
+        if (!P->loops) return jfail(HEARTH_ERR_FORMAT, line, "syntax error: '%s' outside loop", tag);
         HL_TRY(new_node(P, tag[0] == 'b' ? N_BREAK : N_CONTINUE, line, out));
         return expect_block_end(P);
     }
