@@ -244,6 +244,54 @@ hearth_status hearth_detok_push(hearth_detok *detok, int32_t token, char *buf, s
 /* Emits any held bytes (as U+FFFD, since they never completed) and resets. */
 hearth_status hearth_detok_flush(hearth_detok *detok, char *buf, size_t size, size_t *len);
 
+/* ------------------------------------------------------------------ chat -- */
+
+/* One turn of a conversation. Both strings are NUL-terminated UTF-8 and only
+ * read during the call. */
+typedef struct hearth_chat_message {
+    const char *role;    /* "system", "user", "assistant" or any role the template knows */
+    const char *content;
+} hearth_chat_message;
+
+/* Renders a conversation into a prompt with a Jinja chat template (a model's
+ * tokenizer.chat_template) the way Hugging Face transformers'
+ * apply_chat_template does: jinja2 with trim_blocks and lstrip_blocks, the
+ * variables `messages` (a list of {"role", "content"} mappings),
+ * `add_generation_prompt`, `bos_token` and `eos_token` (NULL: ""), and the
+ * functions raise_exception and strftime_now (the current local time). The
+ * interpreter covers the subset real templates use: if/elif/else, for (with
+ * loop variables, filters and else), set (also namespace attributes and
+ * blocks), macros and call blocks, break/continue, the common filters
+ * (trim, tojson, length, join, default, replace, selectattr, map ...), tests
+ * (defined, none, string, mapping ...), str and dict methods (startswith,
+ * split, strip, items, get ...), indexing and slicing. Case conversions
+ * (upper, lower, title) change ASCII letters only.
+ * On success *out holds the prompt, NUL-terminated; free it with
+ * hearth_chat_free(). Rendering is bounded (16 MiB of output, 256 MiB of
+ * memory, 1,000,000 loop iterations, nesting 256 deep), so a hostile template
+ * fails instead of exhausting the machine.
+ * Errors (with *out NULL): INVALID_ARG (NULL tmpl or out, msgs NULL with
+ * n_msgs > 0, a NULL role or content; or the template called
+ * raise_exception: the message is the template's own, e.g. "Conversation
+ * roles must alternate user/assistant/user/assistant/..."), UNSUPPORTED (a
+ * Jinja feature outside the subset: "chat template line N: unsupported Jinja
+ * feature 'NAME'"), FORMAT (a syntax error, or a runtime error such as
+ * using an undefined value or a limit reached: "chat template line N: ..."),
+ * OUT_OF_MEMORY (also past the memory limit). Thread-safe (distinct calls share nothing). */
+hearth_status hearth_chat_apply_template(const char *tmpl, const hearth_chat_message *msgs, size_t n_msgs,
+                                         bool add_generation_prompt, const char *bos_token,
+                                         const char *eos_token, char **out);
+
+/* Frees text returned by hearth_chat_apply_template() or
+ * hearth_model_chat_template(). NULL is a no-op. */
+void hearth_chat_free(char *text);
+
+/* Copies the model's chat template (GGUF key tokenizer.chat_template) into
+ * *out, NUL-terminated; free it with hearth_chat_free(). *out is NULL (and the
+ * call succeeds) when the file has none. Errors: INVALID_ARG (NULL model or
+ * out), OUT_OF_MEMORY. Thread-safe. */
+hearth_status hearth_model_chat_template(const hearth_model *model, char **out);
+
 /* --------------------------------------------------------------- context -- */
 
 typedef struct hearth_context hearth_context;
@@ -277,6 +325,13 @@ uint32_t hearth_context_n_past(const hearth_context *ctx);
 
 /* Empties the KV cache: the next decode starts a new sequence at position 0. */
 void hearth_context_reset(hearth_context *ctx);
+
+/* Keeps only the first n_past tokens of the KV cache (a no-op when n_past is
+ * not below hearth_context_n_past()): the next decode continues at position
+ * n_past, as a chat does when a new prompt shares only a prefix with the
+ * tokens already decoded. The logits stay those of the last decode until the
+ * next one. */
+void hearth_context_truncate(hearth_context *ctx, uint32_t n_past);
 
 /* Runs the model over `n_tokens` tokens that continue the sequence in the KV
  * cache, in passes of at most n_batch tokens (prompt processing as matrix-matrix

@@ -210,6 +210,10 @@ void hearth_context_reset(hearth_context *c) {
     c->have_logits = false;
 }
 
+void hearth_context_truncate(hearth_context *c, uint32_t n_past) {
+    if (n_past < c->n_past) c->n_past = n_past;
+}
+
 hearth_status hearth_decode(hearth_context *c, const int32_t *tokens, uint32_t n_tokens) {
     if (!c || !tokens || n_tokens == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_decode: no tokens given");
     const int32_t n_vocab = c->model->hp.n_vocab;
