@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "gguf/ggml_types.h"
 #include "model/model.h"
+#include "model/placement.h"
 #include "quant/quant.h"
 
 static const hl_arch *const archs[] = {&hl_arch_llama, &hl_arch_qwen2, &hl_arch_qwen3, &hl_arch_gemma3};
@@ -186,8 +187,7 @@ static hearth_status load(const char *path, const hearth_model_params *p, hearth
             HL_WARN("use_mlock: could not lock %zu MiB in RAM (%s); raise RLIMIT_MEMLOCK (ulimit -l)", size >> 20,
                     strerror(errno));
     }
-    if (p->n_gpu_layers != 0)
-        HL_WARN("n_gpu_layers = %d requested, but this build has no GPU backend; running on the CPU", (int)p->n_gpu_layers);
+    HL_TRY(hl_placement_apply(m, p));
     HL_INFO("loaded %s: %d layers, n_embd %d, n_vocab %d, %.1f MiB of weights", m->desc, m->hp.n_layer, m->hp.n_embd,
             m->hp.n_vocab, (double)m->n_bytes / (1 << 20));
     return HEARTH_OK;
@@ -204,6 +204,7 @@ hearth_status hearth_model_load(const char *path, const hearth_model_params *par
                        (int)p.n_gpu_layers);
     hearth_model *m = hl_calloc(1, sizeof *m);
     if (!m) return HEARTH_ERR_OUT_OF_MEMORY;
+    m->output_dev = -1;
     hearth_status st = load(path, &p, m);
     if (st != HEARTH_OK) {
         hearth_model_free(m);
@@ -215,6 +216,8 @@ hearth_status hearth_model_load(const char *path, const hearth_model_params *par
 
 void hearth_model_free(hearth_model *m) {
     if (!m) return;
+    hl_placement_release(m);
+    free(m->layer_dev);
     hl_vocab_free(m->vocab);
     gguf_close(m->gguf);
     free(m->file_copy);
@@ -226,10 +229,7 @@ int32_t hearth_model_n_vocab(const hearth_model *m) { return m->hp.n_vocab; }
 int32_t hearth_model_n_ctx_train(const hearth_model *m) { return m->hp.n_ctx_train; }
 int32_t hearth_model_n_embd(const hearth_model *m) { return m->hp.n_embd; }
 int32_t hearth_model_n_layer(const hearth_model *m) { return m->hp.n_layer; }
-int32_t hearth_model_n_gpu_layers(const hearth_model *m) {
-    (void)m;
-    return 0; /* no GPU backend in this build */
-}
+int32_t hearth_model_n_gpu_layers(const hearth_model *m) { return m->n_gpu_layers; }
 uint64_t hearth_model_n_params(const hearth_model *m) { return m->n_params; }
 uint64_t hearth_model_size(const hearth_model *m) { return m->n_bytes; }
 const char *hearth_model_desc(const hearth_model *m) { return m->desc; }

@@ -7,6 +7,7 @@
 #define HEARTH_MODEL_H
 
 #include "backend/backend.h"
+#include "backend/gpu.h"
 #include "gguf/gguf.h"
 #include "text/vocab.h"
 
@@ -96,6 +97,14 @@ struct hearth_model {
     hl_tensor output_norm; /* F32 {n_embd} */
     hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */
     hl_layer *layers;      /* [n_layer] */
+    /* placement (model/placement.c): weights of offloaded layers live in
+     * gpu_weights[d], held by the weight-only backend gpu[d] */
+    int8_t *layer_dev;     /* [n_layer] GPU of each block, -1 = host */
+    int32_t output_dev;    /* GPU of output_norm and output, -1 = host */
+    int32_t n_gpu_layers;  /* blocks on GPUs, +1 when the output layer is */
+    size_t gpu_bytes;      /* weights on GPUs */
+    hl_backend *gpu[HL_MAX_GPUS];
+    void *gpu_weights[HL_MAX_GPUS];
     uint64_t n_params, n_bytes;
     char desc[128];
 };
@@ -108,13 +117,41 @@ extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3
  * frequency factors the layer has, RMSNorm, SwiGLU feed-forward. */
 void hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il, int32_t pos0);
 
+/* A run of consecutive blocks [il0, il1) on one backend, with that
+ * backend's activations; il0 == il1 for a stage that only runs the output. */
+typedef struct hl_stage {
+    hl_backend *b;
+    hl_work *w;
+    int32_t il0, il1;
+} hl_stage;
+
+#define HL_MAX_STAGES (HL_MAX_GPUS + 2)
+
+/* How a context runs the model: the host (CPU backend and activations),
+ * where the token embeddings are looked up and the logits end, then the
+ * stages in order; the last runs the final norm and output matrix. */
+typedef struct hl_pipeline {
+    hl_backend *host;
+    hl_work *host_work;
+    int32_t n_stages;
+    hl_stage stage[HL_MAX_STAGES];
+} hl_pipeline;
+
+/* The stages of the model's placement: blocks on the host use host/host_work,
+ * blocks on GPU d use gpu[d]/gpu_work[d]. */
+void hl_pipeline_init(const hearth_model *m, hl_backend *host, hl_work *host_work, hl_backend *const *gpu,
+                      hl_work *gpu_work, hl_pipeline *out);
+
 /* Runs n tokens at positions [pos0, pos0+n) through the model: embedding
- * lookup (times hp.embd_scale), every block by m->arch->layer, and with
- * `logits` the final norm and output matrix of the last token into
- * w->logits (a long prompt's earlier passes skip the output matrix).
- * Returns after the backend has finished. */
-void hl_model_forward(const hearth_model *m, hl_backend *b, hl_work *w, const int32_t *tokens, int32_t n, int32_t pos0,
-                      bool logits);
+ * lookup on the host (times hp.embd_scale), every block by m->arch->layer on
+ * its stage's backend, the hidden state {n_embd, n} copied across stage
+ * boundaries, and with `logits` the final norm and output matrix of the last
+ * token, its logits left in host_work->logits (a long prompt's earlier
+ * passes skip the output matrix). A one-token pass on a backend with
+ * graph_run is recorded once and replayed. Returns after every backend has
+ * finished, with the first error one of them reports (DEVICE, ...). */
+hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, const int32_t *tokens, int32_t n,
+                               int32_t pos0, bool logits);
 
 /* The attention inputs of block l from its normed input w->xb {n_embd, n}:
  * q, k, v = wq, wk, wv times xb, plus the biases the layer has, then the

@@ -1,6 +1,7 @@
 """The `hearth` command: help, info, generation output, and one-line errors with
 a non-zero exit for every kind of bad input (never a crash or a hang)."""
 import json
+import os
 import struct
 import sys
 
@@ -73,10 +74,10 @@ def test_prompt_file_and_stop_at_n_predict(run_hearth, model_path, tmp_path):
 
 
 def test_n_gpu_layers_without_gpu_says_so_once(run_hearth, model_path):
-    res = run_hearth("run", model_path, "Hi", "-n", "2", "-ngl", "-1")
+    res = run_hearth("run", model_path, "Hi", "-n", "2", "-ngl", "-1", env={**os.environ, "HEARTH_FORCE_CPU": "1"})
     assert res.returncode == 0
-    gpu_lines = [l for l in res.stderr.decode().splitlines() if "gpu" in l.lower()]
-    assert len(gpu_lines) == 1, gpu_lines
+    gpu_lines = [l for l in res.stderr.decode().splitlines() if "cuda unavailable" in l.lower()]
+    assert len(gpu_lines) == 1 and "running on CPU" in gpu_lines[0], gpu_lines
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -98,6 +98,6 @@ static void attn_run(void *arg, int ith, int nth) {
 
 void hl_cpu_attention(hl_backend *b, const hl_attn_args *args) {
     hl_cpu *cpu = cpu_of(b);
-    attn_task t = {args, hl_cpu_kernels_get(), cpu->scores, cpu->probs, cpu->limits.n_ctx};
+    attn_task t = {args, hl_cpu_kernels_for(b), cpu->scores, cpu->probs, cpu->limits.n_ctx};
     hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), attn_run, &t);
 }

@@ -1,5 +1,6 @@
 /* CPU backend instance: memory, thread pool, scratch, and the op table. */
 #include "backend/cpu/cpu_impl.h"
+#include "backend/cpu/cpu_kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,18 @@ static hearth_status cpu_copy(hl_backend *b, void *dst, const void *src, size_t 
     return HEARTH_OK;
 }
 
-static void cpu_synchronize(hl_backend *b) { (void)b; }
+static hearth_status cpu_synchronize(hl_backend *b) {
+    (void)b;
+    return HEARTH_OK; /* ops run synchronously and cannot fail */
+}
+
+const hl_cpu_type_ops *hl_cpu_ops_for(hl_backend *b, uint32_t type) {
+    return cpu_of(b)->limits.scalar ? hl_cpu_type_ops_scalar(type) : hl_cpu_type_ops_get(type);
+}
+
+const hl_cpu_kernels *hl_cpu_kernels_for(hl_backend *b) {
+    return cpu_of(b)->limits.scalar ? &hl_cpu_kernels_scalar : hl_cpu_kernels_get();
+}
 
 static const hl_backend_i cpu_iface = {
     .name = cpu_name,

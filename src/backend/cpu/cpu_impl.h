@@ -3,6 +3,7 @@
 #define HEARTH_CPU_IMPL_H
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/vec_dot.h"
 #include "base/threadpool.h"
 #include "quant/quant.h"
 
@@ -15,6 +16,10 @@ typedef struct hl_cpu {
 } hl_cpu;
 
 static inline hl_cpu *cpu_of(hl_backend *b) { return (hl_cpu *)b->impl; }
+
+/* The kernels this instance uses: the best level, or the scalar ones with limits.scalar. */
+const hl_cpu_type_ops *hl_cpu_ops_for(hl_backend *b, uint32_t type);
+const struct hl_cpu_kernels *hl_cpu_kernels_for(hl_backend *b);
 
 /* Ops, one file per family. */
 void hl_cpu_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);

@@ -232,7 +232,7 @@ static void scale_run(void *arg, int ith, int nth) {
 
 void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
     const int64_t n = hl_tensor_nelements(gate);
-    swiglu_task t = {gate->data, up->data, gate->ne[0], n / gate->ne[0], hl_cpu_kernels_get()};
+    swiglu_task t = {gate->data, up->data, gate->ne[0], n / gate->ne[0], hl_cpu_kernels_for(b)};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, n), swiglu_run, &t);
 }
 
