@@ -1,8 +1,21 @@
 /* The forward pass shared by every architecture: embedding lookup on the
  * host, the blocks in order on the backends of their stages (each
  * architecture supplies its block), then the final norm and output matrix
- * for the last token; and the pipeline of stages a placement implies. */
+ * for the last token; the pipeline of stages a placement implies; and the
+ * query/key/value projections the blocks share. */
 #include "model/model.h"
+
+void hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, const hl_layer *l) {
+    const hl_backend_i *op = b->iface;
+    op->matmul(b, &l->wq, &w->xb, &w->q);
+    op->matmul(b, &l->wk, &w->xb, &w->k);
+    op->matmul(b, &l->wv, &w->xb, &w->v);
+    if (l->bq.data) op->add(b, &w->q, &l->bq);
+    if (l->bk.data) op->add(b, &w->k, &l->bk);
+    if (l->bv.data) op->add(b, &w->v, &l->bv);
+    if (l->attn_q_norm.data) op->rms_norm(b, &w->q, &l->attn_q_norm, m->hp.norm_eps, &w->q);
+    if (l->attn_k_norm.data) op->rms_norm(b, &w->k, &l->attn_k_norm, m->hp.norm_eps, &w->k);
+}
 
 /* A view of rows [r, r+n) of a 2-D activation. */
 static hl_tensor rows_of(const hl_tensor *t, int64_t r, int64_t n) {

@@ -18,7 +18,7 @@
 #include "model/placement.h"
 #include "quant/quant.h"
 
-static const hl_arch *const archs[] = {&hl_arch_llama};
+static const hl_arch *const archs[] = {&hl_arch_llama, &hl_arch_qwen2, &hl_arch_qwen3, &hl_arch_gemma3};
 
 hearth_model_params hearth_model_default_params(void) {
     return (hearth_model_params){
@@ -78,8 +78,12 @@ static hearth_status read_whole_file(const char *path, void **data, size_t *size
     return HEARTH_OK;
 }
 
-hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, hl_tensor *t) {
+hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, bool required, hl_tensor *t) {
     const gguf_tensor *gt = gguf_find_tensor(m->gguf, name);
+    if (!gt && !required) {
+        *t = (hl_tensor){0};
+        return HEARTH_OK;
+    }
     if (!gt) return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' is missing: the file is incomplete or not a %s model", name, m->arch->name);
     if (gt->ne[0] != ne0 || gt->ne[1] != ne1 || gt->ne[2] != 1 || gt->ne[3] != 1)
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' has shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld}",
@@ -93,6 +97,46 @@ hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, in
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' has type %s, which hearth cannot compute yet", name, ti->name);
     *t = (hl_tensor){.type = gt->type, .ne = {ne0, ne1, 1, 1}, .data = (void *)gt->data, .backend = NULL};
     return HEARTH_OK;
+}
+
+static int cmp_addr(const void *a, const void *b) {
+    const uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every tensor of the file must be bound to a weight, as llama.cpp requires
+ * ("wrong number of tensors"): one left over belongs to a variant of the
+ * architecture (an output bias, experts ...) whose computation hearth would
+ * silently leave out. */
+static hearth_status check_all_bound(const hearth_model *m) {
+#define HL_COUNT_FIELD(name) +1
+    const size_t per_layer = 0 HL_LAYER_TENSORS(HL_COUNT_FIELD);
+#undef HL_COUNT_FIELD
+    const size_t n = 3 + (size_t)m->hp.n_layer * per_layer;
+    uintptr_t *bound = hl_malloc(n * sizeof *bound);
+    if (!bound) return HEARTH_ERR_OUT_OF_MEMORY;
+    size_t k = 0;
+    bound[k++] = (uintptr_t)m->tok_embd.data;
+    bound[k++] = (uintptr_t)m->output_norm.data;
+    bound[k++] = (uintptr_t)m->output.data;
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+#define HL_ADDR_FIELD(name) bound[k++] = (uintptr_t)m->layers[il].name.data;
+        HL_LAYER_TENSORS(HL_ADDR_FIELD)
+#undef HL_ADDR_FIELD
+    }
+    qsort(bound, n, sizeof *bound, cmp_addr);
+    hearth_status st = HEARTH_OK;
+    for (uint64_t i = 0; i < gguf_n_tensors(m->gguf) && st == HEARTH_OK; i++) {
+        const gguf_tensor *t = gguf_tensor_at(m->gguf, i);
+        const uintptr_t addr = (uintptr_t)t->data;
+        if (!bsearch(&addr, bound, n, sizeof *bound, cmp_addr))
+            st = hl_fail(HEARTH_ERR_UNSUPPORTED,
+                         "tensor '%.*s' is not part of the %s architecture as hearth runs it: this variant of the model "
+                         "is not supported yet",
+                         (int)(t->name.len > 96 ? 96 : t->name.len), t->name.data, m->arch->name);
+    }
+    free(bound);
+    return st;
 }
 
 /* Totals over all tensors, and the type holding most elements for the description. */
@@ -134,6 +178,7 @@ static hearth_status load(const char *path, const hearth_model_params *p, hearth
     m->hp.n_vocab = hl_vocab_n_tokens(m->vocab);
     if (p->vocab_only) return HEARTH_OK;
     HL_TRY(m->arch->load(m));
+    HL_TRY(check_all_bound(m));
     describe(m);
     if (p->use_mlock) {
         size_t size;

@@ -3,6 +3,7 @@ a non-zero exit for every kind of bad input (never a crash or a hang)."""
 import json
 import os
 import struct
+import sys
 
 import pytest
 from conftest import ROOT
@@ -164,7 +165,21 @@ def test_unsupported_architecture(run_hearth, tmp_path):
     w.write_tensors_to_file()
     w.close()
     err = one_line_error(run_hearth("run", p, "hi"))
-    assert "mamba9" in err and "llama" in err
+    assert "mamba9" in err
+    assert "supported: llama, qwen2, qwen3, gemma3" in err
+
+
+def test_tensor_the_architecture_lacks(run_hearth, tmp_path):
+    """A tensor no weight of the architecture takes (here qwen3's QK-norm in a
+    qwen2 file) is refused by name, as llama.cpp refuses such files."""
+    pytest.importorskip("gguf")
+    import numpy as np
+    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
+    from make_arch_models import MODELS, write_model
+    spec = dict(next(m for m in MODELS if m["arch"] == "qwen2"), name="qwen2-with-qk-norm", qk_norm=True)
+    p = write_model(spec, tmp_path, np.random.default_rng(0))
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert "blk.0.attn_q_norm.weight" in err and "qwen2" in err
 
 
 def test_prompt_longer_than_context(run_hearth, model_path):

@@ -66,6 +66,7 @@ static const hl_backend_i cpu_iface = {
     .store_rows = hl_cpu_store_rows,
     .attention = hl_cpu_attention,
     .swiglu = hl_cpu_swiglu,
+    .geglu = hl_cpu_geglu,
     .add = hl_cpu_add,
     .scale = hl_cpu_scale,
     .synchronize = cpu_synchronize,

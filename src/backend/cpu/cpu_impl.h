@@ -28,6 +28,7 @@ void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, cons
                  const hl_tensor *freq_factors);
 void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache, int32_t pos0);
 void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+void hl_cpu_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cpu_scale(hl_backend *b, hl_tensor *x, float s);
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
