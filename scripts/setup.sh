@@ -27,4 +27,4 @@ pip_install() { python3 -m pip install --quiet --disable-pip-version-check "$@";
 pip_install -r tests/requirements.txt 2>/dev/null || pip_install --break-system-packages -r tests/requirements.txt
 
 scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
-scripts/fetch_model.sh smollm2 gemma3
+scripts/fetch_model.sh smollm2 gemma3 qwen2

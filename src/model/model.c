@@ -139,7 +139,9 @@ static hearth_status check_all_bound(const hearth_model *m) {
     return st;
 }
 
-/* Totals over all tensors, and the type holding most elements for the description. */
+/* Totals over all tensors, and for the description the file type the file
+ * states (general.file_type, e.g. Q4_K_M, as llama.cpp names it) or else the
+ * type holding most elements. */
 static void describe(hearth_model *m) {
     uint64_t per_type[64] = {0};
     for (uint64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
@@ -157,10 +159,13 @@ static void describe(hearth_model *m) {
     if (p >= 1e9) snprintf(size, sizeof size, "%.1fB", p / 1e9);
     else if (p >= 1e6) snprintf(size, sizeof size, "%.0fM", p / 1e6);
     else snprintf(size, sizeof size, "%.0fK", p / 1e3);
+    uint32_t ftype = UINT32_MAX;
+    if (gguf_get_u32(m->gguf, "general.file_type", false, &ftype) != HEARTH_OK) hl_clear_error();
+    const char *ftype_name = hearth_ftype_name((hearth_ftype)ftype);
     /* ggml names types in lower case ("q4_1"); users know them as Q4_1 */
     const ggml_type_info *ti = ggml_type_get(main_type);
     char type[16];
-    snprintf(type, sizeof type, "%s", ti ? ti->name : "?");
+    snprintf(type, sizeof type, "%s", ftype_name ? ftype_name : ti ? ti->name : "?");
     for (char *c = type; *c; c++) *c = (char)toupper((unsigned char)*c);
     snprintf(m->desc, sizeof m->desc, "%s %s %s", m->arch->name, size, type);
 }

