@@ -20,6 +20,7 @@ int main(void) {
     const int64_t n = 4 * 256;
     float *x = malloc(sizeof(float) * n), *want = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
     uint8_t *q = malloc(hl_row_size(GGML_TYPE_F32, n));
+    int status = 0;
     uint64_t s = 12345;
     for (int64_t i = 0; i < n; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -32,7 +33,8 @@ int main(void) {
         const hearth_status st = hl_gpu_dequant_host(types[t], q, got, n);
         if (st == HEARTH_ERR_UNSUPPORTED && t == 0) {
             printf("SKIP: %s\n", hearth_last_error());
-            return 77;
+            status = 77;
+            break;
         }
         CHECK_MSG(st == HEARTH_OK, "%s: %s", ggml_type_get(types[t])->name, hearth_last_error());
         /* the same formulas; float contraction may move the last bit */
@@ -40,11 +42,13 @@ int main(void) {
         for (int64_t i = 0; i < n; i++) bad += !(fabsf(got[i] - want[i]) <= 1e-6f * (1.0f + fabsf(want[i])));
         CHECK_MSG(bad == 0, "%s: %d of %lld elements differ", ggml_type_get(types[t])->name, bad, (long long)n);
     }
-    CHECK(hl_gpu_dequant_host(GGML_TYPE_Q4_0, q, got, 33) == HEARTH_ERR_INVALID_ARG);
-    CHECK(hl_gpu_dequant_host(GGML_TYPE_IQ2_XXS, q, got, 256) == HEARTH_ERR_UNSUPPORTED);
+    if (status == 0) {
+        CHECK(hl_gpu_dequant_host(GGML_TYPE_Q4_0, q, got, 33) == HEARTH_ERR_INVALID_ARG);
+        CHECK(hl_gpu_dequant_host(GGML_TYPE_IQ2_XXS, q, got, 256) == HEARTH_ERR_UNSUPPORTED);
+    }
     free(x);
     free(want);
     free(got);
     free(q);
-    return check_report();
+    return status ? status : check_report();
 }
