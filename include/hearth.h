@@ -76,9 +76,45 @@ const char *hearth_build_info(void);
 /* Number of physical CPU cores (the default n_threads), at least 1. */
 int32_t hearth_cpu_physical_cores(void);
 
-/* Number of GPU devices usable by this build (0 when no GPU backend is compiled
- * in or no device is present). */
+/* Number of GPU devices hearth can use: the CUDA devices visible to the
+ * process (CUDA_VISIBLE_DEVICES applies) that this build has kernels for.
+ * 0 when the build has no CUDA backend, no driver or device is present, or
+ * the environment variable HEARTH_FORCE_CPU is set (to anything but "0").
+ * The first call probes the driver (milliseconds to a second); later calls
+ * return the same answer. Thread-safe. */
 int32_t hearth_gpu_device_count(void);
+
+/* Why hearth_gpu_device_count() is 0, as a static string (e.g. "this build
+ * has no CUDA backend ...", "CUDA driver version is insufficient for CUDA
+ * runtime version", "HEARTH_FORCE_CPU is set"); NULL when a GPU is usable.
+ * Thread-safe. */
+const char *hearth_gpu_unavailable_reason(void);
+
+typedef struct hearth_gpu_info {
+    char name[256];          /* "NVIDIA H100 80GB HBM3" */
+    int32_t cc_major;        /* compute capability, e.g. 9 */
+    int32_t cc_minor;        /* e.g. 0 */
+    uint64_t free_bytes;     /* device memory free now, bytes */
+    uint64_t total_bytes;    /* device memory, bytes */
+} hearth_gpu_info;
+
+/* Facts of GPU `device` (0 <= device < hearth_gpu_device_count()) into *out;
+ * free_bytes is measured at the call. Errors: INVALID_ARG (NULL out, device
+ * out of range), DEVICE (the driver failed). Thread-safe. */
+hearth_status hearth_gpu_device_info(int32_t device, hearth_gpu_info *out);
+
+/* Whether model layers can be placed on a GPU in this process
+ * (hearth_gpu_device_count() > 0). Thread-safe. */
+bool hearth_supports_gpu_offload(void);
+
+/* Whether hearth_model_params.use_mmap can map model files (POSIX builds:
+ * true). Thread-safe. */
+bool hearth_supports_mmap(void);
+
+/* Whether hearth_model_params.use_mlock can lock weights in RAM (POSIX
+ * builds: true; the lock may still fail at load under RLIMIT_MEMLOCK, which
+ * is logged as a warning). Thread-safe. */
+bool hearth_supports_mlock(void);
 
 /* ----------------------------------------------------------------- model -- */
 
@@ -91,13 +127,22 @@ typedef enum hearth_split_mode {
 } hearth_split_mode;
 
 typedef struct hearth_model_params {
-    /* Layers to place on GPUs: 0 = CPU only, N = the first N layers, -1 = all
-     * layers and the output layer. Without a GPU the model runs on the CPU and
+    /* Layers to place on GPUs: 0 = CPU only, N = the first N blocks (the
+     * rest run on the CPU, the hidden state crossing between them), -1 or
+     * more than n_layer = every block and the output layer (final norm and
+     * output matrix). Token embeddings stay in host memory. Without a usable
+     * GPU the model runs on the CPU, "CUDA unavailable (<reason>); running
+     * on CPU" is logged once per process (warn), and
      * hearth_model_n_gpu_layers() reports 0. */
     int32_t n_gpu_layers;
+    /* How offloaded layers spread over several GPUs: NONE = all on main_gpu;
+     * LAYER = consecutive runs of layers in tensor_split proportions; ROW is
+     * not supported yet (UNSUPPORTED at load). */
     hearth_split_mode split_mode;
-    int32_t main_gpu;           /* device index for SPLIT_NONE and small tensors */
-    const float *tensor_split;  /* per-device proportions, or NULL for even; not retained */
+    int32_t main_gpu;           /* device index for SPLIT_NONE */
+    /* per-device proportions [hearth_gpu_device_count()], or NULL for
+     * proportions of each device's free memory; not retained */
+    const float *tensor_split;
     bool use_mmap;              /* map the file instead of reading it (default true) */
     bool use_mlock;             /* lock the weights in RAM (default false) */
     bool vocab_only;            /* load only the vocabulary (tokenize without weights) */
@@ -113,8 +158,13 @@ hearth_model_params hearth_model_default_params(void);
  * Errors: INVALID_ARG (NULL path/out, bad params), IO (missing file, a
  * directory, unreadable), FORMAT (not GGUF, truncated, malformed or hostile
  * file; the message names the key or tensor), UNSUPPORTED (unknown
- * architecture, tokenizer or tensor type), OUT_OF_MEMORY. On error *out is NULL
- * and nothing is leaked. Thread-safe (distinct calls share nothing). */
+ * architecture, tokenizer or tensor type; split_mode ROW; a weight type the
+ * GPU backend cannot compute in an offloaded layer), OUT_OF_MEMORY (host, or
+ * a GPU's share of the layers does not fit its free memory: the message
+ * gives the MiB needed and free and says to lower n_gpu_layers or n_ctx),
+ * DEVICE (the GPU driver failed). On error *out is NULL and nothing is
+ * leaked, device memory included. Thread-safe (distinct calls share
+ * nothing). */
 hearth_status hearth_model_load(const char *path, const hearth_model_params *params,
                                 hearth_model **out);
 
@@ -127,7 +177,9 @@ int32_t hearth_model_n_vocab(const hearth_model *model);
 int32_t hearth_model_n_ctx_train(const hearth_model *model);  /* context length trained for */
 int32_t hearth_model_n_embd(const hearth_model *model);
 int32_t hearth_model_n_layer(const hearth_model *model);
-int32_t hearth_model_n_gpu_layers(const hearth_model *model); /* layers actually on a GPU */
+/* Layers actually on a GPU, counting the output layer as one (n_layer + 1
+ * when everything is offloaded); 0 without a usable GPU. */
+int32_t hearth_model_n_gpu_layers(const hearth_model *model);
 uint64_t hearth_model_n_params(const hearth_model *model);    /* weights, elements */
 uint64_t hearth_model_size(const hearth_model *model);        /* weights, bytes */
 /* A static description like "llama 135M Q4_1"; owned by the model. */
@@ -158,7 +210,8 @@ bool hearth_token_is_eog(const hearth_model *model, int32_t token);
  * Errors: INVALID_ARG (NULL pointers, text over 512 MiB), BUFFER_TOO_SMALL
  * (the first n_max ids are written and *n_tokens is the count needed; call
  * again with a larger buffer), OUT_OF_MEMORY, UNSUPPORTED (the pre-tokenizer
- * regex hit PCRE2's match limits on pathological text). Thread-safe. */
+ * regex hit PCRE2's match limits on pathological text, or a SentencePiece
+ * vocabulary has no byte token for a byte the text needs). Thread-safe. */
 hearth_status hearth_tokenize(const hearth_model *model, const char *text, size_t len,
                               bool add_special, bool parse_special, int32_t *tokens,
                               size_t n_max, size_t *n_tokens);
@@ -191,6 +244,54 @@ hearth_status hearth_detok_push(hearth_detok *detok, int32_t token, char *buf, s
 /* Emits any held bytes (as U+FFFD, since they never completed) and resets. */
 hearth_status hearth_detok_flush(hearth_detok *detok, char *buf, size_t size, size_t *len);
 
+/* ------------------------------------------------------------------ chat -- */
+
+/* One turn of a conversation. Both strings are NUL-terminated UTF-8 and only
+ * read during the call. */
+typedef struct hearth_chat_message {
+    const char *role;    /* "system", "user", "assistant" or any role the template knows */
+    const char *content;
+} hearth_chat_message;
+
+/* Renders a conversation into a prompt with a Jinja chat template (a model's
+ * tokenizer.chat_template) the way Hugging Face transformers'
+ * apply_chat_template does: jinja2 with trim_blocks and lstrip_blocks, the
+ * variables `messages` (a list of {"role", "content"} mappings),
+ * `add_generation_prompt`, `bos_token` and `eos_token` (NULL: ""), and the
+ * functions raise_exception and strftime_now (the current local time). The
+ * interpreter covers the subset real templates use: if/elif/else, for (with
+ * loop variables, filters and else), set (also namespace attributes and
+ * blocks), macros and call blocks, break/continue, the common filters
+ * (trim, tojson, length, join, default, replace, selectattr, map ...), tests
+ * (defined, none, string, mapping ...), str and dict methods (startswith,
+ * split, strip, items, get ...), indexing and slicing. Case conversions
+ * (upper, lower, title) change ASCII letters only.
+ * On success *out holds the prompt, NUL-terminated; free it with
+ * hearth_chat_free(). Rendering is bounded (16 MiB of output, 256 MiB of
+ * memory, 1,000,000 loop iterations, nesting 256 deep), so a hostile template
+ * fails instead of exhausting the machine.
+ * Errors (with *out NULL): INVALID_ARG (NULL tmpl or out, msgs NULL with
+ * n_msgs > 0, a NULL role or content; or the template called
+ * raise_exception: the message is the template's own, e.g. "Conversation
+ * roles must alternate user/assistant/user/assistant/..."), UNSUPPORTED (a
+ * Jinja feature outside the subset: "chat template line N: unsupported Jinja
+ * feature 'NAME'"), FORMAT (a syntax error, or a runtime error such as
+ * using an undefined value or a limit reached: "chat template line N: ..."),
+ * OUT_OF_MEMORY (also past the memory limit). Thread-safe (distinct calls share nothing). */
+hearth_status hearth_chat_apply_template(const char *tmpl, const hearth_chat_message *msgs, size_t n_msgs,
+                                         bool add_generation_prompt, const char *bos_token,
+                                         const char *eos_token, char **out);
+
+/* Frees text returned by hearth_chat_apply_template() or
+ * hearth_model_chat_template(). NULL is a no-op. */
+void hearth_chat_free(char *text);
+
+/* Copies the model's chat template (GGUF key tokenizer.chat_template) into
+ * *out, NUL-terminated; free it with hearth_chat_free(). *out is NULL (and the
+ * call succeeds) when the file has none. Errors: INVALID_ARG (NULL model or
+ * out), OUT_OF_MEMORY. Thread-safe. */
+hearth_status hearth_model_chat_template(const hearth_model *model, char **out);
+
 /* --------------------------------------------------------------- context -- */
 
 typedef struct hearth_context hearth_context;
@@ -209,8 +310,11 @@ hearth_context_params hearth_context_default_params(void);
  * the defaults. The model must outlive the context; several contexts may share
  * one model. Errors: INVALID_ARG (NULL model, vocab-only model, n_batch 0,
  * n_threads < 0, n_ctx over 16M), OUT_OF_MEMORY (the message gives the bytes
- * needed), IO (a worker thread could not be started). Free with
- * hearth_context_free() before the model. */
+ * needed; for a GPU, the MiB of KV cache and buffers needed and free on it,
+ * and the advice to lower n_gpu_layers or n_ctx), IO (a worker thread could
+ * not be started), DEVICE (the GPU driver failed). With GPU layers the KV
+ * cache of each layer lives on its layer's device and the logits are copied
+ * back to host memory. Free with hearth_context_free() before the model. */
 hearth_status hearth_context_init(hearth_model *model, const hearth_context_params *params,
                                   hearth_context **out);
 void hearth_context_free(hearth_context *ctx);
@@ -222,13 +326,22 @@ uint32_t hearth_context_n_past(const hearth_context *ctx);
 /* Empties the KV cache: the next decode starts a new sequence at position 0. */
 void hearth_context_reset(hearth_context *ctx);
 
+/* Keeps only the first n_past tokens of the KV cache (a no-op when n_past is
+ * not below hearth_context_n_past()): the next decode continues at position
+ * n_past, as a chat does when a new prompt shares only a prefix with the
+ * tokens already decoded. The logits stay those of the last decode until the
+ * next one. */
+void hearth_context_truncate(hearth_context *ctx, uint32_t n_past);
+
 /* Runs the model over `n_tokens` tokens that continue the sequence in the KV
  * cache, in passes of at most n_batch tokens (prompt processing as matrix-matrix
  * products; one token is a matrix-vector pass), and keeps the logits of the
  * last token (read them with hearth_get_logits()). Blocks until done; uses the
  * context's n_threads. Does not allocate.
  * Errors: INVALID_ARG (NULL, n_tokens 0, a token id outside [0, n_vocab)),
- * CONTEXT_FULL (n_past + n_tokens > n_ctx). On error the cache is unchanged. */
+ * CONTEXT_FULL (n_past + n_tokens > n_ctx): the cache is unchanged; DEVICE
+ * (a GPU kernel or copy failed; the message names the call, file and line):
+ * the passes before the failing one stay in the cache. */
 hearth_status hearth_decode(hearth_context *ctx, const int32_t *tokens, uint32_t n_tokens);
 
 /* Logits of the last decoded token: float[n_vocab], owned by the context and

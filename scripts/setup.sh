@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what hearth needs on Debian/Ubuntu (compiler, CMake, PCRE2, cJSON;
-# gguf-py, numpy and pytest for the tests), builds it in build/, and fetches
-# the default model into models/. Safe to run again: each step is cached.
+# gguf-py, numpy and pytest for the tests), builds it in build/ (with the
+# CUDA backend when the CUDA toolkit's nvcc is present; this script does not
+# install the toolkit), and fetches the test models (SmolLM2, the default;
+# Gemma 3 270M for the SentencePiece tokenizer) into models/. Safe to run
+# again: each step is cached.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -24,4 +27,4 @@ pip_install() { python3 -m pip install --quiet --disable-pip-version-check "$@";
 pip_install -r tests/requirements.txt 2>/dev/null || pip_install --break-system-packages -r tests/requirements.txt
 
 scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
-scripts/fetch_model.sh
+scripts/fetch_model.sh smollm2 gemma3 qwen2

@@ -34,17 +34,21 @@ static inline int check_report(void) {
     return check_failures ? 1 : 0;
 }
 
-/* The default model path from the environment, or exit 77 (skip). */
-static inline const char *check_model_path(void) {
-    const char *p = getenv("HEARTH_MODEL");
+/* The path of a model named by environment variable `env` (set by
+ * tests/CMakeLists.txt), or exit 77 (skip) when it is missing. */
+static inline const char *check_model_path_from(const char *env) {
+    const char *p = getenv(env);
     FILE *f = p ? fopen(p, "rb") : NULL;
     if (!f) {
-        printf("SKIP: model not found (%s); run scripts/fetch_model.sh\n", p ? p : "HEARTH_MODEL unset");
+        printf("SKIP: model not found (%s); run scripts/fetch_model.sh\n", p ? p : "environment variable unset");
         exit(77);
     }
     fclose(f);
     return p;
 }
+
+/* The default model (HEARTH_MODEL), or exit 77 (skip). */
+static inline const char *check_model_path(void) { return check_model_path_from("HEARTH_MODEL"); }
 
 /* A path under the tests/ folder (fixtures). Returns a static buffer. */
 static inline const char *check_test_path(const char *rel) {

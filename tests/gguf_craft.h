@@ -82,6 +82,35 @@ static inline void cr_kv_str(craft *c, const char *key, const char *v) {
     cr_str(c, v);
 }
 
+static inline void cr_str_n(craft *c, const char *s, uint64_t n) {
+    cr_u64(c, n);
+    cr_bytes(c, s, (size_t)n);
+}
+
+static inline void cr_kv_bool(craft *c, const char *key, bool b) {
+    cr_key(c, key, GGUF_TYPE_BOOL);
+    cr_u8(c, b);
+}
+
+static inline void cr_kv_strs(craft *c, const char *key, const char *const *s, int n) {
+    cr_key(c, key, GGUF_TYPE_ARRAY);
+    cr_arr(c, GGUF_TYPE_STRING, (uint64_t)n);
+    for (int i = 0; i < n; i++) cr_str(c, s[i]);
+}
+
+static inline void cr_kv_copy_strs(craft *c, const char *key, const gguf_array *a) {
+    cr_key(c, key, GGUF_TYPE_ARRAY);
+    cr_arr(c, GGUF_TYPE_STRING, a->n);
+    for (uint64_t i = 0; i < a->n; i++) cr_str_n(c, a->strs[i].data, a->strs[i].len);
+}
+
+/* An array of n 4-byte values (int32, uint32, float32) read from v. */
+static inline void cr_kv_arr32(craft *c, const char *key, gguf_type elem_type, const void *v, uint64_t n) {
+    cr_key(c, key, GGUF_TYPE_ARRAY);
+    cr_arr(c, elem_type, n);
+    cr_bytes(c, v, (size_t)n * 4);
+}
+
 static inline void cr_tensor(craft *c, const char *name, uint32_t type, uint32_t n_dims,
                              const int64_t *ne, uint64_t offset) {
     cr_str(c, name);

@@ -1,4 +1,4 @@
-/* Option parsing, logging and timing helpers shared by the subcommands. */
+/* Option parsing, logging, timing and file helpers shared by the subcommands. */
 #include "cli.h"
 
 #include <errno.h>
@@ -72,4 +72,33 @@ double cli_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+char *cli_read_file(const char *path, const char *what, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "hearth: cannot open %s '%s': %s\n", what, path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t r;
+    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (n == cap - 1) {
+            char *bigger = realloc(buf, cap *= 2);
+            if (!bigger) free(buf);
+            buf = bigger;
+        }
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf || err) {
+        fprintf(stderr, "hearth: cannot read %s '%s'\n", what, path);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
 }

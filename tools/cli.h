@@ -9,6 +9,7 @@
 #include "hearth.h"
 
 int cmd_run(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
@@ -29,5 +30,50 @@ int cli_fail(const char *what);
 
 /* Monotonic time in seconds. */
 double cli_now(void);
+
+/* Reads a whole file into a malloc'd, NUL-terminated buffer (*len without the
+ * NUL); NULL after printing "hearth: cannot open WHAT 'PATH': ..." to stderr. */
+char *cli_read_file(const char *path, const char *what, size_t *len);
+
+/* Options of `hearth run` and `hearth chat` (cmd_run.c parses both). */
+typedef struct run_opts {
+    const char *model;
+    const char *prompt;
+    const char *prompt_file;
+    const char *chat;          /* --chat MESSAGE: one turn through the chat template */
+    const char *system;        /* --system TEXT */
+    const char *chat_template; /* --chat-template FILE: instead of the model's */
+    long n_predict;
+    hearth_sampler_params sampling;
+    bool seed_set;
+    hearth_context_params ctx;
+    long n_gpu_layers;
+    bool parse_special;
+    bool verbose;
+} run_opts;
+
+/* Parses `hearth run` (chat false) or `hearth chat` options. Returns 0 to go
+ * on, -1 after printing --help, otherwise the exit status (2) after printing
+ * the error. */
+int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat);
+
+/* A model's chat template with the texts of its BOS and EOS tokens. */
+typedef struct chat_template {
+    char *tmpl;
+    char bos[128], eos[128];
+    bool add_bos; /* the tokenizer adds BOS itself (tokenizer.ggml.add_bos_token) */
+} chat_template;
+
+/* Loads the template from `file`, or else the model's. Returns 0 or the exit
+ * status after printing the error. */
+int chat_template_load(const hearth_model *model, const char *file, chat_template *ct);
+void chat_template_free(chat_template *ct);
+
+/* Renders the conversation with the generation prompt into *prompt (free
+ * with hearth_chat_free()). When the tokenizer adds BOS itself, a BOS the
+ * template wrote is dropped from the text (*skip bytes), as llama.cpp does,
+ * so the prompt starts with one BOS. Returns 0 or the exit status after
+ * printing the error. */
+int chat_render(const chat_template *ct, const hearth_chat_message *msgs, size_t n_msgs, char **prompt, size_t *skip);
 
 #endif

@@ -11,13 +11,26 @@ static void print_devices(void) {
     printf("devices:\n");
     printf("  cpu: %d physical cores, %.1f GiB RAM\n", (int)hearth_cpu_physical_cores(),
            (double)pages * (double)page / (1u << 30));
-    int n_gpu = (int)hearth_gpu_device_count();
-    if (n_gpu == 0) printf("  gpu: none (no GPU backend in this build)\n");
+    const int n_gpu = (int)hearth_gpu_device_count();
+    if (n_gpu == 0) printf("  gpu: none (CUDA unavailable: %s)\n", hearth_gpu_unavailable_reason());
+    for (int i = 0; i < n_gpu; i++) {
+        hearth_gpu_info g;
+        if (hearth_gpu_device_info(i, &g) != HEARTH_OK) {
+            printf("  cuda%d: %s\n", i, hearth_last_error());
+            continue;
+        }
+        printf("  cuda%d: %s, compute capability %d.%d, %.0f MiB free of %.0f MiB\n", i, g.name, (int)g.cc_major,
+               (int)g.cc_minor, (double)g.free_bytes / (1 << 20), (double)g.total_bytes / (1 << 20));
+    }
+    printf("supports: gpu_offload %s, mmap %s, mlock %s\n", hearth_supports_gpu_offload() ? "yes" : "no",
+           hearth_supports_mmap() ? "yes" : "no", hearth_supports_mlock() ? "yes" : "no");
 }
 
-static int print_model(const char *path) {
+static int print_model(const char *path, int32_t n_gpu_layers) {
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = n_gpu_layers;
     hearth_model *m;
-    if (hearth_model_load(path, NULL, &m) != HEARTH_OK) return cli_fail(path);
+    if (hearth_model_load(path, &mp, &m) != HEARTH_OK) return cli_fail(path);
     char name[256];
     size_t len;
     if (hearth_model_meta_str(m, "general.name", name, sizeof name, &len) != HEARTH_OK) snprintf(name, sizeof name, "?");
@@ -33,16 +46,31 @@ static int print_model(const char *path) {
 }
 
 int cmd_info(int argc, char **argv) {
-    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: hearth info [MODEL]\n\nPrints the version, build features and devices; with MODEL, the model's facts.\n");
-        return 0;
-    }
-    if (argc > 2) {
-        fprintf(stderr, "hearth: info takes at most one MODEL argument\n");
-        return 2;
+    const char *model = NULL;
+    long ngl = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: hearth info [-ngl N] [MODEL]\n\nPrints the version, build features, devices and what the "
+                   "build supports; with MODEL, the model's facts and, with -ngl N (-1 = all), how many of its layers "
+                   "a load places on the GPU.\n");
+            return 0;
+        }
+        if (!strcmp(argv[i], "-ngl") || !strcmp(argv[i], "--n-gpu-layers")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "hearth: %s needs a value\n", argv[i]);
+                return 2;
+            }
+            if (!cli_parse_int(argv[i], argv[i + 1], -1, 1L << 20, &ngl)) return 2;
+            i++;
+        } else if (!model) {
+            model = argv[i];
+        } else {
+            fprintf(stderr, "hearth: info takes at most one MODEL argument\n");
+            return 2;
+        }
     }
     cli_log_init(false);
     printf("%s\n", hearth_build_info());
     print_devices();
-    return argc == 2 ? print_model(argv[1]) : 0;
+    return model ? print_model(model, (int32_t)ngl) : 0;
 }

@@ -1,6 +1,8 @@
 /* `hearth run MODEL [PROMPT]`: load a model, process the prompt in batches,
  * then generate token by token, streaming the text to stdout. stdout carries
- * only the generated text; stderr a short summary with load time and tok/s. */
+ * only the generated text; stderr a short summary with load time and tok/s.
+ * With --chat MESSAGE the prompt is the model's chat template rendered over
+ * [--system TEXT,] MESSAGE. Also parses the options of `hearth chat`. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,32 +11,39 @@
 
 #include "cli.h"
 
-typedef struct run_opts {
-    const char *model;
-    const char *prompt;
-    const char *prompt_file;
-    long n_predict;
-    hearth_sampler_params sampling;
-    bool seed_set;
-    hearth_context_params ctx;
-    long n_gpu_layers;
-    bool parse_special;
-    bool verbose;
-} run_opts;
-
-static void run_usage(FILE *out) {
+static void run_usage(FILE *out, bool chat) {
+    if (chat)
+        fprintf(out,
+                "usage: hearth chat MODEL [options]\n"
+                "\n"
+                "Chats with the GGUF model MODEL: type a message and press Enter; the answer streams to\n"
+                "stdout. The conversation is rendered with the model's chat template, and the KV cache is\n"
+                "kept between turns. /exit or Ctrl-D ends the chat; Ctrl-C stops an answer (at the prompt,\n"
+                "it ends the chat).\n"
+                "\n"
+                "chat:\n"
+                "      --system TEXT        a system message first\n"
+                "      --chat-template FILE use the Jinja template in FILE instead of the model's\n"
+                "generation:\n"
+                "  -n, --n-predict N        tokens per answer, at most (default -1: until the end-of-turn token\n"
+                "                           or a full context)\n");
+    else
+        fprintf(out,
+                "usage: hearth run MODEL [PROMPT] [options]\n"
+                "\n"
+                "Generates text from PROMPT with the GGUF model MODEL. The text goes to stdout as it is\n"
+                "produced; a summary (load time, prompt and generation tok/s) goes to stderr.\n"
+                "\n"
+                "prompt:\n"
+                "  -p, --prompt TEXT        the prompt (instead of the PROMPT argument)\n"
+                "  -f, --file FILE          read the prompt from FILE\n"
+                "      --no-parse-special   treat special-token text like <|im_start|> as plain text\n"
+                "      --chat MESSAGE       prompt with the model's chat template over MESSAGE (a user turn)\n"
+                "      --system TEXT        with --chat: a system message first\n"
+                "      --chat-template FILE with --chat: the Jinja template in FILE instead of the model's\n"
+                "generation:\n"
+                "  -n, --n-predict N        tokens to generate, at most (default 128; -1 = until the context is full)\n");
     fprintf(out,
-            "usage: hearth run MODEL [PROMPT] [options]\n"
-            "\n"
-            "Generates text from PROMPT with the GGUF model MODEL. The text goes to stdout as it is\n"
-            "produced; a summary (load time, prompt and generation tok/s) goes to stderr.\n"
-            "\n"
-            "prompt:\n"
-            "  -p, --prompt TEXT        the prompt (instead of the PROMPT argument)\n"
-            "  -f, --file FILE          read the prompt from FILE\n"
-            "      --no-parse-special   treat special-token text like <|im_start|> as plain text\n"
-            "generation:\n"
-            "  -n, --n-predict N        tokens to generate, at most (default 128; -1 = until the context is full)\n"
             "      --temp T             temperature; 0 = greedy (default 0.8)\n"
             "      --top-k K            keep the K most likely tokens; 0 = off (default 40)\n"
             "      --top-p P            nucleus sampling threshold in (0, 1]; 1 = off (default 0.95)\n"
@@ -45,17 +54,17 @@ static void run_usage(FILE *out) {
             "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
             "  -c, --ctx-size N         context length in tokens (default: the model's, at most 4096)\n"
             "  -b, --batch-size N       prompt tokens per forward pass (default 512)\n"
-            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0; no GPU backend\n"
-            "                           in this build: accepted, and the model runs on the CPU)\n"
+            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all and the output layer (default 0;\n"
+            "                           without a usable GPU the model runs on the CPU and says why)\n"
             "other:\n"
             "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
             "  -h, --help               this help\n",
             hearth_cpu_physical_cores());
 }
 
-/* Returns 0 to go on, otherwise the exit status. */
-static int parse_args(int argc, char **argv, run_opts *o) {
-    *o = (run_opts){.n_predict = 128, .sampling = hearth_sampler_default_params(),
+int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat) {
+    const char *cmd = chat ? "chat" : "run";
+    *o = (run_opts){.n_predict = chat ? -1 : 128, .sampling = hearth_sampler_default_params(),
                     .ctx = hearth_context_default_params(), .parse_special = true};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -66,18 +75,27 @@ static int parse_args(int argc, char **argv, run_opts *o) {
 #define NEED_VALUE()                                                            \
     do {                                                                        \
         if (!val) {                                                             \
-            fprintf(stderr, "hearth: %s needs a value; see hearth run --help\n", a); \
+            fprintf(stderr, "hearth: %s needs a value; see hearth %s --help\n", a, cmd); \
             return 2;                                                           \
         }                                                                       \
         i++;                                                                    \
     } while (0)
         if (IS("-h", "--help")) {
-            run_usage(stdout);
+            run_usage(stdout, chat);
             return -1;
-        } else if (IS("-p", "--prompt")) {
+        } else if (IS("--chat", "--chat") && !chat) {
+            NEED_VALUE();
+            o->chat = val;
+        } else if (IS("--system", "--system")) {
+            NEED_VALUE();
+            o->system = val;
+        } else if (IS("--chat-template", "--chat-template")) {
+            NEED_VALUE();
+            o->chat_template = val;
+        } else if (!chat && IS("-p", "--prompt")) {
             NEED_VALUE();
             o->prompt = val;
-        } else if (IS("-f", "--file")) {
+        } else if (!chat && IS("-f", "--file")) {
             NEED_VALUE();
             o->prompt_file = val;
         } else if (IS("-n", "--n-predict")) {
@@ -127,58 +145,34 @@ static int parse_args(int argc, char **argv, run_opts *o) {
         } else if (IS("-v", "--verbose")) {
             o->verbose = true;
         } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "hearth: unknown option '%s'; see hearth run --help\n", a);
+            fprintf(stderr, "hearth: unknown option '%s'; see hearth %s --help\n", a, cmd);
             return 2;
         } else if (!o->model) {
             o->model = a;
-        } else if (!o->prompt) {
+        } else if (!o->prompt && !chat) {
             o->prompt = a;
         } else {
-            fprintf(stderr, "hearth: unexpected argument '%s' (quote the prompt); see hearth run --help\n", a);
+            fprintf(stderr, "hearth: unexpected argument '%s'%s; see hearth %s --help\n", a,
+                    chat ? "" : " (quote the prompt)", cmd);
             return 2;
         }
 #undef IS
 #undef NEED_VALUE
     }
     if (!o->model) {
-        fprintf(stderr, "hearth: run needs a MODEL file; see hearth run --help\n");
+        fprintf(stderr, "hearth: %s needs a MODEL file; see hearth %s --help\n", cmd, cmd);
         return 2;
     }
-    if (o->prompt && o->prompt_file) {
-        fprintf(stderr, "hearth: give the prompt either as text or with -f, not both\n");
+    if ((o->prompt != NULL) + (o->prompt_file != NULL) + (o->chat != NULL) > 1) {
+        fprintf(stderr, "hearth: give the prompt as text, with -f or with --chat, only one of them\n");
+        return 2;
+    }
+    if (!chat && !o->chat && (o->system || o->chat_template)) {
+        fprintf(stderr, "hearth: --system and --chat-template go with --chat MESSAGE (or hearth chat)\n");
         return 2;
     }
     if (!o->seed_set) o->sampling.seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
     return 0;
-}
-
-/* Reads the prompt file into a malloc'd string; NULL (with a message) on error. */
-static char *read_prompt_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "hearth: cannot open prompt file '%s': %s\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += r;
-        if (n == cap) {
-            char *bigger = realloc(buf, cap *= 2);
-            if (!bigger) free(buf);
-            buf = bigger;
-        }
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf || err) {
-        fprintf(stderr, "hearth: cannot read prompt file '%s'\n", path);
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
 }
 
 typedef struct run_state {
@@ -188,6 +182,8 @@ typedef struct run_state {
     hearth_detok *detok;
     int32_t *tokens;
     char *prompt_copy;
+    char *chat_prompt;
+    chat_template tmpl;
 } run_state;
 
 static void run_state_free(run_state *s) {
@@ -197,6 +193,8 @@ static void run_state_free(run_state *s) {
     hearth_model_free(s->model);
     free(s->tokens);
     free(s->prompt_copy);
+    hearth_chat_free(s->chat_prompt);
+    chat_template_free(&s->tmpl);
 }
 
 static int tokenize_prompt(run_state *s, const run_opts *o, const char *text, size_t len, size_t *n_prompt) {
@@ -255,11 +253,24 @@ static int generate(run_state *s, const run_opts *o, size_t n_prompt, long *n_ge
     return 0;
 }
 
+/* The prompt of --chat: the template over [system,] user. */
+static int chat_prompt(const run_opts *o, run_state *s, const char **prompt, size_t *len) {
+    int rc = chat_template_load(s->model, o->chat_template, &s->tmpl);
+    if (rc) return rc;
+    hearth_chat_message msgs[2] = {{"system", o->system ? o->system : ""}, {"user", o->chat}};
+    size_t skip;
+    rc = chat_render(&s->tmpl, o->system ? msgs : msgs + 1, o->system ? 2 : 1, &s->chat_prompt, &skip);
+    if (rc) return rc;
+    *prompt = s->chat_prompt + skip;
+    *len = strlen(*prompt);
+    return 0;
+}
+
 static int run(const run_opts *o, run_state *s) {
     size_t prompt_len = o->prompt ? strlen(o->prompt) : 0;
     const char *prompt = o->prompt ? o->prompt : "";
     if (o->prompt_file) {
-        s->prompt_copy = read_prompt_file(o->prompt_file, &prompt_len);
+        s->prompt_copy = cli_read_file(o->prompt_file, "prompt file", &prompt_len);
         if (!s->prompt_copy) return 1;
         prompt = s->prompt_copy;
     }
@@ -268,6 +279,10 @@ static int run(const run_opts *o, run_state *s) {
     double t0 = cli_now();
     if (hearth_model_load(o->model, &mp, &s->model) != HEARTH_OK) return cli_fail(o->model);
     double t_load = cli_now() - t0;
+    if (o->chat) {
+        int rc = chat_prompt(o, s, &prompt, &prompt_len);
+        if (rc) return rc;
+    }
     if (hearth_context_init(s->model, &o->ctx, &s->ctx) != HEARTH_OK) return cli_fail("context");
     if (hearth_sampler_init(s->model, &o->sampling, &s->smpl) != HEARTH_OK) return cli_fail("sampler");
     if (hearth_detok_init(s->model, false, &s->detok) != HEARTH_OK) return cli_fail("detokenizer");
@@ -287,7 +302,7 @@ static int run(const run_opts *o, run_state *s) {
 
 int cmd_run(int argc, char **argv) {
     run_opts o;
-    int rc = parse_args(argc, argv, &o);
+    int rc = cli_parse_run_args(argc, argv, &o, false);
     if (rc) return rc < 0 ? 0 : rc;
     cli_log_init(o.verbose);
     run_state s = {0};

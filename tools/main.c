@@ -12,6 +12,7 @@ static void usage(FILE *out) {
             "\n"
             "commands:\n"
             "  run MODEL [PROMPT]   generate text from a prompt (hearth run --help)\n"
+            "  chat MODEL           chat with the model, using its chat template (hearth chat --help)\n"
             "  bench MODEL          prompt and generation speed, like llama-bench (hearth bench --help)\n"
             "  info [MODEL]         version, build features, devices; with MODEL, its metadata\n"
             "  quantize IN OUT TYPE convert a model to Q4_0, Q4_K_M, Q8_0, F16 ... (hearth quantize --help)\n"
@@ -36,9 +37,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "chat")) return cmd_chat(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 1, argv + 1);
-    fprintf(stderr, "hearth: unknown command '%s' (commands: run, bench, info, quantize); see hearth --help\n", cmd);
+    fprintf(stderr, "hearth: unknown command '%s' (commands: run, chat, bench, info, quantize); see hearth --help\n", cmd);
     return 2;
 }

@@ -97,9 +97,27 @@ typedef struct hl_backend_i {
     void (*add)(hl_backend *b, hl_tensor *x, const hl_tensor *y);
     /* x *= s, F32 */
     void (*scale)(hl_backend *b, hl_tensor *x, float s);
-    /* waits for every op issued so far */
-    void (*synchronize)(hl_backend *b);
+    /* Waits for every op issued so far. Returns the first error an op hit
+     * since the last call (ops return nothing: a device backend records a
+     * failed launch or fault with its file and line), with its message set;
+     * the record is then cleared. */
+    hearth_status (*synchronize)(hl_backend *b);
+
+    /* Optional (NULL when the backend has none): runs the ops issue(ctx)
+     * issues as one recorded unit (a CUDA graph). The first call with a
+     * `key` records them: issue runs once and its ops are captured, not
+     * executed, then the record is launched. Later calls with that key
+     * launch the record after setting the position to pos0, without calling
+     * issue. So the ops issue makes must be the same every time for a key,
+     * on the same tensors, and may depend on the position only through the
+     * pos0 argument of rope, store_rows and attention, which must equal
+     * `pos0` (kernels read it from device memory). If recording fails the
+     * backend runs issue eagerly from then on. key < HL_GRAPH_KEYS. */
+    void (*graph_run)(hl_backend *b, int key, int32_t pos0, void (*issue)(void *ctx), void *ctx);
 } hl_backend_i;
+
+/* Distinct records graph_run keeps per backend instance. */
+#define HL_GRAPH_KEYS 2
 
 struct hl_backend {
     const hl_backend_i *iface;

@@ -1,7 +1,21 @@
-/* The forward pass shared by every architecture: embedding lookup, the
- * blocks in order (each architecture supplies its block), then the final
- * norm and output matrix for the last token. */
+/* The forward pass shared by every architecture: embedding lookup on the
+ * host, the blocks in order on the backends of their stages (each
+ * architecture supplies its block), then the final norm and output matrix
+ * for the last token; the pipeline of stages a placement implies; and the
+ * query/key/value projections the blocks share. */
 #include "model/model.h"
+
+void hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, const hl_layer *l) {
+    const hl_backend_i *op = b->iface;
+    op->matmul(b, &l->wq, &w->xb, &w->q);
+    op->matmul(b, &l->wk, &w->xb, &w->k);
+    op->matmul(b, &l->wv, &w->xb, &w->v);
+    if (l->bq.data) op->add(b, &w->q, &l->bq);
+    if (l->bk.data) op->add(b, &w->k, &l->bk);
+    if (l->bv.data) op->add(b, &w->v, &l->bv);
+    if (l->attn_q_norm.data) op->rms_norm(b, &w->q, &l->attn_q_norm, m->hp.norm_eps, &w->q);
+    if (l->attn_k_norm.data) op->rms_norm(b, &w->k, &l->attn_k_norm, m->hp.norm_eps, &w->k);
+}
 
 /* A view of rows [r, r+n) of a 2-D activation. */
 static hl_tensor rows_of(const hl_tensor *t, int64_t r, int64_t n) {
@@ -11,20 +25,80 @@ static hl_tensor rows_of(const hl_tensor *t, int64_t r, int64_t n) {
     return v;
 }
 
-void hl_model_forward(const hearth_model *m, hl_backend *b, hl_work *w, const int32_t *tokens, int32_t n, int32_t pos0,
-                      bool logits) {
-    const hl_hparams *hp = &m->hp;
-    const hl_backend_i *op = b->iface;
+void hl_pipeline_init(const hearth_model *m, hl_backend *host, hl_work *host_work, hl_backend *const *gpu,
+                      hl_work *gpu_work, hl_pipeline *out) {
+    *out = (hl_pipeline){.host = host, .host_work = host_work};
+    int32_t dev = -2; /* device of the open stage; none yet */
+    for (int32_t il = 0; il <= m->hp.n_layer; il++) {
+        /* il == n_layer stands for the output layer: it opens a stage of
+         * its own only where it sits on another device than the last block */
+        const int32_t d = il < m->hp.n_layer ? m->layer_dev[il] : m->output_dev;
+        if (d != dev) {
+            out->stage[out->n_stages++] = (hl_stage){
+                .b = d < 0 ? host : gpu[d], .w = d < 0 ? host_work : &gpu_work[d], .il0 = il, .il1 = il};
+            dev = d;
+        }
+        if (il < m->hp.n_layer) out->stage[out->n_stages - 1].il1 = il + 1;
+    }
+}
+
+typedef struct stage_pass {
+    const hearth_model *m;
+    const hl_stage *s;
+    int32_t n, pos0;
+    bool logits; /* this stage ends the pass with the output layer */
+} stage_pass;
+
+static void issue_stage(void *arg) {
+    const stage_pass *p = arg;
+    const hearth_model *m = p->m;
+    hl_backend *b = p->s->b;
+    hl_work *w = p->s->w;
+    for (int32_t il = p->s->il0; il < p->s->il1; il++) m->arch->layer(m, b, w, il, p->pos0);
+    if (p->logits) {
+        hl_tensor last_in = rows_of(&w->x, p->n - 1, 1);
+        b->iface->rms_norm(b, &last_in, &m->output_norm, m->hp.norm_eps, &w->last);
+        b->iface->matmul(b, &m->output, &w->last, &w->logits);
+    }
+}
+
+static void set_tokens(hl_work *w, int32_t n) {
     hl_tensor *acts[] = {&w->x, &w->xb, &w->q, &w->k, &w->v, &w->att, &w->gate, &w->up};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) acts[i]->ne[1] = n;
+}
 
-    op->get_rows(b, &m->tok_embd, tokens, &w->x);
-    if (hp->embd_scale != 1.0f) op->scale(b, &w->x, hp->embd_scale);
-    for (int32_t il = 0; il < hp->n_layer; il++) m->arch->layer(m, b, w, il, pos0);
-    if (logits) {
-        hl_tensor last_in = rows_of(&w->x, n - 1, 1);
-        op->rms_norm(b, &last_in, &m->output_norm, hp->norm_eps, &w->last);
-        op->matmul(b, &m->output, &w->last, &w->logits);
+/* Moves the hidden state to the next stage's activations, through the host. */
+static hearth_status cross(const hl_pipeline *p, const hl_stage *from, const hl_stage *to) {
+    const size_t bytes = hl_tensor_nbytes(&to->w->x);
+    float *host_x = p->host_work->x.data;
+    if (from) {
+        HL_TRY(from->b->iface->synchronize(from->b));
+        if (from->w != p->host_work) HL_TRY(from->b->iface->download(from->b, host_x, from->w->x.data, bytes));
     }
-    op->synchronize(b);
+    return to->w == p->host_work ? HEARTH_OK : to->b->iface->upload(to->b, to->w->x.data, host_x, bytes);
+}
+
+hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, const int32_t *tokens, int32_t n,
+                               int32_t pos0, bool logits) {
+    hl_backend *host = p->host;
+    set_tokens(p->host_work, n);
+    host->iface->get_rows(host, &m->tok_embd, tokens, &p->host_work->x);
+    if (m->hp.embd_scale != 1.0f) host->iface->scale(host, &p->host_work->x, m->hp.embd_scale);
+    const hl_stage *prev = NULL;
+    for (int32_t i = 0; i < p->n_stages; i++) {
+        const hl_stage *s = &p->stage[i];
+        set_tokens(s->w, n);
+        if (s->w != (prev ? prev->w : p->host_work)) HL_TRY(cross(p, prev, s));
+        stage_pass pass = {m, s, n, pos0, logits && i == p->n_stages - 1};
+        if (n == 1 && s->b->iface->graph_run)
+            s->b->iface->graph_run(s->b, pass.logits, pos0, issue_stage, &pass);
+        else
+            issue_stage(&pass);
+        prev = s;
+    }
+    HL_TRY(prev->b->iface->synchronize(prev->b));
+    if (logits && prev->w != p->host_work)
+        HL_TRY(prev->b->iface->download(prev->b, p->host_work->logits.data, prev->w->logits.data,
+                                        hl_tensor_nbytes(&prev->w->logits)));
+    return host->iface->synchronize(host);
 }

@@ -15,9 +15,10 @@
 #include "base/log.h"
 #include "gguf/ggml_types.h"
 #include "model/model.h"
+#include "model/placement.h"
 #include "quant/quant.h"
 
-static const hl_arch *const archs[] = {&hl_arch_llama};
+static const hl_arch *const archs[] = {&hl_arch_llama, &hl_arch_qwen2, &hl_arch_qwen3, &hl_arch_gemma3};
 
 hearth_model_params hearth_model_default_params(void) {
     return (hearth_model_params){
@@ -77,8 +78,12 @@ static hearth_status read_whole_file(const char *path, void **data, size_t *size
     return HEARTH_OK;
 }
 
-hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, hl_tensor *t) {
+hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, bool required, hl_tensor *t) {
     const gguf_tensor *gt = gguf_find_tensor(m->gguf, name);
+    if (!gt && !required) {
+        *t = (hl_tensor){0};
+        return HEARTH_OK;
+    }
     if (!gt) return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' is missing: the file is incomplete or not a %s model", name, m->arch->name);
     if (gt->ne[0] != ne0 || gt->ne[1] != ne1 || gt->ne[2] != 1 || gt->ne[3] != 1)
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' has shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld}",
@@ -94,7 +99,49 @@ hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, in
     return HEARTH_OK;
 }
 
-/* Totals over all tensors, and the type holding most elements for the description. */
+static int cmp_addr(const void *a, const void *b) {
+    const uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every tensor of the file must be bound to a weight, as llama.cpp requires
+ * ("wrong number of tensors"): one left over belongs to a variant of the
+ * architecture (an output bias, experts ...) whose computation hearth would
+ * silently leave out. */
+static hearth_status check_all_bound(const hearth_model *m) {
+#define HL_COUNT_FIELD(name) +1
+    const size_t per_layer = 0 HL_LAYER_TENSORS(HL_COUNT_FIELD);
+#undef HL_COUNT_FIELD
+    const size_t n = 3 + (size_t)m->hp.n_layer * per_layer;
+    uintptr_t *bound = hl_malloc(n * sizeof *bound);
+    if (!bound) return HEARTH_ERR_OUT_OF_MEMORY;
+    size_t k = 0;
+    bound[k++] = (uintptr_t)m->tok_embd.data;
+    bound[k++] = (uintptr_t)m->output_norm.data;
+    bound[k++] = (uintptr_t)m->output.data;
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+#define HL_ADDR_FIELD(name) bound[k++] = (uintptr_t)m->layers[il].name.data;
+        HL_LAYER_TENSORS(HL_ADDR_FIELD)
+#undef HL_ADDR_FIELD
+    }
+    qsort(bound, n, sizeof *bound, cmp_addr);
+    hearth_status st = HEARTH_OK;
+    for (uint64_t i = 0; i < gguf_n_tensors(m->gguf) && st == HEARTH_OK; i++) {
+        const gguf_tensor *t = gguf_tensor_at(m->gguf, i);
+        const uintptr_t addr = (uintptr_t)t->data;
+        if (!bsearch(&addr, bound, n, sizeof *bound, cmp_addr))
+            st = hl_fail(HEARTH_ERR_UNSUPPORTED,
+                         "tensor '%.*s' is not part of the %s architecture as hearth runs it: this variant of the model "
+                         "is not supported yet",
+                         (int)(t->name.len > 96 ? 96 : t->name.len), t->name.data, m->arch->name);
+    }
+    free(bound);
+    return st;
+}
+
+/* Totals over all tensors, and for the description the file type the file
+ * states (general.file_type, e.g. Q4_K_M, as llama.cpp names it) or else the
+ * type holding most elements. */
 static void describe(hearth_model *m) {
     uint64_t per_type[64] = {0};
     for (uint64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
@@ -112,10 +159,13 @@ static void describe(hearth_model *m) {
     if (p >= 1e9) snprintf(size, sizeof size, "%.1fB", p / 1e9);
     else if (p >= 1e6) snprintf(size, sizeof size, "%.0fM", p / 1e6);
     else snprintf(size, sizeof size, "%.0fK", p / 1e3);
+    uint32_t ftype = UINT32_MAX;
+    if (gguf_get_u32(m->gguf, "general.file_type", false, &ftype) != HEARTH_OK) hl_clear_error();
+    const char *ftype_name = hearth_ftype_name((hearth_ftype)ftype);
     /* ggml names types in lower case ("q4_1"); users know them as Q4_1 */
     const ggml_type_info *ti = ggml_type_get(main_type);
     char type[16];
-    snprintf(type, sizeof type, "%s", ti ? ti->name : "?");
+    snprintf(type, sizeof type, "%s", ftype_name ? ftype_name : ti ? ti->name : "?");
     for (char *c = type; *c; c++) *c = (char)toupper((unsigned char)*c);
     snprintf(m->desc, sizeof m->desc, "%s %s %s", m->arch->name, size, type);
 }
@@ -133,6 +183,7 @@ static hearth_status load(const char *path, const hearth_model_params *p, hearth
     m->hp.n_vocab = hl_vocab_n_tokens(m->vocab);
     if (p->vocab_only) return HEARTH_OK;
     HL_TRY(m->arch->load(m));
+    HL_TRY(check_all_bound(m));
     describe(m);
     if (p->use_mlock) {
         size_t size;
@@ -141,8 +192,7 @@ static hearth_status load(const char *path, const hearth_model_params *p, hearth
             HL_WARN("use_mlock: could not lock %zu MiB in RAM (%s); raise RLIMIT_MEMLOCK (ulimit -l)", size >> 20,
                     strerror(errno));
     }
-    if (p->n_gpu_layers != 0)
-        HL_WARN("n_gpu_layers = %d requested, but this build has no GPU backend; running on the CPU", (int)p->n_gpu_layers);
+    HL_TRY(hl_placement_apply(m, p));
     HL_INFO("loaded %s: %d layers, n_embd %d, n_vocab %d, %.1f MiB of weights", m->desc, m->hp.n_layer, m->hp.n_embd,
             m->hp.n_vocab, (double)m->n_bytes / (1 << 20));
     return HEARTH_OK;
@@ -159,6 +209,7 @@ hearth_status hearth_model_load(const char *path, const hearth_model_params *par
                        (int)p.n_gpu_layers);
     hearth_model *m = hl_calloc(1, sizeof *m);
     if (!m) return HEARTH_ERR_OUT_OF_MEMORY;
+    m->output_dev = -1;
     hearth_status st = load(path, &p, m);
     if (st != HEARTH_OK) {
         hearth_model_free(m);
@@ -170,6 +221,8 @@ hearth_status hearth_model_load(const char *path, const hearth_model_params *par
 
 void hearth_model_free(hearth_model *m) {
     if (!m) return;
+    hl_placement_release(m);
+    free(m->layer_dev);
     hl_vocab_free(m->vocab);
     gguf_close(m->gguf);
     free(m->file_copy);
@@ -181,10 +234,7 @@ int32_t hearth_model_n_vocab(const hearth_model *m) { return m->hp.n_vocab; }
 int32_t hearth_model_n_ctx_train(const hearth_model *m) { return m->hp.n_ctx_train; }
 int32_t hearth_model_n_embd(const hearth_model *m) { return m->hp.n_embd; }
 int32_t hearth_model_n_layer(const hearth_model *m) { return m->hp.n_layer; }
-int32_t hearth_model_n_gpu_layers(const hearth_model *m) {
-    (void)m;
-    return 0; /* no GPU backend in this build */
-}
+int32_t hearth_model_n_gpu_layers(const hearth_model *m) { return m->n_gpu_layers; }
 uint64_t hearth_model_n_params(const hearth_model *m) { return m->n_params; }
 uint64_t hearth_model_size(const hearth_model *m) { return m->n_bytes; }
 const char *hearth_model_desc(const hearth_model *m) { return m->desc; }

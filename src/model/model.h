@@ -1,13 +1,18 @@
 /* A loaded model: the GGUF file, hyperparameters, weights bound as tensors,
  * the vocabulary, and the architecture that runs them. Architectures (one file
- * each, e.g. llama.c) fill the hyperparameters and weights from the GGUF
- * metadata and implement the forward pass over backend ops. */
+ * each: llama.c, qwen2.c, qwen3.c, gemma3.c) fill the hyperparameters and
+ * weights from the GGUF metadata with the shared readers of hparams.c and
+ * implement a transformer block over backend ops. */
 #ifndef HEARTH_MODEL_H
 #define HEARTH_MODEL_H
 
 #include "backend/backend.h"
+#include "backend/gpu.h"
 #include "gguf/gguf.h"
 #include "text/vocab.h"
+
+#define HL_MAX_LAYERS 4096
+#define HL_MAX_HEAD_DIM 512 /* the CPU attention keeps one head on the stack */
 
 typedef struct hl_hparams {
     int32_t n_vocab;
@@ -20,8 +25,18 @@ typedef struct hl_hparams {
     int32_t n_ff;
     float norm_eps;       /* RMSNorm epsilon */
     float embd_scale;     /* token embeddings are multiplied by it (gemma: sqrt(n_embd)); 1 = none */
-    hl_rope_params rope;
+    float attn_scale;     /* multiplies K.q in attention; 1/sqrt(head_dim) unless the architecture says otherwise */
+    hl_rope_params rope;  /* rope of the full-attention layers */
+    /* Sliding-window attention (gemma3): layers whose bit is set in swa_layers
+     * see the last n_swa positions only and use rope_swa. n_swa 0 = none. */
+    int32_t n_swa;
+    hl_rope_params rope_swa;
+    uint8_t swa_layers[HL_MAX_LAYERS / 8];
 } hl_hparams;
+
+static inline bool hl_layer_is_swa(const hl_hparams *hp, int32_t il) {
+    return hp->n_swa > 0 && (hp->swa_layers[il / 8] >> (il % 8) & 1);
+}
 
 /* Weights of one transformer block. Shapes (ggml order, ne0 first):
  *   attn_norm, ffn_norm                F32 {n_embd}
@@ -82,24 +97,109 @@ struct hearth_model {
     hl_tensor output_norm; /* F32 {n_embd} */
     hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */
     hl_layer *layers;      /* [n_layer] */
+    /* placement (model/placement.c): weights of offloaded layers live in
+     * gpu_weights[d], held by the weight-only backend gpu[d] */
+    int8_t *layer_dev;     /* [n_layer] GPU of each block, -1 = host */
+    int32_t output_dev;    /* GPU of output_norm and output, -1 = host */
+    int32_t n_gpu_layers;  /* blocks on GPUs, +1 when the output layer is */
+    size_t gpu_bytes;      /* weights on GPUs */
+    hl_backend *gpu[HL_MAX_GPUS];
+    void *gpu_weights[HL_MAX_GPUS];
     uint64_t n_params, n_bytes;
     char desc[128];
 };
 
 /* The architectures hearth knows, for lookup by name. */
-extern const hl_arch hl_arch_llama;
+extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3;
+
+/* The pre-norm block of llama (llama.c), shared by qwen2 and qwen3: RMSNorm,
+ * attention with the optional q/k/v biases, per-head QK-norm and rope
+ * frequency factors the layer has, RMSNorm, SwiGLU feed-forward. */
+void hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il, int32_t pos0);
+
+/* A run of consecutive blocks [il0, il1) on one backend, with that
+ * backend's activations; il0 == il1 for a stage that only runs the output. */
+typedef struct hl_stage {
+    hl_backend *b;
+    hl_work *w;
+    int32_t il0, il1;
+} hl_stage;
+
+#define HL_MAX_STAGES (HL_MAX_GPUS + 2)
+
+/* How a context runs the model: the host (CPU backend and activations),
+ * where the token embeddings are looked up and the logits end, then the
+ * stages in order; the last runs the final norm and output matrix. */
+typedef struct hl_pipeline {
+    hl_backend *host;
+    hl_work *host_work;
+    int32_t n_stages;
+    hl_stage stage[HL_MAX_STAGES];
+} hl_pipeline;
+
+/* The stages of the model's placement: blocks on the host use host/host_work,
+ * blocks on GPU d use gpu[d]/gpu_work[d]. */
+void hl_pipeline_init(const hearth_model *m, hl_backend *host, hl_work *host_work, hl_backend *const *gpu,
+                      hl_work *gpu_work, hl_pipeline *out);
 
 /* Runs n tokens at positions [pos0, pos0+n) through the model: embedding
- * lookup (times hp.embd_scale), every block by m->arch->layer, and with
- * `logits` the final norm and output matrix of the last token into
- * w->logits (a long prompt's earlier passes skip the output matrix).
- * Returns after the backend has finished. */
-void hl_model_forward(const hearth_model *m, hl_backend *b, hl_work *w, const int32_t *tokens, int32_t n, int32_t pos0,
-                      bool logits);
+ * lookup on the host (times hp.embd_scale), every block by m->arch->layer on
+ * its stage's backend, the hidden state {n_embd, n} copied across stage
+ * boundaries, and with `logits` the final norm and output matrix of the last
+ * token, its logits left in host_work->logits (a long prompt's earlier
+ * passes skip the output matrix). A one-token pass on a backend with
+ * graph_run is recorded once and replayed. Returns after every backend has
+ * finished, with the first error one of them reports (DEVICE, ...). */
+hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, const int32_t *tokens, int32_t n,
+                               int32_t pos0, bool logits);
+
+/* The attention inputs of block l from its normed input w->xb {n_embd, n}:
+ * q, k, v = wq, wk, wv times xb, plus the biases the layer has, then the
+ * per-head RMSNorm of q and k where the layer has QK-norm weights (before
+ * rope, as qwen3 and gemma3 do). */
+void hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, const hl_layer *l);
 
 /* Binds tensor `name` to *t after checking its shape is {ne0, ne1} (ne1 = 1 for
- * vectors) and that hearth can compute its type. Errors: FORMAT (missing tensor,
- * wrong shape), UNSUPPORTED (type). */
-hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, hl_tensor *t);
+ * vectors) and that hearth can compute its type. With `required` false a
+ * missing tensor leaves *t zeroed (data NULL) and returns OK. Errors: FORMAT
+ * (missing tensor, wrong shape), UNSUPPORTED (type). */
+hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, bool required, hl_tensor *t);
+
+/* ---- hparams.c: metadata and weights shared by the architectures */
+
+/* Reads "<arch>.<suffix>" as an int32 (from any integer type that fits);
+ * absent and not required leaves *out as preset. Errors: FORMAT. */
+hearth_status hl_arch_u32(const gguf_file *f, const char *arch, const char *suffix, bool required, int32_t *out);
+hearth_status hl_arch_f32(const gguf_file *f, const char *arch, const char *suffix, bool required, float *out);
+
+/* Reads the hyperparameters every transformer architecture has, from the keys
+ * "<arch>.*" with llama.cpp's defaults (llama-model.cpp load_hparams):
+ * context_length, embedding_length, block_count, feed_forward_length,
+ * attention.head_count[_kv], attention.layer_norm_rms_epsilon (required, as
+ * each of llama.cpp's llama/qwen2/qwen3/gemma3 loaders asks), attention.
+ * key_length / value_length (head size, default n_embd / n_head),
+ * rope.dimension_count (default the head size), rope.freq_base (10000) and
+ * rope.scaling.{type,factor} (linear only). Sets the rope mode to `rope_mode`,
+ * attn_scale to 1/sqrt(head_dim), embd_scale to 1, no sliding window.
+ * Errors: FORMAT (missing or out-of-range values), UNSUPPORTED (head sizes or
+ * rope scaling hearth does not run). */
+hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode rope_mode, hl_hparams *hp);
+
+/* FORMAT unless rope turns whole heads (n_rot == head_dim), which llama.cpp
+ * requires of llama (load_hparams) and asserts for qwen2 and qwen3. */
+hearth_status hl_hparams_full_rope(const char *arch, const hl_hparams *hp);
+
+/* Which optional groups of block weights an architecture has. */
+enum {
+    HL_BIND_QK_NORM = 1,    /* attn_q_norm, attn_k_norm {head_dim} (qwen3, gemma3) */
+    HL_BIND_POST_NORMS = 2, /* post_attention_norm, post_ffw_norm {n_embd} (gemma3) */
+    HL_BIND_ROPE_FREQS = 4, /* optional rope_freqs {n_rot/2}, shared by all layers (llama 3) */
+};
+
+/* Binds token_embd, output_norm, output (tied to token_embd when absent) and
+ * every block's attention and feed-forward weights under llama.cpp's tensor
+ * names (llama-arch.cpp), the q/k/v biases where the file has them, and the
+ * groups in `flags` (HL_BIND_*). Errors: as hl_model_tensor, OUT_OF_MEMORY. */
+hearth_status hl_model_bind(hearth_model *m, unsigned flags);
 
 #endif

@@ -1,24 +1,34 @@
 /* Inference context: the KV cache and every activation buffer, planned at
- * creation for n_batch tokens and n_ctx positions, plus the CPU backend that
- * runs the model's ops. hearth_decode() feeds tokens through the model's
- * architecture in passes of at most n_batch tokens. */
+ * creation for n_batch tokens and n_ctx positions, on the host (CPU backend)
+ * and on each GPU the model's placement uses (a compute instance per device,
+ * holding the KV cache of that device's layers). hearth_decode() feeds
+ * tokens through the model's pipeline of stages in passes of at most
+ * n_batch tokens. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/gpu.h"
 #include "base/log.h"
 #include "gguf/ggml_types.h"
 #include "model/model.h"
 
 #define DEFAULT_N_CTX_CAP 4096
+#define GEMM_SCRATCH_CAP ((size_t)64 << 20) /* bytes of F16 weight tiles for GPU prompt matmuls */
+#define MIB(b) ((double)(b) / (1 << 20))
 
 struct hearth_context {
     hearth_model *model;
     hearth_context_params params;
-    hl_backend *backend;
-    hl_work work;
-    void *arena;   /* one allocation holding activations and the KV cache */
+    hl_backend *backend;           /* the host: CPU backend */
+    hl_work work;                  /* host activations; logits end here */
+    void *arena;                   /* one allocation: host activations and the KV cache of host layers */
+    hl_backend *gpu[HL_MAX_GPUS];  /* compute instances on the devices the model uses */
+    hl_work gpu_work[HL_MAX_GPUS];
+    void *gpu_arena[HL_MAX_GPUS];  /* per device: activations and the KV cache of its layers */
+    hl_tensor *k_cache, *v_cache;  /* [n_layer], shared by every hl_work */
+    hl_pipeline pipe;
     uint32_t n_past;
     bool have_logits;
 };
@@ -27,9 +37,11 @@ hearth_context_params hearth_context_default_params(void) {
     return (hearth_context_params){.n_ctx = 0, .n_batch = 512, .n_threads = 0};
 }
 
-/* Lays out F32 activations and the F16 KV cache in one block (or, with base
- * NULL, only counts the bytes). Returns the bytes used. */
-static size_t plan_work(const hl_hparams *hp, uint32_t n_batch, uint32_t n_ctx, uint8_t *base, hl_work *w) {
+/* Lays out F32 activations and the F16 KV cache of the layers on device
+ * `dev` (-1: host) in one block (or, with base NULL, only counts the bytes).
+ * Returns the bytes used; *kv_bytes gets the KV cache's share. */
+static size_t plan_work(const hl_hparams *hp, uint32_t n_batch, uint32_t n_ctx, const int8_t *layer_dev, int dev,
+                        uint8_t *base, hl_work *w, size_t *kv_bytes) {
     size_t off = 0;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
 #define ACT(field, d, n)                                                                                   \
@@ -49,13 +61,16 @@ static size_t plan_work(const hl_hparams *hp, uint32_t n_batch, uint32_t n_ctx, 
     ACT(logits, hp->n_vocab, 1);
 #undef ACT
     const size_t cache_bytes = (size_t)kv_dim * n_ctx * sizeof(uint16_t); /* F16 */
+    const size_t act_bytes = off;
     for (int32_t il = 0; il < hp->n_layer; il++) {
+        if (layer_dev[il] != dev) continue;
         hl_tensor *caches[2] = {&w->k_cache[il], &w->v_cache[il]};
         for (int c = 0; c < 2; c++) {
             *caches[c] = (hl_tensor){.type = GGML_TYPE_F16, .ne = {kv_dim, n_ctx, 1, 1}, .data = base ? base + off : NULL};
             off += cache_bytes;
         }
     }
+    *kv_bytes = off - act_bytes;
     return off;
 }
 
@@ -74,24 +89,81 @@ static hearth_status resolve_params(const hearth_model *m, const hearth_context_
     return HEARTH_OK;
 }
 
+/* Longest matmul input row: the CPU and GPU scratch hold activations this long. */
+static int64_t max_row(const hl_hparams *hp) {
+    int64_t r = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
+    return (int64_t)hp->n_head * hp->head_dim > r ? (int64_t)hp->n_head * hp->head_dim : r;
+}
+
+/* Elements of the largest weight matrix on device d. */
+static int64_t max_matrix(const hearth_model *m, int d) {
+    int64_t best = m->output_dev == d ? m->output.ne[0] * m->output.ne[1] : 0;
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        if (m->layer_dev[il] != d) continue;
+        const hl_layer *l = &m->layers[il];
+#define BIGGEST(name) if (l->name.data && l->name.ne[1] > 1 && l->name.ne[0] * l->name.ne[1] > best) best = l->name.ne[0] * l->name.ne[1];
+        HL_LAYER_TENSORS(BIGGEST)
+#undef BIGGEST
+    }
+    return best;
+}
+
+/* The compute instance and buffers of GPU d; checks the device's free
+ * memory first so that a context too large for it fails with the figures. */
+static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
+    const hearth_model *m = c->model;
+    const hl_hparams *hp = &m->hp;
+    hl_work *w = &c->gpu_work[d];
+    w->k_cache = c->k_cache;
+    w->v_cache = c->v_cache;
+    size_t kv = 0;
+    const size_t bytes = plan_work(hp, c->params.n_batch, c->params.n_ctx, m->layer_dev, d, NULL, w, &kv);
+    size_t gemm = (size_t)max_matrix(m, d) * 2;
+    if (gemm > GEMM_SCRATCH_CAP) gemm = GEMM_SCRATCH_CAP;
+    if (gemm < (size_t)max_row(hp) * 2) gemm = (size_t)max_row(hp) * 2;
+    const hl_gpu_limits limits = {.max_tokens = c->params.n_batch, .max_row = max_row(hp), .gemm_scratch_bytes = gemm};
+    const size_t scratch = gemm + (size_t)c->params.n_batch * ((size_t)max_row(hp) * 2 + sizeof(int32_t));
+    hl_gpu_device dev;
+    HL_TRY(hl_gpu_device_get(d, &dev));
+    if (bytes + scratch > dev.free_bytes)
+        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "the context needs %.0f MiB on cuda%d (%.0f MiB KV cache, %.0f MiB "
+                       "buffers), %.0f MiB free: lower n_gpu_layers or n_ctx", MIB(bytes + scratch), d, MIB(kv),
+                       MIB(bytes + scratch - kv), MIB(dev.free_bytes));
+    HL_TRY(hl_gpu_backend_init(d, &limits, &c->gpu[d]));
+    HL_TRY(c->gpu[d]->iface->alloc(c->gpu[d], bytes, &c->gpu_arena[d]));
+    plan_work(hp, c->params.n_batch, c->params.n_ctx, m->layer_dev, d, c->gpu_arena[d], w, &kv);
+    *kv_total += kv;
+    return HEARTH_OK;
+}
+
 static hearth_status init(hearth_context *c) {
-    const hl_hparams *hp = &c->model->hp;
+    const hearth_model *m = c->model;
+    const hl_hparams *hp = &m->hp;
     hl_work *w = &c->work;
-    w->k_cache = hl_calloc((size_t)hp->n_layer, sizeof *w->k_cache);
-    w->v_cache = hl_calloc((size_t)hp->n_layer, sizeof *w->v_cache);
-    if (!w->k_cache || !w->v_cache) return HEARTH_ERR_OUT_OF_MEMORY;
-    const size_t bytes = plan_work(hp, c->params.n_batch, c->params.n_ctx, NULL, w);
-    int64_t max_row = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
-    if ((int64_t)hp->n_head * hp->head_dim > max_row) max_row = (int64_t)hp->n_head * hp->head_dim;
+    c->k_cache = hl_calloc((size_t)hp->n_layer, sizeof *c->k_cache);
+    c->v_cache = hl_calloc((size_t)hp->n_layer, sizeof *c->v_cache);
+    if (!c->k_cache || !c->v_cache) return HEARTH_ERR_OUT_OF_MEMORY;
+    w->k_cache = c->k_cache;
+    w->v_cache = c->v_cache;
+    size_t kv_host = 0, kv_gpu = 0;
+    const size_t bytes = plan_work(hp, c->params.n_batch, c->params.n_ctx, m->layer_dev, -1, NULL, w, &kv_host);
     const hl_cpu_limits limits = {
-        .n_threads = c->params.n_threads, .max_tokens = c->params.n_batch, .max_row = max_row, .n_ctx = c->params.n_ctx};
+        .n_threads = c->params.n_threads, .max_tokens = c->params.n_batch, .max_row = max_row(hp), .n_ctx = c->params.n_ctx};
     HL_TRY(hl_backend_cpu_init(&limits, &c->backend));
     if (c->backend->iface->alloc(c->backend, bytes, &c->arena) != HEARTH_OK)
         return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "context needs %zu MiB (KV cache and buffers) and the allocation failed: lower n_ctx or n_batch",
                        bytes >> 20);
-    plan_work(hp, c->params.n_batch, c->params.n_ctx, c->arena, w);
+    plan_work(hp, c->params.n_batch, c->params.n_ctx, m->layer_dev, -1, c->arena, w, &kv_host);
+    for (int d = 0; d < HL_MAX_GPUS; d++) {
+        if (!m->gpu[d]) continue;
+        HL_TRY(init_gpu(c, d, &kv_gpu));
+    }
+    if (m->n_gpu_layers > 0)
+        HL_INFO("offloaded %d/%d layers to GPU (%.1f MiB weights, %.1f MiB KV)", (int)m->n_gpu_layers,
+                (int)hp->n_layer + 1, MIB(m->gpu_bytes), MIB(kv_gpu));
+    hl_pipeline_init(m, c->backend, &c->work, c->gpu, c->gpu_work, &c->pipe);
     HL_INFO("context: n_ctx %u, n_batch %u, n_threads %d, %.1f MiB of buffers and KV cache", c->params.n_ctx,
-            c->params.n_batch, (int)c->params.n_threads, (double)bytes / (1 << 20));
+            c->params.n_batch, (int)c->params.n_threads, MIB(bytes));
     return HEARTH_OK;
 }
 
@@ -116,12 +188,17 @@ hearth_status hearth_context_init(hearth_model *model, const hearth_context_para
 
 void hearth_context_free(hearth_context *c) {
     if (!c) return;
+    for (int d = 0; d < HL_MAX_GPUS; d++) {
+        if (!c->gpu[d]) continue;
+        c->gpu[d]->iface->free(c->gpu[d], c->gpu_arena[d]);
+        hl_gpu_backend_free(c->gpu[d]);
+    }
     if (c->backend) {
         c->backend->iface->free(c->backend, c->arena);
         hl_backend_cpu_free(c->backend);
     }
-    free(c->work.k_cache);
-    free(c->work.v_cache);
+    free(c->k_cache);
+    free(c->v_cache);
     free(c);
 }
 
@@ -131,6 +208,10 @@ uint32_t hearth_context_n_past(const hearth_context *c) { return c->n_past; }
 void hearth_context_reset(hearth_context *c) {
     c->n_past = 0;
     c->have_logits = false;
+}
+
+void hearth_context_truncate(hearth_context *c, uint32_t n_past) {
+    if (n_past < c->n_past) c->n_past = n_past;
 }
 
 hearth_status hearth_decode(hearth_context *c, const int32_t *tokens, uint32_t n_tokens) {
@@ -146,8 +227,8 @@ hearth_status hearth_decode(hearth_context *c, const int32_t *tokens, uint32_t n
                        n_tokens, c->n_past, c->params.n_ctx);
     for (uint32_t done = 0; done < n_tokens;) {
         uint32_t n = n_tokens - done < c->params.n_batch ? n_tokens - done : c->params.n_batch;
-        hl_model_forward(c->model, c->backend, &c->work, tokens + done, (int32_t)n, (int32_t)c->n_past,
-                                done + n == n_tokens);
+        HL_TRY(hl_model_forward(c->model, &c->pipe, tokens + done, (int32_t)n, (int32_t)c->n_past,
+                                done + n == n_tokens));
         c->n_past += n;
         done += n;
     }

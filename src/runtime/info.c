@@ -4,11 +4,19 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/gpu.h"
+#include "base/status.h"
 #include "hearth.h"
+
+#ifdef HEARTH_HAVE_CUDA
+#define BACKENDS "cpu cuda"
+#else
+#define BACKENDS "cpu"
+#endif
 
 const char *hearth_build_info(void) {
     static _Thread_local char buf[256];
-    snprintf(buf, sizeof buf, "hearth %s; cpu: %s; backends: cpu", HEARTH_VERSION, hl_cpu_features_str());
+    snprintf(buf, sizeof buf, "hearth %s; cpu: %s; backends: %s", HEARTH_VERSION, hl_cpu_features_str(), BACKENDS);
     return buf;
 }
 
@@ -42,4 +50,23 @@ int32_t hearth_cpu_physical_cores(void) {
     return n_seen > 0 ? n_seen : (int32_t)n_cpu;
 }
 
-int32_t hearth_gpu_device_count(void) { return 0; /* no GPU backend is compiled in yet */ }
+int32_t hearth_gpu_device_count(void) { return hl_gpu_count(); }
+
+const char *hearth_gpu_unavailable_reason(void) { return hl_gpu_unavailable_reason(); }
+
+hearth_status hearth_gpu_device_info(int32_t device, hearth_gpu_info *out) {
+    hl_clear_error();
+    if (!out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_gpu_device_info: out is NULL");
+    hl_gpu_device d;
+    HL_TRY(hl_gpu_device_get(device, &d));
+    memcpy(out->name, d.name, sizeof out->name);
+    out->cc_major = d.cc_major;
+    out->cc_minor = d.cc_minor;
+    out->free_bytes = d.free_bytes;
+    out->total_bytes = d.total_bytes;
+    return HEARTH_OK;
+}
+
+bool hearth_supports_gpu_offload(void) { return hl_gpu_count() > 0; }
+bool hearth_supports_mmap(void) { return true; /* POSIX mmap, the only platform hearth builds on */ }
+bool hearth_supports_mlock(void) { return true; }

@@ -1,7 +1,7 @@
 /* Token ids back to bytes: the piece of each token, computed once at load as
- * llama.cpp's llama_vocab::impl::token_to_piece() gives it for a BPE
- * vocabulary, and a streaming detokenizer that hands out only whole UTF-8
- * characters. */
+ * llama.cpp's llama_vocab::impl::token_to_piece() gives it for a BPE or
+ * SentencePiece vocabulary, and a streaming detokenizer that hands out only
+ * whole UTF-8 characters. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +57,19 @@ static hearth_status decode_text(const char *text, size_t n, byte_buf *b) {
     return HEARTH_OK;
 }
 
+/* SentencePiece text (llama_unescape_whitespace()): each U+2581 is a space. */
+static hearth_status unescape_spaces(const char *text, size_t n, byte_buf *b) {
+    for (const char *end = text + n; text < end;) {
+        const char *mark = hl_find_bytes(text, (size_t)(end - text), "\xe2\x96\x81", 3);
+        const size_t plain = (size_t)((mark ? mark : end) - text);
+        HL_TRY(put(b, text, plain));
+        if (!mark) break;
+        HL_TRY(put(b, " ", 1));
+        text = mark + 3;
+    }
+    return HEARTH_OK;
+}
+
 /* A BYTE token "<0xXX>": llama.cpp's token_to_byte() parses text[3..5) as hex. */
 static uint8_t byte_of_token(const char *text, size_t n) {
     char hex[3] = {0};
@@ -69,7 +82,7 @@ static hearth_status add_piece(const hl_vocab *v, int32_t id, byte_buf *b) {
     const char *text = hl_strtab_str(&v->texts, id, &n);
     const uint8_t attr = v->attr[id];
     if (attr & (HL_ATTR_UNKNOWN | HL_ATTR_CONTROL | HL_ATTR_USER_DEFINED)) return put(b, text, n);
-    if (attr & HL_ATTR_NORMAL) return decode_text(text, n, b);
+    if (attr & HL_ATTR_NORMAL) return v->type == HL_VOCAB_SPM ? unescape_spaces(text, n, b) : decode_text(text, n, b);
     if (attr & HL_ATTR_BYTE) {
         const uint8_t c = byte_of_token(text, n);
         return put(b, &c, 1);

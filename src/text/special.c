@@ -1,6 +1,8 @@
 /* Special tokens: the ones llama.cpp recognises by their text when the file
  * does not name them (end of turn, fill-in-the-middle, end of generation),
- * and the list of tokens the tokenizer looks for verbatim in the text.
+ * the list of tokens the tokenizer looks for verbatim in the text, and a byte
+ * trie of their texts that finds in one pass which of them a text holds (so
+ * that a vocabulary with thousands, like Gemma's, costs only those present).
  * Source: llama_vocab::impl::load() in llama.cpp's src/llama-vocab.cpp. */
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,87 @@ static hearth_status list_special(hl_vocab *v) {
     return HEARTH_OK;
 }
 
+/* ------------------------------------------------------------ the trie -- */
+
+static size_t edge_slot(const hl_special_trie *t, uint64_t key) {
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (t->cap - 1);
+}
+
+static int32_t trie_child(const hl_special_trie *t, int32_t node, uint8_t byte) {
+    if (node == 0) return t->root[byte];
+    const uint64_t key = (uint64_t)node << 8 | byte;
+    for (size_t i = edge_slot(t, key);; i = (i + 1) & (t->cap - 1)) {
+        if (t->edges[i].child < 0 || t->edges[i].key == key) return t->edges[i].child;
+    }
+}
+
+/* The child of node by byte, made when missing (the tables are sized for
+ * every node up front). */
+static int32_t trie_add(hl_special_trie *t, int32_t node, uint8_t byte) {
+    int32_t child = trie_child(t, node, byte);
+    if (child >= 0) return child;
+    child = t->n_nodes++;
+    t->rank[child] = -1;
+    if (node == 0) {
+        t->root[byte] = child;
+        return child;
+    }
+    const uint64_t key = (uint64_t)node << 8 | byte;
+    size_t i = edge_slot(t, key);
+    while (t->edges[i].child >= 0) i = (i + 1) & (t->cap - 1);
+    t->edges[i] = (hl_trie_edge){key, child};
+    return child;
+}
+
+static hearth_status build_trie(hl_vocab *v) {
+    hl_special_trie *t = &v->trie;
+    size_t max_nodes = 1;
+    for (int32_t r = 0; r < v->n_special; r++) {
+        size_t len;
+        hl_strtab_str(&v->texts, v->special[r], &len);
+        max_nodes += len;
+    }
+    if (max_nodes > INT32_MAX / 2) return hl_fail(HEARTH_ERR_UNSUPPORTED, "the special tokens are too long in total");
+    t->cap = 16;
+    while (t->cap < 2 * max_nodes) t->cap *= 2;
+    t->rank = hl_malloc(max_nodes * sizeof *t->rank);
+    t->edges = hl_malloc(t->cap * sizeof *t->edges);
+    if (!t->rank || !t->edges) return HEARTH_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < t->cap; i++) t->edges[i].child = -1;
+    for (int b = 0; b < 256; b++) t->root[b] = -1;
+    t->rank[0] = -1;
+    t->n_nodes = 1;
+    for (int32_t r = 0; r < v->n_special; r++) {
+        size_t len;
+        const uint8_t *text = (const uint8_t *)hl_strtab_str(&v->texts, v->special[r], &len);
+        int32_t node = 0;
+        for (size_t i = 0; i < len; i++) node = trie_add(t, node, text[i]);
+        t->rank[node] = r; /* texts are distinct, so each node ends at most one */
+    }
+    return HEARTH_OK;
+}
+
+void hl_special_find(const hl_vocab *v, const char *text, size_t len, bool *present) {
+    const hl_special_trie *t = &v->trie;
+    const uint8_t *s = (const uint8_t *)text;
+    for (size_t i = 0; i < len; i++) {
+        int32_t node = t->root[s[i]];
+        for (size_t j = i + 1; node >= 0; j++) {
+            if (t->rank[node] >= 0) present[t->rank[node]] = true;
+            if (j == len) break;
+            node = trie_child(t, node, s[j]);
+        }
+    }
+}
+
+void hl_special_free(hl_vocab *v) {
+    free(v->trie.rank);
+    free(v->trie.edges);
+    free(v->special);
+}
+
+/* ------------------------------------------------------------- loading -- */
+
 hearth_status hl_special_init(hl_vocab *v) {
     detect(v, &v->eot, EOT_TEXTS);
     detect(v, &v->eom, EOM_TEXTS);
@@ -117,5 +200,6 @@ hearth_status hl_special_init(hl_vocab *v) {
     mark_eog(v, v->eos);
     mark_eog(v, v->eot);
     mark_eog(v, v->eom);
-    return list_special(v);
+    HL_TRY(list_special(v));
+    return build_trie(v);
 }

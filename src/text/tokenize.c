@@ -1,8 +1,9 @@
-/* Text to token ids, as llama_vocab::impl::tokenize() does it for a BPE
- * vocabulary (llama.cpp src/llama-vocab.cpp): optional BOS; the text is cut
- * at the special tokens written in it (tokenizer_st_partition); each piece of
- * plain text is pre-tokenized into words and each word merged by BPE; then
- * optional EOS. */
+/* Text to token ids, as llama_vocab::impl::tokenize() does it (llama.cpp
+ * src/llama-vocab.cpp): optional BOS; the text is cut at the special tokens
+ * written in it (tokenizer_st_partition); each piece of plain text is, for
+ * BPE, pre-tokenized into words and each word merged, for SentencePiece
+ * merged whole (after a space when it starts the text or follows a special
+ * token, if add_space_prefix); then optional EOS. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +27,10 @@ typedef struct fragment_list {
 
 typedef struct session {
     fragment_list frags, spare;
+    bool *present; /* [n_special] whether v->special[i] occurs in the text */
     hl_words words;
     hl_bpe_scratch bpe;
+    hl_spm_scratch spm;
 } session;
 
 static hearth_status push_fragment(fragment_list *l, fragment f) {
@@ -42,16 +45,6 @@ static hearth_status push_fragment(fragment_list *l, fragment f) {
     return HEARTH_OK;
 }
 
-static const char *find_bytes(const char *hay, size_t n, const char *needle, size_t len) {
-    for (const char *end = hay + n; (size_t)(end - hay) >= len;) {
-        const char *p = memchr(hay, needle[0], (size_t)(end - hay) - len + 1);
-        if (!p) return NULL;
-        if (memcmp(p, needle, len) == 0) return p;
-        hay = p + 1;
-    }
-    return NULL;
-}
-
 /* Appends plain fragment f to out, cut at every occurrence of special token
  * `id`, searching left to right. */
 static hearth_status cut_at(const hl_vocab *v, const char *text, fragment f, int32_t id, fragment_list *out) {
@@ -59,7 +52,7 @@ static hearth_status cut_at(const hl_vocab *v, const char *text, fragment f, int
     const char *tok = hl_strtab_str(&v->texts, id, &len);
     size_t pos = f.off;
     const size_t end = f.off + f.len;
-    for (const char *m; (m = find_bytes(text + pos, end - pos, tok, len));) {
+    for (const char *m; (m = hl_find_bytes(text + pos, end - pos, tok, len));) {
         const size_t at = (size_t)(m - text);
         if (at > pos) HL_TRY(push_fragment(out, (fragment){pos, at - pos, -1}));
         HL_TRY(push_fragment(out, (fragment){at, len, id}));
@@ -72,14 +65,22 @@ static hearth_status cut_at(const hl_vocab *v, const char *text, fragment f, int
 /* tokenizer_st_partition(): each special token in turn, longest first, is cut
  * out of the plain fragments. Without parse_special, CONTROL and UNKNOWN
  * tokens stay plain text but USER_DEFINED ones are still cut out (as Hugging
- * Face tokenizers do with added tokens). llama.cpp's lstrip/rstrip attributes
- * are set only for models hearth does not tokenize (phi-3, BERT-style
- * encoders), so no whitespace is stripped around the tokens. */
+ * Face tokenizers do with added tokens). No whitespace is stripped around the
+ * tokens: llama.cpp sets lstrip/rstrip attributes by general.name only for
+ * BERT-style encoders and Phi-3 (rstrip after special tokens), which hearth
+ * does not handle yet. Tokens whose text
+ * does not occur in the whole text cannot occur in a fragment of it: only
+ * those that do are searched for. */
 static hearth_status partition(const hl_vocab *v, const char *text, size_t len, bool parse_special, session *s) {
     s->frags.n = 0;
-    if (len) HL_TRY(push_fragment(&s->frags, (fragment){0, len, -1}));
+    if (len == 0) return HEARTH_OK;
+    HL_TRY(push_fragment(&s->frags, (fragment){0, len, -1}));
+    s->present = hl_calloc((size_t)v->n_special + 1, sizeof *s->present);
+    if (!s->present) return HEARTH_ERR_OUT_OF_MEMORY;
+    hl_special_find(v, text, len, s->present);
     for (int32_t i = 0; i < v->n_special; i++) {
         const int32_t id = v->special[i];
+        if (!s->present[i]) continue;
         if (!parse_special && (v->attr[id] & (HL_ATTR_CONTROL | HL_ATTR_UNKNOWN))) continue;
         s->spare.n = 0;
         for (size_t k = 0; k < s->frags.n; k++) {
@@ -93,7 +94,9 @@ static hearth_status partition(const hl_vocab *v, const char *text, size_t len, 
     return HEARTH_OK;
 }
 
-static hearth_status tokenize_plain(const hl_vocab *v, const char *text, size_t len, session *s, hl_tok_out *o) {
+static hearth_status tokenize_plain(const hl_vocab *v, const char *text, size_t len, bool after_special,
+                                    session *s, hl_tok_out *o) {
+    if (v->type == HL_VOCAB_SPM) return hl_spm_text(v, text, len, v->add_space_prefix && after_special, &s->spm, o);
     HL_TRY(hl_pretok_split(v->pre, text, len, &s->words));
     const hl_words *w = &s->words;
     for (size_t i = 0; i + 1 < w->n_bounds; i++) {
@@ -112,7 +115,9 @@ static hearth_status run(const hl_vocab *v, const char *text, size_t len, bool a
         if (f.token >= 0) {
             hl_tok_out_push(o, f.token);
         } else {
-            HL_TRY(tokenize_plain(v, text + f.off, f.len, s, o));
+            /* the text's start counts as following a special token (llama.cpp's is_prev_special) */
+            const bool after_special = k == 0 || s->frags.items[k - 1].token >= 0;
+            HL_TRY(tokenize_plain(v, text + f.off, f.len, after_special, s, o));
         }
     }
     if (add_special && v->add_eos) hl_tok_out_push(o, v->eos);
@@ -133,8 +138,10 @@ hearth_status hl_vocab_tokenize(const hl_vocab *v, const char *text, size_t len,
     hearth_status st = run(v, text, len, add_special, parse_special, &s, &o);
     free(s.frags.items);
     free(s.spare.items);
+    free(s.present);
     hl_words_free(&s.words);
     hl_bpe_scratch_free(&s.bpe);
+    hl_spm_scratch_free(&s.spm);
     HL_TRY(st);
     *n_tokens = o.n;
     if (o.n > n_max) {

@@ -1,7 +1,8 @@
 /* Loading a vocabulary from GGUF metadata (the tokenizer.* keys) and its
  * getters. What is read, the defaults, and the checks follow llama.cpp's
  * llama_vocab::impl::load() (src/llama-vocab.cpp), except that a special
- * token id out of range is an error here (llama.cpp warns and ignores it). */
+ * token id out of range in the file is an error here (llama.cpp warns and
+ * ignores it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +25,16 @@ static uint8_t attr_of_type(int32_t type) {
     }
 }
 
-static hearth_status check_model(const gguf_file *f) {
+/* tokenizer.ggml.model: "gpt2" (byte-level BPE) or "llama" (SentencePiece). */
+static hearth_status read_model(const gguf_file *f, hl_vocab *v) {
     gguf_str model;
     HL_TRY(gguf_get_str(f, "tokenizer.ggml.model", true, &model));
-    if (!gguf_str_eq(model, "gpt2")) {
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "tokenizer model '%.*s' is not supported yet (supported: gpt2)",
+    if (gguf_str_eq(model, "gpt2")) {
+        v->type = HL_VOCAB_BPE;
+    } else if (gguf_str_eq(model, "llama")) {
+        v->type = HL_VOCAB_SPM;
+    } else {
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "tokenizer model '%.*s' is not supported (supported: gpt2, llama)",
                        (int)(model.len > 64 ? 64 : model.len), model.data);
     }
     return HEARTH_OK;
@@ -74,7 +80,15 @@ static hearth_status load_tokens(hl_vocab *v, const gguf_array *tokens, const gg
     return HEARTH_OK;
 }
 
-static hearth_status load_pre(const gguf_file *f, hl_vocab *v) {
+/* The settings llama.cpp ties to the tokenizer type: for BPE, the
+ * pre-tokenizer (tokenizer.ggml.pre) and what it implies; SentencePiece
+ * ignores that key, adds BOS and a space prefix unless the file says not to. */
+static hearth_status load_type_settings(const gguf_file *f, hl_vocab *v) {
+    if (v->type == HL_VOCAB_SPM) {
+        v->add_bos = true;
+        v->add_space_prefix = true;
+        return gguf_get_bool(f, "tokenizer.ggml.add_space_prefix", false, &v->add_space_prefix);
+    }
     gguf_str pre = {NULL, 0};
     HL_TRY(gguf_get_str(f, "tokenizer.ggml.pre", false, &pre));
     HL_TRY(hl_pretok_init(pre.data ? &pre : NULL, &v->pre));
@@ -83,12 +97,17 @@ static hearth_status load_pre(const gguf_file *f, hl_vocab *v) {
     return HEARTH_OK;
 }
 
-/* Special token ids. A "gpt2" vocabulary defaults bos and eos to 11 when that
- * id exists (llama.cpp's defaults for LLAMA_VOCAB_TYPE_BPE). */
+/* An id llama.cpp uses when the file names none, if in range. */
+static int32_t default_id(const hl_vocab *v, int32_t id) { return id < v->n_tokens ? id : -1; }
+
+/* Special token ids. Without keys, a "gpt2" vocabulary has bos = eos = 11 and
+ * a "llama" one bos = 1, eos = 2, unk = 0 (llama.cpp's defaults per type). */
 static hearth_status load_special_ids(const gguf_file *f, hl_vocab *v) {
-    const int32_t gpt2_default = v->n_tokens > 11 ? 11 : -1;
-    v->bos = v->eos = gpt2_default;
-    v->eot = v->eom = v->unk = v->pad = -1;
+    const bool spm = v->type == HL_VOCAB_SPM;
+    v->bos = default_id(v, spm ? 1 : 11);
+    v->eos = default_id(v, spm ? 2 : 11);
+    v->unk = spm ? default_id(v, 0) : -1;
+    v->eot = v->eom = v->pad = -1;
     v->fim_pre = v->fim_suf = v->fim_mid = v->fim_pad = v->fim_rep = v->fim_sep = -1;
     const struct {
         const char *key;
@@ -136,17 +155,17 @@ static hearth_status load_add_flags(const gguf_file *f, hl_vocab *v) {
 }
 
 static hearth_status load(const gguf_file *f, hl_vocab *v) {
-    const gguf_array *tokens, *types = NULL, *merges;
-    HL_TRY(check_model(f));
+    const gguf_array *tokens, *types = NULL, *merges = NULL;
+    HL_TRY(read_model(f, v));
     HL_TRY(gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &tokens));
     HL_TRY(gguf_get_arr(f, "tokenizer.ggml.token_type", false, GGUF_TYPE_INT32, &types));
-    HL_TRY(gguf_get_arr(f, "tokenizer.ggml.merges", true, GGUF_TYPE_STRING, &merges));
+    if (v->type == HL_VOCAB_BPE) HL_TRY(gguf_get_arr(f, "tokenizer.ggml.merges", true, GGUF_TYPE_STRING, &merges));
     HL_TRY(load_tokens(v, tokens, types));
-    HL_TRY(load_pre(f, v));
+    HL_TRY(load_type_settings(f, v));
     HL_TRY(load_special_ids(f, v));
     HL_TRY(load_add_flags(f, v));
     HL_TRY(hl_special_init(v));
-    HL_TRY(hl_bpe_init(v, merges));
+    HL_TRY(v->type == HL_VOCAB_BPE ? hl_bpe_init(v, merges) : hl_spm_init(v, f));
     return hl_pieces_init(v);
 }
 
@@ -173,7 +192,8 @@ void hl_vocab_free(hl_vocab *v) {
     free(v->pieces);
     free(v->piece_off);
     hl_bpe_free(v);
-    free(v->special);
+    free(v->scores);
+    hl_special_free(v);
     hl_pretok_free(v->pre);
     free(v);
 }

@@ -1,6 +1,7 @@
-/* The vocabulary of a model and its byte-level BPE tokenizer (GPT-2 style,
- * tokenizer.ggml.model = "gpt2"), behaving as llama.cpp's llama_vocab does:
- * same ids for the same text, same special tokens, same pieces. The public
+/* The vocabulary of a model and its tokenizer — byte-level BPE (GPT-2 style,
+ * tokenizer.ggml.model = "gpt2") or SentencePiece ("llama") — behaving as
+ * llama.cpp's llama_vocab does: same ids for the same text, same special
+ * tokens, same pieces. The public
  * hearth_tokenize / hearth_token_to_piece / hearth_detok_* / hearth_token_*
  * functions in hearth.h are thin wrappers over this API and document the
  * semantics; the notes here add what is internal.
@@ -21,16 +22,17 @@ typedef struct hl_vocab hl_vocab;
 
 /* Reads the tokenizer.* keys of `f` and builds the tokenizer. The vocabulary
  * does not keep pointers into `f`.
- * Errors: UNSUPPORTED (tokenizer model other than "gpt2", unknown
- * tokenizer.ggml.pre), FORMAT (missing or mistyped keys, token_type count not
- * equal to the token count, duplicate tokens, a special token id out of range
- * — the message names the key), OUT_OF_MEMORY. On error *out is NULL. */
+ * Errors: UNSUPPORTED (tokenizer model other than "gpt2" and "llama", unknown
+ * tokenizer.ggml.pre for "gpt2"), FORMAT (missing or mistyped keys, token_type
+ * count not equal to the token count, fewer scores than tokens, duplicate
+ * tokens, a special token id out of range — the message names the key),
+ * OUT_OF_MEMORY. On error *out is NULL. */
 hearth_status hl_vocab_load(const gguf_file *f, hl_vocab **out);
 void hl_vocab_free(hl_vocab *v);
 
 int32_t hl_vocab_n_tokens(const hl_vocab *v);
-/* Special token ids, -1 if none. Like llama.cpp, a "gpt2" vocabulary without
- * bos/eos keys gets llama.cpp's defaults (11, when in range). */
+/* Special token ids, -1 if none. Without keys a vocabulary gets llama.cpp's
+ * defaults when in range: "gpt2" bos = eos = 11, "llama" bos 1, eos 2, unk 0. */
 int32_t hl_vocab_bos(const hl_vocab *v);
 int32_t hl_vocab_eos(const hl_vocab *v);
 int32_t hl_vocab_eot(const hl_vocab *v);
@@ -44,7 +46,8 @@ bool hl_vocab_is_eog(const hl_vocab *v, int32_t id);
 /* As hearth_tokenize(). `tokens` may be NULL when n_max is 0 (to ask for the
  * count) and `text` when len is 0. Errors: INVALID_ARG, BUFFER_TOO_SMALL
  * (*n_tokens = the count needed, the first n_max ids written), OUT_OF_MEMORY,
- * UNSUPPORTED (PCRE2 gave up on the text: its match limits). */
+ * UNSUPPORTED (PCRE2 gave up on the text: its match limits; or a SentencePiece
+ * vocabulary lacks the byte token a character of the text falls back to). */
 hearth_status hl_vocab_tokenize(const hl_vocab *v, const char *text, size_t len, bool add_special,
                                 bool parse_special, int32_t *tokens, size_t n_max, size_t *n_tokens);
 

@@ -4,6 +4,7 @@ and bad models. Speed itself is not checked here (see bench/)."""
 import csv
 import io
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -98,10 +99,11 @@ def test_md_header_equals_llama_bench(run_hearth):
 
 
 def test_n_gpu_layers_without_gpu_says_so_once(run_hearth):
-    res = run_hearth("bench", TINY, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-ngl", "99")
+    res = run_hearth("bench", TINY, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-ngl", "99",
+                     env={**os.environ, "HEARTH_FORCE_CPU": "1"})
     assert res.returncode == 0
-    gpu_lines = [l for l in res.stderr.decode().splitlines() if "gpu" in l.lower()]
-    assert len(gpu_lines) == 1, gpu_lines
+    gpu_lines = [l for l in res.stderr.decode().splitlines() if "cuda unavailable" in l.lower()]
+    assert len(gpu_lines) == 1 and "running on CPU" in gpu_lines[0], gpu_lines
 
 
 def test_progress_goes_to_stderr(run_hearth):

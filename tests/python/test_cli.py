@@ -1,7 +1,9 @@
 """The `hearth` command: help, info, generation output, and one-line errors with
 a non-zero exit for every kind of bad input (never a crash or a hang)."""
 import json
+import os
 import struct
+import sys
 
 import pytest
 from conftest import ROOT
@@ -72,10 +74,10 @@ def test_prompt_file_and_stop_at_n_predict(run_hearth, model_path, tmp_path):
 
 
 def test_n_gpu_layers_without_gpu_says_so_once(run_hearth, model_path):
-    res = run_hearth("run", model_path, "Hi", "-n", "2", "-ngl", "-1")
+    res = run_hearth("run", model_path, "Hi", "-n", "2", "-ngl", "-1", env={**os.environ, "HEARTH_FORCE_CPU": "1"})
     assert res.returncode == 0
-    gpu_lines = [l for l in res.stderr.decode().splitlines() if "gpu" in l.lower()]
-    assert len(gpu_lines) == 1, gpu_lines
+    gpu_lines = [l for l in res.stderr.decode().splitlines() if "cuda unavailable" in l.lower()]
+    assert len(gpu_lines) == 1 and "running on CPU" in gpu_lines[0], gpu_lines
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -163,7 +165,21 @@ def test_unsupported_architecture(run_hearth, tmp_path):
     w.write_tensors_to_file()
     w.close()
     err = one_line_error(run_hearth("run", p, "hi"))
-    assert "mamba9" in err and "llama" in err
+    assert "mamba9" in err
+    assert "supported: llama, qwen2, qwen3, gemma3" in err
+
+
+def test_tensor_the_architecture_lacks(run_hearth, tmp_path):
+    """A tensor no weight of the architecture takes (here qwen3's QK-norm in a
+    qwen2 file) is refused by name, as llama.cpp refuses such files."""
+    pytest.importorskip("gguf")
+    import numpy as np
+    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
+    from make_arch_models import MODELS, write_model
+    spec = dict(next(m for m in MODELS if m["arch"] == "qwen2"), name="qwen2-with-qk-norm", qk_norm=True)
+    p = write_model(spec, tmp_path, np.random.default_rng(0))
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert "blk.0.attn_q_norm.weight" in err and "qwen2" in err
 
 
 def test_prompt_longer_than_context(run_hearth, model_path):

@@ -1,5 +1,6 @@
 /* CPU backend instance: memory, thread pool, scratch, and the op table. */
 #include "backend/cpu/cpu_impl.h"
+#include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/vec_dot.h"
 
 #include <stdlib.h>
@@ -39,7 +40,18 @@ static hearth_status cpu_copy(hl_backend *b, void *dst, const void *src, size_t 
     return HEARTH_OK;
 }
 
-static void cpu_synchronize(hl_backend *b) { (void)b; }
+static hearth_status cpu_synchronize(hl_backend *b) {
+    (void)b;
+    return HEARTH_OK; /* ops run synchronously and cannot fail */
+}
+
+const hl_cpu_type_ops *hl_cpu_ops_for(hl_backend *b, uint32_t type) {
+    return cpu_of(b)->limits.scalar ? hl_cpu_type_ops_scalar(type) : hl_cpu_type_ops_get(type);
+}
+
+const hl_cpu_kernels *hl_cpu_kernels_for(hl_backend *b) {
+    return cpu_of(b)->limits.scalar ? &hl_cpu_kernels_scalar : hl_cpu_kernels_get();
+}
 
 static const hl_backend_i cpu_iface = {
     .name = cpu_name,
@@ -55,6 +67,7 @@ static const hl_backend_i cpu_iface = {
     .store_rows = hl_cpu_store_rows,
     .attention = hl_cpu_attention,
     .swiglu = hl_cpu_swiglu,
+    .geglu = hl_cpu_geglu,
     .add = hl_cpu_add,
     .scale = hl_cpu_scale,
     .synchronize = cpu_synchronize,

@@ -11,6 +11,7 @@ typedef struct hl_cpu_limits {
     int64_t max_tokens; /* most tokens in one op (n_batch) */
     int64_t max_row;    /* longest matmul input row (max of n_embd, n_ff) */
     int64_t n_ctx;      /* longest attention span */
+    bool scalar;        /* use the scalar kernels (the oracle) whatever the CPU has: op tests */
 } hl_cpu_limits;
 
 /* Errors: INVALID_ARG, OUT_OF_MEMORY, IO (threads). Free with hl_backend_cpu_free. */

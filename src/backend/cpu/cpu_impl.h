@@ -3,6 +3,7 @@
 #define HEARTH_CPU_IMPL_H
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/vec_dot.h"
 #include "base/threadpool.h"
 #include "quant/quant.h"
 
@@ -18,6 +19,10 @@ typedef struct hl_cpu {
 
 static inline hl_cpu *cpu_of(hl_backend *b) { return (hl_cpu *)b->impl; }
 
+/* The kernels this instance uses: the best level, or the scalar ones with limits.scalar. */
+const hl_cpu_type_ops *hl_cpu_ops_for(hl_backend *b, uint32_t type);
+const struct hl_cpu_kernels *hl_cpu_kernels_for(hl_backend *b);
+
 /* Ops, one file per family. */
 void hl_cpu_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
 void hl_cpu_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
@@ -25,6 +30,7 @@ void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, cons
                  const hl_tensor *freq_factors);
 void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache, int32_t pos0);
 void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+void hl_cpu_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cpu_scale(hl_backend *b, hl_tensor *x, float s);
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);

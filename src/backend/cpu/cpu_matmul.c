@@ -119,7 +119,7 @@ static void dot_run(void *arg, int ith, int nth) {
 
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
     hl_cpu *cpu = cpu_of(b);
-    matmul_task t = {.w = w, .x = x, .y = y, .ops = hl_cpu_type_ops_get(w->type)};
+    matmul_task t = {.w = w, .x = x, .y = y, .ops = hl_cpu_ops_for(b, w->type)};
     /* llama.cpp multiplies some types in another order from HL_CPU_BATCH_MIN tokens on (vec_dot.h) */
     if (t.ops->batch && x->ne[1] >= HL_CPU_BATCH_MIN) t.ops = t.ops->batch;
     const int64_t d_in = x->ne[0];

@@ -1,9 +1,10 @@
 /* CPU element-wise and row ops: embedding lookup, RMSNorm, RoPE, KV-cache
- * stores, SwiGLU, residual add. Each op splits its rows over the thread pool
+ * stores, SwiGLU, GeGLU, residual and bias add, scale. Each op splits its rows over the thread pool
  * when there is enough work to pay for the hand-off. Formulas follow llama.cpp
  * (ggml-cpu/ops.cpp) rounding for rounding, so that results are its bits (see
  * vec_dot.h for why that matters). */
 #include <math.h>
+#include <pthread.h>
 
 #include "backend/cpu/cpu_impl.h"
 #include "backend/cpu/cpu_kernels.h"
@@ -75,48 +76,59 @@ void hl_cpu_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, floa
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(x)), rms_norm_run, &t);
 }
 
-/* ---- rope (normal mode: adjacent pairs) */
+/* ---- rope (normal and NEOX pairings, optional frequency factors) */
 
 typedef struct rope_task {
     hl_tensor *x;
     int32_t n_head, pos0;
     const hl_rope_params *p;
+    const float *freq_factors; /* [n_rot / 2] or NULL */
 } rope_task;
 
 static void rope_run(void *arg, int ith, int nth) {
     rope_task *t = arg;
     const int64_t head_dim = t->x->ne[0] / t->n_head;
     const int32_t n_rot = t->p->n_rot;
-    /* theta_i = pos * freq_scale * base^(-2i/n_rot), computed by repeated
-     * multiplication in float exactly as ggml's rope cache does */
+    /* pair i is (x[2i], x[2i+1]) in normal mode, (x[i], x[i + n_rot/2]) in
+     * NEOX mode (ggml-cpu ops.cpp rotate_pairs) */
+    const bool neox = t->p->mode == HL_ROPE_NEOX;
+    const int32_t second = neox ? n_rot / 2 : 1;
+    /* theta_i = pos * base^(-2i/n_rot), by repeated multiplication in float
+     * as ggml_rope_cache_init does; the angle is freq_scale * (theta_i / ff_i) */
     const float theta_scale = powf(t->p->freq_base, -2.0f / (float)n_rot);
+    float cos_sin[HL_KERNELS_MAX_HEAD_DIM]; /* per pair: cos, sin */
     long long r0, r1;
     hl_split(t->x->ne[1], ith, nth, &r0, &r1);
     for (long long r = r0; r < r1; r++) {
         float *row = (float *)t->x->data + r * t->x->ne[0];
         float theta = (float)(t->pos0 + r);
-        for (int32_t i0 = 0; i0 < n_rot; i0 += 2) {
-            const float angle = theta * t->p->freq_scale;
-            const float c = cosf(angle), s = sinf(angle);
-            for (int32_t h = 0; h < t->n_head; h++) {
-                float *v = row + h * head_dim + i0;
-                const float x0 = v[0], x1 = v[1];
+        for (int32_t i = 0; i < n_rot / 2; i++) {
+            const float ff = t->freq_factors ? t->freq_factors[i] : 1.0f;
+            const float angle = t->p->freq_scale * (theta / ff);
+            cos_sin[2 * i] = cosf(angle);
+            cos_sin[2 * i + 1] = sinf(angle);
+            theta *= theta_scale;
+        }
+        for (int32_t h = 0; h < t->n_head; h++) {
+            float *head = row + h * head_dim;
+            for (int32_t i = 0; i < n_rot / 2; i++) {
+                float *v = head + (neox ? i : 2 * i);
+                const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
+                const float x0 = v[0], x1 = v[second];
                 /* ggml's rotate_pairs writes x0*c - x1*s and x0*s + x1*c;
                  * compiled as GNU C++ with FMA, GCC contracts each into one
                  * FMA around the second product, and llama.cpp's results
                  * are those roundings. */
                 v[0] = fmaf(x0, c, -(x1 * s));
-                v[1] = fmaf(x0, s, x1 * c);
+                v[second] = fmaf(x0, s, x1 * c);
             }
-            theta *= theta_scale;
         }
     }
 }
 
 void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p,
                  const hl_tensor *freq_factors) {
-    (void)freq_factors; /* TODO(arch helper): NEOX mode and frequency factors */
-    rope_task t = {x, n_head, pos0, p};
+    rope_task t = {x, n_head, pos0, p, freq_factors ? freq_factors->data : NULL};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(x)), rope_run, &t);
 }
 
@@ -146,7 +158,7 @@ void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache, in
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(src)), store_rows_run, &t);
 }
 
-/* ---- element-wise: swiglu, add, scale */
+/* ---- element-wise: swiglu, geglu, add, scale */
 
 typedef struct binary_task {
     float *x;
@@ -171,6 +183,36 @@ static void swiglu_run(void *arg, int ith, int nth) {
     for (long long r = r0; r < r1; r++) t->k->swiglu(t->d, t->gate + r * t->d, t->gate + r * t->d, t->up + r * t->d);
 }
 
+/* GELU with the tanh approximation (Hendrycks & Gimpel 2016, eq. in sec. 2)
+ * as llama.cpp's CPU backend computes it for F32 (GGML_GELU_FP16, vec.h):
+ * x <= -10 gives 0, x >= 10 gives x, anything between is rounded to F16 and
+ * looked up in a table of the 65536 F16 results, each the formula in float
+ * rounded to F16. ggml-cpu.c fills its table in GNU C with FMA, where GCC
+ * contracts 1 + a*x*x into one FMA; with it, this table equals ggml's for
+ * every non-NaN input (checked against libggml-cpu.so's ggml_table_gelu_f16). */
+static hl_half gelu_table[1 << 16];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+static void gelu_table_init(void) {
+    const float a = 0.044715f, sqrt_2_over_pi = 0.79788456080286535587989211986876f;
+    for (uint32_t i = 0; i < (1u << 16); i++) {
+        const float x = hl_fp16_to_fp32((hl_half)i);
+        gelu_table[i] = hl_fp32_to_fp16(0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * fmaf(a * x, x, 1.0f))));
+    }
+}
+
+static void geglu_run(void *arg, int ith, int nth) {
+    swiglu_task *t = arg; /* same operands: gate, up, rows */
+    long long i0, i1;
+    hl_split(t->d * t->n_rows, ith, nth, &i0, &i1);
+    for (long long i = i0; i < i1; i++) {
+        const float x = t->gate[i];
+        if (x <= -10.0f) t->gate[i] = 0.0f;
+        else if (x >= 10.0f) t->gate[i] = x * t->up[i];
+        else t->gate[i] = hl_fp16_to_fp32(gelu_table[hl_fp32_to_fp16(x)]) * t->up[i];
+    }
+}
+
 static void add_run(void *arg, int ith, int nth) {
     binary_task *t = arg;
     long long i0, i1;
@@ -190,8 +232,15 @@ static void scale_run(void *arg, int ith, int nth) {
 
 void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
     const int64_t n = hl_tensor_nelements(gate);
-    swiglu_task t = {gate->data, up->data, gate->ne[0], n / gate->ne[0], hl_cpu_kernels_get()};
+    swiglu_task t = {gate->data, up->data, gate->ne[0], n / gate->ne[0], hl_cpu_kernels_for(b)};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, n), swiglu_run, &t);
+}
+
+void hl_cpu_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
+    pthread_once(&gelu_once, gelu_table_init);
+    const int64_t n = hl_tensor_nelements(gate);
+    swiglu_task t = {gate->data, up->data, gate->ne[0], n / gate->ne[0], NULL};
+    hl_pool_run(cpu_of(b)->pool, threads_for(b, n), geglu_run, &t);
 }
 
 void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Reference greedy continuations from llama.cpp (through llama-cpp-python) for
-tests/test_greedy_reference.c.
+tests/test_greedy_reference.c (SmolLM2, the default model) and
+tests/test_greedy_models.c (Gemma 3 270M; Qwen2.5-Coder 0.5B, a real qwen2).
 
 For each prompt: tokenize it with llama.cpp (add_bos as the model says, special
 tokens parsed), evaluate it, then take the argmax token 64 times (never stopping
@@ -8,8 +9,8 @@ at end-of-generation tokens), feeding each token back. At every step we store
 llama.cpp's argmax and its TOP_K largest logits (id, value), which the C test
 compares with hearth's logits for the same sequence.
 
-Usage: python3 tests/reference/greedy/make_greedy_fixtures.py [MODEL] [OUT]
-(defaults: models/SmolLM2-135M-Instruct.Q4_1.gguf, tests/reference/greedy/smollm2.json)
+Usage: python3 tests/reference/greedy/make_greedy_fixtures.py [smollm2|gemma3|qwen2] [MODEL] [OUT]
+(defaults: smollm2; the preset's model under models/ and its JSON in this folder)
 """
 import json
 import sys
@@ -36,14 +37,39 @@ PROMPTS = [
     "SELECT name, age FROM users WHERE",
 ]
 
+# Gemma's chat turns are <start_of_turn>role ... <end_of_turn>; its vocabulary
+# adds <bos> (tokenizer.ggml.add_bos_token), which Gemma needs.
+GEMMA3_PROMPTS = [
+    "The capital of France is",
+    "<start_of_turn>user\nWhat is the boiling point of water in Celsius?<end_of_turn>\n<start_of_turn>model\n",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "Once upon a time, in a small village by the sea,",
+    "<start_of_turn>user\nList three primary colors.<end_of_turn>\n<start_of_turn>model\n",
+    "Photosynthesis is the process by which plants",
+    "<start_of_turn>user\nTranslate 'good morning' into French and Spanish.<end_of_turn>\n<start_of_turn>model\n",
+    "Les trois lois de la thermodynamique sont",
+]
+
+# Qwen2.5 speaks ChatML like SmolLM2; four prompts keep the test short.
+QWEN2_PROMPTS = [PROMPTS[0], PROMPTS[1], PROMPTS[2], PROMPTS[9]]
+
+PRESETS = {
+    "smollm2": ("models/SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2.json", PROMPTS),
+    "gemma3": ("models/gemma-3-270m-q4_k_m.gguf", "gemma3.json", GEMMA3_PROMPTS),
+    "qwen2": ("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.json", QWEN2_PROMPTS),
+}
+
 
 def main():
     root = Path(__file__).resolve().parents[3]
-    model = sys.argv[1] if len(sys.argv) > 1 else str(root / "models/SmolLM2-135M-Instruct.Q4_1.gguf")
-    out = sys.argv[2] if len(sys.argv) > 2 else str(Path(__file__).with_name("smollm2.json"))
-    llm = Llama(model_path=model, n_ctx=N_CTX, n_batch=N_CTX, n_threads=2, logits_all=False, verbose=False)
+    preset = sys.argv[1] if len(sys.argv) > 1 else "smollm2"
+    default_model, default_out, prompts = PRESETS[preset]
+    model = sys.argv[2] if len(sys.argv) > 2 else str(root / default_model)
+    out = sys.argv[3] if len(sys.argv) > 3 else str(Path(__file__).with_name(default_out))
+    llm = Llama(model_path=model, n_ctx=N_CTX, n_batch=N_CTX, n_threads=2, logits_all=False, flash_attn=False,
+                verbose=False)
     cases = []
-    for prompt in PROMPTS:
+    for prompt in prompts:
         llm.reset()
         prompt_ids = llm.tokenize(prompt.encode(), add_bos=True, special=True)
         llm.eval(prompt_ids)

@@ -52,28 +52,30 @@ def rounded(x):
     return [float(f"{v:.6g}") for v in x]
 
 
-def reference(path, seq_seed):
-    llm = Llama(model_path=str(path), n_ctx=N_CTX, n_batch=N_CTX, n_threads=2, logits_all=False,
+def reference(path, seq_seed, n_ctx=N_CTX, n_tokens=N_TOKENS, single_at=SINGLE_AT, chunks=CHUNKS):
+    """The records and tokenizations of one model (make_arch_reference.py
+    calls it with its own sequence length and record points)."""
+    llm = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, n_threads=2, logits_all=False,
                 flash_attn=False, verbose=False)
     n_vocab = llm.n_vocab()
     bos = llm.token_bos()
     rng = np.random.default_rng(seq_seed)
-    tokens = [bos] + [int(t) for t in rng.integers(0, n_vocab, size=N_TOKENS - 1)]
+    tokens = [bos] + [int(t) for t in rng.integers(0, n_vocab, size=n_tokens - 1)]
     records = []
 
     llm.reset()
     llm.eval(tokens)
-    records.append({"mode": "batch", "n_past": N_TOKENS, "logits": rounded(last_logits(llm))})
+    records.append({"mode": "batch", "n_past": n_tokens, "logits": rounded(last_logits(llm))})
 
     llm.reset()
     for i, t in enumerate(tokens):
         llm.eval([t])
-        if i + 1 in SINGLE_AT:
+        if i + 1 in single_at:
             records.append({"mode": "single", "n_past": i + 1, "logits": rounded(last_logits(llm))})
 
     llm.reset()
     done = 0
-    for c in CHUNKS:
+    for c in chunks:
         llm.eval(tokens[done:done + c])
         done += c
         records.append({"mode": "chunks", "n_past": done, "logits": rounded(last_logits(llm))})

@@ -1,0 +1,104 @@
+// Shared by the CUDA backend's .cu files: the backend instance (hl_cuda),
+// the checking macros that turn every failed CUDA / cuBLAS call into a
+// hearth_status with file and line, warp reductions, and the op entry points
+// the op table in device.cu points to. Nothing here leaves the folder.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+
+extern "C" {
+#include "backend/backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "base/status.h"
+#include "gguf/ggml_types.h"
+}
+
+// One backend instance: a stream on one device with its scratch. Weights are
+// plain device allocations, valid in every instance on the same device.
+struct hl_cuda {
+    int device;                 // CUDA ordinal
+    int index;                  // hearth's device number (cuda<index>)
+    cudaStream_t stream;
+    cublasHandle_t cublas;      // NULL in a weight-only instance
+    hl_gpu_limits limits;
+    int32_t *d_pos;             // position the position-dependent kernels read
+    int32_t pos_set;            // the value eager ops last wrote to d_pos (-1: unknown)
+    int32_t *d_ids;             // [max_tokens] row ids for get_rows
+    __half *w16;                // [w16_elems] weight tile in F16 (prompt matmuls)
+    size_t w16_elems;
+    __half *x16;                // [max_tokens * max_row] activations in F16
+    void *staging[2];           // pinned host buffers for uploads, HL_CUDA_STAGING bytes each
+    cudaEvent_t staged[2];      // the copy out of staging[i] is done
+    cudaGraphExec_t graph[HL_GRAPH_KEYS];
+    bool graphs_off;            // recording failed once: run eagerly from then on
+    bool capturing;             // ops are being recorded, not run
+    hearth_status status;       // first error since the last synchronize
+    char err[384];
+};
+
+#define HL_CUDA_STAGING (8u << 20)
+
+static inline hl_cuda *cuda_of(hl_backend *b) { return (hl_cuda *)b->impl; }
+
+// Records the first error of an op (ops return void; synchronize reports it).
+void cuda_record(hl_cuda *cu, hearth_status st, const char *fmt, ...) HL_PRINTF(3, 4);
+
+// In an op: a failed call records DEVICE with file, line and the call; the
+// macros evaluate to true on success.
+#define CU_OK(cu, expr) cuda_ok((cu), (expr), #expr, __FILE__, __LINE__)
+#define CU_LAUNCHED(cu) cuda_ok((cu), cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+#define CUBLAS_OK(cu, expr) cublas_ok((cu), (expr), #expr, __FILE__, __LINE__)
+bool cuda_ok(hl_cuda *cu, cudaError_t e, const char *what, const char *file, int line);
+bool cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *file, int line);
+
+// In a function returning hearth_status: a failed call returns DEVICE.
+#define CUDA_TRY(expr)                                                                                  \
+    do {                                                                                                \
+        cudaError_t e_ = (expr);                                                                        \
+        if (e_ != cudaSuccess)                                                                          \
+            return hl_fail(HEARTH_ERR_DEVICE, "%s:%d: %s failed: %s", __FILE__, __LINE__, #expr,       \
+                           cudaGetErrorString(e_));                                                     \
+    } while (0)
+
+// Makes the instance's device current for the calling thread; false (error
+// recorded) if that fails. Every op starts with it.
+bool cuda_enter(hl_cuda *cu);
+
+// The device pointer position-dependent kernels read, holding pos0 when they
+// run: eager ops write it with a one-thread kernel when it changes; while
+// recording, graph_run writes it before each launch instead.
+const int32_t *cuda_pos(hl_cuda *cu, int32_t pos0);
+
+static inline unsigned cuda_blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Ops (one file per family); signatures as in backend.h.
+void cuda_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
+void cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache, int32_t pos0);
+void cuda_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
+void cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+void cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p,
+               const hl_tensor *freq_factors);
+void cuda_attention(hl_backend *b, const hl_attn_args *args);
+void cuda_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+void cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+void cuda_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
+void cuda_scale(hl_backend *b, hl_tensor *x, float s);
+
+// Matrix-vector products for batches of fewer than HL_CUDA_MMV_MAX tokens
+// (matvec.cu); larger batches go through cuBLAS (gemm.cu). Returns false if
+// the type has no kernel.
+#define HL_CUDA_MMV_MAX 8
+bool cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+
+// y {d, n} F16 = rows of `src` {d, rows} (ggml type `type`, row stride
+// `stride` bytes) dequantized (gemm.cu; get_rows has its own gather).
+bool cuda_dequant_f16(hl_cuda *cu, uint32_t type, const void *src, size_t stride, int64_t d, int64_t rows, __half *y);

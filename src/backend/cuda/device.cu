@@ -1,0 +1,353 @@
+// The CUDA backend instance: device probing (once per process), memory,
+// uploads through pinned staging buffers, error records, the op table, and
+// graph_run, which records the per-token decode step as a CUDA graph once
+// and replays it.
+//
+// Why a record replays unchanged: every kernel argument that would change
+// from one token to the next is the position, and position-dependent kernels
+// (rope, store_rows, attention) read it from d_pos in device memory instead
+// of taking it by value; their grids do not depend on it (attention loops
+// over the cache inside the kernel). graph_run writes d_pos with a
+// one-thread kernel launched just before the graph. This is cheaper than
+// capturing every token and patching the executable graph with
+// cudaGraphExecUpdate (llama.cpp's way), which re-runs the host side of the
+// whole forward pass per token.
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/dequant.cuh"
+
+extern "C" {
+#include "base/log.h"
+}
+
+// ------------------------------------------------------------ errors --
+
+void cuda_record(hl_cuda *cu, hearth_status st, const char *fmt, ...) {
+    if (cu->status != HEARTH_OK) return;
+    cu->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cu->err, sizeof cu->err, fmt, ap);
+    va_end(ap);
+}
+
+bool cuda_ok(hl_cuda *cu, cudaError_t e, const char *what, const char *file, int line) {
+    if (e == cudaSuccess) return true;
+    cuda_record(cu, HEARTH_ERR_DEVICE, "cuda%d: %s:%d: %s failed: %s", cu->index, file, line, what,
+                cudaGetErrorString(e));
+    return false;
+}
+
+bool cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *file, int line) {
+    if (s == CUBLAS_STATUS_SUCCESS) return true;
+    cuda_record(cu, HEARTH_ERR_DEVICE, "cuda%d: %s:%d: %s failed: %s", cu->index, file, line, what,
+                cublasGetStatusString(s));
+    return false;
+}
+
+bool cuda_enter(hl_cuda *cu) { return CU_OK(cu, cudaSetDevice(cu->device)); }
+
+static __global__ void set_i32(int32_t *p, int32_t v) { *p = v; }
+
+const int32_t *cuda_pos(hl_cuda *cu, int32_t pos0) {
+    if (!cu->capturing && cu->pos_set != pos0) {
+        set_i32<<<1, 1, 0, cu->stream>>>(cu->d_pos, pos0);
+        if (CU_LAUNCHED(cu)) cu->pos_set = pos0;
+    }
+    return cu->d_pos;
+}
+
+// ------------------------------------------------------------ probing --
+
+static struct {
+    pthread_once_t once;
+    int32_t n;                  // usable devices
+    int ordinal[HL_MAX_GPUS];   // CUDA ordinal of each
+    char reason[256];
+} probe = {PTHREAD_ONCE_INIT, 0, {0}, ""};
+
+static void probe_devices(void) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(probe.reason, sizeof probe.reason, "%s", cudaGetErrorString(e));
+        cudaGetLastError();
+        return;
+    }
+    if (n == 0) {
+        snprintf(probe.reason, sizeof probe.reason, "no CUDA device found");
+        return;
+    }
+    // A device is usable when this build has kernels for it: asking for a
+    // kernel's attributes fails with "no kernel image" otherwise.
+    for (int d = 0; d < n && probe.n < HL_MAX_GPUS; d++) {
+        cudaFuncAttributes attr;
+        if (cudaSetDevice(d) == cudaSuccess && cudaFuncGetAttributes(&attr, set_i32) == cudaSuccess)
+            probe.ordinal[probe.n++] = d;
+        else
+            snprintf(probe.reason, sizeof probe.reason, "device %d: %s (this build targets other architectures: "
+                     "rebuild with -DHEARTH_CUDA_ARCHS)", d, cudaGetErrorString(cudaGetLastError()));
+    }
+}
+
+extern "C" int32_t hl_cuda_device_count(const char **reason) {
+    pthread_once(&probe.once, probe_devices);
+    if (reason) *reason = probe.n > 0 ? NULL : probe.reason;
+    return probe.n;
+}
+
+extern "C" hearth_status hl_cuda_device_get(int32_t device, hl_gpu_device *out) {
+    if (device < 0 || device >= hl_cuda_device_count(NULL))
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "CUDA device %d does not exist", (int)device);
+    const int ord = probe.ordinal[device];
+    cudaDeviceProp prop;
+    CUDA_TRY(cudaGetDeviceProperties(&prop, ord));
+    CUDA_TRY(cudaSetDevice(ord));
+    CUDA_TRY(cudaMemGetInfo(&out->free_bytes, &out->total_bytes));
+    snprintf(out->name, sizeof out->name, "%s", prop.name);
+    out->cc_major = prop.major;
+    out->cc_minor = prop.minor;
+    return HEARTH_OK;
+}
+
+struct type_known {
+    template <uint32_t T> static void run() {}
+};
+
+extern "C" bool hl_cuda_supports_type(uint32_t type) { return dispatch_type<type_known>(type); }
+
+// ------------------------------------------------------------- memory --
+
+static const char *cuda_name(const hl_backend *b) {
+    static const char *names[HL_MAX_GPUS] = {"cuda0", "cuda1", "cuda2",  "cuda3",  "cuda4",  "cuda5",  "cuda6",  "cuda7",
+                                             "cuda8", "cuda9", "cuda10", "cuda11", "cuda12", "cuda13", "cuda14", "cuda15"};
+    return names[((const hl_cuda *)b->impl)->index];
+}
+
+static void cuda_mem_info(const hl_backend *b, size_t *free_bytes, size_t *total_bytes) {
+    const hl_cuda *cu = (const hl_cuda *)b->impl;
+    *free_bytes = *total_bytes = 0;
+    if (cudaSetDevice(cu->device) != cudaSuccess || cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess)
+        cudaGetLastError();
+}
+
+static hearth_status cuda_alloc(hl_backend *b, size_t bytes, void **out) {
+    hl_cuda *cu = cuda_of(b);
+    *out = NULL;
+    CUDA_TRY(cudaSetDevice(cu->device));
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 256);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        *out = NULL;
+        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "cuda%d: cannot allocate %zu MiB (%zu MiB free): %s; lower n_gpu_layers "
+                       "or n_ctx", cu->index, bytes >> 20, free_b >> 20, cudaGetErrorString(e));
+    }
+    return HEARTH_OK;
+}
+
+static void cuda_free(hl_backend *b, void *ptr) {
+    if (!ptr) return;
+    hl_cuda *cu = cuda_of(b);
+    if (cuda_enter(cu)) CU_OK(cu, cudaFree(ptr));
+}
+
+// Host memory -> pinned staging -> device, two buffers in turn so the copy
+// of one chunk overlaps the memcpy into the other.
+static hearth_status cuda_upload(hl_backend *b, void *dst, const void *src, size_t bytes) {
+    hl_cuda *cu = cuda_of(b);
+    CUDA_TRY(cudaSetDevice(cu->device));
+    for (size_t off = 0, k = 0; off < bytes; off += HL_CUDA_STAGING, k++) {
+        const size_t n = bytes - off < HL_CUDA_STAGING ? bytes - off : HL_CUDA_STAGING;
+        const int i = (int)(k % 2);
+        CUDA_TRY(cudaEventSynchronize(cu->staged[i]));
+        memcpy(cu->staging[i], (const char *)src + off, n);
+        CUDA_TRY(cudaMemcpyAsync((char *)dst + off, cu->staging[i], n, cudaMemcpyHostToDevice, cu->stream));
+        CUDA_TRY(cudaEventRecord(cu->staged[i], cu->stream));
+    }
+    CUDA_TRY(cudaStreamSynchronize(cu->stream));
+    return HEARTH_OK;
+}
+
+static hearth_status cuda_download(hl_backend *b, void *dst, const void *src, size_t bytes) {
+    hl_cuda *cu = cuda_of(b);
+    CUDA_TRY(cudaSetDevice(cu->device));
+    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cu->stream));
+    CUDA_TRY(cudaStreamSynchronize(cu->stream));
+    return HEARTH_OK;
+}
+
+static hearth_status cuda_synchronize(hl_backend *b) {
+    hl_cuda *cu = cuda_of(b);
+    if (cuda_enter(cu)) {
+        CU_OK(cu, cudaStreamSynchronize(cu->stream));
+        CU_OK(cu, cudaGetLastError());
+    }
+    const hearth_status st = cu->status;
+    cu->status = HEARTH_OK;
+    return st == HEARTH_OK ? HEARTH_OK : hl_fail(st, "%s", cu->err);
+}
+
+// -------------------------------------------------------------- graphs --
+
+// Records issue's ops into a graph; false (nothing recorded, no error kept)
+// when the driver refuses, so the caller runs them eagerly.
+static bool record(hl_cuda *cu, int key, void (*issue)(void *), void *ctx) {
+    if (cudaStreamBeginCapture(cu->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return false;
+    cu->capturing = true;
+    issue(ctx);
+    cu->capturing = false;
+    cudaGraph_t g = NULL;
+    const bool captured = cudaStreamEndCapture(cu->stream, &g) == cudaSuccess && cu->status == HEARTH_OK;
+    const bool ok = captured && cudaGraphInstantiate(&cu->graph[key], g, 0) == cudaSuccess;
+    if (g) cudaGraphDestroy(g);
+    if (!ok) {
+        HL_DEBUG("cuda%d: recording the decode step failed (%s); running it eagerly", cu->index,
+                 cu->status != HEARTH_OK ? cu->err : cudaGetErrorString(cudaGetLastError()));
+        cudaGetLastError();
+        cu->status = HEARTH_OK; // the ops were recorded, not run: nothing failed on the device
+        cu->graph[key] = NULL;
+    }
+    return ok;
+}
+
+static void cuda_graph_run(hl_backend *b, int key, int32_t pos0, void (*issue)(void *), void *ctx) {
+    hl_cuda *cu = cuda_of(b);
+    // with an error pending, run eagerly: recording must not hide it
+    if (key < 0 || key >= HL_GRAPH_KEYS || cu->graphs_off || cu->status != HEARTH_OK || !cuda_enter(cu)) {
+        issue(ctx);
+        return;
+    }
+    cuda_pos(cu, pos0);
+    if (!cu->graph[key] && !record(cu, key, issue, ctx)) {
+        cu->graphs_off = true;
+        issue(ctx);
+        return;
+    }
+    CU_OK(cu, cudaGraphLaunch(cu->graph[key], cu->stream));
+}
+
+// ------------------------------------------------------------ instance --
+
+static const hl_backend_i cuda_iface = {
+    .name = cuda_name,
+    .mem_info = cuda_mem_info,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .get_rows = cuda_get_rows,
+    .rms_norm = cuda_rms_norm,
+    .matmul = cuda_matmul,
+    .rope = cuda_rope,
+    .store_rows = cuda_store_rows,
+    .attention = cuda_attention,
+    .swiglu = cuda_swiglu,
+    .geglu = cuda_geglu,
+    .add = cuda_add,
+    .scale = cuda_scale,
+    .synchronize = cuda_synchronize,
+    .graph_run = cuda_graph_run,
+};
+
+static hearth_status init(hl_cuda *cu) {
+    CUDA_TRY(cudaSetDevice(cu->device));
+    CUDA_TRY(cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
+    for (int i = 0; i < 2; i++) {
+        CUDA_TRY(cudaMallocHost(&cu->staging[i], HL_CUDA_STAGING));
+        CUDA_TRY(cudaEventCreateWithFlags(&cu->staged[i], cudaEventDisableTiming));
+    }
+    CUDA_TRY(cudaMalloc(&cu->d_pos, sizeof(int32_t)));
+    const hl_gpu_limits *l = &cu->limits;
+    if (l->max_tokens < 1) return HEARTH_OK; // holds weights only
+    const cublasStatus_t s = cublasCreate(&cu->cublas);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return hl_fail(HEARTH_ERR_DEVICE, "cuda%d: cublasCreate failed: %s", cu->index, cublasGetStatusString(s));
+    if (cublasSetStream(cu->cublas, cu->stream) != CUBLAS_STATUS_SUCCESS)
+        return hl_fail(HEARTH_ERR_DEVICE, "cuda%d: cublasSetStream failed", cu->index);
+    cu->w16_elems = l->gemm_scratch_bytes / sizeof(__half);
+    CUDA_TRY(cudaMalloc(&cu->d_ids, (size_t)l->max_tokens * sizeof(int32_t)));
+    CUDA_TRY(cudaMalloc(&cu->w16, cu->w16_elems * sizeof(__half) + 16));
+    CUDA_TRY(cudaMalloc(&cu->x16, (size_t)l->max_tokens * (size_t)l->max_row * sizeof(__half) + 16));
+    return HEARTH_OK;
+}
+
+extern "C" hearth_status hl_backend_cuda_init(int32_t device, const hl_gpu_limits *limits, hl_backend **out) {
+    *out = NULL;
+    if (device < 0 || device >= hl_cuda_device_count(NULL))
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "CUDA device %d does not exist", (int)device);
+    if (limits->max_tokens > 0 && (limits->max_row < 1 || limits->gemm_scratch_bytes < (size_t)limits->max_row * 2))
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "CUDA backend: max_row and the GEMM scratch must hold a row");
+    hl_backend *b = (hl_backend *)hl_calloc(1, sizeof *b);
+    hl_cuda *cu = (hl_cuda *)hl_calloc(1, sizeof *cu);
+    if (!b || !cu) {
+        free(b);
+        free(cu);
+        return HEARTH_ERR_OUT_OF_MEMORY;
+    }
+    b->iface = &cuda_iface;
+    b->impl = cu;
+    cu->device = probe.ordinal[device];
+    cu->index = device;
+    cu->limits = *limits;
+    cu->pos_set = -1;
+    const hearth_status st = init(cu);
+    if (st != HEARTH_OK) {
+        cudaGetLastError();
+        hl_backend_cuda_free(b);
+        return st;
+    }
+    *out = b;
+    return HEARTH_OK;
+}
+
+extern "C" void hl_backend_cuda_free(hl_backend *b) {
+    if (!b) return;
+    hl_cuda *cu = cuda_of(b);
+    // Best effort: a failing device still gets every release call.
+    cudaSetDevice(cu->device);
+    if (cu->stream) cudaStreamSynchronize(cu->stream);
+    for (int k = 0; k < HL_GRAPH_KEYS; k++)
+        if (cu->graph[k]) cudaGraphExecDestroy(cu->graph[k]);
+    if (cu->cublas) cublasDestroy(cu->cublas);
+    for (int i = 0; i < 2; i++) {
+        if (cu->staging[i]) cudaFreeHost(cu->staging[i]);
+        if (cu->staged[i]) cudaEventDestroy(cu->staged[i]);
+    }
+    cudaFree(cu->d_pos);
+    cudaFree(cu->d_ids);
+    cudaFree(cu->w16);
+    cudaFree(cu->x16);
+    if (cu->stream) cudaStreamDestroy(cu->stream);
+    cudaGetLastError();
+    free(cu);
+    free(b);
+}
+
+// ------------------------------------------------- host dequantization --
+
+struct dequant_host {
+    template <uint32_t T> static void run(const uint8_t *src, float *dst, int64_t n) {
+        for (int64_t c = 0; c < dq_chunks(n); c++) {
+            float v[8];
+            const int k = dequant_chunk<T>(src, n, c, v);
+            memcpy(dst + 8 * c, v, sizeof(float) * (size_t)k);
+        }
+    }
+};
+
+extern "C" hearth_status hl_cuda_dequant_host(uint32_t type, const void *src, float *dst, int64_t n) {
+    const ggml_type_info *ti = ggml_type_get(type);
+    if (!ti || !hl_cuda_supports_type(type))
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "the CUDA backend has no kernels for type %s", ti ? ti->name : "?");
+    if (n < 0 || n % ti->blck_size) return hl_fail(HEARTH_ERR_INVALID_ARG, "%lld elements are not whole %s blocks",
+                                                    (long long)n, ti->name);
+    dispatch_type<dequant_host>(type, (const uint8_t *)src, dst, n);
+    return HEARTH_OK;
+}

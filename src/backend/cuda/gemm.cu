@@ -1,0 +1,86 @@
+// Matrix products of prompts (HL_CUDA_MMV_MAX tokens or more) through
+// cuBLAS: the weights are dequantized to F16 tiles of as many rows as the
+// scratch holds, the activations converted to F16 once, and
+// cublasGemmEx multiplies them with F32 accumulation and F32 output. Fewer
+// tokens take the matrix-vector kernels (matvec.cu), which read the
+// quantized weights directly.
+//
+// Layouts: cuBLAS is column-major. Row-major W {d_in, d_out} (d_out rows of
+// d_in) is the column-major d_in x d_out matrix A with lda = d_in; x {d_in, n}
+// is column-major d_in x n; y {d_out, n} is column-major d_out x n. So
+// y[:, r0:r1] = A[:, r0:r1]^T x: GemmEx(T, N, m = r1 - r0, n, k = d_in),
+// C = y + r0 with ldc = d_out.
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/dequant.cuh"
+
+#define DQ_THREADS 256
+
+// One thread per 8-element chunk: y {d, rows} F16 from `rows` rows of src.
+template <uint32_t T>
+__global__ void dequant_f16_kernel(const uint8_t *__restrict__ src, size_t stride, int64_t d, int64_t rows,
+                                   __half *__restrict__ y) {
+    const int64_t per_row = dq_chunks(d);
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= per_row * rows) return;
+    const int64_t r = i / per_row, c = i % per_row;
+    float v[8];
+    const int k = dequant_chunk<T>(src + r * stride, d, c, v);
+    for (int j = 0; j < k; j++) y[r * d + 8 * c + j] = __float2half_rn(v[j]);
+}
+
+struct launch_dequant_f16 {
+    template <uint32_t T>
+    static void run(hl_cuda *cu, const void *src, size_t stride, int64_t d, int64_t rows, __half *y) {
+        dequant_f16_kernel<T><<<cuda_blocks(dq_chunks(d) * rows, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>(
+            (const uint8_t *)src, stride, d, rows, y);
+        CU_LAUNCHED(cu);
+    }
+};
+
+bool cuda_dequant_f16(hl_cuda *cu, uint32_t type, const void *src, size_t stride, int64_t d, int64_t rows, __half *y) {
+    return dispatch_type<launch_dequant_f16>(type, cu, src, stride, d, rows, y);
+}
+
+static __global__ void f32_to_f16(const float *__restrict__ x, __half *__restrict__ y, int64_t n) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = __float2half_rn(x[i]);
+}
+
+static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+    const int64_t d_in = w->ne[0], d_out = w->ne[1], n = x->ne[1];
+    if (n > cu->limits.max_tokens || d_in > cu->limits.max_row) {
+        cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matmul of %lld x %lld tokens exceeds the scratch planned "
+                    "for %lld x %lld", cu->index, (long long)n, (long long)d_in, (long long)cu->limits.max_tokens,
+                    (long long)cu->limits.max_row);
+        return;
+    }
+    f32_to_f16<<<cuda_blocks(d_in * n, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>((const float *)x->data, cu->x16,
+                                                                                 d_in * n);
+    if (!CU_LAUNCHED(cu)) return;
+    const size_t stride = hl_row_size(w->type, d_in);
+    const int64_t tile_rows = (int64_t)(cu->w16_elems / (size_t)d_in);
+    const float one = 1.0f, zero = 0.0f;
+    for (int64_t r0 = 0; r0 < d_out; r0 += tile_rows) {
+        const int64_t rows = d_out - r0 < tile_rows ? d_out - r0 : tile_rows;
+        if (!cuda_dequant_f16(cu, w->type, (const uint8_t *)w->data + r0 * stride, stride, d_in, rows, cu->w16)) {
+            cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index, w->type);
+            return;
+        }
+        if (!CUBLAS_OK(cu, cublasGemmEx(cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n, (int)d_in, &one,
+                                        cu->w16, CUDA_R_16F, (int)d_in, cu->x16, CUDA_R_16F, (int)d_in, &zero,
+                                        (float *)y->data + r0, CUDA_R_32F, (int)d_out, CUBLAS_COMPUTE_32F,
+                                        CUBLAS_GEMM_DEFAULT)))
+            return;
+    }
+}
+
+void cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+    hl_cuda *cu = cuda_of(b);
+    if (!cuda_enter(cu)) return;
+    if (x->ne[1] < HL_CUDA_MMV_MAX || !cu->cublas) {
+        if (!cuda_matvec(cu, w, x, y))
+            cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index, w->type);
+        return;
+    }
+    gemm(cu, w, x, y);
+}

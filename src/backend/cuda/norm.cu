@@ -1,0 +1,34 @@
+// RMSNorm (Zhang & Sennrich 2019, arXiv:1910.07467): y = x / sqrt(mean(x^2)
+// + eps) * w over each run of d = w->ne[0] elements (a row, or one head of a
+// row for QK-norm). One block per run; the sum of squares is reduced over
+// warps with shuffles, then through shared memory.
+#include "backend/cuda/common.cuh"
+
+#define NORM_THREADS 256
+
+// grid n_runs, block NORM_THREADS; x, y F32 [n_runs * d]; w F32 [d]; y may alias x
+// (each thread rewrites only the elements it read).
+__global__ void __launch_bounds__(NORM_THREADS)
+rms_norm_kernel(const float *x, const float *__restrict__ w, float *y, int64_t d, float eps) {
+    __shared__ float partial[NORM_THREADS / 32];
+    const float *xr = x + (int64_t)blockIdx.x * d;
+    float *yr = y + (int64_t)blockIdx.x * d;
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < d; i += NORM_THREADS) sum = fmaf(xr[i], xr[i], sum);
+    sum = warp_sum(sum);
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = sum;
+    __syncthreads();
+    float total = 0.0f;
+    for (int i = 0; i < NORM_THREADS / 32; i++) total += partial[i];
+    const float scale = rsqrtf(total / (float)d + eps);
+    for (int64_t i = threadIdx.x; i < d; i += NORM_THREADS) yr[i] = xr[i] * scale * w[i];
+}
+
+void cuda_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y) {
+    hl_cuda *cu = cuda_of(b);
+    if (!cuda_enter(cu)) return;
+    const int64_t d = w->ne[0], runs = hl_tensor_nelements(x) / d;
+    rms_norm_kernel<<<(unsigned)runs, NORM_THREADS, 0, cu->stream>>>((const float *)x->data, (const float *)w->data,
+                                                                     (float *)y->data, d, eps);
+    CU_LAUNCHED(cu);
+}

@@ -1,0 +1,107 @@
+/* The gemma3 architecture (Gemma 3, Gemma Team 2025, arXiv:2503.19786), as
+ * llama.cpp builds it (src/models/gemma3.cpp): token embeddings scaled by
+ * sqrt(n_embd); blocks with RMSNorm before and after both attention and the
+ * feed-forward (the residual adds the post-normed output); per-head RMSNorm
+ * of queries and keys (QK-norm); rope in NEOX mode; queries scaled by
+ * 1/sqrt(head_dim) before attention; a GeGLU feed-forward (tanh GELU). Most
+ * layers attend over a sliding window of the last n_swa positions with their
+ * own rope base (10000 unless rope.freq_base_swa says otherwise, never
+ * scaled); every n-th layer attends globally with rope.freq_base and the
+ * file's rope scaling. Gemma's norm weights are stored with the +1 of its
+ * (1 + w) RMSNorm already added by the converter, so they are plain
+ * RMSNorm weights here. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model.h"
+
+/* Layers whose bit is set attend over the sliding window. llama.cpp
+ * (load_swa_pattern, set_swa_pattern): an array of one bool per layer, or a
+ * period n (default 6) where the last layer of each period is global. */
+static hearth_status read_swa_layers(const gguf_file *f, hl_hparams *hp) {
+    const char *key = "gemma3.attention.sliding_window_pattern";
+    const gguf_kv *kv = gguf_find_kv(f, key);
+    if (kv && kv->value.type == GGUF_TYPE_ARRAY) {
+        const gguf_array *arr = &kv->value.v.arr;
+        if (arr->elem_type != GGUF_TYPE_BOOL || arr->n != (uint64_t)hp->n_layer)
+            return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s must be %d bools, one per layer", key, hp->n_layer);
+        for (int32_t il = 0; il < hp->n_layer; il++)
+            if (arr->raw[il]) hp->swa_layers[il / 8] |= (uint8_t)(1u << (il % 8));
+        return HEARTH_OK;
+    }
+    int32_t period = 6;
+    HL_TRY(hl_arch_u32(f, "gemma3", "attention.sliding_window_pattern", false, &period));
+    for (int32_t il = 0; il < hp->n_layer; il++)
+        if (period == 0 || il % period < period - 1) hp->swa_layers[il / 8] |= (uint8_t)(1u << (il % 8));
+    return HEARTH_OK;
+}
+
+static hearth_status gemma3_load(hearth_model *m) {
+    hl_hparams *hp = &m->hp;
+    const gguf_file *f = m->gguf;
+    HL_TRY(hl_hparams_read(f, "gemma3", HL_ROPE_NEOX, hp));
+    hp->embd_scale = sqrtf((float)hp->n_embd);
+    /* gemma_pytorch's query_pre_attn_scalar: n_embd / n_head for the 27B
+     * model (62 layers), the head size otherwise; llama.cpp decides the same
+     * way, by the layer count */
+    hp->attn_scale = 1.0f / sqrtf((float)(hp->n_layer == 62 ? hp->n_embd / hp->n_head : hp->head_dim));
+
+    HL_TRY(hl_arch_u32(f, "gemma3", "attention.sliding_window", false, &hp->n_swa));
+    if (hp->n_swa > 0) {
+        HL_TRY(read_swa_layers(f, hp));
+        hp->rope_swa.freq_base = 10000.0f;
+        hp->rope_swa.freq_scale = 1.0f;
+        HL_TRY(hl_arch_f32(f, "gemma3", "rope.freq_base_swa", false, &hp->rope_swa.freq_base));
+        if (!(hp->rope_swa.freq_base > 0.0f) || !isfinite(hp->rope_swa.freq_base))
+            return hl_fail(HEARTH_ERR_FORMAT, "GGUF: gemma3.rope.freq_base_swa = %g must be > 0",
+                           hp->rope_swa.freq_base);
+    }
+    float softcap = 0.0f;
+    HL_TRY(hl_arch_f32(f, "gemma3", "final_logit_softcapping", false, &softcap));
+    if (softcap != 0.0f)
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "gemma3.final_logit_softcapping = %g: logit soft-capping is not supported yet",
+                       softcap);
+    return hl_model_bind(m, HL_BIND_QK_NORM | HL_BIND_POST_NORMS);
+}
+
+static void gemma3_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il, int32_t pos0) {
+    const hl_hparams *hp = &m->hp;
+    const hl_backend_i *op = b->iface;
+    const hl_layer *l = &m->layers[il];
+    const bool swa = hl_layer_is_swa(hp, il);
+    const hl_rope_params *rope = swa ? &hp->rope_swa : &hp->rope;
+    /* attention block */
+    op->rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb);
+    hl_attn_qkv(m, b, w, l); /* with QK-norm */
+    op->rope(b, &w->q, hp->n_head, pos0, rope, NULL);
+    op->rope(b, &w->k, hp->n_head_kv, pos0, rope, NULL);
+    /* the scale goes on the queries (in F32, before attention rounds them to
+     * F16), and attention itself scales by 1, as llama.cpp does */
+    op->scale(b, &w->q, hp->attn_scale);
+    op->store_rows(b, &w->k, &w->k_cache[il], pos0);
+    op->store_rows(b, &w->v, &w->v_cache[il], pos0);
+    hl_attn_args args = {
+        .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
+        .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
+        .pos0 = pos0, .n_swa = swa ? hp->n_swa : 0, .scale = 1.0f,
+    };
+    op->attention(b, &args);
+    op->matmul(b, &l->wo, &w->att, &w->xb);
+    op->rms_norm(b, &w->xb, &l->attn_post_norm, hp->norm_eps, &w->xb);
+    op->add(b, &w->x, &w->xb);
+    /* feed-forward block */
+    op->rms_norm(b, &w->x, &l->ffn_norm, hp->norm_eps, &w->xb);
+    op->matmul(b, &l->ffn_gate, &w->xb, &w->gate);
+    op->matmul(b, &l->ffn_up, &w->xb, &w->up);
+    op->geglu(b, &w->gate, &w->up);
+    op->matmul(b, &l->ffn_down, &w->gate, &w->xb);
+    op->rms_norm(b, &w->xb, &l->ffn_post_norm, hp->norm_eps, &w->xb);
+    op->add(b, &w->x, &w->xb);
+}
+
+const hl_arch hl_arch_gemma3 = {
+    .name = "gemma3",
+    .load = gemma3_load,
+    .layer = gemma3_layer,
+};

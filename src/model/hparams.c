@@ -1,0 +1,152 @@
+/* What the transformer architectures share at load time: the hyperparameters
+ * every one of them reads from "<arch>.*" metadata keys, and the binding of
+ * the standard weights under llama.cpp's tensor names (llama-arch.cpp) with
+ * the optional groups an architecture asks for. Each architecture file then
+ * reads only what is its own (gemma3's sliding window, for instance). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model.h"
+
+hearth_status hl_arch_u32(const gguf_file *f, const char *arch, const char *suffix, bool required, int32_t *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    uint32_t v = (uint32_t)*out;
+    HL_TRY(gguf_get_u32(f, key, required, &v));
+    if (v > INT32_MAX) return hl_fail(HEARTH_ERR_FORMAT, "GGUF: '%s' = %u is too large", key, v);
+    *out = (int32_t)v;
+    return HEARTH_OK;
+}
+
+hearth_status hl_arch_f32(const gguf_file *f, const char *arch, const char *suffix, bool required, float *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return gguf_get_f32(f, key, required, out);
+}
+
+/* rope.scaling.type defaults to "linear" and the factor to none, as in
+ * llama.cpp; "none" never scales (llama-context.cpp). */
+static hearth_status read_rope_scaling(const gguf_file *f, const char *arch, hl_rope_params *rope) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    gguf_str type = {"linear", 6};
+    HL_TRY(gguf_get_str(f, key, false, &type));
+    float factor = 0.0f;
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+    if (!gguf_find_kv(f, key)) snprintf(key, sizeof key, "%s.rope.scale_linear", arch); /* the older name */
+    HL_TRY(gguf_get_f32(f, key, false, &factor));
+    if (gguf_str_eq(type, "none")) return HEARTH_OK;
+    if (!gguf_str_eq(type, "linear"))
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "rope scaling type '%.*s' is not supported yet (supported: none, linear)",
+                       (int)(type.len > 32 ? 32 : type.len), type.data);
+    if (factor == 0.0f) return HEARTH_OK;
+    if (!(factor > 0.0f) || !isfinite(factor))
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s = %g must be > 0", key, factor);
+    rope->freq_scale = 1.0f / factor;
+    return HEARTH_OK;
+}
+
+hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode rope_mode, hl_hparams *hp) {
+    HL_TRY(hl_arch_u32(f, arch, "context_length", true, &hp->n_ctx_train));
+    HL_TRY(hl_arch_u32(f, arch, "embedding_length", true, &hp->n_embd));
+    HL_TRY(hl_arch_u32(f, arch, "block_count", true, &hp->n_layer));
+    HL_TRY(hl_arch_u32(f, arch, "feed_forward_length", true, &hp->n_ff));
+    HL_TRY(hl_arch_u32(f, arch, "attention.head_count", true, &hp->n_head));
+    hp->n_head_kv = hp->n_head;
+    HL_TRY(hl_arch_u32(f, arch, "attention.head_count_kv", false, &hp->n_head_kv));
+    HL_TRY(hl_arch_f32(f, arch, "attention.layer_norm_rms_epsilon", true, &hp->norm_eps));
+
+    if (hp->n_embd < 1 || hp->n_layer < 1 || hp->n_layer > HL_MAX_LAYERS || hp->n_ff < 1 || hp->n_head < 1 ||
+        hp->n_head_kv < 1 || hp->n_ctx_train < 1)
+        return hl_fail(HEARTH_ERR_FORMAT,
+                       "GGUF: %s hyperparameters out of range (n_embd %d, n_layer %d (at most %d), n_ff %d, n_head %d, "
+                       "n_head_kv %d, context_length %d)",
+                       arch, hp->n_embd, hp->n_layer, HL_MAX_LAYERS, hp->n_ff, hp->n_head, hp->n_head_kv,
+                       hp->n_ctx_train);
+    if (hp->n_head % hp->n_head_kv)
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: n_head %d must be a multiple of n_head_kv %d", hp->n_head,
+                       hp->n_head_kv);
+    if (!(hp->norm_eps > 0.0f) || !isfinite(hp->norm_eps))
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.attention.layer_norm_rms_epsilon = %g must be > 0", arch,
+                       hp->norm_eps);
+    /* both default to n_embd / n_head, as in llama.cpp */
+    hp->head_dim = hp->n_embd / hp->n_head;
+    int32_t v_dim = hp->head_dim;
+    HL_TRY(hl_arch_u32(f, arch, "attention.key_length", false, &hp->head_dim));
+    HL_TRY(hl_arch_u32(f, arch, "attention.value_length", false, &v_dim));
+    if (hp->head_dim < 2 || hp->head_dim > HL_MAX_HEAD_DIM || hp->head_dim % 2 || v_dim != hp->head_dim)
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "head size %d (keys) / %d (values) is not supported (even, 2..%d, equal)",
+                       hp->head_dim, v_dim, HL_MAX_HEAD_DIM);
+
+    hp->embd_scale = 1.0f;
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    hp->n_swa = 0;
+    memset(hp->swa_layers, 0, sizeof hp->swa_layers);
+    hp->rope = (hl_rope_params){.n_rot = hp->head_dim, .mode = rope_mode, .freq_base = 10000.0f, .freq_scale = 1.0f};
+    HL_TRY(hl_arch_u32(f, arch, "rope.dimension_count", false, &hp->rope.n_rot));
+    HL_TRY(hl_arch_f32(f, arch, "rope.freq_base", false, &hp->rope.freq_base));
+    if (hp->rope.n_rot < 2 || hp->rope.n_rot > hp->head_dim || hp->rope.n_rot % 2)
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.rope.dimension_count = %d must be even and in 2..%d", arch,
+                       hp->rope.n_rot, hp->head_dim);
+    if (!(hp->rope.freq_base > 0.0f) || !isfinite(hp->rope.freq_base))
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.rope.freq_base = %g must be > 0", arch, hp->rope.freq_base);
+    HL_TRY(read_rope_scaling(f, arch, &hp->rope));
+    hp->rope_swa = hp->rope;
+    return HEARTH_OK;
+}
+
+hearth_status hl_hparams_full_rope(const char *arch, const hl_hparams *hp) {
+    if (hp->rope.n_rot == hp->head_dim) return HEARTH_OK;
+    return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.rope.dimension_count = %d must equal the head size %d", arch,
+                   hp->rope.n_rot, hp->head_dim);
+}
+
+static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_layer *l) {
+    const hl_hparams *hp = &m->hp;
+    const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    char name[96];
+#define BIND(field, suffix, ne0, ne1, required)                                                         \
+    do {                                                                                                \
+        snprintf(name, sizeof name, "blk.%d.%s", (int)il, suffix);                                      \
+        HL_TRY(hl_model_tensor(m, name, ne0, ne1, required, &l->field));                                \
+    } while (0)
+    BIND(attn_norm, "attn_norm.weight", hp->n_embd, 1, true);
+    BIND(wq, "attn_q.weight", hp->n_embd, q_dim, true);
+    BIND(wk, "attn_k.weight", hp->n_embd, kv_dim, true);
+    BIND(wv, "attn_v.weight", hp->n_embd, kv_dim, true);
+    BIND(wo, "attn_output.weight", q_dim, hp->n_embd, true);
+    /* optional for every architecture, as llama.cpp's create_tensor_qkv */
+    BIND(bq, "attn_q.bias", q_dim, 1, false);
+    BIND(bk, "attn_k.bias", kv_dim, 1, false);
+    BIND(bv, "attn_v.bias", kv_dim, 1, false);
+    if (flags & HL_BIND_QK_NORM) {
+        BIND(attn_q_norm, "attn_q_norm.weight", hp->head_dim, 1, true);
+        BIND(attn_k_norm, "attn_k_norm.weight", hp->head_dim, 1, true);
+    }
+    if (flags & HL_BIND_POST_NORMS) {
+        BIND(attn_post_norm, "post_attention_norm.weight", hp->n_embd, 1, true);
+        BIND(ffn_post_norm, "post_ffw_norm.weight", hp->n_embd, 1, true);
+    }
+    BIND(ffn_norm, "ffn_norm.weight", hp->n_embd, 1, true);
+    BIND(ffn_gate, "ffn_gate.weight", hp->n_embd, hp->n_ff, true);
+    BIND(ffn_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true);
+    BIND(ffn_down, "ffn_down.weight", hp->n_ff, hp->n_embd, true);
+#undef BIND
+    /* one tensor for all layers (llama.cpp binds it to each, TENSOR_DUPLICATED) */
+    if (flags & HL_BIND_ROPE_FREQS)
+        HL_TRY(hl_model_tensor(m, "rope_freqs.weight", hp->rope.n_rot / 2, 1, false, &l->rope_freqs));
+    return HEARTH_OK;
+}
+
+hearth_status hl_model_bind(hearth_model *m, unsigned flags) {
+    hl_hparams *hp = &m->hp;
+    HL_TRY(hl_model_tensor(m, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &m->tok_embd));
+    HL_TRY(hl_model_tensor(m, "output_norm.weight", hp->n_embd, 1, true, &m->output_norm));
+    HL_TRY(hl_model_tensor(m, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output));
+    if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
+    m->layers = hl_calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) return HEARTH_ERR_OUT_OF_MEMORY;
+    for (int32_t il = 0; il < hp->n_layer; il++) HL_TRY(bind_layer(m, il, flags, &m->layers[il]));
+    return HEARTH_OK;
+}

@@ -1,0 +1,841 @@
+/* The Jinja evaluator: runs the AST over an environment and writes the output.
+ * Scoping follows jinja2: a for loop gives each iteration a fresh scope (so a
+ * `set` inside a loop is gone after it: templates use namespace() to carry
+ * values out), `if` makes no scope, a macro body sees its parameters and the
+ * template's top-level variables, and a {% call %} block's body sees the scope
+ * around it. Undefined values behave like jinja2's default Undefined: they
+ * print as "", are false, iterate as empty, and fail when used further
+ * (attribute, arithmetic) with jinja2's message. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/jinja/jinja_impl.h"
+
+static hearth_status exec_body(hl_jinja_env *e, jnode *const *kids, size_t n);
+
+static hearth_status enter(hl_jinja_env *e, int line) {
+    if (++e->depth > e->lim.max_depth)
+        return jfail(HEARTH_ERR_FORMAT, line, "nesting deeper than %u (a recursive macro?)", e->lim.max_depth);
+    return HEARTH_OK;
+}
+
+/* An undefined value whose use fails with `fmt` (jinja2's wording). */
+static jv undef_msg(hl_jinja_env *e, const char *fmt, const char *a, const char *b) {
+    char msg[256];
+    snprintf(msg, sizeof msg, fmt, a, b);
+    char *s = ja_strdup(&e->arena, msg, strlen(msg));
+    return jv_undef(s ? s : "a value is undefined");
+}
+
+static hearth_status undefined_error(jv v, int line) {
+    return jfail(HEARTH_ERR_FORMAT, line, "%.*s", (int)v.u.s.n, v.u.s.p ? v.u.s.p : "");
+}
+
+static hearth_status oom(void) { return HEARTH_ERR_OUT_OF_MEMORY; }
+
+/* ------------------------------------------------------------- variables -- */
+
+static jframe *new_frame(hl_jinja_env *e, jframe *parent) {
+    jframe *f = ja_alloc(&e->arena, sizeof *f);
+    jv d;
+    if (!f || !hl_jv_dict(e, &d)) return NULL;
+    f->parent = parent;
+    f->vars = d.u.d;
+    return f;
+}
+
+static hearth_status set_var(hl_jinja_env *e, jframe *f, const char *name, jv v) {
+    jv d = {.k = JV_DICT, .u.d = f->vars};
+    return hl_jv_dict_set(e, d, jv_strv(name, strlen(name)), v) ? HEARTH_OK : oom();
+}
+
+static jv lookup(hl_jinja_env *e, const char *name) {
+    jv key = jv_strv(name, strlen(name));
+    for (jframe *f = e->frame; f; f = f->parent) {
+        jv *v = jdict_get(f->vars, key);
+        if (v) return *v;
+    }
+    jv b = jbuiltin_lookup(name);
+    if (b.k == JV_BUILTIN) return b;
+    return undef_msg(e, "'%s' is undefined", name, "");
+}
+
+/* Binds for/set targets: one name takes the value, several unpack a sequence. */
+static hearth_status bind_targets(hl_jinja_env *e, jframe *f, const jnode *n, jv v) {
+    if (n->n_names == 1) return set_var(e, f, n->names[0], v);
+    if (v.k != JV_LIST || v.u.l->n != n->n_names)
+        return jfail(HEARTH_ERR_FORMAT, n->line, "cannot unpack %s into %zu names", jv_type_name(v), n->n_names);
+    for (size_t i = 0; i < n->n_names; i++) HL_TRY(set_var(e, f, n->names[i], v.u.l->v[i]));
+    return HEARTH_OK;
+}
+
+/* ------------------------------------------------------- attribute, item -- */
+
+static hearth_status loop_attr(const jloop *l, const char *name, jv *out) {
+    size_t n = l->items->n, i = l->index0;
+    if (!strcmp(name, "index")) *out = hl_jv_int((int64_t)i + 1);
+    else if (!strcmp(name, "index0")) *out = hl_jv_int((int64_t)i);
+    else if (!strcmp(name, "revindex")) *out = hl_jv_int((int64_t)(n - i));
+    else if (!strcmp(name, "revindex0")) *out = hl_jv_int((int64_t)(n - i - 1));
+    else if (!strcmp(name, "first")) *out = hl_jv_bool(i == 0);
+    else if (!strcmp(name, "last")) *out = hl_jv_bool(i + 1 == n);
+    else if (!strcmp(name, "length")) *out = hl_jv_int((int64_t)n);
+    else if (!strcmp(name, "depth")) *out = hl_jv_int(1);
+    else if (!strcmp(name, "depth0")) *out = hl_jv_int(0);
+    else if (!strcmp(name, "previtem")) *out = i > 0 ? l->items->v[i - 1] : jv_undef("there is no previous item");
+    else if (!strcmp(name, "nextitem")) *out = i + 1 < n ? l->items->v[i + 1] : jv_undef("there is no next item");
+    else return HEARTH_ERR_INVALID_ARG;
+    return HEARTH_OK;
+}
+
+hearth_status jget_attr(hl_jinja_env *e, jv obj, const char *name, int line, jv *out) {
+    if (obj.k == JV_UNDEF) return undefined_error(obj, line);
+    if (obj.k == JV_DICT || obj.k == JV_NS) {
+        jv *v = jdict_get_str(obj.u.d, name);
+        *out = v ? *v : undef_msg(e, "'%s' has no attribute '%s'", obj.k == JV_NS ? "Namespace" : "dict object", name);
+        return HEARTH_OK;
+    }
+    if (obj.k == JV_LOOP && loop_attr(obj.u.loop, name, out) == HEARTH_OK) return HEARTH_OK;
+    char type[48];
+    snprintf(type, sizeof type, "%s object", jv_type_name(obj));
+    *out = undef_msg(e, "'%s' has no attribute '%s'", type, name);
+    return HEARTH_OK;
+}
+
+hearth_status jget_item(hl_jinja_env *e, jv obj, jv key, int line, jv *out) {
+    if (obj.k == JV_UNDEF) return undefined_error(obj, line);
+    if (obj.k == JV_DICT || obj.k == JV_NS) {
+        jv *v = jdict_get(obj.u.d, key);
+        if (v) {
+            *out = *v;
+            return HEARTH_OK;
+        }
+    } else if ((obj.k == JV_LIST || obj.k == JV_STR) && (key.k == JV_INT || key.k == JV_BOOL)) {
+        int64_t i = key.k == JV_INT ? key.u.i : key.u.b;
+        int64_t n = obj.k == JV_LIST ? (int64_t)obj.u.l->n : (int64_t)ju_len(obj.u.s.p, obj.u.s.n);
+        if (i < 0) i += n;
+        if (i >= 0 && i < n) {
+            if (obj.k == JV_LIST) {
+                *out = obj.u.l->v[i];
+            } else {
+                size_t b = ju_offset(obj.u.s.p, obj.u.s.n, (size_t)i);
+                size_t end = ju_offset(obj.u.s.p, obj.u.s.n, (size_t)i + 1);
+                *out = jv_strv(obj.u.s.p + b, end - b);
+            }
+            return HEARTH_OK;
+        }
+    } else if (key.k == JV_STR) {
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(key.u.s.n < 120 ? key.u.s.n : 120), key.u.s.p);
+        return jget_attr(e, obj, name, line, out);
+    }
+    char type[48], k[64] = "?";
+    snprintf(type, sizeof type, "%s object", jv_type_name(obj));
+    if (key.k == JV_INT) snprintf(k, sizeof k, "%lld", (long long)key.u.i);
+    else if (key.k == JV_STR) snprintf(k, sizeof k, "%.*s", (int)(key.u.s.n < 60 ? key.u.s.n : 60), key.u.s.p);
+    *out = undef_msg(e, "'%s' has no attribute '%s'", type, k);
+    return HEARTH_OK;
+}
+
+/* Python slice indices for a sequence of length n (PySlice_AdjustIndices). */
+static hearth_status slice_bound(jv v, int line, int64_t dflt, int64_t *out) {
+    if (v.k == JV_NONE || v.k == JV_UNDEF) *out = dflt;
+    else if (v.k == JV_INT) *out = v.u.i;
+    else if (v.k == JV_BOOL) *out = v.u.b;
+    else return jfail(HEARTH_ERR_FORMAT, line, "slice indices must be integers or None, not %s", jv_type_name(v));
+    return HEARTH_OK;
+}
+
+static hearth_status eval_slice(hl_jinja_env *e, const jnode *n, jv *out) {
+    jv obj, parts[3] = {hl_jv_none(), hl_jv_none(), hl_jv_none()};
+    HL_TRY(jeval(e, n->a, &obj));
+    for (int i = 0; i < 3; i++)
+        if (n->kids[i]) HL_TRY(jeval(e, n->kids[i], &parts[i]));
+    if (obj.k == JV_UNDEF) return undefined_error(obj, n->line);
+    if (obj.k != JV_LIST && obj.k != JV_STR)
+        return jfail(HEARTH_ERR_FORMAT, n->line, "'%s' object is not subscriptable with a slice", jv_type_name(obj));
+    int64_t len = obj.k == JV_LIST ? (int64_t)obj.u.l->n : (int64_t)ju_len(obj.u.s.p, obj.u.s.n);
+    int64_t step = 1, start = 0, stop = 0;
+    HL_TRY(slice_bound(parts[2], n->line, 1, &step));
+    if (step == 0) return jfail(HEARTH_ERR_FORMAT, n->line, "slice step cannot be zero");
+    if (step == INT64_MIN) step = -INT64_MAX;
+    HL_TRY(slice_bound(parts[0], n->line, step < 0 ? INT64_MAX : 0, &start));
+    HL_TRY(slice_bound(parts[1], n->line, step < 0 ? INT64_MIN : INT64_MAX, &stop));
+    int64_t *ends[2] = {&start, &stop};
+    for (int i = 0; i < 2; i++) {
+        int64_t *x = ends[i];
+        if (*x < 0) {
+            *x = *x < -len ? (step < 0 ? -1 : 0) : *x + len;
+        } else if (*x >= len) {
+            *x = step < 0 ? len - 1 : len;
+        }
+    }
+    jv list;
+    if (!hl_jv_list(e, &list)) return oom();
+    list.u.l->tuple = obj.k == JV_LIST && obj.u.l->tuple;
+    size_t *offs = NULL;
+    if (obj.k == JV_STR) { /* byte offset of every code point, and the end */
+        offs = ja_alloc(&e->arena, ((size_t)len + 1) * sizeof *offs);
+        if (!offs) return oom();
+        size_t k = 0;
+        for (size_t b = 0; b < obj.u.s.n; b++)
+            if (b == 0 || (obj.u.s.p[b] & 0xC0) != 0x80) offs[k++] = b;
+        offs[k] = obj.u.s.n;
+    }
+    jbuf sb = {0};
+    hearth_status st = HEARTH_OK;
+    for (int64_t i = start; st == HEARTH_OK && (step > 0 ? i < stop : i > stop); i += step) {
+        if (obj.k == JV_LIST) st = hl_jv_list_push(e, list, obj.u.l->v[i]) ? HEARTH_OK : oom();
+        else st = jbuf_put(e, &sb, obj.u.s.p + offs[i], offs[i + 1] - offs[i]);
+        if ((step > 0 && i > INT64_MAX - step) || (step < 0 && i < INT64_MIN - step)) break;
+    }
+    if (st == HEARTH_OK && obj.k == JV_STR && !hl_jv_str(e, sb.p ? sb.p : "", sb.n, &list)) st = oom();
+    free(sb.p);
+    *out = list;
+    return st;
+}
+
+hearth_status jiterate(hl_jinja_env *e, jv v, int line, jlist **out) {
+    static jlist empty;
+    jv list;
+    switch (v.k) {
+    case JV_UNDEF: *out = &empty; return HEARTH_OK;
+    case JV_LIST: *out = v.u.l; return HEARTH_OK;
+    case JV_DICT:
+        if (!hl_jv_list(e, &list)) return oom();
+        for (size_t i = 0; i < v.u.d->n; i++)
+            if (!hl_jv_list_push(e, list, v.u.d->keys[i])) return oom();
+        *out = list.u.l;
+        return HEARTH_OK;
+    case JV_STR:
+        if (!hl_jv_list(e, &list)) return oom();
+        for (size_t b = 0; b < v.u.s.n;) {
+            size_t w = ju_offset(v.u.s.p + b, v.u.s.n - b, 1);
+            if (!hl_jv_list_push(e, list, jv_strv(v.u.s.p + b, w))) return oom();
+            b += w;
+        }
+        *out = list.u.l;
+        return HEARTH_OK;
+    default: return jfail(HEARTH_ERR_FORMAT, line, "'%s' object is not iterable", jv_type_name(v));
+    }
+}
+
+/* ------------------------------------------------------------ arithmetic -- */
+
+static bool is_num(jv v) { return v.k == JV_INT || v.k == JV_FLOAT || v.k == JV_BOOL; }
+static double to_f(jv v) { return v.k == JV_FLOAT ? v.u.f : v.k == JV_INT ? (double)v.u.i : v.u.b; }
+static int64_t to_i(jv v) { return v.k == JV_INT ? v.u.i : v.k == JV_BOOL ? v.u.b : 0; }
+
+static hearth_status type_error(int line, int op, jv a, jv b) {
+    char opname[4] = {(char)op, 0, 0, 0};
+    if (op == 'D') strcpy(opname, "//");
+    if (op == 'P') strcpy(opname, "**");
+    return jfail(HEARTH_ERR_FORMAT, line, "unsupported operand types for %s: '%s' and '%s'", opname, jv_type_name(a),
+                 jv_type_name(b));
+}
+
+static hearth_status overflow(int line) {
+    return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'integer beyond 64 bits'");
+}
+
+/* s * n (string or list repetition). */
+static hearth_status repeat(hl_jinja_env *e, jv s, int64_t n, int line, jv *out) {
+    if (n < 0) n = 0;
+    size_t unit = s.k == JV_STR ? s.u.s.n : s.u.l->n * sizeof(jv);
+    if (unit && (uint64_t)n > e->lim.max_output / unit)
+        return jfail(HEARTH_ERR_FORMAT, line, "repetition result exceeds %zu MiB", e->lim.max_output >> 20);
+    if (s.k == JV_STR) {
+        char *p = ja_alloc(&e->arena, unit * (size_t)n + 1);
+        if (!p) return oom();
+        for (int64_t i = 0; i < n; i++) memcpy(p + unit * (size_t)i, s.u.s.p, unit);
+        *out = jv_strv(p, unit * (size_t)n);
+        return HEARTH_OK;
+    }
+    if (!hl_jv_list(e, out)) return oom();
+    for (int64_t i = 0; i < n; i++)
+        for (size_t k = 0; k < s.u.l->n; k++)
+            if (!hl_jv_list_push(e, *out, s.u.l->v[k])) return oom();
+    return HEARTH_OK;
+}
+
+static hearth_status concat(hl_jinja_env *e, jv a, jv b, jv *out) {
+    if (a.k == JV_STR) {
+        char *p = ja_alloc(&e->arena, a.u.s.n + b.u.s.n + 1);
+        if (!p) return oom();
+        if (a.u.s.n) memcpy(p, a.u.s.p, a.u.s.n);
+        if (b.u.s.n) memcpy(p + a.u.s.n, b.u.s.p, b.u.s.n);
+        *out = jv_strv(p, a.u.s.n + b.u.s.n);
+        return HEARTH_OK;
+    }
+    if (!hl_jv_list(e, out)) return oom();
+    out->u.l->tuple = a.u.l->tuple;
+    for (size_t i = 0; i < a.u.l->n; i++)
+        if (!hl_jv_list_push(e, *out, a.u.l->v[i])) return oom();
+    for (size_t i = 0; i < b.u.l->n; i++)
+        if (!hl_jv_list_push(e, *out, b.u.l->v[i])) return oom();
+    return HEARTH_OK;
+}
+
+static hearth_status arith(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out) {
+    if (a.k == JV_UNDEF) return undefined_error(a, line);
+    if (b.k == JV_UNDEF) return undefined_error(b, line);
+    if (op == '+' && ((a.k == JV_STR && b.k == JV_STR) ||
+                      (a.k == JV_LIST && b.k == JV_LIST && a.u.l->tuple == b.u.l->tuple)))
+        return concat(e, a, b, out);
+    if (op == '*' && (a.k == JV_STR || a.k == JV_LIST) && (b.k == JV_INT || b.k == JV_BOOL))
+        return repeat(e, a, to_i(b), line, out);
+    if (op == '*' && (b.k == JV_STR || b.k == JV_LIST) && (a.k == JV_INT || a.k == JV_BOOL))
+        return repeat(e, b, to_i(a), line, out);
+    if (op == '%' && a.k == JV_STR)
+        return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'string formatting with %%'");
+    if (!is_num(a) || !is_num(b)) return type_error(line, op, a, b);
+    bool ints = a.k != JV_FLOAT && b.k != JV_FLOAT;
+    int64_t x = to_i(a), y = to_i(b), r;
+    double fx = to_f(a), fy = to_f(b);
+    switch (op) {
+    case '+':
+        if (!ints) break;
+        if (__builtin_add_overflow(x, y, &r)) return overflow(line);
+        *out = hl_jv_int(r);
+        return HEARTH_OK;
+    case '-':
+        if (!ints) break;
+        if (__builtin_sub_overflow(x, y, &r)) return overflow(line);
+        *out = hl_jv_int(r);
+        return HEARTH_OK;
+    case '*':
+        if (!ints) break;
+        if (__builtin_mul_overflow(x, y, &r)) return overflow(line);
+        *out = hl_jv_int(r);
+        return HEARTH_OK;
+    case '/':
+        if (fy == 0.0) return jfail(HEARTH_ERR_FORMAT, line, "division by zero");
+        *out = hl_jv_float(fx / fy);
+        return HEARTH_OK;
+    case 'D':
+    case '%':
+        if (ints) {
+            if (y == 0) return jfail(HEARTH_ERR_FORMAT, line, "integer division or modulo by zero");
+            if (x == INT64_MIN && y == -1) return overflow(line);
+            int64_t q = x / y, m = x % y;
+            if (m != 0 && ((m < 0) != (y < 0))) {
+                q--;
+                m += y;
+            }
+            *out = hl_jv_int(op == 'D' ? q : m);
+            return HEARTH_OK;
+        }
+        if (fy == 0.0) return jfail(HEARTH_ERR_FORMAT, line, "float division or modulo by zero");
+        if (op == 'D') {
+            *out = hl_jv_float(floor(fx / fy));
+        } else {
+            double m = fmod(fx, fy);
+            if (m != 0.0 && ((m < 0) != (fy < 0))) m += fy;
+            *out = hl_jv_float(m);
+        }
+        return HEARTH_OK;
+    case 'P':
+        if (ints && y >= 0) {
+            int64_t acc = 1, base = x;
+            if (x == 0 || x == 1) acc = y == 0 ? 1 : x;
+            else if (x == -1) acc = y % 2 ? -1 : 1;
+            else /* |x| >= 2: overflows within 63 squarings */
+                for (int64_t k = y; k > 0; k >>= 1) {
+                    if ((k & 1) && __builtin_mul_overflow(acc, base, &acc)) return overflow(line);
+                    if (k > 1 && __builtin_mul_overflow(base, base, &base)) return overflow(line);
+                }
+            *out = hl_jv_int(acc);
+            return HEARTH_OK;
+        }
+        if (fx == 0.0 && fy < 0) return jfail(HEARTH_ERR_FORMAT, line, "0.0 cannot be raised to a negative power");
+        *out = hl_jv_float(pow(fx, fy));
+        return HEARTH_OK;
+    }
+    switch (op) {
+    case '+': *out = hl_jv_float(fx + fy); return HEARTH_OK;
+    case '-': *out = hl_jv_float(fx - fy); return HEARTH_OK;
+    case '*': *out = hl_jv_float(fx * fy); return HEARTH_OK;
+    }
+    return type_error(line, op, a, b);
+}
+
+/* `a in b` as Python: substring, list item, dict key. */
+static hearth_status contains(jv item, jv seq, int line, bool *out) {
+    if (seq.k == JV_STR) {
+        if (item.k != JV_STR)
+            return jfail(HEARTH_ERR_FORMAT, line, "'in <string>' requires string as left operand, not %s", jv_type_name(item));
+        *out = false;
+        if (item.u.s.n == 0) *out = true;
+        for (size_t i = 0; !*out && i + item.u.s.n <= seq.u.s.n; i++)
+            *out = !memcmp(seq.u.s.p + i, item.u.s.p, item.u.s.n);
+        return HEARTH_OK;
+    }
+    if (seq.k == JV_LIST) {
+        *out = false;
+        for (size_t i = 0; i < seq.u.l->n && !*out; i++) *out = jv_equal(seq.u.l->v[i], item);
+        return HEARTH_OK;
+    }
+    if (seq.k == JV_DICT || seq.k == JV_NS) {
+        *out = jdict_get(seq.u.d, item) != NULL;
+        return HEARTH_OK;
+    }
+    if (seq.k == JV_UNDEF) {
+        *out = false;
+        return HEARTH_OK;
+    }
+    return jfail(HEARTH_ERR_FORMAT, line, "argument of type '%s' is not iterable", jv_type_name(seq));
+}
+
+static hearth_status compare(int op, jv a, jv b, int line, bool *out) {
+    int cmp;
+    switch (op) {
+    case 'e': *out = jv_equal(a, b); return HEARTH_OK;
+    case 'n': *out = !jv_equal(a, b); return HEARTH_OK;
+    case 'i': return contains(a, b, line, out);
+    case 'I': HL_TRY(contains(a, b, line, out)); *out = !*out; return HEARTH_OK;
+    }
+    if (a.k == JV_UNDEF) return undefined_error(a, line);
+    if (b.k == JV_UNDEF) return undefined_error(b, line);
+    HL_TRY(jv_compare(a, b, line, &cmp));
+    *out = op == '<' ? cmp < 0 : op == 'l' ? cmp <= 0 : op == '>' ? cmp > 0 : cmp >= 0;
+    return HEARTH_OK;
+}
+
+/* ------------------------------------------------------------------ calls -- */
+
+typedef struct call_args {
+    jv *pos;
+    size_t n_pos;
+    const char **kw_names;
+    jv *kw;
+    size_t n_kw;
+} call_args;
+
+static hearth_status eval_args(hl_jinja_env *e, const jnode *n, call_args *a) {
+    a->n_pos = n->n_kids;
+    a->n_kw = n->n_kids2;
+    a->kw_names = n->names;
+    a->pos = ja_alloc(&e->arena, (n->n_kids + n->n_kids2 + 1) * sizeof(jv));
+    if (!a->pos) return oom();
+    a->kw = a->pos + n->n_kids;
+    for (size_t i = 0; i < n->n_kids; i++) HL_TRY(jeval(e, n->kids[i], &a->pos[i]));
+    for (size_t i = 0; i < n->n_kids2; i++) HL_TRY(jeval(e, n->kids2[i], &a->kw[i]));
+    return HEARTH_OK;
+}
+
+/* Runs statements with output into a fresh buffer and returns it as a string. */
+static hearth_status capture(hl_jinja_env *e, jnode *const *kids, size_t n, jv *out) {
+    jbuf b = {0}, *saved = e->out;
+    e->out = &b;
+    hearth_status st = exec_body(e, kids, n);
+    e->out = saved;
+    if (st == HEARTH_OK && !hl_jv_str(e, b.p ? b.p : "", b.n, out)) st = oom();
+    free(b.p);
+    return st;
+}
+
+static hearth_status call_macro(hl_jinja_env *e, const jmacro *m, jv *args, size_t n_args, const char **kw_names,
+                                jv *kw_vals, size_t n_kw, int line, jv *out) {
+    const jnode *def = m->node;
+    const char *name = def->name ? def->name : "caller";
+    jv caller = e->caller;
+    e->caller = (jv){.k = JV_UNDEF};
+    if (n_args > def->n_names)
+        return jfail(HEARTH_ERR_FORMAT, line, "macro '%s' takes not more than %zu argument(s)", name, def->n_names);
+    jframe *f = new_frame(e, m->scope);
+    if (!f) return oom();
+    for (size_t k = 0; k < n_kw; k++) {
+        size_t i = 0;
+        while (i < def->n_names && strcmp(def->names[i], kw_names[k])) i++;
+        if (i == def->n_names)
+            return jfail(HEARTH_ERR_FORMAT, line, "macro '%s' has no parameter named '%s'", name, kw_names[k]);
+        if (i < n_args) return jfail(HEARTH_ERR_FORMAT, line, "macro '%s' got multiple values for '%s'", name, kw_names[k]);
+    }
+    jframe *saved = e->frame;
+    e->frame = f;
+    hearth_status st = HEARTH_OK;
+    for (size_t i = 0; i < def->n_names && st == HEARTH_OK; i++) {
+        jv v = {.k = JV_UNDEF};
+        bool given = i < n_args;
+        if (given) v = args[i];
+        for (size_t k = 0; k < n_kw && !given; k++)
+            if (!strcmp(def->names[i], kw_names[k])) {
+                v = kw_vals[k];
+                given = true;
+            }
+        if (!given && def->kids2 && def->kids2[i]) st = jeval(e, def->kids2[i], &v);
+        else if (!given) v = undef_msg(e, "'%s' is undefined", def->names[i], "");
+        if (st == HEARTH_OK) st = set_var(e, f, def->names[i], v);
+    }
+    if (st == HEARTH_OK && caller.k == JV_MACRO) st = set_var(e, f, "caller", caller);
+    if (st == HEARTH_OK) st = capture(e, def->kids, def->n_kids, out);
+    e->frame = saved;
+    return st;
+}
+
+hearth_status jcall_value(hl_jinja_env *e, jv fn, jv *args, size_t n_args, const char **kw_names, jv *kw_vals,
+                          size_t n_kw, int line, jv *out) {
+    if (fn.k == JV_MACRO) {
+        HL_TRY(enter(e, line));
+        HL_TRY(call_macro(e, fn.u.m, args, n_args, kw_names, kw_vals, n_kw, line, out));
+        e->depth--;
+        return HEARTH_OK;
+    }
+    if (fn.k == JV_BUILTIN) return jbuiltin_call(e, fn.aux, args, n_args, kw_names, kw_vals, n_kw, line, out);
+    if (fn.k == JV_UNDEF) return undefined_error(fn, line);
+    return jfail(HEARTH_ERR_FORMAT, line, "'%s' object is not callable", jv_type_name(fn));
+}
+
+static hearth_status eval_call(hl_jinja_env *e, const jnode *n, jv *out) {
+    call_args a;
+    const jnode *callee = n->a;
+    if (callee->kind == N_ATTR) {
+        jv obj;
+        HL_TRY(jeval(e, callee->a, &obj));
+        if (obj.k == JV_UNDEF) return undefined_error(obj, n->line);
+        HL_TRY(eval_args(e, n, &a));
+        bool found;
+        HL_TRY(jmethod_call(e, obj, callee->name, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, &found, out));
+        if (found) return HEARTH_OK;
+        jv fn;
+        HL_TRY(jget_attr(e, obj, callee->name, n->line, &fn));
+        if (fn.k == JV_UNDEF)
+            return jfail(HEARTH_ERR_UNSUPPORTED, n->line, "unsupported Jinja feature '%s.%s'", jv_type_name(obj), callee->name);
+        return jcall_value(e, fn, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, out);
+    }
+    jv fn;
+    HL_TRY(jeval(e, callee, &fn));
+    if (fn.k == JV_UNDEF && callee->kind == N_NAME &&
+        (!strcmp(callee->name, "cycler") || !strcmp(callee->name, "joiner") || !strcmp(callee->name, "lipsum")))
+        return jfail(HEARTH_ERR_UNSUPPORTED, n->line, "unsupported Jinja feature '%s'", callee->name);
+    HL_TRY(eval_args(e, n, &a));
+    return jcall_value(e, fn, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, out);
+}
+
+/* Applies a filter chain (innermost filter has a == NULL) to `v`. */
+static hearth_status apply_chain(hl_jinja_env *e, const jnode *f, jv v, jv *out) {
+    if (f->a) HL_TRY(apply_chain(e, f->a, v, &v));
+    call_args a;
+    HL_TRY(eval_args(e, f, &a));
+    return jfilter_apply(e, f->name, v, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, f->line, out);
+}
+
+/* ------------------------------------------------------------ expressions -- */
+
+static hearth_status eval_inner(hl_jinja_env *e, const jnode *n, jv *out) {
+    switch (n->kind) {
+    case N_LIT: *out = n->lit; return HEARTH_OK;
+    case N_NAME: *out = lookup(e, n->name); return HEARTH_OK;
+    case N_LIST:
+        if (!hl_jv_list(e, out)) return oom();
+        out->u.l->tuple = n->op == 1;
+        for (size_t i = 0; i < n->n_kids; i++) {
+            jv v;
+            HL_TRY(jeval(e, n->kids[i], &v));
+            if (!hl_jv_list_push(e, *out, v)) return oom();
+        }
+        return HEARTH_OK;
+    case N_DICT:
+        if (!hl_jv_dict(e, out)) return oom();
+        for (size_t i = 0; i < n->n_kids; i++) {
+            jv k, v;
+            HL_TRY(jeval(e, n->kids[i], &k));
+            HL_TRY(jeval(e, n->kids2[i], &v));
+            if (!hl_jv_dict_set(e, *out, k, v)) return oom();
+        }
+        return HEARTH_OK;
+    case N_ATTR: {
+        jv obj;
+        HL_TRY(jeval(e, n->a, &obj));
+        return jget_attr(e, obj, n->name, n->line, out);
+    }
+    case N_ITEM: {
+        jv obj, key;
+        HL_TRY(jeval(e, n->a, &obj));
+        HL_TRY(jeval(e, n->b, &key));
+        return jget_item(e, obj, key, n->line, out);
+    }
+    case N_SLICE: return eval_slice(e, n, out);
+    case N_CALL: return eval_call(e, n, out);
+    case N_FILTER: {
+        jv v;
+        HL_TRY(jeval(e, n->a, &v));
+        call_args a;
+        HL_TRY(eval_args(e, n, &a));
+        return jfilter_apply(e, n->name, v, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, out);
+    }
+    case N_TEST: {
+        jv v;
+        HL_TRY(jeval(e, n->a, &v));
+        call_args a;
+        HL_TRY(eval_args(e, n, &a));
+        bool r;
+        HL_TRY(jtest_apply(e, n->name, v, a.pos, a.n_pos, n->line, &r));
+        *out = hl_jv_bool(r != (n->op == 1));
+        return HEARTH_OK;
+    }
+    case N_UNARY: {
+        jv v;
+        HL_TRY(jeval(e, n->a, &v));
+        if (n->op == 'n') {
+            *out = hl_jv_bool(!jv_truthy(v));
+            return HEARTH_OK;
+        }
+        if (v.k == JV_UNDEF) return undefined_error(v, n->line);
+        if (!is_num(v)) return jfail(HEARTH_ERR_FORMAT, n->line, "bad operand type for unary %c: '%s'", n->op, jv_type_name(v));
+        if (n->op == '+') *out = v.k == JV_BOOL ? hl_jv_int(v.u.b) : v;
+        else if (v.k == JV_FLOAT) *out = hl_jv_float(-v.u.f);
+        else if (to_i(v) == INT64_MIN) return overflow(n->line);
+        else *out = hl_jv_int(-to_i(v));
+        return HEARTH_OK;
+    }
+    case N_BINARY: {
+        jv a, b;
+        HL_TRY(jeval(e, n->a, &a));
+        if (n->op == 'a' || n->op == 'o') {
+            if (jv_truthy(a) == (n->op == 'o')) {
+                *out = a;
+                return HEARTH_OK;
+            }
+            return jeval(e, n->b, out);
+        }
+        HL_TRY(jeval(e, n->b, &b));
+        if (n->op == '~') {
+            jv sa, sb;
+            HL_TRY(jv_to_str(e, a, &sa));
+            HL_TRY(jv_to_str(e, b, &sb));
+            return concat(e, sa, sb, out);
+        }
+        return arith(e, n->op, a, b, n->line, out);
+    }
+    case N_COMPARE: {
+        jv lhs;
+        HL_TRY(jeval(e, n->a, &lhs));
+        bool r = true;
+        for (size_t i = 0; i < n->n_kids && r; i++) {
+            jv rhs;
+            HL_TRY(jeval(e, n->kids[i], &rhs));
+            HL_TRY(compare(n->ops[i], lhs, rhs, n->line, &r));
+            lhs = rhs;
+        }
+        *out = hl_jv_bool(r);
+        return HEARTH_OK;
+    }
+    case N_COND: {
+        jv c;
+        HL_TRY(jeval(e, n->a, &c));
+        if (jv_truthy(c)) return jeval(e, n->b, out);
+        if (n->c) return jeval(e, n->c, out);
+        *out = jv_undef("the inline if expression evaluated to false and no else section was defined");
+        return HEARTH_OK;
+    }
+    default: return jfail(HEARTH_ERR_FORMAT, n->line, "internal error: statement used as an expression");
+    }
+}
+
+hearth_status jeval(hl_jinja_env *e, const jnode *n, jv *out) {
+    HL_TRY(enter(e, n->line));
+    HL_TRY(eval_inner(e, n, out));
+    e->depth--;
+    return HEARTH_OK;
+}
+
+/* ------------------------------------------------------------- statements -- */
+
+static hearth_status exec_for(hl_jinja_env *e, const jnode *n) {
+    jv it;
+    HL_TRY(jeval(e, n->a, &it));
+    jlist *items;
+    HL_TRY(jiterate(e, it, n->line, &items));
+    jframe *f = new_frame(e, e->frame);
+    if (!f) return oom();
+    jframe *saved = e->frame;
+    e->frame = f;
+    hearth_status st = HEARTH_OK;
+    if (n->b) { /* the loop filter sees each item, not `loop` */
+        jv kept;
+        if (!hl_jv_list(e, &kept)) st = oom();
+        for (size_t i = 0; st == HEARTH_OK && i < items->n; i++) {
+            jv c;
+            f->vars->n = 0;
+            st = bind_targets(e, f, n, items->v[i]);
+            if (st == HEARTH_OK) st = jeval(e, n->b, &c);
+            if (st == HEARTH_OK && jv_truthy(c) && !hl_jv_list_push(e, kept, items->v[i])) st = oom();
+            if (st == HEARTH_OK && ++e->iterations > e->lim.max_iterations)
+                st = jfail(HEARTH_ERR_FORMAT, n->line, "more than %llu loop iterations", (unsigned long long)e->lim.max_iterations);
+        }
+        items = kept.u.l;
+    }
+    jloop *loop = st == HEARTH_OK ? ja_alloc(&e->arena, sizeof *loop) : NULL;
+    if (st == HEARTH_OK && !loop) st = oom();
+    if (st == HEARTH_OK) loop->items = items;
+    for (size_t i = 0; st == HEARTH_OK && i < items->n; i++) {
+        if (++e->iterations > e->lim.max_iterations) {
+            st = jfail(HEARTH_ERR_FORMAT, n->line, "more than %llu loop iterations", (unsigned long long)e->lim.max_iterations);
+            break;
+        }
+        f->vars->n = 0; /* a fresh scope per iteration */
+        loop->index0 = i;
+        st = bind_targets(e, f, n, items->v[i]);
+        if (st == HEARTH_OK) st = set_var(e, f, "loop", (jv){.k = JV_LOOP, .u.loop = loop});
+        if (st == HEARTH_OK) st = exec_body(e, n->kids, n->n_kids);
+        if (e->jump == J_BREAK) {
+            e->jump = J_NONE;
+            break;
+        }
+        e->jump = J_NONE;
+    }
+    e->frame = saved;
+    if (st == HEARTH_OK && items->n == 0 && n->n_kids2) st = exec_body(e, n->kids2, n->n_kids2);
+    return st;
+}
+
+static hearth_status exec_set(hl_jinja_env *e, const jnode *n) {
+    jv v;
+    if (n->a) HL_TRY(jeval(e, n->a, &v));
+    else {
+        HL_TRY(capture(e, n->kids, n->n_kids, &v));
+        if (n->b) HL_TRY(apply_chain(e, n->b, v, &v));
+    }
+    if (n->name) { /* ns.attr = v */
+        jv ns = lookup(e, n->names[0]);
+        if (ns.k != JV_NS)
+            return jfail(HEARTH_ERR_FORMAT, n->line, "cannot assign attribute on non-namespace object '%s' (%s)",
+                         n->names[0], jv_type_name(ns));
+        return hl_jv_dict_set(e, ns, jv_strv(n->name, strlen(n->name)), v) ? HEARTH_OK : oom();
+    }
+    return bind_targets(e, e->frame, n, v);
+}
+
+static hearth_status exec(hl_jinja_env *e, const jnode *n) {
+    switch (n->kind) {
+    case N_TEXT: return jbuf_put(e, e->out, n->lit.u.s.p, n->lit.u.s.n);
+    case N_OUTPUT: {
+        jv v;
+        HL_TRY(jeval(e, n->a, &v));
+        return jv_write_str(e, e->out, v);
+    }
+    case N_IF: {
+        jv c;
+        HL_TRY(jeval(e, n->a, &c));
+        if (jv_truthy(c)) return exec_body(e, n->kids, n->n_kids);
+        return exec_body(e, n->kids2, n->n_kids2);
+    }
+    case N_FOR: return exec_for(e, n);
+    case N_SET: return exec_set(e, n);
+    case N_MACRO: {
+        jmacro *m = ja_alloc(&e->arena, sizeof *m);
+        if (!m) return oom();
+        m->node = n;
+        m->scope = &e->root;
+        return set_var(e, e->frame, n->name, (jv){.k = JV_MACRO, .u.m = m});
+    }
+    case N_CALLBLOCK: {
+        jmacro *m = ja_alloc(&e->arena, sizeof *m);
+        if (!m) return oom();
+        m->node = n;
+        m->scope = e->frame;
+        const jnode *call = n->a;
+        jv fn, v;
+        call_args a;
+        HL_TRY(jeval(e, call->a, &fn));
+        HL_TRY(eval_args(e, call, &a));
+        if (fn.k != JV_MACRO) return jfail(HEARTH_ERR_FORMAT, n->line, "{%% call %%} needs a macro, got %s", jv_type_name(fn));
+        e->caller = (jv){.k = JV_MACRO, .u.m = m};
+        HL_TRY(jcall_value(e, fn, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, &v));
+        return jbuf_put(e, e->out, v.u.s.p, v.u.s.n);
+    }
+    case N_FILTERBLOCK: {
+        jv v;
+        HL_TRY(capture(e, n->kids, n->n_kids, &v));
+        HL_TRY(apply_chain(e, n->b, v, &v));
+        return jv_write_str(e, e->out, v);
+    }
+    case N_WITH: {
+        jframe *f = new_frame(e, e->frame);
+        if (!f) return oom();
+        for (size_t i = 0; i < n->n_names; i++) {
+            jv v;
+            HL_TRY(jeval(e, n->kids2[i], &v));
+            HL_TRY(set_var(e, f, n->names[i], v));
+        }
+        jframe *saved = e->frame;
+        e->frame = f;
+        hearth_status st = exec_body(e, n->kids, n->n_kids);
+        e->frame = saved;
+        return st;
+    }
+    case N_BREAK: e->jump = J_BREAK; return HEARTH_OK;
+    case N_CONTINUE: e->jump = J_CONTINUE; return HEARTH_OK;
+    default: return jfail(HEARTH_ERR_FORMAT, n->line, "internal error: expression used as a statement");
+    }
+}
+
+static hearth_status exec_body(hl_jinja_env *e, jnode *const *kids, size_t n) {
+    for (size_t i = 0; i < n && e->jump == J_NONE; i++) {
+        HL_TRY(enter(e, kids[i]->line));
+        HL_TRY(exec(e, kids[i]));
+        e->depth--;
+    }
+    return HEARTH_OK;
+}
+
+/* ------------------------------------------------------------ environment -- */
+
+hl_jinja_limits hl_jinja_default_limits(void) {
+    return (hl_jinja_limits){.max_output = (size_t)16 << 20, .max_memory = (size_t)256 << 20,
+                             .max_iterations = 1000000, .max_depth = 256};
+}
+
+hearth_status hl_jinja_env_init(const hl_jinja_limits *limits, time_t now, hl_jinja_env **out) {
+    *out = NULL;
+    hl_jinja_env *e = hl_calloc(1, sizeof *e);
+    if (!e) return HEARTH_ERR_OUT_OF_MEMORY;
+    e->lim = limits ? *limits : hl_jinja_default_limits();
+    e->arena.cap = e->lim.max_memory;
+    e->now = now;
+    jv d;
+    if (!hl_jv_dict(e, &d)) {
+        hl_jinja_env_free(e);
+        return HEARTH_ERR_OUT_OF_MEMORY;
+    }
+    e->root.vars = d.u.d;
+    e->frame = &e->root;
+    *out = e;
+    return HEARTH_OK;
+}
+
+void hl_jinja_env_free(hl_jinja_env *env) {
+    if (!env) return;
+    ja_free(&env->arena);
+    free(env);
+}
+
+hearth_status hl_jinja_env_set(hl_jinja_env *env, const char *name, jv val) {
+    jv key;
+    if (!hl_jv_str(env, name, strlen(name), &key)) return HEARTH_ERR_OUT_OF_MEMORY;
+    return hl_jv_dict_set(env, (jv){.k = JV_DICT, .u.d = env->root.vars}, key, val) ? HEARTH_OK : oom();
+}
+
+hearth_status hl_jinja_render(hl_jinja_env *env, const hl_jinja_tmpl *tmpl, char **out, size_t *len) {
+    *out = NULL;
+    *len = 0;
+    jbuf b = {0};
+    env->out = &b;
+    env->frame = &env->root;
+    env->depth = 0;
+    env->jump = J_NONE;
+    env->caller = (jv){.k = JV_UNDEF};
+    hearth_status st = exec_body(env, tmpl->root->kids, tmpl->root->n_kids);
+    if (st == HEARTH_OK && !b.p) st = jbuf_put(env, &b, "", 0);
+    env->out = NULL;
+    if (st != HEARTH_OK) {
+        free(b.p);
+        return st;
+    }
+    *out = b.p;
+    *len = b.n;
+    return HEARTH_OK;
+}

@@ -1,0 +1,105 @@
+/* The greedy comparison shared by tests/test_greedy_*.c: for each prompt of
+ * a fixture made by tests/reference/greedy/make_greedy_fixtures.py (llama.cpp
+ * through llama-cpp-python), hearth decodes llama.cpp's prompt tokens, then
+ * at every one of the 64 steps its argmax must equal llama.cpp's greedy token
+ * and its logits must be close to llama.cpp's on llama.cpp's top-32 tokens;
+ * llama.cpp's token is fed back so later steps stay comparable. Optionally
+ * hearth's tokenization of each prompt must equal llama.cpp's too. */
+#ifndef HEARTH_TESTS_GREEDY_CHECK_H
+#define HEARTH_TESTS_GREEDY_CHECK_H
+
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "hearth.h"
+#include "json_file.h"
+
+#define GREEDY_MAX_PROMPT 512
+
+static int32_t greedy_argmax(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* llama.cpp's prompt tokens into ids; with `tokenize`, hearth's must equal them. */
+static void greedy_prompt_ids(hearth_model *m, const char *prompt, const cJSON *ref_ids, bool tokenize, int32_t *ids,
+                              size_t *n) {
+    if (tokenize) {
+        CHECK(hearth_tokenize(m, prompt, strlen(prompt), true, true, ids, GREEDY_MAX_PROMPT, n) == HEARTH_OK);
+        bool same = (size_t)cJSON_GetArraySize(ref_ids) == *n;
+        for (size_t i = 0; same && i < *n; i++) same = ids[i] == cJSON_GetArrayItem(ref_ids, (int)i)->valueint;
+        CHECK_MSG(same, "prompt tokens differ from llama.cpp's for %.40s", prompt);
+    }
+    *n = (size_t)cJSON_GetArraySize(ref_ids);
+    CHECK(*n >= 1 && *n <= GREEDY_MAX_PROMPT);
+    if (*n > GREEDY_MAX_PROMPT) *n = GREEDY_MAX_PROMPT;
+    for (size_t i = 0; i < *n; i++) ids[i] = cJSON_GetArrayItem(ref_ids, (int)i)->valueint;
+}
+
+/* Runs every case of `fixture` (a path under tests/) on model m; returns the
+ * largest |logit difference| seen. */
+static float greedy_check(hearth_model *m, const char *fixture, bool tokenize, float max_logit_diff) {
+    cJSON *ref = json_file_read(check_test_path(fixture));
+    CHECK(ref != NULL);
+    if (!ref) return INFINITY;
+    printf("reference: %s\n", cJSON_GetObjectItem(ref, "generator")->valuestring);
+    hearth_context_params cp = hearth_context_default_params();
+    cp.n_ctx = (uint32_t)cJSON_GetObjectItem(ref, "n_ctx")->valueint;
+    hearth_context *ctx = NULL;
+    hearth_status st = hearth_context_init(m, &cp, &ctx);
+    CHECK_MSG(st == HEARTH_OK, "context: %s", hearth_last_error());
+    if (st != HEARTH_OK) {
+        cJSON_Delete(ref);
+        return INFINITY;
+    }
+    const int32_t n_vocab = hearth_model_n_vocab(m);
+
+    float worst = 0.0f;
+    int n_steps = 0, n_equal = 0, n_cases = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(ref, "cases")) {
+        const char *prompt = cJSON_GetObjectItem(c, "prompt")->valuestring;
+        int32_t ids[GREEDY_MAX_PROMPT];
+        size_t n;
+        greedy_prompt_ids(m, prompt, cJSON_GetObjectItem(c, "prompt_ids"), tokenize, ids, &n);
+        hearth_context_reset(ctx);
+        CHECK(hearth_decode(ctx, ids, (uint32_t)n) == HEARTH_OK);
+        float case_worst = 0.0f;
+        int first_diff = -1, step_i = 0;
+        const cJSON *step;
+        cJSON_ArrayForEach(step, cJSON_GetObjectItem(c, "steps")) {
+            const float *logits = hearth_get_logits(ctx);
+            const int32_t want = cJSON_GetObjectItem(step, "token")->valueint;
+            const cJSON *top_ids = cJSON_GetObjectItem(step, "top_ids");
+            const cJSON *top_logits = cJSON_GetObjectItem(step, "top_logits");
+            for (int i = 0; i < cJSON_GetArraySize(top_ids); i++) {
+                float d = fabsf(logits[cJSON_GetArrayItem(top_ids, i)->valueint] -
+                                (float)cJSON_GetArrayItem(top_logits, i)->valuedouble);
+                if (!(d <= case_worst)) case_worst = isnan(d) ? INFINITY : d;
+            }
+            int32_t got = greedy_argmax(logits, n_vocab);
+            n_steps++;
+            if (got == want) n_equal++;
+            else if (first_diff < 0) first_diff = step_i;
+            CHECK(hearth_decode(ctx, &want, 1) == HEARTH_OK);
+            step_i++;
+        }
+        printf("%-40.40s max |dlogit| %.2g%s\n", prompt, case_worst, first_diff >= 0 ? "  TOKENS DIFFER" : "");
+        CHECK_MSG(first_diff < 0, "greedy token %d differs from llama.cpp for prompt %.40s", first_diff, prompt);
+        if (case_worst > worst) worst = case_worst;
+        n_cases++;
+    }
+    printf("greedy tokens equal to llama.cpp: %d/%d; max |logit difference| %.2g (limit %.0e)\n", n_equal, n_steps,
+           worst, max_logit_diff);
+    /* every case ran all its 64 steps (a truncated fixture must not pass) */
+    CHECK(n_cases >= 4 && n_cases == cJSON_GetArraySize(cJSON_GetObjectItem(ref, "cases")) && n_steps == n_cases * 64);
+    CHECK(worst <= max_logit_diff);
+    hearth_context_free(ctx);
+    cJSON_Delete(ref);
+    return worst;
+}
+
+#endif

@@ -1,0 +1,108 @@
+/* End to end on a GPU (skipped where there is none): SmolLM2's greedy text
+ * is the same with n_gpu_layers 0, half the layers and -1, and the logits of
+ * the prompt are close (the CPU rounds activations to 8 bits for its integer
+ * dot products, the GPU keeps them in float or F16, so they are not equal);
+ * token-by-token decoding, which replays the recorded decode graph, agrees
+ * with the batched pass; a context too large for the device fails with the
+ * figures and leaves the process able to make a smaller one. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "hearth.h"
+
+#define N_GEN 32
+static const char *PROMPT = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n";
+
+typedef struct run_out {
+    int32_t tokens[N_GEN];
+    float *prompt_logits;
+} run_out;
+
+static void greedy(const char *path, int32_t ngl, uint32_t step, run_out *out) {
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = ngl;
+    hearth_model *m;
+    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
+    const int32_t n_vocab = hearth_model_n_vocab(m);
+    CHECK(hearth_model_n_gpu_layers(m) == (ngl < 0 ? hearth_model_n_layer(m) + 1 : ngl));
+    hearth_context_params cp = hearth_context_default_params();
+    cp.n_ctx = 256;
+    hearth_context *ctx;
+    CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_OK);
+    int32_t toks[128];
+    size_t n;
+    CHECK(hearth_tokenize(m, PROMPT, strlen(PROMPT), true, true, toks, 128, &n) == HEARTH_OK);
+    for (size_t i = 0; i < n; i += step)
+        CHECK(hearth_decode(ctx, toks + i, (uint32_t)(n - i < step ? n - i : step)) == HEARTH_OK);
+    out->prompt_logits = malloc(sizeof(float) * (size_t)n_vocab);
+    memcpy(out->prompt_logits, hearth_get_logits(ctx), sizeof(float) * (size_t)n_vocab);
+    for (int g = 0; g < N_GEN; g++) {
+        const float *l = hearth_get_logits(ctx);
+        int32_t best = 0;
+        for (int32_t i = 1; i < n_vocab; i++)
+            if (l[i] > l[best]) best = i;
+        out->tokens[g] = best;
+        CHECK(hearth_decode(ctx, &best, 1) == HEARTH_OK);
+    }
+    hearth_context_free(ctx);
+    hearth_model_free(m);
+}
+
+static void compare(const char *what, const run_out *a, const run_out *b, int32_t n_vocab) {
+    CHECK_MSG(memcmp(a->tokens, b->tokens, sizeof a->tokens) == 0, "%s: greedy tokens differ", what);
+    double num = 0.0, den = 0.0, max = 0.0;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        const double d = (double)a->prompt_logits[i] - b->prompt_logits[i];
+        num += d * d;
+        den += (double)a->prompt_logits[i] * a->prompt_logits[i];
+        max = fabs(d) > max ? fabs(d) : max;
+    }
+    printf("%s: logits NMSE %.3g, max |diff| %.3f\n", what, num / den, max);
+    CHECK_MSG(num / den < 1e-3 && max < 1.0, "%s: logits too far apart", what);
+}
+
+static void test_too_large(const char *path) {
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = -1;
+    hearth_model *m;
+    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
+    hearth_context_params cp = hearth_context_default_params();
+    cp.n_ctx = 1u << 24; /* 16M positions: hundreds of GiB of KV cache */
+    hearth_context *ctx;
+    CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_ERR_OUT_OF_MEMORY);
+    CHECK_MSG(strstr(hearth_last_error(), "MiB free") && strstr(hearth_last_error(), "lower n_gpu_layers or n_ctx"),
+              "message: %s", hearth_last_error());
+    cp.n_ctx = 128;
+    CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_OK);
+    int32_t tok = 1;
+    CHECK(hearth_decode(ctx, &tok, 1) == HEARTH_OK);
+    hearth_context_free(ctx);
+    hearth_model_free(m);
+}
+
+int main(void) {
+    const char *path = check_model_path();
+    if (hearth_gpu_device_count() == 0) {
+        printf("SKIP: no GPU (CUDA unavailable: %s)\n", hearth_gpu_unavailable_reason());
+        return 77;
+    }
+    hearth_model_params mp = hearth_model_default_params();
+    mp.vocab_only = true;
+    hearth_model *m;
+    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
+    const int32_t n_vocab = hearth_model_n_vocab(m);
+    hearth_model_free(m);
+    run_out cpu, half, all, all_steps;
+    greedy(path, 0, 512, &cpu);
+    greedy(path, 15, 512, &half);
+    greedy(path, -1, 512, &all);
+    greedy(path, -1, 1, &all_steps);
+    compare("n_gpu_layers 15 vs 0", &half, &cpu, n_vocab);
+    compare("n_gpu_layers -1 vs 0", &all, &cpu, n_vocab);
+    compare("-1 token by token vs batched", &all_steps, &all, n_vocab);
+    test_too_large(path);
+    run_out *runs[] = {&cpu, &half, &all, &all_steps};
+    for (int i = 0; i < 4; i++) free(runs[i]->prompt_logits);
+    return check_report();
+}

@@ -1,0 +1,262 @@
+/* `hearth chat MODEL`: an interactive, multi-turn chat. Each turn renders the
+ * whole conversation with the chat template, tokenizes it, and decodes only
+ * the tokens past the prefix already in the KV cache (the cache is cut back
+ * to where the new prompt diverges, e.g. where the model's answer tokenizes
+ * differently as text). Answers stream to stdout until an end-of-generation
+ * token. /exit or end of input ends the chat; Ctrl-C stops an answer, and at
+ * the prompt ends the chat. A conversation that outgrows the context ends the
+ * chat with a one-line error. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+typedef struct chat_state {
+    hearth_model *model;
+    hearth_context *ctx;
+    hearth_sampler *smpl;
+    hearth_detok *detok;
+    chat_template tmpl;
+    hearth_chat_message *msgs; /* role and content strings are malloc'd */
+    size_t n_msgs, cap_msgs;
+    int32_t *cache;            /* the tokens in the KV cache, [n_ctx] */
+    uint32_t n_cache;
+    int32_t *prompt;           /* the rendered conversation's tokens, [n_ctx + 1] */
+} chat_state;
+
+static void chat_state_free(chat_state *s) {
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        free((char *)s->msgs[i].role);
+        free((char *)s->msgs[i].content);
+    }
+    free(s->msgs);
+    free(s->cache);
+    free(s->prompt);
+    chat_template_free(&s->tmpl);
+    hearth_detok_free(s->detok);
+    hearth_sampler_free(s->smpl);
+    hearth_context_free(s->ctx);
+    hearth_model_free(s->model);
+}
+
+static int add_message(chat_state *s, const char *role, const char *content, size_t len) {
+    if (s->n_msgs == s->cap_msgs) {
+        size_t cap = s->cap_msgs ? s->cap_msgs * 2 : 8;
+        hearth_chat_message *bigger = realloc(s->msgs, cap * sizeof *bigger);
+        if (!bigger) goto oom;
+        s->msgs = bigger;
+        s->cap_msgs = cap;
+    }
+    char *r = strdup(role), *c = malloc(len + 1);
+    if (!r || !c) {
+        free(r);
+        free(c);
+        goto oom;
+    }
+    memcpy(c, content, len);
+    c[len] = '\0';
+    s->msgs[s->n_msgs++] = (hearth_chat_message){r, c};
+    return 0;
+oom:
+    fprintf(stderr, "hearth: out of memory\n");
+    return 1;
+}
+
+static int emit(const char *buf, size_t len) {
+    if (len && (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0)) {
+        fprintf(stderr, "hearth: cannot write to stdout\n");
+        return 1;
+    }
+    return 0;
+}
+
+/* Brings the KV cache to the rendered conversation: keeps the common prefix,
+ * decodes the rest (at least the last token, for fresh logits). */
+static int sync_cache(chat_state *s, size_t n_prompt) {
+    uint32_t keep = 0;
+    while (keep < s->n_cache && keep < n_prompt && s->cache[keep] == s->prompt[keep]) keep++;
+    if (keep == n_prompt) keep--;
+    hearth_context_truncate(s->ctx, keep);
+    s->n_cache = keep;
+    if (hearth_decode(s->ctx, s->prompt + keep, (uint32_t)(n_prompt - keep)) != HEARTH_OK) return cli_fail("prompt");
+    memcpy(s->cache + keep, s->prompt + keep, (n_prompt - keep) * sizeof *s->cache);
+    s->n_cache = (uint32_t)n_prompt;
+    for (size_t i = keep; i < n_prompt; i++) hearth_sampler_accept(s->smpl, s->prompt[i]);
+    return 0;
+}
+
+/* One answer: samples until an end-of-generation token, n_predict tokens,
+ * Ctrl-C or a full context, streaming the text; the text goes into *answer. */
+static int answer(chat_state *s, const run_opts *o, char **answer, size_t *answer_len, bool *ctx_full) {
+    uint32_t n_ctx = hearth_context_n_ctx(s->ctx);
+    size_t cap = 256, len = 0;
+    char *text = malloc(cap), piece[4096];
+    if (!text) return cli_fail("answer");
+    long n_gen = 0;
+    *ctx_full = false;
+    for (;;) {
+        int32_t tok = hearth_sampler_sample(s->smpl, hearth_get_logits(s->ctx));
+        if (hearth_token_is_eog(s->model, tok) || interrupted) break;
+        size_t plen;
+        if (hearth_detok_push(s->detok, tok, piece, sizeof piece, &plen) != HEARTH_OK) {
+            free(text);
+            return cli_fail("detokenize");
+        }
+        if (len + plen + 1 > cap) {
+            while (len + plen + 1 > cap) cap *= 2;
+            char *bigger = realloc(text, cap);
+            if (!bigger) {
+                free(text);
+                return cli_fail("answer");
+            }
+            text = bigger;
+        }
+        memcpy(text + len, piece, plen);
+        len += plen;
+        if (emit(piece, plen)) {
+            free(text);
+            return 1;
+        }
+        if (++n_gen == o->n_predict) break;
+        if (s->n_cache >= n_ctx) {
+            *ctx_full = true;
+            break;
+        }
+        if (hearth_decode(s->ctx, &tok, 1) != HEARTH_OK) {
+            free(text);
+            return cli_fail("generate");
+        }
+        s->cache[s->n_cache++] = tok;
+    }
+    size_t plen;
+    if (hearth_detok_flush(s->detok, piece, sizeof piece, &plen) == HEARTH_OK && plen) {
+        if (len + plen + 1 > cap) {
+            char *bigger = realloc(text, len + plen + 1);
+            if (!bigger) {
+                free(text);
+                return cli_fail("answer");
+            }
+            text = bigger;
+        }
+        memcpy(text + len, piece, plen);
+        len += plen;
+        if (emit(piece, plen)) {
+            free(text);
+            return 1;
+        }
+    }
+    text[len] = '\0';
+    *answer = text;
+    *answer_len = len;
+    return emit("\n", 1);
+}
+
+/* One turn: the user's line in, the answer out. Returns 0, or the exit
+ * status after printing the error that ends the chat. */
+static int turn(chat_state *s, const run_opts *o, const char *line, size_t line_len) {
+    uint32_t n_ctx = hearth_context_n_ctx(s->ctx);
+    if (add_message(s, "user", line, line_len)) return 1;
+    char *text;
+    size_t skip, n_prompt;
+    int rc = chat_render(&s->tmpl, s->msgs, s->n_msgs, &text, &skip);
+    if (rc) return rc;
+    hearth_status st = hearth_tokenize(s->model, text + skip, strlen(text + skip), true, true, s->prompt, n_ctx + 1, &n_prompt);
+    hearth_chat_free(text);
+    if (st == HEARTH_ERR_BUFFER_TOO_SMALL || (st == HEARTH_OK && n_prompt + 1 >= n_ctx)) {
+        fprintf(stderr, "hearth: the conversation is %zu tokens but the context holds %u: start a new chat or raise -c/--ctx-size\n",
+                n_prompt, n_ctx);
+        return 1;
+    }
+    if (st != HEARTH_OK) return cli_fail("tokenize");
+    if (n_prompt == 0) {
+        fprintf(stderr, "hearth: the chat template rendered an empty prompt\n");
+        return 1;
+    }
+    rc = sync_cache(s, n_prompt);
+    if (rc) return rc;
+    char *reply = NULL;
+    size_t reply_len = 0;
+    bool ctx_full = false;
+    rc = answer(s, o, &reply, &reply_len, &ctx_full);
+    if (rc) {
+        free(reply);
+        return rc;
+    }
+    rc = add_message(s, "assistant", reply, reply_len);
+    free(reply);
+    if (rc) return rc;
+    if (ctx_full) {
+        fprintf(stderr, "hearth: the conversation filled the context (%u tokens): start a new chat or raise -c/--ctx-size\n", n_ctx);
+        return 1;
+    }
+    return 0;
+}
+
+static int chat(const run_opts *o, chat_state *s) {
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
+    if (hearth_model_load(o->model, &mp, &s->model) != HEARTH_OK) return cli_fail(o->model);
+    int rc = chat_template_load(s->model, o->chat_template, &s->tmpl);
+    if (rc) return rc;
+    if (hearth_context_init(s->model, &o->ctx, &s->ctx) != HEARTH_OK) return cli_fail("context");
+    if (hearth_sampler_init(s->model, &o->sampling, &s->smpl) != HEARTH_OK) return cli_fail("sampler");
+    if (hearth_detok_init(s->model, false, &s->detok) != HEARTH_OK) return cli_fail("detokenizer");
+    uint32_t n_ctx = hearth_context_n_ctx(s->ctx);
+    s->cache = malloc(n_ctx * sizeof *s->cache);
+    s->prompt = malloc((n_ctx + 1) * sizeof *s->prompt);
+    if (!s->cache || !s->prompt) return cli_fail("chat");
+    if (o->system && add_message(s, "system", o->system, strlen(o->system))) return 1;
+    /* SIGINT without SA_RESTART: it interrupts a read at the prompt */
+    struct sigaction sa = {0};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    bool tty = isatty(STDIN_FILENO);
+    char *line = NULL;
+    size_t line_cap = 0;
+    rc = 0;
+    for (;;) {
+        if (tty) {
+            fputs("> ", stdout);
+            fflush(stdout);
+        }
+        interrupted = 0;
+        errno = 0;
+        ssize_t n = getline(&line, &line_cap, stdin);
+        if (n < 0) { /* end of input, or Ctrl-C at the prompt */
+            if (tty) fputc('\n', stdout);
+            break;
+        }
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+        line[n] = '\0';
+        if (!strcmp(line, "/exit")) break;
+        if (n == 0) continue;
+        rc = turn(s, o, line, (size_t)n);
+        if (rc) break;
+    }
+    free(line);
+    return rc;
+}
+
+int cmd_chat(int argc, char **argv) {
+    run_opts o;
+    int rc = cli_parse_run_args(argc, argv, &o, true);
+    if (rc) return rc < 0 ? 0 : rc;
+    cli_log_init(o.verbose);
+    chat_state s = {0};
+    rc = chat(&o, &s);
+    chat_state_free(&s);
+    return rc;
+}
