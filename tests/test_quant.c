@@ -90,6 +90,9 @@ static void rng_weight_row(uint32_t type, void *row, int64_t n) {
     case GGML_TYPE_Q8_0:
         for (int64_t b = 0; b < n / HL_QK; b++) ((block_q8_0 *)row)[b].d = rng_half();
         break;
+    case GGML_TYPE_Q5_0:
+        for (int64_t b = 0; b < n / HL_QK; b++) ((block_q5_0 *)row)[b].d = rng_half();
+        break;
     }
 }
 
@@ -236,7 +239,7 @@ static void test_act_q8_formula(void) {
 }
 
 static const uint32_t weight_types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16,
-                                        GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0};
+                                        GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0};
 #define N_WEIGHT_TYPES (sizeof weight_types / sizeof weight_types[0])
 
 /* Row lengths: small, odd block counts, the model's 576 and 1536, large. */
@@ -321,6 +324,44 @@ static void check_near(const char *what, hl_cpu_level level, uint32_t type, int6
               hl_cpu_level_name(level), what, type, (long long)n, s, ref, tol);
 }
 
+/* A panel of HL_PANEL_ROWS rows (the four weight rows, again and again, at
+ * a stride that is not theirs) against 1..4 activation rows: each result
+ * bit for bit vec_dot's. */
+static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, const dot_bufs *bf) {
+    const size_t w_stride = hl_row_size(ops->type, n) + 2 * sizeof(hl_half), a_stride = sizeof bf->a[0];
+    uint8_t *rows = calloc(HL_PANEL_ROWS, w_stride), *panel = malloc(HL_PANEL_BYTES(n));
+    hl_act_aux *aux = malloc(4 * (size_t)(n / HL_QK) * sizeof *aux);
+    float y[4][HL_PANEL_ROWS + 1], one;
+    for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy(rows + (size_t)r * w_stride, bf->w[r % 4], hl_row_size(ops->type, n));
+    for (int c = 0; c < 4; c++) {
+        hl_act_aux *ac = aux + (size_t)c * (size_t)(n / HL_QK);
+        hl_act_q8_0_aux(n, ac, bf->a[c]);
+        for (int64_t b = 0; ops->act_aux && b < n / HL_QK; b++) {
+            hl_act_aux got[1];
+            ops->act_aux(HL_QK, got, bf->a[c] + (size_t)b * sizeof(block_q8_0));
+            CHECK_MSG(memcmp(got, &ac[b], sizeof got) == 0, "%s act_aux type %u block %lld", hl_cpu_level_name(lv),
+                      ops->type, (long long)b);
+        }
+    }
+    ops->pack_panel(n, panel, rows, w_stride);
+    for (int n_tok = 1; n_tok <= 4; n_tok++) {
+        memset(y, 0xff, sizeof y);
+        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, bf->a, a_stride, aux, (size_t)(n / HL_QK), n_tok);
+        for (int c = 0; c < 4; c++) {
+            CHECK_MSG(isnan(y[c][HL_PANEL_ROWS]) && (c < n_tok || isnan(y[c][0])), "%s panel_dot type %u n %lld: "
+                      "wrote outside its %d tokens", hl_cpu_level_name(lv), ops->type, (long long)n, n_tok);
+            for (int r = 0; c < n_tok && r < HL_PANEL_ROWS; r++) {
+                ops->vec_dot(n, &one, bf->w[r % 4], bf->a[c]);
+                CHECK_MSG(memcmp(&one, &y[c][r], sizeof one) == 0, "%s panel_dot type %u n %lld row %d token %d/%d: "
+                          "%.9g, 1x1 %.9g", hl_cpu_level_name(lv), ops->type, (long long)n, r, c, n_tok, y[c][r], one);
+            }
+        }
+    }
+    free(rows);
+    free(panel);
+    free(aux);
+}
+
 /* Checks one weight type at one length on four random weight rows and four
  * activation rows: the scalar kernel against the dequantized floats, and
  * every other level's kernels (1x1, 4r, 4c) against the scalar kernel. */
@@ -380,6 +421,7 @@ static void check_dot(uint32_t type, int64_t n, dot_bufs *bf) {
                           hl_cpu_level_name(lv), type, (long long)n, s[c], one);
             }
         }
+        if (ops->panel_dot) check_panel(ops, lv, n, bf);
     }
 }
 

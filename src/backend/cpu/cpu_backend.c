@@ -1,6 +1,7 @@
 /* CPU backend instance: memory, thread pool, scratch, and the op table. */
 #include "backend/cpu/cpu_impl.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/vec_dot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +90,11 @@ hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out)
     hearth_status st = hl_pool_init(limits->n_threads, &cpu->pool);
     size_t act_bytes = (size_t)limits->max_tokens * (size_t)limits->max_row * 2;
     size_t score_bytes = (size_t)limits->n_threads * (size_t)limits->n_ctx * sizeof(float);
+    size_t aux_bytes = (size_t)limits->max_tokens * (size_t)(limits->max_row / HL_QK + 1) * sizeof(hl_act_aux);
+    size_t panel_bytes = (size_t)limits->n_threads * HL_PANEL_BYTES(limits->max_row);
     if (st == HEARTH_OK) st = cpu_alloc(b, act_bytes, (void **)&cpu->act);
+    if (st == HEARTH_OK) st = cpu_alloc(b, aux_bytes, &cpu->act_aux);
+    if (st == HEARTH_OK) st = cpu_alloc(b, panel_bytes, (void **)&cpu->panels);
     if (st == HEARTH_OK) st = cpu_alloc(b, score_bytes, (void **)&cpu->scores);
     if (st == HEARTH_OK) st = cpu_alloc(b, score_bytes / 2, (void **)&cpu->probs);
     if (st != HEARTH_OK) {
@@ -105,6 +110,8 @@ void hl_backend_cpu_free(hl_backend *b) {
     hl_cpu *cpu = cpu_of(b);
     hl_pool_free(cpu->pool);
     free(cpu->act);
+    free(cpu->act_aux);
+    free(cpu->panels);
     free(cpu->scores);
     free(cpu->probs);
     free(cpu);

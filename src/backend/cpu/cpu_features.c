@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -54,15 +55,35 @@ hl_cpu_features hl_cpu_features_get(void) {
     return detected;
 }
 
-hl_cpu_level hl_cpu_level_best(void) {
+static hl_cpu_level best_level;
+static pthread_once_t level_once = PTHREAD_ONCE_INIT;
+
+static void level_init(void) {
     const hl_cpu_features f = hl_cpu_features_get();
-    return f.avx2 && f.fma && f.f16c ? HL_CPU_AVX2 : HL_CPU_SCALAR;
+    hl_cpu_level level = HL_CPU_SCALAR;
+#if defined(__x86_64__) || defined(__i386__)
+    if (f.avx2 && f.fma && f.f16c) level = HL_CPU_AVX2;
+    if (level == HL_CPU_AVX2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni) level = HL_CPU_AVX512;
+#else
+    (void)f;
+#endif
+    const char *cap = getenv("HEARTH_CPU");
+    for (int l = HL_CPU_SCALAR; cap && l < (int)level; l++) {
+        if (strcmp(cap, hl_cpu_level_name((hl_cpu_level)l)) == 0) level = (hl_cpu_level)l;
+    }
+    best_level = level;
+}
+
+hl_cpu_level hl_cpu_level_best(void) {
+    pthread_once(&level_once, level_init);
+    return best_level;
 }
 
 const char *hl_cpu_level_name(hl_cpu_level level) {
     switch (level) {
     case HL_CPU_SCALAR: return "scalar";
     case HL_CPU_AVX2: return "avx2";
+    case HL_CPU_AVX512: return "avx512";
     default: return "unknown";
     }
 }

@@ -16,16 +16,19 @@ typedef struct hl_cpu_features {
 typedef enum hl_cpu_level {
     HL_CPU_SCALAR = 0, /* portable C, the oracle */
     HL_CPU_AVX2 = 1,   /* AVX2 + FMA + F16C (Haswell, Zen 1 and later) */
+    HL_CPU_AVX512 = 2, /* AVX2 level + AVX-512 F, BW, VL and VNNI (Ice Lake, Zen 4 and later) */
     HL_CPU_LEVEL_COUNT
 } hl_cpu_level;
 
 /* The features of the CPU running this process. Thread-safe. */
 hl_cpu_features hl_cpu_features_get(void);
 
-/* The highest level this CPU supports (and this build compiled). Thread-safe. */
+/* The highest level this CPU supports (and this build compiled), capped by
+ * the environment variable HEARTH_CPU ("scalar", "avx2", "avx512"; read once)
+ * so that tests and benchmarks can run a lower level. Thread-safe. */
 hl_cpu_level hl_cpu_level_best(void);
 
-/* "scalar", "avx2". */
+/* "scalar", "avx2", "avx512". */
 const char *hl_cpu_level_name(hl_cpu_level level);
 
 /* The detected features as a static string, e.g. "avx2 fma f16c avx512f

@@ -11,6 +11,8 @@ typedef struct hl_cpu {
     hl_cpu_limits limits;
     hl_pool *pool;
     uint8_t *act;     /* activations converted to a vec-dot type: max_tokens * max_row * 2 bytes */
+    void *act_aux;    /* their per-block extras for panels: hl_act_aux[max_tokens][max_row / 32] */
+    uint8_t *panels;  /* one panel of repacked weight rows per thread, HL_PANEL_BYTES(max_row) each */
     float *scores;    /* attention scores, n_ctx floats per thread */
     hl_half *probs;   /* attention probabilities in F16, n_ctx per thread */
 } hl_cpu;

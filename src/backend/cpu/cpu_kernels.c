@@ -49,7 +49,8 @@ const hl_cpu_kernels *hl_cpu_kernels_at(hl_cpu_level level) {
     switch (level) {
     case HL_CPU_SCALAR: return &hl_cpu_kernels_scalar;
 #if defined(__x86_64__) || defined(__i386__)
-    case HL_CPU_AVX2: return &hl_cpu_kernels_avx2;
+    case HL_CPU_AVX2:
+    case HL_CPU_AVX512: return &hl_cpu_kernels_avx2; /* no AVX-512 row kernels of their own */
 #endif
     default: return NULL;
     }

@@ -3,7 +3,10 @@
  * Q4_0/Q8_0, Q8_1 for Q4_1, F16 for F16 ...) so the inner products run on
  * integers; then threads split the output rows. For a batch, each thread walks
  * its rows in small blocks and runs every token against a block while the
- * block's weights are still in L1. */
+ * block's weights are still in L1; where the kernels have panels (vec_dot.h),
+ * it repacks 16 rows at a time and runs every token against the panel. */
+#include <stdbool.h>
+
 #include "backend/cpu/cpu_impl.h"
 #include "backend/cpu/vec_dot.h"
 #include "gguf/ggml_types.h"
@@ -20,6 +23,9 @@ typedef struct matmul_task {
     const uint8_t *act;  /* x converted: n rows of act_stride bytes */
     size_t act_stride;
     uint8_t *act_out;    /* where conversion writes */
+    hl_act_aux *aux;     /* for panels: [n][aux_stride], else NULL */
+    size_t aux_stride;
+    uint8_t *panels;     /* for panels: one of HL_PANEL_BYTES(d_in) per thread */
 } matmul_task;
 
 static void convert_run(void *arg, int ith, int nth) {
@@ -27,8 +33,10 @@ static void convert_run(void *arg, int ith, int nth) {
     const int64_t d = t->x->ne[0];
     long long r0, r1;
     hl_split(t->x->ne[1], ith, nth, &r0, &r1);
-    for (long long r = r0; r < r1; r++)
+    for (long long r = r0; r < r1; r++) {
         t->ops->act_from_float((const float *)t->x->data + r * d, t->act_out + (size_t)r * t->act_stride, d);
+        if (t->aux) t->ops->act_aux(d, t->aux + (size_t)r * t->aux_stride, t->act_out + (size_t)r * t->act_stride);
+    }
 }
 
 /* Matrix-vector (one token): rows i, i+q, i+2q, i+3q of the thread's share go
@@ -72,6 +80,31 @@ static void dot_block(const matmul_task *t, long long rb, long long re) {
     for (; tok < n; tok++) dot_rows(t, rb, re, t->act + (size_t)tok * t->act_stride, y + tok * d_out);
 }
 
+/* Panels (vec_dot.h): the threads share out whole panels of HL_PANEL_ROWS
+ * rows; each packs one panel at a time and runs every token against it, up
+ * to four at once. The last thread also takes the rows after the last whole
+ * panel, with the other kernels (which give the same bits). */
+static void panel_run(void *arg, int ith, int nth) {
+    matmul_task *t = arg;
+    const int64_t d_in = t->w->ne[0], d_out = t->w->ne[1], n = t->x->ne[1];
+    const size_t w_stride = hl_row_size(t->w->type, d_in);
+    uint8_t *panel = t->panels + (size_t)ith * HL_PANEL_BYTES(d_in);
+    float *y = t->y->data;
+    long long p0, p1;
+    hl_split(d_out / HL_PANEL_ROWS, ith, nth, &p0, &p1);
+    for (long long p = p0; p < p1; p++) {
+        const int64_t r = p * HL_PANEL_ROWS;
+        t->ops->pack_panel(d_in, panel, (const uint8_t *)t->w->data + (size_t)r * w_stride, w_stride);
+        for (int64_t tok = 0; tok < n; tok += 4) {
+            t->ops->panel_dot(d_in, y + tok * d_out + r, (size_t)d_out, panel, t->act + (size_t)tok * t->act_stride,
+                              t->act_stride, t->aux ? t->aux + (size_t)tok * t->aux_stride : NULL, t->aux_stride,
+                              n - tok < 4 ? (int)(n - tok) : 4);
+        }
+    }
+    const int64_t tail = d_out / HL_PANEL_ROWS * HL_PANEL_ROWS;
+    if (ith == nth - 1 && tail < d_out) dot_block(t, tail, d_out);
+}
+
 static void dot_run(void *arg, int ith, int nth) {
     matmul_task *t = arg;
     long long r0, r1;
@@ -90,6 +123,12 @@ void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_ten
     /* llama.cpp multiplies some types in another order from HL_CPU_BATCH_MIN tokens on (vec_dot.h) */
     if (t.ops->batch && x->ne[1] >= HL_CPU_BATCH_MIN) t.ops = t.ops->batch;
     const int64_t d_in = x->ne[0];
+    const bool panels = t.ops->panel_dot && x->ne[1] >= HL_CPU_PANEL_MIN;
+    if (panels && t.ops->act_aux) {
+        t.aux = cpu->act_aux;
+        t.aux_stride = (size_t)(d_in / HL_QK);
+    }
+    t.panels = cpu->panels;
     if (t.ops->vec_dot_type == GGML_TYPE_F32) { /* dot the floats directly */
         t.act = x->data;
         t.act_stride = (size_t)d_in * sizeof(float);
@@ -100,5 +139,5 @@ void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_ten
         int nth = hl_tensor_nelements(x) < CONVERT_PARALLEL_MIN ? 1 : hl_pool_n_threads(cpu->pool);
         hl_pool_run(cpu->pool, nth, convert_run, &t);
     }
-    hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), dot_run, &t);
+    hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), panels ? panel_run : dot_run, &t);
 }

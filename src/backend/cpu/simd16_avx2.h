@@ -55,6 +55,12 @@ static inline float hsum8_ggml(__m256 v) {
     return _mm_cvtss_f32(x);
 }
 
+/* [sum(a), sum(b), sum(c), sum(d)] of int32 lanes (exact: any order). */
+static inline __m128i hsum4_epi32(__m256i a, __m256i b, __m256i c, __m256i d) {
+    const __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+    return _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+}
+
 /* _mm512_reduce_add_ps as GCC defines it (avx512fintrin.h, __MM512_REDUCE_OP):
  * lanes i + (i+8), then i + (i+4), then (0+2) + (1+3). */
 static inline float v16_reduce(v16 v) { return hsum8_ggml(_mm256_add_ps(v.lo, v.hi)); }

@@ -44,6 +44,19 @@ void hl_act_q8_1_from_float(const float *x, void *dst, int64_t n) {
     }
 }
 
+void hl_act_q8_0_aux(int64_t n, hl_act_aux *aux, const void *act_row) {
+    const block_q8_0 *a = act_row;
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        aux[b].d = hl_fp16_to_fp32(a[b].d);
+        aux[b].sum = 0;
+        for (int k = 0; k < 8; k++) {
+            const int32_t quad = a[b].qs[4 * k] + a[b].qs[4 * k + 1] + a[b].qs[4 * k + 2] + a[b].qs[4 * k + 3];
+            aux[b].quad128[k] = -128 * quad;
+            aux[b].sum += quad;
+        }
+    }
+}
+
 /* ------------------------------------------------------- dot products -- */
 
 static void dot_f32(int64_t n, float *s, const void *w_row, const void *act_row) {
@@ -148,14 +161,14 @@ static void dot_q8_0_q8_0(int64_t n, float *s, const void *w_row, const void *ac
 }
 
 static const hl_cpu_type_ops scalar_ops[] = {
-    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, NULL},
-    {GGML_TYPE_F16, GGML_TYPE_F16, hl_f16_from_float, dot_f16, NULL, NULL, NULL},
-    {GGML_TYPE_BF16, GGML_TYPE_BF16, hl_bf16_from_float, dot_bf16, NULL, NULL, NULL},
-    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q4_0_q8_0, NULL, NULL, NULL},
-    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q4_1_q8_1, NULL, NULL, NULL},
-    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q8_0_q8_0, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q5_0_q8_0, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q5_1_q8_1, NULL, NULL, NULL},
+    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_F16, GGML_TYPE_F16, hl_f16_from_float, dot_f16, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_BF16, GGML_TYPE_BF16, hl_bf16_from_float, dot_bf16, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q4_0_q8_0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q4_1_q8_1, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q8_0_q8_0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q5_0_q8_0, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q5_1_q8_1, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_in(const hl_cpu_type_ops *table, size_t n, uint32_t type) {
@@ -175,6 +188,7 @@ const hl_cpu_type_ops *hl_cpu_type_ops_at(uint32_t type, hl_cpu_level level) {
     case HL_CPU_SCALAR: return hl_cpu_ops_scalar_find(type);
 #if defined(__x86_64__) || defined(__i386__)
     case HL_CPU_AVX2: return hl_cpu_ops_avx2_find(type);
+    case HL_CPU_AVX512: return hl_cpu_ops_avx512_find(type);
 #endif
     default: return NULL;
     }

@@ -35,14 +35,18 @@
  * runs for every weight matrix whose row count is a multiple of 8; their
  * gemv (vec_dot, vec_dot_4r here) and gemm (vec_dot_4c: tokens in groups
  * of 4) orders differ by rounding, and so do hearth's (vec_dot_k_avx2.c).
+ * Q4_0 follows llama.cpp's repacked q4_0_8x8 kernels, whose gemv and gemm
+ * share one order: per output one FMA chain, acc = fma(float(isum),
+ * d_w * d_a, acc) per block.
  * And from 8 tokens on, llama.cpp multiplies Q3_K, Q5_K and Q6_K with its
  * tiled kernels, in yet another order: hl_cpu_type_ops.batch. Not
- * reproduced: Q4_0, which llama.cpp repacks (q4_0_8x8) into an order hearth
- * does not follow, and BF16, which it multiplies with AVX512-BF16
- * instructions. */
+ * reproduced: BF16, which llama.cpp multiplies with AVX512-BF16
+ * instructions, and the matrices whose row count is not a multiple of 8,
+ * which it does not repack. */
 #ifndef HEARTH_BACKEND_CPU_VEC_DOT_H
 #define HEARTH_BACKEND_CPU_VEC_DOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -93,6 +97,36 @@ typedef void (*hl_vec_dot_4r_fn)(int64_t n, float s[4], const void *w, size_t w_
 typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const void *act,
                                  size_t act_stride);
 
+/* Panels, for matrix-matrix products of at least HL_CPU_PANEL_MIN tokens:
+ * HL_PANEL_ROWS consecutive weight rows are repacked once per matmul into a
+ * per-thread buffer (at most HL_PANEL_BYTES(n) bytes), in a layout where
+ * one SIMD lane holds one row, and then multiplied with every token of the
+ * batch. pack_panel writes the panel of the rows at w, w + w_stride, ...;
+ * panel_dot computes y[t * y_stride + r] = dot(row r, activation row t) for
+ * r < HL_PANEL_ROWS and t < n_tok (1..4), the activation rows act_stride
+ * bytes apart with their per-block extras (hl_act_aux, n / 32 per row,
+ * written by act_aux; NULL where act_aux is) aux_stride entries apart. */
+#define HL_PANEL_ROWS 16
+#define HL_CPU_PANEL_MIN 8
+#define HL_PANEL_BYTES(n) (((size_t)(n) * 21 + 127) & ~(size_t)63) /* 64-byte multiples */
+
+/* Per block of 32 activation quants (a Q8_0 row; panels of types with
+ * other activations get none), what panel kernels broadcast: the scale as a float, the sum of the quants, and -128 times
+ * the sum of each group of four (elements 4k..4k+3 in quad128[k]). */
+typedef struct hl_act_aux {
+    float d;
+    int32_t sum;
+    int32_t quad128[8];
+} hl_act_aux;
+
+/* The hl_act_aux of each block of a Q8_0 row of n elements: the scalar
+ * oracle of hl_cpu_type_ops.act_aux. */
+void hl_act_q8_0_aux(int64_t n, hl_act_aux *aux, const void *act_row);
+
+typedef void (*hl_pack_panel_fn)(int64_t n, void *panel, const void *w, size_t w_stride);
+typedef void (*hl_panel_dot_fn)(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                                size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok);
+
 typedef struct hl_cpu_type_ops {
     uint32_t type;                   /* weight type, GGML_TYPE_* */
     uint32_t vec_dot_type;           /* activation type of the dot product */
@@ -109,6 +143,13 @@ typedef struct hl_cpu_type_ops {
      * ggml-cpu/tiled/), so a matmul reproduces its results only by
      * switching too. */
     const struct hl_cpu_type_ops *batch;
+    /* Optional (NULL where a level has none): panel kernels, each result
+     * with the bits of vec_dot's. */
+    hl_pack_panel_fn pack_panel;
+    hl_panel_dot_fn panel_dot;
+    /* The hl_act_aux of an activation row, for panel_dot; NULL where it
+     * needs none. Writes what hl_act_q8_0_aux writes. */
+    void (*act_aux)(int64_t n, hl_act_aux *aux, const void *act_row);
 } hl_cpu_type_ops;
 
 /* The batch size from which hl_cpu_type_ops.batch applies (ggml_tiled_min_batch). */
@@ -132,10 +173,15 @@ const hl_cpu_type_ops *hl_cpu_ops_in(const hl_cpu_type_ops *table, size_t n, uin
 
 const hl_cpu_type_ops *hl_cpu_ops_scalar_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type);
+const hl_cpu_type_ops *hl_cpu_ops_avx512_find(uint32_t type);
 
 /* The K-quant parts of those tables (vec_dot_k.c, vec_dot_k_avx2.c), which
  * the finders above consult. */
 const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
+
+/* Puts the AVX-512 K-quant kernels (vec_dot_k_avx512.c) into a copy of an
+ * AVX2 entry, or of its batch entry. */
+void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch);
 
 #endif

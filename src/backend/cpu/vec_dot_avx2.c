@@ -300,16 +300,193 @@ static ALWAYS_INLINE void q8_dot_4c(uint32_t type, int64_t n, float s[4], const 
     _mm_storeu_ps(s, hsum4_ps(acc[0], acc[1], acc[2], acc[3]));
 }
 
+/* Q4_0 follows llama.cpp's repacked kernels (repack.cpp, q4_0_8x8, which
+ * it uses for every matrix whose row count is a multiple of 8, at any batch
+ * size): one output per lane, per block acc = fma(float(isum), d_w * d_a,
+ * acc) with isum the block's exact integer dot product. */
 static void dot_q4_0(int64_t n, float *s, const void *w_row, const void *act_row) {
-    q8_dot(GGML_TYPE_Q4_0, n, s, w_row, act_row);
+    const block_q8_0 *a = act_row;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        float dw;
+        const __m256i q = signed_quants(GGML_TYPE_Q4_0, w_row, b, &dw);
+        const __m128 isum = _mm_cvtsi32_ss(_mm_setzero_ps(), hsum_epi32(dot_i8_i8(q, load_256(a[b].qs))));
+        acc = _mm_fmadd_ss(isum, _mm_set_ss(dw * _cvtsh_ss(a[b].d)), acc);
+    }
+    *s = _mm_cvtss_f32(acc);
 }
 
 static void dot_4r_q4_0(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
-    q8_dot_4r(GGML_TYPE_Q4_0, n, s, w, w_stride, act_row);
+    const block_q8_0 *a = act_row;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        const __m256i qa = load_256(a[b].qs);
+        __m256i v[4];
+        float dw[4];
+        for (int r = 0; r < 4; r++) v[r] = dot_i8_i8(signed_quants(GGML_TYPE_Q4_0, row_at(w, w_stride, r), b, &dw[r]), qa);
+        const __m128 scale = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(_cvtsh_ss(a[b].d)));
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_epi32(v[0], v[1], v[2], v[3])), scale, acc);
+    }
+    _mm_storeu_ps(s, acc);
 }
 
 static void dot_4c_q4_0(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
-    q8_dot_4c(GGML_TYPE_Q4_0, n, s, w_row, act, act_stride);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK; b++) {
+        float dw, da[4];
+        const __m256i q = signed_quants(GGML_TYPE_Q4_0, w_row, b, &dw);
+        __m256i v[4];
+        for (int c = 0; c < 4; c++) {
+            const block_q8_0 *a = (const block_q8_0 *)row_at(act, act_stride, c) + b;
+            v[c] = dot_i8_i8(q, load_256(a->qs));
+            da[c] = _cvtsh_ss(a->d);
+        }
+        const __m128 scale = _mm_mul_ps(_mm_set1_ps(dw), _mm_loadu_ps(da));
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_epi32(v[0], v[1], v[2], v[3])), scale, acc);
+    }
+    _mm_storeu_ps(s, acc);
+}
+
+/* Panels (vec_dot.h) of Q4_0, Q5_0 and Q8_0, laid out as the AVX-512 ones
+ * (vec_dot_avx512.c): per block, eight 64-byte vectors whose dword r holds
+ * elements 4k..4k+3 of row r, then the 16 row scales; each vector is two
+ * halves of 8 rows here. maddubs and madd with ones stand in for vpdpbusd.
+ * Q4_0 stores the nibbles 0..15, which cannot saturate maddubs' int16
+ * pairs; Q5_0 and Q8_0 store the signed quants and multiply |w| by the
+ * activations with w's sign, as dot_i8_i8. */
+#define PANEL_BLOCK (8 * 64 + 16 * 4)
+
+/* rows[r] = 8 dwords of row r (r < 8); out + 64 k = [dword k of rows 0..7]
+ * (the classic 8 x 8 transpose). */
+static inline void transpose_8x8(const __m256i rows[8], uint8_t *out) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(_mm256_castsi256_ps(rows[i]), _mm256_castsi256_ps(rows[i + 1]));
+        t[i + 1] = _mm256_unpackhi_ps(_mm256_castsi256_ps(rows[i]), _mm256_castsi256_ps(rows[i + 1]));
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int j = 0; j < 4; j++) {
+        _mm256_storeu_ps((float *)(out + 64 * j), _mm256_permute2f128_ps(u[j], u[j + 4], 0x20));
+        _mm256_storeu_ps((float *)(out + 64 * (j + 4)), _mm256_permute2f128_ps(u[j], u[j + 4], 0x31));
+    }
+}
+
+static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
+    uint8_t *p = panel;
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
+        __m256i rows[HL_PANEL_ROWS];
+        float d[HL_PANEL_ROWS];
+        for (int r = 0; r < HL_PANEL_ROWS; r++) {
+            const void *row = row_at(w, w_stride, r);
+            if (type == GGML_TYPE_Q4_0) {
+                rows[r] = unpack_nibbles(((const block_q4_0 *)row)[b].qs);
+                d[r] = _cvtsh_ss(((const block_q4_0 *)row)[b].d);
+            } else {
+                rows[r] = signed_quants(type, row, b, &d[r]);
+            }
+        }
+        transpose_8x8(rows, p);
+        transpose_8x8(rows + 8, p + 32);
+        memcpy(p + 8 * 64, d, sizeof d);
+    }
+}
+
+static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_Q4_0, n, panel, w, w_stride);
+}
+
+static void pack_q5_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_Q5_0, n, panel, w, w_stride);
+}
+
+static void pack_q8_0(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_Q8_0, n, panel, w, w_stride);
+}
+
+/* Q5_0, Q8_0: ggml's 8-lane accumulator (q8_dot) of each result as eight
+ * accumulators acc[k], lane r for row r, one token and one half of 8 rows
+ * at a time; summed at the end in hsum8_ggml's order. */
+static void q8_panel_half(int64_t n, float *y, const uint8_t *p, int h, const block_q8_0 *a) {
+    __m256 acc[8];
+    for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
+        const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps((const float *)(p + 8 * 64) + 8 * h),
+                                           _mm256_set1_ps(_cvtsh_ss(a[b].d)));
+        for (int k = 0; k < 8; k++) {
+            const __m256i wq = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * h));
+            int32_t quad;
+            memcpy(&quad, a[b].qs + 4 * k, sizeof quad);
+            const __m256i sa = _mm256_sign_epi8(_mm256_set1_epi32(quad), wq);
+            const __m256i isum = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), sa), ones);
+            acc[k] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[k]);
+        }
+    }
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
+                                   _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
+    _mm256_storeu_ps(y + 8 * h, s);
+}
+
+static void panel_dot_q8(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                         size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    for (int t = 0; t < n_tok; t++) {
+        for (int h = 0; h < 2; h++) q8_panel_half(n, y + (size_t)t * y_stride, panel, h, row_at(act, act_stride, t));
+    }
+}
+
+/* n_tok (1 or 2) tokens: per block and half, acc = fma(float(isum), d_w *
+ * d_a, acc), lane r for row r, as dot_4r_q4_0. */
+static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_stride, const uint8_t *p,
+                                       const void *act, size_t act_stride, const hl_act_aux *aux, size_t aux_stride) {
+    __m256 acc[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
+        __m256i isum[2][2];
+        const block_q8_0 *a[2];
+        for (int t = 0; t < n_tok; t++) {
+            a[t] = (const block_q8_0 *)row_at(act, act_stride, t) + b;
+            isum[t][0] = isum[t][1] = _mm256_set1_epi32(-8 * aux[(size_t)t * aux_stride + b].sum);
+        }
+        for (int k = 0; k < 8; k++) {
+            for (int h = 0; h < 2; h++) {
+                const __m256i u = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * h));
+                for (int t = 0; t < n_tok; t++) {
+                    int32_t quad;
+                    memcpy(&quad, a[t]->qs + 4 * k, sizeof quad);
+                    const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_set1_epi32(quad)), ones);
+                    isum[t][h] = _mm256_add_epi32(isum[t][h], dot);
+                }
+            }
+        }
+        for (int h = 0; h < 2; h++) {
+            const __m256 dw = _mm256_loadu_ps((const float *)(p + 8 * 64) + 8 * h);
+            for (int t = 0; t < n_tok; t++) {
+                const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(aux[(size_t)t * aux_stride + b].d));
+                acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t][h]), scale, acc[t][h]);
+            }
+        }
+    }
+    for (int t = 0; t < n_tok; t++) {
+        _mm256_storeu_ps(y + (size_t)t * y_stride, acc[t][0]);
+        _mm256_storeu_ps(y + (size_t)t * y_stride + 8, acc[t][1]);
+    }
+}
+
+static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    for (int t = 0; t < n_tok; t += 2) {
+        float *yt = y + (size_t)t * y_stride;
+        const void *at = row_at(act, act_stride, t);
+        const hl_act_aux *xt = aux + (size_t)t * aux_stride;
+        if (n_tok - t >= 2) q4_0_panel_t(2, n, yt, y_stride, panel, at, act_stride, xt, aux_stride);
+        else q4_0_panel_t(1, n, yt, y_stride, panel, at, act_stride, xt, aux_stride);
+    }
 }
 
 /* Q5_0: ggml_vec_dot_q5_0_q8_0, and tinyBLAS_Q0_AVX for batches, in the
@@ -438,14 +615,15 @@ static void dot_4c_q5_1(int64_t n, float s[4], const void *w_row, const void *ac
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops avx2_ops[] = {
-    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, NULL},
-    {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, NULL},
-    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, NULL, NULL, NULL},
-    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL},
-    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL},
-    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL},
-    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL},
-    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1, NULL},
+    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL, pack_q4_0, panel_dot_q4_0,
+     hl_act_q8_0_aux},
+    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, pack_q8_0, panel_dot_q8, NULL},
+    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, pack_q5_0, panel_dot_q8, NULL},
+    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1, NULL, NULL, NULL, NULL},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type) {

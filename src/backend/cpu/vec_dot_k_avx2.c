@@ -106,12 +106,6 @@ static inline __m128 lane0_x4(__m128 a, __m128 b, __m128 c, __m128 d) {
     return _mm_movelh_ps(_mm_unpacklo_ps(a, b), _mm_unpacklo_ps(c, d));
 }
 
-/* [sum(a), sum(b), sum(c), sum(d)] of int32 lanes. */
-static inline __m128i hsum4_epi32(__m256i a, __m256i b, __m256i c, __m256i d) {
-    const __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
-    return _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-}
-
 /* ------------------------------------------------ activation quantizer -- */
 
 /* One block of quantize_row_q8_K_ref (vec_dot.h has the formula; vec_dot_k.c
@@ -676,17 +670,17 @@ static void tdot_4c_q6_K(int64_t n, float s[4], const void *w_row, const void *a
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops avx2_k_batch_ops[] = {
-    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q3_K, NULL, tdot_4c_q3_K, NULL},
-    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q5_K, tdot_4r_q5_K, tdot_4c_q5_K, NULL},
-    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q6_K, tdot_4r_q6_K, tdot_4c_q6_K, NULL},
+    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q3_K, NULL, tdot_4c_q3_K, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q5_K, tdot_4r_q5_K, tdot_4c_q5_K, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q6_K, tdot_4r_q6_K, tdot_4c_q6_K, NULL, NULL, NULL, NULL},
 };
 
 static const hl_cpu_type_ops avx2_k_ops[] = {
-    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, act_q8_K, dot_q2_K, dot_4r_q2_K, dot_4c_q2_K, NULL},
-    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, dot_q3_K, NULL, dot_4c_q3_K, &avx2_k_batch_ops[0]},
-    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, act_q8_K, dot_q4_K, dot_4r_q4_K, dot_4c_q4_K, NULL},
-    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, dot_q5_K, dot_4r_q5_K, dot_4c_q5_K, &avx2_k_batch_ops[1]},
-    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, dot_q6_K, NULL, dot_4c_q6_K, &avx2_k_batch_ops[2]},
+    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, act_q8_K, dot_q2_K, dot_4r_q2_K, dot_4c_q2_K, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, dot_q3_K, NULL, dot_4c_q3_K, &avx2_k_batch_ops[0], NULL, NULL, NULL},
+    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, act_q8_K, dot_q4_K, dot_4r_q4_K, dot_4c_q4_K, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, dot_q5_K, dot_4r_q5_K, dot_4c_q5_K, &avx2_k_batch_ops[1], NULL, NULL, NULL},
+    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, dot_q6_K, NULL, dot_4c_q6_K, &avx2_k_batch_ops[2], NULL, NULL, NULL},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type) {

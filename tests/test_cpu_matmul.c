@@ -1,0 +1,105 @@
+/* Tests of the CPU matmul as a whole (src/backend/cpu/cpu_matmul.c): for
+ * each weight type, on shapes that are not multiples of a panel (16 rows),
+ * of a token group (4) or of the thread count, every output against the
+ * scalar oracle's dot product within float rounding, and bit for bit the
+ * same whatever the number of threads. Covers the one-token, few-token and
+ * panel paths (vec_dot.h) and the rows left after the last whole panel. */
+#include <float.h>
+#include <stdbool.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/vec_dot.h"
+#include "check.h"
+#include "quant/quant.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+
+static uint64_t rng_u64(void) { /* splitmix64 */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+static float rng_float(void) { /* in [-1, 1) */
+    return (float)((double)(rng_u64() >> 11) * 0x1p-52 - 1.0);
+}
+
+#define MAX_TOKENS 13
+#define MAX_ROW 768
+#define MAX_OUT 53
+
+/* y[t][r] for n_tok tokens through a backend of n_threads threads. */
+static void run_matmul(int n_threads, const hl_tensor *w, const float *x, int64_t n_tok, float *y) {
+    const hl_cpu_limits limits = {.n_threads = n_threads, .max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .n_ctx = 16};
+    hl_backend *b;
+    CHECK(hl_backend_cpu_init(&limits, &b) == HEARTH_OK);
+    hl_tensor xt = {GGML_TYPE_F32, {w->ne[0], n_tok, 1, 1}, (void *)x, b};
+    hl_tensor yt = {GGML_TYPE_F32, {w->ne[1], n_tok, 1, 1}, y, b};
+    hl_tensor wt = *w;
+    wt.backend = b;
+    b->iface->matmul(b, &wt, &xt, &yt);
+    hl_backend_cpu_free(b);
+}
+
+static void check_type(uint32_t type, int64_t d_in, int64_t d_out, int64_t n_tok) {
+    const size_t row = hl_row_size(type, d_in);
+    uint8_t *wdata = malloc(row * (size_t)d_out);
+    float *wf = malloc(sizeof(float) * (size_t)(d_in * d_out)), *x = malloc(sizeof(float) * (size_t)(d_in * n_tok));
+    float *y1 = malloc(sizeof(float) * (size_t)(d_out * n_tok)), *yn = malloc(sizeof(float) * (size_t)(d_out * n_tok));
+    for (int64_t i = 0; i < d_in * d_out; i++) wf[i] = rng_float();
+    for (int64_t i = 0; i < d_in * n_tok; i++) x[i] = rng_float();
+    for (int64_t r = 0; r < d_out; r++) hl_quant_get(type)->from_float(wf + r * d_in, wdata + (size_t)r * row, d_in);
+    const hl_tensor w = {type, {d_in, d_out, 1, 1}, wdata, NULL};
+    run_matmul(1, &w, x, n_tok, y1);
+    /* the oracle: the scalar kernels on the scalar level's activations */
+    const hl_cpu_type_ops *scalar = hl_cpu_type_ops_scalar(type);
+    uint8_t act[MAX_ROW * 2];
+    int bad = 0;
+    for (int64_t t = 0; t < n_tok; t++) {
+        scalar->act_from_float(x + t * d_in, act, d_in);
+        for (int64_t r = 0; r < d_out; r++) {
+            float want;
+            scalar->vec_dot(d_in, &want, wdata + (size_t)r * row, act);
+            double mag = 0.0;
+            for (int64_t i = 0; i < d_in; i++) mag += fabs((double)wf[r * d_in + i] * x[t * d_in + i]);
+            bad += !(fabs((double)y1[t * d_out + r] - want) <= (double)(d_in / 8 + 16) * FLT_EPSILON * 4 * mag);
+        }
+    }
+    CHECK_MSG(bad == 0, "%s %lld x %lld, %lld tokens: %d outputs off the scalar oracle", ggml_type_get(type)->name,
+              (long long)d_out, (long long)d_in, (long long)n_tok, bad);
+    for (int n_threads = 2; n_threads <= 3; n_threads++) {
+        run_matmul(n_threads, &w, x, n_tok, yn);
+        CHECK_MSG(memcmp(y1, yn, sizeof(float) * (size_t)(d_out * n_tok)) == 0,
+                  "%s %lld x %lld, %lld tokens: %d threads give other bits than 1", ggml_type_get(type)->name,
+                  (long long)d_out, (long long)d_in, (long long)n_tok, n_threads);
+    }
+    free(wdata);
+    free(wf);
+    free(x);
+    free(y1);
+    free(yn);
+}
+
+int main(void) {
+    static const uint32_t types[] = {GGML_TYPE_F16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q8_0,
+                                     GGML_TYPE_Q4_K, GGML_TYPE_Q6_K};
+    static const int64_t tokens[] = {1, 3, 8, 11, 13};
+    static const int64_t outs[] = {16, 37, 53};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const bool k = ggml_type_get(types[i])->blck_size == HL_QK_K;
+        for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++) {
+            for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {
+                check_type(types[i], k ? 512 : 96, outs[o], tokens[t]);
+                check_type(types[i], k ? 768 : 736, outs[o], tokens[t]);
+            }
+        }
+    }
+    printf("cpu matmul: kernels %s\n", hl_cpu_level_name(hl_cpu_level_best()));
+    return check_report();
+}
