@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Reference greedy continuations from llama.cpp (through llama-cpp-python) for
 tests/test_greedy_reference.c (SmolLM2, the default model) and
-tests/test_greedy_models.c (Gemma 3 270M; Qwen2.5-Coder 0.5B, a real qwen2).
+tests/test_greedy_models.c (Gemma 3 270M; Qwen2.5-Coder 0.5B, a real qwen2)
+and tests/test_greedy_quantized.c (the default model requantized by llama.cpp's
+own quantizer to Q4_0, Q8_0 and Q4_K_M: presets smollm2-q4_0 ...; the C test
+requantizes with hearth, so it checks hearth's quantizer and the kernels of
+those types together).
 
 For each prompt: tokenize it with llama.cpp (add_bos as the model says, special
 tokens parsed), evaluate it, then take the argmax token 64 times (never stopping
@@ -9,11 +13,13 @@ at end-of-generation tokens), feeding each token back. At every step we store
 llama.cpp's argmax and its TOP_K largest logits (id, value), which the C test
 compares with hearth's logits for the same sequence.
 
-Usage: python3 tests/reference/greedy/make_greedy_fixtures.py [smollm2|gemma3|qwen2] [MODEL] [OUT]
+Usage: python3 tests/reference/greedy/make_greedy_fixtures.py [PRESET] [MODEL] [OUT]
+(presets: smollm2, gemma3, qwen2, smollm2-q4_0, smollm2-q8_0, smollm2-q4_k_m)
 (defaults: smollm2; the preset's model under models/ and its JSON in this folder)
 """
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import llama_cpp
@@ -50,14 +56,31 @@ GEMMA3_PROMPTS = [
     "Les trois lois de la thermodynamique sont",
 ]
 
-# Qwen2.5 speaks ChatML like SmolLM2; four prompts keep the test short.
-QWEN2_PROMPTS = [PROMPTS[0], PROMPTS[1], PROMPTS[2], PROMPTS[9]]
+# Four of them (Qwen2.5 speaks ChatML like SmolLM2) keep the longer tests short.
+SHORT_PROMPTS = [PROMPTS[0], PROMPTS[1], PROMPTS[2], PROMPTS[9]]
+
+# llama.cpp's ftype numbers (llama.h) for the requantized presets.
+REQUANTIZED = {"smollm2-q4_0": 2, "smollm2-q8_0": 7, "smollm2-q4_k_m": 15}
 
 PRESETS = {
     "smollm2": ("models/SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2.json", PROMPTS),
     "gemma3": ("models/gemma-3-270m-q4_k_m.gguf", "gemma3.json", GEMMA3_PROMPTS),
-    "qwen2": ("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.json", QWEN2_PROMPTS),
+    "qwen2": ("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.json", SHORT_PROMPTS),
+    **{name: ("models/SmolLM2-135M-Instruct.Q4_1.gguf", name + ".json", SHORT_PROMPTS) for name in REQUANTIZED},
 }
+
+
+def requantize(model, ftype, out_dir):
+    """The model converted by llama.cpp's quantizer (allow_requantize: the
+    default model is Q4_1)."""
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = ftype
+    params.allow_requantize = True
+    params.nthread = 2
+    out = str(Path(out_dir) / f"{Path(model).stem}.requantized-ftype{ftype}.gguf")
+    if llama_cpp.llama_model_quantize(model.encode(), out.encode(), params) != 0:
+        sys.exit(f"llama.cpp could not quantize {model}")
+    return out
 
 
 def main():
@@ -66,6 +89,13 @@ def main():
     default_model, default_out, prompts = PRESETS[preset]
     model = sys.argv[2] if len(sys.argv) > 2 else str(root / default_model)
     out = sys.argv[3] if len(sys.argv) > 3 else str(Path(__file__).with_name(default_out))
+    with tempfile.TemporaryDirectory() as tmp:
+        if preset in REQUANTIZED:
+            model = requantize(model, REQUANTIZED[preset], tmp)
+        write_fixture(model, out, prompts)
+
+
+def write_fixture(model, out, prompts):
     llm = Llama(model_path=model, n_ctx=N_CTX, n_batch=N_CTX, n_threads=2, logits_all=False, flash_attn=False,
                 verbose=False)
     cases = []
