@@ -164,40 +164,21 @@ static void emit(uint8_t *out, size_t *k, const uint8_t *s, size_t n) {
 static size_t sanitize(const uint8_t *s, size_t n, uint8_t *out, size_t *out_len) {
     size_t i = 0, k = 0;
     while (i < n) {
-        const uint8_t b = s[i];
-        size_t need;
-        uint8_t lo = 0x80, hi = 0xBF; /* range of the second byte (Table 3-7) */
-        if (b < 0x80) {
-            emit(out, &k, s + i++, 1);
-            continue;
-        } else if (b >= 0xC2 && b <= 0xDF) {
-            need = 1;
-        } else if (b >= 0xE0 && b <= 0xEF) {
-            need = 2;
-            lo = b == 0xE0 ? 0xA0 : 0x80;
-            hi = b == 0xED ? 0x9F : 0xBF;
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            need = 3;
-            lo = b == 0xF0 ? 0x90 : 0x80;
-            hi = b == 0xF4 ? 0x8F : 0xBF;
-        } else {
+        size_t ok;
+        const size_t len = hl_utf8_strict(s + i, n - i, &ok);
+        if (len == 0) {
             emit(out, &k, REPLACEMENT, 3);
             i++;
             continue;
         }
-        size_t j = 1;
-        for (; j <= need && i + j < n; j++) {
-            const uint8_t c = s[i + j];
-            if (c < (j == 1 ? lo : 0x80) || c > (j == 1 ? hi : 0xBF)) break;
-        }
-        if (j > need) {
-            emit(out, &k, s + i, need + 1);
-        } else if (i + j == n) {
+        if (ok == len) {
+            emit(out, &k, s + i, len);
+        } else if (i + ok == n) {
             break; /* incomplete: keep for the next token */
         } else {
             emit(out, &k, REPLACEMENT, 3);
         }
-        i += j;
+        i += ok;
     }
     *out_len = k;
     return i;

@@ -29,6 +29,35 @@ uint32_t hl_utf8_decode(const uint8_t *s, size_t n, size_t *len) {
     return HL_CPT_REPLACEMENT; /* 0xF8..0xFF */
 }
 
+size_t hl_utf8_strict(const uint8_t *s, size_t n, size_t *ok) {
+    const uint8_t b = s[0];
+    size_t need;                  /* continuation bytes */
+    uint8_t lo = 0x80, hi = 0xBF; /* range of the second byte (table 3-7) */
+    *ok = 0;
+    if (b < 0x80) {
+        need = 0;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+        need = 1;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+        need = 2;
+        lo = b == 0xE0 ? 0xA0 : 0x80;
+        hi = b == 0xED ? 0x9F : 0xBF;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        need = 3;
+        lo = b == 0xF0 ? 0x90 : 0x80;
+        hi = b == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    size_t j = 1;
+    for (; j <= need && j < n; j++) {
+        const uint8_t c = s[j];
+        if (c < (j == 1 ? lo : 0x80) || c > (j == 1 ? hi : 0xBF)) break;
+    }
+    *ok = j;
+    return need + 1;
+}
+
 size_t hl_utf8_encode(uint32_t cpt, uint8_t out[4]) {
     if (cpt < 0x80) {
         out[0] = (uint8_t)cpt;

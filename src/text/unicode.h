@@ -20,6 +20,14 @@
  * also give U+FFFD. */
 uint32_t hl_utf8_decode(const uint8_t *s, size_t n, size_t *len);
 
+/* Strict UTF-8 (Unicode 15, section 3.9, table 3-7: no overlong forms, no
+ * surrogates, nothing above U+10FFFF) of the character starting at s[0]
+ * (n > 0 bytes available): returns the length its lead byte calls for, 1..4,
+ * or 0 when s[0] cannot start a character; *ok receives how many of its
+ * first bytes are well formed (== the length for a whole, valid character;
+ * less where a byte breaks it or the input ends). */
+size_t hl_utf8_strict(const uint8_t *s, size_t n, size_t *ok);
+
 /* Writes cpt (<= U+10FFFF) as UTF-8 into out; returns the byte count 1..4. */
 size_t hl_utf8_encode(uint32_t cpt, uint8_t out[4]);
 

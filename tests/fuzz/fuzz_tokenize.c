@@ -7,7 +7,7 @@
  * a space; byte-level BPE drops bytes that have no token, as llama.cpp does.
  * Uses the vocabulary of the model at $HEARTH_MODEL, loaded alone (SmolLM2:
  * BPE, Gemma 3: SentencePiece). Not built by CMake; from the repository root: */
-// clang -g -O1 -mavx2 -mfma -mf16c -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Isrc $(find src -name '*.c' ! -name '*_avx512*') tests/fuzz/fuzz_tokenize.c -o fuzz_tokenize -lpcre2-8 -lm -lpthread
+// clang -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Isrc src/base/*.c src/gguf/*.c $(ls src/text/*.c | grep -v chat_template) tests/fuzz/fuzz_tokenize.c -o fuzz_tokenize -lpcre2-8 -lm -lpthread
 // HEARTH_MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf ./fuzz_tokenize -max_total_time=60 -max_len=4096
 // HEARTH_MODEL=models/gemma-3-270m-q4_k_m.gguf ./fuzz_tokenize -max_total_time=60 -max_len=4096
 #include <stdint.h>
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "text/unicode.h"
 #include "text/vocab_impl.h"
 
 static gguf_file *file;
@@ -36,31 +37,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 /* Well-formed UTF-8 (Unicode 15, table 3-7) without U+2581. */
 static bool plain_utf8(const uint8_t *s, size_t n) {
     for (size_t i = 0; i < n;) {
-        const uint8_t b = s[i];
-        size_t need;
-        uint8_t lo = 0x80, hi = 0xBF; /* range of the second byte */
-        if (b < 0x80) {
-            i++;
-            continue;
-        } else if (b >= 0xC2 && b <= 0xDF) {
-            need = 1;
-        } else if (b >= 0xE0 && b <= 0xEF) {
-            need = 2;
-            lo = b == 0xE0 ? 0xA0 : 0x80;
-            hi = b == 0xED ? 0x9F : 0xBF;
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            need = 3;
-            lo = b == 0xF0 ? 0x90 : 0x80;
-            hi = b == 0xF4 ? 0x8F : 0xBF;
-        } else {
-            return false;
-        }
-        if (n - i <= need) return false;
-        for (size_t j = 1; j <= need; j++) {
-            if (s[i + j] < (j == 1 ? lo : 0x80) || s[i + j] > (j == 1 ? hi : 0xBF)) return false;
-        }
-        if (need == 2 && b == 0xE2 && s[i + 1] == 0x96 && s[i + 2] == 0x81) return false; /* U+2581 */
-        i += need + 1;
+        size_t ok;
+        const size_t len = hl_utf8_strict(s + i, n - i, &ok);
+        if (len == 0 || ok != len) return false;
+        if (len == 3 && s[i] == 0xE2 && s[i + 1] == 0x96 && s[i + 2] == 0x81) return false; /* U+2581 */
+        i += len;
     }
     return true;
 }
