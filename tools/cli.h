@@ -3,7 +3,9 @@
 #ifndef HEARTH_TOOLS_CLI_H
 #define HEARTH_TOOLS_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hearth.h"
@@ -34,6 +36,29 @@ double cli_now(void);
 /* Reads a whole file into a malloc'd, NUL-terminated buffer (*len without the
  * NUL); NULL after printing "hearth: cannot open WHAT 'PATH': ..." to stderr. */
 char *cli_read_file(const char *path, const char *what, size_t *len);
+
+/* Writes text to stdout and flushes it (streamed output). Returns 0, or 1
+ * after printing the error. */
+int cli_emit(const char *buf, size_t len);
+
+/* What cli_generate() samples with and where its text goes. */
+typedef struct cli_gen {
+    hearth_context *ctx;              /* holds the decoded prompt */
+    const hearth_model *model;
+    hearth_sampler *smpl;
+    hearth_detok *detok;
+    const volatile sig_atomic_t *stop; /* stop when it becomes nonzero (Ctrl-C), or NULL */
+    /* also called with each token's text (tok -1: the bytes the detokenizer
+     * held at the end), or NULL; returns 0 or an exit status */
+    int (*on_text)(void *user, int32_t tok, const char *text, size_t len);
+    void *user;
+} cli_gen;
+
+/* Samples up to `limit` tokens after the decoded prompt, streaming their
+ * text to stdout, until an end-of-generation token or *stop; every token but
+ * the limit-th is decoded so the next can be sampled. *n_gen gets the tokens
+ * generated. Returns 0, or the exit status after printing the error. */
+int cli_generate(const cli_gen *g, long limit, long *n_gen);
 
 /* Options of `hearth run` and `hearth chat` (cmd_run.c parses both). */
 typedef struct run_opts {

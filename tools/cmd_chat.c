@@ -74,14 +74,6 @@ oom:
     return 1;
 }
 
-static int emit(const char *buf, size_t len) {
-    if (len && (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0)) {
-        fprintf(stderr, "hearth: cannot write to stdout\n");
-        return 1;
-    }
-    return 0;
-}
-
 /* Brings the KV cache to the rendered conversation: keeps the common prefix,
  * decodes the rest (at least the last token, for fresh logits). */
 static int sync_cache(chat_state *s, size_t n_prompt) {
@@ -97,70 +89,55 @@ static int sync_cache(chat_state *s, size_t n_prompt) {
     return 0;
 }
 
+/* The answer being generated: its text, and its tokens into the cache. */
+typedef struct answer_text {
+    chat_state *s;
+    char *text;
+    size_t len, cap;
+} answer_text;
+
+static int on_text(void *user, int32_t tok, const char *piece, size_t len) {
+    answer_text *a = user;
+    if (a->len + len + 1 > a->cap) {
+        size_t cap = a->cap ? a->cap : 256;
+        while (a->len + len + 1 > cap) cap *= 2;
+        char *bigger = realloc(a->text, cap);
+        if (!bigger) return cli_fail("answer");
+        a->text = bigger;
+        a->cap = cap;
+    }
+    memcpy(a->text + a->len, piece, len);
+    a->len += len;
+    a->text[a->len] = '\0';
+    /* the last token may not have been decoded: the caller trims the cache
+     * to the context's n_past */
+    if (tok >= 0 && a->s->n_cache < hearth_context_n_ctx(a->s->ctx)) a->s->cache[a->s->n_cache++] = tok;
+    return 0;
+}
+
 /* One answer: samples until an end-of-generation token, n_predict tokens,
- * Ctrl-C or a full context, streaming the text; the text goes into *answer. */
+ * Ctrl-C or a full context, streaming the text; the text goes into *answer
+ * (malloc'd, NUL-terminated). */
 static int answer(chat_state *s, const run_opts *o, char **answer, size_t *answer_len, bool *ctx_full) {
-    uint32_t n_ctx = hearth_context_n_ctx(s->ctx);
-    size_t cap = 256, len = 0;
-    char *text = malloc(cap), piece[4096];
-    if (!text) return cli_fail("answer");
-    long n_gen = 0;
-    *ctx_full = false;
-    for (;;) {
-        int32_t tok = hearth_sampler_sample(s->smpl, hearth_get_logits(s->ctx));
-        if (hearth_token_is_eog(s->model, tok) || interrupted) break;
-        size_t plen;
-        if (hearth_detok_push(s->detok, tok, piece, sizeof piece, &plen) != HEARTH_OK) {
-            free(text);
-            return cli_fail("detokenize");
-        }
-        if (len + plen + 1 > cap) {
-            while (len + plen + 1 > cap) cap *= 2;
-            char *bigger = realloc(text, cap);
-            if (!bigger) {
-                free(text);
-                return cli_fail("answer");
-            }
-            text = bigger;
-        }
-        memcpy(text + len, piece, plen);
-        len += plen;
-        if (emit(piece, plen)) {
-            free(text);
-            return 1;
-        }
-        if (++n_gen == o->n_predict) break;
-        if (s->n_cache >= n_ctx) {
-            *ctx_full = true;
-            break;
-        }
-        if (hearth_decode(s->ctx, &tok, 1) != HEARTH_OK) {
-            free(text);
-            return cli_fail("generate");
-        }
-        s->cache[s->n_cache++] = tok;
+    /* room for the tokens the cache can still take, plus one sampled from the
+     * logits of the last that needs no decoding */
+    const long room = (long)(hearth_context_n_ctx(s->ctx) - s->n_cache) + 1;
+    const long limit = o->n_predict >= 0 && o->n_predict < room ? o->n_predict : room;
+    answer_text a = {.s = s};
+    const cli_gen g = {.ctx = s->ctx, .model = s->model, .smpl = s->smpl, .detok = s->detok,
+                       .stop = &interrupted, .on_text = on_text, .user = &a};
+    long n_gen;
+    /* the final flush always reaches on_text, so a.text is set on success */
+    int rc = cli_generate(&g, limit, &n_gen);
+    s->n_cache = hearth_context_n_past(s->ctx);
+    if (rc) {
+        free(a.text);
+        return rc;
     }
-    size_t plen;
-    if (hearth_detok_flush(s->detok, piece, sizeof piece, &plen) == HEARTH_OK && plen) {
-        if (len + plen + 1 > cap) {
-            char *bigger = realloc(text, len + plen + 1);
-            if (!bigger) {
-                free(text);
-                return cli_fail("answer");
-            }
-            text = bigger;
-        }
-        memcpy(text + len, piece, plen);
-        len += plen;
-        if (emit(piece, plen)) {
-            free(text);
-            return 1;
-        }
-    }
-    text[len] = '\0';
-    *answer = text;
-    *answer_len = len;
-    return emit("\n", 1);
+    *ctx_full = n_gen == room && n_gen != o->n_predict;
+    *answer = a.text;
+    *answer_len = a.len;
+    return cli_emit("\n", 1);
 }
 
 /* One turn: the user's line in, the answer out. Returns 0, or the exit

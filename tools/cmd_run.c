@@ -220,14 +220,6 @@ static int tokenize_prompt(run_state *s, const run_opts *o, const char *text, si
     return 0;
 }
 
-static int emit(const char *buf, size_t len) {
-    if (len && (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0)) {
-        fprintf(stderr, "hearth: cannot write to stdout\n");
-        return 1;
-    }
-    return 0;
-}
-
 static int generate(run_state *s, const run_opts *o, size_t n_prompt, long *n_gen, double *t_prompt, double *t_gen) {
     double t0 = cli_now();
     if (hearth_decode(s->ctx, s->tokens, (uint32_t)n_prompt) != HEARTH_OK) return cli_fail("prompt");
@@ -236,21 +228,10 @@ static int generate(run_state *s, const run_opts *o, size_t n_prompt, long *n_ge
     *t_prompt = t1 - t0;
     uint32_t room = hearth_context_n_ctx(s->ctx) - (uint32_t)n_prompt;
     long limit = o->n_predict < 0 || o->n_predict > (long)room ? (long)room : o->n_predict;
-    char piece[4096]; /* far above any vocabulary's longest piece; a bigger one is an error */
-    size_t len;
-    *n_gen = 0;
-    while (*n_gen < limit) {
-        int32_t tok = hearth_sampler_sample(s->smpl, hearth_get_logits(s->ctx));
-        if (hearth_token_is_eog(s->model, tok)) break;
-        (*n_gen)++;
-        if (hearth_detok_push(s->detok, tok, piece, sizeof piece, &len) != HEARTH_OK) return cli_fail("detokenize");
-        if (emit(piece, len)) return 1;
-        if (*n_gen < limit && hearth_decode(s->ctx, &tok, 1) != HEARTH_OK) return cli_fail("generate");
-    }
-    if (hearth_detok_flush(s->detok, piece, sizeof piece, &len) != HEARTH_OK) return cli_fail("detokenize");
-    if (emit(piece, len)) return 1;
+    const cli_gen g = {.ctx = s->ctx, .model = s->model, .smpl = s->smpl, .detok = s->detok};
+    int rc = cli_generate(&g, limit, n_gen);
     *t_gen = cli_now() - t1;
-    return 0;
+    return rc;
 }
 
 /* The prompt of --chat: the template over [system,] user. */

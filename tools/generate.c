@@ -1,0 +1,36 @@
+/* The token loop `hearth run` and `hearth chat` share: after a prompt has
+ * been decoded, sample from the last logits, stop at an end-of-generation
+ * token, stream each token's text to stdout as it comes, and decode the
+ * token so that the next one can be sampled. */
+#include <stdio.h>
+
+#include "cli.h"
+
+int cli_emit(const char *buf, size_t len) {
+    if (len && (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0)) {
+        fprintf(stderr, "hearth: cannot write to stdout\n");
+        return 1;
+    }
+    return 0;
+}
+
+static int emit(const cli_gen *g, int32_t tok, const char *text, size_t len) {
+    if (cli_emit(text, len)) return 1;
+    return g->on_text ? g->on_text(g->user, tok, text, len) : 0;
+}
+
+int cli_generate(const cli_gen *g, long limit, long *n_gen) {
+    char piece[4096]; /* far above any vocabulary's longest piece; a bigger one is an error */
+    size_t len;
+    *n_gen = 0;
+    while (*n_gen < limit && !(g->stop && *g->stop)) {
+        int32_t tok = hearth_sampler_sample(g->smpl, hearth_get_logits(g->ctx));
+        if (hearth_token_is_eog(g->model, tok)) break;
+        (*n_gen)++;
+        if (hearth_detok_push(g->detok, tok, piece, sizeof piece, &len) != HEARTH_OK) return cli_fail("detokenize");
+        if (emit(g, tok, piece, len)) return 1;
+        if (*n_gen < limit && hearth_decode(g->ctx, &tok, 1) != HEARTH_OK) return cli_fail("generate");
+    }
+    if (hearth_detok_flush(g->detok, piece, sizeof piece, &len) != HEARTH_OK) return cli_fail("detokenize");
+    return emit(g, -1, piece, len);
+}
