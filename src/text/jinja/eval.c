@@ -29,10 +29,6 @@ static jv undef_msg(hl_jinja_env *e, const char *fmt, const char *a, const char 
     return jv_undef(s ? s : "a value is undefined");
 }
 
-static hearth_status undefined_error(jv v, int line) {
-    return jfail(HEARTH_ERR_FORMAT, line, "%.*s", (int)v.u.s.n, v.u.s.p ? v.u.s.p : "");
-}
-
 static hearth_status oom(void) { return HEARTH_ERR_OUT_OF_MEMORY; }
 
 /* ------------------------------------------------------------- variables -- */
@@ -91,7 +87,7 @@ static hearth_status loop_attr(const jloop *l, const char *name, jv *out) {
 }
 
 hearth_status jget_attr(hl_jinja_env *e, jv obj, const char *name, int line, jv *out) {
-    if (obj.k == JV_UNDEF) return undefined_error(obj, line);
+    if (obj.k == JV_UNDEF) return jv_undefined_error(obj, line);
     if (obj.k == JV_DICT || obj.k == JV_NS) {
         jv *v = jdict_get_str(obj.u.d, name);
         *out = v ? *v : undef_msg(e, "'%s' has no attribute '%s'", obj.k == JV_NS ? "Namespace" : "dict object", name);
@@ -105,7 +101,7 @@ hearth_status jget_attr(hl_jinja_env *e, jv obj, const char *name, int line, jv 
 }
 
 hearth_status jget_item(hl_jinja_env *e, jv obj, jv key, int line, jv *out) {
-    if (obj.k == JV_UNDEF) return undefined_error(obj, line);
+    if (obj.k == JV_UNDEF) return jv_undefined_error(obj, line);
     if (obj.k == JV_DICT || obj.k == JV_NS) {
         jv *v = jdict_get(obj.u.d, key);
         if (v) {
@@ -153,7 +149,7 @@ static hearth_status eval_slice(hl_jinja_env *e, const jnode *n, jv *out) {
     HL_TRY(jeval(e, n->a, &obj));
     for (int i = 0; i < 3; i++)
         if (n->kids[i]) HL_TRY(jeval(e, n->kids[i], &parts[i]));
-    if (obj.k == JV_UNDEF) return undefined_error(obj, n->line);
+    if (obj.k == JV_UNDEF) return jv_undefined_error(obj, n->line);
     if (obj.k != JV_LIST && obj.k != JV_STR)
         return jfail(HEARTH_ERR_FORMAT, n->line, "'%s' object is not subscriptable with a slice", jv_type_name(obj));
     int64_t len = obj.k == JV_LIST ? (int64_t)obj.u.l->n : (int64_t)ju_len(obj.u.s.p, obj.u.s.n);
@@ -220,187 +216,6 @@ hearth_status jiterate(hl_jinja_env *e, jv v, int line, jlist **out) {
         return HEARTH_OK;
     default: return jfail(HEARTH_ERR_FORMAT, line, "'%s' object is not iterable", jv_type_name(v));
     }
-}
-
-/* ------------------------------------------------------------ arithmetic -- */
-
-static bool is_num(jv v) { return v.k == JV_INT || v.k == JV_FLOAT || v.k == JV_BOOL; }
-static double to_f(jv v) { return v.k == JV_FLOAT ? v.u.f : v.k == JV_INT ? (double)v.u.i : v.u.b; }
-static int64_t to_i(jv v) { return v.k == JV_INT ? v.u.i : v.k == JV_BOOL ? v.u.b : 0; }
-
-static hearth_status type_error(int line, int op, jv a, jv b) {
-    char opname[4] = {(char)op, 0, 0, 0};
-    if (op == 'D') strcpy(opname, "//");
-    if (op == 'P') strcpy(opname, "**");
-    return jfail(HEARTH_ERR_FORMAT, line, "unsupported operand types for %s: '%s' and '%s'", opname, jv_type_name(a),
-                 jv_type_name(b));
-}
-
-static hearth_status overflow(int line) {
-    return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'integer beyond 64 bits'");
-}
-
-/* s * n (string or list repetition). */
-static hearth_status repeat(hl_jinja_env *e, jv s, int64_t n, int line, jv *out) {
-    if (n < 0) n = 0;
-    size_t unit = s.k == JV_STR ? s.u.s.n : s.u.l->n * sizeof(jv);
-    if (unit && (uint64_t)n > e->lim.max_output / unit)
-        return jfail(HEARTH_ERR_FORMAT, line, "repetition result exceeds %zu MiB", e->lim.max_output >> 20);
-    if (s.k == JV_STR) {
-        char *p = ja_alloc(&e->arena, unit * (size_t)n + 1);
-        if (!p) return oom();
-        for (int64_t i = 0; i < n; i++) memcpy(p + unit * (size_t)i, s.u.s.p, unit);
-        *out = jv_strv(p, unit * (size_t)n);
-        return HEARTH_OK;
-    }
-    if (!hl_jv_list(e, out)) return oom();
-    for (int64_t i = 0; i < n; i++)
-        for (size_t k = 0; k < s.u.l->n; k++)
-            if (!hl_jv_list_push(e, *out, s.u.l->v[k])) return oom();
-    return HEARTH_OK;
-}
-
-static hearth_status concat(hl_jinja_env *e, jv a, jv b, jv *out) {
-    if (a.k == JV_STR) {
-        char *p = ja_alloc(&e->arena, a.u.s.n + b.u.s.n + 1);
-        if (!p) return oom();
-        if (a.u.s.n) memcpy(p, a.u.s.p, a.u.s.n);
-        if (b.u.s.n) memcpy(p + a.u.s.n, b.u.s.p, b.u.s.n);
-        *out = jv_strv(p, a.u.s.n + b.u.s.n);
-        return HEARTH_OK;
-    }
-    if (!hl_jv_list(e, out)) return oom();
-    out->u.l->tuple = a.u.l->tuple;
-    for (size_t i = 0; i < a.u.l->n; i++)
-        if (!hl_jv_list_push(e, *out, a.u.l->v[i])) return oom();
-    for (size_t i = 0; i < b.u.l->n; i++)
-        if (!hl_jv_list_push(e, *out, b.u.l->v[i])) return oom();
-    return HEARTH_OK;
-}
-
-static hearth_status arith(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out) {
-    if (a.k == JV_UNDEF) return undefined_error(a, line);
-    if (b.k == JV_UNDEF) return undefined_error(b, line);
-    if (op == '+' && ((a.k == JV_STR && b.k == JV_STR) ||
-                      (a.k == JV_LIST && b.k == JV_LIST && a.u.l->tuple == b.u.l->tuple)))
-        return concat(e, a, b, out);
-    if (op == '*' && (a.k == JV_STR || a.k == JV_LIST) && (b.k == JV_INT || b.k == JV_BOOL))
-        return repeat(e, a, to_i(b), line, out);
-    if (op == '*' && (b.k == JV_STR || b.k == JV_LIST) && (a.k == JV_INT || a.k == JV_BOOL))
-        return repeat(e, b, to_i(a), line, out);
-    if (op == '%' && a.k == JV_STR)
-        return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'string formatting with %%'");
-    if (!is_num(a) || !is_num(b)) return type_error(line, op, a, b);
-    bool ints = a.k != JV_FLOAT && b.k != JV_FLOAT;
-    int64_t x = to_i(a), y = to_i(b), r;
-    double fx = to_f(a), fy = to_f(b);
-    switch (op) {
-    case '+':
-        if (!ints) break;
-        if (__builtin_add_overflow(x, y, &r)) return overflow(line);
-        *out = hl_jv_int(r);
-        return HEARTH_OK;
-    case '-':
-        if (!ints) break;
-        if (__builtin_sub_overflow(x, y, &r)) return overflow(line);
-        *out = hl_jv_int(r);
-        return HEARTH_OK;
-    case '*':
-        if (!ints) break;
-        if (__builtin_mul_overflow(x, y, &r)) return overflow(line);
-        *out = hl_jv_int(r);
-        return HEARTH_OK;
-    case '/':
-        if (fy == 0.0) return jfail(HEARTH_ERR_FORMAT, line, "division by zero");
-        *out = hl_jv_float(fx / fy);
-        return HEARTH_OK;
-    case 'D':
-    case '%':
-        if (ints) {
-            if (y == 0) return jfail(HEARTH_ERR_FORMAT, line, "integer division or modulo by zero");
-            if (x == INT64_MIN && y == -1) return overflow(line);
-            int64_t q = x / y, m = x % y;
-            if (m != 0 && ((m < 0) != (y < 0))) {
-                q--;
-                m += y;
-            }
-            *out = hl_jv_int(op == 'D' ? q : m);
-            return HEARTH_OK;
-        }
-        if (fy == 0.0) return jfail(HEARTH_ERR_FORMAT, line, "float division or modulo by zero");
-        if (op == 'D') {
-            *out = hl_jv_float(floor(fx / fy));
-        } else {
-            double m = fmod(fx, fy);
-            if (m != 0.0 && ((m < 0) != (fy < 0))) m += fy;
-            *out = hl_jv_float(m);
-        }
-        return HEARTH_OK;
-    case 'P':
-        if (ints && y >= 0) {
-            int64_t acc = 1, base = x;
-            if (x == 0 || x == 1) acc = y == 0 ? 1 : x;
-            else if (x == -1) acc = y % 2 ? -1 : 1;
-            else /* |x| >= 2: overflows within 63 squarings */
-                for (int64_t k = y; k > 0; k >>= 1) {
-                    if ((k & 1) && __builtin_mul_overflow(acc, base, &acc)) return overflow(line);
-                    if (k > 1 && __builtin_mul_overflow(base, base, &base)) return overflow(line);
-                }
-            *out = hl_jv_int(acc);
-            return HEARTH_OK;
-        }
-        if (fx == 0.0 && fy < 0) return jfail(HEARTH_ERR_FORMAT, line, "0.0 cannot be raised to a negative power");
-        *out = hl_jv_float(pow(fx, fy));
-        return HEARTH_OK;
-    }
-    switch (op) {
-    case '+': *out = hl_jv_float(fx + fy); return HEARTH_OK;
-    case '-': *out = hl_jv_float(fx - fy); return HEARTH_OK;
-    case '*': *out = hl_jv_float(fx * fy); return HEARTH_OK;
-    }
-    return type_error(line, op, a, b);
-}
-
-/* `a in b` as Python: substring, list item, dict key. */
-static hearth_status contains(jv item, jv seq, int line, bool *out) {
-    if (seq.k == JV_STR) {
-        if (item.k != JV_STR)
-            return jfail(HEARTH_ERR_FORMAT, line, "'in <string>' requires string as left operand, not %s", jv_type_name(item));
-        *out = false;
-        if (item.u.s.n == 0) *out = true;
-        for (size_t i = 0; !*out && i + item.u.s.n <= seq.u.s.n; i++)
-            *out = !memcmp(seq.u.s.p + i, item.u.s.p, item.u.s.n);
-        return HEARTH_OK;
-    }
-    if (seq.k == JV_LIST) {
-        *out = false;
-        for (size_t i = 0; i < seq.u.l->n && !*out; i++) *out = jv_equal(seq.u.l->v[i], item);
-        return HEARTH_OK;
-    }
-    if (seq.k == JV_DICT || seq.k == JV_NS) {
-        *out = jdict_get(seq.u.d, item) != NULL;
-        return HEARTH_OK;
-    }
-    if (seq.k == JV_UNDEF) {
-        *out = false;
-        return HEARTH_OK;
-    }
-    return jfail(HEARTH_ERR_FORMAT, line, "argument of type '%s' is not iterable", jv_type_name(seq));
-}
-
-static hearth_status compare(int op, jv a, jv b, int line, bool *out) {
-    int cmp;
-    switch (op) {
-    case 'e': *out = jv_equal(a, b); return HEARTH_OK;
-    case 'n': *out = !jv_equal(a, b); return HEARTH_OK;
-    case 'i': return contains(a, b, line, out);
-    case 'I': HL_TRY(contains(a, b, line, out)); *out = !*out; return HEARTH_OK;
-    }
-    if (a.k == JV_UNDEF) return undefined_error(a, line);
-    if (b.k == JV_UNDEF) return undefined_error(b, line);
-    HL_TRY(jv_compare(a, b, line, &cmp));
-    *out = op == '<' ? cmp < 0 : op == 'l' ? cmp <= 0 : op == '>' ? cmp > 0 : cmp >= 0;
-    return HEARTH_OK;
 }
 
 /* ------------------------------------------------------------------ calls -- */
@@ -484,7 +299,7 @@ hearth_status jcall_value(hl_jinja_env *e, jv fn, jv *args, size_t n_args, const
         return HEARTH_OK;
     }
     if (fn.k == JV_BUILTIN) return jbuiltin_call(e, fn.aux, args, n_args, kw_names, kw_vals, n_kw, line, out);
-    if (fn.k == JV_UNDEF) return undefined_error(fn, line);
+    if (fn.k == JV_UNDEF) return jv_undefined_error(fn, line);
     return jfail(HEARTH_ERR_FORMAT, line, "'%s' object is not callable", jv_type_name(fn));
 }
 
@@ -494,7 +309,7 @@ static hearth_status eval_call(hl_jinja_env *e, const jnode *n, jv *out) {
     if (callee->kind == N_ATTR) {
         jv obj;
         HL_TRY(jeval(e, callee->a, &obj));
-        if (obj.k == JV_UNDEF) return undefined_error(obj, n->line);
+        if (obj.k == JV_UNDEF) return jv_undefined_error(obj, n->line);
         HL_TRY(eval_args(e, n, &a));
         bool found;
         HL_TRY(jmethod_call(e, obj, callee->name, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, &found, out));
@@ -583,13 +398,7 @@ static hearth_status eval_inner(hl_jinja_env *e, const jnode *n, jv *out) {
             *out = hl_jv_bool(!jv_truthy(v));
             return HEARTH_OK;
         }
-        if (v.k == JV_UNDEF) return undefined_error(v, n->line);
-        if (!is_num(v)) return jfail(HEARTH_ERR_FORMAT, n->line, "bad operand type for unary %c: '%s'", n->op, jv_type_name(v));
-        if (n->op == '+') *out = v.k == JV_BOOL ? hl_jv_int(v.u.b) : v;
-        else if (v.k == JV_FLOAT) *out = hl_jv_float(-v.u.f);
-        else if (to_i(v) == INT64_MIN) return overflow(n->line);
-        else *out = hl_jv_int(-to_i(v));
-        return HEARTH_OK;
+        return jop_unary(n->op, v, n->line, out);
     }
     case N_BINARY: {
         jv a, b;
@@ -602,13 +411,7 @@ static hearth_status eval_inner(hl_jinja_env *e, const jnode *n, jv *out) {
             return jeval(e, n->b, out);
         }
         HL_TRY(jeval(e, n->b, &b));
-        if (n->op == '~') {
-            jv sa, sb;
-            HL_TRY(jv_to_str(e, a, &sa));
-            HL_TRY(jv_to_str(e, b, &sb));
-            return concat(e, sa, sb, out);
-        }
-        return arith(e, n->op, a, b, n->line, out);
+        return jop_binary(e, n->op, a, b, n->line, out);
     }
     case N_COMPARE: {
         jv lhs;
@@ -617,7 +420,7 @@ static hearth_status eval_inner(hl_jinja_env *e, const jnode *n, jv *out) {
         for (size_t i = 0; i < n->n_kids && r; i++) {
             jv rhs;
             HL_TRY(jeval(e, n->kids[i], &rhs));
-            HL_TRY(compare(n->ops[i], lhs, rhs, n->line, &r));
+            HL_TRY(jop_compare(n->ops[i], lhs, rhs, n->line, &r));
             lhs = rhs;
         }
         *out = hl_jv_bool(r);

@@ -156,6 +156,8 @@ hearth_status jfail(hearth_status st, int line, const char *fmt, ...) HL_PRINTF(
 /* ---------------------------------------------------------------- values -- */
 
 jv jv_undef(const char *what);
+/* Fails with the message an undefined value v carries (jinja2's wording). */
+hearth_status jv_undefined_error(jv v, int line);
 jv jv_strv(const char *p, size_t n); /* no copy */
 bool jv_truthy(jv v);
 bool jv_equal(jv a, jv b);
@@ -188,6 +190,14 @@ size_t ju_space_before(const char *p, size_t n); /* width of whitespace ending a
 /* ------------------------------------------------------------ evaluation -- */
 
 hearth_status jeval(hl_jinja_env *e, const jnode *n, jv *out);
+
+/* operators.c: op is the parser's code: unary '+' '-'; binary '+' '-' '*' '/'
+ * 'D' (//) '%' 'P' (**) '~'; comparisons 'e' (==) 'n' (!=) '<' 'l' (<=) '>'
+ * 'g' (>=) 'i' (in) 'I' (not in). A value a string or list result needs is
+ * allocated in e's arena. */
+hearth_status jop_unary(int op, jv v, int line, jv *out);
+hearth_status jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out);
+hearth_status jop_compare(int op, jv a, jv b, int line, bool *out);
 /* obj.name and obj[key] with jinja2's lookup rules (undefined when absent). */
 hearth_status jget_attr(hl_jinja_env *e, jv obj, const char *name, int line, jv *out);
 hearth_status jget_item(hl_jinja_env *e, jv obj, jv key, int line, jv *out);

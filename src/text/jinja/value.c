@@ -80,6 +80,10 @@ jv hl_jv_float(double f) { return (jv){.k = JV_FLOAT, .u.f = f}; }
 jv jv_strv(const char *p, size_t n) { return (jv){.k = JV_STR, .u.s = {p, n}}; }
 jv jv_undef(const char *what) { return (jv){.k = JV_UNDEF, .u.s = {what, what ? strlen(what) : 0}}; }
 
+hearth_status jv_undefined_error(jv v, int line) {
+    return jfail(HEARTH_ERR_FORMAT, line, "%.*s", (int)v.u.s.n, v.u.s.p ? v.u.s.p : "");
+}
+
 bool hl_jv_str(hl_jinja_env *env, const char *p, size_t n, jv *out) {
     char *s = ja_strdup(&env->arena, p, n);
     if (!s) return false;
