@@ -14,15 +14,12 @@ path over the F16 cache with masked positions at -inf.
 Usage: python3 tests/reference/arch/make_arch_reference.py
 (needs llama-cpp-python==0.3.36; writes arch_reference.json next to this script)
 """
-import json
 import sys
 from pathlib import Path
 
-from llama_cpp import __version__ as llama_cpp_version
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tiny"))
 from make_arch_models import MODELS, SEED  # noqa: E402
-from make_tiny_reference import reference  # noqa: E402
+from make_tiny_reference import write_references  # noqa: E402
 
 N_CTX = 128
 N_TOKENS = 90
@@ -30,20 +27,6 @@ SINGLE_AT = [1, 21, 64, 90]
 CHUNKS = [40, 50]  # sums to N_TOKENS
 
 
-def main():
-    here = Path(__file__).resolve().parent
-    models = []
-    for i, spec in enumerate(MODELS):
-        path = here / f"{spec['name']}.gguf"
-        ref = reference(path, SEED + 1000 + i, N_CTX, N_TOKENS, SINGLE_AT, CHUNKS)
-        models.append({"file": f"reference/arch/{path.name}", "arch": spec["arch"], "type": spec["type"], **ref})
-        print(f"{path.name}: {len(ref['records'])} logit records")
-    out = here / "arch_reference.json"
-    doc = {"generator": f"llama-cpp-python {llama_cpp_version}, {Path(__file__).name}",
-           "n_ctx": N_CTX, "chunks": CHUNKS, "models": models}
-    out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
-    print(f"wrote {out} ({out.stat().st_size} bytes)")
-
-
 if __name__ == "__main__":
-    main()
+    write_references(MODELS, SEED, __file__, "arch_reference.json",
+                     lambda spec: {"arch": spec["arch"], "type": spec["type"]}, N_CTX, N_TOKENS, SINGLE_AT, CHUNKS)

@@ -125,7 +125,14 @@ def vocabulary():
     return tokens, types, [f"{a} {b}" for a, b in merges], eot
 
 
-def write_model(spec, out_dir, rng):
+FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "BF16": 32}
+
+
+def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
+    """Writes the model `spec` describes (MODELS here, or make_arch_models.py's:
+    arch, sliding_window, swa_pattern, freq_base_swa, rope_freqs (the
+    frequency factors), bias, qk_norm and post_norms are optional) to
+    OUT_DIR/NAME.gguf with weights drawn from rng; returns the path."""
     tokens, types, merges, eot = vocabulary()
     n_vocab = len(tokens)
     n_embd, n_head, n_head_kv, n_ff = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["n_ff"]
@@ -134,9 +141,9 @@ def write_model(spec, out_dir, rng):
     qtype = gguf.GGMLQuantizationType[spec["type"]]
 
     path = out_dir / f"{spec['name']}.gguf"
-    w = gguf.GGUFWriter(str(path), "llama")
+    w = gguf.GGUFWriter(str(path), spec.get("arch", "llama"))
     w.add_name(spec["name"])
-    w.add_description(f"random weights for hearth's tests ({Path(__file__).name}, seed {SEED})")
+    w.add_description(f"random weights for hearth's tests ({script}, seed {seed})")
     w.add_context_length(N_CTX_TRAIN)
     w.add_embedding_length(n_embd)
     w.add_block_count(spec["n_layer"])
@@ -153,11 +160,17 @@ def write_model(spec, out_dir, rng):
         kind, factor = spec["rope_scaling"]
         w.add_rope_scaling_type(gguf.RopeScalingType(kind))
         w.add_rope_scaling_factor(factor)
+    if "sliding_window" in spec:
+        w.add_sliding_window(spec["sliding_window"])
+    if "swa_pattern" in spec:
+        w.add_sliding_window_pattern(spec["swa_pattern"])
+    if "freq_base_swa" in spec:
+        w.add_rope_freq_base_swa(spec["freq_base_swa"])
     w.add_vocab_size(n_vocab)
-    w.add_file_type({"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "BF16": 32}[spec["type"]])
+    w.add_file_type(FILE_TYPE[spec["type"]])
 
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre(spec["pre"])
+    w.add_tokenizer_pre(spec.get("pre", "gpt-2"))
     w.add_token_list(tokens)
     w.add_token_types([int(t) for t in types])
     w.add_token_merges(merges)
@@ -174,25 +187,38 @@ def write_model(spec, out_dir, rng):
         else:
             w.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
 
-    def norm(name, n):
-        w.add_tensor(name, (1.0 + rng.normal(0.0, 0.1, size=n)).astype(np.float32))
+    def vector(name, n, mean, sigma):
+        w.add_tensor(name, (mean + rng.normal(0.0, sigma, size=n)).astype(np.float32))
 
     # embeddings of rms 0.4 rather than ~0.02 as trained models have: with a
     # tiny residual stream, rms_norm would amplify every rounding difference
     # (F16 / 8-bit activations, F16 KV cache) tenfold and the comparison
     # would measure chaos rather than arithmetic
     weight("token_embd.weight", n_vocab, n_embd, 0.4)
+    if "rope_freqs" in spec:
+        w.add_tensor("rope_freqs.weight", spec["rope_freqs"])
     for il in range(spec["n_layer"]):
-        norm(f"blk.{il}.attn_norm.weight", n_embd)
+        vector(f"blk.{il}.attn_norm.weight", n_embd, 1.0, 0.1)
         weight(f"blk.{il}.attn_q.weight", q_dim, n_embd, 1.2 / np.sqrt(n_embd))
         weight(f"blk.{il}.attn_k.weight", kv_dim, n_embd, 1.2 / np.sqrt(n_embd))
         weight(f"blk.{il}.attn_v.weight", kv_dim, n_embd, 1.0 / np.sqrt(n_embd))
+        if spec.get("bias"):
+            vector(f"blk.{il}.attn_q.bias", q_dim, 0.0, 0.3)
+            vector(f"blk.{il}.attn_k.bias", kv_dim, 0.0, 0.3)
+            vector(f"blk.{il}.attn_v.bias", kv_dim, 0.0, 0.3)
+        if spec.get("qk_norm"):
+            vector(f"blk.{il}.attn_q_norm.weight", head_dim, 1.0, 0.2)
+            vector(f"blk.{il}.attn_k_norm.weight", head_dim, 1.0, 0.2)
         weight(f"blk.{il}.attn_output.weight", n_embd, q_dim, 0.5 / np.sqrt(q_dim))
-        norm(f"blk.{il}.ffn_norm.weight", n_embd)
+        if spec.get("post_norms"):
+            vector(f"blk.{il}.post_attention_norm.weight", n_embd, 1.0, 0.1)
+        vector(f"blk.{il}.ffn_norm.weight", n_embd, 1.0, 0.1)
         weight(f"blk.{il}.ffn_gate.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd))
         weight(f"blk.{il}.ffn_up.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd))
         weight(f"blk.{il}.ffn_down.weight", n_embd, n_ff, 0.5 / np.sqrt(n_ff))
-    norm("output_norm.weight", n_embd)
+        if spec.get("post_norms"):
+            vector(f"blk.{il}.post_ffw_norm.weight", n_embd, 1.0, 0.1)
+    vector("output_norm.weight", n_embd, 1.0, 0.1)
     if not spec["tied"]:
         weight("output.weight", n_vocab, n_embd, 1.5 / np.sqrt(n_embd))
 
@@ -203,14 +229,16 @@ def write_model(spec, out_dir, rng):
     return path
 
 
-def main():
-    out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent
+def write_all(models, seed, script, prepare=lambda spec: spec):
+    """The scripts' main: each model of `models` (through `prepare`) into
+    argv[1] or the script's folder, model i drawn from seed + i."""
+    out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(script).resolve().parent
     out_dir.mkdir(parents=True, exist_ok=True)
-    for i, spec in enumerate(MODELS):
-        rng = np.random.default_rng(SEED + i)
-        path = write_model(spec, out_dir, rng)
+    for i, spec in enumerate(models):
+        rng = np.random.default_rng(seed + i)
+        path = write_model(prepare(spec), out_dir, rng, Path(script).name, seed)
         print(f"wrote {path} ({path.stat().st_size} bytes)")
 
 
 if __name__ == "__main__":
-    main()
+    write_all(MODELS, SEED, __file__)
