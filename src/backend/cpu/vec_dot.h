@@ -180,8 +180,10 @@ const hl_cpu_type_ops *hl_cpu_ops_avx512_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
 
-/* Puts the AVX-512 K-quant kernels (vec_dot_k_avx512.c) into a copy of an
- * AVX2 entry, or of its batch entry. */
+/* Put the AVX-512 K-quant kernels (vec_dot_k_avx512.c: Q4_K, Q6_K;
+ * vec_dot_k2_avx512.c: Q2_K, Q3_K, Q5_K) into a copy of an AVX2 entry, or
+ * of its batch entry. */
 void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch);
+void hl_cpu_ops_avx512_k2_patch(hl_cpu_type_ops *ops, bool batch);
 
 #endif
