@@ -370,15 +370,13 @@ static PK_INLINE void pk_panel_t(uint32_t type, pk_order order, int n_tok, int64
         for (int t = 0; t < n_tok; t++) isum[t] = imin[t] = _mm512_setzero_si512();
         for (int j = 0; j < n_sub; j++) {
             __m512i s[4];
-            for (int t = 0; t < n_tok; t++) {
-                s[t] = type == GGML_TYPE_Q2_K ? isum[t] : _mm512_set1_epi32(-bias * a[t]->bsums[j]);
-            }
+            for (int t = 0; t < n_tok; t++) s[t] = _mm512_set1_epi32(-bias * a[t]->bsums[j]);
             for (int k = 0; k < vecs; k++) {
                 const __m512i u = _mm512_loadu_si512(p + 64 * (vecs * j + k));
                 for (int t = 0; t < n_tok; t++) s[t] = _mm512_dpbusd_epi32(s[t], u, bcast32(a[t]->qs + 4 * (vecs * j + k)));
             }
             if (type == GGML_TYPE_Q2_K) { /* the scales are in the quants */
-                for (int t = 0; t < n_tok; t++) isum[t] = s[t];
+                for (int t = 0; t < n_tok; t++) isum[t] = _mm512_add_epi32(isum[t], s[t]);
             } else {
                 const __m512i sc = _mm512_loadu_si512(p + PK_SCALES + 64 * j);
                 for (int t = 0; t < n_tok; t++) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], sc));

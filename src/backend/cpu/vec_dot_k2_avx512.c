@@ -30,27 +30,31 @@
 static ALWAYS_INLINE void g_rows(uint32_t type, int n_rows, int64_t n, float *out, const void *w, size_t w_stride,
                                  const block_q8_K *a) {
     __m256 acc[4];
-    __m128 summs[4]; /* lane 0 */
-    for (int r = 0; r < n_rows; r++) acc[r] = _mm256_setzero_ps(), summs[r] = _mm_setzero_ps();
+    __m128 summs = _mm_setzero_ps(); /* lane r: row r */
+    for (int r = 0; r < n_rows; r++) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / HL_QK_K; b++) {
         kd_act x;
         kd_act_load(type, &a[b], &x);
+        __m256i imin[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+        float dmin[4] = {0};
         for (int r = 0; r < n_rows; r++) {
             const void *blk = kd_block(type, (const uint8_t *)w + (size_t)r * w_stride, b);
-            __m256i imin = _mm256_setzero_si256();
-            const __m256i sumi = kd_sumi(type, blk, &x, &imin);
-            float d, dmin;
-            kd_d(type, blk, &d, &dmin);
-            if (type == GGML_TYPE_Q5_K) {
-                const float m = (float)_mm512_reduce_add_epi32(_mm512_zextsi256_si512(imin));
-                summs[r] = _mm_fmadd_ss(_mm_set_ss(-a[b].d * dmin), _mm_set_ss(m), summs[r]);
-            }
+            const __m256i sumi = kd_sumi(type, blk, &x, &imin[r]);
+            float d;
+            kd_d(type, blk, &d, &dmin[r]);
             acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[b].d * d), _mm256_cvtepi32_ps(sumi), acc[r]);
+            dmin[r] *= -a[b].d;
+        }
+        if (type == GGML_TYPE_Q5_K) {
+            const __m128i m = hsum4_epi32(imin[0], imin[1], imin[2], imin[3]);
+            summs = _mm_fmadd_ps(_mm_loadu_ps(dmin), _mm_cvtepi32_ps(m), summs);
         }
     }
+    float sm[4];
+    _mm_storeu_ps(sm, summs);
     for (int r = 0; r < n_rows; r++) {
         const float sum = hsum8_ggml(acc[r]);
-        out[r] = type == GGML_TYPE_Q5_K ? sum + _mm_cvtss_f32(summs[r]) : sum;
+        out[r] = type == GGML_TYPE_Q5_K ? sum + sm[r] : sum;
     }
 }
 
