@@ -130,8 +130,9 @@ static PK_INLINE __m512i kd_bytes2(int lo, int hi) {
 
 /* One super-block of a Q2_K .. Q5_K row with a token's activations: the
  * sums of scale * q * a in ggml's 8-lane layout (file comment), and in
- * *imin lanes that add up to sum(m * bsums) (Q2_K, Q4_K, Q5_K). Q3_K's q is
- * its unsigned u = q + 4 less the bias, in int16. */
+ * *imin lanes that add up to sum(m * bsums) (Q2_K, Q4_K, Q5_K). Q3_K's
+ * quant low - 4 * !hbit goes in as u = low + 4 * hbit (0..7), and 4 * a comes
+ * off the int16 pair sums (kd_act.a4), which stay exact. */
 static PK_INLINE __m256i kd_sumi(uint32_t type, const void *blk, const kd_act *x, __m256i *imin) {
     __m512i sumi = _mm512_setzero_si512();
     if (type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K) {
@@ -233,15 +234,15 @@ static PK_INLINE void kd_repacked_4r(uint32_t type, int64_t n, float s[4], const
 
 /* ------------------------------------------------------------- packing -- */
 
-/* One super-block of one row: the quants of chunk c (elements 32c ..
- * 32c + 31) as the panel's bytes u into chunk[c], the scales and mins of its
- * sub-blocks, d and dmin. */
+/* The scales and mins of the sub-blocks of one super-block of a row, d and dmin. */
 typedef struct pk_row {
     int32_t sc[16];
     int16_t m[16];
     float d, dmin;
 } pk_row;
 
+/* One super-block of a row: the quants of chunk c (elements 32c .. 32c + 31)
+ * as the panel's bytes u into chunk[c], the rest into *row. */
 static PK_INLINE void pk_unpack(uint32_t type, const void *blk, __m256i chunk[8], pk_row *row) {
     const __m256i m2 = _mm256_set1_epi8(0x03), m4 = _mm256_set1_epi8(0x0f);
     if (type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K) { /* 2 bits: bits 2 (c % 4) of qs[32 (c / 4) + b] */
