@@ -8,8 +8,9 @@
  *   batch kernels (hl_cpu_type_ops.batch), against the scalar kernel, and
  *   the tiles against the 1x1 kernel bit for bit; for Q2_K and Q4_K against
  *   the float order of llama.cpp's repacked gemv (1x1, 4r) and gemm (4c)
- *   kernels, and for the batch kernels against that of its tiled kernels,
- *   each written out plainly;
+ *   kernels, for Q3_K, Q5_K and Q6_K against that of ggml's vec_dot, and
+ *   for the batch kernels against that of its tiled kernels, each written
+ *   out plainly;
  * - llama.cpp's own results (reference/quant/vec_dot_k_fixtures.bin, written
  *   by make_vec_dot_k_fixtures.py): its activation bytes, and its matrix
  *   products bit for bit from every SIMD level. */
@@ -274,6 +275,44 @@ static float tiled_dot(uint32_t type, int64_t n, const uint8_t *row, const block
     return acc;
 }
 
+/* A Q3_K/Q5_K/Q6_K dot product in the float order of ggml's AVX2
+ * ggml_vec_dot_q*_K_q8_K (arch/x86/quants.c), which llama.cpp runs for
+ * fewer than 8 tokens: per super-block eight exact int32 lanes, lane m
+ * holding sum(sc * q * a) over elements 32c + 4m .. 32c + 4m + 3 of every
+ * chunk c of 32 (Q6_K: its stored q, with the -32 put in as -32 * (sc_2m *
+ * bsums_2m + sc_2m+1 * bsums_2m+1) on lane m); acc[m] = fma(d_a * d,
+ * float(lane m), acc[m]); Q5_K's mins go into summs = fma(-d_a * dmin,
+ * float(sum(m * a)), summs); the result is hsum_float_8(acc) (+ summs). */
+static float ggml_dot(uint32_t type, int64_t n, const uint8_t *row, const block_q8_K *a) {
+    const size_t size = ggml_type_get(type)->type_size;
+    float acc[8] = {0}, summs = 0.0f;
+    for (int64_t b = 0; b < n / HL_QK_K; b++) {
+        const uint8_t *blk = row + (size_t)b * size;
+        int d_at, m_at;
+        block_fields(type, &d_at, &m_at);
+        hl_half dh, dminh = 0;
+        memcpy(&dh, blk + d_at, 2);
+        if (m_at >= 0) memcpy(&dminh, blk + m_at, 2);
+        int32_t lane[8] = {0}, imin = 0;
+        for (int e = 0; e < HL_QK_K; e++) {
+            int sc, m, q;
+            tiled_element(type, blk, e, &sc, &m, &q);
+            if (type == GGML_TYPE_Q6_K) q += 32;
+            lane[(e % 32) / 4] += sc * q * a[b].qs[e];
+            imin += m * a[b].qs[e];
+        }
+        if (type == GGML_TYPE_Q6_K) {
+            const int8_t *sc = ((const block_q6_K *)blk)->scales;
+            for (int m = 0; m < 8; m++) lane[m] -= 32 * (sc[2 * m] * a[b].bsums[2 * m] + sc[2 * m + 1] * a[b].bsums[2 * m + 1]);
+        }
+        const float d = a[b].d * hl_fp16_to_fp32(dh);
+        for (int m = 0; m < 8; m++) acc[m] = fmaf(d, (float)lane[m], acc[m]);
+        if (m_at >= 0) summs = fmaf(-a[b].d * hl_fp16_to_fp32(dminh), (float)imin, summs);
+    }
+    const float sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    return type == GGML_TYPE_Q5_K ? sum + summs : sum;
+}
+
 static bool is_repacked(uint32_t type) {
     return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q4_K;
 }
@@ -397,6 +436,7 @@ static void check_level(const hl_cpu_type_ops *ops, hl_cpu_level lv, uint32_t ty
         const block_q8_K *a = (const block_q8_K *)bf->a[k];
         if (rp) check_same("vec_dot (gemv order)", lv, type, n, s[k], repacked_dot(type, n, bf->w[k], a, HL_QK_K));
         if (batch) check_same("batch vec_dot (tiled order)", lv, type, n, s[k], tiled_dot(type, n, bf->w[k], a));
+        else if (is_k(type) && !rp) check_same("vec_dot (ggml order)", lv, type, n, s[k], ggml_dot(type, n, bf->w[k], a));
     }
     if (ops->vec_dot_4r) { /* weight rows 0..3 with activation row 1 */
         ops->vec_dot_4r(n, s, bf->w, sizeof bf->w[0], bf->a[1]);

@@ -6,7 +6,8 @@
  * Q8_1; the K-quants Q2_K .. Q6_K -> Q8_K; F16 -> F16, BF16 -> BF16, F32 ->
  * F32); the dot product then runs on integers block by block and applies the
  * scales per block. BF16 keeps BF16 activations, as ggml does, so that
- * results track llama.cpp's. The K-quant kernels live in vec_dot_k*.c.
+ * results track llama.cpp's. The K-quant kernels live in vec_dot_k*.c
+ * (the generic AVX-512 parts in k_avx512.h).
  *
  * Kernels exist per level (cpu_features.h): the scalar ones are the oracle;
  * the SIMD ones are tested against them. Every level's act_from_float writes
@@ -180,8 +181,10 @@ const hl_cpu_type_ops *hl_cpu_ops_avx512_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
 
-/* Puts the AVX-512 K-quant kernels (vec_dot_k_avx512.c) into a copy of an
- * AVX2 entry, or of its batch entry. */
+/* Put the AVX-512 K-quant kernels (vec_dot_k_avx512.c: Q4_K, Q6_K;
+ * vec_dot_k2_avx512.c: Q2_K, Q3_K, Q5_K) into a copy of an AVX2 entry, or
+ * of its batch entry. */
 void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch);
+void hl_cpu_ops_avx512_k2_patch(hl_cpu_type_ops *ops, bool batch);
 
 #endif

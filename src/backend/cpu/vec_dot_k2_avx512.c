@@ -1,0 +1,137 @@
+/* AVX-512 VNNI kernels for Q2_K, Q3_K and Q5_K weights against Q8_K
+ * activations: decode and panels, put into the AVX-512 table by
+ * vec_dot_avx512.c (the generic parts are in k_avx512.h). Compiled with
+ * -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only after
+ * hl_cpu_level_best() says the CPU has them. Each keeps the float order of
+ * the AVX2 kernel it replaces (vec_dot_k_avx2.c), which is llama.cpp's:
+ * - Q2_K: llama.cpp's repacked q2_K_8x8 kernels; decode in gemv's order
+ *   (vec_dot_4r), panels in gemv's (fewer than 4 tokens) and gemm's (4);
+ * - Q3_K, Q5_K decode: ggml_vec_dot_q3_K/q5_K_q8_K's AVX2 order, ggml's
+ *   8-lane layout (k_avx512.h) added into one 8-lane accumulator per
+ *   output with one FMA per super-block, summed in hsum_float_8's order;
+ * - Q3_K, Q5_K from 8 tokens on (hl_cpu_type_ops.batch): panels in the
+ *   order of llama.cpp's tiled kernels. */
+#include <immintrin.h>
+#include <stdbool.h>
+
+#include "backend/cpu/k_avx512.h"
+#include "backend/cpu/simd16_avx2.h"
+#include "backend/cpu/vec_dot.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* ------------------------------------------ Q3_K, Q5_K: ggml_vec_dot order -- */
+
+/* n_rows (1 or 4, a constant after inlining) rows w_stride bytes apart with
+ * one token, each as ggml_vec_dot_q3_K/q5_K_q8_K adds it (vec_dot_k_avx2.c,
+ * v_step): per super-block acc = fma(d_a * d, float(sumi lanes), acc), and
+ * for Q5_K summs = fma(-d_a * dmin, float(imin), summs); the result
+ * hsum_float_8(acc) + summs. */
+static ALWAYS_INLINE void g_rows(uint32_t type, int n_rows, int64_t n, float *out, const void *w, size_t w_stride,
+                                 const block_q8_K *a) {
+    __m256 acc[4];
+    __m128 summs = _mm_setzero_ps(); /* lane r: row r */
+    for (int r = 0; r < n_rows; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK_K; b++) {
+        kd_act x;
+        kd_act_load(type, &a[b], &x);
+        __m256i imin[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+        float dmin[4] = {0};
+        for (int r = 0; r < n_rows; r++) {
+            const void *blk = kd_block(type, (const uint8_t *)w + (size_t)r * w_stride, b);
+            const __m256i sumi = kd_sumi(type, blk, &x, &imin[r]);
+            float d;
+            kd_d(type, blk, &d, &dmin[r]);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[b].d * d), _mm256_cvtepi32_ps(sumi), acc[r]);
+            dmin[r] *= -a[b].d;
+        }
+        if (type == GGML_TYPE_Q5_K) {
+            const __m128i m = hsum4_epi32(imin[0], imin[1], imin[2], imin[3]);
+            summs = _mm_fmadd_ps(_mm_loadu_ps(dmin), _mm_cvtepi32_ps(m), summs);
+        }
+    }
+    float sm[4];
+    _mm_storeu_ps(sm, summs);
+    for (int r = 0; r < n_rows; r++) {
+        const float sum = hsum8_ggml(acc[r]);
+        out[r] = type == GGML_TYPE_Q5_K ? sum + sm[r] : sum;
+    }
+}
+
+static void dot_q3_K(int64_t n, float *s, const void *w_row, const void *act_row) {
+    g_rows(GGML_TYPE_Q3_K, 1, n, s, w_row, 0, act_row);
+}
+
+static void dot_4r_q3_K(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    g_rows(GGML_TYPE_Q3_K, 4, n, s, w, w_stride, act_row);
+}
+
+static void dot_q5_K(int64_t n, float *s, const void *w_row, const void *act_row) {
+    g_rows(GGML_TYPE_Q5_K, 1, n, s, w_row, 0, act_row);
+}
+
+static void dot_4r_q5_K(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    g_rows(GGML_TYPE_Q5_K, 4, n, s, w, w_stride, act_row);
+}
+
+/* ---------------------------------------------------------------- Q2_K -- */
+
+static void dot_4r_q2_K(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    kd_repacked_4r(GGML_TYPE_Q2_K, n, s, w, w_stride, act_row);
+}
+
+/* -------------------------------------------------------------- panels -- */
+
+static void pack_q2_K(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pk_pack(GGML_TYPE_Q2_K, n, panel, w, w_stride);
+}
+
+static void pack_q3_K(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pk_pack(GGML_TYPE_Q3_K, n, panel, w, w_stride);
+}
+
+static void pack_q5_K(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pk_pack(GGML_TYPE_Q5_K, n, panel, w, w_stride);
+}
+
+static void panel_dot_q2_K(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    pk_panel_dot(GGML_TYPE_Q2_K, n, y, y_stride, panel, act, act_stride, n_tok);
+}
+
+static void panel_dot_q3_K(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    pk_panel_dot(GGML_TYPE_Q3_K, n, y, y_stride, panel, act, act_stride, n_tok);
+}
+
+static void panel_dot_q5_K(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    pk_panel_dot(GGML_TYPE_Q5_K, n, y, y_stride, panel, act, act_stride, n_tok);
+}
+
+void hl_cpu_ops_avx512_k2_patch(hl_cpu_type_ops *ops, bool batch) {
+    if (ops->type == GGML_TYPE_Q2_K && !batch) {
+        ops->vec_dot_4r = dot_4r_q2_K;
+        ops->pack_panel = pack_q2_K;
+        ops->panel_dot = panel_dot_q2_K;
+    }
+    if (ops->type == GGML_TYPE_Q3_K && !batch) {
+        ops->vec_dot = dot_q3_K;
+        ops->vec_dot_4r = dot_4r_q3_K;
+    }
+    if (ops->type == GGML_TYPE_Q3_K && batch) {
+        ops->pack_panel = pack_q3_K;
+        ops->panel_dot = panel_dot_q3_K;
+    }
+    if (ops->type == GGML_TYPE_Q5_K && !batch) {
+        ops->vec_dot = dot_q5_K;
+        ops->vec_dot_4r = dot_4r_q5_K;
+    }
+    if (ops->type == GGML_TYPE_Q5_K && batch) {
+        ops->pack_panel = pack_q5_K;
+        ops->panel_dot = panel_dot_q5_K;
+    }
+}
