@@ -32,8 +32,6 @@
 #include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
 
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-
 #define SB_QUANTS 0
 #define SB_SCALES (64 * 64)
 #define SB_MINS (SB_SCALES + 8 * 64)
