@@ -184,4 +184,8 @@ const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
  * AVX2 entry, or of its batch entry. */
 void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch);
 
+/* Puts the AVX-512 Q4_1 and Q5_1 kernels (vec_dot_q1_avx512.c) into a copy
+ * of an AVX2 entry. */
+void hl_cpu_ops_avx512_q1_patch(hl_cpu_type_ops *ops);
+
 #endif

@@ -226,6 +226,7 @@ static void table_init(void) {
             ops.panel_dot = panel_dot_q8;
             ops.act_aux = act_aux_q8_0;
         }
+        hl_cpu_ops_avx512_q1_patch(&ops);
         hl_cpu_ops_avx512_k_patch(&ops, false);
         if (ops.batch) {
             avx512_batch_ops[n_avx512_ops] = *ops.batch;
