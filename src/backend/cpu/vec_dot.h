@@ -9,7 +9,10 @@
  * results track llama.cpp's. The K-quant kernels live in vec_dot_k*.c.
  *
  * Kernels exist per level (cpu_features.h): the scalar ones are the oracle;
- * the SIMD ones are tested against them. Every level's act_from_float writes
+ * the SIMD ones are tested against them. The AVX-512 level runs the AVX2
+ * kernels except where vec_dot_avx512.c, vec_dot_k_avx512.c and
+ * vec_dot_q1_avx512.c put in their own, which keep the AVX2 kernels' float
+ * order. Every level's act_from_float writes
  * the same bytes as the scalar one (for finite input), so levels differ only
  * in the order of float additions.
  *

@@ -336,7 +336,7 @@ static void dot_4c_q4_0(int64_t n, float s[4], const void *w_row, const void *ac
 }
 
 /* Panels (vec_dot.h) of Q4_0, Q5_0 and Q8_0, laid out as the AVX-512 ones
- * (vec_dot_avx512.c): per block, eight 64-byte vectors whose dword r holds
+ * (panel_avx512.h): per block, eight 64-byte vectors whose dword r holds
  * elements 4k..4k+3 of row r, then the 16 row scales; each vector is two
  * halves of 8 rows here. maddubs and madd with ones stand in for vpdpbusd.
  * Q4_0 stores the nibbles 0..15, which cannot saturate maddubs' int16
