@@ -87,8 +87,8 @@ static void check_type(uint32_t type, int64_t d_in, int64_t d_out, int64_t n_tok
 }
 
 int main(void) {
-    static const uint32_t types[] = {GGML_TYPE_F16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q8_0,
-                                     GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
+    static const uint32_t types[] = {GGML_TYPE_F16,  GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
+                                     GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
                                      GGML_TYPE_Q6_K};
     static const int64_t tokens[] = {1, 3, 8, 11, 13};
     static const int64_t outs[] = {16, 37, 53};

@@ -9,7 +9,8 @@
  *   act_from_float against the scalar activation quantizer's bytes;
  * - the scalar dot products against the dequantized floats, every SIMD level
  *   against the scalar one, on random data with extremes, and each level's
- *   4-row and 4-column kernels against its 1x1 kernel, bit for bit. */
+ *   4-row and 4-column kernels and panels (with their act_aux) against its
+ *   1x1 kernel, bit for bit. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -85,6 +86,12 @@ static void rng_weight_row(uint32_t type, void *row, int64_t n) {
         for (int64_t b = 0; b < n / HL_QK; b++) {
             ((block_q4_1 *)row)[b].d = rng_half();
             ((block_q4_1 *)row)[b].m = rng_half();
+        }
+        break;
+    case GGML_TYPE_Q5_1:
+        for (int64_t b = 0; b < n / HL_QK; b++) {
+            ((block_q5_1 *)row)[b].d = rng_half();
+            ((block_q5_1 *)row)[b].m = rng_half();
         }
         break;
     case GGML_TYPE_Q8_0:
@@ -239,7 +246,8 @@ static void test_act_q8_formula(void) {
 }
 
 static const uint32_t weight_types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16,
-                                        GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0};
+                                        GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0,
+                                        GGML_TYPE_Q5_1};
 #define N_WEIGHT_TYPES (sizeof weight_types / sizeof weight_types[0])
 
 /* Row lengths: small, odd block counts, the model's 576 and 1536, large. */
@@ -296,14 +304,15 @@ static void test_act_from_float(void) {
 static double dot_magnitude(uint32_t type, int64_t n, const float *wf, const float *af, const void *w,
                             const void *a) {
     double sum = 0.0;
-    if (type != GGML_TYPE_Q4_1) {
+    if (type != GGML_TYPE_Q4_1 && type != GGML_TYPE_Q5_1) {
         for (int64_t i = 0; i < n; i++) sum += fabs((double)wf[i] * af[i]);
         return sum;
     }
-    const block_q4_1 *wb = w; /* d*q*a and m*a apart: they may cancel */
+    /* d*q*a and m*a apart: they may cancel */
     const block_q8_1 *ab = a;
     for (int64_t b = 0; b < n / HL_QK; b++) {
-        const double m = hl_fp16_to_fp32(wb[b].m);
+        const double m = hl_fp16_to_fp32(type == GGML_TYPE_Q4_1 ? ((const block_q4_1 *)w)[b].m
+                                                                : ((const block_q5_1 *)w)[b].m);
         sum += fabs(m * hl_fp16_to_fp32(ab[b].s));
         for (int j = 0; j < HL_QK; j++) sum += fabs((double)(wf[b * HL_QK + j] - m) * af[b * HL_QK + j]);
     }
@@ -330,13 +339,14 @@ static void check_near(const char *what, hl_cpu_level level, uint32_t type, int6
 static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, const dot_bufs *bf) {
     const size_t w_stride = hl_row_size(ops->type, n) + 2 * sizeof(hl_half), a_stride = sizeof bf->a[0];
     uint8_t *rows = calloc(HL_PANEL_ROWS, w_stride), *panel = malloc(HL_PANEL_BYTES(n));
-    hl_act_aux *aux = malloc(4 * (size_t)(n / HL_QK) * sizeof *aux);
+    /* the activations' extras where the kernels take them, else NULL, as in a matmul */
+    hl_act_aux *aux = ops->act_aux ? malloc(4 * (size_t)(n / HL_QK) * sizeof *aux) : NULL;
     float y[4][HL_PANEL_ROWS + 1], one;
     for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy(rows + (size_t)r * w_stride, bf->w[r % 4], hl_row_size(ops->type, n));
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; aux && c < 4; c++) {
         hl_act_aux *ac = aux + (size_t)c * (size_t)(n / HL_QK);
         hl_act_q8_0_aux(n, ac, bf->a[c]);
-        for (int64_t b = 0; ops->act_aux && b < n / HL_QK; b++) {
+        for (int64_t b = 0; b < n / HL_QK; b++) {
             hl_act_aux got[1];
             ops->act_aux(HL_QK, got, bf->a[c] + (size_t)b * sizeof(block_q8_0));
             CHECK_MSG(memcmp(got, &ac[b], sizeof got) == 0, "%s act_aux type %u block %lld", hl_cpu_level_name(lv),
@@ -346,7 +356,8 @@ static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, 
     ops->pack_panel(n, panel, rows, w_stride);
     for (int n_tok = 1; n_tok <= 4; n_tok++) {
         memset(y, 0xff, sizeof y);
-        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, bf->a, a_stride, aux, (size_t)(n / HL_QK), n_tok);
+        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, bf->a, a_stride, aux, aux ? (size_t)(n / HL_QK) : 0,
+                       n_tok);
         for (int c = 0; c < 4; c++) {
             CHECK_MSG(isnan(y[c][HL_PANEL_ROWS]) && (c < n_tok || isnan(y[c][0])), "%s panel_dot type %u n %lld: "
                       "wrote outside its %d tokens", hl_cpu_level_name(lv), ops->type, (long long)n, n_tok);
@@ -385,8 +396,8 @@ static void check_dot(uint32_t type, int64_t n, dot_bufs *bf) {
             double exact = 0.0;
             for (int64_t i = 0; i < n; i++) exact += (double)bf->wf[r][i] * bf->af[c][i];
             scalar->vec_dot(n, &ref[r][c], bf->w[r], bf->a[c]);
-            /* Q4_1 uses s = fp16(d * sum(q)) in place of the activations' sum. */
-            const double s_err = type == GGML_TYPE_Q4_1 ? mag * 0x1p-10 : 0.0;
+            /* Q4_1 and Q5_1 use s = fp16(d * sum(q)) in place of the activations' sum. */
+            const double s_err = at == GGML_TYPE_Q8_1 ? mag * 0x1p-10 : 0.0;
             CHECK_MSG(fabs(ref[r][c] - exact) <= tol[r][c] + s_err,
                       "scalar dot type %u n %lld: %.9g, exact %.9g (tol %.3g)", type, (long long)n, ref[r][c],
                       exact, tol[r][c] + s_err);

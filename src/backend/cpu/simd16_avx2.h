@@ -1,5 +1,6 @@
-/* ggml's 16-lane float arithmetic, spelled with AVX2. Only for *_avx2.c files
- * (compiled with -mavx2 -mfma -mf16c).
+/* ggml's 16-lane float arithmetic, spelled with AVX2, and its horizontal
+ * sums. Only for the SIMD files (*_avx2.c, compiled with -mavx2 -mfma
+ * -mf16c, and *_avx512.c).
  *
  * llama.cpp built for an AVX-512 CPU (the reference's -march=native build)
  * runs its float vector code in 16-lane registers: dot products keep four
@@ -53,6 +54,18 @@ static inline float hsum8_ggml(__m256 v) {
     x = _mm_add_ps(x, _mm_movehl_ps(x, x));
     x = _mm_add_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
+}
+
+/* [hsum8_ggml(a), hsum8_ggml(b), hsum8_ggml(c), hsum8_ggml(d)], each with
+ * hsum8_ggml's order of additions: fold the halves, transpose, then
+ * (0+2) + (1+3). */
+static inline __m128 hsum4_ps(__m256 a, __m256 b, __m256 c, __m256 d) {
+    __m128 ta = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    __m128 tb = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
+    __m128 tc = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
+    __m128 td = _mm_add_ps(_mm256_castps256_ps128(d), _mm256_extractf128_ps(d, 1));
+    _MM_TRANSPOSE4_PS(ta, tb, tc, td); /* ta = lane 0 of each, tb lane 1 ... */
+    return _mm_add_ps(_mm_add_ps(ta, tc), _mm_add_ps(tb, td));
 }
 
 /* [sum(a), sum(b), sum(c), sum(d)] of int32 lanes (exact: any order). */

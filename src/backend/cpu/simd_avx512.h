@@ -1,12 +1,17 @@
 /* Helpers shared by the AVX-512 kernel files (*_avx512.c, compiled with
  * -mavx512f -mavx512bw -mavx512vl -mavx512vnni): the dword transpose that
- * builds panels (vec_dot.h) and a 4-byte broadcast. */
+ * builds panels (vec_dot.h), a 4-byte broadcast and the unpacking of 4- and
+ * 5-bit quants. */
 #ifndef HEARTH_BACKEND_CPU_SIMD_AVX512_H
 #define HEARTH_BACKEND_CPU_SIMD_AVX512_H
 
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
+
+/* For generic kernels specialised by constant arguments: inlining folds the
+ * branches on them away. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
 
 /* rows[r] holds 8 dwords of row r (r < 16); writes 8 vectors of 64 bytes,
  * out + 64 k = [dword k of rows 0, 1, ..., 15]. The classic 8 x 8 transpose
@@ -40,6 +45,22 @@ static inline __m512i bcast32(const void *p) {
     int32_t v;
     memcpy(&v, p, sizeof v);
     return _mm512_set1_epi32(v);
+}
+
+/* The 32 quants of a Q4 block (Q4_0, Q4_1: 16 bytes qs, element j < 16 the
+ * low nibble of qs[j], j + 16 its high nibble) as bytes 0..15 in element
+ * order. */
+static inline __m256i nibbles32(const uint8_t qs[16]) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+}
+
+/* The 32 quants of a Q5 block (Q5_0, Q5_1: the nibbles of qs, bit 4 of
+ * element j bit j of the little-endian word qh) as bytes 0..31. */
+static inline __m256i quants5_32(const uint8_t qh[4], const uint8_t qs[16]) {
+    uint32_t bits;
+    memcpy(&bits, qh, sizeof bits);
+    return _mm256_or_si256(nibbles32(qs), _mm256_maskz_mov_epi8(bits, _mm256_set1_epi8(16)));
 }
 
 #endif

@@ -10,7 +10,10 @@
  * (the generic AVX-512 parts in k_avx512.h).
  *
  * Kernels exist per level (cpu_features.h): the scalar ones are the oracle;
- * the SIMD ones are tested against them. Every level's act_from_float writes
+ * the SIMD ones are tested against them. The AVX-512 level runs the AVX2
+ * kernels except where vec_dot_avx512.c, vec_dot_k_avx512.c and
+ * vec_dot_q1_avx512.c put in their own, which keep the AVX2 kernels' float
+ * order. Every level's act_from_float writes
  * the same bytes as the scalar one (for finite input), so levels differ only
  * in the order of float additions.
  *
@@ -186,5 +189,9 @@ const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
  * of its batch entry. */
 void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch);
 void hl_cpu_ops_avx512_k2_patch(hl_cpu_type_ops *ops, bool batch);
+
+/* Puts the AVX-512 Q4_1 and Q5_1 kernels (vec_dot_q1_avx512.c) into a copy
+ * of an AVX2 entry. */
+void hl_cpu_ops_avx512_q1_patch(hl_cpu_type_ops *ops);
 
 #endif

@@ -218,18 +218,6 @@ static void dot_bf16(int64_t n, float *s, const void *w_row, const void *act_row
  * accumulators in 1x1: 1x1 5.0, 4r 4.0, 4c 3.0; larger tiles (2x4) gained
  * under 3%. */
 
-/* [hsum8_ggml(a), hsum8_ggml(b), hsum8_ggml(c), hsum8_ggml(d)], each with
- * hsum8_ggml's order of additions: fold the halves, transpose, then
- * (0+2) + (1+3). */
-static inline __m128 hsum4_ps(__m256 a, __m256 b, __m256 c, __m256 d) {
-    __m128 ta = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    __m128 tb = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
-    __m128 tc = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
-    __m128 td = _mm_add_ps(_mm256_castps256_ps128(d), _mm256_extractf128_ps(d, 1));
-    _MM_TRANSPOSE4_PS(ta, tb, tc, td); /* ta = lane 0 of each, tb lane 1 ... */
-    return _mm_add_ps(_mm_add_ps(ta, tc), _mm_add_ps(tb, td));
-}
-
 /* Lane 1 of each of four vectors: [a1, b1, c1, d1]. */
 static inline __m128 lane1_x4(__m128 a, __m128 b, __m128 c, __m128 d) {
     return _mm_movehl_ps(_mm_unpacklo_ps(c, d), _mm_unpacklo_ps(a, b));
@@ -348,7 +336,7 @@ static void dot_4c_q4_0(int64_t n, float s[4], const void *w_row, const void *ac
 }
 
 /* Panels (vec_dot.h) of Q4_0, Q5_0 and Q8_0, laid out as the AVX-512 ones
- * (vec_dot_avx512.c): per block, eight 64-byte vectors whose dword r holds
+ * (panel_avx512.h): per block, eight 64-byte vectors whose dword r holds
  * elements 4k..4k+3 of row r, then the 16 row scales; each vector is two
  * halves of 8 rows here. maddubs and madd with ones stand in for vpdpbusd.
  * Q4_0 stores the nibbles 0..15, which cannot saturate maddubs' int16

@@ -12,37 +12,25 @@
  * the weight + 128), and the bias comes off through the activations' sums:
  * sum((q - 8) * a) = sum(q * a) - 8 * sum(a), all exact integers.
  *
- * Panels (vec_dot.h) of Q4_0, Q5_0 and Q8_0: per block of 32, the quants of
- * 16 rows are stored as eight 64-byte vectors, vector k holding elements
- * 4k..4k+3 of row r in lane r. One vpdpbusd per vector with the
- * activations' 4 bytes broadcast gives lane r that group's dot product for
- * row r, with no horizontal sums. Q4_0 adds the eight (llama.cpp's repacked
- * order keeps one total per block); Q5_0 and Q8_0 keep ggml's eight lanes
- * apart, as eight accumulators.
+ * Panels (vec_dot.h) of Q4_0, Q5_0 and Q8_0, in panel_avx512.h's layout
+ * (lane r = row r, one vpdpbusd per group of four quants): Q4_0 adds the
+ * eight groups of a block (llama.cpp's repacked order keeps one total per
+ * block); Q5_0 and Q8_0 keep ggml's eight lanes apart, as eight
+ * accumulators (panel32_ggml8).
  *
- * Decode (one token): Q4_0 four rows at a time, two blocks per vpdpbusd. */
+ * Decode (one token): Q4_0 four rows at a time, two blocks per vpdpbusd.
+ * The K-quant kernels (vec_dot_k_avx512.c) and those of Q4_1 and Q5_1
+ * (vec_dot_q1_avx512.c) are put in by table_init. */
 #include <immintrin.h>
 #include <pthread.h>
 
+#include "backend/cpu/panel_avx512.h"
 #include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
 
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-
 static inline const void *row_at(const void *rows, size_t stride, int r) {
     return (const char *)rows + (size_t)r * stride;
-}
-
-/* The 32 quants of a Q4_0 block as unsigned bytes 0..15, in element order. */
-static inline __m256i q4_0_nibbles(const block_q4_0 *w) {
-    const __m128i q = _mm_loadu_si128((const __m128i *)w->qs);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
-}
-
-/* The 4-byte group k (elements 4k..4k+3) of a Q8_0 block as a broadcast. */
-static inline __m512i quad_bcast(const block_q8_0 *a, int k) {
-    return bcast32(a->qs + 4 * k);
 }
 
 /* hl_act_q8_0_aux: the group sums of four through one vpdpbusd with ones. */
@@ -119,7 +107,7 @@ static void dot_4r_q4_0(int64_t n, float s[4], const void *w, size_t w_stride, c
         __m256i v[4];
         float dw[4];
         for (int r = 0; r < 4; r++) {
-            v[r] = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q4_0_nibbles(row[r] + b), qa), c);
+            v[r] = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), nibbles32(row[r][b].qs), qa), c);
             dw[r] = _cvtsh_ss(row[r][b].d);
         }
         const __m128 scale = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(_cvtsh_ss(a[b].d)));
@@ -130,44 +118,26 @@ static void dot_4r_q4_0(int64_t n, float s[4], const void *w, size_t w_stride, c
 
 /* ------------------------------------------- Q4_0, Q5_0, Q8_0 panels -- */
 
-/* Per block: 8 vectors of 16 rows x 4 unsigned quants, then the 16 row
- * scales as floats. */
-#define PANEL_BLOCK (8 * 64 + 16 * 4)
-_Static_assert(PANEL_BLOCK <= 21 * HL_QK, "a panel fits HL_PANEL_BYTES");
-
-/* The 32 quants of block b of a row as unsigned bytes u and the scale: Q4_0
- * the nibble (weight u - 8); Q5_0 and Q8_0 the weight + 128, so that one
- * correction, -128 * sum(a) (hl_act_aux.quad128), serves both. */
-static ALWAYS_INLINE __m256i panel_quants(uint32_t type, const void *row, int64_t b, float *d) {
-    if (type == GGML_TYPE_Q4_0) {
-        const block_q4_0 *w = (const block_q4_0 *)row + b;
-        *d = _cvtsh_ss(w->d);
-        return q4_0_nibbles(w);
-    }
-    if (type == GGML_TYPE_Q5_0) { /* 5-bit q, weight q - 16: u = q + 112 */
-        const block_q5_0 *w = (const block_q5_0 *)row + b;
-        *d = _cvtsh_ss(w->d);
-        uint32_t qh;
-        memcpy(&qh, w->qh, sizeof qh);
-        const __m256i hi = _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(16));
-        const __m128i q = _mm_loadu_si128((const __m128i *)w->qs);
-        const __m256i lo = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
-        return _mm256_add_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(112));
-    }
-    const block_q8_0 *w = (const block_q8_0 *)row + b;
-    *d = _cvtsh_ss(w->d);
-    return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)w->qs), _mm256_set1_epi8((char)0x80));
+/* The 32 quants of block b of a row as unsigned bytes (panel_avx512.h) and
+ * the scale: Q4_0 the nibble (weight u - 8); Q5_0 and Q8_0 the weight +
+ * 128, so that one correction, -128 * sum(a) (hl_act_aux.quad128), serves
+ * both. */
+static inline __m256i quants_q4_0(const void *row, int64_t b, float *s) {
+    const block_q4_0 *w = (const block_q4_0 *)row + b;
+    s[0] = _cvtsh_ss(w->d);
+    return nibbles32(w->qs);
 }
 
-static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
-    uint8_t *p = panel;
-    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
-        __m256i rows[HL_PANEL_ROWS];
-        float d[HL_PANEL_ROWS];
-        for (int r = 0; r < HL_PANEL_ROWS; r++) rows[r] = panel_quants(type, row_at(w, w_stride, r), b, &d[r]);
-        transpose_16x8(rows, p); /* vector k = quad k of rows 0..15 */
-        memcpy(p + 8 * 64, d, sizeof d);
-    }
+static inline __m256i quants_q5_0(const void *row, int64_t b, float *s) { /* 5-bit q, weight q - 16 */
+    const block_q5_0 *w = (const block_q5_0 *)row + b;
+    s[0] = _cvtsh_ss(w->d);
+    return _mm256_add_epi8(quants5_32(w->qh, w->qs), _mm256_set1_epi8(112));
+}
+
+static inline __m256i quants_q8_0(const void *row, int64_t b, float *s) {
+    const block_q8_0 *w = (const block_q8_0 *)row + b;
+    s[0] = _cvtsh_ss(w->d);
+    return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)w->qs), _mm256_set1_epi8((char)0x80));
 }
 
 /* Q4_0: n_tok tokens (a constant after inlining), lane r of acc[t] for row
@@ -176,7 +146,7 @@ static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_
                                        const void *act, size_t act_stride, const hl_act_aux *aux,
                                        size_t aux_stride) {
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL32_BYTES(1)) {
         __m512i isum[4];
         const block_q8_0 *a[4];
         for (int t = 0; t < n_tok; t++) {
@@ -185,9 +155,9 @@ static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_
         }
         for (int k = 0; k < 8; k++) {
             const __m512i u = _mm512_loadu_si512(p + 64 * k);
-            for (int t = 0; t < n_tok; t++) isum[t] = _mm512_dpbusd_epi32(isum[t], u, quad_bcast(a[t], k));
+            for (int t = 0; t < n_tok; t++) isum[t] = _mm512_dpbusd_epi32(isum[t], u, bcast32(a[t]->qs + 4 * k));
         }
-        const __m512 dw = _mm512_loadu_ps(p + 8 * 64);
+        const __m512 dw = _mm512_loadu_ps(p + PANEL32_QUANTS);
         for (int t = 0; t < n_tok; t++) {
             const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(aux[(size_t)t * aux_stride + b].d));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), scale, acc[t]);
@@ -196,50 +166,16 @@ static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_
     for (int t = 0; t < n_tok; t++) _mm512_storeu_ps(y + (size_t)t * y_stride, acc[t]);
 }
 
-/* Q5_0, Q8_0: ggml's 8-lane accumulator per result (vec_dot_avx2.c), lane
- * k summing group k of each block, kept here as eight vectors acc[t][k]
- * (lane r: row r); per block acc[k] = fma(d_w * d_a, float(isum_k),
- * acc[k]); at the end hsum8_ggml's order across the eight. */
-static ALWAYS_INLINE void q8_panel_t(int n_tok, int64_t n, float *y, size_t y_stride, const uint8_t *p,
-                                     const void *act, size_t act_stride, const hl_act_aux *aux, size_t aux_stride) {
-    __m512 acc[2][8];
-    for (int t = 0; t < n_tok; t++)
-        for (int k = 0; k < 8; k++) acc[t][k] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
-        const __m512 dw = _mm512_loadu_ps(p + 8 * 64);
-        const block_q8_0 *a[2];
-        __m512 scale[2];
-        for (int t = 0; t < n_tok; t++) {
-            a[t] = (const block_q8_0 *)row_at(act, act_stride, t) + b;
-            scale[t] = _mm512_mul_ps(dw, _mm512_set1_ps(aux[(size_t)t * aux_stride + b].d));
-        }
-        for (int k = 0; k < 8; k++) {
-            const __m512i u = _mm512_loadu_si512(p + 64 * k);
-            for (int t = 0; t < n_tok; t++) {
-                const __m512i c = _mm512_set1_epi32(aux[(size_t)t * aux_stride + b].quad128[k]);
-                const __m512i isum = _mm512_dpbusd_epi32(c, u, quad_bcast(a[t], k));
-                acc[t][k] = _mm512_fmadd_ps(scale[t], _mm512_cvtepi32_ps(isum), acc[t][k]);
-            }
-        }
-    }
-    for (int t = 0; t < n_tok; t++) {
-        const __m512 *v = acc[t];
-        const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(v[0], v[4]), _mm512_add_ps(v[2], v[6])),
-                                       _mm512_add_ps(_mm512_add_ps(v[1], v[5]), _mm512_add_ps(v[3], v[7])));
-        _mm512_storeu_ps(y + (size_t)t * y_stride, s);
-    }
-}
-
 static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
-    pack_t(GGML_TYPE_Q4_0, n, panel, w, w_stride);
+    panel32_pack(quants_q4_0, 1, n, panel, w, w_stride);
 }
 
 static void pack_q5_0(int64_t n, void *panel, const void *w, size_t w_stride) {
-    pack_t(GGML_TYPE_Q5_0, n, panel, w, w_stride);
+    panel32_pack(quants_q5_0, 1, n, panel, w, w_stride);
 }
 
 static void pack_q8_0(int64_t n, void *panel, const void *w, size_t w_stride) {
-    pack_t(GGML_TYPE_Q8_0, n, panel, w, w_stride);
+    panel32_pack(quants_q8_0, 1, n, panel, w, w_stride);
 }
 
 static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
@@ -252,15 +188,10 @@ static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *pan
     }
 }
 
-/* Two tokens at a time: 16 accumulators. */
+/* Q5_0, Q8_0: ggml's order (panel_avx512.h). */
 static void panel_dot_q8(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
                          size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
-    for (int t = 0; t < n_tok; t += 2) {
-        float *yt = y + (size_t)t * y_stride;
-        const void *at = row_at(act, act_stride, t);
-        if (n_tok - t >= 2) q8_panel_t(2, n, yt, y_stride, panel, at, act_stride, aux + (size_t)t * aux_stride, aux_stride);
-        else q8_panel_t(1, n, yt, y_stride, panel, at, act_stride, aux + (size_t)t * aux_stride, aux_stride);
-    }
+    panel32_ggml8(false, n, y, y_stride, panel, act, act_stride, aux, aux_stride, n_tok);
 }
 
 /* ----------------------------------------------------------------- table -- */
@@ -295,6 +226,7 @@ static void table_init(void) {
             ops.panel_dot = panel_dot_q8;
             ops.act_aux = act_aux_q8_0;
         }
+        hl_cpu_ops_avx512_q1_patch(&ops);
         hl_cpu_ops_avx512_k_patch(&ops, false);
         hl_cpu_ops_avx512_k2_patch(&ops, false);
         if (ops.batch) {

@@ -18,8 +18,6 @@
 #include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
 
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-
 /* ------------------------------------------ Q3_K, Q5_K: ggml_vec_dot order -- */
 
 /* n_rows (1 or 4, a constant after inlining) rows w_stride bytes apart with

@@ -91,17 +91,6 @@ static inline __m256i hsum8x8_epi32(const __m256i v[8]) {
     return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
-/* [hsum8_ggml(a), hsum8_ggml(b), hsum8_ggml(c), hsum8_ggml(d)], each in
- * hsum_float_8's order: fold the halves, transpose, then (0+2) + (1+3). */
-static inline __m128 hsum4_ps(__m256 a, __m256 b, __m256 c, __m256 d) {
-    __m128 ta = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    __m128 tb = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
-    __m128 tc = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
-    __m128 td = _mm_add_ps(_mm256_castps256_ps128(d), _mm256_extractf128_ps(d, 1));
-    _MM_TRANSPOSE4_PS(ta, tb, tc, td);
-    return _mm_add_ps(_mm_add_ps(ta, tc), _mm_add_ps(tb, td));
-}
-
 /* Lane 0 of each of four vectors. */
 static inline __m128 lane0_x4(__m128 a, __m128 b, __m128 c, __m128 d) {
     return _mm_movelh_ps(_mm_unpacklo_ps(a, b), _mm_unpacklo_ps(c, d));
