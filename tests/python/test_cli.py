@@ -175,7 +175,8 @@ def test_tensor_the_architecture_lacks(run_hearth, tmp_path):
     pytest.importorskip("gguf")
     import numpy as np
     sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
-    from make_arch_models import MODELS, write_model
+    from make_arch_models import MODELS
+    from make_tiny_models import write_model
     spec = dict(next(m for m in MODELS if m["arch"] == "qwen2"), name="qwen2-with-qk-norm", qk_norm=True)
     p = write_model(spec, tmp_path, np.random.default_rng(0))
     err = one_line_error(run_hearth("run", p, "hi"))
