@@ -7,13 +7,16 @@
  * Decode. A super-block is eight chunks of 32 elements; one 512-bit vector
  * holds two chunks, a low one in its low 256 bits and a high one in its high
  * 256 bits (for Q4_K/Q5_K chunks 4g + h and 4g + h + 2, the low and high
- * nibbles of the 64 bytes qs[64g ..] as h = 0, 1; for Q2_K/Q3_K chunks k
- * and k + 4, bits 2k of qs[0 .. 63]), with the activations put in the same
+ * nibbles of the 64 bytes qs[64g ..] as h = 0, 1; for Q6_K chunks 4g + 2h
+ * and 4g + 2h + 1, the nibbles of ql[64g ..]; for Q2_K/Q3_K chunks k and
+ * k + 4, bits 2k of qs[0 .. 63]), with the activations put in the same
  * order. maddubs adds neighbouring products into int16 and vpdpwssd
  * multiplies those by the sub-block scales and adds pairs into int32 lanes:
  * lane m of each half receives elements 4m .. 4m + 3 of its chunk, and
  * adding the halves gives ggml's AVX2 layout (vec_dot_k_avx2.c), lane m
- * holding elements 4m .. 4m + 3 of every chunk, each lane exact.
+ * holding elements 4m .. 4m + 3 of every chunk, each lane exact. Q6_K's
+ * quants go in unsigned (0..63) and its -32 comes off lane m as 32 * (sc *
+ * bsums of sub-blocks 2m and 2m + 1), as ggml's AVX2 kernel takes it off.
  *
  * Panels. Per super-block of 16 rows (lane r = row r everywhere):
  * - 64 vectors of quants: vector v holds elements 4v .. 4v + 3 of each row
@@ -91,8 +94,8 @@ _Static_assert(PK_SCALES + 8 * 64 + 4 * 64 + 128 <= 21 * HL_QK_K, "a Q4_K/Q5_K p
 /* One super-block of a token's activations as decode uses them: av[i] the
  * quants of the chunks that the weight vector i holds, in the same order;
  * Q3_K: a4[i] = 4 * (sums of neighbouring pairs of av[i]) as int16, the
- * bias of its weight quants; Q2_K: bsums; Q4_K/Q5_K: q8s the sums of its
- * eight sub-blocks. */
+ * bias of its weight quants; Q2_K, Q6_K: bsums; Q4_K/Q5_K: q8s the sums of
+ * its eight sub-blocks. */
 typedef struct kd_act {
     __m512i av[4], a4[4];
     __m256i bsums;
@@ -101,9 +104,11 @@ typedef struct kd_act {
 
 /* The chunks of weight vector i (0..3), low and high half. */
 static PK_INLINE int kd_lo(uint32_t type, int i) {
+    if (type == GGML_TYPE_Q6_K) return 4 * (i / 2) + 2 * (i % 2);
     return type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K ? 4 * (i / 2) + i % 2 : i;
 }
 static PK_INLINE int kd_hi(uint32_t type, int i) {
+    if (type == GGML_TYPE_Q6_K) return kd_lo(type, i) + 1;
     return kd_lo(type, i) + (type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K ? 2 : 4);
 }
 
@@ -117,7 +122,7 @@ static PK_INLINE void kd_act_load(uint32_t type, const block_q8_K *a, kd_act *x)
                            _mm256_loadu_si256((const __m256i *)(a->qs + 32 * kd_hi(type, i))));
         if (type == GGML_TYPE_Q3_K) x->a4[i] = _mm512_maddubs_epi16(_mm512_set1_epi8(4), x->av[i]);
     }
-    if (type == GGML_TYPE_Q2_K) x->bsums = _mm256_loadu_si256((const __m256i *)a->bsums);
+    if (type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q6_K) x->bsums = _mm256_loadu_si256((const __m256i *)a->bsums);
     if (type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K) {
         x->q8s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)a->bsums), _mm_loadu_si128((const __m128i *)(a->bsums + 8)));
     }
@@ -128,7 +133,17 @@ static PK_INLINE __m512i kd_bytes2(int lo, int hi) {
     return kd_pair(_mm256_set1_epi8((char)lo), _mm256_set1_epi8((char)hi));
 }
 
-/* One super-block of a Q2_K .. Q5_K row with a token's activations: the
+/* The int16 scales of weight vector i: sub-blocks 2 lo, 2 lo + 1, 2 hi,
+ * 2 hi + 1 in its four 128-bit lanes (chunks lo and hi of kd_lo, kd_hi),
+ * from the 16 scales sc16 of a super-block. */
+static PK_INLINE __m512i kd_scales16(uint32_t type, int i, __m256i sc16) {
+    const int lo = 2 * kd_lo(type, i), hi = 2 * kd_hi(type, i);
+    const __m512i idx = kd_pair(_mm256_set_m128i(_mm_set1_epi16((short)(lo + 1)), _mm_set1_epi16((short)lo)),
+                                _mm256_set_m128i(_mm_set1_epi16((short)(hi + 1)), _mm_set1_epi16((short)hi)));
+    return _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc16));
+}
+
+/* One super-block of a Q2_K .. Q6_K row with a token's activations: the
  * sums of scale * q * a in ggml's 8-lane layout (file comment), and in
  * *imin lanes that add up to sum(m * bsums) (Q2_K, Q4_K, Q5_K). Q3_K's
  * quant low - 4 * !hbit goes in as u = low + 4 * hbit (0..7), and 4 * a comes
@@ -156,6 +171,24 @@ static PK_INLINE __m256i kd_sumi(uint32_t type, const void *blk, const kd_act *x
             sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, x->av[i]), _mm512_shuffle_epi8(scb, pick));
         }
         *imin = _mm256_zextsi128_si256(_mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), x->q8s));
+    } else if (type == GGML_TYPE_Q6_K) { /* element 128h + 32k + b: nibble k / 2 of ql[64h + 32 (k % 2) + b],
+                                          * bits 2k of qh[32h + b] */
+        const block_q6_K *w = blk;
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w->scales));
+        /* the 2 high bits, at bits 4n and 4n + 2 in the low and high half, to bit 4 */
+        const __m512i up = kd_pair(_mm256_set1_epi16(4), _mm256_set1_epi16(2));
+        for (int i = 0; i < 4; i++) {
+            const int h = i / 2, nib = i % 2;
+            const __m512i z = _mm512_loadu_si512(w->ql + 64 * h);
+            const __m512i low = _mm512_and_si512(nib ? _mm512_srli_epi16(z, 4) : z, _mm512_set1_epi8(0x0f));
+            const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w->qh + 32 * h)));
+            const __m512i hb = _mm512_and_si512(nib ? _mm512_srli_epi16(qh, 4) : qh, kd_bytes2(0x03, 0x0c));
+            const __m512i q = _mm512_or_si512(low, _mm512_sllv_epi16(hb, up));
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, x->av[i]), kd_scales16(type, i, sc16));
+        }
+        const __m256i bias = _mm256_slli_epi32(_mm256_madd_epi16(x->bsums, sc16), 5);
+        return _mm256_sub_epi32(_mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1)),
+                                bias);
     } else { /* Q2_K, Q3_K: 16 scales, the 2 low bits of chunk c at bits 2 (c % 4) of qs[32 (c / 4) + b] */
         const block_q2_K *w2 = blk;
         const block_q3_K *w3 = blk;
@@ -179,11 +212,7 @@ static PK_INLINE __m256i kd_sumi(uint32_t type, const void *blk, const kd_act *x
             }
             __m512i p16 = _mm512_maddubs_epi16(q, x->av[k]);
             if (type == GGML_TYPE_Q3_K) p16 = _mm512_sub_epi16(p16, x->a4[k]);
-            /* 128-bit lane L: sub-block 2k, 2k + 1, 2k + 8, 2k + 9 */
-            const __m512i idx = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_set_m128i(_mm_set1_epi16((short)(2 * k + 1)), _mm_set1_epi16((short)(2 * k)))),
-                _mm256_set_m128i(_mm_set1_epi16((short)(2 * k + 9)), _mm_set1_epi16((short)(2 * k + 8))), 1);
-            sumi = _mm512_dpwssd_epi32(sumi, p16, _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(sc16)));
+            sumi = _mm512_dpwssd_epi32(sumi, p16, kd_scales16(type, k, sc16));
         }
     }
     return _mm256_add_epi32(_mm512_castsi512_si256(sumi), _mm512_extracti64x4_epi64(sumi, 1));
@@ -194,7 +223,8 @@ static PK_INLINE const void *kd_block(uint32_t type, const void *row, int64_t b)
     const size_t size = type == GGML_TYPE_Q2_K   ? sizeof(block_q2_K)
                         : type == GGML_TYPE_Q3_K ? sizeof(block_q3_K)
                         : type == GGML_TYPE_Q4_K ? sizeof(block_q4_K)
-                                                 : sizeof(block_q5_K);
+                        : type == GGML_TYPE_Q5_K ? sizeof(block_q5_K)
+                                                 : sizeof(block_q6_K);
     return (const uint8_t *)row + (size_t)b * size;
 }
 
@@ -202,8 +232,12 @@ static PK_INLINE void kd_d(uint32_t type, const void *blk, float *d, float *dmin
     const block_q2_K *w2 = blk;
     const block_q3_K *w3 = blk;
     const block_q4_K *w4 = blk; /* Q5_K: the same d and dmin */
-    *d = _cvtsh_ss(type == GGML_TYPE_Q2_K ? w2->d : type == GGML_TYPE_Q3_K ? w3->d : w4->d);
-    *dmin = type == GGML_TYPE_Q3_K ? 0.0f : _cvtsh_ss(type == GGML_TYPE_Q2_K ? w2->dmin : w4->dmin);
+    const block_q6_K *w6 = blk;
+    *d = _cvtsh_ss(type == GGML_TYPE_Q2_K   ? w2->d
+                   : type == GGML_TYPE_Q3_K ? w3->d
+                   : type == GGML_TYPE_Q6_K ? w6->d
+                                            : w4->d);
+    *dmin = !pk_has_min(type) ? 0.0f : _cvtsh_ss(type == GGML_TYPE_Q2_K ? w2->dmin : w4->dmin);
 }
 
 /* 4 rows x 1 token of Q2_K or Q4_K in llama.cpp's repacked gemv order

@@ -18,13 +18,15 @@
  * block); Q5_0 and Q8_0 keep ggml's eight lanes apart, as eight
  * accumulators (panel32_ggml8).
  *
- * Decode (one token): Q4_0 four rows at a time, two blocks per vpdpbusd.
+ * Decode (one token): Q4_0 four rows at a time, two blocks per vpdpbusd;
+ * Q5_0 and Q8_0 four rows at a time, two rows per vpdpbusd (q32_avx512.h).
  * The K-quant kernels (vec_dot_k_avx512.c) and those of Q4_1 and Q5_1
  * (vec_dot_q1_avx512.c) are put in by table_init. */
 #include <immintrin.h>
 #include <pthread.h>
 
 #include "backend/cpu/panel_avx512.h"
+#include "backend/cpu/q32_avx512.h"
 #include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
@@ -194,6 +196,16 @@ static void panel_dot_q8(int64_t n, float *y, size_t y_stride, const void *panel
     panel32_ggml8(false, n, y, y_stride, panel, act, act_stride, aux, aux_stride, n_tok);
 }
 
+/* ---------------------------------------------------- Q5_0, Q8_0 decode -- */
+
+static void dot_4r_q5_0(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    q32_dot_4r(GGML_TYPE_Q5_0, n, s, w, w_stride, act_row);
+}
+
+static void dot_4r_q8_0(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    q32_dot_4r(GGML_TYPE_Q8_0, n, s, w, w_stride, act_row);
+}
+
 /* ----------------------------------------------------------------- table -- */
 
 /* The AVX2 kernels of these types, with the AVX-512 ones put in. */
@@ -218,10 +230,12 @@ static void table_init(void) {
             ops.panel_dot = panel_dot_q4_0;
             ops.act_aux = act_aux_q8_0;
         } else if (ops.type == GGML_TYPE_Q5_0) {
+            ops.vec_dot_4r = dot_4r_q5_0;
             ops.pack_panel = pack_q5_0;
             ops.panel_dot = panel_dot_q8;
             ops.act_aux = act_aux_q8_0;
         } else if (ops.type == GGML_TYPE_Q8_0) {
+            ops.vec_dot_4r = dot_4r_q8_0;
             ops.pack_panel = pack_q8_0;
             ops.panel_dot = panel_dot_q8;
             ops.act_aux = act_aux_q8_0;

@@ -1,12 +1,13 @@
-/* AVX-512 VNNI kernels for Q2_K, Q3_K and Q5_K weights against Q8_K
- * activations: decode and panels, put into the AVX-512 table by
+/* AVX-512 VNNI kernels for Q2_K, Q3_K, Q5_K and Q6_K weights against Q8_K
+ * activations: decode (all four) and panels (Q2_K, Q3_K, Q5_K; Q6_K's are
+ * in vec_dot_k_avx512.c), put into the AVX-512 table by
  * vec_dot_avx512.c (the generic parts are in k_avx512.h). Compiled with
  * -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only after
  * hl_cpu_level_best() says the CPU has them. Each keeps the float order of
  * the AVX2 kernel it replaces (vec_dot_k_avx2.c), which is llama.cpp's:
  * - Q2_K: llama.cpp's repacked q2_K_8x8 kernels; decode in gemv's order
  *   (vec_dot_4r), panels in gemv's (fewer than 4 tokens) and gemm's (4);
- * - Q3_K, Q5_K decode: ggml_vec_dot_q3_K/q5_K_q8_K's AVX2 order, ggml's
+ * - Q3_K, Q5_K, Q6_K decode: ggml_vec_dot_q*_K_q8_K's AVX2 order, ggml's
  *   8-lane layout (k_avx512.h) added into one 8-lane accumulator per
  *   output with one FMA per super-block, summed in hsum_float_8's order;
  * - Q3_K, Q5_K from 8 tokens on (hl_cpu_type_ops.batch): panels in the
@@ -18,11 +19,12 @@
 #include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
 
-/* ------------------------------------------ Q3_K, Q5_K: ggml_vec_dot order -- */
+/* ------------------------------------ Q3_K, Q5_K, Q6_K: ggml_vec_dot order -- */
 
 /* n_rows (1 or 4, a constant after inlining) rows w_stride bytes apart with
- * one token, each as ggml_vec_dot_q3_K/q5_K_q8_K adds it (vec_dot_k_avx2.c,
- * v_step): per super-block acc = fma(d_a * d, float(sumi lanes), acc), and
+ * one token, each as ggml_vec_dot_q3_K/q5_K/q6_K_q8_K adds it
+ * (vec_dot_k_avx2.c, v_step): per super-block acc = fma(d_a * d,
+ * float(sumi lanes), acc) (Q6_K's -32 in the lanes, k_avx512.h), and
  * for Q5_K summs = fma(-d_a * dmin, float(imin), summs); the result
  * hsum_float_8(acc) + summs. */
 static ALWAYS_INLINE void g_rows(uint32_t type, int n_rows, int64_t n, float *out, const void *w, size_t w_stride,
@@ -70,6 +72,14 @@ static void dot_q5_K(int64_t n, float *s, const void *w_row, const void *act_row
 
 static void dot_4r_q5_K(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
     g_rows(GGML_TYPE_Q5_K, 4, n, s, w, w_stride, act_row);
+}
+
+static void dot_q6_K(int64_t n, float *s, const void *w_row, const void *act_row) {
+    g_rows(GGML_TYPE_Q6_K, 1, n, s, w_row, 0, act_row);
+}
+
+static void dot_4r_q6_K(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    g_rows(GGML_TYPE_Q6_K, 4, n, s, w, w_stride, act_row);
 }
 
 /* ---------------------------------------------------------------- Q2_K -- */
@@ -127,6 +137,10 @@ void hl_cpu_ops_avx512_k2_patch(hl_cpu_type_ops *ops, bool batch) {
     if (ops->type == GGML_TYPE_Q5_K && !batch) {
         ops->vec_dot = dot_q5_K;
         ops->vec_dot_4r = dot_4r_q5_K;
+    }
+    if (ops->type == GGML_TYPE_Q6_K && !batch) {
+        ops->vec_dot = dot_q6_K;
+        ops->vec_dot_4r = dot_4r_q6_K;
     }
     if (ops->type == GGML_TYPE_Q5_K && batch) {
         ops->pack_panel = pack_q5_K;

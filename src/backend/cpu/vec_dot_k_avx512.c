@@ -1,6 +1,6 @@
 /* AVX-512 VNNI kernels for Q4_K and Q6_K weights against Q8_K activations:
  * Q4_K decode and panels, Q6_K batch panels (k_avx512.h has the
- * panels); put into the AVX-512 table by vec_dot_avx512.c. Compiled with
+ * panels; Q6_K decode is in vec_dot_k2_avx512.c); put into the AVX-512 table by vec_dot_avx512.c. Compiled with
  * -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only after
  * hl_cpu_level_best() says the CPU has them.
  *
