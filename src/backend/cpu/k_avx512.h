@@ -1,8 +1,8 @@
 /* Generic AVX-512 kernels of the K-quants, specialised by a constant type
  * argument (inlining folds the branches on it away): the integer part of
- * decode (one token) and the panels (vec_dot.h). Shared by
- * vec_dot_k_avx512.c (Q4_K, Q6_K) and vec_dot_k2_avx512.c (Q2_K, Q3_K,
- * Q5_K), both compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni.
+ * decode (one token) and the panels (vec_dot.h), for all five types; their
+ * entry points are in vec_dot_k_avx512.c (compiled with -mavx512f
+ * -mavx512bw -mavx512vl -mavx512vnni).
  *
  * Decode. A super-block is eight chunks of 32 elements; one 512-bit vector
  * holds two chunks, a low one in its low 256 bits and a high one in its high
@@ -55,35 +55,33 @@
 #include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
 
-#define PK_INLINE inline __attribute__((always_inline))
-
 /* ------------------------------------------------------ type constants -- */
 
-static PK_INLINE int pk_n_sub(uint32_t type) { /* sub-blocks per super-block */
+static ALWAYS_INLINE int pk_n_sub(uint32_t type) { /* sub-blocks per super-block */
     return type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K ? 8 : 16;
 }
 
-static PK_INLINE bool pk_has_min(uint32_t type) {
+static ALWAYS_INLINE bool pk_has_min(uint32_t type) {
     return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K;
 }
 
-static PK_INLINE int pk_bias(uint32_t type) {
+static ALWAYS_INLINE int pk_bias(uint32_t type) {
     return type == GGML_TYPE_Q3_K ? 4 : type == GGML_TYPE_Q6_K ? 32 : 0;
 }
 
-static PK_INLINE bool pk_repacked(uint32_t type) { /* llama.cpp's repacked order, not the tiled one */
+static ALWAYS_INLINE bool pk_repacked(uint32_t type) { /* llama.cpp's repacked order, not the tiled one */
     return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q4_K;
 }
 
 /* Byte offsets in a super-block of a panel. */
 #define PK_SCALES (64 * 64)
-static PK_INLINE size_t pk_mins_at(uint32_t type) {
+static ALWAYS_INLINE size_t pk_mins_at(uint32_t type) {
     return PK_SCALES + (type == GGML_TYPE_Q2_K ? 0 : 64 * (size_t)pk_n_sub(type));
 }
-static PK_INLINE size_t pk_d_at(uint32_t type) {
+static ALWAYS_INLINE size_t pk_d_at(uint32_t type) {
     return pk_mins_at(type) + (pk_has_min(type) ? 32 * (size_t)pk_n_sub(type) : 0);
 }
-static PK_INLINE size_t pk_bytes(uint32_t type) {
+static ALWAYS_INLINE size_t pk_bytes(uint32_t type) {
     return pk_d_at(type) + (pk_has_min(type) ? 128 : 64);
 }
 _Static_assert(PK_SCALES + 16 * 64 + 64 <= 21 * HL_QK_K, "the largest panel (Q3_K, Q6_K) fits HL_PANEL_BYTES");
@@ -103,20 +101,20 @@ typedef struct kd_act {
 } kd_act;
 
 /* The chunks of weight vector i (0..3), low and high half. */
-static PK_INLINE int kd_lo(uint32_t type, int i) {
+static ALWAYS_INLINE int kd_lo(uint32_t type, int i) {
     if (type == GGML_TYPE_Q6_K) return 4 * (i / 2) + 2 * (i % 2);
     return type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K ? 4 * (i / 2) + i % 2 : i;
 }
-static PK_INLINE int kd_hi(uint32_t type, int i) {
+static ALWAYS_INLINE int kd_hi(uint32_t type, int i) {
     if (type == GGML_TYPE_Q6_K) return kd_lo(type, i) + 1;
     return kd_lo(type, i) + (type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K ? 2 : 4);
 }
 
-static PK_INLINE __m512i kd_pair(__m256i lo, __m256i hi) {
+static ALWAYS_INLINE __m512i kd_pair(__m256i lo, __m256i hi) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
-static PK_INLINE void kd_act_load(uint32_t type, const block_q8_K *a, kd_act *x) {
+static ALWAYS_INLINE void kd_act_load(uint32_t type, const block_q8_K *a, kd_act *x) {
     for (int i = 0; i < 4; i++) {
         x->av[i] = kd_pair(_mm256_loadu_si256((const __m256i *)(a->qs + 32 * kd_lo(type, i))),
                            _mm256_loadu_si256((const __m256i *)(a->qs + 32 * kd_hi(type, i))));
@@ -129,14 +127,14 @@ static PK_INLINE void kd_act_load(uint32_t type, const block_q8_K *a, kd_act *x)
 }
 
 /* A vector of bytes: `lo` in the low 256 bits, `hi` in the high ones. */
-static PK_INLINE __m512i kd_bytes2(int lo, int hi) {
+static ALWAYS_INLINE __m512i kd_bytes2(int lo, int hi) {
     return kd_pair(_mm256_set1_epi8((char)lo), _mm256_set1_epi8((char)hi));
 }
 
 /* The int16 scales of weight vector i: sub-blocks 2 lo, 2 lo + 1, 2 hi,
  * 2 hi + 1 in its four 128-bit lanes (chunks lo and hi of kd_lo, kd_hi),
  * from the 16 scales sc16 of a super-block. */
-static PK_INLINE __m512i kd_scales16(uint32_t type, int i, __m256i sc16) {
+static ALWAYS_INLINE __m512i kd_scales16(uint32_t type, int i, __m256i sc16) {
     const int lo = 2 * kd_lo(type, i), hi = 2 * kd_hi(type, i);
     const __m512i idx = kd_pair(_mm256_set_m128i(_mm_set1_epi16((short)(lo + 1)), _mm_set1_epi16((short)lo)),
                                 _mm256_set_m128i(_mm_set1_epi16((short)(hi + 1)), _mm_set1_epi16((short)hi)));
@@ -148,7 +146,7 @@ static PK_INLINE __m512i kd_scales16(uint32_t type, int i, __m256i sc16) {
  * *imin lanes that add up to sum(m * bsums) (Q2_K, Q4_K, Q5_K). Q3_K's
  * quant low - 4 * !hbit goes in as u = low + 4 * hbit (0..7), and 4 * a comes
  * off the int16 pair sums (kd_act.a4), which stay exact. */
-static PK_INLINE __m256i kd_sumi(uint32_t type, const void *blk, const kd_act *x, __m256i *imin) {
+static ALWAYS_INLINE __m256i kd_sumi(uint32_t type, const void *blk, const kd_act *x, __m256i *imin) {
     __m512i sumi = _mm512_setzero_si512();
     if (type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K) {
         const block_q4_K *w4 = blk;
@@ -219,7 +217,7 @@ static PK_INLINE __m256i kd_sumi(uint32_t type, const void *blk, const kd_act *x
 }
 
 /* A row's super-block b, its d and dmin (0 where none). */
-static PK_INLINE const void *kd_block(uint32_t type, const void *row, int64_t b) {
+static ALWAYS_INLINE const void *kd_block(uint32_t type, const void *row, int64_t b) {
     const size_t size = type == GGML_TYPE_Q2_K   ? sizeof(block_q2_K)
                         : type == GGML_TYPE_Q3_K ? sizeof(block_q3_K)
                         : type == GGML_TYPE_Q4_K ? sizeof(block_q4_K)
@@ -228,7 +226,7 @@ static PK_INLINE const void *kd_block(uint32_t type, const void *row, int64_t b)
     return (const uint8_t *)row + (size_t)b * size;
 }
 
-static PK_INLINE void kd_d(uint32_t type, const void *blk, float *d, float *dmin) {
+static ALWAYS_INLINE void kd_d(uint32_t type, const void *blk, float *d, float *dmin) {
     const block_q2_K *w2 = blk;
     const block_q3_K *w3 = blk;
     const block_q4_K *w4 = blk; /* Q5_K: the same d and dmin */
@@ -244,7 +242,7 @@ static PK_INLINE void kd_d(uint32_t type, const void *blk, float *d, float *dmin
  * (vec_dot_k_avx2.c, r_dot_4r): lane r of acc and accm for row r, per
  * super-block acc = fma(float(isum), d * d_a, acc), accm = fma(float(imin),
  * dmin * d_a, accm); the result acc - accm. */
-static PK_INLINE void kd_repacked_4r(uint32_t type, int64_t n, float s[4], const void *w, size_t w_stride,
+static ALWAYS_INLINE void kd_repacked_4r(uint32_t type, int64_t n, float s[4], const void *w, size_t w_stride,
                                      const void *act_row) {
     const block_q8_K *a = act_row;
     __m128 acc = _mm_setzero_ps(), accm = _mm_setzero_ps();
@@ -277,7 +275,7 @@ typedef struct pk_row {
 
 /* One super-block of a row: the quants of chunk c (elements 32c .. 32c + 31)
  * as the panel's bytes u into chunk[c], the rest into *row. */
-static PK_INLINE void pk_unpack(uint32_t type, const void *blk, __m256i chunk[8], pk_row *row) {
+static ALWAYS_INLINE void pk_unpack(uint32_t type, const void *blk, __m256i chunk[8], pk_row *row) {
     const __m256i m2 = _mm256_set1_epi8(0x03), m4 = _mm256_set1_epi8(0x0f);
     if (type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K) { /* 2 bits: bits 2 (c % 4) of qs[32 (c / 4) + b] */
         const uint8_t *qs = type == GGML_TYPE_Q2_K ? ((const block_q2_K *)blk)->qs : ((const block_q3_K *)blk)->qs;
@@ -349,7 +347,7 @@ static PK_INLINE void pk_unpack(uint32_t type, const void *blk, __m256i chunk[8]
 }
 
 /* The panel of the 16 rows at w, w + w_stride, ... */
-static PK_INLINE void pk_pack(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
+static ALWAYS_INLINE void pk_pack(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     const size_t blk_size = hl_row_size(type, HL_QK_K);
     const int n_sub = pk_n_sub(type);
     uint8_t *p = panel;
@@ -379,7 +377,7 @@ static PK_INLINE void pk_pack(uint32_t type, int64_t n, void *panel, const void 
 typedef enum pk_order { PK_GEMV, PK_GEMM, PK_TILED } pk_order;
 
 /* n_tok tokens (a constant after inlining), lane r of acc[t] for row r. */
-static PK_INLINE void pk_panel_t(uint32_t type, pk_order order, int n_tok, int64_t n, float *y, size_t y_stride,
+static ALWAYS_INLINE void pk_panel_t(uint32_t type, pk_order order, int n_tok, int64_t n, float *y, size_t y_stride,
                                  const uint8_t *p, const void *act, size_t act_stride) {
     const int n_sub = pk_n_sub(type), vecs = 64 / n_sub; /* quant vectors per sub-block */
     const int part = order == PK_GEMM ? (type == GGML_TYPE_Q4_K ? 2 : 8) : n_sub; /* sub-blocks per part */
@@ -442,7 +440,7 @@ static PK_INLINE void pk_panel_t(uint32_t type, pk_order order, int n_tok, int64
 }
 
 /* hl_panel_dot_fn for `type`; K-quant panels need no hl_act_aux. */
-static PK_INLINE void pk_panel_dot(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
+static ALWAYS_INLINE void pk_panel_dot(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
                                    const void *act, size_t act_stride, int n_tok) {
     const pk_order few = pk_repacked(type) ? PK_GEMV : PK_TILED, four = pk_repacked(type) ? PK_GEMM : PK_TILED;
     switch (n_tok) {

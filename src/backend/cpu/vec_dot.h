@@ -11,11 +11,11 @@
  *
  * Kernels exist per level (cpu_features.h): the scalar ones are the oracle;
  * the SIMD ones are tested against them. The AVX-512 level runs the AVX2
- * kernels except where vec_dot_avx512.c, vec_dot_k_avx512.c,
- * vec_dot_k2_avx512.c and vec_dot_q1_avx512.c put in their own, which keep
- * the AVX2 kernels' float order (for decode: every quantized type). Every level's act_from_float writes
- * the same bytes as the scalar one (for finite input), so levels differ only
- * in the order of float additions.
+ * kernels except where vec_dot_avx512.c, vec_dot_k_avx512.c and
+ * vec_dot_q1_avx512.c put in their own (for decode: every quantized type),
+ * which keep the AVX2 kernels' float order. Every level's act_from_float
+ * writes the same bytes as the scalar one (for finite input), so levels
+ * differ only in the order of float additions.
  *
  * Bit-for-bit agreement with llama.cpp. Greedy decoding only reproduces
  * llama.cpp's tokens if hearth's float arithmetic is llama.cpp's, operation
@@ -184,11 +184,9 @@ const hl_cpu_type_ops *hl_cpu_ops_avx512_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
 
-/* Put the AVX-512 K-quant kernels (vec_dot_k_avx512.c: Q4_K, Q6_K panels;
- * vec_dot_k2_avx512.c: Q2_K, Q3_K, Q5_K, Q6_K decode) into a copy of an
+/* Puts the AVX-512 K-quant kernels (vec_dot_k_avx512.c) into a copy of an
  * AVX2 entry, or of its batch entry. */
 void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch);
-void hl_cpu_ops_avx512_k2_patch(hl_cpu_type_ops *ops, bool batch);
 
 /* Puts the AVX-512 Q4_1 and Q5_1 kernels (vec_dot_q1_avx512.c) into a copy
  * of an AVX2 entry. */

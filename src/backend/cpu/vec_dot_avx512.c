@@ -242,11 +242,9 @@ static void table_init(void) {
         }
         hl_cpu_ops_avx512_q1_patch(&ops);
         hl_cpu_ops_avx512_k_patch(&ops, false);
-        hl_cpu_ops_avx512_k2_patch(&ops, false);
         if (ops.batch) {
             avx512_batch_ops[n_avx512_ops] = *ops.batch;
             hl_cpu_ops_avx512_k_patch(&avx512_batch_ops[n_avx512_ops], true);
-            hl_cpu_ops_avx512_k2_patch(&avx512_batch_ops[n_avx512_ops], true);
             ops.batch = &avx512_batch_ops[n_avx512_ops];
         }
         avx512_ops[n_avx512_ops++] = ops;

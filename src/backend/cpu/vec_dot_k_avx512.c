@@ -1,54 +1,122 @@
-/* AVX-512 VNNI kernels for Q4_K and Q6_K weights against Q8_K activations:
- * Q4_K decode and panels, Q6_K batch panels (k_avx512.h has the
- * panels; Q6_K decode is in vec_dot_k2_avx512.c); put into the AVX-512 table by vec_dot_avx512.c. Compiled with
+/* AVX-512 VNNI kernels of the K-quants (Q2_K .. Q6_K) against Q8_K
+ * activations, put into the AVX-512 table by vec_dot_avx512.c: the entry
+ * points of k_avx512.h's generic decode and panel kernels. Compiled with
  * -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only after
- * hl_cpu_level_best() says the CPU has them.
- *
- * llama.cpp multiplies Q4_K through its repacked kernels (repack.cpp,
- * q4_K_8x8; see vec_dot_k_avx2.c): per output, exact integer totals isum =
- * sum(sc * q * a) and imin = sum(m * bsums) over parts of a super-block go
- * into two FMA chains, acc += float(isum) * (d * d_a) and accm +=
- * float(imin) * (dmin * d_a), and the result is acc - accm. Its gemv takes
- * the whole super-block as the part, which is the decode order here. Q6_K
- * from 8 tokens on: llama.cpp's tiled kernels (vec_dot_k_avx2.c). */
+ * hl_cpu_level_best() says the CPU has them. Each keeps the float order of
+ * the AVX2 kernel it replaces (vec_dot_k_avx2.c), which is llama.cpp's:
+ * - Q2_K, Q4_K: llama.cpp's repacked q2_K_8x8 / q4_K_8x8 kernels: decode
+ *   (vec_dot_4r) in gemv's order, panels in gemv's (fewer than 4 tokens)
+ *   and gemm's (4); their 1x1 vec_dot stays the AVX2 one;
+ * - Q3_K, Q5_K, Q6_K decode: ggml_vec_dot_q*_K_q8_K's AVX2 order, ggml's
+ *   8-lane layout (k_avx512.h) added into one 8-lane accumulator per
+ *   output with one FMA per super-block, summed in hsum_float_8's order;
+ * - Q3_K, Q5_K, Q6_K from 8 tokens on (hl_cpu_type_ops.batch): panels in
+ *   the order of llama.cpp's tiled kernels. */
 #include <immintrin.h>
 #include <stdbool.h>
 
 #include "backend/cpu/k_avx512.h"
+#include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
 
-static void pack_q4_K(int64_t n, void *panel, const void *w, size_t w_stride) {
-    pk_pack(GGML_TYPE_Q4_K, n, panel, w, w_stride);
-}
+/* ---------------------------------------- Q3_K, Q5_K, Q6_K decode order -- */
 
-static void panel_dot_q4_K(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
-    (void)aux, (void)aux_stride;
-    pk_panel_dot(GGML_TYPE_Q4_K, n, y, y_stride, panel, act, act_stride, n_tok);
-}
-
-static void pack_q6_K(int64_t n, void *panel, const void *w, size_t w_stride) {
-    pk_pack(GGML_TYPE_Q6_K, n, panel, w, w_stride);
-}
-
-static void panel_dot_q6_K(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
-    (void)aux, (void)aux_stride;
-    pk_panel_dot(GGML_TYPE_Q6_K, n, y, y_stride, panel, act, act_stride, n_tok);
-}
-
-static void dot_4r_q4_K(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
-    kd_repacked_4r(GGML_TYPE_Q4_K, n, s, w, w_stride, act_row);
-}
-
-void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch) {
-    if (ops->type == GGML_TYPE_Q4_K && !batch) {
-        ops->vec_dot_4r = dot_4r_q4_K;
-        ops->pack_panel = pack_q4_K;
-        ops->panel_dot = panel_dot_q4_K;
+/* n_rows (1 or 4, a constant after inlining) rows w_stride bytes apart with
+ * one token, each as ggml_vec_dot_q3_K/q5_K/q6_K_q8_K adds it
+ * (vec_dot_k_avx2.c, v_step): per super-block acc = fma(d_a * d,
+ * float(sumi lanes), acc) (Q6_K's -32 in the lanes, k_avx512.h), and
+ * for Q5_K summs = fma(-d_a * dmin, float(imin), summs); the result
+ * hsum_float_8(acc) + summs. */
+static ALWAYS_INLINE void g_rows(uint32_t type, int n_rows, int64_t n, float *out, const void *w, size_t w_stride,
+                                 const block_q8_K *a) {
+    __m256 acc[4];
+    __m128 summs = _mm_setzero_ps(); /* lane r: row r */
+    for (int r = 0; r < n_rows; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK_K; b++) {
+        kd_act x;
+        kd_act_load(type, &a[b], &x);
+        __m256i imin[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+        float dmin[4] = {0};
+        for (int r = 0; r < n_rows; r++) {
+            const void *blk = kd_block(type, (const uint8_t *)w + (size_t)r * w_stride, b);
+            const __m256i sumi = kd_sumi(type, blk, &x, &imin[r]);
+            float d;
+            kd_d(type, blk, &d, &dmin[r]);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(a[b].d * d), _mm256_cvtepi32_ps(sumi), acc[r]);
+            dmin[r] *= -a[b].d;
+        }
+        if (type == GGML_TYPE_Q5_K) {
+            const __m128i m = hsum4_epi32(imin[0], imin[1], imin[2], imin[3]);
+            summs = _mm_fmadd_ps(_mm_loadu_ps(dmin), _mm_cvtepi32_ps(m), summs);
+        }
     }
-    if (ops->type == GGML_TYPE_Q6_K && batch) {
-        ops->pack_panel = pack_q6_K;
-        ops->panel_dot = panel_dot_q6_K;
+    float sm[4];
+    _mm_storeu_ps(sm, summs);
+    for (int r = 0; r < n_rows; r++) {
+        const float sum = hsum8_ggml(acc[r]);
+        out[r] = type == GGML_TYPE_Q5_K ? sum + sm[r] : sum;
+    }
+}
+
+/* ------------------------------------------------------- entry points -- */
+
+/* vec_dot and vec_dot_4r of type T in ggml's order (g_rows). */
+#define GGML_DECODE(T, name)                                                                               \
+    static void dot_##name(int64_t n, float *s, const void *w_row, const void *act_row) {                  \
+        g_rows(T, 1, n, s, w_row, 0, act_row);                                                             \
+    }                                                                                                      \
+    static void dot_4r_##name(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) { \
+        g_rows(T, 4, n, s, w, w_stride, act_row);                                                          \
+    }
+
+/* vec_dot_4r of type T in llama.cpp's repacked gemv order. */
+#define REPACKED_DECODE(T, name)                                                                           \
+    static void dot_4r_##name(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) { \
+        kd_repacked_4r(T, n, s, w, w_stride, act_row);                                                     \
+    }
+
+/* pack_panel and panel_dot of type T (k_avx512.h; no hl_act_aux). */
+#define PANELS(T, name)                                                                                    \
+    static void pack_##name(int64_t n, void *panel, const void *w, size_t w_stride) {                      \
+        pk_pack(T, n, panel, w, w_stride);                                                                 \
+    }                                                                                                      \
+    static void panel_dot_##name(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,  \
+                                 size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {  \
+        (void)aux, (void)aux_stride;                                                                       \
+        pk_panel_dot(T, n, y, y_stride, panel, act, act_stride, n_tok);                                    \
+    }
+
+REPACKED_DECODE(GGML_TYPE_Q2_K, q2_K)
+REPACKED_DECODE(GGML_TYPE_Q4_K, q4_K)
+GGML_DECODE(GGML_TYPE_Q3_K, q3_K)
+GGML_DECODE(GGML_TYPE_Q5_K, q5_K)
+GGML_DECODE(GGML_TYPE_Q6_K, q6_K)
+PANELS(GGML_TYPE_Q2_K, q2_K)
+PANELS(GGML_TYPE_Q3_K, q3_K)
+PANELS(GGML_TYPE_Q4_K, q4_K)
+PANELS(GGML_TYPE_Q5_K, q5_K)
+PANELS(GGML_TYPE_Q6_K, q6_K)
+
+#define SET_DECODE(ops, name) ((ops)->vec_dot = dot_##name, (ops)->vec_dot_4r = dot_4r_##name)
+#define SET_PANELS(ops, name) ((ops)->pack_panel = pack_##name, (ops)->panel_dot = panel_dot_##name)
+
+/* Q2_K and Q4_K run their repacked kernels at every batch size (their AVX2
+ * entries have no batch entry); Q3_K, Q5_K and Q6_K ggml's order for decode
+ * and the tiled order's panels in their batch entries. */
+void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch) {
+    if (batch) {
+        switch (ops->type) {
+        case GGML_TYPE_Q3_K: SET_PANELS(ops, q3_K); break;
+        case GGML_TYPE_Q5_K: SET_PANELS(ops, q5_K); break;
+        case GGML_TYPE_Q6_K: SET_PANELS(ops, q6_K); break;
+        }
+        return;
+    }
+    switch (ops->type) {
+    case GGML_TYPE_Q2_K: ops->vec_dot_4r = dot_4r_q2_K, SET_PANELS(ops, q2_K); break;
+    case GGML_TYPE_Q4_K: ops->vec_dot_4r = dot_4r_q4_K, SET_PANELS(ops, q4_K); break;
+    case GGML_TYPE_Q3_K: SET_DECODE(ops, q3_K); break;
+    case GGML_TYPE_Q5_K: SET_DECODE(ops, q5_K); break;
+    case GGML_TYPE_Q6_K: SET_DECODE(ops, q6_K); break;
     }
 }
