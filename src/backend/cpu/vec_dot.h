@@ -108,7 +108,7 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
  * written by act_aux; NULL where act_aux is) aux_stride entries apart. */
 #define HL_PANEL_ROWS 16
 #define HL_CPU_PANEL_MIN 8
-#define HL_PANEL_BYTES(n) (((size_t)(n) * 21 + 127) & ~(size_t)63) /* 64-byte multiples */
+#define HL_PANEL_BYTES(n) ((size_t)(n) * 4 * HL_PANEL_ROWS) /* 16 rows of floats; 64-byte multiples */
 
 /* Per block of 32 activation quants (a Q8_0 row; panels of types with
  * other activations get none), what panel kernels broadcast: the scale as a float, the sum of the quants, and -128 times
@@ -152,8 +152,16 @@ typedef struct hl_cpu_type_ops {
     void (*act_aux)(int64_t n, hl_act_aux *aux, const void *act_row);
 } hl_cpu_type_ops;
 
-/* The batch size from which hl_cpu_type_ops.batch applies (ggml_tiled_min_batch). */
+/* The batch size from which hl_cpu_type_ops.batch applies to the K-quants (ggml_tiled_min_batch). */
 #define HL_CPU_BATCH_MIN 8
+
+/* Whether a matmul of n_tok tokens with d_out weight rows runs ops->batch
+ * (where ops has one), as llama.cpp switches kernels: K-quants from
+ * HL_CPU_BATCH_MIN tokens; the float types (F32, F16, BF16) from 2 tokens
+ * where d_out is a multiple of 4 (llamafile_sgemm and tinyBLAS::matmul in
+ * ggml-cpu/llamafile/sgemm.cpp; its third condition, a row length that is a
+ * multiple of 16, the batch kernels check themselves). */
+bool hl_cpu_batch_applies(const hl_cpu_type_ops *ops, int64_t d_out, int64_t n_tok);
 
 /* The fastest kernels for `type` on this CPU; NULL if hearth cannot multiply
  * with this weight type. Thread-safe. */
@@ -175,13 +183,18 @@ const hl_cpu_type_ops *hl_cpu_ops_scalar_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx512_find(uint32_t type);
 
-/* The K-quant parts of those tables (vec_dot_k.c, vec_dot_k_avx2.c), which
- * the finders above consult. */
+/* The K-quant parts of those tables (vec_dot_k.c, vec_dot_k_avx2.c) and the
+ * float part of the AVX2 one (vec_dot_f_avx2.c), which the finders above
+ * consult. */
 const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
+const hl_cpu_type_ops *hl_cpu_ops_avx2_f_find(uint32_t type);
 
 /* Puts the AVX-512 K-quant kernels (vec_dot_k_avx512.c) into a copy of an
  * AVX2 entry, or of its batch entry. */
 void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch);
+
+/* The same for the float types (vec_dot_f_avx512.c). */
+void hl_cpu_ops_avx512_f_patch(hl_cpu_type_ops *ops, bool batch);
 
 #endif

@@ -296,9 +296,11 @@ static void table_init(void) {
             ops.act_aux = act_aux_q8_0;
         }
         hl_cpu_ops_avx512_k_patch(&ops, false);
+        hl_cpu_ops_avx512_f_patch(&ops, false);
         if (ops.batch) {
             avx512_batch_ops[n_avx512_ops] = *ops.batch;
             hl_cpu_ops_avx512_k_patch(&avx512_batch_ops[n_avx512_ops], true);
+            hl_cpu_ops_avx512_f_patch(&avx512_batch_ops[n_avx512_ops], true);
             ops.batch = &avx512_batch_ops[n_avx512_ops];
         }
         avx512_ops[n_avx512_ops++] = ops;
