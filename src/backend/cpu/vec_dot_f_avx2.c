@@ -21,6 +21,7 @@
  * (llama.cpp's AVX2-only build runs tinyBLAS<8, __m256> instead: 8 lanes,
  * another order, which this level does not follow.) */
 #include <immintrin.h>
+#include <string.h>
 
 #include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
@@ -139,6 +140,57 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
     for (int k = 0; k < nr * nc; k++) s[k] = v16_reduce(acc[k]);
 }
 
+/* Panels (vec_dot.h), laid out as the AVX-512 ones (vec_dot_f_avx512.c):
+ * for n % 16 == 0, per step j of 16 elements the 16 rows' 16 floats, row r's
+ * at 256 j + 16 r; else the rows as they are, one after the other. */
+static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
+    if (n % 16 != 0) {
+        const size_t row = hl_row_size(type, n);
+        for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy((uint8_t *)panel + (size_t)r * row, row_at(w, w_stride, r), row);
+        return;
+    }
+    float *p = panel;
+    for (int64_t i = 0; i < n; i += 16, p += 16 * HL_PANEL_ROWS)
+        for (int r = 0; r < HL_PANEL_ROWS; r++) v16_store(p + 16 * r, load16(type, row_at(w, w_stride, r), i));
+}
+
+/* Rows r0, r0 + 1 of a panel (n % 16 == 0) with nc (1 or 2, a constant
+ * after inlining) tokens: y[c * y_stride + r] for each, in tinyBLAS's order. */
+static ALWAYS_INLINE void panel_tile(uint32_t type, int nc, int64_t n, float *y, size_t y_stride, const float *p,
+                                     int r0, const void *act, size_t act_stride) {
+    v16 acc[2][2] = {{v16_zero(), v16_zero()}, {v16_zero(), v16_zero()}};
+    p += 16 * r0;
+    for (int64_t i = 0; i < n; i += 16, p += 16 * HL_PANEL_ROWS) {
+        v16 a[2];
+        for (int c = 0; c < nc; c++) a[c] = load16(type, row_at(act, act_stride, c), i);
+        for (int r = 0; r < 2; r++) {
+            const v16 x = v16_load(p + 16 * r);
+            for (int c = 0; c < nc; c++) acc[r][c] = v16_fma(x, a[c], acc[r][c]);
+        }
+    }
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < 2; r++) y[(size_t)c * y_stride + r0 + r] = v16_reduce(acc[r][c]);
+}
+
+static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
+                                      const void *act, size_t act_stride, int n_tok) {
+    if (n % 16 != 0) {
+        const size_t row = hl_row_size(type, n);
+        for (int c = 0; c < n_tok; c++)
+            for (int r = 0; r < HL_PANEL_ROWS; r++)
+                ggml_dot(type, n, &y[(size_t)c * y_stride + r], (const uint8_t *)panel + (size_t)r * row,
+                         row_at(act, act_stride, c));
+        return;
+    }
+    for (int c = 0; c < n_tok; c += 2) {
+        const void *at = row_at(act, act_stride, c);
+        for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 2) {
+            if (n_tok - c >= 2) panel_tile(type, 2, n, y + (size_t)c * y_stride, y_stride, panel, r0, at, act_stride);
+            else panel_tile(type, 1, n, y + (size_t)c * y_stride, y_stride, panel, r0, at, act_stride);
+        }
+    }
+}
+
 static void tb_dot_f32(int64_t n, float *s, const void *w_row, const void *act_row) {
     tb_tile(GGML_TYPE_F32, 1, 1, n, s, w_row, 0, act_row, 0);
 }
@@ -149,6 +201,16 @@ static void tb_4r_f32(int64_t n, float s[4], const void *w, size_t w_stride, con
 
 static void tb_4c_f32(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
     tb_tile(GGML_TYPE_F32, 1, 4, n, s, w_row, 0, act, act_stride);
+}
+
+static void pack_f32(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_F32, n, panel, w, w_stride);
+}
+
+static void panel_dot_f32(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                          size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    panel_dot_t(GGML_TYPE_F32, n, y, y_stride, panel, act, act_stride, n_tok);
 }
 
 static void tb_dot_f16(int64_t n, float *s, const void *w_row, const void *act_row) {
@@ -163,6 +225,16 @@ static void tb_4c_f16(int64_t n, float s[4], const void *w_row, const void *act,
     tb_tile(GGML_TYPE_F16, 1, 4, n, s, w_row, 0, act, act_stride);
 }
 
+static void pack_f16(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_F16, n, panel, w, w_stride);
+}
+
+static void panel_dot_f16(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                          size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    panel_dot_t(GGML_TYPE_F16, n, y, y_stride, panel, act, act_stride, n_tok);
+}
+
 static void tb_dot_bf16(int64_t n, float *s, const void *w_row, const void *act_row) {
     tb_tile(GGML_TYPE_BF16, 1, 1, n, s, w_row, 0, act_row, 0);
 }
@@ -175,12 +247,22 @@ static void tb_4c_bf16(int64_t n, float s[4], const void *w_row, const void *act
     tb_tile(GGML_TYPE_BF16, 1, 4, n, s, w_row, 0, act, act_stride);
 }
 
+static void pack_bf16(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_t(GGML_TYPE_BF16, n, panel, w, w_stride);
+}
+
+static void panel_dot_bf16(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    panel_dot_t(GGML_TYPE_BF16, n, y, y_stride, panel, act, act_stride, n_tok);
+}
+
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops avx2_f_batch_ops[] = {
-    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, tb_dot_f32, tb_4r_f32, tb_4c_f32, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, tb_dot_bf16, tb_4r_bf16, tb_4c_bf16, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, tb_dot_f32, tb_4r_f32, tb_4c_f32, NULL, pack_f32, panel_dot_f32, NULL},
+    {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, pack_f16, panel_dot_f16, NULL},
+    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, tb_dot_bf16, tb_4r_bf16, tb_4c_bf16, NULL, pack_bf16, panel_dot_bf16, NULL},
 };
 
 static const hl_cpu_type_ops avx2_f_ops[] = {
