@@ -25,8 +25,10 @@
  *   block, summed at the end in hsum_float_8's order; Q4_1's and Q5_1's
  *   m * s terms go into a separate scalar FMA chain (GCC contracts ggml's
  *   `summs += m * s`);
- * - F32 and F16 dot products use ggml's AVX-512 layout: four 16-lane
- *   accumulators, combined (0+2) + (1+3), then _mm512_reduce_add_ps.
+ * - F32 and F16 dot products of one token use ggml's AVX-512 layout: four
+ *   16-lane accumulators, combined (0+2) + (1+3), then _mm512_reduce_add_ps;
+ *   from 2 tokens on (hl_cpu_batch_applies) llamafile's tinyBLAS<16>: one
+ *   16-lane accumulator per result (vec_dot_f_avx2.c).
  * The 4-row and 4-column kernels keep the per-row order of the 1x1 kernel,
  * so all three give the same bits; llama.cpp's batched path for Q8_0 and
  * Q5_0 (llamafile's tinyBLAS_Q0_AVX) has that per-result order too.
@@ -39,10 +41,10 @@
  * share one order: per output one FMA chain, acc = fma(float(isum),
  * d_w * d_a, acc) per block.
  * And from 8 tokens on, llama.cpp multiplies Q3_K, Q5_K and Q6_K with its
- * tiled kernels, in yet another order: hl_cpu_type_ops.batch. Not
- * reproduced: BF16, which llama.cpp multiplies with AVX512-BF16
- * instructions, and the matrices whose row count is not a multiple of 8,
- * which it does not repack. */
+ * tiled kernels, in yet another order: hl_cpu_type_ops.batch, which the
+ * float types also use for tinyBLAS. Not reproduced: BF16, which llama.cpp
+ * multiplies with AVX512-BF16 instructions, and the matrices whose row count
+ * is not a multiple of 8, which it does not repack. */
 #ifndef HEARTH_BACKEND_CPU_VEC_DOT_H
 #define HEARTH_BACKEND_CPU_VEC_DOT_H
 
@@ -100,8 +102,8 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
 /* Panels, for matrix-matrix products of at least HL_CPU_PANEL_MIN tokens:
  * HL_PANEL_ROWS consecutive weight rows are repacked once per matmul into a
  * per-thread buffer (at most HL_PANEL_BYTES(n) bytes), in a layout where
- * one SIMD lane holds one row, and then multiplied with every token of the
- * batch. pack_panel writes the panel of the rows at w, w + w_stride, ...;
+ * one SIMD lane holds one row (the quantized types) or converted to floats
+ * (the float types), and then multiplied with every token of the batch. pack_panel writes the panel of the rows at w, w + w_stride, ...;
  * panel_dot computes y[t * y_stride + r] = dot(row r, activation row t) for
  * r < HL_PANEL_ROWS and t < n_tok (1..4), the activation rows act_stride
  * bytes apart with their per-block extras (hl_act_aux, n / 32 per row,
@@ -137,11 +139,11 @@ typedef struct hl_cpu_type_ops {
     hl_vec_dot_4r_fn vec_dot_4r;
     hl_vec_dot_4c_fn vec_dot_4c;
     /* Optional: the kernels to use instead, activation conversion included,
-     * for a whole matmul over at least HL_CPU_BATCH_MIN tokens; NULL where
-     * the batch size does not matter. llama.cpp multiplies Q3_K, Q5_K and
-     * Q6_K weights in another float order from 8 tokens on (its tiled path,
-     * ggml-cpu/tiled/), so a matmul reproduces its results only by
-     * switching too. */
+     * for a whole matmul where hl_cpu_batch_applies; NULL where the batch
+     * size does not matter. llama.cpp multiplies Q3_K, Q5_K and Q6_K weights
+     * in another float order from 8 tokens on (its tiled path,
+     * ggml-cpu/tiled/), and F32 and F16 from 2 tokens on (llamafile's
+     * tinyBLAS), so a matmul reproduces its results only by switching too. */
     const struct hl_cpu_type_ops *batch;
     /* Optional (NULL where a level has none): panel kernels, each result
      * with the bits of vec_dot's. */

@@ -1,6 +1,7 @@
 /* AVX2 + FMA + F16C kernels: activation quantizers and dot products for the
- * weight types of vec_dot.h. Compiled with -mavx2 -mfma -mf16c and called only
- * after hl_cpu_level_best() says the CPU has them.
+ * quantized weight types of vec_dot.h (the float types: vec_dot_f_avx2.c;
+ * the K-quants: vec_dot_k_avx2.c). Compiled with -mavx2 -mfma -mf16c and
+ * called only after hl_cpu_level_best() says the CPU has them.
  *
  * The quantized dot products work block by block like ggml's x86 kernels
  * (ggml-cpu/arch/x86/quants.c): the 32 weight quants are widened to 32 bytes,

@@ -20,7 +20,11 @@
  * order keeps one total per block); Q5_0 and Q8_0 keep ggml's eight lanes
  * apart, as eight accumulators.
  *
- * Decode (one token): Q4_0 four rows at a time, two blocks per vpdpbusd. */
+ * Decode (one token): Q4_0 four rows at a time, two blocks per vpdpbusd.
+ *
+ * The K-quant kernels (vec_dot_k_avx512.c) and the float ones
+ * (vec_dot_f_avx512.c) live in their own files and are put in by
+ * table_init too. */
 #include <immintrin.h>
 #include <pthread.h>
 
