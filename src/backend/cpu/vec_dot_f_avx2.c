@@ -84,22 +84,40 @@ static inline __m256 load8_bf16(const hl_bf16 *row, int64_t i) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-/* BF16: four 8-lane accumulators, the tail of n % 8 scalar. llama.cpp's
- * AVX-512 build uses AVX512-BF16 dpbf16 here, whose rounding of pairs this
- * does not reproduce. */
-static void dot_bf16(int64_t n, float *s, const void *w_row, const void *act_row) {
-    const hl_bf16 *w = w_row, *a = act_row;
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+/* BF16: four 8-lane accumulators, the tail of n % 8 scalar; s[r] for rows r
+ * < nr (1 or 4, a constant after inlining) of rows w_stride bytes apart.
+ * llama.cpp's AVX-512 build uses AVX512-BF16 dpbf16 here, whose rounding of
+ * pairs this does not reproduce. */
+static ALWAYS_INLINE void bf16_rows(int nr, int64_t n, float *s, const void *w, size_t w_stride,
+                                    const void *act_row) {
+    const hl_bf16 *a = act_row;
+    __m256 acc[4][4];
+    for (int r = 0; r < nr; r++)
+        for (int k = 0; k < 4; k++) acc[r][k] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         for (int k = 0; k < 4; k++) {
-            acc[k] = _mm256_fmadd_ps(load8_bf16(w, i + 8 * k), load8_bf16(a, i + 8 * k), acc[k]);
+            const __m256 y = load8_bf16(a, i + 8 * k);
+            for (int r = 0; r < nr; r++) acc[r][k] = _mm256_fmadd_ps(load8_bf16(row_at(w, w_stride, r), i + 8 * k), y, acc[r][k]);
         }
     }
-    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load8_bf16(w, i), load8_bf16(a, i), acc[0]);
-    float sum = hsum8_ggml(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; i < n; i++) sum += hl_bf16_to_fp32(w[i]) * hl_bf16_to_fp32(a[i]);
-    *s = sum;
+    for (int r = 0; r < nr; r++) {
+        const hl_bf16 *x = row_at(w, w_stride, r);
+        int64_t j = i;
+        for (; j + 8 <= n; j += 8) acc[r][0] = _mm256_fmadd_ps(load8_bf16(x, j), load8_bf16(a, j), acc[r][0]);
+        float sum = hsum8_ggml(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3])));
+        for (; j < n; j++) sum += hl_bf16_to_fp32(x[j]) * hl_bf16_to_fp32(a[j]);
+        s[r] = sum;
+    }
+}
+
+static void dot_bf16(int64_t n, float *s, const void *w_row, const void *act_row) {
+    bf16_rows(1, n, s, w_row, 0, act_row);
+}
+
+/* Four rows far apart (vec_dot.h) for decode. */
+static void dot_4r_bf16(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
+    bf16_rows(4, n, s, w, w_stride, act_row);
 }
 
 /* --------------------------------------------- batches: tinyBLAS order -- */
@@ -268,7 +286,7 @@ static const hl_cpu_type_ops avx2_f_batch_ops[] = {
 static const hl_cpu_type_ops avx2_f_ops[] = {
     {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, &avx2_f_batch_ops[0], NULL, NULL, NULL},
     {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, &avx2_f_batch_ops[1], NULL, NULL, NULL},
-    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, NULL, NULL, &avx2_f_batch_ops[2], NULL, NULL, NULL},
+    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, dot_4r_bf16, NULL, &avx2_f_batch_ops[2], NULL, NULL, NULL},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_f_find(uint32_t type) {

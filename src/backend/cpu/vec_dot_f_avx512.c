@@ -13,10 +13,9 @@
  * 16 elements the panel holds the 16 rows' 16 floats side by side (1 KiB).
  * panel_dot runs tiles of 4 rows x up to 4 tokens, 16 accumulators, one FMA
  * per row and token per step, each output in tinyBLAS's order. Where n % 16
- * != 0 (ggml's vec_dot order) the panel holds the rows as they are. */
+ * != 0 (ggml's vec_dot order) the AVX2 kernels run. */
 #include <immintrin.h>
 #include <stdbool.h>
-#include <string.h>
 
 #include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
@@ -92,10 +91,11 @@ static void dot_4r_f16(int64_t n, float s[4], const void *w, size_t w_stride, co
 
 /* --------------------------------------------- batches: tinyBLAS order -- */
 
-/* ggml's vec_dot of `type` (the AVX2 level's, the same bits): the order
- * where n % 16 != 0. */
-static void ggml_dot(uint32_t type, int64_t n, float *s, const void *w_row, const void *act_row) {
-    hl_cpu_ops_avx2_find(type)->vec_dot(n, s, w_row, act_row);
+/* The AVX2 level's batch kernels of `type`, which give the same bits: where
+ * n % 16 != 0 (ggml's vec_dot order, and panels that hold the rows as they
+ * are) these kernels hand the work to them. */
+static const hl_cpu_type_ops *avx2_batch(uint32_t type) {
+    return hl_cpu_ops_avx2_find(type)->batch;
 }
 
 /* s[r * nc + c] = dot(weight row r, activation row c) for r < nr, c < nc
@@ -105,7 +105,7 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
     if (n % 16 != 0) {
         for (int r = 0; r < nr; r++)
             for (int c = 0; c < nc; c++)
-                ggml_dot(type, n, &s[r * nc + c], row_at(w, w_stride, r), row_at(act, act_stride, c));
+                avx2_batch(type)->vec_dot(n, &s[r * nc + c], row_at(w, w_stride, r), row_at(act, act_stride, c));
         return;
     }
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
@@ -120,13 +120,12 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
     for (int k = 0; k < nr * nc; k++) s[k] = reduce16(acc[k]);
 }
 
-/* The panel of rows w, w + w_stride, ...: for n % 16 == 0, per step j of 16
- * elements 16 x 16 floats, row r's at 256 j + 16 r; else the rows as they
- * are, one after the other. */
+/* The panel of rows w, w + w_stride, ... (vec_dot_f_avx2.c's layout): for
+ * n % 16 == 0, per step j of 16 elements 16 x 16 floats, row r's at 256 j +
+ * 16 r. */
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     if (n % 16 != 0) {
-        const size_t row = hl_row_size(type, n);
-        for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy((uint8_t *)panel + (size_t)r * row, row_at(w, w_stride, r), row);
+        avx2_batch(type)->pack_panel(n, panel, w, w_stride);
         return;
     }
     float *p = panel;
@@ -157,11 +156,7 @@ static ALWAYS_INLINE void panel_tile(uint32_t type, int nc, int64_t n, float *y,
 static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
                                       const void *act, size_t act_stride, int n_tok) {
     if (n % 16 != 0) {
-        const size_t row = hl_row_size(type, n);
-        for (int c = 0; c < n_tok; c++)
-            for (int r = 0; r < HL_PANEL_ROWS; r++)
-                ggml_dot(type, n, &y[(size_t)c * y_stride + r], (const uint8_t *)panel + (size_t)r * row,
-                         row_at(act, act_stride, c));
+        avx2_batch(type)->panel_dot(n, y, y_stride, panel, act, act_stride, NULL, 0, n_tok);
         return;
     }
     for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 4) {
