@@ -33,6 +33,26 @@ static inline float reduce16(__m512 v) {
     return hsum8_ggml(_mm256_add_ps(_mm512_castps512_ps256(v), hi));
 }
 
+/* reduce16 of 16 vectors at once, each sum in reduce16's order: lane 4q + j
+ * of the result is the sum of v[j][q]. Per step two vectors' halves (then
+ * quarters, pairs, lanes) are brought side by side and added, as reduce16
+ * adds them within one vector. */
+static inline __m512 reduce16_x16(const __m512 m[4][4]) {
+    __m512 v[16], s1[8], s2[4], s3[2];
+    for (int k = 0; k < 16; k++) v[k] = m[k / 4][k % 4];
+    for (int k = 0; k < 8; k++) /* [v lanes i + (i+8) | w lanes i + (i+8)], i < 8 */
+        s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44),
+                              _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xee));
+    for (int k = 0; k < 4; k++) /* quarter q: v[4k + q]'s i + (i+4), i < 4 */
+        s2[k] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * k], s1[2 * k + 1], 0x88),
+                              _mm512_shuffle_f32x4(s1[2 * k], s1[2 * k + 1], 0xdd));
+    for (int k = 0; k < 2; k++) /* per quarter: [0+2, 1+3] of s2[2k], then of s2[2k + 1] */
+        s3[k] = _mm512_add_ps(_mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(2, 0, 2, 0)), /* (0+2) + (1+3) */
+                         _mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
 /* Elements i .. i+15 of a row of `type` as floats. */
 static ALWAYS_INLINE __m512 load16(uint32_t type, const void *row, int64_t i) {
     if (type == GGML_TYPE_F32) return _mm512_loadu_ps((const float *)row + i);
@@ -148,6 +168,14 @@ static ALWAYS_INLINE void panel_tile(uint32_t type, int nc, int64_t n, float *y,
             const __m512 x = _mm512_loadu_ps(p + 16 * r);
             for (int c = 0; c < nc; c++) acc[r][c] = _mm512_fmadd_ps(x, a[c], acc[r][c]);
         }
+    }
+    if (nc == 4) { /* lane 4c + r of the sums: row r, token c */
+        const __m512 sums = reduce16_x16(acc);
+        _mm_storeu_ps(y + r0, _mm512_castps512_ps128(sums));
+        _mm_storeu_ps(y + y_stride + r0, _mm512_extractf32x4_ps(sums, 1));
+        _mm_storeu_ps(y + 2 * y_stride + r0, _mm512_extractf32x4_ps(sums, 2));
+        _mm_storeu_ps(y + 3 * y_stride + r0, _mm512_extractf32x4_ps(sums, 3));
+        return;
     }
     for (int c = 0; c < nc; c++)
         for (int r = 0; r < 4; r++) y[(size_t)c * y_stride + r0 + r] = reduce16(acc[r][c]);
