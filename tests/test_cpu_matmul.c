@@ -59,7 +59,7 @@ static void check_type(uint32_t type, int64_t d_in, int64_t d_out, int64_t n_tok
     run_matmul(1, &w, x, n_tok, y1);
     /* the oracle: the scalar kernels on the scalar level's activations */
     const hl_cpu_type_ops *scalar = hl_cpu_type_ops_scalar(type);
-    uint8_t act[MAX_ROW * 2];
+    uint8_t act[MAX_ROW * 4];
     int bad = 0;
     for (int64_t t = 0; t < n_tok; t++) {
         scalar->act_from_float(x + t * d_in, act, d_in);
@@ -87,8 +87,9 @@ static void check_type(uint32_t type, int64_t d_in, int64_t d_out, int64_t n_tok
 }
 
 int main(void) {
-    static const uint32_t types[] = {GGML_TYPE_F16,  GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
-                                     GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
+    static const uint32_t types[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q4_0,
+                                     GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
+                                     GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
                                      GGML_TYPE_Q6_K};
     static const int64_t tokens[] = {1, 3, 8, 11, 13};
     static const int64_t outs[] = {16, 37, 53};

@@ -120,8 +120,8 @@ static void dot_run(void *arg, int ith, int nth) {
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
     hl_cpu *cpu = cpu_of(b);
     matmul_task t = {.w = w, .x = x, .y = y, .ops = hl_cpu_ops_for(b, w->type)};
-    /* llama.cpp multiplies some types in another order from HL_CPU_BATCH_MIN tokens on (vec_dot.h) */
-    if (t.ops->batch && x->ne[1] >= HL_CPU_BATCH_MIN) t.ops = t.ops->batch;
+    /* llama.cpp multiplies some types in another order from some batch size on (vec_dot.h) */
+    if (t.ops->batch && hl_cpu_batch_applies(t.ops, w->ne[1], x->ne[1])) t.ops = t.ops->batch;
     const int64_t d_in = x->ne[0];
     const bool panels = t.ops->panel_dot && x->ne[1] >= HL_CPU_PANEL_MIN;
     if (panels && t.ops->act_aux) {

@@ -29,8 +29,10 @@
  *   block, summed at the end in hsum_float_8's order; Q4_1's and Q5_1's
  *   m * s terms go into a separate scalar FMA chain (GCC contracts ggml's
  *   `summs += m * s`);
- * - F32 and F16 dot products use ggml's AVX-512 layout: four 16-lane
- *   accumulators, combined (0+2) + (1+3), then _mm512_reduce_add_ps.
+ * - F32 and F16 dot products of one token use ggml's AVX-512 layout: four
+ *   16-lane accumulators, combined (0+2) + (1+3), then _mm512_reduce_add_ps;
+ *   from 2 tokens on (hl_cpu_batch_applies) llamafile's tinyBLAS<16>: one
+ *   16-lane accumulator per result (vec_dot_f_avx2.c).
  * The 4-row and 4-column kernels keep the per-row order of the 1x1 kernel,
  * so all three give the same bits; llama.cpp's batched path for Q8_0 and
  * Q5_0 (llamafile's tinyBLAS_Q0_AVX) has that per-result order too.
@@ -43,10 +45,10 @@
  * share one order: per output one FMA chain, acc = fma(float(isum),
  * d_w * d_a, acc) per block.
  * And from 8 tokens on, llama.cpp multiplies Q3_K, Q5_K and Q6_K with its
- * tiled kernels, in yet another order: hl_cpu_type_ops.batch. Not
- * reproduced: BF16, which llama.cpp multiplies with AVX512-BF16
- * instructions, and the matrices whose row count is not a multiple of 8,
- * which it does not repack. */
+ * tiled kernels, in yet another order: hl_cpu_type_ops.batch, which the
+ * float types also use for tinyBLAS. Not reproduced: BF16, which llama.cpp
+ * multiplies with AVX512-BF16 instructions, and the matrices whose row count
+ * is not a multiple of 8, which it does not repack. */
 #ifndef HEARTH_BACKEND_CPU_VEC_DOT_H
 #define HEARTH_BACKEND_CPU_VEC_DOT_H
 
@@ -104,15 +106,15 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
 /* Panels, for matrix-matrix products of at least HL_CPU_PANEL_MIN tokens:
  * HL_PANEL_ROWS consecutive weight rows are repacked once per matmul into a
  * per-thread buffer (at most HL_PANEL_BYTES(n) bytes), in a layout where
- * one SIMD lane holds one row, and then multiplied with every token of the
- * batch. pack_panel writes the panel of the rows at w, w + w_stride, ...;
+ * one SIMD lane holds one row (the quantized types) or converted to floats
+ * (the float types), and then multiplied with every token of the batch. pack_panel writes the panel of the rows at w, w + w_stride, ...;
  * panel_dot computes y[t * y_stride + r] = dot(row r, activation row t) for
  * r < HL_PANEL_ROWS and t < n_tok (1..4), the activation rows act_stride
  * bytes apart with their per-block extras (hl_act_aux, n / 32 per row,
  * written by act_aux; NULL where act_aux is) aux_stride entries apart. */
 #define HL_PANEL_ROWS 16
 #define HL_CPU_PANEL_MIN 8
-#define HL_PANEL_BYTES(n) (((size_t)(n) * 21 + 127) & ~(size_t)63) /* 64-byte multiples */
+#define HL_PANEL_BYTES(n) ((size_t)(n) * 4 * HL_PANEL_ROWS) /* 16 rows of floats; 64-byte multiples */
 
 /* Per block of 32 activation quants (a Q8_0 row; panels of types with
  * other activations get none), what panel kernels broadcast: the scale as a float, the sum of the quants, and -128 times
@@ -141,11 +143,11 @@ typedef struct hl_cpu_type_ops {
     hl_vec_dot_4r_fn vec_dot_4r;
     hl_vec_dot_4c_fn vec_dot_4c;
     /* Optional: the kernels to use instead, activation conversion included,
-     * for a whole matmul over at least HL_CPU_BATCH_MIN tokens; NULL where
-     * the batch size does not matter. llama.cpp multiplies Q3_K, Q5_K and
-     * Q6_K weights in another float order from 8 tokens on (its tiled path,
-     * ggml-cpu/tiled/), so a matmul reproduces its results only by
-     * switching too. */
+     * for a whole matmul where hl_cpu_batch_applies; NULL where the batch
+     * size does not matter. llama.cpp multiplies Q3_K, Q5_K and Q6_K weights
+     * in another float order from 8 tokens on (its tiled path,
+     * ggml-cpu/tiled/), and F32 and F16 from 2 tokens on (llamafile's
+     * tinyBLAS), so a matmul reproduces its results only by switching too. */
     const struct hl_cpu_type_ops *batch;
     /* Optional (NULL where a level has none): panel kernels, each result
      * with the bits of vec_dot's. */
@@ -156,8 +158,16 @@ typedef struct hl_cpu_type_ops {
     void (*act_aux)(int64_t n, hl_act_aux *aux, const void *act_row);
 } hl_cpu_type_ops;
 
-/* The batch size from which hl_cpu_type_ops.batch applies (ggml_tiled_min_batch). */
+/* The batch size from which hl_cpu_type_ops.batch applies to the K-quants (ggml_tiled_min_batch). */
 #define HL_CPU_BATCH_MIN 8
+
+/* Whether a matmul of n_tok tokens with d_out weight rows runs ops->batch
+ * (where ops has one), as llama.cpp switches kernels: K-quants from
+ * HL_CPU_BATCH_MIN tokens; the float types (F32, F16, BF16) from 2 tokens
+ * where d_out is a multiple of 4 (llamafile_sgemm and tinyBLAS::matmul in
+ * ggml-cpu/llamafile/sgemm.cpp; its third condition, a row length that is a
+ * multiple of 16, the batch kernels check themselves). */
+bool hl_cpu_batch_applies(const hl_cpu_type_ops *ops, int64_t d_out, int64_t n_tok);
 
 /* The fastest kernels for `type` on this CPU; NULL if hearth cannot multiply
  * with this weight type. Thread-safe. */
@@ -179,10 +189,12 @@ const hl_cpu_type_ops *hl_cpu_ops_scalar_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx512_find(uint32_t type);
 
-/* The K-quant parts of those tables (vec_dot_k.c, vec_dot_k_avx2.c), which
- * the finders above consult. */
+/* The K-quant parts of those tables (vec_dot_k.c, vec_dot_k_avx2.c) and the
+ * float part of the AVX2 one (vec_dot_f_avx2.c), which the finders above
+ * consult. */
 const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
+const hl_cpu_type_ops *hl_cpu_ops_avx2_f_find(uint32_t type);
 
 /* Puts the AVX-512 K-quant kernels (vec_dot_k_avx512.c) into a copy of an
  * AVX2 entry, or of its batch entry. */
@@ -191,5 +203,9 @@ void hl_cpu_ops_avx512_k_patch(hl_cpu_type_ops *ops, bool batch);
 /* Puts the AVX-512 Q4_1 and Q5_1 kernels (vec_dot_q1_avx512.c) into a copy
  * of an AVX2 entry. */
 void hl_cpu_ops_avx512_q1_patch(hl_cpu_type_ops *ops);
+
+/* Puts the AVX-512 float kernels (vec_dot_f_avx512.c) into a copy of an
+ * AVX2 entry, or of its batch entry. */
+void hl_cpu_ops_avx512_f_patch(hl_cpu_type_ops *ops, bool batch);
 
 #endif

@@ -1,6 +1,7 @@
 /* AVX2 + FMA + F16C kernels: activation quantizers and dot products for the
- * weight types of vec_dot.h. Compiled with -mavx2 -mfma -mf16c and called only
- * after hl_cpu_level_best() says the CPU has them.
+ * quantized weight types of vec_dot.h (the float types: vec_dot_f_avx2.c;
+ * the K-quants: vec_dot_k_avx2.c). Compiled with -mavx2 -mfma -mf16c and
+ * called only after hl_cpu_level_best() says the CPU has them.
  *
  * The quantized dot products work block by block like ggml's x86 kernels
  * (ggml-cpu/arch/x86/quants.c): the 32 weight quants are widened to 32 bytes,
@@ -133,73 +134,6 @@ static void act_q8_1(const float *x, void *dst, int64_t n) {
         y[b].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
         y[b].s = _cvtss_sh((float)sum * d, _MM_FROUND_TO_NEAREST_INT);
     }
-}
-
-/* Same bytes as hl_fp32_to_fp16 except for NaN payloads. */
-static void act_f16(const float *x, void *dst, int64_t n) {
-    hl_half *y = dst;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
-        _mm_storeu_si128((__m128i *)(y + i), h);
-    }
-    for (; i < n; i++) y[i] = hl_fp32_to_fp16(x[i]);
-}
-
-/* hl_fp32_to_bf16 on 8 lanes: round to nearest even, NaN -> quiet NaN. */
-static void act_bf16(const float *x, void *dst, int64_t n) {
-    hl_bf16 *y = dst;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256i u = _mm256_loadu_si256((const __m256i *)(x + i));
-        const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-        const __m256i rounded = _mm256_srli_epi32(
-            _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
-        const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-        const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                                  _mm256_set1_epi32(0x7f800000));
-        const __m256i r = _mm256_blendv_epi8(rounded, quiet, is_nan);
-        /* packus works within 128-bit lanes; permute restores element order */
-        const __m256i packed =
-            _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), _MM_SHUFFLE(3, 1, 2, 0));
-        _mm_storeu_si128((__m128i *)(y + i), _mm256_castsi256_si128(packed));
-    }
-    for (; i < n; i++) y[i] = hl_fp32_to_bf16(x[i]);
-}
-
-/* ------------------------------------------------ float dot products -- */
-
-/* F32 and F16 in ggml's AVX-512 order (simd16_avx2.h). */
-static void dot_f32(int64_t n, float *s, const void *w_row, const void *act_row) {
-    *s = ggml_dot_f32(n, w_row, act_row);
-}
-
-static void dot_f16(int64_t n, float *s, const void *w_row, const void *act_row) {
-    *s = ggml_dot_f16(n, w_row, act_row);
-}
-
-/* Elements i..i+7 of a BF16 row as floats. */
-static inline __m256 load8_bf16(const hl_bf16 *row, int64_t i) {
-    const __m128i h = _mm_loadu_si128((const __m128i *)(row + i));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-/* BF16: four 8-lane accumulators, the tail of n % 8 scalar. llama.cpp's
- * AVX-512 build uses AVX512-BF16 dpbf16 here, whose rounding of pairs this
- * does not reproduce. */
-static void dot_bf16(int64_t n, float *s, const void *w_row, const void *act_row) {
-    const hl_bf16 *w = w_row, *a = act_row;
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        for (int k = 0; k < 4; k++) {
-            acc[k] = _mm256_fmadd_ps(load8_bf16(w, i + 8 * k), load8_bf16(a, i + 8 * k), acc[k]);
-        }
-    }
-    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load8_bf16(w, i), load8_bf16(a, i), acc[0]);
-    float sum = hsum8_ggml(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; i < n; i++) sum += hl_bf16_to_fp32(w[i]) * hl_bf16_to_fp32(a[i]);
-    *s = sum;
 }
 
 /* -------------------------------------------- quantized dot products -- */
@@ -603,9 +537,6 @@ static void dot_4c_q5_1(int64_t n, float s[4], const void *w_row, const void *ac
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops avx2_ops[] = {
-    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, NULL, NULL, NULL, NULL, NULL, NULL},
     {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL, pack_q4_0, panel_dot_q4_0,
      hl_act_q8_0_aux},
     {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, NULL, NULL, NULL},
@@ -616,5 +547,6 @@ static const hl_cpu_type_ops avx2_ops[] = {
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type) {
     const hl_cpu_type_ops *ops = hl_cpu_ops_in(avx2_ops, sizeof avx2_ops / sizeof avx2_ops[0], type);
+    if (!ops) ops = hl_cpu_ops_avx2_f_find(type);
     return ops ? ops : hl_cpu_ops_avx2_k_find(type);
 }

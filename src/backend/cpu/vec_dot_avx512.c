@@ -20,8 +20,9 @@
  *
  * Decode (one token): Q4_0 four rows at a time, two blocks per vpdpbusd;
  * Q5_0 and Q8_0 four rows at a time, two rows per vpdpbusd (q32_avx512.h).
- * The K-quant kernels (vec_dot_k_avx512.c) and those of Q4_1 and Q5_1
- * (vec_dot_q1_avx512.c) are put in by table_init. */
+ * The kernels of the K-quants (vec_dot_k_avx512.c), of Q4_1 and Q5_1
+ * (vec_dot_q1_avx512.c) and of the float types (vec_dot_f_avx512.c) are put
+ * in by table_init. */
 #include <immintrin.h>
 #include <pthread.h>
 
@@ -242,9 +243,11 @@ static void table_init(void) {
         }
         hl_cpu_ops_avx512_q1_patch(&ops);
         hl_cpu_ops_avx512_k_patch(&ops, false);
+        hl_cpu_ops_avx512_f_patch(&ops, false);
         if (ops.batch) {
             avx512_batch_ops[n_avx512_ops] = *ops.batch;
             hl_cpu_ops_avx512_k_patch(&avx512_batch_ops[n_avx512_ops], true);
+            hl_cpu_ops_avx512_f_patch(&avx512_batch_ops[n_avx512_ops], true);
             ops.batch = &avx512_batch_ops[n_avx512_ops];
         }
         avx512_ops[n_avx512_ops++] = ops;
