@@ -9,10 +9,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* For generic kernels specialised by constant arguments: inlining folds the
- * branches on them away. */
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-
 /* rows[r] holds 8 dwords of row r (r < 16); writes 8 vectors of 64 bytes,
  * out + 64 k = [dword k of rows 0, 1, ..., 15]. The classic 8 x 8 transpose
  * (unpack, shuffle, then 128-bit lanes) on rows 0-7 and 8-15 at once, one

@@ -59,6 +59,15 @@
 #include "backend/cpu/cpu_features.h"
 #include "quant/quant.h"
 
+/* For the kernel files: forced inlining of generic kernels specialised by
+ * constant arguments (inlining folds the branches on them away), and row r
+ * of rows `stride` bytes apart. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static inline const void *row_at(const void *rows, size_t stride, int r) {
+    return (const char *)rows + (size_t)r * stride;
+}
+
 /* The activation quantizers of llama.cpp's x86 CPU backend
  * (ggml-cpu/arch/x86/quants.c, quantize_row_q8_0 / quantize_row_q8_1), the
  * scalar oracle of every level's act_from_float for Q8_0 / Q8_1: per block of

@@ -24,15 +24,6 @@
 
 /* --------------------------------------------------------------- helpers -- */
 
-/* For generic kernels specialised by a constant type argument: inlining
- * folds the branches on the type away. */
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-
-/* Row r of rows `stride` bytes apart. */
-static inline const void *row_at(const void *rows, size_t stride, int r) {
-    return (const char *)rows + (size_t)r * stride;
-}
-
 static inline float hmax_ps(__m256 v) {
     __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     x = _mm_max_ps(x, _mm_movehl_ps(x, x));

@@ -32,10 +32,6 @@
 #include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
 
-static inline const void *row_at(const void *rows, size_t stride, int r) {
-    return (const char *)rows + (size_t)r * stride;
-}
-
 /* hl_act_q8_0_aux: the group sums of four through one vpdpbusd with ones. */
 static void act_aux_q8_0(int64_t n, hl_act_aux *aux, const void *act_row) {
     const block_q8_0 *a = act_row;

@@ -26,13 +26,6 @@
 #include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
 
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-
-/* Row r of rows `stride` bytes apart. */
-static inline const void *row_at(const void *rows, size_t stride, int r) {
-    return (const char *)rows + (size_t)r * stride;
-}
-
 /* ------------------------------------------------ activation conversion -- */
 
 /* Same bytes as hl_fp32_to_fp16 except for NaN payloads. */

@@ -20,12 +20,6 @@
 #include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
 
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-
-static inline const void *row_at(const void *rows, size_t stride, int r) {
-    return (const char *)rows + (size_t)r * stride;
-}
-
 /* _mm512_reduce_add_ps as GCC defines it (avx512fintrin.h), which tinyBLAS's
  * and ggml's hsum call: lanes i + (i+8), then hsum8_ggml's order. */
 static inline float reduce16(__m512 v) {

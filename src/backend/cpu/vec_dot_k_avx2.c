@@ -45,10 +45,6 @@
 #include "backend/cpu/simd_k_scales.h"
 #include "backend/cpu/vec_dot.h"
 
-/* For generic kernels specialised by a constant type argument: inlining
- * folds the branches on the type away. */
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-
 #define N_CHUNKS (HL_QK_K / 32)
 
 /* The loops over the chunks of a super-block are unrolled so that the chunk
@@ -56,10 +52,6 @@
 #define UNROLL_CHUNKS _Pragma("GCC unroll 8")
 
 /* --------------------------------------------------------------- helpers -- */
-
-static inline const void *row_at(const void *rows, size_t stride, int r) {
-    return (const char *)rows + (size_t)r * stride;
-}
 
 static inline __m256i load_256(const void *p) {
     return _mm256_loadu_si256((const __m256i *)p);
