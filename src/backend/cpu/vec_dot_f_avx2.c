@@ -202,71 +202,9 @@ static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t
     }
 }
 
-static void tb_dot_f32(int64_t n, float *s, const void *w_row, const void *act_row) {
-    tb_tile(GGML_TYPE_F32, 1, 1, n, s, w_row, 0, act_row, 0);
-}
-
-static void tb_4r_f32(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
-    tb_tile(GGML_TYPE_F32, 4, 1, n, s, w, w_stride, act_row, 0);
-}
-
-static void tb_4c_f32(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
-    tb_tile(GGML_TYPE_F32, 1, 4, n, s, w_row, 0, act, act_stride);
-}
-
-static void pack_f32(int64_t n, void *panel, const void *w, size_t w_stride) {
-    pack_t(GGML_TYPE_F32, n, panel, w, w_stride);
-}
-
-static void panel_dot_f32(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                          size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
-    (void)aux, (void)aux_stride;
-    panel_dot_t(GGML_TYPE_F32, n, y, y_stride, panel, act, act_stride, n_tok);
-}
-
-static void tb_dot_f16(int64_t n, float *s, const void *w_row, const void *act_row) {
-    tb_tile(GGML_TYPE_F16, 1, 1, n, s, w_row, 0, act_row, 0);
-}
-
-static void tb_4r_f16(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
-    tb_tile(GGML_TYPE_F16, 4, 1, n, s, w, w_stride, act_row, 0);
-}
-
-static void tb_4c_f16(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
-    tb_tile(GGML_TYPE_F16, 1, 4, n, s, w_row, 0, act, act_stride);
-}
-
-static void pack_f16(int64_t n, void *panel, const void *w, size_t w_stride) {
-    pack_t(GGML_TYPE_F16, n, panel, w, w_stride);
-}
-
-static void panel_dot_f16(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                          size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
-    (void)aux, (void)aux_stride;
-    panel_dot_t(GGML_TYPE_F16, n, y, y_stride, panel, act, act_stride, n_tok);
-}
-
-static void tb_dot_bf16(int64_t n, float *s, const void *w_row, const void *act_row) {
-    tb_tile(GGML_TYPE_BF16, 1, 1, n, s, w_row, 0, act_row, 0);
-}
-
-static void tb_4r_bf16(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {
-    tb_tile(GGML_TYPE_BF16, 4, 1, n, s, w, w_stride, act_row, 0);
-}
-
-static void tb_4c_bf16(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {
-    tb_tile(GGML_TYPE_BF16, 1, 4, n, s, w_row, 0, act, act_stride);
-}
-
-static void pack_bf16(int64_t n, void *panel, const void *w, size_t w_stride) {
-    pack_t(GGML_TYPE_BF16, n, panel, w, w_stride);
-}
-
-static void panel_dot_bf16(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
-    (void)aux, (void)aux_stride;
-    panel_dot_t(GGML_TYPE_BF16, n, y, y_stride, panel, act, act_stride, n_tok);
-}
+HL_FLOAT_BATCH_KERNELS(GGML_TYPE_F32, f32)
+HL_FLOAT_BATCH_KERNELS(GGML_TYPE_F16, f16)
+HL_FLOAT_BATCH_KERNELS(GGML_TYPE_BF16, bf16)
 
 /* ----------------------------------------------------------------- table -- */
 
