@@ -24,81 +24,17 @@ File format, all little-endian:
           w[n_rows] rows of `type`, float32 x[n_tok][n],
           float32 y[n_tok][n_rows] (llama.cpp's mul_mat)
 """
-import ctypes as C
-import glob
-import os
 import struct
 from pathlib import Path
 
-import llama_cpp
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-LIB = os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
-base = C.CDLL(glob.glob(LIB + "/libggml-base.so*")[0], mode=C.RTLD_GLOBAL)
-cpu = C.CDLL(glob.glob(LIB + "/libggml-cpu.so*")[0], mode=C.RTLD_GLOBAL)
+from make_vec_dot_k_fixtures import F32, activations, mul_mat
 
-F32, F16 = 0, 1
+HERE = Path(__file__).resolve().parent
+F16 = 1
 NP_TYPE = {F32: np.float32, F16: np.float16}
 rng = np.random.default_rng(20251121)
-
-
-class InitParams(C.Structure):
-    _fields_ = [("mem_size", C.c_size_t), ("mem_buffer", C.c_void_p), ("no_alloc", C.c_bool)]
-
-
-vp = C.c_void_p
-for lib, name, res, args in [
-    (base, "ggml_init", vp, [InitParams]), (base, "ggml_free", None, [vp]),
-    (base, "ggml_tensor_overhead", C.c_size_t, []), (base, "ggml_graph_overhead", C.c_size_t, []),
-    (base, "ggml_new_tensor_2d", vp, [vp, C.c_int, C.c_int64, C.c_int64]),
-    (base, "ggml_mul_mat", vp, [vp, vp, vp]), (base, "ggml_new_graph", vp, [vp]),
-    (base, "ggml_build_forward_expand", None, [vp, vp]),
-    (base, "ggml_backend_cpu_buffer_type", vp, []),
-    (base, "ggml_backend_alloc_ctx_tensors_from_buft", vp, [vp, vp]),
-    (base, "ggml_backend_buffer_free", None, [vp]),
-    (base, "ggml_backend_tensor_set", None, [vp, vp, C.c_size_t, C.c_size_t]),
-    (base, "ggml_backend_tensor_get", None, [vp, vp, C.c_size_t, C.c_size_t]),
-    (base, "ggml_backend_graph_compute", C.c_int, [vp, vp]), (base, "ggml_backend_free", None, [vp]),
-    (cpu, "ggml_backend_cpu_init", vp, []), (cpu, "ggml_backend_cpu_set_n_threads", None, [vp, C.c_int]),
-]:
-    getattr(lib, name).restype = res
-    getattr(lib, name).argtypes = args
-
-
-def ptr(a):
-    return a.ctypes.data_as(C.c_void_p)
-
-
-def mul_mat(wtype, w, x):
-    """ggml_mul_mat(W, X) on the CPU backend, one thread: [n_tok][n_rows]."""
-    n_rows, n, n_tok = w.shape[0], x.shape[1], x.shape[0]
-    ctx = base.ggml_init(InitParams(8 * base.ggml_tensor_overhead() + base.ggml_graph_overhead(), None, True))
-    wt = base.ggml_new_tensor_2d(ctx, wtype, n, n_rows)
-    xt = base.ggml_new_tensor_2d(ctx, F32, n, n_tok)
-    yt = base.ggml_mul_mat(ctx, wt, xt)
-    graph = base.ggml_new_graph(ctx)
-    base.ggml_build_forward_expand(graph, yt)
-    buf = base.ggml_backend_alloc_ctx_tensors_from_buft(ctx, base.ggml_backend_cpu_buffer_type())
-    base.ggml_backend_tensor_set(wt, ptr(w), 0, w.nbytes)
-    base.ggml_backend_tensor_set(xt, ptr(x), 0, x.nbytes)
-    backend = cpu.ggml_backend_cpu_init()
-    cpu.ggml_backend_cpu_set_n_threads(backend, 1)
-    assert base.ggml_backend_graph_compute(backend, graph) == 0
-    y = np.zeros((n_tok, n_rows), np.float32)
-    base.ggml_backend_tensor_get(yt, ptr(y), 0, y.nbytes)
-    base.ggml_backend_free(backend)
-    base.ggml_backend_buffer_free(buf)
-    base.ggml_free(ctx)
-    return y
-
-
-def activations(n, n_tok):
-    """Activation-like rows: per-channel scales, a few outliers, some zeros."""
-    x = rng.standard_normal((n_tok, n)) * np.exp(rng.normal(0, 0.5, n))
-    x[rng.random((n_tok, n)) < 0.01] *= 20
-    x[rng.random((n_tok, n)) < 0.01] = 0
-    return x.astype(np.float32)
 
 
 def weights(wtype, n, n_rows):
@@ -116,8 +52,8 @@ def main():
     records = []
     for wtype, name in ((F32, "f32"), (F16, "f16")):
         for n, n_rows, n_tok in shapes:
-            w, x = weights(wtype, n, n_rows), activations(n, n_tok)
-            y = mul_mat(wtype, w, x)
+            w, x = weights(wtype, n, n_rows), activations(n, n_tok, rng)
+            y = mul_mat(wtype, w, x, repack=False)
             records.append(struct.pack("<4I", wtype, n, n_rows, n_tok) + w.tobytes() + x.tobytes() + y.tobytes())
             print(f"{name} n={n} rows={n_rows} tok={n_tok}")
     out = HERE / "vec_dot_f_fixtures.bin"

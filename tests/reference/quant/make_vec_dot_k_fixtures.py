@@ -167,7 +167,7 @@ def mul_mat(qtype, w, x, repack):
     return y
 
 
-def activations(n, n_tok):
+def activations(n, n_tok, rng=rng):
     """Activation-like rows: per-channel scales, a few outliers, some zeros."""
     x = rng.standard_normal((n_tok, n)) * np.exp(rng.normal(0, 0.5, n))
     x[rng.random((n_tok, n)) < 0.01] *= 20
