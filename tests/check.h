@@ -3,6 +3,7 @@
 #ifndef HEARTH_TESTS_CHECK_H
 #define HEARTH_TESTS_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -55,6 +56,40 @@ static inline const char *check_test_path(const char *rel) {
     static char buf[4096];
     const char *dir = getenv("HEARTH_TEST_DIR");
     snprintf(buf, sizeof buf, "%s/%s", dir ? dir : "tests", rel);
+    return buf;
+}
+
+/* splitmix64 (Steele, Lea, Flood 2014): the next value of the generator
+ * whose state is *state; each test seeds its own state. */
+static inline uint64_t check_splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Little-endian u32 at p (fixture files). */
+static inline uint32_t check_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The whole file at `path` (caller frees), *size its length; NULL if it
+ * cannot be read or is empty. */
+static inline uint8_t *check_read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    uint8_t *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        const long len = ftell(f);
+        buf = len > 0 ? malloc((size_t)len) : NULL;
+        rewind(f);
+        if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+            free(buf);
+            buf = NULL;
+        }
+        *size = len > 0 ? (size_t)len : 0;
+    }
+    fclose(f);
     return buf;
 }
 

@@ -25,12 +25,8 @@ typedef struct fixture {
     uint64_t a_bytes, b_bytes;
 } fixture;
 
-static inline uint32_t fixture_u32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static inline uint64_t fixture_u64(const uint8_t *p) {
-    return fixture_u32(p) | (uint64_t)fixture_u32(p + 4) << 32;
+    return check_u32(p) | (uint64_t)check_u32(p + 4) << 32;
 }
 
 /* The whole file at tests/`rel`, or NULL (and a failed CHECK) if it cannot be
@@ -55,7 +51,7 @@ static inline uint8_t *fixture_file_read(const char *rel, size_t *size, uint32_t
     }
     CHECK_MSG(buf != NULL, "cannot read %s", path);
     *size = buf ? (size_t)len : 0;
-    *n_records = buf ? fixture_u32(buf + 8) : 0;
+    *n_records = buf ? check_u32(buf + 8) : 0;
     return buf;
 }
 
@@ -66,10 +62,10 @@ static inline bool fixture_next(const uint8_t *data, size_t size, size_t *pos, f
     const uint8_t *p = data + *pos;
     memcpy(fx->name, p, 32);
     fx->name[32] = 0;
-    fx->kind = fixture_u32(p + 32);
-    fx->type = fixture_u32(p + 36);
-    fx->n_rows = fixture_u32(p + 40);
-    fx->n_per_row = fixture_u32(p + 44);
+    fx->kind = check_u32(p + 32);
+    fx->type = check_u32(p + 36);
+    fx->n_rows = check_u32(p + 40);
+    fx->n_per_row = check_u32(p + 44);
     fx->a_bytes = fixture_u64(p + 48);
     fx->b_bytes = fixture_u64(p + 56);
     if (fx->a_bytes > size - *pos - head || fx->b_bytes > size - *pos - head - fx->a_bytes) return false;

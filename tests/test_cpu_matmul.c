@@ -19,12 +19,7 @@
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 
-static uint64_t rng_u64(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
+static uint64_t rng_u64(void) { return check_splitmix64(&rng_state); }
 
 static float rng_float(void) { /* in [-1, 1) */
     return (float)((double)(rng_u64() >> 11) * 0x1p-52 - 1.0);

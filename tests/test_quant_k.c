@@ -27,12 +27,7 @@ static const uint32_t new_types[] = {GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q
 
 static uint64_t rng_state = 0x853c49e6748fea9bu;
 
-static uint64_t rng_u64(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
+static uint64_t rng_u64(void) { return check_splitmix64(&rng_state); }
 
 /* A value with extremes: zeros, exact halves, and magnitudes 1e-30 .. 1e6. */
 static float rng_value(void) {

@@ -27,12 +27,7 @@ static const uint32_t types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};
 
 static uint64_t rng_state = 0x6a09e667f3bcc909u;
 
-static uint64_t rng_u64(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
+static uint64_t rng_u64(void) { return check_splitmix64(&rng_state); }
 
 /* Roughly normal, times a scale over four orders of magnitude; some zeros. */
 static float rng_value(void) {
@@ -192,28 +187,6 @@ static void test_batch_applies(void) {
 
 /* ------------------------------------------------------ llama.cpp fixture -- */
 
-static uint32_t read_u32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint8_t *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    uint8_t *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        const long len = ftell(f);
-        buf = len > 0 ? malloc((size_t)len) : NULL;
-        rewind(f);
-        if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-            free(buf);
-            buf = NULL;
-        }
-        *size = len > 0 ? (size_t)len : 0;
-    }
-    fclose(f);
-    return buf;
-}
-
 /* y[t][r] for n_tok tokens through a CPU backend of n_threads threads. */
 static void run_matmul(int n_threads, uint32_t type, const void *w, int64_t n, int64_t n_rows, const float *x,
                        int64_t n_tok, float *y) {
@@ -271,18 +244,18 @@ static void check_case(uint32_t type, int64_t n, int64_t n_rows, int64_t n_tok, 
 static void test_fixture(void) {
     const char *path = check_test_path("reference/quant/vec_dot_f_fixtures.bin");
     size_t size = 0;
-    uint8_t *data = read_file(path, &size);
-    CHECK_MSG(data && size >= 12 && memcmp(data, "HLVF", 4) == 0 && read_u32(data + 4) == 1, "cannot read %s", path);
+    uint8_t *data = check_read_file(path, &size);
+    CHECK_MSG(data && size >= 12 && memcmp(data, "HLVF", 4) == 0 && check_u32(data + 4) == 1, "cannot read %s", path);
     if (!data || size < 12) {
         free(data);
         return;
     }
-    const uint32_t n_cases = read_u32(data + 8);
+    const uint32_t n_cases = check_u32(data + 8);
     size_t pos = 12;
     uint32_t i = 0;
     for (; i < n_cases && pos + 16 <= size; i++) {
         const uint8_t *p = data + pos;
-        const uint32_t type = read_u32(p), n = read_u32(p + 4), n_rows = read_u32(p + 8), n_tok = read_u32(p + 12);
+        const uint32_t type = check_u32(p), n = check_u32(p + 4), n_rows = check_u32(p + 8), n_tok = check_u32(p + 12);
         if ((type != GGML_TYPE_F32 && type != GGML_TYPE_F16) || n == 0 || n > N_MAX || n_rows > 64 || n_tok > 64) break;
         const size_t w_bytes = hl_row_size(type, n) * n_rows, x_bytes = (size_t)n * n_tok * 4;
         const size_t y_bytes = (size_t)n_rows * n_tok * 4;

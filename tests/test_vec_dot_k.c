@@ -37,12 +37,7 @@ static bool is_k(uint32_t type) {
 
 static uint64_t rng_state = 0x2545f4914f6cdd1du;
 
-static uint64_t rng_u64(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
+static uint64_t rng_u64(void) { return check_splitmix64(&rng_state); }
 
 /* Uniform in [lo, hi). */
 static double rng_uniform(double lo, double hi) {
@@ -474,30 +469,8 @@ static void test_dots(void) {
 
 /* ------------------------------------------------------ llama.cpp fixture -- */
 
-static uint32_t read_u32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static uint64_t read_u64(const uint8_t *p) {
-    return read_u32(p) | (uint64_t)read_u32(p + 4) << 32;
-}
-
-static uint8_t *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    uint8_t *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        const long len = ftell(f);
-        buf = len > 0 ? malloc((size_t)len) : NULL;
-        rewind(f);
-        if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-            free(buf);
-            buf = NULL;
-        }
-        *size = len > 0 ? (size_t)len : 0;
-    }
-    fclose(f);
-    return buf;
+    return check_u32(p) | (uint64_t)check_u32(p + 4) << 32;
 }
 
 typedef struct act_rec {
@@ -591,30 +564,30 @@ static void check_case(const case_rec *cr, const act_rec *ar) {
 static void test_fixture(void) {
     const char *path = check_test_path("reference/quant/vec_dot_k_fixtures.bin");
     size_t size = 0;
-    uint8_t *data = read_file(path, &size);
-    CHECK_MSG(data && size >= 12 && memcmp(data, "HLVK", 4) == 0 && read_u32(data + 4) == 1, "cannot read %s", path);
+    uint8_t *data = check_read_file(path, &size);
+    CHECK_MSG(data && size >= 12 && memcmp(data, "HLVK", 4) == 0 && check_u32(data + 4) == 1, "cannot read %s", path);
     if (!data || size < 12) {
         free(data);
         return;
     }
-    const uint32_t n_records = read_u32(data + 8);
+    const uint32_t n_records = check_u32(data + 8);
     act_rec acts[8];
     uint32_t n_acts = 0, n = 0, n_cases = 0;
     size_t pos = 12;
     while (pos + 36 <= size && n < n_records) {
         const uint8_t *p = data + pos;
-        const uint32_t kind = read_u32(p + 32);
+        const uint32_t kind = check_u32(p + 32);
         if (kind == 0 && n_acts < 8) {
             act_rec *ar = &acts[n_acts++];
-            ar->n = read_u32(p + 36), ar->n_tok = read_u32(p + 40);
+            ar->n = check_u32(p + 36), ar->n_tok = check_u32(p + 40);
             ar->x = p + 44;
             pos += 44 + (size_t)ar->n * ar->n_tok * 4;
         } else if (kind == 1 && size - pos >= 76) {
             case_rec cr;
             memcpy(cr.name, p, 32);
             cr.name[32] = 0;
-            cr.type = read_u32(p + 36), cr.n = read_u32(p + 40), cr.n_rows = read_u32(p + 44);
-            cr.n_tok = read_u32(p + 48), cr.act = read_u32(p + 52), cr.path = read_u32(p + 56);
+            cr.type = check_u32(p + 36), cr.n = check_u32(p + 40), cr.n_rows = check_u32(p + 44);
+            cr.n_tok = check_u32(p + 48), cr.act = check_u32(p + 52), cr.path = check_u32(p + 56);
             cr.w_bytes = read_u64(p + 60), cr.a_bytes = read_u64(p + 68);
             cr.w = p + 76, cr.a = cr.w + cr.w_bytes, cr.mul_mat = cr.a + cr.a_bytes;
             cr.vec_dot = cr.mul_mat + (size_t)cr.n_tok * cr.n_rows * 4;
