@@ -39,6 +39,7 @@ typedef enum hearth_status {
     HEARTH_ERR_CONTEXT_FULL = 6,    /* the tokens do not fit in n_ctx */
     HEARTH_ERR_BUFFER_TOO_SMALL = 7,/* a caller's buffer is too small; the size needed is reported */
     HEARTH_ERR_DEVICE = 8,          /* a compute device failed or is missing */
+    HEARTH_ERR_BUSY = 9,            /* an engine's queue is full: retry later */
 } hearth_status;
 
 /* The message of the last failure on the calling thread ("" if none). The
@@ -292,14 +293,31 @@ void hearth_chat_free(char *text);
  * out), OUT_OF_MEMORY. Thread-safe. */
 hearth_status hearth_model_chat_template(const hearth_model *model, char **out);
 
+/* Renders `msgs` into a prompt ready for hearth_tokenize(..., add_special
+ * true, parse_special true): with `tmpl` (Jinja text) or, when NULL, the
+ * model's chat template, the generation prompt, and the model's BOS and EOS
+ * texts; when the tokenizer adds BOS itself a BOS the template wrote is
+ * dropped, as llama.cpp does, so the tokens start with one BOS. *out as
+ * hearth_chat_apply_template(); free it with hearth_chat_free().
+ * Errors: those of hearth_chat_apply_template(), and INVALID_ARG when the
+ * model has no chat template and tmpl is NULL. Thread-safe. */
+hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl, const hearth_chat_message *msgs,
+                                 size_t n_msgs, char **out);
+
 /* --------------------------------------------------------------- context -- */
 
 typedef struct hearth_context hearth_context;
 
 typedef struct hearth_context_params {
-    uint32_t n_ctx;      /* KV cache length in tokens; 0 = the model's n_ctx_train (capped at 4096) */
-    uint32_t n_batch;    /* prompt tokens processed per forward pass (matrix-matrix); default 512 */
+    uint32_t n_ctx;      /* KV cache length in tokens, over all sequences; 0 = the model's
+                            n_ctx_train (capped at 4096) times n_seq_max */
+    uint32_t n_batch;    /* most tokens in one forward pass (matrix-matrix); default 512 */
     int32_t n_threads;   /* CPU threads; 0 = physical cores */
+    /* Sequences the KV cache holds at once (default 1). Each sequence owns
+     * n_ctx / n_seq_max positions of the one cache buffer (as llama.cpp's
+     * server divides n_ctx among its slots), and at most n_seq_max tokens of
+     * a batch may ask for logits. */
+    uint32_t n_seq_max;
 } hearth_context_params;
 
 hearth_context_params hearth_context_default_params(void);
@@ -319,18 +337,22 @@ hearth_status hearth_context_init(hearth_model *model, const hearth_context_para
                                   hearth_context **out);
 void hearth_context_free(hearth_context *ctx);
 
+/* The KV cache length over all sequences, and the positions each sequence
+ * owns (n_ctx / n_seq_max), and n_seq_max. Pure getters. */
 uint32_t hearth_context_n_ctx(const hearth_context *ctx);
-/* Tokens currently in the KV cache (the position the next token takes). */
+uint32_t hearth_context_n_ctx_seq(const hearth_context *ctx);
+uint32_t hearth_context_n_seq_max(const hearth_context *ctx);
+/* Tokens of sequence 0 in the KV cache (the position its next token takes). */
 uint32_t hearth_context_n_past(const hearth_context *ctx);
 
-/* Empties the KV cache: the next decode starts a new sequence at position 0. */
+/* Empties the KV cache of every sequence: the next decode starts at position 0. */
 void hearth_context_reset(hearth_context *ctx);
 
-/* Keeps only the first n_past tokens of the KV cache (a no-op when n_past is
+/* Keeps only the first n_past tokens of sequence 0 (a no-op when n_past is
  * not below hearth_context_n_past()): the next decode continues at position
  * n_past, as a chat does when a new prompt shares only a prefix with the
  * tokens already decoded. The logits stay those of the last decode until the
- * next one. */
+ * next one. The same as hearth_kv_seq_rm(ctx, 0, n_past, -1). */
 void hearth_context_truncate(hearth_context *ctx, uint32_t n_past);
 
 /* Runs the model over `n_tokens` tokens that continue the sequence in the KV
@@ -345,8 +367,69 @@ void hearth_context_truncate(hearth_context *ctx, uint32_t n_past);
 hearth_status hearth_decode(hearth_context *ctx, const int32_t *tokens, uint32_t n_tokens);
 
 /* Logits of the last decoded token: float[n_vocab], owned by the context and
- * overwritten by the next decode. NULL before the first decode. */
+ * overwritten by the next decode. NULL before the first decode. After
+ * hearth_decode_batch(), the logits of the batch's last token that asked
+ * for them. */
 const float *hearth_get_logits(const hearth_context *ctx);
+
+/* ------------------------------------------------ batches and sequences -- */
+
+/* Tokens of one forward pass, each in a sequence of its own choosing (the
+ * shape of llama.cpp's llama_batch). Sequences are independent streams in
+ * one KV cache: a token attends only to the earlier tokens of its own
+ * sequence. The arrays are read during hearth_decode_batch() only. */
+typedef struct hearth_batch {
+    int32_t n_tokens;
+    const int32_t *token;  /* [n_tokens] token ids in [0, n_vocab) */
+    /* [n_tokens] position of each token in its sequence, or NULL: each
+     * token continues its sequence (the sequence's length, then +1 for
+     * every later token of it in the batch). A position below the
+     * sequence's length first drops the positions from it on. Within a
+     * batch a sequence's tokens must take consecutive positions, the first
+     * at most the sequence's length. */
+    const int32_t *pos;
+    const int32_t *seq_id; /* [n_tokens] sequence of each token in [0, n_seq_max), or NULL: all 0 */
+    /* [n_tokens] nonzero: keep this token's logits (at most n_seq_max per
+     * batch), or NULL: only the last token's */
+    const int8_t *logits;
+} hearth_batch;
+
+/* Runs one forward pass over the tokens of `batch`, whatever sequences they
+ * belong to: every weight matrix is multiplied once with all of them
+ * (decoding N sequences is one matrix-matrix product per weight). Writes
+ * each token's key and value into its sequence's cells of the KV cache and
+ * keeps the logits of the tokens that ask for them (read them with
+ * hearth_get_logits_ith()). Blocks until done; does not allocate.
+ * Errors: INVALID_ARG (NULL, n_tokens 0 or over n_batch, a token id outside
+ * the vocabulary, a seq_id outside [0, n_seq_max), positions that skip or
+ * repeat within a sequence, more than n_seq_max tokens asking for logits;
+ * nothing is changed), CONTEXT_FULL (a sequence would pass n_ctx_seq
+ * positions; nothing is changed), DEVICE (a GPU kernel or copy failed: the
+ * sequences of the batch are left as they were before it). */
+hearth_status hearth_decode_batch(hearth_context *ctx, const hearth_batch *batch);
+
+/* Logits of token i of the last batch, float[n_vocab], owned by the
+ * context and overwritten by the next decode; NULL when that token did not
+ * ask for logits or i is out of range. */
+const float *hearth_get_logits_ith(const hearth_context *ctx, int32_t i);
+
+/* Tokens of sequence `seq` in the KV cache (the position its next token
+ * takes); 0 for an empty or out-of-range sequence. */
+uint32_t hearth_kv_seq_len(const hearth_context *ctx, int32_t seq);
+
+/* Removes positions [p0, p1) of sequence `seq` (seq < 0: of every
+ * sequence; p1 < 0: to the end). Only the end of a sequence can go: p1
+ * must be negative or at least the sequence's length, so that what stays is
+ * a prefix (removing all: p0 = 0). Errors: INVALID_ARG (NULL ctx, seq out of
+ * range, p0 < 0), UNSUPPORTED (a range that would leave a hole). */
+hearth_status hearth_kv_seq_rm(hearth_context *ctx, int32_t seq, int32_t p0, int32_t p1);
+
+/* Makes sequence `dst` the first n tokens of sequence `src` (n < 0: all of
+ * it), copying their KV cells on whatever device each layer lives: a shared
+ * system prompt or the n > 1 choices of one prompt are computed once.
+ * dst's previous tokens are dropped. Errors: INVALID_ARG (NULL ctx, a
+ * sequence out of range, src == dst, n beyond src's length), DEVICE. */
+hearth_status hearth_kv_seq_cp(hearth_context *ctx, int32_t src, int32_t dst, int32_t n);
 
 /* ------------------------------------------------------------- sampling -- */
 
@@ -358,21 +441,27 @@ typedef struct hearth_sampler_params {
     float top_p;           /* nucleus: smallest set with probability >= top_p; 1 disables. Default 0.95 */
     float min_p;           /* drop tokens with p < min_p * p_max; 0 disables. Default 0.05 */
     float repeat_penalty;  /* CTRL-style penalty on recent tokens; 1 disables. Default 1.0 */
-    int32_t repeat_last_n; /* how many recent tokens the penalty sees. Default 64 */
+    int32_t repeat_last_n; /* how many recent tokens the penalties see. Default 64 */
+    /* OpenAI's penalties over the same recent tokens: a token's logit drops
+     * by presence_penalty if it occurs and by frequency_penalty times its
+     * count. 0 disables (default); each in [-2, 2]. */
+    float presence_penalty;
+    float frequency_penalty;
     uint64_t seed;         /* random seed; equal seeds give equal samples. Default 0xC0FFEE */
 } hearth_sampler_params;
 
 hearth_sampler_params hearth_sampler_default_params(void);
 
 /* Creates a sampler for `model`'s vocabulary. Errors: INVALID_ARG (top_p
- * outside (0,1], min_p outside [0,1], repeat_penalty <= 0, repeat_last_n < 0),
- * OUT_OF_MEMORY. */
+ * outside (0,1], min_p outside [0,1], repeat_penalty <= 0, repeat_last_n < 0,
+ * presence or frequency penalty outside [-2, 2]), OUT_OF_MEMORY. */
 hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sampler_params *params,
                                   hearth_sampler **out);
 void hearth_sampler_free(hearth_sampler *smpl);
 
 /* Picks the next token from `logits` (float[n_vocab], not modified) applying,
- * in llama.cpp's default order: repetition penalty, top-k, top-p, min-p (these
+ * in llama.cpp's default order: repetition, presence and frequency
+ * penalties, top-k, top-p, min-p (these
  * three on the untempered distribution), temperature, then a draw from the
  * remaining tokens (or the argmax when temp <= 0). Records the token for the
  * repetition penalty. Returns the token id. Does not allocate. */
@@ -384,6 +473,191 @@ void hearth_sampler_accept(hearth_sampler *smpl, int32_t token);
 
 /* Forgets the recent tokens and re-seeds the random generator. */
 void hearth_sampler_reset(hearth_sampler *smpl);
+
+/* ---------------------------------------------------------------- engine -- */
+
+/* The engine is hearth's one scheduler, shared by every client (the
+ * `hearth` command, the server, the Python and Node packages). It owns a
+ * context with one KV-cache sequence per slot and a thread that runs steps:
+ * each step is one forward pass over a token for every request that is
+ * generating plus chunks of the prompts being read (continuous batching with
+ * chunked prefill, so running streams keep producing while a long prompt is
+ * read). A request joins at the next step; requests beyond the slots wait in
+ * a bounded queue, first come first served. A request whose prompt starts
+ * with tokens already in a slot's cache (a chat's earlier turns, a shared
+ * system prompt) decodes only the tokens past them. */
+typedef struct hearth_engine hearth_engine;
+
+typedef struct hearth_engine_params {
+    /* The context: n_seq_max is the number of slots (requests generating
+     * at once; default 4); n_ctx the KV cache over all slots (0: each slot
+     * gets the model's n_ctx_train capped at 4096); n_batch the most tokens
+     * of one step (default 512); n_threads. */
+    hearth_context_params ctx;
+    int32_t n_queue_max;       /* requests that may wait for a slot; default 64 */
+    /* A Jinja chat template for chat requests, copied; NULL: the model's
+     * tokenizer.chat_template. */
+    const char *chat_template;
+} hearth_engine_params;
+
+/* Defaults: context defaults with n_seq_max 4, n_queue_max 64, the model's
+ * chat template. */
+hearth_engine_params hearth_engine_default_params(void);
+
+/* Creates an engine over `model` (which must outlive it) and starts its
+ * thread. `params` may be NULL for the defaults.
+ * Errors: INVALID_ARG (NULL model or out, vocab-only model, n_queue_max < 0,
+ * bad context params), UNSUPPORTED (a chat template that does not parse),
+ * OUT_OF_MEMORY, IO (the thread could not start), DEVICE: as
+ * hearth_context_init(). Free with hearth_engine_free(). */
+hearth_status hearth_engine_init(hearth_model *model, const hearth_engine_params *params, hearth_engine **out);
+
+/* Cancels every request (each gets its final piece, finish CANCELLED),
+ * stops the thread and frees the engine. Must not be called from a piece
+ * callback. NULL is a no-op. */
+void hearth_engine_free(hearth_engine *engine);
+
+/* Why a request ended. */
+typedef enum hearth_finish_reason {
+    HEARTH_FINISH_NONE = 0,      /* not yet: more pieces follow */
+    HEARTH_FINISH_STOP = 1,      /* an end-of-generation token or a stop string */
+    HEARTH_FINISH_LENGTH = 2,    /* max_tokens generated, or the slot's context is full */
+    HEARTH_FINISH_CANCELLED = 3, /* hearth_engine_cancel(), a callback returned false, or the engine was freed */
+    HEARTH_FINISH_ERROR = 4,     /* the forward pass failed: see hearth_piece.error */
+} hearth_finish_reason;
+
+/* The most alternatives a piece reports (OpenAI's top_logprobs limit). */
+#define HEARTH_MAX_TOP_LOGPROBS 20
+
+typedef struct hearth_token_logprob {
+    int32_t token;
+    float logprob; /* natural log of the probability under the model's distribution */
+} hearth_token_logprob;
+
+/* What a request produced since its last piece. Every pointer is valid only
+ * during the callback. */
+typedef struct hearth_piece {
+    /* New text (not NUL-terminated), always whole UTF-8 characters and never
+     * any part of a stop string; may be empty (text held back while it
+     * could still begin a stop string). */
+    const char *text;
+    size_t len;
+    /* The token sampled at this step, or -1 (a final piece that only flushes
+     * held text or reports an end). The end-of-generation token that ends a
+     * request is reported here with no text. */
+    int32_t token;
+    /* With hearth_request_params.logprobs: the token's log-probability
+     * (log-softmax of the raw logits, before any sampler) and the n_top most
+     * likely tokens, most likely first. */
+    float logprob;
+    int32_t n_top;
+    const hearth_token_logprob *top;
+    hearth_finish_reason finish;  /* NONE but in the request's last piece */
+    const char *error;            /* with FINISH_ERROR: the one-line message; else NULL */
+    int32_t n_prompt;             /* the request's prompt tokens */
+    int32_t n_cached;             /* of which reused from a slot's cache (not decoded) */
+    int32_t n_generated;          /* tokens sampled so far, this one included */
+} hearth_piece;
+
+/* Receives a request's pieces on the engine's thread, in order. Return true
+ * to go on, false to cancel the request. It must return quickly (every
+ * request of the engine waits for it) and must not call hearth_engine_free.
+ * Every accepted request gets exactly one last piece (finish != NONE), even
+ * when cancelled; after it `user` is no longer used. */
+typedef bool (*hearth_piece_fn)(const hearth_piece *piece, void *user);
+
+typedef struct hearth_request_params {
+    /* The prompt: exactly one of tokens (n_tokens ids), prompt (UTF-8 text,
+     * tokenized with add_special and parse_special), or messages (a
+     * conversation rendered by the engine's chat template with the
+     * generation prompt, as hearth_chat_render() does). Copied at submit. */
+    const int32_t *tokens;
+    size_t n_tokens;
+    const char *prompt;
+    const hearth_chat_message *messages;
+    size_t n_messages;
+    int32_t max_tokens;                  /* tokens to generate at most; -1 (default): until the slot's context is full */
+    hearth_sampler_params sampling;      /* as hearth_sampler_init() */
+    const char *const *stop;             /* n_stop stop strings (non-empty), copied; the text ends before the first */
+    size_t n_stop;
+    bool logprobs;                       /* report each token's log-probability */
+    int32_t top_logprobs;                /* and this many alternatives, 0..HEARTH_MAX_TOP_LOGPROBS */
+    bool ignore_eos;                     /* keep generating past end-of-generation tokens */
+    hearth_piece_fn on_piece;            /* required */
+    void *user;
+} hearth_request_params;
+
+/* Defaults: no prompt, max_tokens -1, sampler defaults, no stop strings,
+ * no logprobs. */
+hearth_request_params hearth_request_default_params(void);
+
+/* Queues a request and returns at once; its pieces arrive through
+ * p->on_piece on the engine's thread. *id (may be NULL) receives an id for
+ * hearth_engine_cancel(), unique within the engine.
+ * Errors (the callback is then never called): INVALID_ARG (no prompt or
+ * more than one, an empty prompt, a token out of the vocabulary, NULL
+ * on_piece, top_logprobs out of range, an empty stop string, bad sampling
+ * parameters: the sampler's message), CONTEXT_FULL (the prompt does not
+ * leave room to generate in a slot: "the prompt is N tokens and a slot
+ * holds M"), BUSY (n_queue_max requests are already waiting), UNSUPPORTED
+ * or FORMAT (the chat template failed; its message), OUT_OF_MEMORY.
+ * Thread-safe. */
+hearth_status hearth_engine_submit(hearth_engine *engine, const hearth_request_params *p, uint64_t *id);
+
+/* Asks request `id` to stop: it gets its last piece (finish CANCELLED)
+ * within one step and its slot is free for the next. Unknown or finished
+ * ids are ignored. Thread-safe; may be called from a piece callback. */
+void hearth_engine_cancel(hearth_engine *engine, uint64_t id);
+
+/* Latency histogram with fixed buckets (Prometheus style). */
+#define HEARTH_HIST_BUCKETS 14
+typedef struct hearth_histogram {
+    double le[HEARTH_HIST_BUCKETS];        /* upper bounds in seconds, ascending; the last is +inf */
+    uint64_t count[HEARTH_HIST_BUCKETS];   /* observations <= le[i] (cumulative, as Prometheus) */
+    uint64_t n;                            /* observations */
+    double sum;                            /* their sum, seconds */
+} hearth_histogram;
+
+typedef struct hearth_engine_stats {
+    int32_t n_slots;
+    int32_t n_running;               /* requests in slots */
+    int32_t n_waiting;               /* requests queued for a slot */
+    uint64_t n_requests;             /* requests finished, any reason */
+    uint64_t n_prompt_tokens;        /* prompt tokens decoded (cached ones not counted) */
+    uint64_t n_cached_tokens;        /* prompt tokens reused from the cache */
+    uint64_t n_generated_tokens;     /* tokens sampled */
+    double prompt_seconds;           /* time in steps, shared out over the tokens by kind */
+    double generation_seconds;
+    uint32_t kv_used;                /* KV cells holding tokens, all slots */
+    uint32_t kv_size;                /* n_ctx */
+    hearth_histogram ttft;           /* submit to first token, seconds */
+    hearth_histogram inter_token;    /* between a request's consecutive tokens, seconds */
+} hearth_engine_stats;
+
+/* A snapshot of the engine's counters. Thread-safe. */
+void hearth_engine_stats_get(hearth_engine *engine, hearth_engine_stats *out);
+
+typedef enum hearth_slot_state {
+    HEARTH_SLOT_IDLE = 0,
+    HEARTH_SLOT_PREFILL = 1,    /* reading its prompt */
+    HEARTH_SLOT_GENERATE = 2,
+} hearth_slot_state;
+
+typedef struct hearth_slot_info {
+    int32_t id;
+    hearth_slot_state state;
+    uint64_t request_id;        /* 0 when idle */
+    int32_t n_prompt, n_cached, n_generated;
+    uint32_t n_past;            /* tokens in the slot's KV cache (kept after a request for reuse) */
+    uint32_t n_ctx;             /* the slot's positions */
+} hearth_slot_info;
+
+/* Fills out[0..min(n_max, n_slots)) with the slots' state and sets *n to
+ * n_slots. Thread-safe. */
+void hearth_engine_slots(hearth_engine *engine, hearth_slot_info *out, size_t n_max, size_t *n);
+
+/* The model the engine runs. */
+const hearth_model *hearth_engine_model(const hearth_engine *engine);
 
 /* -------------------------------------------------------------- quantize -- */
 
