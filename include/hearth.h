@@ -313,10 +313,11 @@ typedef struct hearth_context_params {
                             n_ctx_train (capped at 4096) times n_seq_max */
     uint32_t n_batch;    /* most tokens in one forward pass (matrix-matrix); default 512 */
     int32_t n_threads;   /* CPU threads; 0 = physical cores */
-    /* Sequences the KV cache holds at once (default 1). Each sequence owns
-     * n_ctx / n_seq_max positions of the one cache buffer (as llama.cpp's
-     * server divides n_ctx among its slots), and at most n_seq_max tokens of
-     * a batch may ask for logits. */
+    /* Sequences the KV cache holds at once (default 1; at most 256). Each
+     * sequence owns n_ctx / n_seq_max positions of the one cache buffer (as
+     * llama.cpp's server divides n_ctx among its slots; n_ctx is rounded
+     * down to a multiple of n_seq_max), and at most n_seq_max tokens of a
+     * batch may ask for logits. */
     uint32_t n_seq_max;
 } hearth_context_params;
 
@@ -404,8 +405,9 @@ typedef struct hearth_batch {
  * the vocabulary, a seq_id outside [0, n_seq_max), positions that skip or
  * repeat within a sequence, more than n_seq_max tokens asking for logits;
  * nothing is changed), CONTEXT_FULL (a sequence would pass n_ctx_seq
- * positions; nothing is changed), DEVICE (a GPU kernel or copy failed: the
- * sequences of the batch are left as they were before it). */
+ * positions; nothing is changed), DEVICE (a GPU kernel or copy failed: each
+ * sequence of the batch keeps its cells before the batch's first position
+ * in it). */
 hearth_status hearth_decode_batch(hearth_context *ctx, const hearth_batch *batch);
 
 /* Logits of token i of the last batch, float[n_vocab], owned by the

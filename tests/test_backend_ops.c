@@ -44,6 +44,13 @@ static hl_tensor mk(hl_backend *b, uint32_t type, int64_t ne0, int64_t ne1, cons
     return t;
 }
 static void drop(hl_backend *b, hl_tensor *t) { b->iface->free(b, t->data); }
+
+/* Positions of n tokens: pos0, pos0 + 1, ... of the sequence at row0. */
+static void set_run(hl_backend *b, int32_t n, int32_t pos0, int32_t row0) {
+    int32_t pos[N_CTX], rows[N_CTX];
+    for (int32_t t = 0; t < n; t++) pos[t] = pos0 + t, rows[t] = row0;
+    b->iface->set_positions(b, pos, rows, n);
+}
 static void fetch(hl_backend *b, const hl_tensor *t, void *host) {
     CHECK(b->iface->download(b, host, t->data, hl_tensor_nbytes(t)) == HEARTH_OK);
 }
@@ -226,7 +233,8 @@ static void run_rope(hl_backend *b, const void *ctx, float *out) {
     const rope_case *c = ctx;
     hl_tensor x = mk(b, GGML_TYPE_F32, (int64_t)c->hd * c->n_head, c->n, c->x);
     hl_tensor ff = c->ff ? mk(b, GGML_TYPE_F32, c->p.n_rot / 2, 1, c->ff) : (hl_tensor){0};
-    b->iface->rope(b, &x, c->n_head, c->pos0, &c->p, c->ff ? &ff : NULL);
+    set_run(b, c->n, c->pos0, 0);
+    b->iface->rope(b, &x, c->n_head, &c->p, c->ff ? &ff : NULL);
     fetch(b, &x, out);
     drop(b, &x);
     if (c->ff) drop(b, &ff);
@@ -255,9 +263,15 @@ static void test_rope(void) {
 
 /* ---- store_rows + attention */
 
+/* Sequence 1's cells start at this row of the cache; sequence 0's at 0. */
+#define SEQ1_ROW 48
+
 typedef struct attn_case {
     int32_t n_head, n_head_kv, hd, n, pos0, n_swa;
-    const float *q, *k_rows, *v_rows; /* k_rows, v_rows: pos0 + n rows of kv_dim */
+    /* tokens [split, n) are in sequence 1, at positions pos1, pos1 + 1, ...
+     * (split 0: all in sequence 0) */
+    int32_t split, pos1;
+    const float *q, *k_rows, *v_rows; /* k_rows, v_rows: N_CTX rows of kv_dim */
 } attn_case;
 
 static void run_store_rows(hl_backend *b, const void *ctx, float *out) {
@@ -265,7 +279,8 @@ static void run_store_rows(hl_backend *b, const void *ctx, float *out) {
     const int64_t kv_dim = (int64_t)c->hd * c->n_head_kv;
     hl_tensor src = mk(b, GGML_TYPE_F32, kv_dim, c->n, c->k_rows + c->pos0 * kv_dim);
     hl_tensor cache = mk(b, GGML_TYPE_F16, kv_dim, N_CTX, NULL);
-    b->iface->store_rows(b, &src, &cache, c->pos0);
+    set_run(b, c->n, c->pos0, 0);
+    b->iface->store_rows(b, &src, &cache);
     hl_half *h = malloc(hl_tensor_nbytes(&cache));
     fetch(b, &cache, h);
     for (int64_t i = 0; i < kv_dim * c->n; i++) out[i] = hl_fp16_to_fp32(h[c->pos0 * kv_dim + i]);
@@ -274,49 +289,70 @@ static void run_store_rows(hl_backend *b, const void *ctx, float *out) {
     drop(b, &cache);
 }
 
+/* Fills every cell of both caches (row r holds k_rows/v_rows row r), then
+ * runs the case's queries, each at its position in its sequence. */
 static void run_attention(hl_backend *b, const void *ctx, float *out) {
     const attn_case *c = ctx;
     const int64_t kv_dim = (int64_t)c->hd * c->n_head_kv, q_dim = (int64_t)c->hd * c->n_head;
-    const int64_t span = c->pos0 + c->n;
-    hl_tensor k = mk(b, GGML_TYPE_F32, kv_dim, span, c->k_rows), v = mk(b, GGML_TYPE_F32, kv_dim, span, c->v_rows);
     hl_tensor kc = mk(b, GGML_TYPE_F16, kv_dim, N_CTX, NULL), vc = mk(b, GGML_TYPE_F16, kv_dim, N_CTX, NULL);
+    for (int32_t r0 = 0; r0 < N_CTX; r0 += MAX_TOKENS) {
+        const int32_t n = N_CTX - r0 < MAX_TOKENS ? N_CTX - r0 : MAX_TOKENS;
+        hl_tensor k = mk(b, GGML_TYPE_F32, kv_dim, n, c->k_rows + r0 * kv_dim);
+        hl_tensor v = mk(b, GGML_TYPE_F32, kv_dim, n, c->v_rows + r0 * kv_dim);
+        set_run(b, n, r0, 0);
+        b->iface->store_rows(b, &k, &kc);
+        b->iface->store_rows(b, &v, &vc);
+        CHECK(b->iface->synchronize(b) == HEARTH_OK);
+        drop(b, &k);
+        drop(b, &v);
+    }
     hl_tensor q = mk(b, GGML_TYPE_F32, q_dim, c->n, c->q), o = mk(b, GGML_TYPE_F32, q_dim, c->n, NULL);
-    b->iface->store_rows(b, &k, &kc, 0);
-    b->iface->store_rows(b, &v, &vc, 0);
+    int32_t pos[MAX_TOKENS], rows[MAX_TOKENS];
+    for (int32_t t = 0; t < c->n; t++) {
+        const bool seq1 = c->split && t >= c->split;
+        pos[t] = seq1 ? c->pos1 + t - c->split : c->pos0 + t;
+        rows[t] = seq1 ? SEQ1_ROW : 0;
+    }
+    b->iface->set_positions(b, pos, rows, c->n);
     const hl_attn_args a = {.q = &q, .k_cache = &kc, .v_cache = &vc, .out = &o, .n_head = c->n_head,
-                            .n_head_kv = c->n_head_kv, .head_dim = c->hd, .pos0 = c->pos0, .n_swa = c->n_swa,
+                            .n_head_kv = c->n_head_kv, .head_dim = c->hd, .n_swa = c->n_swa,
                             .scale = 1.0f / sqrtf((float)c->hd)};
     b->iface->attention(b, &a);
     fetch(b, &o, out);
-    hl_tensor *all[] = {&k, &v, &kc, &vc, &q, &o};
-    for (int i = 0; i < 6; i++) drop(b, all[i]);
+    hl_tensor *all[] = {&kc, &vc, &q, &o};
+    for (int i = 0; i < 4; i++) drop(b, all[i]);
 }
 
 static void test_attention(void) {
-    if (!HAVE(store_rows) || !HAVE(attention)) return;
-    static const int32_t cases[][6] = {
-        /* n_head, n_head_kv, hd, n, pos0, n_swa */
-        {6, 2, 64, 1, 0, 0}, {6, 2, 64, 1, 70, 0}, {6, 2, 64, 5, 37, 0}, {4, 4, 80, 9, 0, 0},
-        {6, 3, 64, 7, 20, 8}, {6, 2, 64, 1, 70, 16}, {2, 1, 128, 3, 61, 0},
+    if (!HAVE(store_rows) || !HAVE(attention) || !HAVE(set_positions)) return;
+    static const int32_t cases[][8] = {
+        /* n_head, n_head_kv, hd, n, pos0, n_swa, split, pos1 */
+        {6, 2, 64, 1, 0, 0, 0, 0}, {6, 2, 64, 1, 70, 0, 0, 0}, {6, 2, 64, 5, 37, 0, 0, 0}, {4, 4, 80, 9, 0, 0, 0, 0},
+        {6, 3, 64, 7, 20, 8, 0, 0}, {6, 2, 64, 1, 70, 16, 0, 0}, {2, 1, 128, 3, 61, 0, 0, 0},
+        /* two sequences in one pass: decode tokens of each, then a prompt chunk beside a decode token */
+        {6, 2, 64, 2, 30, 0, 1, 40}, {6, 2, 64, 6, 0, 0, 5, 44}, {6, 3, 64, 7, 20, 8, 3, 25},
     };
+    float *k = malloc(sizeof(float) * (size_t)(128 * 4 * N_CTX)), *v = malloc(sizeof(float) * (size_t)(128 * 4 * N_CTX));
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int32_t *p = cases[i];
-        const int64_t kv_dim = (int64_t)p[2] * p[1], q_dim = (int64_t)p[2] * p[0], span = p[4] + p[3];
+        const int64_t kv_dim = (int64_t)p[2] * p[1], q_dim = (int64_t)p[2] * p[0];
         float *q = malloc(sizeof(float) * (size_t)(q_dim * p[3]));
-        float *k = malloc(sizeof(float) * (size_t)(kv_dim * span)), *v = malloc(sizeof(float) * (size_t)(kv_dim * span));
         fill(q, q_dim * p[3], 1.0f);
-        fill(k, kv_dim * span, 1.0f);
-        fill(v, kv_dim * span, 1.0f);
-        const attn_case c = {p[0], p[1], p[2], p[3], p[4], p[5], q, k, v};
-        char label[96];
-        snprintf(label, sizeof label, "store_rows kv_dim=%lld n=%d pos0=%d", (long long)kv_dim, p[3], p[4]);
-        compare(label, 1e-10, (size_t)(kv_dim * p[3]), run_store_rows, &c);
-        snprintf(label, sizeof label, "attention h=%d/%d hd=%d n=%d pos0=%d swa=%d", p[0], p[1], p[2], p[3], p[4], p[5]);
+        fill(k, kv_dim * N_CTX, 1.0f);
+        fill(v, kv_dim * N_CTX, 1.0f);
+        const attn_case c = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], q, k, v};
+        char label[128];
+        if (!p[6]) {
+            snprintf(label, sizeof label, "store_rows kv_dim=%lld n=%d pos0=%d", (long long)kv_dim, p[3], p[4]);
+            compare(label, 1e-10, (size_t)(kv_dim * p[3]), run_store_rows, &c);
+        }
+        snprintf(label, sizeof label, "attention h=%d/%d hd=%d n=%d pos0=%d swa=%d seq1=[%d..) at %d", p[0], p[1], p[2],
+                 p[3], p[4], p[5], p[6], p[7]);
         compare(label, 5e-4, (size_t)(q_dim * p[3]), run_attention, &c);
         free(q);
-        free(k);
-        free(v);
     }
+    free(k);
+    free(v);
 }
 
 /* ---- element-wise */

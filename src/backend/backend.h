@@ -44,17 +44,18 @@ typedef struct hl_rope_params {
 } hl_rope_params;
 
 /* Causal attention of a batch of queries over the KV cache of one layer.
- * K and V rows are stored per position: k_cache ne = {head_dim * n_head_kv, n_ctx}.
- * Query token t (at position pos0 + t) attends to cache positions
- * [0, pos0 + t]. Grouped-query attention: query head h reads KV head
- * h / (n_head / n_head_kv) (Ainslie et al. 2023, arXiv:2305.13245). */
+ * K and V rows are stored per cell: k_cache ne = {head_dim * n_head_kv, n_ctx},
+ * each sequence owning a run of cells (see set_positions). Query token t, at
+ * position pos[t] of the sequence whose cells start at row0[t], attends to
+ * that sequence's cells [row0[t], row0[t] + pos[t]]: the tokens of other
+ * sequences are never seen. Grouped-query attention: query head h reads KV
+ * head h / (n_head / n_head_kv) (Ainslie et al. 2023, arXiv:2305.13245). */
 typedef struct hl_attn_args {
     const hl_tensor *q;       /* F32 {head_dim * n_head, n_tokens} */
     const hl_tensor *k_cache; /* F16 {head_dim * n_head_kv, n_ctx} */
     const hl_tensor *v_cache; /* F16 {head_dim * n_head_kv, n_ctx} */
     hl_tensor *out;           /* F32 {head_dim * n_head, n_tokens} */
     int32_t n_head, n_head_kv, head_dim;
-    int32_t pos0;             /* position of the first query token */
     int32_t n_swa;            /* sliding window: query at position p sees keys at
                                  positions > p - n_swa; 0 = the whole causal past */
     float scale;              /* usually 1/sqrt(head_dim) */
@@ -70,6 +71,17 @@ typedef struct hl_backend_i {
     void (*free)(hl_backend *b, void *ptr);
     hearth_status (*upload)(hl_backend *b, void *dst, const void *host_src, size_t bytes);
     hearth_status (*download)(hl_backend *b, void *host_dst, const void *src, size_t bytes);
+    /* bytes from src to dst, both in this backend's memory (KV cells of one
+     * sequence to another); ordered with the ops, may return before done */
+    hearth_status (*copy)(hl_backend *b, void *dst, const void *src, size_t bytes);
+
+    /* Where the tokens of the next ops sit: token t of a pass has position
+     * pos[t] in its sequence, whose KV cache cells start at row row0[t] (a
+     * sequence owns n_ctx_seq consecutive rows). rope, store_rows and
+     * attention read them. Host arrays of n <= max_tokens entries, copied
+     * (a device backend keeps them in device memory, where a recorded graph
+     * reads them), so the caller may reuse them at once. */
+    void (*set_positions)(hl_backend *b, const int32_t *pos, const int32_t *row0, int32_t n);
 
     /* out {d, n} F32 = rows ids[0..n) of table {d, n_rows} (any type) */
     void (*get_rows)(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
@@ -80,12 +92,12 @@ typedef struct hl_backend_i {
     void (*rms_norm)(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
     /* y {d_out, n} F32 = x {d_in, n} F32 times w {d_in, d_out}^T (any supported type) */
     void (*matmul)(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
-    /* in place on x F32 {head_dim * n_head, n}; token t at position pos0 + t;
-     * freq_factors F32 {n_rot / 2} or NULL */
-    void (*rope)(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p,
-                 const hl_tensor *freq_factors);
-    /* writes rows src F32 {d, n} into cache {d, n_ctx} (its own type) at rows [pos0, pos0+n) */
-    void (*store_rows)(hl_backend *b, const hl_tensor *src, hl_tensor *cache, int32_t pos0);
+    /* in place on x F32 {head_dim * n_head, n}; token t at position pos[t]
+     * (set_positions); freq_factors F32 {n_rot / 2} or NULL */
+    void (*rope)(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
+    /* writes row t of src F32 {d, n} into row row0[t] + pos[t] (set_positions)
+     * of cache {d, n_ctx}, in the cache's type */
+    void (*store_rows)(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
     void (*attention)(hl_backend *b, const hl_attn_args *args);
     /* gate = silu(gate) * up, elementwise over F32 tensors of equal shape
      * (SwiGLU, Shazeer 2020, arXiv:2002.05202) */
@@ -107,13 +119,13 @@ typedef struct hl_backend_i {
      * issues as one recorded unit (a CUDA graph). The first call with a
      * `key` records them: issue runs once and its ops are captured, not
      * executed, then the record is launched. Later calls with that key
-     * launch the record after setting the position to pos0, without calling
-     * issue. So the ops issue makes must be the same every time for a key,
-     * on the same tensors, and may depend on the position only through the
-     * pos0 argument of rope, store_rows and attention, which must equal
-     * `pos0` (kernels read it from device memory). If recording fails the
-     * backend runs issue eagerly from then on. key < HL_GRAPH_KEYS. */
-    void (*graph_run)(hl_backend *b, int key, int32_t pos0, void (*issue)(void *ctx), void *ctx);
+     * launch the record without calling issue. So the ops issue makes must
+     * be the same every time for a key, on the same tensors; positions
+     * reach them only through set_positions (called before graph_run,
+     * outside the record: kernels read them from device memory). If
+     * recording fails the backend runs issue eagerly from then on.
+     * key < HL_GRAPH_KEYS. */
+    void (*graph_run)(hl_backend *b, int key, void (*issue)(void *ctx), void *ctx);
 } hl_backend_i;
 
 /* Distinct records graph_run keeps per backend instance. */

@@ -30,6 +30,7 @@ const char *hearth_status_str(hearth_status st) {
     case HEARTH_ERR_CONTEXT_FULL: return "context full";
     case HEARTH_ERR_BUFFER_TOO_SMALL: return "buffer too small";
     case HEARTH_ERR_DEVICE: return "device error";
+    case HEARTH_ERR_BUSY: return "busy";
     }
     return "unknown status";
 }

@@ -45,7 +45,7 @@ void hl_pipeline_init(const hearth_model *m, hl_backend *host, hl_work *host_wor
 typedef struct stage_pass {
     const hearth_model *m;
     const hl_stage *s;
-    int32_t n, pos0;
+    const hl_pass *pass;
     bool logits; /* this stage ends the pass with the output layer */
 } stage_pass;
 
@@ -54,17 +54,20 @@ static void issue_stage(void *arg) {
     const hearth_model *m = p->m;
     hl_backend *b = p->s->b;
     hl_work *w = p->s->w;
-    for (int32_t il = p->s->il0; il < p->s->il1; il++) m->arch->layer(m, b, w, il, p->pos0);
+    for (int32_t il = p->s->il0; il < p->s->il1; il++) m->arch->layer(m, b, w, il);
     if (p->logits) {
-        hl_tensor last_in = rows_of(&w->x, p->n - 1, 1);
-        b->iface->rms_norm(b, &last_in, &m->output_norm, m->hp.norm_eps, &w->last);
+        for (int32_t j = 0; j < p->pass->n_out; j++) {
+            hl_tensor in = rows_of(&w->x, p->pass->out[j], 1), out = rows_of(&w->last, j, 1);
+            b->iface->rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out);
+        }
         b->iface->matmul(b, &m->output, &w->last, &w->logits);
     }
 }
 
-static void set_tokens(hl_work *w, int32_t n) {
+static void set_tokens(hl_work *w, int32_t n, int32_t n_out) {
     hl_tensor *acts[] = {&w->x, &w->xb, &w->q, &w->k, &w->v, &w->att, &w->gate, &w->up};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) acts[i]->ne[1] = n;
+    w->last.ne[1] = w->logits.ne[1] = n_out;
 }
 
 /* Moves the hidden state to the next stage's activations, through the host. */
@@ -78,26 +81,28 @@ static hearth_status cross(const hl_pipeline *p, const hl_stage *from, const hl_
     return to->w == p->host_work ? HEARTH_OK : to->b->iface->upload(to->b, to->w->x.data, host_x, bytes);
 }
 
-hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, const int32_t *tokens, int32_t n,
-                               int32_t pos0, bool logits) {
+hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, const hl_pass *pass) {
     hl_backend *host = p->host;
-    set_tokens(p->host_work, n);
-    host->iface->get_rows(host, &m->tok_embd, tokens, &p->host_work->x);
+    const int32_t n = pass->n;
+    set_tokens(p->host_work, n, pass->n_out);
+    host->iface->get_rows(host, &m->tok_embd, pass->tokens, &p->host_work->x);
     if (m->hp.embd_scale != 1.0f) host->iface->scale(host, &p->host_work->x, m->hp.embd_scale);
     const hl_stage *prev = NULL;
     for (int32_t i = 0; i < p->n_stages; i++) {
         const hl_stage *s = &p->stage[i];
-        set_tokens(s->w, n);
+        set_tokens(s->w, n, pass->n_out);
         if (s->w != (prev ? prev->w : p->host_work)) HL_TRY(cross(p, prev, s));
-        stage_pass pass = {m, s, n, pos0, logits && i == p->n_stages - 1};
+        s->b->iface->set_positions(s->b, pass->pos, pass->row0, n);
+        stage_pass sp = {m, s, pass, pass->n_out > 0 && i == p->n_stages - 1};
+        /* the output rows of a one-token pass are always {0}: the record holds */
         if (n == 1 && s->b->iface->graph_run)
-            s->b->iface->graph_run(s->b, pass.logits, pos0, issue_stage, &pass);
+            s->b->iface->graph_run(s->b, sp.logits, issue_stage, &sp);
         else
-            issue_stage(&pass);
+            issue_stage(&sp);
         prev = s;
     }
     HL_TRY(prev->b->iface->synchronize(prev->b));
-    if (logits && prev->w != p->host_work)
+    if (pass->n_out > 0 && prev->w != p->host_work)
         HL_TRY(prev->b->iface->download(prev->b, p->host_work->logits.data, prev->w->logits.data,
                                         hl_tensor_nbytes(&prev->w->logits)));
     return host->iface->synchronize(host);

@@ -65,7 +65,7 @@ static hearth_status gemma3_load(hearth_model *m) {
     return hl_model_bind(m, HL_BIND_QK_NORM | HL_BIND_POST_NORMS);
 }
 
-static void gemma3_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il, int32_t pos0) {
+static void gemma3_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
     const hl_hparams *hp = &m->hp;
     const hl_backend_i *op = b->iface;
     const hl_layer *l = &m->layers[il];
@@ -74,17 +74,17 @@ static void gemma3_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32
     /* attention block */
     op->rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb);
     hl_attn_qkv(m, b, w, l); /* with QK-norm */
-    op->rope(b, &w->q, hp->n_head, pos0, rope, NULL);
-    op->rope(b, &w->k, hp->n_head_kv, pos0, rope, NULL);
+    op->rope(b, &w->q, hp->n_head, rope, NULL);
+    op->rope(b, &w->k, hp->n_head_kv, rope, NULL);
     /* the scale goes on the queries (in F32, before attention rounds them to
      * F16), and attention itself scales by 1, as llama.cpp does */
     op->scale(b, &w->q, hp->attn_scale);
-    op->store_rows(b, &w->k, &w->k_cache[il], pos0);
-    op->store_rows(b, &w->v, &w->v_cache[il], pos0);
+    op->store_rows(b, &w->k, &w->k_cache[il]);
+    op->store_rows(b, &w->v, &w->v_cache[il]);
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-        .pos0 = pos0, .n_swa = swa ? hp->n_swa : 0, .scale = 1.0f,
+        .n_swa = swa ? hp->n_swa : 0, .scale = 1.0f,
     };
     op->attention(b, &args);
     op->matmul(b, &l->wo, &w->att, &w->xb);

@@ -18,7 +18,7 @@ static hearth_status llama_load(hearth_model *m) {
     return hl_model_bind(m, HL_BIND_ROPE_FREQS);
 }
 
-void hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il, int32_t pos0) {
+void hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
     const hl_hparams *hp = &m->hp;
     const hl_backend_i *op = b->iface;
     const hl_layer *l = &m->layers[il];
@@ -26,14 +26,14 @@ void hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il
     /* attention block */
     op->rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb);
     hl_attn_qkv(m, b, w, l);
-    op->rope(b, &w->q, hp->n_head, pos0, &hp->rope, freq_factors);
-    op->rope(b, &w->k, hp->n_head_kv, pos0, &hp->rope, freq_factors);
-    op->store_rows(b, &w->k, &w->k_cache[il], pos0);
-    op->store_rows(b, &w->v, &w->v_cache[il], pos0);
+    op->rope(b, &w->q, hp->n_head, &hp->rope, freq_factors);
+    op->rope(b, &w->k, hp->n_head_kv, &hp->rope, freq_factors);
+    op->store_rows(b, &w->k, &w->k_cache[il]);
+    op->store_rows(b, &w->v, &w->v_cache[il]);
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-        .pos0 = pos0, .n_swa = 0, .scale = hp->attn_scale,
+        .n_swa = 0, .scale = hp->attn_scale,
     };
     op->attention(b, &args);
     op->matmul(b, &l->wo, &w->att, &w->xb);

@@ -60,8 +60,9 @@ typedef struct hl_layer {
 } hl_layer;
 
 /* Activations of one forward pass and the KV cache, allocated by the context
- * for at most n_batch tokens. ne[1] of each activation is set to the tokens of
- * the current pass. */
+ * for at most n_batch tokens and n_out outputs (tokens whose logits a pass
+ * keeps). ne[1] of each activation is set to the tokens (outputs) of the
+ * current pass. */
 typedef struct hl_work {
     hl_tensor x;         /* F32 {n_embd, n}: residual stream */
     hl_tensor xb;        /* F32 {n_embd, n}: normed input / attention output projection */
@@ -69,9 +70,9 @@ typedef struct hl_work {
     hl_tensor k, v;      /* F32 {n_head_kv*hd, n} */
     hl_tensor att;       /* F32 {n_head*hd, n} */
     hl_tensor gate, up;  /* F32 {n_ff, n} */
-    hl_tensor last;      /* F32 {n_embd, 1}: final norm of the last token */
-    hl_tensor logits;    /* F32 {n_vocab, 1} */
-    hl_tensor *k_cache;  /* per layer, F16 {n_head_kv*hd, n_ctx} */
+    hl_tensor last;      /* F32 {n_embd, n_out}: final norm of the output tokens */
+    hl_tensor logits;    /* F32 {n_vocab, n_out} */
+    hl_tensor *k_cache;  /* per layer, F16 {n_head_kv*hd, n_ctx}: n_seq_max runs of n_ctx_seq cells */
     hl_tensor *v_cache;
 } hl_work;
 
@@ -81,10 +82,11 @@ typedef struct hl_arch {
     const char *name; /* general.architecture */
     /* Reads hyperparameters and binds weights. Errors: FORMAT, UNSUPPORTED. */
     hearth_status (*load)(hearth_model *m);
-    /* Runs block `il` on the residual stream w->x {n_embd, n} of the tokens at
-     * positions [pos0, pos0 + n), in place, writing their keys and values into
-     * the layer's KV cache. Every tensor it touches lives on backend b. */
-    void (*layer)(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il, int32_t pos0);
+    /* Runs block `il` on the residual stream w->x {n_embd, n} of the pass's
+     * tokens (their positions set on b with set_positions), in place,
+     * writing their keys and values into the layer's KV cache. Every tensor
+     * it touches lives on backend b. */
+    void (*layer)(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il);
 } hl_arch;
 
 struct hearth_model {
@@ -115,7 +117,7 @@ extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3
 /* The pre-norm block of llama (llama.c), shared by qwen2 and qwen3: RMSNorm,
  * attention with the optional q/k/v biases, per-head QK-norm and rope
  * frequency factors the layer has, RMSNorm, SwiGLU feed-forward. */
-void hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il, int32_t pos0);
+void hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il);
 
 /* A run of consecutive blocks [il0, il1) on one backend, with that
  * backend's activations; il0 == il1 for a stage that only runs the output. */
@@ -142,16 +144,26 @@ typedef struct hl_pipeline {
 void hl_pipeline_init(const hearth_model *m, hl_backend *host, hl_work *host_work, hl_backend *const *gpu,
                       hl_work *gpu_work, hl_pipeline *out);
 
-/* Runs n tokens at positions [pos0, pos0+n) through the model: embedding
- * lookup on the host (times hp.embd_scale), every block by m->arch->layer on
- * its stage's backend, the hidden state {n_embd, n} copied across stage
- * boundaries, and with `logits` the final norm and output matrix of the last
- * token, its logits left in host_work->logits (a long prompt's earlier
- * passes skip the output matrix). A one-token pass on a backend with
+/* The tokens of one forward pass (n <= n_batch), each at its place in its
+ * sequence: token t has position pos[t] and its sequence's KV cells start at
+ * row row0[t]. out lists the tokens (indices into the pass) whose logits are
+ * wanted, n_out of them (<= the context's output rows; 0: none). */
+typedef struct hl_pass {
+    const int32_t *tokens, *pos, *row0; /* [n] */
+    int32_t n;
+    const int32_t *out;                 /* [n_out] */
+    int32_t n_out;
+} hl_pass;
+
+/* Runs a pass through the model: embedding lookup on the host (times
+ * hp.embd_scale), every block by m->arch->layer on its stage's backend, the
+ * hidden state {n_embd, n} copied across stage boundaries, and for the
+ * output tokens the final norm and output matrix, their logits left in
+ * host_work->logits {n_vocab, n_out} (a long prompt's earlier passes ask
+ * for none and skip the output matrix). A one-token pass on a backend with
  * graph_run is recorded once and replayed. Returns after every backend has
  * finished, with the first error one of them reports (DEVICE, ...). */
-hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, const int32_t *tokens, int32_t n,
-                               int32_t pos0, bool logits);
+hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, const hl_pass *pass);
 
 /* The attention inputs of block l from its normed input w->xb {n_embd, n}:
  * q, k, v = wq, wk, wv times xb, plus the biases the layer has, then the

@@ -1,47 +1,33 @@
 /* Inference context: the KV cache and every activation buffer, planned at
- * creation for n_batch tokens and n_ctx positions, on the host (CPU backend)
- * and on each GPU the model's placement uses (a compute instance per device,
- * holding the KV cache of that device's layers). hearth_decode() feeds
- * tokens through the model's pipeline of stages in passes of at most
- * n_batch tokens. */
+ * creation for n_batch tokens, n_seq_max sequences and n_ctx cells, on the
+ * host (CPU backend) and on each GPU the model's placement uses (a compute
+ * instance per device, holding the KV cache of that device's layers).
+ * Decoding and the sequence calls are in batch.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/gpu.h"
 #include "base/log.h"
 #include "gguf/ggml_types.h"
-#include "model/model.h"
+#include "runtime/context_impl.h"
 
 #define DEFAULT_N_CTX_CAP 4096
+#define MAX_SEQ 256
 #define GEMM_SCRATCH_CAP ((size_t)64 << 20) /* bytes of F16 weight tiles for GPU prompt matmuls */
 #define MIB(b) ((double)(b) / (1 << 20))
 
-struct hearth_context {
-    hearth_model *model;
-    hearth_context_params params;
-    hl_backend *backend;           /* the host: CPU backend */
-    hl_work work;                  /* host activations; logits end here */
-    void *arena;                   /* one allocation: host activations and the KV cache of host layers */
-    hl_backend *gpu[HL_MAX_GPUS];  /* compute instances on the devices the model uses */
-    hl_work gpu_work[HL_MAX_GPUS];
-    void *gpu_arena[HL_MAX_GPUS];  /* per device: activations and the KV cache of its layers */
-    hl_tensor *k_cache, *v_cache;  /* [n_layer], shared by every hl_work */
-    hl_pipeline pipe;
-    uint32_t n_past;
-    bool have_logits;
-};
-
 hearth_context_params hearth_context_default_params(void) {
-    return (hearth_context_params){.n_ctx = 0, .n_batch = 512, .n_threads = 0};
+    return (hearth_context_params){.n_ctx = 0, .n_batch = 512, .n_threads = 0, .n_seq_max = 1};
 }
 
 /* Lays out F32 activations and the F16 KV cache of the layers on device
  * `dev` (-1: host) in one block (or, with base NULL, only counts the bytes).
  * Returns the bytes used; *kv_bytes gets the KV cache's share. */
-static size_t plan_work(const hl_hparams *hp, uint32_t n_batch, uint32_t n_ctx, const int8_t *layer_dev, int dev,
-                        uint8_t *base, hl_work *w, size_t *kv_bytes) {
+static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work *w, size_t *kv_bytes) {
+    const hl_hparams *hp = &c->model->hp;
+    const int8_t *layer_dev = c->model->layer_dev;
+    const uint32_t n_batch = c->params.n_batch, n_ctx = c->params.n_ctx;
     size_t off = 0;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
 #define ACT(field, d, n)                                                                                   \
@@ -57,8 +43,8 @@ static size_t plan_work(const hl_hparams *hp, uint32_t n_batch, uint32_t n_ctx, 
     ACT(att, q_dim, n_batch);
     ACT(gate, hp->n_ff, n_batch);
     ACT(up, hp->n_ff, n_batch);
-    ACT(last, hp->n_embd, 1);
-    ACT(logits, hp->n_vocab, 1);
+    ACT(last, hp->n_embd, c->n_out_max);
+    ACT(logits, hp->n_vocab, c->n_out_max);
 #undef ACT
     const size_t cache_bytes = (size_t)kv_dim * n_ctx * sizeof(uint16_t); /* F16 */
     const size_t act_bytes = off;
@@ -74,18 +60,29 @@ static size_t plan_work(const hl_hparams *hp, uint32_t n_batch, uint32_t n_ctx, 
     return off;
 }
 
-static hearth_status resolve_params(const hearth_model *m, const hearth_context_params *in, hearth_context_params *p) {
+static hearth_status resolve_params(hearth_context *c, const hearth_context_params *in) {
+    const hearth_model *m = c->model;
+    hearth_context_params *p = &c->params;
     *p = in ? *in : hearth_context_default_params();
     if (p->n_threads < 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "n_threads must be >= 0 (got %d)", (int)p->n_threads);
     if (p->n_batch == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "n_batch must be >= 1");
+    if (p->n_seq_max == 0) p->n_seq_max = 1;
+    if (p->n_seq_max > MAX_SEQ)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "n_seq_max %u is too large (at most %d)", p->n_seq_max, MAX_SEQ);
     if (p->n_threads == 0) p->n_threads = hearth_cpu_physical_cores();
     if (p->n_ctx == 0)
-        p->n_ctx = m->hp.n_ctx_train < DEFAULT_N_CTX_CAP ? (uint32_t)m->hp.n_ctx_train : DEFAULT_N_CTX_CAP;
-    if (p->n_ctx > (uint32_t)m->hp.n_ctx_train)
-        HL_WARN("n_ctx %u is larger than the %d tokens the model was trained on; quality may drop past it", p->n_ctx,
-                (int)m->hp.n_ctx_train);
+        p->n_ctx = (m->hp.n_ctx_train < DEFAULT_N_CTX_CAP ? (uint32_t)m->hp.n_ctx_train : DEFAULT_N_CTX_CAP) * p->n_seq_max;
     if (p->n_ctx > (1u << 24)) return hl_fail(HEARTH_ERR_INVALID_ARG, "n_ctx %u is too large (at most 16M)", p->n_ctx);
+    c->n_ctx_seq = p->n_ctx / p->n_seq_max;
+    if (c->n_ctx_seq == 0)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "n_ctx %u cannot give each of %u sequences a cell: raise n_ctx", p->n_ctx,
+                       p->n_seq_max);
+    p->n_ctx = c->n_ctx_seq * p->n_seq_max;
+    if (c->n_ctx_seq > (uint32_t)m->hp.n_ctx_train)
+        HL_WARN("n_ctx %u per sequence is larger than the %d tokens the model was trained on; quality may drop past it",
+                c->n_ctx_seq, (int)m->hp.n_ctx_train);
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
+    c->n_out_max = p->n_seq_max < p->n_batch ? p->n_seq_max : p->n_batch;
     return HEARTH_OK;
 }
 
@@ -117,7 +114,7 @@ static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
     w->k_cache = c->k_cache;
     w->v_cache = c->v_cache;
     size_t kv = 0;
-    const size_t bytes = plan_work(hp, c->params.n_batch, c->params.n_ctx, m->layer_dev, d, NULL, w, &kv);
+    const size_t bytes = plan_work(c, d, NULL, w, &kv);
     size_t gemm = (size_t)max_matrix(m, d) * 2;
     if (gemm > GEMM_SCRATCH_CAP) gemm = GEMM_SCRATCH_CAP;
     if (gemm < (size_t)max_row(hp) * 2) gemm = (size_t)max_row(hp) * 2;
@@ -131,7 +128,7 @@ static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
                        MIB(bytes + scratch - kv), MIB(dev.free_bytes));
     HL_TRY(hl_gpu_backend_init(d, &limits, &c->gpu[d]));
     HL_TRY(c->gpu[d]->iface->alloc(c->gpu[d], bytes, &c->gpu_arena[d]));
-    plan_work(hp, c->params.n_batch, c->params.n_ctx, m->layer_dev, d, c->gpu_arena[d], w, &kv);
+    plan_work(c, d, c->gpu_arena[d], w, &kv);
     *kv_total += kv;
     return HEARTH_OK;
 }
@@ -142,18 +139,25 @@ static hearth_status init(hearth_context *c) {
     hl_work *w = &c->work;
     c->k_cache = hl_calloc((size_t)hp->n_layer, sizeof *c->k_cache);
     c->v_cache = hl_calloc((size_t)hp->n_layer, sizeof *c->v_cache);
-    if (!c->k_cache || !c->v_cache) return HEARTH_ERR_OUT_OF_MEMORY;
+    c->seq_len = hl_calloc(c->params.n_seq_max, sizeof *c->seq_len);
+    c->pos = hl_calloc(c->params.n_batch, sizeof *c->pos);
+    c->row0 = hl_calloc(c->params.n_batch, sizeof *c->row0);
+    c->out_row = hl_calloc(c->params.n_batch, sizeof *c->out_row);
+    c->out = hl_calloc(c->n_out_max, sizeof *c->out);
+    if (!c->k_cache || !c->v_cache || !c->seq_len || !c->pos || !c->row0 || !c->out_row || !c->out)
+        return HEARTH_ERR_OUT_OF_MEMORY;
+    c->last_row = -1;
     w->k_cache = c->k_cache;
     w->v_cache = c->v_cache;
     size_t kv_host = 0, kv_gpu = 0;
-    const size_t bytes = plan_work(hp, c->params.n_batch, c->params.n_ctx, m->layer_dev, -1, NULL, w, &kv_host);
+    const size_t bytes = plan_work(c, -1, NULL, w, &kv_host);
     const hl_cpu_limits limits = {
         .n_threads = c->params.n_threads, .max_tokens = c->params.n_batch, .max_row = max_row(hp), .n_ctx = c->params.n_ctx};
     HL_TRY(hl_backend_cpu_init(&limits, &c->backend));
     if (c->backend->iface->alloc(c->backend, bytes, &c->arena) != HEARTH_OK)
         return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "context needs %zu MiB (KV cache and buffers) and the allocation failed: lower n_ctx or n_batch",
                        bytes >> 20);
-    plan_work(hp, c->params.n_batch, c->params.n_ctx, m->layer_dev, -1, c->arena, w, &kv_host);
+    plan_work(c, -1, c->arena, w, &kv_host);
     for (int d = 0; d < HL_MAX_GPUS; d++) {
         if (!m->gpu[d]) continue;
         HL_TRY(init_gpu(c, d, &kv_gpu));
@@ -162,8 +166,8 @@ static hearth_status init(hearth_context *c) {
         HL_INFO("offloaded %d/%d layers to GPU (%.1f MiB weights, %.1f MiB KV)", (int)m->n_gpu_layers,
                 (int)hp->n_layer + 1, MIB(m->gpu_bytes), MIB(kv_gpu));
     hl_pipeline_init(m, c->backend, &c->work, c->gpu, c->gpu_work, &c->pipe);
-    HL_INFO("context: n_ctx %u, n_batch %u, n_threads %d, %.1f MiB of buffers and KV cache", c->params.n_ctx,
-            c->params.n_batch, (int)c->params.n_threads, MIB(bytes));
+    HL_INFO("context: n_ctx %u (%u sequences of %u), n_batch %u, n_threads %d, %.1f MiB of buffers and KV cache",
+            c->params.n_ctx, c->params.n_seq_max, c->n_ctx_seq, c->params.n_batch, (int)c->params.n_threads, MIB(bytes));
     return HEARTH_OK;
 }
 
@@ -176,7 +180,7 @@ hearth_status hearth_context_init(hearth_model *model, const hearth_context_para
     hearth_context *c = hl_calloc(1, sizeof *c);
     if (!c) return HEARTH_ERR_OUT_OF_MEMORY;
     c->model = model;
-    hearth_status st = resolve_params(model, params, &c->params);
+    hearth_status st = resolve_params(c, params);
     if (st == HEARTH_OK) st = init(c);
     if (st != HEARTH_OK) {
         hearth_context_free(c);
@@ -199,41 +203,11 @@ void hearth_context_free(hearth_context *c) {
     }
     free(c->k_cache);
     free(c->v_cache);
+    free(c->seq_len);
+    free(c->pos);
+    free(c->row0);
+    free(c->out_row);
+    free(c->out);
     free(c);
 }
 
-uint32_t hearth_context_n_ctx(const hearth_context *c) { return c->params.n_ctx; }
-uint32_t hearth_context_n_past(const hearth_context *c) { return c->n_past; }
-
-void hearth_context_reset(hearth_context *c) {
-    c->n_past = 0;
-    c->have_logits = false;
-}
-
-void hearth_context_truncate(hearth_context *c, uint32_t n_past) {
-    if (n_past < c->n_past) c->n_past = n_past;
-}
-
-hearth_status hearth_decode(hearth_context *c, const int32_t *tokens, uint32_t n_tokens) {
-    if (!c || !tokens || n_tokens == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_decode: no tokens given");
-    const int32_t n_vocab = c->model->hp.n_vocab;
-    for (uint32_t i = 0; i < n_tokens; i++)
-        if (tokens[i] < 0 || tokens[i] >= n_vocab)
-            return hl_fail(HEARTH_ERR_INVALID_ARG, "token %u has id %d, outside the vocabulary [0, %d)", i, (int)tokens[i],
-                           (int)n_vocab);
-    if ((uint64_t)c->n_past + n_tokens > c->params.n_ctx)
-        return hl_fail(HEARTH_ERR_CONTEXT_FULL,
-                       "%u tokens do not fit: %u already in the context of n_ctx %u; raise n_ctx (-c) or use fewer tokens",
-                       n_tokens, c->n_past, c->params.n_ctx);
-    for (uint32_t done = 0; done < n_tokens;) {
-        uint32_t n = n_tokens - done < c->params.n_batch ? n_tokens - done : c->params.n_batch;
-        HL_TRY(hl_model_forward(c->model, &c->pipe, tokens + done, (int32_t)n, (int32_t)c->n_past,
-                                done + n == n_tokens));
-        c->n_past += n;
-        done += n;
-    }
-    c->have_logits = true;
-    return HEARTH_OK;
-}
-
-const float *hearth_get_logits(const hearth_context *c) { return c && c->have_logits ? c->work.logits.data : NULL; }

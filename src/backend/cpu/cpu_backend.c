@@ -40,6 +40,20 @@ static hearth_status cpu_copy(hl_backend *b, void *dst, const void *src, size_t 
     return HEARTH_OK;
 }
 
+/* Also counts each token's run: the tokens of the pass in its sequence
+ * (attention takes the order llama.cpp takes for a batch of that many). */
+static void cpu_set_positions(hl_backend *b, const int32_t *pos, const int32_t *row0, int32_t n) {
+    hl_cpu *cpu = cpu_of(b);
+    memcpy(cpu->pos, pos, (size_t)n * sizeof *pos);
+    memcpy(cpu->row0, row0, (size_t)n * sizeof *row0);
+    for (int32_t t = 0; t < n; t++) {
+        int32_t same = 0;
+        for (int32_t u = 0; u < n; u++) same += row0[u] == row0[t];
+        cpu->run[t] = same;
+    }
+    cpu->n_pos = n;
+}
+
 static hearth_status cpu_synchronize(hl_backend *b) {
     (void)b;
     return HEARTH_OK; /* ops run synchronously and cannot fail */
@@ -60,6 +74,8 @@ static const hl_backend_i cpu_iface = {
     .free = cpu_free,
     .upload = cpu_copy,
     .download = cpu_copy,
+    .copy = cpu_copy,
+    .set_positions = cpu_set_positions,
     .get_rows = hl_cpu_get_rows,
     .rms_norm = hl_cpu_rms_norm,
     .matmul = hl_cpu_matmul,
@@ -97,6 +113,9 @@ hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out)
     if (st == HEARTH_OK) st = cpu_alloc(b, panel_bytes, (void **)&cpu->panels);
     if (st == HEARTH_OK) st = cpu_alloc(b, score_bytes, (void **)&cpu->scores);
     if (st == HEARTH_OK) st = cpu_alloc(b, score_bytes / 2, (void **)&cpu->probs);
+    int32_t **positions[] = {&cpu->pos, &cpu->row0, &cpu->run};
+    for (size_t i = 0; i < 3 && st == HEARTH_OK; i++)
+        st = cpu_alloc(b, (size_t)limits->max_tokens * sizeof(int32_t), (void **)positions[i]);
     if (st != HEARTH_OK) {
         hl_backend_cpu_free(b);
         return st;
@@ -114,6 +133,9 @@ void hl_backend_cpu_free(hl_backend *b) {
     free(cpu->panels);
     free(cpu->scores);
     free(cpu->probs);
+    free(cpu->pos);
+    free(cpu->row0);
+    free(cpu->run);
     free(cpu);
     free(b);
 }

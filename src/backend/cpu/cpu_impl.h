@@ -15,6 +15,11 @@ typedef struct hl_cpu {
     uint8_t *panels;  /* one panel of repacked weight rows per thread, HL_PANEL_BYTES(max_row) each */
     float *scores;    /* attention scores, n_ctx floats per thread */
     hl_half *probs;   /* attention probabilities in F16, n_ctx per thread */
+    /* the pass's tokens (set_positions), max_tokens each: position in the
+     * sequence, the sequence's first cache row, and how many tokens of the
+     * pass belong to the same sequence */
+    int32_t *pos, *row0, *run;
+    int32_t n_pos;
 } hl_cpu;
 
 static inline hl_cpu *cpu_of(hl_backend *b) { return (hl_cpu *)b->impl; }
@@ -26,9 +31,8 @@ const struct hl_cpu_kernels *hl_cpu_kernels_for(hl_backend *b);
 /* Ops, one file per family. */
 void hl_cpu_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
 void hl_cpu_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
-void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p,
-                 const hl_tensor *freq_factors);
-void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache, int32_t pos0);
+void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
+void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
 void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_cpu_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);

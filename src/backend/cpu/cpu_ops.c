@@ -80,7 +80,8 @@ void hl_cpu_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, floa
 
 typedef struct rope_task {
     hl_tensor *x;
-    int32_t n_head, pos0;
+    int32_t n_head;
+    const int32_t *pos; /* [x->ne[1]] */
     const hl_rope_params *p;
     const float *freq_factors; /* [n_rot / 2] or NULL */
 } rope_task;
@@ -101,7 +102,7 @@ static void rope_run(void *arg, int ith, int nth) {
     hl_split(t->x->ne[1], ith, nth, &r0, &r1);
     for (long long r = r0; r < r1; r++) {
         float *row = (float *)t->x->data + r * t->x->ne[0];
-        float theta = (float)(t->pos0 + r);
+        float theta = (float)t->pos[r];
         for (int32_t i = 0; i < n_rot / 2; i++) {
             const float ff = t->freq_factors ? t->freq_factors[i] : 1.0f;
             const float angle = t->p->freq_scale * (theta / ff);
@@ -126,9 +127,8 @@ static void rope_run(void *arg, int ith, int nth) {
     }
 }
 
-void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p,
-                 const hl_tensor *freq_factors) {
-    rope_task t = {x, n_head, pos0, p, freq_factors ? freq_factors->data : NULL};
+void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
+    rope_task t = {x, n_head, cpu_of(b)->pos, p, freq_factors ? freq_factors->data : NULL};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(x)), rope_run, &t);
 }
 
@@ -137,7 +137,7 @@ void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, cons
 typedef struct store_task {
     const hl_tensor *src;
     hl_tensor *cache;
-    int32_t pos0;
+    const int32_t *pos, *row0; /* [src->ne[1]] */
 } store_task;
 
 static void store_rows_run(void *arg, int ith, int nth) {
@@ -148,13 +148,13 @@ static void store_rows_run(void *arg, int ith, int nth) {
     long long r0, r1;
     hl_split(t->src->ne[1], ith, nth, &r0, &r1);
     for (long long r = r0; r < r1; r++) {
-        uint8_t *dst = (uint8_t *)t->cache->data + (size_t)(t->pos0 + r) * row_bytes;
+        uint8_t *dst = (uint8_t *)t->cache->data + (size_t)(t->row0[r] + t->pos[r]) * row_bytes;
         q->from_float((const float *)t->src->data + r * d, dst, d);
     }
 }
 
-void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache, int32_t pos0) {
-    store_task t = {src, cache, pos0};
+void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache) {
+    store_task t = {src, cache, cpu_of(b)->pos, cpu_of(b)->row0};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(src)), store_rows_run, &t);
 }
 

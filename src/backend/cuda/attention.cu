@@ -6,11 +6,12 @@
 // Milakov & Gimelshein 2018, arXiv:1805.02867). Only a tile of scores lives
 // in shared memory: nothing of size n_ctx x n_ctx exists.
 //
-// Query token t sits at position p = pos0 + t and sees cache rows [lo, p]:
-// lo = 0, or p - n_swa + 1 with a sliding window. Query head h reads KV head
-// h / (n_head / n_head_kv) (grouped-query attention). pos0 comes from device
-// memory (cuda_pos) and the grid does not depend on it, so a recorded decode
-// step replays for any position.
+// Query token t sits at position p = pos[t] of the sequence whose cells start
+// at row row0[t], and sees that sequence's positions [lo, p]: lo = 0, or
+// p - n_swa + 1 with a sliding window. Query head h reads KV head
+// h / (n_head / n_head_kv) (grouped-query attention). Positions come from
+// device memory (cuda_pos, cuda_row0) and the grid does not depend on them,
+// so a recorded decode step replays for any position and sequence.
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
@@ -25,15 +26,16 @@
 // q, out F32 {n_head * hd, n}; k, v F16 {n_head_kv * hd, n_ctx}.
 __global__ void __launch_bounds__(ATT_THREADS)
 attention_kernel(const float *__restrict__ q, const hl_half *__restrict__ k, const hl_half *__restrict__ v,
-                 float *__restrict__ out, int n_head, int n_head_kv, int hd, const int32_t *pos0, int n_swa,
-                 float scale) {
+                 float *__restrict__ out, int n_head, int n_head_kv, int hd, const int32_t *pos_of,
+                 const int32_t *row0_of, int n_swa, float scale) {
     extern __shared__ float smem[];
     float *q_s = smem;       // [hd] the query
     float *p_s = smem + hd;  // [ATT_TILE] scores, then probabilities, of a tile
     const int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int64_t q_dim = (int64_t)n_head * hd, kv_dim = (int64_t)n_head_kv * hd;
-    const int64_t kv_off = (int64_t)(h / (n_head / n_head_kv)) * hd;
-    const int pos = *pos0 + t;
+    const int pos = pos_of[t];
+    // the sequence's cells: k and v from its first row on
+    const int64_t kv_off = (int64_t)row0_of[t] * kv_dim + (int64_t)(h / (n_head / n_head_kv)) * hd;
     const int lo = n_swa > 0 && pos - n_swa + 1 > 0 ? pos - n_swa + 1 : 0;
 
     for (int d = tid; d < hd; d += ATT_THREADS) q_s[d] = q[t * q_dim + (int64_t)h * hd + d];
@@ -91,11 +93,11 @@ void cuda_attention(hl_backend *b, const hl_attn_args *a) {
                     "multiple of n_head_kv", cu->index, ATT_MAX_HEAD_DIM);
         return;
     }
-    const int32_t *pos0 = cuda_pos(cu, a->pos0);
     const dim3 grid((unsigned)a->n_head, (unsigned)a->q->ne[1]);
     const size_t shared = ((size_t)a->head_dim + ATT_TILE) * sizeof(float);
     attention_kernel<<<grid, ATT_THREADS, shared, cu->stream>>>(
         (const float *)a->q->data, (const hl_half *)a->k_cache->data, (const hl_half *)a->v_cache->data,
-        (float *)a->out->data, a->n_head, a->n_head_kv, a->head_dim, pos0, a->n_swa, a->scale);
+        (float *)a->out->data, a->n_head, a->n_head_kv, a->head_dim, cuda_pos(cu), cuda_row0(cu),
+        a->n_swa, a->scale);
     CU_LAUNCHED(cu);
 }

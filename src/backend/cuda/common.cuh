@@ -25,8 +25,9 @@ struct hl_cuda {
     cudaStream_t stream;
     cublasHandle_t cublas;      // NULL in a weight-only instance
     hl_gpu_limits limits;
-    int32_t *d_pos;             // position the position-dependent kernels read
-    int32_t pos_set;            // the value eager ops last wrote to d_pos (-1: unknown)
+    int32_t *d_pos;             // [2 * max_tokens] the pass's positions, then its rows0 (set_positions)
+    int32_t *h_pos;             // pinned host copy d_pos is filled from
+    cudaEvent_t pos_copied;     // the copy out of h_pos is done
     int32_t *d_ids;             // [max_tokens] row ids for get_rows
     __half *w16;                // [w16_elems] weight tile in F16 (prompt matmuls)
     size_t w16_elems;
@@ -35,7 +36,6 @@ struct hl_cuda {
     cudaEvent_t staged[2];      // the copy out of staging[i] is done
     cudaGraphExec_t graph[HL_GRAPH_KEYS];
     bool graphs_off;            // recording failed once: run eagerly from then on
-    bool capturing;             // ops are being recorded, not run
     hearth_status status;       // first error since the last synchronize
     char err[384];
 };
@@ -68,10 +68,11 @@ bool cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *file
 // recorded) if that fails. Every op starts with it.
 bool cuda_enter(hl_cuda *cu);
 
-// The device pointer position-dependent kernels read, holding pos0 when they
-// run: eager ops write it with a one-thread kernel when it changes; while
-// recording, graph_run writes it before each launch instead.
-const int32_t *cuda_pos(hl_cuda *cu, int32_t pos0);
+// What position-dependent kernels read (device memory, written by
+// set_positions before the ops, so a recorded graph reads the current pass):
+// token t's position in its sequence, and the first cache row of its sequence.
+static inline const int32_t *cuda_pos(const hl_cuda *cu) { return cu->d_pos; }
+static inline const int32_t *cuda_row0(const hl_cuda *cu) { return cu->d_pos + cu->limits.max_tokens; }
 
 static inline unsigned cuda_blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
@@ -82,11 +83,10 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 // Ops (one file per family); signatures as in backend.h.
 void cuda_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
-void cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache, int32_t pos0);
+void cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
 void cuda_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
 void cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
-void cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p,
-               const hl_tensor *freq_factors);
+void cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
 void cuda_attention(hl_backend *b, const hl_attn_args *args);
 void cuda_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);

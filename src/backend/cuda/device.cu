@@ -4,11 +4,12 @@
 // and replays it.
 //
 // Why a record replays unchanged: every kernel argument that would change
-// from one token to the next is the position, and position-dependent kernels
-// (rope, store_rows, attention) read it from d_pos in device memory instead
-// of taking it by value; their grids do not depend on it (attention loops
-// over the cache inside the kernel). graph_run writes d_pos with a
-// one-thread kernel launched just before the graph. This is cheaper than
+// from one token to the next is the position (and the sequence's first cache
+// row), and position-dependent kernels (rope, store_rows, attention) read
+// them from d_pos in device memory instead of taking them by value; their
+// grids do not depend on them (attention loops over the cache inside the
+// kernel). set_positions copies them there before the pass, outside the
+// record. This is cheaper than
 // capturing every token and patching the executable graph with
 // cudaGraphExecUpdate (llama.cpp's way), which re-runs the host side of the
 // whole forward pass per token.
@@ -52,17 +53,22 @@ bool cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *file
 
 bool cuda_enter(hl_cuda *cu) { return CU_OK(cu, cudaSetDevice(cu->device)); }
 
-static __global__ void set_i32(int32_t *p, int32_t v) { *p = v; }
-
-const int32_t *cuda_pos(hl_cuda *cu, int32_t pos0) {
-    if (!cu->capturing && cu->pos_set != pos0) {
-        set_i32<<<1, 1, 0, cu->stream>>>(cu->d_pos, pos0);
-        if (CU_LAUNCHED(cu)) cu->pos_set = pos0;
-    }
-    return cu->d_pos;
+// Copies the pass's positions and rows0 to d_pos through pinned memory, in
+// stream order before the ops that read them.
+static void cuda_set_positions(hl_backend *b, const int32_t *pos, const int32_t *row0, int32_t n) {
+    hl_cuda *cu = cuda_of(b);
+    if (!cuda_enter(cu) || !CU_OK(cu, cudaEventSynchronize(cu->pos_copied))) return;
+    const int64_t max = cu->limits.max_tokens;
+    memcpy(cu->h_pos, pos, (size_t)n * sizeof *pos);
+    memcpy(cu->h_pos + max, row0, (size_t)n * sizeof *row0);
+    if (CU_OK(cu, cudaMemcpyAsync(cu->d_pos, cu->h_pos, 2 * (size_t)max * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                  cu->stream)))
+        CU_OK(cu, cudaEventRecord(cu->pos_copied, cu->stream));
 }
 
 // ------------------------------------------------------------ probing --
+
+static __global__ void probe_kernel() {}
 
 static struct {
     pthread_once_t once;
@@ -84,10 +90,11 @@ static void probe_devices(void) {
         return;
     }
     // A device is usable when this build has kernels for it: asking for a
-    // kernel's attributes fails with "no kernel image" otherwise.
+    // kernel's attributes (any kernel's: probe_kernel's) fails with "no
+    // kernel image" otherwise.
     for (int d = 0; d < n && probe.n < HL_MAX_GPUS; d++) {
         cudaFuncAttributes attr;
-        if (cudaSetDevice(d) == cudaSuccess && cudaFuncGetAttributes(&attr, set_i32) == cudaSuccess)
+        if (cudaSetDevice(d) == cudaSuccess && cudaFuncGetAttributes(&attr, probe_kernel) == cudaSuccess)
             probe.ordinal[probe.n++] = d;
         else
             snprintf(probe.reason, sizeof probe.reason, "device %d: %s (this build targets other architectures: "
@@ -183,6 +190,13 @@ static hearth_status cuda_download(hl_backend *b, void *dst, const void *src, si
     return HEARTH_OK;
 }
 
+static hearth_status cuda_copy(hl_backend *b, void *dst, const void *src, size_t bytes) {
+    hl_cuda *cu = cuda_of(b);
+    CUDA_TRY(cudaSetDevice(cu->device));
+    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cu->stream));
+    return HEARTH_OK;
+}
+
 static hearth_status cuda_synchronize(hl_backend *b) {
     hl_cuda *cu = cuda_of(b);
     if (cuda_enter(cu)) {
@@ -200,9 +214,7 @@ static hearth_status cuda_synchronize(hl_backend *b) {
 // when the driver refuses, so the caller runs them eagerly.
 static bool record(hl_cuda *cu, int key, void (*issue)(void *), void *ctx) {
     if (cudaStreamBeginCapture(cu->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return false;
-    cu->capturing = true;
     issue(ctx);
-    cu->capturing = false;
     cudaGraph_t g = NULL;
     const bool captured = cudaStreamEndCapture(cu->stream, &g) == cudaSuccess && cu->status == HEARTH_OK;
     const bool ok = captured && cudaGraphInstantiate(&cu->graph[key], g, 0) == cudaSuccess;
@@ -217,14 +229,13 @@ static bool record(hl_cuda *cu, int key, void (*issue)(void *), void *ctx) {
     return ok;
 }
 
-static void cuda_graph_run(hl_backend *b, int key, int32_t pos0, void (*issue)(void *), void *ctx) {
+static void cuda_graph_run(hl_backend *b, int key, void (*issue)(void *), void *ctx) {
     hl_cuda *cu = cuda_of(b);
     // with an error pending, run eagerly: recording must not hide it
     if (key < 0 || key >= HL_GRAPH_KEYS || cu->graphs_off || cu->status != HEARTH_OK || !cuda_enter(cu)) {
         issue(ctx);
         return;
     }
-    cuda_pos(cu, pos0);
     if (!cu->graph[key] && !record(cu, key, issue, ctx)) {
         cu->graphs_off = true;
         issue(ctx);
@@ -242,6 +253,8 @@ static const hl_backend_i cuda_iface = {
     .free = cuda_free,
     .upload = cuda_upload,
     .download = cuda_download,
+    .copy = cuda_copy,
+    .set_positions = cuda_set_positions,
     .get_rows = cuda_get_rows,
     .rms_norm = cuda_rms_norm,
     .matmul = cuda_matmul,
@@ -263,9 +276,11 @@ static hearth_status init(hl_cuda *cu) {
         CUDA_TRY(cudaMallocHost(&cu->staging[i], HL_CUDA_STAGING));
         CUDA_TRY(cudaEventCreateWithFlags(&cu->staged[i], cudaEventDisableTiming));
     }
-    CUDA_TRY(cudaMalloc(&cu->d_pos, sizeof(int32_t)));
     const hl_gpu_limits *l = &cu->limits;
     if (l->max_tokens < 1) return HEARTH_OK; // holds weights only
+    CUDA_TRY(cudaMalloc(&cu->d_pos, 2 * (size_t)l->max_tokens * sizeof(int32_t)));
+    CUDA_TRY(cudaMallocHost(&cu->h_pos, 2 * (size_t)l->max_tokens * sizeof(int32_t)));
+    CUDA_TRY(cudaEventCreateWithFlags(&cu->pos_copied, cudaEventDisableTiming));
     const cublasStatus_t s = cublasCreate(&cu->cublas);
     if (s != CUBLAS_STATUS_SUCCESS)
         return hl_fail(HEARTH_ERR_DEVICE, "cuda%d: cublasCreate failed: %s", cu->index, cublasGetStatusString(s));
@@ -296,7 +311,6 @@ extern "C" hearth_status hl_backend_cuda_init(int32_t device, const hl_gpu_limit
     cu->device = probe.ordinal[device];
     cu->index = device;
     cu->limits = *limits;
-    cu->pos_set = -1;
     const hearth_status st = init(cu);
     if (st != HEARTH_OK) {
         cudaGetLastError();
@@ -321,6 +335,8 @@ extern "C" void hl_backend_cuda_free(hl_backend *b) {
         if (cu->staged[i]) cudaEventDestroy(cu->staged[i]);
     }
     cudaFree(cu->d_pos);
+    if (cu->h_pos) cudaFreeHost(cu->h_pos);
+    if (cu->pos_copied) cudaEventDestroy(cu->pos_copied);
     cudaFree(cu->d_ids);
     cudaFree(cu->w16);
     cudaFree(cu->x16);

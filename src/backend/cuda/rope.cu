@@ -9,7 +9,7 @@
 #define ROPE_THREADS 256
 
 // One thread per (token, head, pair); x F32 {n_head * hd, n}, in place.
-__global__ void rope_kernel(float *x, int n_head, int hd, int n_rot, bool neox, const int32_t *pos0,
+__global__ void rope_kernel(float *x, int n_head, int hd, int n_rot, bool neox, const int32_t *pos,
                             float theta_scale, float freq_scale, const float *__restrict__ ff, int64_t n_pairs) {
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= n_pairs) return;
@@ -17,7 +17,7 @@ __global__ void rope_kernel(float *x, int n_head, int hd, int n_rot, bool neox, 
     const int i = (int)(idx % half);
     const int64_t head = idx / half; // token * n_head + h
     const int t = (int)(head / n_head);
-    float theta = (float)(*pos0 + t) * powf(theta_scale, (float)i);
+    float theta = (float)pos[t] * powf(theta_scale, (float)i);
     if (ff) theta /= ff[i];
     theta *= freq_scale;
     float s, c;
@@ -29,14 +29,13 @@ __global__ void rope_kernel(float *x, int n_head, int hd, int n_rot, bool neox, 
     v[i1] = a * s + b * c;
 }
 
-void cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, int32_t pos0, const hl_rope_params *p,
-               const hl_tensor *freq_factors) {
+void cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
     hl_cuda *cu = cuda_of(b);
     if (!cuda_enter(cu)) return;
     const int hd = (int)(x->ne[0] / n_head);
     const int64_t n_pairs = x->ne[1] * n_head * (p->n_rot / 2);
     const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
-    const int32_t *pos = cuda_pos(cu, pos0);
+    const int32_t *pos = cuda_pos(cu);
     rope_kernel<<<cuda_blocks(n_pairs, ROPE_THREADS), ROPE_THREADS, 0, cu->stream>>>(
         (float *)x->data, n_head, hd, p->n_rot, p->mode == HL_ROPE_NEOX, pos, theta_scale, p->freq_scale,
         freq_factors ? (const float *)freq_factors->data : NULL, n_pairs);

@@ -46,31 +46,32 @@ void cuda_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl
         cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: get_rows has no kernel for type %u", cu->index, table->type);
 }
 
-// One thread per element: cache row (pos0 + t) = src row t.
+// One thread per element: cache row row0[t] + pos[t] = src row t.
 template <typename C> __device__ C to_cache(float v);
 template <> __device__ __half to_cache<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ float to_cache<float>(float v) { return v; }
 
 template <typename C>
 __global__ void store_rows_kernel(const float *__restrict__ src, C *__restrict__ cache, int64_t d, int64_t n,
-                                  const int32_t *pos0) {
+                                  const int32_t *pos, const int32_t *row0) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= d * n) return;
-    cache[(int64_t)*pos0 * d + i] = to_cache<C>(src[i]);
+    const int64_t t = i / d;
+    cache[(int64_t)(row0[t] + pos[t]) * d + i % d] = to_cache<C>(src[i]);
 }
 
-void cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache, int32_t pos0) {
+void cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache) {
     hl_cuda *cu = cuda_of(b);
     if (!cuda_enter(cu)) return;
     const int64_t d = src->ne[0], n = src->ne[1];
-    const int32_t *pos = cuda_pos(cu, pos0);
+    const int32_t *pos = cuda_pos(cu), *row0 = cuda_row0(cu);
     const unsigned blocks = cuda_blocks(d * n, ROWS_THREADS);
     if (cache->type == GGML_TYPE_F16)
         store_rows_kernel<__half><<<blocks, ROWS_THREADS, 0, cu->stream>>>((const float *)src->data,
-                                                                           (__half *)cache->data, d, n, pos);
+                                                                           (__half *)cache->data, d, n, pos, row0);
     else if (cache->type == GGML_TYPE_F32)
         store_rows_kernel<float><<<blocks, ROWS_THREADS, 0, cu->stream>>>((const float *)src->data,
-                                                                          (float *)cache->data, d, n, pos);
+                                                                          (float *)cache->data, d, n, pos, row0);
     else {
         cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: the KV cache must be F16 or F32", cu->index);
         return;
