@@ -65,8 +65,9 @@ static void issue_stage(void *arg) {
 }
 
 static void set_tokens(hl_work *w, int32_t n, int32_t n_out) {
-    hl_tensor *acts[] = {&w->x, &w->xb, &w->q, &w->k, &w->v, &w->att, &w->gate, &w->up};
-    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) acts[i]->ne[1] = n;
+#define SET_N(name, width) w->name.ne[1] = n;
+    HL_WORK_ACTIVATIONS(SET_N)
+#undef SET_N
     w->last.ne[1] = w->logits.ne[1] = n_out;
 }
 

@@ -63,13 +63,22 @@ typedef struct hl_layer {
  * for at most n_batch tokens and n_out outputs (tokens whose logits a pass
  * keeps). ne[1] of each activation is set to the tokens (outputs) of the
  * current pass. */
+/* The per-token activations, each F32 {width, n}, with their widths named
+ * as hl_work_widths' fields: x, the residual stream; xb, the normed input and
+ * the attention output projection; q, k, v; att, attention's output; gate and
+ * up, the feed-forward's. HL_WORK_ACTIVATIONS lists them once for the code
+ * that plans, sizes and views them all. */
+#define HL_WORK_ACTIVATIONS(X) X(x, n_embd) X(xb, n_embd) X(q, q_dim) X(k, kv_dim) X(v, kv_dim) X(att, q_dim) \
+    X(gate, n_ff) X(up, n_ff)
+
+typedef struct hl_work_widths {
+    int64_t n_embd, q_dim, kv_dim, n_ff; /* q_dim = n_head * head_dim, kv_dim = n_head_kv * head_dim */
+} hl_work_widths;
+
 typedef struct hl_work {
-    hl_tensor x;         /* F32 {n_embd, n}: residual stream */
-    hl_tensor xb;        /* F32 {n_embd, n}: normed input / attention output projection */
-    hl_tensor q;         /* F32 {n_head*hd, n} */
-    hl_tensor k, v;      /* F32 {n_head_kv*hd, n} */
-    hl_tensor att;       /* F32 {n_head*hd, n} */
-    hl_tensor gate, up;  /* F32 {n_ff, n} */
+#define HL_WORK_FIELD(name, width) hl_tensor name;
+    HL_WORK_ACTIVATIONS(HL_WORK_FIELD)
+#undef HL_WORK_FIELD
     hl_tensor last;      /* F32 {n_embd, n_out}: final norm of the output tokens */
     hl_tensor logits;    /* F32 {n_vocab, n_out} */
     hl_tensor *k_cache;  /* per layer, F16 {n_head_kv*hd, n_ctx}: n_seq_max runs of n_ctx_seq cells */

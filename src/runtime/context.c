@@ -29,20 +29,17 @@ static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work
     const int8_t *layer_dev = c->model->layer_dev;
     const uint32_t n_batch = c->params.n_batch, n_ctx = c->params.n_ctx;
     size_t off = 0;
-    const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    const int64_t kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    const hl_work_widths wd = {.n_embd = hp->n_embd, .q_dim = (int64_t)hp->n_head * hp->head_dim, .kv_dim = kv_dim,
+                               .n_ff = hp->n_ff};
 #define ACT(field, d, n)                                                                                   \
     do {                                                                                                   \
         w->field = (hl_tensor){.type = GGML_TYPE_F32, .ne = {(d), (n), 1, 1}, .data = base ? base + off : NULL}; \
         off += ((size_t)(d) * (size_t)(n) * sizeof(float) + 63) & ~(size_t)63;                             \
     } while (0)
-    ACT(x, hp->n_embd, n_batch);
-    ACT(xb, hp->n_embd, n_batch);
-    ACT(q, q_dim, n_batch);
-    ACT(k, kv_dim, n_batch);
-    ACT(v, kv_dim, n_batch);
-    ACT(att, q_dim, n_batch);
-    ACT(gate, hp->n_ff, n_batch);
-    ACT(up, hp->n_ff, n_batch);
+#define ACT_TOKENS(field, width) ACT(field, wd.width, n_batch);
+    HL_WORK_ACTIVATIONS(ACT_TOKENS)
+#undef ACT_TOKENS
     ACT(last, hp->n_embd, c->n_out_max);
     ACT(logits, hp->n_vocab, c->n_out_max);
 #undef ACT
