@@ -20,9 +20,9 @@ scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_SANITIZE=
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure
 
-echo "== multi-threaded decode and matmul under ThreadSanitizer"
+echo "== multi-threaded decode, matmul and the engine under ThreadSanitizer"
 scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_TSAN=ON -DHEARTH_CUDA=OFF
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R "test_context|test_cpu_matmul"
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R "test_context|test_cpu_matmul|test_engine"
 
 echo "== Python tests"
 HEARTH_BIN="$top/build/hearth" python3 -m pytest -q tests/python

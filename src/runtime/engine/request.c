@@ -1,0 +1,156 @@
+/* Requests entering the engine: hearth_engine_submit() checks and copies a
+ * request (its prompt tokenized, or its conversation rendered by the chat
+ * template, on the caller's thread) into the bounded wait queue, and
+ * hearth_engine_cancel() flags a request, waiting or running, for the engine
+ * thread to end at its next step. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/status.h"
+#include "runtime/engine/engine_impl.h"
+
+hearth_request_params hearth_request_default_params(void) {
+    return (hearth_request_params){.max_tokens = -1, .sampling = hearth_sampler_default_params()};
+}
+
+void hl_request_free(hl_request *r) {
+    if (!r) return;
+    for (size_t i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    free(r->stop);
+    free(r->prompt);
+    hearth_sampler_free(r->smpl);
+    free(r);
+}
+
+hl_request *hl_queue_pop(hearth_engine *e) {
+    hl_request *r = e->head;
+    if (!r) return NULL;
+    e->head = r->next;
+    if (!e->head) e->tail = NULL;
+    r->next = NULL;
+    e->n_waiting--;
+    return r;
+}
+
+/* Tokenizes `text` (add_special, parse_special) into r->prompt. */
+static hearth_status tokenize(const hearth_model *m, const char *text, hl_request *r) {
+    const size_t len = strlen(text);
+    size_t n_max = len + 8, n = 0; /* a token is at least one byte, plus BOS/EOS */
+    r->prompt = hl_malloc(n_max * sizeof *r->prompt);
+    if (!r->prompt) return HEARTH_ERR_OUT_OF_MEMORY;
+    HL_TRY(hearth_tokenize(m, text, len, true, true, r->prompt, n_max, &n));
+    r->n_prompt = (int32_t)n;
+    return HEARTH_OK;
+}
+
+/* r->prompt from exactly one of the three prompt forms. */
+static hearth_status read_prompt(const hearth_engine *e, const hearth_request_params *p, hl_request *r) {
+    const int forms = (p->tokens != NULL) + (p->prompt != NULL) + (p->messages != NULL);
+    if (forms != 1)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "a request needs exactly one of tokens, prompt or messages (got %d)", forms);
+    const int32_t n_vocab = hearth_model_n_vocab(e->model);
+    if (p->tokens) {
+        if (p->n_tokens == 0 || p->n_tokens > INT32_MAX)
+            return hl_fail(HEARTH_ERR_INVALID_ARG, "the request's prompt has no tokens");
+        r->prompt = hl_malloc(p->n_tokens * sizeof *r->prompt);
+        if (!r->prompt) return HEARTH_ERR_OUT_OF_MEMORY;
+        for (size_t i = 0; i < p->n_tokens; i++) {
+            if (p->tokens[i] < 0 || p->tokens[i] >= n_vocab)
+                return hl_fail(HEARTH_ERR_INVALID_ARG, "prompt token %zu is %d, outside the vocabulary [0, %d)", i,
+                               (int)p->tokens[i], (int)n_vocab);
+            r->prompt[i] = p->tokens[i];
+        }
+        r->n_prompt = (int32_t)p->n_tokens;
+        return HEARTH_OK;
+    }
+    if (p->prompt) return tokenize(e->model, p->prompt, r);
+    if (p->n_messages == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "the request's conversation has no messages");
+    char *text;
+    HL_TRY(hearth_chat_render(e->model, e->chat_template, p->messages, p->n_messages, &text));
+    hearth_status st = tokenize(e->model, text, r);
+    hearth_chat_free(text);
+    return st;
+}
+
+static hearth_status copy_stops(const hearth_request_params *p, hl_request *r) {
+    if (p->n_stop && !p->stop) return hl_fail(HEARTH_ERR_INVALID_ARG, "n_stop is %zu but stop is NULL", p->n_stop);
+    if (!p->n_stop) return HEARTH_OK;
+    r->stop = hl_calloc(p->n_stop, sizeof *r->stop);
+    if (!r->stop) return HEARTH_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < p->n_stop; i++) {
+        if (!p->stop[i] || !p->stop[i][0]) return hl_fail(HEARTH_ERR_INVALID_ARG, "stop string %zu is empty", i);
+        const size_t len = strlen(p->stop[i]);
+        r->stop[i] = hl_malloc(len + 1);
+        if (!r->stop[i]) return HEARTH_ERR_OUT_OF_MEMORY;
+        memcpy(r->stop[i], p->stop[i], len + 1);
+        r->n_stop = i + 1;
+    }
+    return HEARTH_OK;
+}
+
+static hearth_status make_request(const hearth_engine *e, const hearth_request_params *p, hl_request *r) {
+    if (!p->on_piece) return hl_fail(HEARTH_ERR_INVALID_ARG, "the request has no on_piece callback");
+    if (p->top_logprobs < 0 || p->top_logprobs > HEARTH_MAX_TOP_LOGPROBS)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "top_logprobs must be in [0, %d] (got %d)", HEARTH_MAX_TOP_LOGPROBS,
+                       (int)p->top_logprobs);
+    if (p->max_tokens < -1) return hl_fail(HEARTH_ERR_INVALID_ARG, "max_tokens must be -1 or more (got %d)", (int)p->max_tokens);
+    const hearth_sampler_params *sp = &p->sampling;
+    if (!(sp->presence_penalty >= -2.0f && sp->presence_penalty <= 2.0f) ||
+        !(sp->frequency_penalty >= -2.0f && sp->frequency_penalty <= 2.0f))
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "presence_penalty and frequency_penalty must be in [-2, 2]");
+    HL_TRY(copy_stops(p, r));
+    HL_TRY(read_prompt(e, p, r));
+    if (r->n_prompt == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "the request's prompt is empty");
+    if ((uint32_t)r->n_prompt >= e->n_ctx_seq)
+        return hl_fail(HEARTH_ERR_CONTEXT_FULL, "the prompt is %d tokens and a slot holds %u: shorten the prompt or raise n_ctx",
+                       (int)r->n_prompt, e->n_ctx_seq);
+    HL_TRY(hearth_sampler_init(e->model, sp, &r->smpl));
+    r->max_tokens = p->max_tokens;
+    r->logprobs = p->logprobs || p->top_logprobs > 0;
+    r->top_logprobs = p->top_logprobs;
+    r->ignore_eos = p->ignore_eos;
+    r->on_piece = p->on_piece;
+    r->user = p->user;
+    return HEARTH_OK;
+}
+
+hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params *p, uint64_t *id) {
+    if (!e || !p) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_engine_submit: NULL engine or request");
+    hl_request *r = hl_calloc(1, sizeof *r);
+    if (!r) return HEARTH_ERR_OUT_OF_MEMORY;
+    hearth_status st = make_request(e, p, r);
+    if (st != HEARTH_OK) {
+        hl_request_free(r);
+        return st;
+    }
+    r->t_submit = hl_now();
+    pthread_mutex_lock(&e->mu);
+    /* up to n_idle requests take a slot at the next step; n_queue_max more may wait */
+    if (e->quit || e->n_waiting >= e->n_queue_max + e->n_idle) {
+        const int32_t n_waiting = e->n_waiting;
+        pthread_mutex_unlock(&e->mu);
+        hl_request_free(r);
+        return hl_fail(HEARTH_ERR_BUSY, "the engine is busy: %d requests are waiting for %d slots; retry later",
+                       (int)n_waiting, (int)e->n_slots);
+    }
+    r->id = ++e->next_id;
+    if (e->tail) e->tail->next = r;
+    else e->head = r;
+    e->tail = r;
+    e->n_waiting++;
+    if (id) *id = r->id;
+    pthread_cond_signal(&e->wake);
+    pthread_mutex_unlock(&e->mu);
+    return HEARTH_OK;
+}
+
+void hearth_engine_cancel(hearth_engine *e, uint64_t id) {
+    if (!e) return;
+    pthread_mutex_lock(&e->mu);
+    for (hl_request *r = e->head; r; r = r->next)
+        if (r->id == id) r->cancel = true;
+    for (int32_t i = 0; i < e->n_slots; i++)
+        if (e->slots[i].req && e->slots[i].req->id == id) e->slots[i].req->cancel = true;
+    pthread_cond_signal(&e->wake);
+    pthread_mutex_unlock(&e->mu);
+}
