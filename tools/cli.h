@@ -82,23 +82,21 @@ typedef struct run_opts {
  * the error. */
 int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat);
 
-/* A model's chat template with the texts of its BOS and EOS tokens. */
+/* The chat template of --chat-template FILE, or NULL for the model's. */
 typedef struct chat_template {
+    const hearth_model *model;
     char *tmpl;
-    char bos[128], eos[128];
-    bool add_bos; /* the tokenizer adds BOS itself (tokenizer.ggml.add_bos_token) */
 } chat_template;
 
-/* Loads the template from `file`, or else the model's. Returns 0 or the exit
- * status after printing the error. */
+/* Loads the template from `file`, or checks that the model has one. Returns
+ * 0 or the exit status after printing the error. */
 int chat_template_load(const hearth_model *model, const char *file, chat_template *ct);
 void chat_template_free(chat_template *ct);
 
 /* Renders the conversation with the generation prompt into *prompt (free
- * with hearth_chat_free()). When the tokenizer adds BOS itself, a BOS the
- * template wrote is dropped from the text (*skip bytes), as llama.cpp does,
- * so the prompt starts with one BOS. Returns 0 or the exit status after
- * printing the error. */
-int chat_render(const chat_template *ct, const hearth_chat_message *msgs, size_t n_msgs, char **prompt, size_t *skip);
+ * with hearth_chat_free()), ready to tokenize with add_special (a BOS the
+ * template wrote is dropped when the tokenizer adds one). Returns 0 or the
+ * exit status after printing the error. */
+int chat_render(const chat_template *ct, const hearth_chat_message *msgs, size_t n_msgs, char **prompt);
 
 #endif

@@ -146,10 +146,10 @@ static int turn(chat_state *s, const run_opts *o, const char *line, size_t line_
     uint32_t n_ctx = hearth_context_n_ctx(s->ctx);
     if (add_message(s, "user", line, line_len)) return 1;
     char *text;
-    size_t skip, n_prompt;
-    int rc = chat_render(&s->tmpl, s->msgs, s->n_msgs, &text, &skip);
+    size_t n_prompt;
+    int rc = chat_render(&s->tmpl, s->msgs, s->n_msgs, &text);
     if (rc) return rc;
-    hearth_status st = hearth_tokenize(s->model, text + skip, strlen(text + skip), true, true, s->prompt, n_ctx + 1, &n_prompt);
+    hearth_status st = hearth_tokenize(s->model, text, strlen(text), true, true, s->prompt, n_ctx + 1, &n_prompt);
     hearth_chat_free(text);
     if (st == HEARTH_ERR_BUFFER_TOO_SMALL || (st == HEARTH_OK && n_prompt + 1 >= n_ctx)) {
         fprintf(stderr, "hearth: the conversation is %zu tokens but the context holds %u: start a new chat or raise -c/--ctx-size\n",

@@ -239,10 +239,9 @@ static int chat_prompt(const run_opts *o, run_state *s, const char **prompt, siz
     int rc = chat_template_load(s->model, o->chat_template, &s->tmpl);
     if (rc) return rc;
     hearth_chat_message msgs[2] = {{"system", o->system ? o->system : ""}, {"user", o->chat}};
-    size_t skip;
-    rc = chat_render(&s->tmpl, o->system ? msgs : msgs + 1, o->system ? 2 : 1, &s->chat_prompt, &skip);
+    rc = chat_render(&s->tmpl, o->system ? msgs : msgs + 1, o->system ? 2 : 1, &s->chat_prompt);
     if (rc) return rc;
-    *prompt = s->chat_prompt + skip;
+    *prompt = s->chat_prompt;
     *len = strlen(*prompt);
     return 0;
 }
