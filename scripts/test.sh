@@ -2,11 +2,12 @@
 # Runs the whole test suite: sets up (install, build, model), then the C tests
 # (ctest) on the release build, the C tests again under AddressSanitizer and
 # UndefinedBehaviorSanitizer, the multi-threaded ones under ThreadSanitizer,
-# then the Python-side tests (pytest). The release build includes the CUDA
-# backend when nvcc is found (its GPU tests skip without a GPU); the
-# sanitizer builds leave it out (-DHEARTH_CUDA=OFF): the sanitizers
-# instrument only the C code, and compiling the kernels twice more would
-# cost minutes on CI's two cores.
+# then the Python-side tests (pytest), and the server's tests once more with
+# the ASan build serving (leaks and memory errors in the HTTP layer). The
+# release build includes the CUDA backend when nvcc is found (its GPU tests
+# skip without a GPU); the sanitizer builds leave it out (-DHEARTH_CUDA=OFF):
+# the sanitizers instrument only the C code, and compiling the kernels twice
+# more would cost minutes on CI's two cores.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -22,7 +23,12 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 echo "== multi-threaded decode, matmul and the engine under ThreadSanitizer"
 scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_TSAN=ON -DHEARTH_CUDA=OFF
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R "test_context|test_cpu_matmul|test_engine"
+HEARTH_TEST_SHORT=1 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R "test_context|test_cpu_matmul|test_engine"
 
 echo "== Python tests"
 HEARTH_BIN="$top/build/hearth" python3 -m pytest -q tests/python
+
+echo "== server tests with the ASan + UBSan build serving"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    HEARTH_BIN="$top/build/hearth" HEARTH_SERVER_BIN="$top/build-asan/hearth" \
+    python3 -m pytest -q tests/python/test_server.py
