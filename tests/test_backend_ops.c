@@ -161,14 +161,14 @@ static void test_weights(void) {
     static const int64_t batches[] = {1, 2, 7, 8, 19};
     for (size_t ti = 0; ti < sizeof weight_types / sizeof weight_types[0]; ti++) {
         const uint32_t type = weight_types[ti];
-        const int64_t blck = ggml_type_get(type)->blck_size;
+        const int64_t blck = hl_ggml_type_get(type)->blck_size;
         const int64_t d_in = blck == 1 ? 97 : blck == 32 ? 160 : 512, d_out = 67;
         void *w = random_rows(type, d_in, d_out);
         char label[96];
         if (HAVE(get_rows)) {
             const int32_t ids[5] = {3, 0, 66, 3, 41};
             const rows_case rc = {type, d_in, d_out, 5, w, ids};
-            snprintf(label, sizeof label, "get_rows %s", ggml_type_get(type)->name);
+            snprintf(label, sizeof label, "get_rows %s", hl_ggml_type_get(type)->name);
             compare(label, 1e-10, (size_t)(d_in * 5), run_get_rows, &rc);
         }
         for (size_t bi = 0; bi < sizeof batches / sizeof batches[0] && HAVE(matmul); bi++) {
@@ -176,7 +176,7 @@ static void test_weights(void) {
             float *x = malloc(sizeof(float) * (size_t)(d_in * n));
             fill(x, d_in * n, 2.0f);
             const mm_case mc = {type, d_in, d_out, n, w, x};
-            snprintf(label, sizeof label, "matmul %s %lldx%lld n=%lld", ggml_type_get(type)->name, (long long)d_in,
+            snprintf(label, sizeof label, "matmul %s %lldx%lld n=%lld", hl_ggml_type_get(type)->name, (long long)d_in,
                      (long long)d_out, (long long)n);
             compare(label, 5e-4, (size_t)(d_out * n), run_matmul, &mc);
             free(x);

@@ -66,12 +66,12 @@ static void check_type(uint32_t type, int64_t d_in, int64_t d_out, int64_t n_tok
             bad += !(fabs((double)y1[t * d_out + r] - want) <= (double)(d_in / 8 + 16) * FLT_EPSILON * 4 * mag);
         }
     }
-    CHECK_MSG(bad == 0, "%s %lld x %lld, %lld tokens: %d outputs off the scalar oracle", ggml_type_get(type)->name,
+    CHECK_MSG(bad == 0, "%s %lld x %lld, %lld tokens: %d outputs off the scalar oracle", hl_ggml_type_get(type)->name,
               (long long)d_out, (long long)d_in, (long long)n_tok, bad);
     for (int n_threads = 2; n_threads <= 3; n_threads++) {
         run_matmul(n_threads, &w, x, n_tok, yn);
         CHECK_MSG(memcmp(y1, yn, sizeof(float) * (size_t)(d_out * n_tok)) == 0,
-                  "%s %lld x %lld, %lld tokens: %d threads give other bits than 1", ggml_type_get(type)->name,
+                  "%s %lld x %lld, %lld tokens: %d threads give other bits than 1", hl_ggml_type_get(type)->name,
                   (long long)d_out, (long long)d_in, (long long)n_tok, n_threads);
     }
     free(wdata);
@@ -89,7 +89,7 @@ int main(void) {
     static const int64_t tokens[] = {1, 3, 8, 11, 13};
     static const int64_t outs[] = {16, 37, 53};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        const bool k = ggml_type_get(types[i])->blck_size == HL_QK_K;
+        const bool k = hl_ggml_type_get(types[i])->blck_size == HL_QK_K;
         for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++) {
             for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {
                 check_type(types[i], k ? 512 : 96, outs[o], tokens[t]);

@@ -3,7 +3,7 @@
  * file per published llama.cpp GGUF vulnerability class must fail with
  * HEARTH_ERR_FORMAT and a one-line message naming the culprit; every prefix of
  * a valid file must fail cleanly; a seeded mutation loop must never crash;
- * gguf_open() is tried on the file system and, when HEARTH_MODEL exists, on
+ * hl_gguf_open() is tried on the file system and, when HEARTH_MODEL exists, on
  * the real model. Images are copied to buffers of their exact size so that
  * AddressSanitizer catches any read past the end. */
 #include <stdint.h>
@@ -25,7 +25,7 @@ static hearth_status open_prefix(const craft *c, size_t len, uint8_t **copy, ggu
     *copy = malloc(len ? len : 1);
     if (!*copy) abort();
     memcpy(*copy, c->p, len);
-    return gguf_open_memory(*copy, len, f);
+    return hl_gguf_open_memory(*copy, len, f);
 }
 
 /* The image must fail with FORMAT, no file, and a one-line message that
@@ -39,14 +39,14 @@ static void expect_format_at(const craft *c, const char *needle, int line) {
     CHECK_MSG(f == NULL, "line %d: file returned on error", line);
     CHECK_MSG(strstr(msg, needle) != NULL, "line %d: message '%s' lacks '%s'", line, msg, needle);
     CHECK_MSG(strchr(msg, '\n') == NULL, "line %d: message has a newline", line);
-    gguf_close(f);
+    hl_gguf_close(f);
     free(copy);
 }
 #define expect_format(c, needle) expect_format_at((c), (needle), __LINE__)
 
 /* Bytes of a tensor, from the type table. */
 static uint64_t tensor_bytes(uint32_t type, const int64_t ne[4]) {
-    const ggml_type_info *ti = ggml_type_get(type);
+    const ggml_type_info *ti = hl_ggml_type_get(type);
     return (uint64_t)(ne[0] / ti->blck_size) * ti->type_size * (uint64_t)(ne[1] * ne[2] * ne[3]);
 }
 
@@ -194,73 +194,73 @@ static void build_valid(craft *c, uint32_t version, uint32_t alignment) {
 }
 
 static void check_valid_tensors(const gguf_file *f, const uint8_t *base) {
-    CHECK(gguf_n_tensors(f) == N_VALID_TENSORS);
+    CHECK(hl_gguf_n_tensors(f) == N_VALID_TENSORS);
     for (int i = 0; i < N_VALID_TENSORS; i++) {
         const test_tensor *want = &valid_tensors[i];
-        const gguf_tensor *t = gguf_find_tensor(f, want->name);
-        CHECK_MSG(t != NULL && t == gguf_tensor_at(f, (uint64_t)i), "tensor %s", want->name);
+        const gguf_tensor *t = hl_gguf_find_tensor(f, want->name);
+        CHECK_MSG(t != NULL && t == hl_gguf_tensor_at(f, (uint64_t)i), "tensor %s", want->name);
         if (!t) continue;
-        CHECK(gguf_str_eq(t->name, want->name));
+        CHECK(hl_gguf_str_eq(t->name, want->name));
         CHECK(t->type == want->type && t->n_dims == want->n_dims && t->offset == want->offset);
         for (int d = 0; d < 4; d++) CHECK(t->ne[d] == want->ne[d]);
         CHECK(t->size == tensor_bytes(want->type, want->ne));
         const uint8_t *data = t->data;
-        CHECK((size_t)(data - base) % gguf_alignment(f) == 0);
+        CHECK((size_t)(data - base) % hl_gguf_alignment(f) == 0);
         CHECK(data[0] == cr_pattern(t->offset));
         CHECK(data[t->size - 1] == cr_pattern(t->offset + t->size - 1));
     }
-    CHECK(gguf_tensor_at(f, N_VALID_TENSORS) == NULL);
-    CHECK(gguf_find_tensor(f, "token_embd") == NULL);
-    CHECK(gguf_find_tensor(f, "token_embd.weightx") == NULL);
-    CHECK(gguf_find_tensor(f, "") == NULL);
+    CHECK(hl_gguf_tensor_at(f, N_VALID_TENSORS) == NULL);
+    CHECK(hl_gguf_find_tensor(f, "token_embd") == NULL);
+    CHECK(hl_gguf_find_tensor(f, "token_embd.weightx") == NULL);
+    CHECK(hl_gguf_find_tensor(f, "") == NULL);
 }
 
 static void check_valid_nested(const gguf_file *f) {
     const gguf_array *a = NULL;
-    CHECK(gguf_get_arr(f, "t.nested", true, GGUF_TYPE_ARRAY, &a) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(f, "t.nested", true, GGUF_TYPE_ARRAY, &a) == HEARTH_OK);
     if (a) {
         CHECK(a->n == 2 && a->arrs[0].type == GGUF_TYPE_ARRAY);
         const gguf_array *a0 = &a->arrs[0].v.arr, *a1 = &a->arrs[1].v.arr;
         CHECK(a0->elem_type == GGUF_TYPE_INT32 && a0->n == 2);
-        CHECK(gguf_arr_i32(a0, 0) == 1 && gguf_arr_i32(a0, 1) == 2);
-        CHECK(a1->n == 1 && gguf_arr_i32(a1, 0) == 3);
+        CHECK(hl_gguf_arr_i32(a0, 0) == 1 && hl_gguf_arr_i32(a0, 1) == 2);
+        CHECK(a1->n == 1 && hl_gguf_arr_i32(a1, 0) == 3);
     }
     a = NULL;
-    CHECK(gguf_get_arr(f, "t.nested.deep", true, GGUF_TYPE_ARRAY, &a) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(f, "t.nested.deep", true, GGUF_TYPE_ARRAY, &a) == HEARTH_OK);
     for (int level = 1; a && level < GGUF_MAX_ARRAY_DEPTH; level++) {
         CHECK(a->n == 1 && a->arrs[0].type == GGUF_TYPE_ARRAY);
         a = &a->arrs[0].v.arr;
     }
-    CHECK(a && a->elem_type == GGUF_TYPE_STRING && a->n == 1 && gguf_str_eq(a->strs[0], "deep"));
+    CHECK(a && a->elem_type == GGUF_TYPE_STRING && a->n == 1 && hl_gguf_str_eq(a->strs[0], "deep"));
 }
 
 static void check_valid_arrays(const gguf_file *f) {
     const gguf_array *a = NULL;
-    CHECK(gguf_get_arr(f, "t.arr.u8", true, GGUF_TYPE_UINT8, &a) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(f, "t.arr.u8", true, GGUF_TYPE_UINT8, &a) == HEARTH_OK);
     CHECK(a && a->n == 3 && a->raw[0] == 1 && a->raw[2] == 3);
-    CHECK(gguf_get_arr(f, "t.arr.i32", true, GGUF_TYPE_INT32, &a) == HEARTH_OK);
-    CHECK(a->n == 3 && gguf_arr_i32(a, 0) == -1 && gguf_arr_i32(a, 2) == INT32_MAX);
-    CHECK(gguf_get_arr(f, "t.arr.u32", true, GGUF_TYPE_UINT32, &a) == HEARTH_OK);
-    CHECK(a->n == 2 && gguf_arr_u32(a, 1) == UINT32_MAX);
-    CHECK(gguf_get_arr(f, "t.arr.f32", true, GGUF_TYPE_FLOAT32, &a) == HEARTH_OK);
-    CHECK(a->n == 2 && gguf_arr_f32(a, 0) == 0.5f && gguf_arr_f32(a, 1) == -2.0f);
-    CHECK(gguf_get_arr(f, "t.arr.bool", true, GGUF_TYPE_BOOL, &a) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(f, "t.arr.i32", true, GGUF_TYPE_INT32, &a) == HEARTH_OK);
+    CHECK(a->n == 3 && hl_gguf_arr_i32(a, 0) == -1 && hl_gguf_arr_i32(a, 2) == INT32_MAX);
+    CHECK(hl_gguf_get_arr(f, "t.arr.u32", true, GGUF_TYPE_UINT32, &a) == HEARTH_OK);
+    CHECK(a->n == 2 && hl_gguf_arr_u32(a, 1) == UINT32_MAX);
+    CHECK(hl_gguf_get_arr(f, "t.arr.f32", true, GGUF_TYPE_FLOAT32, &a) == HEARTH_OK);
+    CHECK(a->n == 2 && hl_gguf_arr_f32(a, 0) == 0.5f && hl_gguf_arr_f32(a, 1) == -2.0f);
+    CHECK(hl_gguf_get_arr(f, "t.arr.bool", true, GGUF_TYPE_BOOL, &a) == HEARTH_OK);
     CHECK(a->n == 3 && a->raw[0] == 1 && a->raw[1] == 0 && a->raw[2] == 1);
     uint64_t u64;
     double f64;
-    CHECK(gguf_get_arr(f, "t.arr.u64", true, GGUF_TYPE_UINT64, &a) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(f, "t.arr.u64", true, GGUF_TYPE_UINT64, &a) == HEARTH_OK);
     memcpy(&u64, a->raw, 8);
     CHECK(a->n == 1 && u64 == UINT64_MAX);
-    CHECK(gguf_get_arr(f, "t.arr.f64", true, GGUF_TYPE_FLOAT64, &a) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(f, "t.arr.f64", true, GGUF_TYPE_FLOAT64, &a) == HEARTH_OK);
     memcpy(&f64, a->raw, 8);
     CHECK(a->n == 1 && f64 == -0.125);
-    CHECK(gguf_get_arr(f, "t.arr.str", true, GGUF_TYPE_STRING, &a) == HEARTH_OK);
-    CHECK(a->n == 3 && gguf_str_eq(a->strs[0], "a") && a->strs[1].len == 0);
-    CHECK(gguf_str_eq(a->strs[2], "ccc"));
-    CHECK(gguf_get_arr(f, "t.arr.empty", true, GGUF_TYPE_INT32, &a) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(f, "t.arr.str", true, GGUF_TYPE_STRING, &a) == HEARTH_OK);
+    CHECK(a->n == 3 && hl_gguf_str_eq(a->strs[0], "a") && a->strs[1].len == 0);
+    CHECK(hl_gguf_str_eq(a->strs[2], "ccc"));
+    CHECK(hl_gguf_get_arr(f, "t.arr.empty", true, GGUF_TYPE_INT32, &a) == HEARTH_OK);
     CHECK(a->n == 0);
-    CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &a) == HEARTH_OK);
-    CHECK(a->n == 3 && gguf_str_eq(a->strs[1], "</s>"));
+    CHECK(hl_gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &a) == HEARTH_OK);
+    CHECK(a->n == 3 && hl_gguf_str_eq(a->strs[1], "</s>"));
     check_valid_nested(f);
 }
 
@@ -272,19 +272,19 @@ static void test_valid(uint32_t version, uint32_t alignment) {
     hearth_status st = open_prefix(&c, c.len, &copy, &f);
     CHECK_MSG(st == HEARTH_OK, "v%u alignment %u: %s", version, alignment, hearth_last_error());
     if (st == HEARTH_OK) {
-        CHECK(gguf_version(f) == version);
-        CHECK(gguf_alignment(f) == alignment);
-        CHECK(gguf_n_kv(f) == c.n_kv);
-        CHECK(gguf_str_eq(gguf_kv_at(f, 0)->key, "general.architecture"));
-        CHECK(gguf_kv_at(f, c.n_kv) == NULL);
+        CHECK(hl_gguf_version(f) == version);
+        CHECK(hl_gguf_alignment(f) == alignment);
+        CHECK(hl_gguf_n_kv(f) == c.n_kv);
+        CHECK(hl_gguf_str_eq(hl_gguf_kv_at(f, 0)->key, "general.architecture"));
+        CHECK(hl_gguf_kv_at(f, c.n_kv) == NULL);
         size_t size = 0;
-        CHECK(gguf_data(f, &size) == copy && size == c.len);
-        CHECK(gguf_find_kv(f, "t.u") == NULL && gguf_find_kv(f, "t.u8") != NULL);
-        CHECK(gguf_find_kv(f, "zzz") == NULL && gguf_find_kv(f, "") == NULL);
+        CHECK(hl_gguf_data(f, &size) == copy && size == c.len);
+        CHECK(hl_gguf_find_kv(f, "t.u") == NULL && hl_gguf_find_kv(f, "t.u8") != NULL);
+        CHECK(hl_gguf_find_kv(f, "zzz") == NULL && hl_gguf_find_kv(f, "") == NULL);
         check_valid_tensors(f, copy);
         check_valid_arrays(f);
     }
-    gguf_close(f);
+    hl_gguf_close(f);
     free(copy);
     cr_free(&c);
 }
@@ -303,31 +303,31 @@ static void test_valid(uint32_t version, uint32_t alignment) {
 static void test_int_getters(const gguf_file *f) {
     uint32_t u = 0;
     int32_t i = 0;
-    CHECK(gguf_get_u32(f, "t.u8", true, &u) == HEARTH_OK && u == 200);
-    CHECK(gguf_get_u32(f, "t.u16", true, &u) == HEARTH_OK && u == 60000);
-    CHECK(gguf_get_u32(f, "t.u32", true, &u) == HEARTH_OK && u == 4000000000u);
-    CHECK(gguf_get_u32(f, "t.u64.small", true, &u) == HEARTH_OK && u == 7);
+    CHECK(hl_gguf_get_u32(f, "t.u8", true, &u) == HEARTH_OK && u == 200);
+    CHECK(hl_gguf_get_u32(f, "t.u16", true, &u) == HEARTH_OK && u == 60000);
+    CHECK(hl_gguf_get_u32(f, "t.u32", true, &u) == HEARTH_OK && u == 4000000000u);
+    CHECK(hl_gguf_get_u32(f, "t.u64.small", true, &u) == HEARTH_OK && u == 7);
     u = 12345;
-    EXPECT_GET_FAIL(gguf_get_u32(f, "t.i32", true, &u), "t.i32");
-    EXPECT_GET_FAIL(gguf_get_u32(f, "t.u64", true, &u), "out of range for uint32");
-    EXPECT_GET_FAIL(gguf_get_u32(f, "t.i64.small", true, &u), "t.i64.small");
-    EXPECT_GET_FAIL(gguf_get_u32(f, "t.i64.big", true, &u), "5000000000, out of range for uint32");
-    EXPECT_GET_FAIL(gguf_get_u32(f, "t.str", true, &u), "has type string");
-    EXPECT_GET_FAIL(gguf_get_u32(f, "t.f32", true, &u), "t.f32");
-    EXPECT_GET_FAIL(gguf_get_u32(f, "t.bool", true, &u), "t.bool");
-    EXPECT_GET_FAIL(gguf_get_u32(f, "t.arr.u32", true, &u), "array of uint32");
+    EXPECT_GET_FAIL(hl_gguf_get_u32(f, "t.i32", true, &u), "t.i32");
+    EXPECT_GET_FAIL(hl_gguf_get_u32(f, "t.u64", true, &u), "out of range for uint32");
+    EXPECT_GET_FAIL(hl_gguf_get_u32(f, "t.i64.small", true, &u), "t.i64.small");
+    EXPECT_GET_FAIL(hl_gguf_get_u32(f, "t.i64.big", true, &u), "5000000000, out of range for uint32");
+    EXPECT_GET_FAIL(hl_gguf_get_u32(f, "t.str", true, &u), "has type string");
+    EXPECT_GET_FAIL(hl_gguf_get_u32(f, "t.f32", true, &u), "t.f32");
+    EXPECT_GET_FAIL(hl_gguf_get_u32(f, "t.bool", true, &u), "t.bool");
+    EXPECT_GET_FAIL(hl_gguf_get_u32(f, "t.arr.u32", true, &u), "array of uint32");
     CHECK(u == 12345);
 
-    CHECK(gguf_get_i32(f, "t.i8", true, &i) == HEARTH_OK && i == -100);
-    CHECK(gguf_get_i32(f, "t.i16", true, &i) == HEARTH_OK && i == -30000);
-    CHECK(gguf_get_i32(f, "t.i32", true, &i) == HEARTH_OK && i == -2000000000);
-    CHECK(gguf_get_i32(f, "t.i64.small", true, &i) == HEARTH_OK && i == -7);
-    CHECK(gguf_get_i32(f, "t.u16", true, &i) == HEARTH_OK && i == 60000);
+    CHECK(hl_gguf_get_i32(f, "t.i8", true, &i) == HEARTH_OK && i == -100);
+    CHECK(hl_gguf_get_i32(f, "t.i16", true, &i) == HEARTH_OK && i == -30000);
+    CHECK(hl_gguf_get_i32(f, "t.i32", true, &i) == HEARTH_OK && i == -2000000000);
+    CHECK(hl_gguf_get_i32(f, "t.i64.small", true, &i) == HEARTH_OK && i == -7);
+    CHECK(hl_gguf_get_i32(f, "t.u16", true, &i) == HEARTH_OK && i == 60000);
     i = 777;
-    EXPECT_GET_FAIL(gguf_get_i32(f, "t.u32", true, &i), "4000000000, out of range for int32");
-    EXPECT_GET_FAIL(gguf_get_i32(f, "t.i64", true, &i), "t.i64");
-    EXPECT_GET_FAIL(gguf_get_i32(f, "t.i64.big", true, &i), "5000000000, out of range for int32");
-    EXPECT_GET_FAIL(gguf_get_i32(f, "t.f64", true, &i), "has type float64");
+    EXPECT_GET_FAIL(hl_gguf_get_i32(f, "t.u32", true, &i), "4000000000, out of range for int32");
+    EXPECT_GET_FAIL(hl_gguf_get_i32(f, "t.i64", true, &i), "t.i64");
+    EXPECT_GET_FAIL(hl_gguf_get_i32(f, "t.i64.big", true, &i), "5000000000, out of range for int32");
+    EXPECT_GET_FAIL(hl_gguf_get_i32(f, "t.f64", true, &i), "has type float64");
     CHECK(i == 777);
 }
 
@@ -335,48 +335,48 @@ static void test_other_getters(const gguf_file *f) {
     float x = 0;
     bool b = false;
     gguf_str s = {0};
-    CHECK(gguf_get_f32(f, "t.f32", true, &x) == HEARTH_OK && x == 1.5f);
-    CHECK(gguf_get_f32(f, "t.f64", true, &x) == HEARTH_OK && x == 2.25f);
-    EXPECT_GET_FAIL(gguf_get_f32(f, "t.f64.huge", true, &x), "out of range for float32");
-    EXPECT_GET_FAIL(gguf_get_f32(f, "t.u32", true, &x), "t.u32");
+    CHECK(hl_gguf_get_f32(f, "t.f32", true, &x) == HEARTH_OK && x == 1.5f);
+    CHECK(hl_gguf_get_f32(f, "t.f64", true, &x) == HEARTH_OK && x == 2.25f);
+    EXPECT_GET_FAIL(hl_gguf_get_f32(f, "t.f64.huge", true, &x), "out of range for float32");
+    EXPECT_GET_FAIL(hl_gguf_get_f32(f, "t.u32", true, &x), "t.u32");
     CHECK(x == 2.25f);
-    CHECK(gguf_get_bool(f, "t.bool", true, &b) == HEARTH_OK && b);
-    EXPECT_GET_FAIL(gguf_get_bool(f, "t.u8", true, &b), "has type uint8, expected bool");
-    CHECK(gguf_get_str(f, "t.str", true, &s) == HEARTH_OK && s.len == 5 && gguf_str_eq(s, "hello"));
-    CHECK(gguf_get_str(f, "t.str.empty", true, &s) == HEARTH_OK && s.len == 0);
-    CHECK(gguf_str_eq(s, "") && !gguf_str_eq(s, "x"));
-    EXPECT_GET_FAIL(gguf_get_str(f, "t.arr.str", true, &s), "has type array of string");
+    CHECK(hl_gguf_get_bool(f, "t.bool", true, &b) == HEARTH_OK && b);
+    EXPECT_GET_FAIL(hl_gguf_get_bool(f, "t.u8", true, &b), "has type uint8, expected bool");
+    CHECK(hl_gguf_get_str(f, "t.str", true, &s) == HEARTH_OK && s.len == 5 && hl_gguf_str_eq(s, "hello"));
+    CHECK(hl_gguf_get_str(f, "t.str.empty", true, &s) == HEARTH_OK && s.len == 0);
+    CHECK(hl_gguf_str_eq(s, "") && !hl_gguf_str_eq(s, "x"));
+    EXPECT_GET_FAIL(hl_gguf_get_str(f, "t.arr.str", true, &s), "has type array of string");
 
     const gguf_array *a = NULL;
-    EXPECT_GET_FAIL(gguf_get_arr(f, "t.arr.i32", true, GGUF_TYPE_UINT32, &a), "array of int32");
-    EXPECT_GET_FAIL(gguf_get_arr(f, "t.str", true, GGUF_TYPE_STRING, &a),
+    EXPECT_GET_FAIL(hl_gguf_get_arr(f, "t.arr.i32", true, GGUF_TYPE_UINT32, &a), "array of int32");
+    EXPECT_GET_FAIL(hl_gguf_get_arr(f, "t.str", true, GGUF_TYPE_STRING, &a),
                     "expected array of string");
     CHECK(a == NULL);
 
     /* Absent keys: required -> FORMAT, optional -> OK with out untouched. */
     uint32_t u = 99;
-    EXPECT_GET_FAIL(gguf_get_u32(f, "llama.block_count", true, &u),
+    EXPECT_GET_FAIL(hl_gguf_get_u32(f, "llama.block_count", true, &u),
                     "missing key 'llama.block_count'");
-    CHECK(gguf_get_u32(f, "llama.block_count", false, &u) == HEARTH_OK && u == 99);
-    CHECK(gguf_get_f32(f, "nope", false, &x) == HEARTH_OK && x == 2.25f);
-    CHECK(gguf_get_arr(f, "nope", false, GGUF_TYPE_STRING, &a) == HEARTH_OK && a == NULL);
-    CHECK(gguf_get_u32(f, NULL, true, &u) == HEARTH_ERR_INVALID_ARG);
-    CHECK(gguf_get_u32(f, "t.u8", true, NULL) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_get_u32(f, "llama.block_count", false, &u) == HEARTH_OK && u == 99);
+    CHECK(hl_gguf_get_f32(f, "nope", false, &x) == HEARTH_OK && x == 2.25f);
+    CHECK(hl_gguf_get_arr(f, "nope", false, GGUF_TYPE_STRING, &a) == HEARTH_OK && a == NULL);
+    CHECK(hl_gguf_get_u32(f, NULL, true, &u) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_get_u32(f, "t.u8", true, NULL) == HEARTH_ERR_INVALID_ARG);
 }
 
 static void test_getters(void) {
     craft c;
     build_valid(&c, 3, GGUF_DEFAULT_ALIGNMENT);
     gguf_file *f = NULL;
-    CHECK(gguf_open_memory(c.p, c.len, &f) == HEARTH_OK);
+    CHECK(hl_gguf_open_memory(c.p, c.len, &f) == HEARTH_OK);
     if (f) {
         test_int_getters(f);
         test_other_getters(f);
     }
-    gguf_close(f);
+    hl_gguf_close(f);
     cr_free(&c);
-    CHECK(strcmp(gguf_type_name(GGUF_TYPE_FLOAT64), "float64") == 0);
-    CHECK(strcmp(gguf_type_name(GGUF_TYPE_COUNT), "unknown") == 0);
+    CHECK(strcmp(hl_gguf_type_name(GGUF_TYPE_FLOAT64), "float64") == 0);
+    CHECK(strcmp(hl_gguf_type_name(GGUF_TYPE_COUNT), "unknown") == 0);
 }
 
 /* ------------------------------------------------- ggml type table -- */
@@ -396,15 +396,15 @@ static void test_type_table(void) {
         {GGML_TYPE_MXFP4, "mxfp4", 32, 17},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        const ggml_type_info *t = ggml_type_get(want[i].id);
+        const ggml_type_info *t = hl_ggml_type_get(want[i].id);
         CHECK_MSG(t && strcmp(t->name, want[i].name) == 0 && t->blck_size == want[i].blck &&
                       t->type_size == want[i].size, "type %u", want[i].id);
     }
     static const uint32_t removed[] = {4, 5, 31, 32, 33, 36, 37, 38, GGML_TYPE_COUNT, UINT32_MAX};
     for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++)
-        CHECK_MSG(ggml_type_get(removed[i]) == NULL, "type %u", removed[i]);
+        CHECK_MSG(hl_ggml_type_get(removed[i]) == NULL, "type %u", removed[i]);
     int known = 0;
-    for (uint32_t id = 0; id < GGML_TYPE_COUNT; id++) known += ggml_type_get(id) != NULL;
+    for (uint32_t id = 0; id < GGML_TYPE_COUNT; id++) known += hl_ggml_type_get(id) != NULL;
     CHECK(known == GGML_TYPE_COUNT - 8);
 }
 
@@ -415,9 +415,9 @@ static void test_header(void) {
     cr_begin(&c, 3);
     cr_finish(&c, 1, 0);
     gguf_file *f = NULL;
-    CHECK(gguf_open_memory(c.p, c.len, &f) == HEARTH_OK); /* empty but valid */
-    CHECK(f && gguf_n_kv(f) == 0 && gguf_n_tensors(f) == 0 && gguf_alignment(f) == 32);
-    gguf_close(f);
+    CHECK(hl_gguf_open_memory(c.p, c.len, &f) == HEARTH_OK); /* empty but valid */
+    CHECK(f && hl_gguf_n_kv(f) == 0 && hl_gguf_n_tensors(f) == 0 && hl_gguf_alignment(f) == 32);
+    hl_gguf_close(f);
 
     cr_put_u32(&c, 4, 1);
     expect_format(&c, "GGUF version 1 is not supported (only 2 and 3): re-convert the model");
@@ -435,8 +435,8 @@ static void test_header(void) {
     expect_format(&c, "truncated");
     cr_free(&c);
 
-    CHECK(gguf_open_memory(NULL, 0, &f) == HEARTH_ERR_INVALID_ARG && f == NULL);
-    CHECK(gguf_open_memory("GGUF", 4, NULL) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_open_memory(NULL, 0, &f) == HEARTH_ERR_INVALID_ARG && f == NULL);
+    CHECK(hl_gguf_open_memory("GGUF", 4, NULL) == HEARTH_ERR_INVALID_ARG);
 }
 
 /* CVE class: n_tensors / n_kv so large that count x sizeof overflows or the
@@ -604,8 +604,8 @@ static void test_names(void) {
     cr_kv_u32(&c, long_key, 1);
     cr_finish(&c, 1, 0);
     gguf_file *f = NULL;
-    CHECK_MSG(gguf_open_memory(c.p, c.len, &f) == HEARTH_OK, "%s", hearth_last_error());
-    gguf_close(f);
+    CHECK_MSG(hl_gguf_open_memory(c.p, c.len, &f) == HEARTH_OK, "%s", hearth_last_error());
+    hl_gguf_close(f);
     cr_free(&c);
     free(long_key);
 
@@ -621,8 +621,8 @@ static void test_names(void) {
     name[63] = '\0';
     one_tensor_file(&c, name, GGML_TYPE_F32, 1, ne, 0, 32);
     f = NULL;
-    CHECK_MSG(gguf_open_memory(c.p, c.len, &f) == HEARTH_OK, "%s", hearth_last_error());
-    gguf_close(f);
+    CHECK_MSG(hl_gguf_open_memory(c.p, c.len, &f) == HEARTH_OK, "%s", hearth_last_error());
+    hl_gguf_close(f);
     cr_free(&c);
     one_tensor_file(&c, "", GGML_TYPE_F32, 1, ne, 0, 32);
     expect_format(&c, "tensor #0: the name is empty");
@@ -725,8 +725,8 @@ static void test_offsets(void) {
     cr_tensor(&c, "a.weight", GGML_TYPE_F32, 1, ne8, 0);
     cr_finish(&c, 32, 64);
     gguf_file *f = NULL;
-    CHECK_MSG(gguf_open_memory(c.p, c.len, &f) == HEARTH_OK, "%s", hearth_last_error());
-    gguf_close(f);
+    CHECK_MSG(hl_gguf_open_memory(c.p, c.len, &f) == HEARTH_OK, "%s", hearth_last_error());
+    hl_gguf_close(f);
     cr_free(&c);
 }
 
@@ -757,13 +757,13 @@ static void test_alignment(void) {
     cr_tensor(&c, "t.bytes", GGML_TYPE_I8, 1, ne, 1);
     cr_finish(&c, 1, 4);
     gguf_file *f = NULL;
-    CHECK_MSG(gguf_open_memory(c.p, c.len, &f) == HEARTH_OK, "%s", hearth_last_error());
+    CHECK_MSG(hl_gguf_open_memory(c.p, c.len, &f) == HEARTH_OK, "%s", hearth_last_error());
     if (f) {
-        const gguf_tensor *t = gguf_find_tensor(f, "t.bytes");
-        CHECK(gguf_alignment(f) == 1 && t && t->size == 3);
+        const gguf_tensor *t = hl_gguf_find_tensor(f, "t.bytes");
+        CHECK(hl_gguf_alignment(f) == 1 && t && t->size == 3);
         CHECK(t && (const uint8_t *)t->data == c.p + c.len - 3);
     }
-    gguf_close(f);
+    hl_gguf_close(f);
     cr_free(&c);
 }
 
@@ -783,17 +783,17 @@ static void test_type_confusion(void) {
         }
         cr_finish(&c, 1, 0);
         gguf_file *f = NULL;
-        CHECK(gguf_open_memory(c.p, c.len, &f) == HEARTH_OK);
+        CHECK(hl_gguf_open_memory(c.p, c.len, &f) == HEARTH_OK);
         const gguf_array *a = NULL;
         const char *want = as_string ? "key 'tokenizer.ggml.tokens' has type string, expected "
                                        "array of string"
                                      : "key 'tokenizer.ggml.tokens' has type array of int32, "
                                        "expected array of string";
         if (f)
-            EXPECT_GET_FAIL(gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &a),
+            EXPECT_GET_FAIL(hl_gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &a),
                             want);
         CHECK(a == NULL);
-        gguf_close(f);
+        hl_gguf_close(f);
         cr_free(&c);
     }
 }
@@ -812,7 +812,7 @@ static void test_truncation(uint32_t version) {
         if (st != HEARTH_ERR_FORMAT || f != NULL) {
             if (bad++ < 5) fprintf(stderr, "prefix %zu: status %d\n", len, st);
         }
-        gguf_close(f);
+        hl_gguf_close(f);
         free(copy);
     }
     CHECK_MSG(bad == 0, "%d of %zu prefixes did not fail with FORMAT", bad, c.len);
@@ -829,21 +829,21 @@ static uint64_t xorshift64(uint64_t *s) {
 /* Reads everything an opened file offers, so ASan checks it all. */
 static unsigned walk(const gguf_file *f) {
     unsigned sum = 0;
-    for (uint64_t i = 0; i < gguf_n_kv(f); i++) {
-        const gguf_kv *kv = gguf_kv_at(f, i);
+    for (uint64_t i = 0; i < hl_gguf_n_kv(f); i++) {
+        const gguf_kv *kv = hl_gguf_kv_at(f, i);
         char key[128];
         int len = (int)(kv->key.len < 127 ? kv->key.len : 127);
         snprintf(key, sizeof key, "%.*s", len, kv->key.data);
         uint32_t u;
         const gguf_array *a;
-        if (gguf_get_u32(f, key, true, &u) == HEARTH_OK) sum += u;
-        if (gguf_get_arr(f, key, true, GGUF_TYPE_STRING, &a) == HEARTH_OK && a->n)
+        if (hl_gguf_get_u32(f, key, true, &u) == HEARTH_OK) sum += u;
+        if (hl_gguf_get_arr(f, key, true, GGUF_TYPE_STRING, &a) == HEARTH_OK && a->n)
             sum += (unsigned)a->strs[a->n - 1].len;
-        if (gguf_get_arr(f, key, true, GGUF_TYPE_INT32, &a) == HEARTH_OK && a->n)
-            sum += (unsigned)gguf_arr_i32(a, a->n - 1);
+        if (hl_gguf_get_arr(f, key, true, GGUF_TYPE_INT32, &a) == HEARTH_OK && a->n)
+            sum += (unsigned)hl_gguf_arr_i32(a, a->n - 1);
     }
-    for (uint64_t i = 0; i < gguf_n_tensors(f); i++) {
-        const gguf_tensor *t = gguf_tensor_at(f, i);
+    for (uint64_t i = 0; i < hl_gguf_n_tensors(f); i++) {
+        const gguf_tensor *t = hl_gguf_tensor_at(f, i);
         const uint8_t *d = t->data;
         sum += d[0] + d[t->size - 1];
     }
@@ -889,7 +889,7 @@ static void test_mutation_fuzz(void) {
         uint8_t *copy = malloc(len);
         memcpy(copy, buf, len);
         gguf_file *f = NULL;
-        hearth_status st = gguf_open_memory(copy, len, &f);
+        hearth_status st = hl_gguf_open_memory(copy, len, &f);
         if (st == HEARTH_OK) {
             ok++;
             (void)walk(f);
@@ -897,7 +897,7 @@ static void test_mutation_fuzz(void) {
             if (bad++ < 5)
                 fprintf(stderr, "fuzz %d: status %d: %s\n", iter, st, hearth_last_error());
         }
-        gguf_close(f);
+        hl_gguf_close(f);
         free(copy);
     }
     printf("mutation fuzz: 20000 images, %d parsed OK, the rest FORMAT\n", ok);
@@ -917,7 +917,7 @@ static void write_file(const char *path, const void *data, size_t n) {
 
 static void expect_open(const char *path, hearth_status want, const char *needle) {
     gguf_file *f = (gguf_file *)&f; /* must be reset to NULL */
-    hearth_status st = gguf_open(path, &f);
+    hearth_status st = hl_gguf_open(path, &f);
     CHECK_MSG(st == want, "%s: status %d (%s)", path, st, hearth_last_error());
     CHECK_MSG(f == NULL, "%s: file returned on error", path);
     CHECK_MSG(strstr(hearth_last_error(), needle), "%s: '%s' lacks '%s'", path, hearth_last_error(),
@@ -948,15 +948,15 @@ static void test_files(void) {
     build_valid(&c, 3, 64);
     write_file(path, c.p, c.len);
     gguf_file *f = NULL;
-    CHECK_MSG(gguf_open(path, &f) == HEARTH_OK, "%s", hearth_last_error());
-    if (f) check_valid_tensors(f, gguf_data(f, NULL));
-    gguf_close(f);
+    CHECK_MSG(hl_gguf_open(path, &f) == HEARTH_OK, "%s", hearth_last_error());
+    if (f) check_valid_tensors(f, hl_gguf_data(f, NULL));
+    hl_gguf_close(f);
     write_file(path, c.p, c.len - 1); /* truncated: messages name the path */
     expect_open(path, HEARTH_ERR_FORMAT, "GGUF file '");
     cr_free(&c);
     unlink(path);
     rmdir(dir);
-    CHECK(gguf_open(NULL, &f) == HEARTH_ERR_INVALID_ARG && f == NULL);
+    CHECK(hl_gguf_open(NULL, &f) == HEARTH_ERR_INVALID_ARG && f == NULL);
 }
 
 /* The real model, when present (facts from gguf-py's reader). */
@@ -969,26 +969,26 @@ static void test_model(void) {
         return;
     }
     gguf_file *f = NULL;
-    hearth_status st = gguf_open(path, &f);
+    hearth_status st = hl_gguf_open(path, &f);
     CHECK_MSG(st == HEARTH_OK, "%s", hearth_last_error());
     if (st != HEARTH_OK) return;
-    CHECK(gguf_version(f) == 3 && gguf_n_tensors(f) == 272 && gguf_n_kv(f) == 33);
+    CHECK(hl_gguf_version(f) == 3 && hl_gguf_n_tensors(f) == 272 && hl_gguf_n_kv(f) == 33);
     gguf_str arch = {0};
     uint32_t n_layer = 0;
     const gguf_array *tokens = NULL;
-    CHECK(gguf_get_str(f, "general.architecture", true, &arch) == HEARTH_OK);
-    CHECK(gguf_str_eq(arch, "llama"));
-    CHECK(gguf_get_u32(f, "llama.block_count", true, &n_layer) == HEARTH_OK && n_layer == 30);
-    CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &tokens) == HEARTH_OK);
+    CHECK(hl_gguf_get_str(f, "general.architecture", true, &arch) == HEARTH_OK);
+    CHECK(hl_gguf_str_eq(arch, "llama"));
+    CHECK(hl_gguf_get_u32(f, "llama.block_count", true, &n_layer) == HEARTH_OK && n_layer == 30);
+    CHECK(hl_gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &tokens) == HEARTH_OK);
     CHECK(tokens && tokens->n == 49152);
-    const gguf_tensor *t = gguf_find_tensor(f, "token_embd.weight");
+    const gguf_tensor *t = hl_gguf_find_tensor(f, "token_embd.weight");
     CHECK(t && t->type == GGML_TYPE_Q8_0 && t->n_dims == 2 && t->ne[0] == 576 && t->ne[1] == 49152);
     CHECK(t && t->size == 576 / 32 * 34 * 49152ull);
     size_t size = 0;
-    gguf_data(f, &size);
+    hl_gguf_data(f, &size);
     CHECK(size == (size_t)sb.st_size);
     (void)walk(f);
-    gguf_close(f);
+    hl_gguf_close(f);
 }
 
 int main(void) {

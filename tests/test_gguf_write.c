@@ -1,5 +1,5 @@
 /* GGUF writer tests: files written by gguf_write.c read back through the
- * validating reader (gguf_open) with every metadata type (nested arrays and
+ * validating reader (hl_gguf_open) with every metadata type (nested arrays and
  * string arrays included), overridden and removed keys, tensors of several
  * types and shapes, general.alignment honoured; a copy of a real model equal
  * key for key and byte for byte; misuse refused; and write failures (ENOSPC
@@ -179,7 +179,7 @@ static const tspec tensors[] = {
 #define N_TENSORS (sizeof tensors / sizeof tensors[0])
 
 static size_t tensor_bytes(const tspec *t) {
-    const ggml_type_info *ti = ggml_type_get(t->type);
+    const ggml_type_info *ti = hl_ggml_type_get(t->type);
     size_t n = 1;
     for (uint32_t d = 0; d < t->n_dims; d++) n *= (size_t)t->ne[d];
     return n / ti->blck_size * ti->type_size;
@@ -190,76 +190,76 @@ static uint8_t pattern(size_t tensor, size_t i) { return (uint8_t)(tensor * 37 +
 /* Writes the file with every type; alignment 0 = leave general.alignment out. */
 static hearth_status write_every_type(const char *path, uint32_t alignment) {
     gguf_writer *w;
-    HL_TRY(gguf_writer_create(path, 0, &w));
+    HL_TRY(hl_gguf_writer_create(path, 0, &w));
     hearth_status st = HEARTH_OK;
 #define T(x) do { if ((st = (x)) != HEARTH_OK) goto out; } while (0)
-    T(gguf_writer_set_str(w, "general.name", "first"));
-    for (int i = 0; i < N_SCALARS; i++) T(gguf_writer_set(w, scalar_keys[i], &scalars[i]));
-    for (int i = 0; i < N_ARRAYS; i++) T(gguf_writer_set(w, array_keys[i], &arrays[i]));
-    T(gguf_writer_set_str(w, "general.name", "second")); /* override: keeps its place */
-    T(gguf_writer_set_u32(w, "to.remove", 1));
-    CHECK(gguf_writer_remove(w, "to.remove"));
-    CHECK(!gguf_writer_remove(w, "never.there"));
-    if (alignment) T(gguf_writer_set_u32(w, "general.alignment", alignment));
+    T(hl_gguf_writer_set_str(w, "general.name", "first"));
+    for (int i = 0; i < N_SCALARS; i++) T(hl_gguf_writer_set(w, scalar_keys[i], &scalars[i]));
+    for (int i = 0; i < N_ARRAYS; i++) T(hl_gguf_writer_set(w, array_keys[i], &arrays[i]));
+    T(hl_gguf_writer_set_str(w, "general.name", "second")); /* override: keeps its place */
+    T(hl_gguf_writer_set_u32(w, "to.remove", 1));
+    CHECK(hl_gguf_writer_remove(w, "to.remove"));
+    CHECK(!hl_gguf_writer_remove(w, "never.there"));
+    if (alignment) T(hl_gguf_writer_set_u32(w, "general.alignment", alignment));
     for (size_t t = 0; t < N_TENSORS; t++)
-        T(gguf_writer_add_tensor(w, tensors[t].name, tensors[t].type, tensors[t].n_dims, tensors[t].ne));
-    T(gguf_writer_begin_data(w));
+        T(hl_gguf_writer_add_tensor(w, tensors[t].name, tensors[t].type, tensors[t].n_dims, tensors[t].ne));
+    T(hl_gguf_writer_begin_data(w));
     /* the data of all tensors as one stream, in 7-byte chunks that straddle
      * tensor boundaries */
     uint8_t stream[4096];
     size_t len = 0;
     for (size_t t = 0; t < N_TENSORS; t++)
         for (size_t i = 0; i < tensor_bytes(&tensors[t]); i++) stream[len++] = pattern(t, i);
-    for (size_t off = 0; off < len; off += 7) T(gguf_writer_write(w, stream + off, len - off < 7 ? len - off : 7));
-    T(gguf_writer_commit(w));
+    for (size_t off = 0; off < len; off += 7) T(hl_gguf_writer_write(w, stream + off, len - off < 7 ? len - off : 7));
+    T(hl_gguf_writer_commit(w));
 out:
-    gguf_writer_free(w);
+    hl_gguf_writer_free(w);
     return st;
 #undef T
 }
 
 static void check_every_type(const char *path, uint32_t alignment) {
     gguf_file *f;
-    hearth_status st = gguf_open(path, &f);
+    hearth_status st = hl_gguf_open(path, &f);
     CHECK_MSG(st == HEARTH_OK, "%s", hearth_last_error());
     if (st != HEARTH_OK) return;
-    CHECK(gguf_version(f) == 3);
-    CHECK(gguf_n_kv(f) == 1 + N_SCALARS + N_ARRAYS + (alignment ? 1 : 0));
-    CHECK(gguf_alignment(f) == (alignment ? alignment : GGUF_DEFAULT_ALIGNMENT));
-    const gguf_kv *name = gguf_kv_at(f, 0);
-    CHECK(gguf_str_eq(name->key, "general.name") && gguf_str_eq(name->value.v.str, "second"));
+    CHECK(hl_gguf_version(f) == 3);
+    CHECK(hl_gguf_n_kv(f) == 1 + N_SCALARS + N_ARRAYS + (alignment ? 1 : 0));
+    CHECK(hl_gguf_alignment(f) == (alignment ? alignment : GGUF_DEFAULT_ALIGNMENT));
+    const gguf_kv *name = hl_gguf_kv_at(f, 0);
+    CHECK(hl_gguf_str_eq(name->key, "general.name") && hl_gguf_str_eq(name->value.v.str, "second"));
     for (int i = 0; i < N_SCALARS; i++) {
-        const gguf_kv *kv = gguf_find_kv(f, scalar_keys[i]);
+        const gguf_kv *kv = hl_gguf_find_kv(f, scalar_keys[i]);
         CHECK_MSG(kv && value_eq(&kv->value, &scalars[i]), "%s", scalar_keys[i]);
-        CHECK(kv == gguf_kv_at(f, 1 + (uint64_t)i)); /* file order = order set */
+        CHECK(kv == hl_gguf_kv_at(f, 1 + (uint64_t)i)); /* file order = order set */
     }
     for (int i = 0; i < N_ARRAYS; i++) {
-        const gguf_kv *kv = gguf_find_kv(f, array_keys[i]);
+        const gguf_kv *kv = hl_gguf_find_kv(f, array_keys[i]);
         CHECK_MSG(kv && value_eq(&kv->value, &arrays[i]), "%s", array_keys[i]);
     }
-    CHECK(!gguf_find_kv(f, "to.remove"));
-    CHECK(gguf_n_tensors(f) == N_TENSORS);
+    CHECK(!hl_gguf_find_kv(f, "to.remove"));
+    CHECK(hl_gguf_n_tensors(f) == N_TENSORS);
     size_t data_size;
-    const uint8_t *base = gguf_data(f, &data_size);
+    const uint8_t *base = hl_gguf_data(f, &data_size);
     uint64_t end = 0;
     for (size_t t = 0; t < N_TENSORS; t++) {
-        const gguf_tensor *gt = gguf_tensor_at(f, t);
-        CHECK(gguf_str_eq(gt->name, tensors[t].name) && gt->type == tensors[t].type);
+        const gguf_tensor *gt = hl_gguf_tensor_at(f, t);
+        CHECK(hl_gguf_str_eq(gt->name, tensors[t].name) && gt->type == tensors[t].type);
         CHECK(gt->n_dims == tensors[t].n_dims);
         for (uint32_t d = 0; d < gt->n_dims; d++) CHECK(gt->ne[d] == tensors[t].ne[d]);
         CHECK(gt->size == tensor_bytes(&tensors[t]));
-        CHECK_MSG(gt->offset % gguf_alignment(f) == 0, "%s at %llu", tensors[t].name,
+        CHECK_MSG(gt->offset % hl_gguf_alignment(f) == 0, "%s at %llu", tensors[t].name,
                   (unsigned long long)gt->offset);
-        CHECK(((const uint8_t *)gt->data - base) % gguf_alignment(f) == 0);
+        CHECK(((const uint8_t *)gt->data - base) % hl_gguf_alignment(f) == 0);
         bool same = true;
         for (size_t i = 0; i < gt->size; i++) same &= ((const uint8_t *)gt->data)[i] == pattern(t, i);
         CHECK_MSG(same, "data of %s", tensors[t].name);
         end = (uint64_t)((const uint8_t *)gt->data - base) + gt->size;
     }
     /* the last tensor is padded too, as ggml and gguf-py write files */
-    uint32_t a = gguf_alignment(f);
+    uint32_t a = hl_gguf_alignment(f);
     CHECK(data_size == end + (a - end % a) % a);
-    gguf_close(f);
+    hl_gguf_close(f);
 }
 
 static void test_every_type(void) {
@@ -282,48 +282,48 @@ static void test_copy_model(void) {
     const char *src = check_test_path("reference/tiny/tiny-f32.gguf");
     const char *dst = in_dir("copy.gguf");
     gguf_file *in, *out;
-    if (gguf_open(src, &in) != HEARTH_OK) {
+    if (hl_gguf_open(src, &in) != HEARTH_OK) {
         CHECK_MSG(false, "%s", hearth_last_error());
         return;
     }
     gguf_writer *w;
-    CHECK(gguf_writer_create(dst, 0, &w) == HEARTH_OK);
-    CHECK(gguf_writer_copy_kvs(w, in) == HEARTH_OK);
-    for (uint64_t i = 0; i < gguf_n_tensors(in); i++) {
-        const gguf_tensor *t = gguf_tensor_at(in, i);
+    CHECK(hl_gguf_writer_create(dst, 0, &w) == HEARTH_OK);
+    CHECK(hl_gguf_writer_copy_kvs(w, in) == HEARTH_OK);
+    for (uint64_t i = 0; i < hl_gguf_n_tensors(in); i++) {
+        const gguf_tensor *t = hl_gguf_tensor_at(in, i);
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.data);
-        CHECK(gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne) == HEARTH_OK);
-        CHECK(gguf_writer_tensor_size(w, i) == t->size);
+        CHECK(hl_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne) == HEARTH_OK);
+        CHECK(hl_gguf_writer_tensor_size(w, i) == t->size);
     }
-    CHECK(gguf_writer_begin_data(w) == HEARTH_OK);
-    for (uint64_t i = 0; i < gguf_n_tensors(in); i++) {
-        const gguf_tensor *t = gguf_tensor_at(in, i);
-        CHECK(gguf_writer_write(w, t->data, (size_t)t->size) == HEARTH_OK);
+    CHECK(hl_gguf_writer_begin_data(w) == HEARTH_OK);
+    for (uint64_t i = 0; i < hl_gguf_n_tensors(in); i++) {
+        const gguf_tensor *t = hl_gguf_tensor_at(in, i);
+        CHECK(hl_gguf_writer_write(w, t->data, (size_t)t->size) == HEARTH_OK);
     }
-    CHECK(gguf_writer_commit(w) == HEARTH_OK);
-    gguf_writer_free(w);
+    CHECK(hl_gguf_writer_commit(w) == HEARTH_OK);
+    hl_gguf_writer_free(w);
 
-    CHECK_MSG(gguf_open(dst, &out) == HEARTH_OK, "%s", hearth_last_error());
+    CHECK_MSG(hl_gguf_open(dst, &out) == HEARTH_OK, "%s", hearth_last_error());
     if (out) {
-        CHECK(gguf_n_kv(out) == gguf_n_kv(in) && gguf_n_tensors(out) == gguf_n_tensors(in));
-        for (uint64_t i = 0; i < gguf_n_kv(in) && i < gguf_n_kv(out); i++) {
-            const gguf_kv *a = gguf_kv_at(in, i), *b = gguf_kv_at(out, i);
+        CHECK(hl_gguf_n_kv(out) == hl_gguf_n_kv(in) && hl_gguf_n_tensors(out) == hl_gguf_n_tensors(in));
+        for (uint64_t i = 0; i < hl_gguf_n_kv(in) && i < hl_gguf_n_kv(out); i++) {
+            const gguf_kv *a = hl_gguf_kv_at(in, i), *b = hl_gguf_kv_at(out, i);
             CHECK_MSG(str_eq(a->key, b->key) && value_eq(&a->value, &b->value), "key %.*s",
                       (int)a->key.len, a->key.data);
         }
-        for (uint64_t i = 0; i < gguf_n_tensors(in) && i < gguf_n_tensors(out); i++) {
-            const gguf_tensor *a = gguf_tensor_at(in, i), *b = gguf_tensor_at(out, i);
+        for (uint64_t i = 0; i < hl_gguf_n_tensors(in) && i < hl_gguf_n_tensors(out); i++) {
+            const gguf_tensor *a = hl_gguf_tensor_at(in, i), *b = hl_gguf_tensor_at(out, i);
             CHECK(str_eq(a->name, b->name) && a->type == b->type && a->size == b->size &&
                   a->offset == b->offset && memcmp(a->data, b->data, (size_t)a->size) == 0);
         }
         /* the reader's files are laid out as ggml does: the copy is the same file */
         size_t na, nb;
-        const void *pa = gguf_data(in, &na), *pb = gguf_data(out, &nb);
+        const void *pa = hl_gguf_data(in, &na), *pb = hl_gguf_data(out, &nb);
         CHECK(na == nb && memcmp(pa, pb, na) == 0);
-        gguf_close(out);
+        hl_gguf_close(out);
     }
-    gguf_close(in);
+    hl_gguf_close(in);
     unlink(dst);
 }
 
@@ -332,69 +332,69 @@ static void test_copy_model(void) {
 static void test_misuse(void) {
     const char *path = in_dir("misuse.gguf");
     gguf_writer *w;
-    CHECK(gguf_writer_create(path, 0, &w) == HEARTH_OK);
+    CHECK(hl_gguf_writer_create(path, 0, &w) == HEARTH_OK);
     const int64_t ne[2] = {33, 2}, ok[2] = {32, 2};
     CHECK(n_files() == 1); /* the temporary file, not yet the path */
     CHECK(access(path, F_OK) != 0);
-    CHECK(gguf_writer_add_tensor(w, "x", GGML_TYPE_Q4_0, 2, ne) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_add_tensor(w, "x", GGML_TYPE_Q4_0, 2, ne) == HEARTH_ERR_INVALID_ARG);
     CHECK(strstr(hearth_last_error(), "block size"));
-    CHECK(gguf_writer_add_tensor(w, "x", 4, 2, ok) == HEARTH_ERR_INVALID_ARG); /* removed Q4_2 */
-    CHECK(gguf_writer_add_tensor(w, "x", GGML_TYPE_F32, 0, ok) == HEARTH_ERR_INVALID_ARG);
-    CHECK(gguf_writer_add_tensor(w, "x", GGML_TYPE_F32, 5, ok) == HEARTH_ERR_INVALID_ARG);
-    CHECK(gguf_writer_add_tensor(w, "", GGML_TYPE_F32, 2, ok) == HEARTH_ERR_INVALID_ARG);
-    CHECK(gguf_writer_add_tensor(w, "a_name_of_sixty_four_bytes_which_is_one_byte_over_the_limit_ok_o",
+    CHECK(hl_gguf_writer_add_tensor(w, "x", 4, 2, ok) == HEARTH_ERR_INVALID_ARG); /* removed Q4_2 */
+    CHECK(hl_gguf_writer_add_tensor(w, "x", GGML_TYPE_F32, 0, ok) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_add_tensor(w, "x", GGML_TYPE_F32, 5, ok) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_add_tensor(w, "", GGML_TYPE_F32, 2, ok) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_add_tensor(w, "a_name_of_sixty_four_bytes_which_is_one_byte_over_the_limit_ok_o",
                                  GGML_TYPE_F32, 2, ok) == HEARTH_ERR_INVALID_ARG);
     const int64_t zero[2] = {32, 0};
-    CHECK(gguf_writer_add_tensor(w, "x", GGML_TYPE_F32, 2, zero) == HEARTH_ERR_INVALID_ARG);
-    CHECK(gguf_writer_add_tensor(w, "x", GGML_TYPE_Q4_0, 2, ok) == HEARTH_OK);
-    CHECK(gguf_writer_add_tensor(w, "x", GGML_TYPE_Q4_0, 2, ok) == HEARTH_ERR_INVALID_ARG); /* twice */
-    CHECK(gguf_writer_add_tensor(w, "y", GGML_TYPE_F32, 1, ok) == HEARTH_OK);
+    CHECK(hl_gguf_writer_add_tensor(w, "x", GGML_TYPE_F32, 2, zero) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_add_tensor(w, "x", GGML_TYPE_Q4_0, 2, ok) == HEARTH_OK);
+    CHECK(hl_gguf_writer_add_tensor(w, "x", GGML_TYPE_Q4_0, 2, ok) == HEARTH_ERR_INVALID_ARG); /* twice */
+    CHECK(hl_gguf_writer_add_tensor(w, "y", GGML_TYPE_F32, 1, ok) == HEARTH_OK);
 
-    CHECK(gguf_writer_set_u32(w, "general.alignment", 3) == HEARTH_ERR_INVALID_ARG);
-    CHECK(gguf_writer_set_u32(w, "general.alignment", 0) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_set_u32(w, "general.alignment", 3) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_set_u32(w, "general.alignment", 0) == HEARTH_ERR_INVALID_ARG);
     gguf_value a64 = {GGUF_TYPE_UINT64, .v.u64 = 32};
-    CHECK(gguf_writer_set(w, "general.alignment", &a64) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_set(w, "general.alignment", &a64) == HEARTH_ERR_INVALID_ARG);
     gguf_value big = {GGUF_TYPE_UINT8, .v.u64 = 300};
-    CHECK(gguf_writer_set(w, "k", &big) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_set(w, "k", &big) == HEARTH_ERR_INVALID_ARG);
     gguf_value small = {GGUF_TYPE_INT16, .v.i64 = -40000};
-    CHECK(gguf_writer_set(w, "k", &small) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_set(w, "k", &small) == HEARTH_ERR_INVALID_ARG);
     gguf_value bad = {(gguf_type)13, .v.u64 = 0};
-    CHECK(gguf_writer_set(w, "k", &bad) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_set(w, "k", &bad) == HEARTH_ERR_INVALID_ARG);
     static const uint8_t two = 2;
     gguf_value bad_bool = ARR(GGUF_TYPE_BOOL, &two, 1);
-    CHECK(gguf_writer_set(w, "k", &bad_bool) == HEARTH_ERR_INVALID_ARG);
-    CHECK(gguf_writer_set_u32(w, "", 1) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_set(w, "k", &bad_bool) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_set_u32(w, "", 1) == HEARTH_ERR_INVALID_ARG);
     /* 9 levels of nesting: one more than the reader accepts */
     gguf_value lv[9];
     lv[0] = ARR(GGUF_TYPE_INT32, i32s, 1);
     for (int i = 1; i < 9; i++)
         lv[i] = (gguf_value){GGUF_TYPE_ARRAY, .v.arr = {.elem_type = GGUF_TYPE_ARRAY, .n = 1, .arrs = &lv[i - 1]}};
-    CHECK(gguf_writer_set(w, "deep", &lv[7]) == HEARTH_OK);
-    CHECK(gguf_writer_set(w, "too.deep", &lv[8]) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_set(w, "deep", &lv[7]) == HEARTH_OK);
+    CHECK(hl_gguf_writer_set(w, "too.deep", &lv[8]) == HEARTH_ERR_INVALID_ARG);
 
-    CHECK(gguf_writer_write(w, "abc", 3) == HEARTH_ERR_INVALID_ARG); /* before begin_data */
-    CHECK(gguf_writer_begin_data(w) == HEARTH_OK);
-    CHECK(gguf_writer_set_u32(w, "late", 1) == HEARTH_ERR_INVALID_ARG);
-    CHECK(gguf_writer_add_tensor(w, "z", GGML_TYPE_F32, 1, ok) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_write(w, "abc", 3) == HEARTH_ERR_INVALID_ARG); /* before begin_data */
+    CHECK(hl_gguf_writer_begin_data(w) == HEARTH_OK);
+    CHECK(hl_gguf_writer_set_u32(w, "late", 1) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_add_tensor(w, "z", GGML_TYPE_F32, 1, ok) == HEARTH_ERR_INVALID_ARG);
     uint8_t data[64 * 4] = {0};
-    CHECK(gguf_writer_write(w, data, 36) == HEARTH_OK); /* 2 rows of Q4_0 = 36 bytes */
-    CHECK(gguf_writer_commit(w) == HEARTH_ERR_INVALID_ARG);        /* y is missing */
+    CHECK(hl_gguf_writer_write(w, data, 36) == HEARTH_OK); /* 2 rows of Q4_0 = 36 bytes */
+    CHECK(hl_gguf_writer_commit(w) == HEARTH_ERR_INVALID_ARG);        /* y is missing */
     CHECK(strstr(hearth_last_error(), "'y'") != NULL);
-    CHECK(gguf_writer_write(w, data, 32 * 4 + 1) == HEARTH_ERR_INVALID_ARG); /* one byte too many */
-    gguf_writer_free(w);
+    CHECK(hl_gguf_writer_write(w, data, 32 * 4 + 1) == HEARTH_ERR_INVALID_ARG); /* one byte too many */
+    hl_gguf_writer_free(w);
     CHECK(n_files() == 0); /* an uncommitted file disappears */
     CHECK(access(path, F_OK) != 0);
 
     /* nested array written, read back */
-    CHECK(gguf_writer_create(path, 0, &w) == HEARTH_OK);
-    CHECK(gguf_writer_set(w, "deep", &lv[7]) == HEARTH_OK);
-    CHECK(gguf_writer_commit(w) == HEARTH_OK);
-    gguf_writer_free(w);
+    CHECK(hl_gguf_writer_create(path, 0, &w) == HEARTH_OK);
+    CHECK(hl_gguf_writer_set(w, "deep", &lv[7]) == HEARTH_OK);
+    CHECK(hl_gguf_writer_commit(w) == HEARTH_OK);
+    hl_gguf_writer_free(w);
     gguf_file *f;
-    CHECK(gguf_open(path, &f) == HEARTH_OK);
+    CHECK(hl_gguf_open(path, &f) == HEARTH_OK);
     if (f) {
-        CHECK(value_eq(&gguf_find_kv(f, "deep")->value, &lv[7]));
-        gguf_close(f);
+        CHECK(value_eq(&hl_gguf_find_kv(f, "deep")->value, &lv[7]));
+        hl_gguf_close(f);
     }
     unlink(path);
 }
@@ -404,26 +404,26 @@ static void test_misuse(void) {
 static void test_bad_paths(void) {
     gguf_writer *w = NULL;
     const char *missing = in_dir("no/such/folder/out.gguf");
-    CHECK(gguf_writer_create(missing, 0, &w) == HEARTH_ERR_IO && !w);
+    CHECK(hl_gguf_writer_create(missing, 0, &w) == HEARTH_ERR_IO && !w);
     CHECK(strstr(hearth_last_error(), missing) && strstr(hearth_last_error(), "does not exist"));
-    CHECK(gguf_writer_create(dir, 0, &w) == HEARTH_ERR_IO && !w);
+    CHECK(hl_gguf_writer_create(dir, 0, &w) == HEARTH_ERR_IO && !w);
     CHECK(strstr(hearth_last_error(), "directory"));
-    CHECK(gguf_writer_create("", 0, &w) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hl_gguf_writer_create("", 0, &w) == HEARTH_ERR_INVALID_ARG);
     CHECK(n_files() == 0);
 }
 
 /* Writes one tensor of `bytes` bytes to path; returns the commit's status. */
 static hearth_status write_big(const char *path, unsigned flags, size_t bytes) {
     gguf_writer *w;
-    HL_TRY(gguf_writer_create(path, flags, &w));
+    HL_TRY(hl_gguf_writer_create(path, flags, &w));
     const int64_t ne[1] = {(int64_t)bytes};
     uint8_t *data = calloc(1, bytes);
-    hearth_status st = gguf_writer_add_tensor(w, "big", GGML_TYPE_I8, 1, ne);
-    if (st == HEARTH_OK) st = gguf_writer_begin_data(w);
+    hearth_status st = hl_gguf_writer_add_tensor(w, "big", GGML_TYPE_I8, 1, ne);
+    if (st == HEARTH_OK) st = hl_gguf_writer_begin_data(w);
     for (size_t off = 0; st == HEARTH_OK && off < bytes; off += 100000)
-        st = gguf_writer_write(w, data + off, bytes - off < 100000 ? bytes - off : 100000);
-    if (st == HEARTH_OK) st = gguf_writer_commit(w);
-    gguf_writer_free(w);
+        st = hl_gguf_writer_write(w, data + off, bytes - off < 100000 ? bytes - off : 100000);
+    if (st == HEARTH_OK) st = hl_gguf_writer_commit(w);
+    hl_gguf_writer_free(w);
     free(data);
     return st;
 }

@@ -36,11 +36,11 @@ int main(void) {
             status = 77;
             break;
         }
-        CHECK_MSG(st == HEARTH_OK, "%s: %s", ggml_type_get(types[t])->name, hearth_last_error());
+        CHECK_MSG(st == HEARTH_OK, "%s: %s", hl_ggml_type_get(types[t])->name, hearth_last_error());
         /* the same formulas; float contraction may move the last bit */
         int bad = 0;
         for (int64_t i = 0; i < n; i++) bad += !(fabsf(got[i] - want[i]) <= 1e-6f * (1.0f + fabsf(want[i])));
-        CHECK_MSG(bad == 0, "%s: %d of %lld elements differ", ggml_type_get(types[t])->name, bad, (long long)n);
+        CHECK_MSG(bad == 0, "%s: %d of %lld elements differ", hl_ggml_type_get(types[t])->name, bad, (long long)n);
     }
     if (status == 0) {
         CHECK(hl_gpu_dequant_host(GGML_TYPE_Q4_0, q, got, 33) == HEARTH_ERR_INVALID_ARG);

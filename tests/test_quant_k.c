@@ -100,7 +100,7 @@ static void check_reference(const fixture *in, const fixture *fx) {
     if (isfinite(ref_rmse)) {
         CHECK_MSG(rmse <= ref_rmse * (1.0 + 1e-9), "%s: RMSE %.9g, %s %.9g", fx->name, rmse, reference, ref_rmse);
     }
-    printf("  %-14s %-5s rmse %.9g, %s %.9g, %s\n", fx->name, ggml_type_get(fx->type)->name, rmse, reference,
+    printf("  %-14s %-5s rmse %.9g, %s %.9g, %s\n", fx->name, hl_ggml_type_get(fx->type)->name, rmse, reference,
            ref_rmse, bad ? "bytes differ" : "same bytes");
     free(x);
     free(out);

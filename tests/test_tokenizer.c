@@ -19,9 +19,9 @@
 /* The model's vocabulary with tokenizer.ggml.pre set to `pre`. */
 static hearth_status load_variant(const gguf_file *model, const char *pre, hl_vocab **v) {
     const gguf_array *tokens, *merges, *types;
-    CHECK(gguf_get_arr(model, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &tokens) == HEARTH_OK);
-    CHECK(gguf_get_arr(model, "tokenizer.ggml.merges", true, GGUF_TYPE_STRING, &merges) == HEARTH_OK);
-    CHECK(gguf_get_arr(model, "tokenizer.ggml.token_type", true, GGUF_TYPE_INT32, &types) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(model, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &tokens) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(model, "tokenizer.ggml.merges", true, GGUF_TYPE_STRING, &merges) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(model, "tokenizer.ggml.token_type", true, GGUF_TYPE_INT32, &types) == HEARTH_OK);
     craft c;
     cr_begin(&c, 3);
     cr_kv_str(&c, "tokenizer.ggml.model", "gpt2");
@@ -33,11 +33,11 @@ static hearth_status load_variant(const gguf_file *model, const char *pre, hl_vo
                          "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         uint32_t id;
-        CHECK(gguf_get_u32(model, ids[i], true, &id) == HEARTH_OK);
+        CHECK(hl_gguf_get_u32(model, ids[i], true, &id) == HEARTH_OK);
         cr_kv_u32(&c, ids[i], id);
     }
     bool add_bos = true;
-    CHECK(gguf_get_bool(model, "tokenizer.ggml.add_bos_token", true, &add_bos) == HEARTH_OK);
+    CHECK(hl_gguf_get_bool(model, "tokenizer.ggml.add_bos_token", true, &add_bos) == HEARTH_OK);
     cr_kv_bool(&c, "tokenizer.ggml.add_bos_token", add_bos);
     hearth_status st = load_crafted(&c, v);
     cr_free(&c);
@@ -218,7 +218,7 @@ int main(void) {
     CHECK(fixture != NULL);
     if (!fixture) return check_report();
     gguf_file *f;
-    hearth_status st = gguf_open(path, &f);
+    hearth_status st = hl_gguf_open(path, &f);
     CHECK_MSG(st == HEARTH_OK, "%s", hearth_last_error());
     hl_vocab *v = NULL;
     if (st == HEARTH_OK) st = hl_vocab_load(f, &v);
@@ -237,7 +237,7 @@ int main(void) {
     }
     check_tiny_vocabularies();
     hl_vocab_free(v);
-    gguf_close(f);
+    hl_gguf_close(f);
     cJSON_Delete(fixture);
     return check_report();
 }

@@ -42,9 +42,9 @@ static void check_special_detok(const hl_vocab *v, const cJSON *cases) {
 /* The model's vocabulary with tokenizer.ggml.add_space_prefix = true. */
 static hearth_status load_space_prefix_variant(const gguf_file *model, hl_vocab **v) {
     const gguf_array *tokens, *scores, *types;
-    CHECK(gguf_get_arr(model, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &tokens) == HEARTH_OK);
-    CHECK(gguf_get_arr(model, "tokenizer.ggml.scores", true, GGUF_TYPE_FLOAT32, &scores) == HEARTH_OK);
-    CHECK(gguf_get_arr(model, "tokenizer.ggml.token_type", true, GGUF_TYPE_INT32, &types) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(model, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &tokens) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(model, "tokenizer.ggml.scores", true, GGUF_TYPE_FLOAT32, &scores) == HEARTH_OK);
+    CHECK(hl_gguf_get_arr(model, "tokenizer.ggml.token_type", true, GGUF_TYPE_INT32, &types) == HEARTH_OK);
     craft c;
     cr_begin(&c, 3);
     cr_kv_str(&c, "tokenizer.ggml.model", "llama");
@@ -55,7 +55,7 @@ static hearth_status load_space_prefix_variant(const gguf_file *model, hl_vocab 
                          "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         uint32_t id;
-        CHECK(gguf_get_u32(model, ids[i], true, &id) == HEARTH_OK);
+        CHECK(hl_gguf_get_u32(model, ids[i], true, &id) == HEARTH_OK);
         cr_kv_u32(&c, ids[i], id);
     }
     cr_kv_bool(&c, "tokenizer.ggml.add_space_prefix", true);
@@ -207,7 +207,7 @@ int main(void) {
     CHECK(fixture != NULL);
     if (!fixture) return check_report();
     gguf_file *f;
-    hearth_status st = gguf_open(path, &f);
+    hearth_status st = hl_gguf_open(path, &f);
     CHECK_MSG(st == HEARTH_OK, "%s", hearth_last_error());
     hl_vocab *v = NULL;
     if (st == HEARTH_OK) st = hl_vocab_load(f, &v);
@@ -225,7 +225,7 @@ int main(void) {
     }
     check_tiny();
     hl_vocab_free(v);
-    gguf_close(f);
+    hl_gguf_close(f);
     cJSON_Delete(fixture);
     return check_report();
 }

@@ -70,7 +70,7 @@ typedef struct bufs {
 } bufs;
 
 static const char *type_name(uint32_t type) {
-    return ggml_type_get(type)->name;
+    return hl_ggml_type_get(type)->name;
 }
 
 static void check_same(const char *what, hl_cpu_level lv, uint32_t type, int64_t n, float s, float want) {

@@ -90,7 +90,7 @@ static void block_fields(uint32_t type, int *d_at, int *m_at) {
 /* A weight row: random bytes with realistic scales, or (one row in three)
  * the reference quantizer's output for random weights. */
 static void rng_weight_row(uint32_t type, uint8_t *row, int64_t n, float *tmp) {
-    const ggml_type_info *ti = ggml_type_get(type);
+    const ggml_type_info *ti = hl_ggml_type_get(type);
     if (rng_u64() % 3 == 0) {
         for (int64_t i = 0; i < n; i++) tmp[i] = 0.02f * rng_normal();
         hl_quant_get(type)->from_float(tmp, row, n);
@@ -192,7 +192,7 @@ static void repacked_element(uint32_t type, const uint8_t *blk, int e, int *sc, 
  * and imin = sum(m*a) go into acc += isum * (d * d_a) and accm += imin *
  * (dmin * d_a), each one FMA; the result is acc - accm. */
 static float repacked_dot(uint32_t type, int64_t n, const uint8_t *row, const block_q8_K *a, int part) {
-    const size_t size = ggml_type_get(type)->type_size;
+    const size_t size = hl_ggml_type_get(type)->type_size;
     float acc = 0.0f, accm = 0.0f;
     for (int64_t b = 0; b < n / HL_QK_K; b++) {
         const uint8_t *blk = row + (size_t)b * size;
@@ -247,7 +247,7 @@ static void tiled_element(uint32_t type, const uint8_t *blk, int e, int *sc, int
  * * d, r = fma(-dmin, float(s2), r) (Q5_K), acc = fma(r, d_a, acc) (GCC
  * contracts ggml's add of a product). */
 static float tiled_dot(uint32_t type, int64_t n, const uint8_t *row, const block_q8_K *a) {
-    const size_t size = ggml_type_get(type)->type_size;
+    const size_t size = hl_ggml_type_get(type)->type_size;
     float acc = 0.0f;
     for (int64_t b = 0; b < n / HL_QK_K; b++) {
         const uint8_t *blk = row + (size_t)b * size;
@@ -279,7 +279,7 @@ static float tiled_dot(uint32_t type, int64_t n, const uint8_t *row, const block
  * float(lane m), acc[m]); Q5_K's mins go into summs = fma(-d_a * dmin,
  * float(sum(m * a)), summs); the result is hsum_float_8(acc) (+ summs). */
 static float ggml_dot(uint32_t type, int64_t n, const uint8_t *row, const block_q8_K *a) {
-    const size_t size = ggml_type_get(type)->type_size;
+    const size_t size = hl_ggml_type_get(type)->type_size;
     float acc[8] = {0}, summs = 0.0f;
     for (int64_t b = 0; b < n / HL_QK_K; b++) {
         const uint8_t *blk = row + (size_t)b * size;
@@ -329,7 +329,7 @@ typedef struct bufs {
 /* Weight row k dequantized (wf) and its offset part alone (off: the row
  * with every d set to 0, so m or -dmin * min), for the error scale. */
 static void dequantize_parts(uint32_t type, bufs *bf, int k, int64_t n) {
-    const ggml_type_info *ti = ggml_type_get(type);
+    const ggml_type_info *ti = hl_ggml_type_get(type);
     hl_quant_get(type)->to_float(bf->w[k], bf->wf[k], n);
     int d_at, m_at;
     block_fields(type, &d_at, &m_at);
@@ -342,12 +342,12 @@ static void dequantize_parts(uint32_t type, bufs *bf, int k, int64_t n) {
 
 static void check_near(const char *what, hl_cpu_level level, uint32_t type, int64_t n, float s, float ref, double tol) {
     CHECK_MSG(fabs((double)s - ref) <= tol, "%s %s %s n %lld: %.9g, scalar %.9g (tol %.3g)", hl_cpu_level_name(level),
-              what, ggml_type_get(type)->name, (long long)n, s, ref, tol);
+              what, hl_ggml_type_get(type)->name, (long long)n, s, ref, tol);
 }
 
 static void check_same(const char *what, hl_cpu_level level, uint32_t type, int64_t n, float s, float one) {
     CHECK_MSG(memcmp(&s, &one, sizeof s) == 0, "%s %s %s n %lld: %.9g, expected %.9g", hl_cpu_level_name(level), what,
-              ggml_type_get(type)->name, (long long)n, s, one);
+              hl_ggml_type_get(type)->name, (long long)n, s, one);
 }
 
 static void check_level(const hl_cpu_type_ops *ops, hl_cpu_level lv, uint32_t type, int64_t n, const bufs *bf,
@@ -379,7 +379,7 @@ static void check_dot(uint32_t type, int64_t n, bufs *bf) {
             /* Q5_1 uses the activations' s = fp16(d * sum(q)) */
             const double s_err = type == GGML_TYPE_Q5_1 ? mag * 0x1p-10 : 0.0;
             CHECK_MSG(fabs(ref[r][c] - exact) <= tol[r][c] + s_err, "scalar %s n %lld: %.9g, exact %.9g (tol %.3g)",
-                      ggml_type_get(type)->name, (long long)n, ref[r][c], exact, tol[r][c] + s_err);
+                      hl_ggml_type_get(type)->name, (long long)n, ref[r][c], exact, tol[r][c] + s_err);
         }
     }
     for (int level = HL_CPU_SCALAR + 1; level < HL_CPU_LEVEL_COUNT; level++) {
@@ -616,7 +616,7 @@ static void test_tables(void) {
         for (int level = HL_CPU_SCALAR; level <= (int)hl_cpu_level_best(); level++) {
             const hl_cpu_type_ops *ops = hl_cpu_type_ops_at(type, (hl_cpu_level)level);
             CHECK_MSG(ops && ops->type == type && ops->vec_dot_type == at && ops->vec_dot && ops->act_from_float,
-                      "%s kernels for %s", hl_cpu_level_name((hl_cpu_level)level), ggml_type_get(type)->name);
+                      "%s kernels for %s", hl_cpu_level_name((hl_cpu_level)level), hl_ggml_type_get(type)->name);
         }
         CHECK(hl_cpu_type_ops_get(type) != NULL);
     }

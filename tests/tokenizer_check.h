@@ -241,11 +241,11 @@ static inline void report_speed(const hl_vocab *v, const cJSON *cases) {
 static inline hearth_status load_crafted(craft *c, hl_vocab **v) {
     cr_finish(c, GGUF_DEFAULT_ALIGNMENT, 0);
     gguf_file *f;
-    hearth_status st = gguf_open_memory(c->p, c->len, &f);
+    hearth_status st = hl_gguf_open_memory(c->p, c->len, &f);
     CHECK_MSG(st == HEARTH_OK, "crafted GGUF does not open: %s", hearth_last_error());
     *v = NULL;
     if (st == HEARTH_OK) st = hl_vocab_load(f, v);
-    gguf_close(f);
+    hl_gguf_close(f);
     return st;
 }
 

@@ -43,7 +43,7 @@ static const ggml_type_info types[GGML_TYPE_COUNT] = {
     [GGML_TYPE_Q2_0] = {"q2_0", 64, 18},
 };
 
-const ggml_type_info *ggml_type_get(uint32_t type) {
+const ggml_type_info *hl_ggml_type_get(uint32_t type) {
     if (type >= GGML_TYPE_COUNT || types[type].blck_size == 0) return NULL;
     return &types[type];
 }

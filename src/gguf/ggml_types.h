@@ -55,6 +55,6 @@ typedef struct ggml_type_info {
 } ggml_type_info;
 
 /* The facts of ggml type `type`, or NULL for a removed or unknown id. */
-const ggml_type_info *ggml_type_get(uint32_t type);
+const ggml_type_info *hl_ggml_type_get(uint32_t type);
 
 #endif

@@ -42,9 +42,9 @@ static hearth_status new_file(const void *base, size_t size, const char *path, g
 
 /* Parses f; on failure closes it (freeing whatever the parser built). */
 static hearth_status parse_or_close(gguf_file *f, gguf_file **out) {
-    hearth_status st = gguf_parse(f);
+    hearth_status st = hl_gguf_parse(f);
     if (st != HEARTH_OK) {
-        gguf_close(f);
+        hl_gguf_close(f);
         return st;
     }
     *out = f;
@@ -79,7 +79,7 @@ static hearth_status stat_and_map(const char *path, int fd, const void **base, s
     return map_file(path, fd, *size, base);
 }
 
-hearth_status gguf_open(const char *path, gguf_file **out) {
+hearth_status hl_gguf_open(const char *path, gguf_file **out) {
     if (!out) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_open: out is NULL");
     *out = NULL;
     if (!path) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_open: path is NULL");
@@ -102,7 +102,7 @@ hearth_status gguf_open(const char *path, gguf_file **out) {
     return parse_or_close(f, out);
 }
 
-hearth_status gguf_open_memory(const void *data, size_t size, gguf_file **out) {
+hearth_status hl_gguf_open_memory(const void *data, size_t size, gguf_file **out) {
     if (!out) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_open_memory: out is NULL");
     *out = NULL;
     if (!data) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_open_memory: data is NULL");
@@ -111,9 +111,9 @@ hearth_status gguf_open_memory(const void *data, size_t size, gguf_file **out) {
     return parse_or_close(f, out);
 }
 
-void gguf_close(gguf_file *f) {
+void hl_gguf_close(gguf_file *f) {
     if (!f) return;
-    gguf_free_parsed(f);
+    hl_gguf_free_parsed(f);
     if (f->mapped) munmap((void *)f->base, f->size);
     free(f->origin);
     free(f);
@@ -121,42 +121,42 @@ void gguf_close(gguf_file *f) {
 
 /* ------------------------------------------------------- accessors -- */
 
-uint32_t gguf_version(const gguf_file *f) { return f->version; }
-uint64_t gguf_n_kv(const gguf_file *f) { return f->n_kv; }
-uint64_t gguf_n_tensors(const gguf_file *f) { return f->n_tensors; }
-uint32_t gguf_alignment(const gguf_file *f) { return f->alignment; }
+uint32_t hl_gguf_version(const gguf_file *f) { return f->version; }
+uint64_t hl_gguf_n_kv(const gguf_file *f) { return f->n_kv; }
+uint64_t hl_gguf_n_tensors(const gguf_file *f) { return f->n_tensors; }
+uint32_t hl_gguf_alignment(const gguf_file *f) { return f->alignment; }
 
-const gguf_kv *gguf_kv_at(const gguf_file *f, uint64_t i) {
+const gguf_kv *hl_gguf_kv_at(const gguf_file *f, uint64_t i) {
     return i < f->n_kv ? &f->kvs[i] : NULL;
 }
 
-const gguf_tensor *gguf_tensor_at(const gguf_file *f, uint64_t i) {
+const gguf_tensor *hl_gguf_tensor_at(const gguf_file *f, uint64_t i) {
     return i < f->n_tensors ? &f->tensors[i] : NULL;
 }
 
-const void *gguf_data(const gguf_file *f, size_t *size) {
+const void *hl_gguf_data(const gguf_file *f, size_t *size) {
     if (size) *size = f->size;
     return f->base;
 }
 
 /* --------------------------------------------------------- lookups -- */
 
-int gguf_str_cmp(gguf_str a, const char *b, size_t len) {
+int hl_gguf_str_cmp(gguf_str a, const char *b, size_t len) {
     size_t n = a.len < len ? (size_t)a.len : len;
     int c = n ? memcmp(a.data, b, n) : 0;
     if (c != 0) return c;
     return a.len < len ? -1 : a.len > len;
 }
 
-bool gguf_str_eq(gguf_str s, const char *cstr) {
-    return gguf_str_cmp(s, cstr, strlen(cstr)) == 0;
+bool hl_gguf_str_eq(gguf_str s, const char *cstr) {
+    return hl_gguf_str_cmp(s, cstr, strlen(cstr)) == 0;
 }
 
-const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key) {
+const gguf_kv *hl_gguf_find_kv(const gguf_file *f, const char *key) {
     size_t len = strlen(key), lo = 0, hi = (size_t)f->n_kv;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = gguf_str_cmp(f->kv_by_key[mid]->key, key, len);
+        int c = hl_gguf_str_cmp(f->kv_by_key[mid]->key, key, len);
         if (c == 0) return f->kv_by_key[mid];
         if (c < 0) lo = mid + 1;
         else hi = mid;
@@ -164,11 +164,11 @@ const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key) {
     return NULL;
 }
 
-const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name) {
+const gguf_tensor *hl_gguf_find_tensor(const gguf_file *f, const char *name) {
     size_t len = strlen(name), lo = 0, hi = (size_t)f->n_tensors;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = gguf_str_cmp(f->tensor_by_name[mid]->name, name, len);
+        int c = hl_gguf_str_cmp(f->tensor_by_name[mid]->name, name, len);
         if (c == 0) return f->tensor_by_name[mid];
         if (c < 0) lo = mid + 1;
         else hi = mid;
@@ -178,7 +178,7 @@ const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name) {
 
 /* --------------------------------------------------------- getters -- */
 
-const char *gguf_type_name(gguf_type t) {
+const char *hl_gguf_type_name(gguf_type t) {
     static const char *const names[GGUF_TYPE_COUNT] = {
         "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
         "bool", "string", "array", "uint64", "int64", "float64",
@@ -188,8 +188,8 @@ const char *gguf_type_name(gguf_type t) {
 
 /* "uint32", or "array of string" for arrays. */
 static const char *value_type_desc(const gguf_value *v, char buf[32]) {
-    if (v->type != GGUF_TYPE_ARRAY) return gguf_type_name(v->type);
-    snprintf(buf, 32, "array of %s", gguf_type_name(v->v.arr.elem_type));
+    if (v->type != GGUF_TYPE_ARRAY) return hl_gguf_type_name(v->type);
+    snprintf(buf, 32, "array of %s", hl_gguf_type_name(v->v.arr.elem_type));
     return buf;
 }
 
@@ -205,7 +205,7 @@ static hearth_status lookup(const gguf_file *f, const char *key, bool required, 
                             const gguf_value **v) {
     *v = NULL;
     if (!f || !key || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_get: NULL argument");
-    const gguf_kv *kv = gguf_find_kv(f, key);
+    const gguf_kv *kv = hl_gguf_find_kv(f, key);
     if (kv) {
         *v = &kv->value;
         return HEARTH_OK;
@@ -248,7 +248,7 @@ static hearth_status get_int(const gguf_file *f, const char *key, const gguf_val
     return type_error(f, key, v, expected);
 }
 
-hearth_status gguf_get_u32(const gguf_file *f, const char *key, bool required, uint32_t *out) {
+hearth_status hl_gguf_get_u32(const gguf_file *f, const char *key, bool required, uint32_t *out) {
     const gguf_value *v;
     int64_t x = 0;
     HL_TRY(lookup(f, key, required, out, &v));
@@ -258,7 +258,7 @@ hearth_status gguf_get_u32(const gguf_file *f, const char *key, bool required, u
     return HEARTH_OK;
 }
 
-hearth_status gguf_get_i32(const gguf_file *f, const char *key, bool required, int32_t *out) {
+hearth_status hl_gguf_get_i32(const gguf_file *f, const char *key, bool required, int32_t *out) {
     const gguf_value *v;
     int64_t x = 0;
     HL_TRY(lookup(f, key, required, out, &v));
@@ -269,7 +269,7 @@ hearth_status gguf_get_i32(const gguf_file *f, const char *key, bool required, i
 }
 
 /* float32, or a float64 within float range (infinities and NaN pass). */
-hearth_status gguf_get_f32(const gguf_file *f, const char *key, bool required, float *out) {
+hearth_status hl_gguf_get_f32(const gguf_file *f, const char *key, bool required, float *out) {
     const gguf_value *v;
     HL_TRY(lookup(f, key, required, out, &v));
     if (!v) return HEARTH_OK;
@@ -283,7 +283,7 @@ hearth_status gguf_get_f32(const gguf_file *f, const char *key, bool required, f
     return HEARTH_OK;
 }
 
-hearth_status gguf_get_bool(const gguf_file *f, const char *key, bool required, bool *out) {
+hearth_status hl_gguf_get_bool(const gguf_file *f, const char *key, bool required, bool *out) {
     const gguf_value *v;
     HL_TRY(lookup(f, key, required, out, &v));
     if (!v) return HEARTH_OK;
@@ -292,7 +292,7 @@ hearth_status gguf_get_bool(const gguf_file *f, const char *key, bool required, 
     return HEARTH_OK;
 }
 
-hearth_status gguf_get_str(const gguf_file *f, const char *key, bool required, gguf_str *out) {
+hearth_status hl_gguf_get_str(const gguf_file *f, const char *key, bool required, gguf_str *out) {
     const gguf_value *v;
     HL_TRY(lookup(f, key, required, out, &v));
     if (!v) return HEARTH_OK;
@@ -301,14 +301,14 @@ hearth_status gguf_get_str(const gguf_file *f, const char *key, bool required, g
     return HEARTH_OK;
 }
 
-hearth_status gguf_get_arr(const gguf_file *f, const char *key, bool required, gguf_type elem_type,
+hearth_status hl_gguf_get_arr(const gguf_file *f, const char *key, bool required, gguf_type elem_type,
                            const gguf_array **out) {
     const gguf_value *v;
     HL_TRY(lookup(f, key, required, out, &v));
     if (!v) return HEARTH_OK;
     if (v->type != GGUF_TYPE_ARRAY || v->v.arr.elem_type != elem_type) {
         char expected[32];
-        snprintf(expected, sizeof expected, "array of %s", gguf_type_name(elem_type));
+        snprintf(expected, sizeof expected, "array of %s", hl_gguf_type_name(elem_type));
         return type_error(f, key, v, expected);
     }
     *out = &v->v.arr;
@@ -316,21 +316,21 @@ hearth_status gguf_get_arr(const gguf_file *f, const char *key, bool required, g
 }
 
 /* Scalar array elements: raw is packed and possibly unaligned, so memcpy. */
-int32_t gguf_arr_i32(const gguf_array *arr, uint64_t i) {
+int32_t hl_gguf_arr_i32(const gguf_array *arr, uint64_t i) {
     assert(arr->elem_type == GGUF_TYPE_INT32 && i < arr->n);
     int32_t x;
     memcpy(&x, arr->raw + i * 4, 4);
     return x;
 }
 
-uint32_t gguf_arr_u32(const gguf_array *arr, uint64_t i) {
+uint32_t hl_gguf_arr_u32(const gguf_array *arr, uint64_t i) {
     assert(arr->elem_type == GGUF_TYPE_UINT32 && i < arr->n);
     uint32_t x;
     memcpy(&x, arr->raw + i * 4, 4);
     return x;
 }
 
-float gguf_arr_f32(const gguf_array *arr, uint64_t i) {
+float hl_gguf_arr_f32(const gguf_array *arr, uint64_t i) {
     assert(arr->elem_type == GGUF_TYPE_FLOAT32 && i < arr->n);
     float x;
     memcpy(&x, arr->raw + i * 4, 4);

@@ -6,7 +6,7 @@
  * tensor shapes or offsets, duplicate names, unknown types, ...) is reported as
  * HEARTH_ERR_FORMAT with a message naming the key or tensor and what is wrong.
  * All data pointers point into the mapping and live as long as the gguf_file.
- * A gguf_file is immutable after gguf_open() and may be read from any thread. */
+ * A gguf_file is immutable after hl_gguf_open() and may be read from any thread. */
 #ifndef HEARTH_GGUF_H
 #define HEARTH_GGUF_H
 
@@ -91,50 +91,50 @@ typedef struct gguf_file gguf_file;
 /* Opens, maps (read-only) and validates `path`.
  * Errors: INVALID_ARG, IO (missing, a directory, unreadable, mmap failed),
  * FORMAT (every validation failure), OUT_OF_MEMORY. */
-hearth_status gguf_open(const char *path, gguf_file **out);
+hearth_status hl_gguf_open(const char *path, gguf_file **out);
 
 /* Validates an in-memory image (not copied; must outlive the gguf_file). Same
- * checks as gguf_open(). Used by the fuzz tests. */
-hearth_status gguf_open_memory(const void *data, size_t size, gguf_file **out);
+ * checks as hl_gguf_open(). Used by the fuzz tests. */
+hearth_status hl_gguf_open_memory(const void *data, size_t size, gguf_file **out);
 
-void gguf_close(gguf_file *f);
+void hl_gguf_close(gguf_file *f);
 
-uint32_t gguf_version(const gguf_file *f);
-uint64_t gguf_n_kv(const gguf_file *f);
-const gguf_kv *gguf_kv_at(const gguf_file *f, uint64_t i);
-uint64_t gguf_n_tensors(const gguf_file *f);
-const gguf_tensor *gguf_tensor_at(const gguf_file *f, uint64_t i);
-uint32_t gguf_alignment(const gguf_file *f);
+uint32_t hl_gguf_version(const gguf_file *f);
+uint64_t hl_gguf_n_kv(const gguf_file *f);
+const gguf_kv *hl_gguf_kv_at(const gguf_file *f, uint64_t i);
+uint64_t hl_gguf_n_tensors(const gguf_file *f);
+const gguf_tensor *hl_gguf_tensor_at(const gguf_file *f, uint64_t i);
+uint32_t hl_gguf_alignment(const gguf_file *f);
 /* The mapping (for madvise/mlock by the loader). */
-const void *gguf_data(const gguf_file *f, size_t *size);
+const void *hl_gguf_data(const gguf_file *f, size_t *size);
 
 /* Lookups by NUL-terminated name; NULL when absent. */
-const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key);
-const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);
+const gguf_kv *hl_gguf_find_kv(const gguf_file *f, const char *key);
+const gguf_tensor *hl_gguf_find_tensor(const gguf_file *f, const char *name);
 
 /* Typed metadata getters. When the key is absent: if `required`, FORMAT
  * ("missing key 'llama.block_count'"); otherwise HEARTH_OK with *out untouched,
  * so the caller pre-sets the default. When present with the wrong type or a
  * value out of range of the output type: FORMAT naming the key.
  * Integer getters accept any integer type whose value fits. */
-hearth_status gguf_get_u32(const gguf_file *f, const char *key, bool required, uint32_t *out);
-hearth_status gguf_get_i32(const gguf_file *f, const char *key, bool required, int32_t *out);
-hearth_status gguf_get_f32(const gguf_file *f, const char *key, bool required, float *out);
-hearth_status gguf_get_bool(const gguf_file *f, const char *key, bool required, bool *out);
-hearth_status gguf_get_str(const gguf_file *f, const char *key, bool required, gguf_str *out);
+hearth_status hl_gguf_get_u32(const gguf_file *f, const char *key, bool required, uint32_t *out);
+hearth_status hl_gguf_get_i32(const gguf_file *f, const char *key, bool required, int32_t *out);
+hearth_status hl_gguf_get_f32(const gguf_file *f, const char *key, bool required, float *out);
+hearth_status hl_gguf_get_bool(const gguf_file *f, const char *key, bool required, bool *out);
+hearth_status hl_gguf_get_str(const gguf_file *f, const char *key, bool required, gguf_str *out);
 /* Arrays must have exactly elem_type, else FORMAT ("tokenizer.ggml.tokens: array
  * of int32, expected string"); this is the tokenizer type-confusion guard. */
-hearth_status gguf_get_arr(const gguf_file *f, const char *key, bool required,
+hearth_status hl_gguf_get_arr(const gguf_file *f, const char *key, bool required,
                            gguf_type elem_type, const gguf_array **out);
 
 /* Element i of a scalar array (i < arr->n and the type must match). */
-int32_t gguf_arr_i32(const gguf_array *arr, uint64_t i);
-uint32_t gguf_arr_u32(const gguf_array *arr, uint64_t i);
-float gguf_arr_f32(const gguf_array *arr, uint64_t i);
+int32_t hl_gguf_arr_i32(const gguf_array *arr, uint64_t i);
+uint32_t hl_gguf_arr_u32(const gguf_array *arr, uint64_t i);
+float hl_gguf_arr_f32(const gguf_array *arr, uint64_t i);
 
 /* gguf_str equality with a NUL-terminated string. */
-bool gguf_str_eq(gguf_str s, const char *cstr);
+bool hl_gguf_str_eq(gguf_str s, const char *cstr);
 
-const char *gguf_type_name(gguf_type t);
+const char *hl_gguf_type_name(gguf_type t);
 
 #endif

@@ -31,14 +31,14 @@ struct gguf_file {
 };
 
 /* Parses and validates f->base[0..size) into f (origin set by the caller). On
- * error the message is set and f may hold parts: gguf_close() it. */
-hearth_status gguf_parse(gguf_file *f);
+ * error the message is set and f may hold parts: hl_gguf_close() it. */
+hearth_status hl_gguf_parse(gguf_file *f);
 
-/* Frees what gguf_parse() allocated; safe on a partly filled file. */
-void gguf_free_parsed(gguf_file *f);
+/* Frees what hl_gguf_parse() allocated; safe on a partly filled file. */
+void hl_gguf_free_parsed(gguf_file *f);
 
 /* Compares a file string with a C string (len bytes) like memcmp on bytes,
  * shorter first; the order used by kv_by_key and tensor_by_name. */
-int gguf_str_cmp(gguf_str a, const char *b, size_t len);
+int hl_gguf_str_cmp(gguf_str a, const char *b, size_t len);
 
 #endif

@@ -176,7 +176,7 @@ static hearth_status read_scalar_array(parser *p, gguf_array *arr, uint64_t n) {
     uint64_t bytes;
     if (__builtin_mul_overflow(n, size, &bytes) || bytes > remaining(p))
         return perr(p, "array of %" PRIu64 " %s (%u bytes each) runs past the end of the file "
-                    "(%zu bytes left)", n, gguf_type_name(arr->elem_type), size, remaining(p));
+                    "(%zu bytes left)", n, hl_gguf_type_name(arr->elem_type), size, remaining(p));
     arr->raw = take(p, (size_t)bytes);
     arr->n = n;
     if (arr->elem_type == GGUF_TYPE_BOOL) {
@@ -211,7 +211,7 @@ static hearth_status read_nested_array(parser *p, gguf_array *arr, uint64_t n, u
 }
 
 /* An array at nesting level `depth` (1 for a key's own array). What is
- * allocated is attached to arr at once so gguf_free_parsed() finds it. */
+ * allocated is attached to arr at once so hl_gguf_free_parsed() finds it. */
 static hearth_status read_array(parser *p, gguf_array *arr, uint32_t depth) {
     if (depth > GGUF_MAX_ARRAY_DEPTH)
         return perr(p, "arrays are nested more than %d deep", GGUF_MAX_ARRAY_DEPTH);
@@ -289,7 +289,7 @@ static hearth_status parse_header(parser *p, uint64_t *n_tensors, uint64_t *n_kv
 
 static int cmp_kv(const void *a, const void *b) {
     const gguf_kv *x = *(const gguf_kv *const *)a, *y = *(const gguf_kv *const *)b;
-    return gguf_str_cmp(x->key, y->key.data, (size_t)y->key.len);
+    return hl_gguf_str_cmp(x->key, y->key.data, (size_t)y->key.len);
 }
 
 static hearth_status parse_kv(parser *p, uint64_t i, gguf_kv *kv) {
@@ -334,11 +334,11 @@ static hearth_status parse_kvs(parser *p, uint64_t n_kv) {
 static hearth_status parse_alignment(parser *p) {
     gguf_file *f = p->f;
     f->alignment = GGUF_DEFAULT_ALIGNMENT;
-    const gguf_kv *kv = gguf_find_kv(f, "general.alignment");
+    const gguf_kv *kv = hl_gguf_find_kv(f, "general.alignment");
     if (!kv) return HEARTH_OK;
     describe(p, "key 'general.alignment'");
     if (kv->value.type != GGUF_TYPE_UINT32)
-        return perr(p, "type is %s, must be uint32", gguf_type_name(kv->value.type));
+        return perr(p, "type is %s, must be uint32", hl_gguf_type_name(kv->value.type));
     uint64_t a = kv->value.v.u64;
     if (a == 0 || (a & (a - 1)) != 0 || a > GGUF_MAX_ALIGNMENT)
         return perr(p, "alignment %" PRIu64 " is not a power of two from 1 to %u", a,
@@ -352,7 +352,7 @@ static hearth_status parse_alignment(parser *p) {
 /* Checks the type and shape and computes t->size, refusing any product that
  * overflows: elements must fit int64 (ggml's ne), bytes uint64. */
 static hearth_status size_tensor(const parser *p, gguf_tensor *t) {
-    const ggml_type_info *ti = ggml_type_get(t->type);
+    const ggml_type_info *ti = hl_ggml_type_get(t->type);
     if (!ti)
         return perr(p, "unknown tensor type %u (a removed ggml type, or one newer than hearth)",
                     t->type);
@@ -400,7 +400,7 @@ static hearth_status parse_tensor_info(parser *p, uint64_t i, gguf_tensor *t) {
 
 static int cmp_tensor_name(const void *a, const void *b) {
     const gguf_tensor *x = *(const gguf_tensor *const *)a, *y = *(const gguf_tensor *const *)b;
-    return gguf_str_cmp(x->name, y->name.data, (size_t)y->name.len);
+    return hl_gguf_str_cmp(x->name, y->name.data, (size_t)y->name.len);
 }
 
 /* By offset; ties by position in the file, so messages are deterministic. */
@@ -479,7 +479,7 @@ static hearth_status place_tensors(parser *p) {
 
 /* ------------------------------------------------------------- entry -- */
 
-hearth_status gguf_parse(gguf_file *f) {
+hearth_status hl_gguf_parse(gguf_file *f) {
     parser p = {.f = f};
     uint64_t n_tensors = 0, n_kv = 0;
     HL_TRY(parse_header(&p, &n_tensors, &n_kv));
@@ -498,7 +498,7 @@ static void free_array(const gguf_array *arr) {
     free((void *)arr->strs);
 }
 
-void gguf_free_parsed(gguf_file *f) {
+void hl_gguf_free_parsed(gguf_file *f) {
     for (uint64_t i = 0; f->kvs && i < f->n_kv; i++) {
         if (f->kvs[i].value.type == GGUF_TYPE_ARRAY) free_array(&f->kvs[i].value.v.arr);
     }

@@ -1,6 +1,6 @@
 /* GGUF writer (see gguf_write.h): metadata values are encoded as they are set,
  * into one small buffer per key; tensor infos are kept as a list; the header
- * is written by gguf_writer_begin_data(), the tensor data streamed after it
+ * is written by hl_gguf_writer_begin_data(), the tensor data streamed after it
  * through a 1 MiB output buffer. Layout from the GGUF spec
  * (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md), checked against
  * the reader in gguf_parse.c, which every file written here must pass. */
@@ -190,7 +190,7 @@ static hearth_status open_temp(gguf_writer *w) {
                    w->path);
 }
 
-hearth_status gguf_writer_create(const char *path, unsigned flags, gguf_writer **out) {
+hearth_status hl_gguf_writer_create(const char *path, unsigned flags, gguf_writer **out) {
     if (!out) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_writer_create: out is NULL");
     *out = NULL;
     if (!path || !*path) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_writer_create: no path");
@@ -215,14 +215,14 @@ hearth_status gguf_writer_create(const char *path, unsigned flags, gguf_writer *
         st = open_temp(w);
     }
     if (st != HEARTH_OK) {
-        gguf_writer_free(w);
+        hl_gguf_writer_free(w);
         return st;
     }
     *out = w;
     return HEARTH_OK;
 }
 
-void gguf_writer_free(gguf_writer *w) {
+void hl_gguf_writer_free(gguf_writer *w) {
     if (!w) return;
     if (w->fd >= 0) close(w->fd);
     if (!w->committed && w->tmp_path && !(w->flags & GGUF_WRITE_IN_PLACE)) unlink(w->tmp_path);
@@ -338,7 +338,7 @@ static gw_kv *find_kv(gguf_writer *w, const char *key) {
     return NULL;
 }
 
-hearth_status gguf_writer_set(gguf_writer *w, const char *key, const gguf_value *value) {
+hearth_status hl_gguf_writer_set(gguf_writer *w, const char *key, const gguf_value *value) {
     if (!w || !key || !value) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_writer_set: NULL argument");
     HL_TRY(header_open(w, "setting a key"));
     if (!*key) return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: empty key");
@@ -377,18 +377,18 @@ hearth_status gguf_writer_set(gguf_writer *w, const char *key, const gguf_value 
     return HEARTH_OK;
 }
 
-hearth_status gguf_writer_set_u32(gguf_writer *w, const char *key, uint32_t v) {
+hearth_status hl_gguf_writer_set_u32(gguf_writer *w, const char *key, uint32_t v) {
     gguf_value val = {.type = GGUF_TYPE_UINT32, .v.u64 = v};
-    return gguf_writer_set(w, key, &val);
+    return hl_gguf_writer_set(w, key, &val);
 }
 
-hearth_status gguf_writer_set_str(gguf_writer *w, const char *key, const char *s) {
+hearth_status hl_gguf_writer_set_str(gguf_writer *w, const char *key, const char *s) {
     if (!s) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_writer_set_str: NULL string");
     gguf_value val = {.type = GGUF_TYPE_STRING, .v.str = {s, strlen(s)}};
-    return gguf_writer_set(w, key, &val);
+    return hl_gguf_writer_set(w, key, &val);
 }
 
-bool gguf_writer_remove(gguf_writer *w, const char *key) {
+bool hl_gguf_writer_remove(gguf_writer *w, const char *key) {
     gw_kv *kv = w && !w->data_started ? find_kv(w, key) : NULL;
     if (!kv) return false;
     if (strcmp(key, "general.alignment") == 0) w->alignment = GGUF_DEFAULT_ALIGNMENT;
@@ -400,17 +400,17 @@ bool gguf_writer_remove(gguf_writer *w, const char *key) {
     return true;
 }
 
-hearth_status gguf_writer_copy_kvs(gguf_writer *w, const gguf_file *f) {
+hearth_status hl_gguf_writer_copy_kvs(gguf_writer *w, const gguf_file *f) {
     if (!w || !f) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_writer_copy_kvs: NULL argument");
-    for (uint64_t i = 0; i < gguf_n_kv(f); i++) {
-        const gguf_kv *kv = gguf_kv_at(f, i);
+    for (uint64_t i = 0; i < hl_gguf_n_kv(f); i++) {
+        const gguf_kv *kv = hl_gguf_kv_at(f, i);
         /* keys in a file may hold any byte but NUL (the reader checks); they
          * are at most GGUF_MAX_KEY_LEN bytes */
         char *key = hl_malloc((size_t)kv->key.len + 1);
         if (!key) return HEARTH_ERR_OUT_OF_MEMORY;
         memcpy(key, kv->key.data, (size_t)kv->key.len);
         key[kv->key.len] = '\0';
-        hearth_status st = gguf_writer_set(w, key, &kv->value);
+        hearth_status st = hl_gguf_writer_set(w, key, &kv->value);
         free(key);
         HL_TRY(st);
     }
@@ -419,7 +419,7 @@ hearth_status gguf_writer_copy_kvs(gguf_writer *w, const gguf_file *f) {
 
 /* ----------------------------------------------------------- tensors -- */
 
-hearth_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type,
+hearth_status hl_gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type,
                                      uint32_t n_dims, const int64_t *ne) {
     if (!w || !name || !ne) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_writer_add_tensor: NULL argument");
     HL_TRY(header_open(w, "adding a tensor"));
@@ -430,7 +430,7 @@ hearth_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t 
     for (size_t i = 0; i < w->n_tensors; i++)
         if (strcmp(w->tensors[i].name, name) == 0)
             return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor '%s' added twice", name);
-    const ggml_type_info *ti = ggml_type_get(type);
+    const ggml_type_info *ti = hl_ggml_type_get(type);
     if (!ti) return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor '%s': unknown type %u", name, type);
     if (n_dims < 1 || n_dims > GGUF_MAX_DIMS)
         return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor '%s': %u dimensions (1 to %d)",
@@ -463,13 +463,13 @@ hearth_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t 
     return HEARTH_OK;
 }
 
-uint64_t gguf_writer_tensor_size(const gguf_writer *w, uint64_t i) {
+uint64_t hl_gguf_writer_tensor_size(const gguf_writer *w, uint64_t i) {
     return i < w->n_tensors ? w->tensors[i].size : 0;
 }
 
 /* -------------------------------------------------------------- data -- */
 
-hearth_status gguf_writer_begin_data(gguf_writer *w) {
+hearth_status hl_gguf_writer_begin_data(gguf_writer *w) {
     if (!w) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_writer_begin_data: NULL writer");
     HL_TRY(header_open(w, "gguf_writer_begin_data"));
     w->data_started = true;
@@ -511,7 +511,7 @@ hearth_status gguf_writer_begin_data(gguf_writer *w) {
     return out_zeros(w, pad_to(header_len, w->alignment));
 }
 
-hearth_status gguf_writer_write(gguf_writer *w, const void *data, size_t n) {
+hearth_status hl_gguf_writer_write(gguf_writer *w, const void *data, size_t n) {
     if (!w || (!data && n)) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_writer_write: NULL argument");
     if (w->failed) return w->failed;
     if (!w->data_started || w->committed)
@@ -538,11 +538,11 @@ hearth_status gguf_writer_write(gguf_writer *w, const void *data, size_t n) {
     return HEARTH_OK;
 }
 
-hearth_status gguf_writer_commit(gguf_writer *w) {
+hearth_status hl_gguf_writer_commit(gguf_writer *w) {
     if (!w) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_writer_commit: NULL writer");
     if (w->failed) return w->failed;
     if (w->committed) return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer '%s': committed twice", w->path);
-    if (!w->data_started) HL_TRY(gguf_writer_begin_data(w));
+    if (!w->data_started) HL_TRY(hl_gguf_writer_begin_data(w));
     if (w->cur < w->n_tensors)
         return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer '%s': tensor '%s' has %" PRIu64 " of its %"
                        PRIu64 " bytes", w->path, w->tensors[w->cur].name, w->cur_done,

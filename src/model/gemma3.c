@@ -21,7 +21,7 @@
  * period n (default 6) where the last layer of each period is global. */
 static hearth_status read_swa_layers(const gguf_file *f, hl_hparams *hp) {
     const char *key = "gemma3.attention.sliding_window_pattern";
-    const gguf_kv *kv = gguf_find_kv(f, key);
+    const gguf_kv *kv = hl_gguf_find_kv(f, key);
     if (kv && kv->value.type == GGUF_TYPE_ARRAY) {
         const gguf_array *arr = &kv->value.v.arr;
         if (arr->elem_type != GGUF_TYPE_BOOL || arr->n != (uint64_t)hp->n_layer)

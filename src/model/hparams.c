@@ -13,7 +13,7 @@ hearth_status hl_arch_u32(const gguf_file *f, const char *arch, const char *suff
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     uint32_t v = (uint32_t)*out;
-    HL_TRY(gguf_get_u32(f, key, required, &v));
+    HL_TRY(hl_gguf_get_u32(f, key, required, &v));
     if (v > INT32_MAX) return hl_fail(HEARTH_ERR_FORMAT, "GGUF: '%s' = %u is too large", key, v);
     *out = (int32_t)v;
     return HEARTH_OK;
@@ -22,7 +22,7 @@ hearth_status hl_arch_u32(const gguf_file *f, const char *arch, const char *suff
 hearth_status hl_arch_f32(const gguf_file *f, const char *arch, const char *suffix, bool required, float *out) {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    return gguf_get_f32(f, key, required, out);
+    return hl_gguf_get_f32(f, key, required, out);
 }
 
 /* rope.scaling.type defaults to "linear" and the factor to none, as in
@@ -31,13 +31,13 @@ static hearth_status read_rope_scaling(const gguf_file *f, const char *arch, hl_
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     gguf_str type = {"linear", 6};
-    HL_TRY(gguf_get_str(f, key, false, &type));
+    HL_TRY(hl_gguf_get_str(f, key, false, &type));
     float factor = 0.0f;
     snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
-    if (!gguf_find_kv(f, key)) snprintf(key, sizeof key, "%s.rope.scale_linear", arch); /* the older name */
-    HL_TRY(gguf_get_f32(f, key, false, &factor));
-    if (gguf_str_eq(type, "none")) return HEARTH_OK;
-    if (!gguf_str_eq(type, "linear"))
+    if (!hl_gguf_find_kv(f, key)) snprintf(key, sizeof key, "%s.rope.scale_linear", arch); /* the older name */
+    HL_TRY(hl_gguf_get_f32(f, key, false, &factor));
+    if (hl_gguf_str_eq(type, "none")) return HEARTH_OK;
+    if (!hl_gguf_str_eq(type, "linear"))
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "rope scaling type '%.*s' is not supported yet (supported: none, linear)",
                        (int)(type.len > 32 ? 32 : type.len), type.data);
     if (factor == 0.0f) return HEARTH_OK;

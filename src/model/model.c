@@ -34,9 +34,9 @@ hearth_model_params hearth_model_default_params(void) {
 
 static hearth_status find_arch(const gguf_file *f, const hl_arch **out) {
     gguf_str name;
-    HL_TRY(gguf_get_str(f, "general.architecture", true, &name));
+    HL_TRY(hl_gguf_get_str(f, "general.architecture", true, &name));
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-        if (gguf_str_eq(name, archs[i]->name)) {
+        if (hl_gguf_str_eq(name, archs[i]->name)) {
             *out = archs[i];
             return HEARTH_OK;
         }
@@ -79,7 +79,7 @@ static hearth_status read_whole_file(const char *path, void **data, size_t *size
 }
 
 hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, bool required, hl_tensor *t) {
-    const gguf_tensor *gt = gguf_find_tensor(m->gguf, name);
+    const gguf_tensor *gt = hl_gguf_find_tensor(m->gguf, name);
     if (!gt && !required) {
         *t = (hl_tensor){0};
         return HEARTH_OK;
@@ -89,7 +89,7 @@ hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, in
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' has shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld}",
                        name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
                        (long long)ne0, (long long)ne1);
-    const ggml_type_info *ti = ggml_type_get(gt->type);
+    const ggml_type_info *ti = hl_ggml_type_get(gt->type);
     if (ne1 == 1 && gt->type != GGML_TYPE_F32)
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' is %s; hearth expects norm weights in F32", name, ti->name);
     /* matrices also need CPU matmul kernels (a NULL ops pointer would crash hearth_cpu matmul) */
@@ -126,8 +126,8 @@ static hearth_status check_all_bound(const hearth_model *m) {
     }
     qsort(bound, n, sizeof *bound, cmp_addr);
     hearth_status st = HEARTH_OK;
-    for (uint64_t i = 0; i < gguf_n_tensors(m->gguf) && st == HEARTH_OK; i++) {
-        const gguf_tensor *t = gguf_tensor_at(m->gguf, i);
+    for (uint64_t i = 0; i < hl_gguf_n_tensors(m->gguf) && st == HEARTH_OK; i++) {
+        const gguf_tensor *t = hl_gguf_tensor_at(m->gguf, i);
         const uintptr_t addr = (uintptr_t)t->data;
         if (!bsearch(&addr, bound, n, sizeof *bound, cmp_addr))
             st = hl_fail(HEARTH_ERR_UNSUPPORTED,
@@ -144,8 +144,8 @@ static hearth_status check_all_bound(const hearth_model *m) {
  * type holding most elements. */
 static void describe(hearth_model *m) {
     uint64_t per_type[64] = {0};
-    for (uint64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
-        const gguf_tensor *t = gguf_tensor_at(m->gguf, i);
+    for (uint64_t i = 0; i < hl_gguf_n_tensors(m->gguf); i++) {
+        const gguf_tensor *t = hl_gguf_tensor_at(m->gguf, i);
         uint64_t n = (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
         m->n_params += n;
         m->n_bytes += t->size;
@@ -160,10 +160,10 @@ static void describe(hearth_model *m) {
     else if (p >= 1e6) snprintf(size, sizeof size, "%.0fM", p / 1e6);
     else snprintf(size, sizeof size, "%.0fK", p / 1e3);
     uint32_t ftype = UINT32_MAX;
-    if (gguf_get_u32(m->gguf, "general.file_type", false, &ftype) != HEARTH_OK) hl_clear_error();
+    if (hl_gguf_get_u32(m->gguf, "general.file_type", false, &ftype) != HEARTH_OK) hl_clear_error();
     const char *ftype_name = hearth_ftype_name((hearth_ftype)ftype);
     /* ggml names types in lower case ("q4_1"); users know them as Q4_1 */
-    const ggml_type_info *ti = ggml_type_get(main_type);
+    const ggml_type_info *ti = hl_ggml_type_get(main_type);
     char type[16];
     snprintf(type, sizeof type, "%s", ftype_name ? ftype_name : ti ? ti->name : "?");
     for (char *c = type; *c; c++) *c = (char)toupper((unsigned char)*c);
@@ -172,11 +172,11 @@ static void describe(hearth_model *m) {
 
 static hearth_status load(const char *path, const hearth_model_params *p, hearth_model *m) {
     if (p->use_mmap) {
-        HL_TRY(gguf_open(path, &m->gguf));
+        HL_TRY(hl_gguf_open(path, &m->gguf));
     } else {
         size_t size = 0;
         HL_TRY(read_whole_file(path, &m->file_copy, &size));
-        HL_TRY(gguf_open_memory(m->file_copy, size, &m->gguf));
+        HL_TRY(hl_gguf_open_memory(m->file_copy, size, &m->gguf));
     }
     HL_TRY(find_arch(m->gguf, &m->arch));
     HL_TRY(hl_vocab_load(m->gguf, &m->vocab));
@@ -187,7 +187,7 @@ static hearth_status load(const char *path, const hearth_model_params *p, hearth
     describe(m);
     if (p->use_mlock) {
         size_t size;
-        const void *data = gguf_data(m->gguf, &size);
+        const void *data = hl_gguf_data(m->gguf, &size);
         if (mlock(data, size) != 0)
             HL_WARN("use_mlock: could not lock %zu MiB in RAM (%s); raise RLIMIT_MEMLOCK (ulimit -l)", size >> 20,
                     strerror(errno));
@@ -224,7 +224,7 @@ void hearth_model_free(hearth_model *m) {
     hl_placement_release(m);
     free(m->layer_dev);
     hl_vocab_free(m->vocab);
-    gguf_close(m->gguf);
+    hl_gguf_close(m->gguf);
     free(m->file_copy);
     free(m->layers);
     free(m);
@@ -241,7 +241,7 @@ const char *hearth_model_desc(const hearth_model *m) { return m->desc; }
 
 hearth_status hearth_model_meta_str(const hearth_model *m, const char *key, char *buf, size_t size, size_t *len) {
     if (!m || !key || !len || (!buf && size)) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_meta_str: NULL argument");
-    const gguf_kv *kv = gguf_find_kv(m->gguf, key);
+    const gguf_kv *kv = hl_gguf_find_kv(m->gguf, key);
     if (!kv || kv->value.type != GGUF_TYPE_STRING)
         return hl_fail(HEARTH_ERR_INVALID_ARG, "model has no string metadata '%s'", key);
     gguf_str s = kv->value.v.str;

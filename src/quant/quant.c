@@ -31,7 +31,7 @@ const hl_quant_traits *hl_quant_get(uint32_t type) {
 }
 
 size_t hl_row_size(uint32_t type, int64_t n) {
-    const ggml_type_info *info = ggml_type_get(type);
+    const ggml_type_info *info = hl_ggml_type_get(type);
     if (!info || info->blck_size == 0 || n < 0 || n % (int64_t)info->blck_size != 0) return 0;
     return (size_t)(n / (int64_t)info->blck_size) * (size_t)info->type_size;
 }

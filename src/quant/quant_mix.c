@@ -178,7 +178,7 @@ static uint32_t apply_rule(const layer_rule *r, int i, int n, uint32_t cur) {
     return t == BASE ? cur : t;
 }
 
-static uint32_t blck(uint32_t type) { return ggml_type_get(type)->blck_size; }
+static uint32_t blck(uint32_t type) { return hl_ggml_type_get(type)->blck_size; }
 
 static bool is_quantized(uint32_t type) { return blck(type) > 1; }
 

@@ -1,6 +1,6 @@
 /* Model quantization (quantize_model.h, hearth_model_quantize in hearth.h),
  * following llama.cpp's llama_model_quantize_impl (src/llama-quant.cpp):
- *   1. open the input with the validating reader (gguf_open);
+ *   1. open the input with the validating reader (hl_gguf_open);
  *   2. plan every tensor's output type with the mix rules (quant_mix.c);
  *   3. refuse what cannot work before any file exists: requantizing without
  *      leave, upgrading an already quantized file, types this build cannot
@@ -54,16 +54,16 @@ typedef struct quantizer {
 
 /* "q4_K" -> "Q4_K" for messages (mix names are upper case). */
 static const char *upper_name(uint32_t type, char buf[16]) {
-    const ggml_type_info *ti = ggml_type_get(type);
+    const ggml_type_info *ti = hl_ggml_type_get(type);
     snprintf(buf, 16, "%s", ti ? ti->name : "?");
     for (char *c = buf; *c; c++) *c = (char)toupper((unsigned char)*c);
     return buf;
 }
 
-static bool is_quantized(uint32_t type) { return ggml_type_get(type)->blck_size > 1; }
+static bool is_quantized(uint32_t type) { return hl_ggml_type_get(type)->blck_size > 1; }
 
 static double bits_per_weight(uint32_t type) {
-    const ggml_type_info *ti = ggml_type_get(type);
+    const ggml_type_info *ti = hl_ggml_type_get(type);
     return 8.0 * ti->type_size / ti->blck_size;
 }
 
@@ -72,7 +72,7 @@ static double bits_per_weight(uint32_t type) {
 /* An integer fact, or the first element of a per-layer integer array;
  * `def` when absent or of another type. The rules only need rough facts. */
 static uint32_t u32_fact(const gguf_file *f, const char *key, uint32_t def) {
-    const gguf_kv *kv = gguf_find_kv(f, key);
+    const gguf_kv *kv = hl_gguf_find_kv(f, key);
     if (!kv) return def;
     const gguf_value *v = &kv->value;
     if (v->type == GGUF_TYPE_UINT8 || v->type == GGUF_TYPE_UINT16 || v->type == GGUF_TYPE_UINT32 ||
@@ -82,9 +82,9 @@ static uint32_t u32_fact(const gguf_file *f, const char *key, uint32_t def) {
         v->type == GGUF_TYPE_INT64)
         return v->v.i64 >= 0 && v->v.i64 <= UINT32_MAX ? (uint32_t)v->v.i64 : def;
     if (v->type == GGUF_TYPE_ARRAY && v->v.arr.n > 0) {
-        if (v->v.arr.elem_type == GGUF_TYPE_UINT32) return gguf_arr_u32(&v->v.arr, 0);
-        if (v->v.arr.elem_type == GGUF_TYPE_INT32 && gguf_arr_i32(&v->v.arr, 0) >= 0)
-            return (uint32_t)gguf_arr_i32(&v->v.arr, 0);
+        if (v->v.arr.elem_type == GGUF_TYPE_UINT32) return hl_gguf_arr_u32(&v->v.arr, 0);
+        if (v->v.arr.elem_type == GGUF_TYPE_INT32 && hl_gguf_arr_i32(&v->v.arr, 0) >= 0)
+            return (uint32_t)hl_gguf_arr_i32(&v->v.arr, 0);
     }
     return def;
 }
@@ -92,7 +92,7 @@ static uint32_t u32_fact(const gguf_file *f, const char *key, uint32_t def) {
 /* What llama_model::load_hparams would tell llama-quant.cpp. */
 static hearth_status model_facts(const quantizer *q, hl_mix_model *m) {
     gguf_str arch = {"", 0};
-    HL_TRY(gguf_get_str(q->in, "general.architecture", false, &arch));
+    HL_TRY(hl_gguf_get_str(q->in, "general.architecture", false, &arch));
     char key[160];
 #define ARCH_KEY(suffix) (snprintf(key, sizeof key, "%.*s." suffix, (int)(arch.len < 100 ? arch.len : 100), arch.data), key)
     uint32_t n_head = u32_fact(q->in, ARCH_KEY("attention.head_count"), 0);
@@ -108,9 +108,9 @@ static hearth_status model_facts(const quantizer *q, hl_mix_model *m) {
         }
     }
     *m = (hl_mix_model){
-        .falcon = gguf_str_eq(arch, "falcon"),
+        .falcon = hl_gguf_str_eq(arch, "falcon"),
         /* llama_quant_model_from_metadata: only LLM_TYPE_70B matters */
-        .is_70b = gguf_str_eq(arch, "llama") && n_layer == 80 && n_head != n_head_kv,
+        .is_70b = hl_gguf_str_eq(arch, "llama") && n_layer == 80 && n_head != n_head_kv,
         .n_gqa = n_head_kv ? n_head / n_head_kv : 0,
         .n_expert = n_expert,
         .n_layer = n_layer == 0 ? 1 : n_layer > INT32_MAX ? INT32_MAX : (int32_t)n_layer,
@@ -121,12 +121,12 @@ static hearth_status model_facts(const quantizer *q, hl_mix_model *m) {
 /* --------------------------------------------------------------- plan -- */
 
 static hearth_status make_plan(quantizer *q) {
-    q->n = (size_t)gguf_n_tensors(q->in);
+    q->n = (size_t)hl_gguf_n_tensors(q->in);
     q->plan = hl_calloc(q->n, sizeof *q->plan);
     q->names = hl_calloc(q->n, sizeof *q->names);
     if (!q->plan || !q->names) return HEARTH_ERR_OUT_OF_MEMORY;
     for (size_t i = 0; i < q->n; i++) {
-        const gguf_tensor *t = gguf_tensor_at(q->in, i);
+        const gguf_tensor *t = hl_gguf_tensor_at(q->in, i);
         /* the reader guarantees at most 63 bytes and no NUL */
         memcpy(q->names[i], t->name.data, (size_t)t->name.len);
         q->names[i][t->name.len] = '\0';
@@ -142,13 +142,13 @@ static hearth_status make_plan(quantizer *q) {
  * a quantized mix, else its most common quantized tensor type by elements. */
 static const char *input_kind(const quantizer *q, char buf[16]) {
     uint32_t ft = UINT32_MAX;
-    if (gguf_get_u32(q->in, "general.file_type", false, &ft) != HEARTH_OK) hl_clear_error();
+    if (hl_gguf_get_u32(q->in, "general.file_type", false, &ft) != HEARTH_OK) hl_clear_error();
     const hl_mix *mix = hl_mix_by_ftype(ft);
     if (mix && is_quantized(hl_mix_base(mix))) return hl_mix_name(mix);
     double elems[GGML_TYPE_COUNT] = {0};
     uint32_t best = GGML_TYPE_F32;
     for (size_t i = 0; i < q->n; i++) {
-        const gguf_tensor *t = gguf_tensor_at(q->in, i);
+        const gguf_tensor *t = hl_gguf_tensor_at(q->in, i);
         if (!is_quantized(t->type)) continue;
         elems[t->type] += (double)t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         if (best == GGML_TYPE_F32 || elems[t->type] > elems[best]) best = t->type;
@@ -246,9 +246,9 @@ static hearth_status grow(void **buf, size_t *cap, size_t need) {
 }
 
 static hearth_status convert_tensor(quantizer *q, size_t i) {
-    const gguf_tensor *t = gguf_tensor_at(q->in, i);
+    const gguf_tensor *t = hl_gguf_tensor_at(q->in, i);
     const hl_mix_tensor *pt = &q->plan[i];
-    if (pt->new_type == t->type) return gguf_writer_write(q->w, t->data, (size_t)t->size);
+    if (pt->new_type == t->type) return hl_gguf_writer_write(q->w, t->data, (size_t)t->size);
 
     const int64_t ne0 = t->ne[0], nrows = t->ne[1] * t->ne[2] * t->ne[3];
     convert_job j = {
@@ -275,7 +275,7 @@ static hearth_status convert_tensor(quantizer *q, size_t i) {
                 return hl_fail(HEARTH_ERR_FORMAT, "tensor '%s': row %" PRId64 " holds NaN or infinity: "
                                "the input is damaged", pt->name, r0 + j.bad[k]);
         }
-        HL_TRY(gguf_writer_write(q->w, j.dst, (size_t)j.nrows * j.dst_row));
+        HL_TRY(hl_gguf_writer_write(q->w, j.dst, (size_t)j.nrows * j.dst_row));
     }
     return HEARTH_OK;
 }
@@ -284,14 +284,14 @@ static hearth_status convert_tensor(quantizer *q, size_t i) {
 
 static void report(const quantizer *q, size_t i, bool done) {
     if (!q->p->progress) return;
-    const gguf_tensor *t = gguf_tensor_at(q->in, i);
+    const gguf_tensor *t = hl_gguf_tensor_at(q->in, i);
     const hl_mix_tensor *pt = &q->plan[i];
     hearth_quantize_progress pr = {
         .i_tensor = (uint32_t)i,
         .n_tensors = (uint32_t)q->n,
         .name = pt->name,
-        .src_type = ggml_type_get(t->type)->name,
-        .dst_type = ggml_type_get(pt->new_type)->name,
+        .src_type = hl_ggml_type_get(t->type)->name,
+        .dst_type = hl_ggml_type_get(pt->new_type)->name,
         .n_dims = t->n_dims,
         .ne = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]},
         .src_bytes = t->size,
@@ -302,26 +302,26 @@ static void report(const quantizer *q, size_t i, bool done) {
 }
 
 static hearth_status write_header(quantizer *q, const char *out_path) {
-    HL_TRY(gguf_writer_create(out_path, 0, &q->w));
-    HL_TRY(gguf_writer_copy_kvs(q->w, q->in));
+    HL_TRY(hl_gguf_writer_create(out_path, 0, &q->w));
+    HL_TRY(hl_gguf_writer_copy_kvs(q->w, q->in));
     /* as llama_model_quantize_impl: the new file type and quantization
      * version; a merged file is no longer a split */
-    HL_TRY(gguf_writer_set_u32(q->w, "general.quantization_version", QNT_VERSION));
-    HL_TRY(gguf_writer_set_u32(q->w, "general.file_type", hl_mix_ftype(q->mix)));
-    gguf_writer_remove(q->w, "split.no");
-    gguf_writer_remove(q->w, "split.count");
-    gguf_writer_remove(q->w, "split.tensors.count");
+    HL_TRY(hl_gguf_writer_set_u32(q->w, "general.quantization_version", QNT_VERSION));
+    HL_TRY(hl_gguf_writer_set_u32(q->w, "general.file_type", hl_mix_ftype(q->mix)));
+    hl_gguf_writer_remove(q->w, "split.no");
+    hl_gguf_writer_remove(q->w, "split.count");
+    hl_gguf_writer_remove(q->w, "split.tensors.count");
     for (size_t i = 0; i < q->n; i++) {
-        const gguf_tensor *t = gguf_tensor_at(q->in, i);
-        HL_TRY(gguf_writer_add_tensor(q->w, q->names[i], q->plan[i].new_type, t->n_dims, t->ne));
+        const gguf_tensor *t = hl_gguf_tensor_at(q->in, i);
+        HL_TRY(hl_gguf_writer_add_tensor(q->w, q->names[i], q->plan[i].new_type, t->n_dims, t->ne));
     }
-    return gguf_writer_begin_data(q->w);
+    return hl_gguf_writer_begin_data(q->w);
 }
 
 static hearth_status run(quantizer *q, const char *in_path, const char *out_path) {
-    HL_TRY(gguf_open(in_path, &q->in));
+    HL_TRY(hl_gguf_open(in_path, &q->in));
     uint32_t n_split = 1;
-    HL_TRY(gguf_get_u32(q->in, "split.count", false, &n_split));
+    HL_TRY(hl_gguf_get_u32(q->in, "split.count", false, &n_split));
     if (n_split > 1)
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "'%s' is one of %u split files: merge them first "
                        "(llama-gguf-split --merge)", in_path, n_split);
@@ -333,7 +333,7 @@ static hearth_status run(quantizer *q, const char *in_path, const char *out_path
         n_fallback++;
         HL_INFO("%s: %" PRId64 " columns are not a multiple of the block size of the type the rules "
                 "give it: falling back to %s", q->plan[i].name, q->plan[i].ne0,
-                ggml_type_get(q->plan[i].new_type)->name);
+                hl_ggml_type_get(q->plan[i].new_type)->name);
     }
     if (q->p->dry_run) {
         for (size_t i = 0; i < q->n; i++) {
@@ -353,7 +353,7 @@ static hearth_status run(quantizer *q, const char *in_path, const char *out_path
         HL_TRY(convert_tensor(q, i));
         report(q, i, true);
     }
-    HL_TRY(gguf_writer_commit(q->w));
+    HL_TRY(hl_gguf_writer_commit(q->w));
     if (n_fallback)
         HL_INFO("%zu of %zu tensors needed a fallback type (as llama.cpp's tensor_type_fallback)",
                 n_fallback, q->n);
@@ -367,9 +367,9 @@ hearth_status hl_quantize_model(const char *in_path, const char *out_path, const
         return hl_fail(HEARTH_ERR_INVALID_ARG, "quantize: n_threads is %d (0 = all cores)", (int)p->n_threads);
     quantizer q = {.p = p, .mix = mix};
     hearth_status st = run(&q, in_path, out_path);
-    gguf_writer_free(q.w); /* deletes the temporary file unless committed */
+    hl_gguf_writer_free(q.w); /* deletes the temporary file unless committed */
     hl_pool_free(q.pool);
-    gguf_close(q.in);
+    hl_gguf_close(q.in);
     free(q.plan);
     free(q.names);
     free(q.dst);

@@ -94,7 +94,7 @@ static const uint32_t STAND_IN[HL_UCLASS_COUNT][3] = {
 static const pre_type *find_type(gguf_str name) {
     for (size_t t = 0; t < N_PRE_TYPES; t++) {
         for (int i = 0; i < MAX_NAMES && PRE_TYPES[t].names[i]; i++) {
-            if (gguf_str_eq(name, PRE_TYPES[t].names[i])) return &PRE_TYPES[t];
+            if (hl_gguf_str_eq(name, PRE_TYPES[t].names[i])) return &PRE_TYPES[t];
         }
     }
     return NULL;

@@ -25,20 +25,20 @@ static hearth_status load_scores(hl_vocab *v, const gguf_file *f) {
     static const char key[] = "tokenizer.ggml.scores";
     v->scores = hl_calloc((size_t)v->n_tokens, sizeof *v->scores);
     if (!v->scores) return HEARTH_ERR_OUT_OF_MEMORY;
-    const gguf_kv *kv = gguf_find_kv(f, key);
+    const gguf_kv *kv = hl_gguf_find_kv(f, key);
     if (!kv) return HEARTH_OK; /* every score 0, as llama.cpp */
     const gguf_array *a = &kv->value.v.arr;
     if (kv->value.type != GGUF_TYPE_ARRAY || (a->elem_type != GGUF_TYPE_FLOAT32 && a->elem_type != GGUF_TYPE_INT32)) {
         return hl_fail(HEARTH_ERR_FORMAT, "%s must be an array of float32 or int32, not %s", key,
-                       gguf_type_name(kv->value.type == GGUF_TYPE_ARRAY ? a->elem_type : kv->value.type));
+                       hl_gguf_type_name(kv->value.type == GGUF_TYPE_ARRAY ? a->elem_type : kv->value.type));
     }
     if (a->n < (uint64_t)v->n_tokens) {
         return hl_fail(HEARTH_ERR_FORMAT, "%s has %llu entries for %d tokens", key, (unsigned long long)a->n,
                        v->n_tokens);
     }
     for (int32_t i = 0; i < v->n_tokens; i++) {
-        v->scores[i] = a->elem_type == GGUF_TYPE_FLOAT32 ? gguf_arr_f32(a, (uint64_t)i)
-                                                         : (float)gguf_arr_i32(a, (uint64_t)i);
+        v->scores[i] = a->elem_type == GGUF_TYPE_FLOAT32 ? hl_gguf_arr_f32(a, (uint64_t)i)
+                                                         : (float)hl_gguf_arr_i32(a, (uint64_t)i);
     }
     return HEARTH_OK;
 }

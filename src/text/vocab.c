@@ -28,10 +28,10 @@ static uint8_t attr_of_type(int32_t type) {
 /* tokenizer.ggml.model: "gpt2" (byte-level BPE) or "llama" (SentencePiece). */
 static hearth_status read_model(const gguf_file *f, hl_vocab *v) {
     gguf_str model;
-    HL_TRY(gguf_get_str(f, "tokenizer.ggml.model", true, &model));
-    if (gguf_str_eq(model, "gpt2")) {
+    HL_TRY(hl_gguf_get_str(f, "tokenizer.ggml.model", true, &model));
+    if (hl_gguf_str_eq(model, "gpt2")) {
         v->type = HL_VOCAB_BPE;
-    } else if (gguf_str_eq(model, "llama")) {
+    } else if (hl_gguf_str_eq(model, "llama")) {
         v->type = HL_VOCAB_SPM;
     } else {
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "tokenizer model '%.*s' is not supported (supported: gpt2, llama)",
@@ -75,7 +75,7 @@ static hearth_status load_tokens(hl_vocab *v, const gguf_array *tokens, const gg
     HL_TRY(hl_strtab_init(&v->texts, v->n_tokens));
     for (int32_t i = 0; i < v->n_tokens; i++) {
         HL_TRY(add_token_text(v, i, tokens->strs[i]));
-        v->attr[i] = types ? attr_of_type(gguf_arr_i32(types, (uint64_t)i)) : HL_ATTR_NORMAL;
+        v->attr[i] = types ? attr_of_type(hl_gguf_arr_i32(types, (uint64_t)i)) : HL_ATTR_NORMAL;
     }
     return HEARTH_OK;
 }
@@ -87,10 +87,10 @@ static hearth_status load_type_settings(const gguf_file *f, hl_vocab *v) {
     if (v->type == HL_VOCAB_SPM) {
         v->add_bos = true;
         v->add_space_prefix = true;
-        return gguf_get_bool(f, "tokenizer.ggml.add_space_prefix", false, &v->add_space_prefix);
+        return hl_gguf_get_bool(f, "tokenizer.ggml.add_space_prefix", false, &v->add_space_prefix);
     }
     gguf_str pre = {NULL, 0};
-    HL_TRY(gguf_get_str(f, "tokenizer.ggml.pre", false, &pre));
+    HL_TRY(hl_gguf_get_str(f, "tokenizer.ggml.pre", false, &pre));
     HL_TRY(hl_pretok_init(pre.data ? &pre : NULL, &v->pre));
     v->ignore_merges = hl_pretok_ignore_merges(v->pre);
     v->add_bos = hl_pretok_add_bos(v->pre);
@@ -130,9 +130,9 @@ static hearth_status load_special_ids(const gguf_file *f, hl_vocab *v) {
         {"tokenizer.ggml.middle_token_id", &v->fim_mid},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        if (!gguf_find_kv(f, keys[i].key)) continue;
+        if (!hl_gguf_find_kv(f, keys[i].key)) continue;
         uint32_t id;
-        HL_TRY(gguf_get_u32(f, keys[i].key, true, &id));
+        HL_TRY(hl_gguf_get_u32(f, keys[i].key, true, &id));
         if (id >= (uint32_t)v->n_tokens) {
             return hl_fail(HEARTH_ERR_FORMAT, "%s = %u is out of range: the vocabulary has %d tokens", keys[i].key,
                            id, v->n_tokens);
@@ -143,8 +143,8 @@ static hearth_status load_special_ids(const gguf_file *f, hl_vocab *v) {
 }
 
 static hearth_status load_add_flags(const gguf_file *f, hl_vocab *v) {
-    HL_TRY(gguf_get_bool(f, "tokenizer.ggml.add_bos_token", false, &v->add_bos));
-    HL_TRY(gguf_get_bool(f, "tokenizer.ggml.add_eos_token", false, &v->add_eos));
+    HL_TRY(hl_gguf_get_bool(f, "tokenizer.ggml.add_bos_token", false, &v->add_bos));
+    HL_TRY(hl_gguf_get_bool(f, "tokenizer.ggml.add_eos_token", false, &v->add_eos));
     if (v->add_bos && v->bos < 0) {
         return hl_fail(HEARTH_ERR_FORMAT, "tokenizer.ggml.add_bos_token is true but the vocabulary has no BOS token");
     }
@@ -157,9 +157,9 @@ static hearth_status load_add_flags(const gguf_file *f, hl_vocab *v) {
 static hearth_status load(const gguf_file *f, hl_vocab *v) {
     const gguf_array *tokens, *types = NULL, *merges = NULL;
     HL_TRY(read_model(f, v));
-    HL_TRY(gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &tokens));
-    HL_TRY(gguf_get_arr(f, "tokenizer.ggml.token_type", false, GGUF_TYPE_INT32, &types));
-    if (v->type == HL_VOCAB_BPE) HL_TRY(gguf_get_arr(f, "tokenizer.ggml.merges", true, GGUF_TYPE_STRING, &merges));
+    HL_TRY(hl_gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &tokens));
+    HL_TRY(hl_gguf_get_arr(f, "tokenizer.ggml.token_type", false, GGUF_TYPE_INT32, &types));
+    if (v->type == HL_VOCAB_BPE) HL_TRY(hl_gguf_get_arr(f, "tokenizer.ggml.merges", true, GGUF_TYPE_STRING, &merges));
     HL_TRY(load_tokens(v, tokens, types));
     HL_TRY(load_type_settings(f, v));
     HL_TRY(load_special_ids(f, v));

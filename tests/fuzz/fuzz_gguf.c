@@ -23,7 +23,7 @@ static void walk_value(const gguf_value *v, unsigned *sum) {
         for (uint64_t i = 0; i < a->n; i++)
             if (a->strs[i].len) *sum += (uint8_t)a->strs[i].data[a->strs[i].len - 1];
     } else if (a->elem_type == GGUF_TYPE_INT32) {
-        *sum += (unsigned)gguf_arr_i32(a, a->n - 1);
+        *sum += (unsigned)hl_gguf_arr_i32(a, a->n - 1);
     } else {
         *sum += a->raw[0];
     }
@@ -31,8 +31,8 @@ static void walk_value(const gguf_value *v, unsigned *sum) {
 
 static unsigned walk(const gguf_file *f) {
     unsigned sum = 0;
-    for (uint64_t i = 0; i < gguf_n_kv(f); i++) {
-        const gguf_kv *kv = gguf_kv_at(f, i);
+    for (uint64_t i = 0; i < hl_gguf_n_kv(f); i++) {
+        const gguf_kv *kv = hl_gguf_kv_at(f, i);
         char key[256];
         int len = (int)(kv->key.len < 255 ? kv->key.len : 255);
         snprintf(key, sizeof key, "%.*s", len, kv->key.data);
@@ -42,27 +42,27 @@ static unsigned walk(const gguf_file *f) {
         bool b;
         gguf_str str;
         const gguf_array *a;
-        if (gguf_get_u32(f, key, true, &u) == HEARTH_OK) sum += u;
-        if (gguf_get_i32(f, key, true, &s) == HEARTH_OK) sum += (unsigned)s;
-        if (gguf_get_f32(f, key, true, &x) == HEARTH_OK) sum += x > 0;
-        if (gguf_get_bool(f, key, true, &b) == HEARTH_OK) sum += b;
-        if (gguf_get_str(f, key, true, &str) == HEARTH_OK) sum += (unsigned)str.len;
-        if (gguf_get_arr(f, key, true, GGUF_TYPE_FLOAT32, &a) == HEARTH_OK && a->n)
-            sum += gguf_arr_f32(a, 0) > 0;
+        if (hl_gguf_get_u32(f, key, true, &u) == HEARTH_OK) sum += u;
+        if (hl_gguf_get_i32(f, key, true, &s) == HEARTH_OK) sum += (unsigned)s;
+        if (hl_gguf_get_f32(f, key, true, &x) == HEARTH_OK) sum += x > 0;
+        if (hl_gguf_get_bool(f, key, true, &b) == HEARTH_OK) sum += b;
+        if (hl_gguf_get_str(f, key, true, &str) == HEARTH_OK) sum += (unsigned)str.len;
+        if (hl_gguf_get_arr(f, key, true, GGUF_TYPE_FLOAT32, &a) == HEARTH_OK && a->n)
+            sum += hl_gguf_arr_f32(a, 0) > 0;
         walk_value(&kv->value, &sum);
     }
-    for (uint64_t i = 0; i < gguf_n_tensors(f); i++) {
-        const gguf_tensor *t = gguf_tensor_at(f, i);
+    for (uint64_t i = 0; i < hl_gguf_n_tensors(f); i++) {
+        const gguf_tensor *t = hl_gguf_tensor_at(f, i);
         const uint8_t *d = t->data;
         sum += d[0] + d[t->size - 1];
-        sum += gguf_find_tensor(f, "token_embd.weight") != NULL;
+        sum += hl_gguf_find_tensor(f, "token_embd.weight") != NULL;
     }
     return sum;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gguf_file *f = NULL;
-    hearth_status st = gguf_open_memory(size ? data : (const uint8_t *)"", size, &f);
+    hearth_status st = hl_gguf_open_memory(size ? data : (const uint8_t *)"", size, &f);
     if (st != HEARTH_OK && st != HEARTH_ERR_FORMAT) abort();
     if (st == HEARTH_OK) {
         volatile unsigned sink = walk(f);
@@ -70,6 +70,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (f != NULL) {
         abort();
     }
-    gguf_close(f);
+    hl_gguf_close(f);
     return 0;
 }

@@ -24,7 +24,7 @@
 
 // grid (n_head, n_tokens), block ATT_THREADS, shared (head_dim + ATT_TILE) floats.
 // q, out F32 {n_head * hd, n}; k, v F16 {n_head_kv * hd, n_ctx}.
-__global__ void __launch_bounds__(ATT_THREADS)
+static __global__ void __launch_bounds__(ATT_THREADS)
 attention_kernel(const float *__restrict__ q, const hl_half *__restrict__ k, const hl_half *__restrict__ v,
                  float *__restrict__ out, int n_head, int n_head_kv, int hd, const int32_t *pos_of,
                  const int32_t *row0_of, int n_swa, float scale) {
@@ -84,12 +84,12 @@ attention_kernel(const float *__restrict__ q, const hl_half *__restrict__ k, con
     }
 }
 
-void cuda_attention(hl_backend *b, const hl_attn_args *a) {
+void hl_cuda_attention(hl_backend *b, const hl_attn_args *a) {
     hl_cuda *cu = cuda_of(b);
-    if (!cuda_enter(cu)) return;
+    if (!hl_cuda_enter(cu)) return;
     if (a->k_cache->type != GGML_TYPE_F16 || a->v_cache->type != GGML_TYPE_F16 || a->head_dim > ATT_MAX_HEAD_DIM ||
         a->n_head % a->n_head_kv) {
-        cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: attention needs an F16 KV cache, head_dim <= %d and n_head a "
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: attention needs an F16 KV cache, head_dim <= %d and n_head a "
                     "multiple of n_head_kv", cu->index, ATT_MAX_HEAD_DIM);
         return;
     }

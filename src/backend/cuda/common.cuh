@@ -45,15 +45,15 @@ struct hl_cuda {
 static inline hl_cuda *cuda_of(hl_backend *b) { return (hl_cuda *)b->impl; }
 
 // Records the first error of an op (ops return void; synchronize reports it).
-void cuda_record(hl_cuda *cu, hearth_status st, const char *fmt, ...) HL_PRINTF(3, 4);
+void hl_cuda_record(hl_cuda *cu, hearth_status st, const char *fmt, ...) HL_PRINTF(3, 4);
 
 // In an op: a failed call records DEVICE with file, line and the call; the
 // macros evaluate to true on success.
-#define CU_OK(cu, expr) cuda_ok((cu), (expr), #expr, __FILE__, __LINE__)
-#define CU_LAUNCHED(cu) cuda_ok((cu), cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
-#define CUBLAS_OK(cu, expr) cublas_ok((cu), (expr), #expr, __FILE__, __LINE__)
-bool cuda_ok(hl_cuda *cu, cudaError_t e, const char *what, const char *file, int line);
-bool cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *file, int line);
+#define CU_OK(cu, expr) hl_cuda_ok((cu), (expr), #expr, __FILE__, __LINE__)
+#define CU_LAUNCHED(cu) hl_cuda_ok((cu), cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+#define CUBLAS_OK(cu, expr) hl_cublas_ok((cu), (expr), #expr, __FILE__, __LINE__)
+bool hl_cuda_ok(hl_cuda *cu, cudaError_t e, const char *what, const char *file, int line);
+bool hl_cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *file, int line);
 
 // In a function returning hearth_status: a failed call returns DEVICE.
 #define CUDA_TRY(expr)                                                                                  \
@@ -66,7 +66,7 @@ bool cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *file
 
 // Makes the instance's device current for the calling thread; false (error
 // recorded) if that fails. Every op starts with it.
-bool cuda_enter(hl_cuda *cu);
+bool hl_cuda_enter(hl_cuda *cu);
 
 // What position-dependent kernels read (device memory, written by
 // set_positions before the ops, so a recorded graph reads the current pass):
@@ -82,23 +82,23 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // Ops (one file per family); signatures as in backend.h.
-void cuda_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
-void cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
-void cuda_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
-void cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
-void cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
-void cuda_attention(hl_backend *b, const hl_attn_args *args);
-void cuda_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
-void cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
-void cuda_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
-void cuda_scale(hl_backend *b, hl_tensor *x, float s);
+void hl_cuda_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
+void hl_cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
+void hl_cuda_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
+void hl_cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
+void hl_cuda_attention(hl_backend *b, const hl_attn_args *args);
+void hl_cuda_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+void hl_cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+void hl_cuda_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
+void hl_cuda_scale(hl_backend *b, hl_tensor *x, float s);
 
 // Matrix-vector products for batches of fewer than HL_CUDA_MMV_MAX tokens
 // (matvec.cu); larger batches go through cuBLAS (gemm.cu). Returns false if
 // the type has no kernel.
 #define HL_CUDA_MMV_MAX 8
-bool cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+bool hl_cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
 
 // y {d, n} F16 = rows of `src` {d, rows} (ggml type `type`, row stride
 // `stride` bytes) dequantized (gemm.cu; get_rows has its own gather).
-bool cuda_dequant_f16(hl_cuda *cu, uint32_t type, const void *src, size_t stride, int64_t d, int64_t rows, __half *y);
+bool hl_cuda_dequant_f16(hl_cuda *cu, uint32_t type, const void *src, size_t stride, int64_t d, int64_t rows, __half *y);

@@ -240,7 +240,7 @@ __host__ __device__ __forceinline__ int64_t dq_chunks(int64_t d) { return (d + 7
     X(GGML_TYPE_Q5_1) X(GGML_TYPE_Q8_0) X(GGML_TYPE_Q2_K) X(GGML_TYPE_Q3_K) X(GGML_TYPE_Q4_K)                 \
     X(GGML_TYPE_Q5_K) X(GGML_TYPE_Q6_K)
 
-template <typename F, typename... A> bool dispatch_type(uint32_t type, A &&...args) {
+template <typename F, typename... A> static bool dispatch_type(uint32_t type, A &&...args) {
     switch (type) {
 #define HL_CUDA_CASE(T)                                                                                        \
     case T:                                                                                                    \

@@ -28,7 +28,7 @@ extern "C" {
 
 // ------------------------------------------------------------ errors --
 
-void cuda_record(hl_cuda *cu, hearth_status st, const char *fmt, ...) {
+void hl_cuda_record(hl_cuda *cu, hearth_status st, const char *fmt, ...) {
     if (cu->status != HEARTH_OK) return;
     cu->status = st;
     va_list ap;
@@ -37,27 +37,27 @@ void cuda_record(hl_cuda *cu, hearth_status st, const char *fmt, ...) {
     va_end(ap);
 }
 
-bool cuda_ok(hl_cuda *cu, cudaError_t e, const char *what, const char *file, int line) {
+bool hl_cuda_ok(hl_cuda *cu, cudaError_t e, const char *what, const char *file, int line) {
     if (e == cudaSuccess) return true;
-    cuda_record(cu, HEARTH_ERR_DEVICE, "cuda%d: %s:%d: %s failed: %s", cu->index, file, line, what,
+    hl_cuda_record(cu, HEARTH_ERR_DEVICE, "cuda%d: %s:%d: %s failed: %s", cu->index, file, line, what,
                 cudaGetErrorString(e));
     return false;
 }
 
-bool cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *file, int line) {
+bool hl_cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *file, int line) {
     if (s == CUBLAS_STATUS_SUCCESS) return true;
-    cuda_record(cu, HEARTH_ERR_DEVICE, "cuda%d: %s:%d: %s failed: %s", cu->index, file, line, what,
+    hl_cuda_record(cu, HEARTH_ERR_DEVICE, "cuda%d: %s:%d: %s failed: %s", cu->index, file, line, what,
                 cublasGetStatusString(s));
     return false;
 }
 
-bool cuda_enter(hl_cuda *cu) { return CU_OK(cu, cudaSetDevice(cu->device)); }
+bool hl_cuda_enter(hl_cuda *cu) { return CU_OK(cu, cudaSetDevice(cu->device)); }
 
 // Copies the pass's positions and rows0 to d_pos through pinned memory, in
 // stream order before the ops that read them.
 static void cuda_set_positions(hl_backend *b, const int32_t *pos, const int32_t *row0, int32_t n) {
     hl_cuda *cu = cuda_of(b);
-    if (!cuda_enter(cu) || !CU_OK(cu, cudaEventSynchronize(cu->pos_copied))) return;
+    if (!hl_cuda_enter(cu) || !CU_OK(cu, cudaEventSynchronize(cu->pos_copied))) return;
     const int64_t max = cu->limits.max_tokens;
     memcpy(cu->h_pos, pos, (size_t)n * sizeof *pos);
     memcpy(cu->h_pos + max, row0, (size_t)n * sizeof *row0);
@@ -122,9 +122,11 @@ extern "C" hearth_status hl_cuda_device_get(int32_t device, hl_gpu_device *out) 
     return HEARTH_OK;
 }
 
+namespace { // file-local: no symbol leaves the object
 struct type_known {
     template <uint32_t T> static void run() {}
 };
+} // namespace
 
 extern "C" bool hl_cuda_supports_type(uint32_t type) { return dispatch_type<type_known>(type); }
 
@@ -162,7 +164,7 @@ static hearth_status cuda_alloc(hl_backend *b, size_t bytes, void **out) {
 static void cuda_free(hl_backend *b, void *ptr) {
     if (!ptr) return;
     hl_cuda *cu = cuda_of(b);
-    if (cuda_enter(cu)) CU_OK(cu, cudaFree(ptr));
+    if (hl_cuda_enter(cu)) CU_OK(cu, cudaFree(ptr));
 }
 
 // Host memory -> pinned staging -> device, two buffers in turn so the copy
@@ -199,7 +201,7 @@ static hearth_status cuda_copy(hl_backend *b, void *dst, const void *src, size_t
 
 static hearth_status cuda_synchronize(hl_backend *b) {
     hl_cuda *cu = cuda_of(b);
-    if (cuda_enter(cu)) {
+    if (hl_cuda_enter(cu)) {
         CU_OK(cu, cudaStreamSynchronize(cu->stream));
         CU_OK(cu, cudaGetLastError());
     }
@@ -232,7 +234,7 @@ static bool record(hl_cuda *cu, int key, void (*issue)(void *), void *ctx) {
 static void cuda_graph_run(hl_backend *b, int key, void (*issue)(void *), void *ctx) {
     hl_cuda *cu = cuda_of(b);
     // with an error pending, run eagerly: recording must not hide it
-    if (key < 0 || key >= HL_GRAPH_KEYS || cu->graphs_off || cu->status != HEARTH_OK || !cuda_enter(cu)) {
+    if (key < 0 || key >= HL_GRAPH_KEYS || cu->graphs_off || cu->status != HEARTH_OK || !hl_cuda_enter(cu)) {
         issue(ctx);
         return;
     }
@@ -255,16 +257,16 @@ static const hl_backend_i cuda_iface = {
     .download = cuda_download,
     .copy = cuda_copy,
     .set_positions = cuda_set_positions,
-    .get_rows = cuda_get_rows,
-    .rms_norm = cuda_rms_norm,
-    .matmul = cuda_matmul,
-    .rope = cuda_rope,
-    .store_rows = cuda_store_rows,
-    .attention = cuda_attention,
-    .swiglu = cuda_swiglu,
-    .geglu = cuda_geglu,
-    .add = cuda_add,
-    .scale = cuda_scale,
+    .get_rows = hl_cuda_get_rows,
+    .rms_norm = hl_cuda_rms_norm,
+    .matmul = hl_cuda_matmul,
+    .rope = hl_cuda_rope,
+    .store_rows = hl_cuda_store_rows,
+    .attention = hl_cuda_attention,
+    .swiglu = hl_cuda_swiglu,
+    .geglu = hl_cuda_geglu,
+    .add = hl_cuda_add,
+    .scale = hl_cuda_scale,
     .synchronize = cuda_synchronize,
     .graph_run = cuda_graph_run,
 };
@@ -348,6 +350,7 @@ extern "C" void hl_backend_cuda_free(hl_backend *b) {
 
 // ------------------------------------------------- host dequantization --
 
+namespace { // file-local: no symbol leaves the object
 struct dequant_host {
     template <uint32_t T> static void run(const uint8_t *src, float *dst, int64_t n) {
         for (int64_t c = 0; c < dq_chunks(n); c++) {
@@ -357,9 +360,10 @@ struct dequant_host {
         }
     }
 };
+} // namespace
 
 extern "C" hearth_status hl_cuda_dequant_host(uint32_t type, const void *src, float *dst, int64_t n) {
-    const ggml_type_info *ti = ggml_type_get(type);
+    const ggml_type_info *ti = hl_ggml_type_get(type);
     if (!ti || !hl_cuda_supports_type(type))
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "the CUDA backend has no kernels for type %s", ti ? ti->name : "?");
     if (n < 0 || n % ti->blck_size) return hl_fail(HEARTH_ERR_INVALID_ARG, "%lld elements are not whole %s blocks",

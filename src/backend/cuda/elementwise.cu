@@ -7,14 +7,14 @@
 #define EW_THREADS 256
 
 // gate = silu(gate) * up (Shazeer 2020, arXiv:2002.05202)
-__global__ void swiglu_kernel(float *g, const float *__restrict__ u, int64_t n) {
+static __global__ void swiglu_kernel(float *g, const float *__restrict__ u, int64_t n) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 // gate = gelu(gate) * up, GELU's tanh approximation (Hendrycks & Gimpel 2016,
 // arXiv:1606.08415): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-__global__ void geglu_kernel(float *g, const float *__restrict__ u, int64_t n) {
+static __global__ void geglu_kernel(float *g, const float *__restrict__ u, int64_t n) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const float x = g[i];
@@ -23,46 +23,46 @@ __global__ void geglu_kernel(float *g, const float *__restrict__ u, int64_t n) {
 }
 
 // x[i] += y[i % y_n]: y the same size as x, or a {d} bias repeated per column
-__global__ void add_kernel(float *x, const float *__restrict__ y, int64_t n, int64_t y_n) {
+static __global__ void add_kernel(float *x, const float *__restrict__ y, int64_t n, int64_t y_n) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] += y[i % y_n];
 }
 
-__global__ void scale_kernel(float *x, float s, int64_t n) {
+static __global__ void scale_kernel(float *x, float s, int64_t n) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] *= s;
 }
 
-void cuda_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
+void hl_cuda_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
     hl_cuda *cu = cuda_of(b);
-    if (!cuda_enter(cu)) return;
+    if (!hl_cuda_enter(cu)) return;
     const int64_t n = hl_tensor_nelements(gate);
     swiglu_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cu->stream>>>((float *)gate->data,
                                                                              (const float *)up->data, n);
     CU_LAUNCHED(cu);
 }
 
-void cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
+void hl_cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
     hl_cuda *cu = cuda_of(b);
-    if (!cuda_enter(cu)) return;
+    if (!hl_cuda_enter(cu)) return;
     const int64_t n = hl_tensor_nelements(gate);
     geglu_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cu->stream>>>((float *)gate->data,
                                                                             (const float *)up->data, n);
     CU_LAUNCHED(cu);
 }
 
-void cuda_add(hl_backend *b, hl_tensor *x, const hl_tensor *y) {
+void hl_cuda_add(hl_backend *b, hl_tensor *x, const hl_tensor *y) {
     hl_cuda *cu = cuda_of(b);
-    if (!cuda_enter(cu)) return;
+    if (!hl_cuda_enter(cu)) return;
     const int64_t n = hl_tensor_nelements(x);
     add_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cu->stream>>>((float *)x->data, (const float *)y->data, n,
                                                                           hl_tensor_nelements(y));
     CU_LAUNCHED(cu);
 }
 
-void cuda_scale(hl_backend *b, hl_tensor *x, float s) {
+void hl_cuda_scale(hl_backend *b, hl_tensor *x, float s) {
     hl_cuda *cu = cuda_of(b);
-    if (!cuda_enter(cu)) return;
+    if (!hl_cuda_enter(cu)) return;
     const int64_t n = hl_tensor_nelements(x);
     scale_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cu->stream>>>((float *)x->data, s, n);
     CU_LAUNCHED(cu);

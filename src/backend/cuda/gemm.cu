@@ -17,7 +17,7 @@
 
 // One thread per 8-element chunk: y {d, rows} F16 from `rows` rows of src.
 template <uint32_t T>
-__global__ void dequant_f16_kernel(const uint8_t *__restrict__ src, size_t stride, int64_t d, int64_t rows,
+static __global__ void dequant_f16_kernel(const uint8_t *__restrict__ src, size_t stride, int64_t d, int64_t rows,
                                    __half *__restrict__ y) {
     const int64_t per_row = dq_chunks(d);
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -28,6 +28,7 @@ __global__ void dequant_f16_kernel(const uint8_t *__restrict__ src, size_t strid
     for (int j = 0; j < k; j++) y[r * d + 8 * c + j] = __float2half_rn(v[j]);
 }
 
+namespace { // file-local: no symbol leaves the object
 struct launch_dequant_f16 {
     template <uint32_t T>
     static void run(hl_cuda *cu, const void *src, size_t stride, int64_t d, int64_t rows, __half *y) {
@@ -36,8 +37,9 @@ struct launch_dequant_f16 {
         CU_LAUNCHED(cu);
     }
 };
+} // namespace
 
-bool cuda_dequant_f16(hl_cuda *cu, uint32_t type, const void *src, size_t stride, int64_t d, int64_t rows, __half *y) {
+bool hl_cuda_dequant_f16(hl_cuda *cu, uint32_t type, const void *src, size_t stride, int64_t d, int64_t rows, __half *y) {
     return dispatch_type<launch_dequant_f16>(type, cu, src, stride, d, rows, y);
 }
 
@@ -49,7 +51,7 @@ static __global__ void f32_to_f16(const float *__restrict__ x, __half *__restric
 static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
     const int64_t d_in = w->ne[0], d_out = w->ne[1], n = x->ne[1];
     if (n > cu->limits.max_tokens || d_in > cu->limits.max_row) {
-        cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matmul of %lld x %lld tokens exceeds the scratch planned "
+        hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matmul of %lld x %lld tokens exceeds the scratch planned "
                     "for %lld x %lld", cu->index, (long long)n, (long long)d_in, (long long)cu->limits.max_tokens,
                     (long long)cu->limits.max_row);
         return;
@@ -62,8 +64,8 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
     const float one = 1.0f, zero = 0.0f;
     for (int64_t r0 = 0; r0 < d_out; r0 += tile_rows) {
         const int64_t rows = d_out - r0 < tile_rows ? d_out - r0 : tile_rows;
-        if (!cuda_dequant_f16(cu, w->type, (const uint8_t *)w->data + r0 * stride, stride, d_in, rows, cu->w16)) {
-            cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index, w->type);
+        if (!hl_cuda_dequant_f16(cu, w->type, (const uint8_t *)w->data + r0 * stride, stride, d_in, rows, cu->w16)) {
+            hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index, w->type);
             return;
         }
         if (!CUBLAS_OK(cu, cublasGemmEx(cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n, (int)d_in, &one,
@@ -74,12 +76,12 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
     }
 }
 
-void cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+void hl_cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
     hl_cuda *cu = cuda_of(b);
-    if (!cuda_enter(cu)) return;
+    if (!hl_cuda_enter(cu)) return;
     if (x->ne[1] < HL_CUDA_MMV_MAX || !cu->cublas) {
-        if (!cuda_matvec(cu, w, x, y))
-            cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index, w->type);
+        if (!hl_cuda_matvec(cu, w, x, y))
+            hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index, w->type);
         return;
     }
     gemm(cu, w, x, y);

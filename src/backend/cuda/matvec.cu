@@ -14,7 +14,7 @@
 // grid (ceil(d_out / MV_WARPS), n_tokens), block (32, MV_WARPS)
 // w: d_out rows of w_stride bytes; x F32 {d_in, n}; y F32 {d_out, n}
 template <uint32_t T>
-__global__ void __launch_bounds__(32 * MV_WARPS)
+static __global__ void __launch_bounds__(32 * MV_WARPS)
 matvec_kernel(const uint8_t *__restrict__ w, size_t w_stride, const float *__restrict__ x, float *__restrict__ y,
               int64_t d_in, int64_t d_out) {
     const int64_t row = (int64_t)blockIdx.x * MV_WARPS + threadIdx.y;
@@ -34,6 +34,7 @@ matvec_kernel(const uint8_t *__restrict__ w, size_t w_stride, const float *__res
     if (threadIdx.x == 0) y[(int64_t)blockIdx.y * d_out + row] = sum;
 }
 
+namespace { // file-local: no symbol leaves the object
 struct launch_matvec {
     template <uint32_t T>
     static void run(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
@@ -44,7 +45,8 @@ struct launch_matvec {
         CU_LAUNCHED(cu);
     }
 };
+} // namespace
 
-bool cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+bool hl_cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
     return dispatch_type<launch_matvec>(w->type, cu, w, x, y);
 }

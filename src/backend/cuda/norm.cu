@@ -8,7 +8,7 @@
 
 // grid n_runs, block NORM_THREADS; x, y F32 [n_runs * d]; w F32 [d]; y may alias x
 // (each thread rewrites only the elements it read).
-__global__ void __launch_bounds__(NORM_THREADS)
+static __global__ void __launch_bounds__(NORM_THREADS)
 rms_norm_kernel(const float *x, const float *__restrict__ w, float *y, int64_t d, float eps) {
     __shared__ float partial[NORM_THREADS / 32];
     const float *xr = x + (int64_t)blockIdx.x * d;
@@ -24,9 +24,9 @@ rms_norm_kernel(const float *x, const float *__restrict__ w, float *y, int64_t d
     for (int64_t i = threadIdx.x; i < d; i += NORM_THREADS) yr[i] = xr[i] * scale * w[i];
 }
 
-void cuda_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y) {
+void hl_cuda_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y) {
     hl_cuda *cu = cuda_of(b);
-    if (!cuda_enter(cu)) return;
+    if (!hl_cuda_enter(cu)) return;
     const int64_t d = w->ne[0], runs = hl_tensor_nelements(x) / d;
     rms_norm_kernel<<<(unsigned)runs, NORM_THREADS, 0, cu->stream>>>((const float *)x->data, (const float *)w->data,
                                                                      (float *)y->data, d, eps);

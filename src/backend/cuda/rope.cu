@@ -9,7 +9,7 @@
 #define ROPE_THREADS 256
 
 // One thread per (token, head, pair); x F32 {n_head * hd, n}, in place.
-__global__ void rope_kernel(float *x, int n_head, int hd, int n_rot, bool neox, const int32_t *pos,
+static __global__ void rope_kernel(float *x, int n_head, int hd, int n_rot, bool neox, const int32_t *pos,
                             float theta_scale, float freq_scale, const float *__restrict__ ff, int64_t n_pairs) {
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= n_pairs) return;
@@ -29,9 +29,9 @@ __global__ void rope_kernel(float *x, int n_head, int hd, int n_rot, bool neox, 
     v[i1] = a * s + b * c;
 }
 
-void cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
+void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
     hl_cuda *cu = cuda_of(b);
-    if (!cuda_enter(cu)) return;
+    if (!hl_cuda_enter(cu)) return;
     const int hd = (int)(x->ne[0] / n_head);
     const int64_t n_pairs = x->ne[1] * n_head * (p->n_rot / 2);
     const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);

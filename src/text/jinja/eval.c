@@ -17,7 +17,7 @@ static hearth_status exec_body(hl_jinja_env *e, jnode *const *kids, size_t n);
 
 static hearth_status enter(hl_jinja_env *e, int line) {
     if (++e->depth > e->lim.max_depth)
-        return jfail(HEARTH_ERR_FORMAT, line, "nesting deeper than %u (a recursive macro?)", e->lim.max_depth);
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "nesting deeper than %u (a recursive macro?)", e->lim.max_depth);
     return HEARTH_OK;
 }
 
@@ -25,8 +25,8 @@ static hearth_status enter(hl_jinja_env *e, int line) {
 static jv undef_msg(hl_jinja_env *e, const char *fmt, const char *a, const char *b) {
     char msg[256];
     snprintf(msg, sizeof msg, fmt, a, b);
-    char *s = ja_strdup(&e->arena, msg, strlen(msg));
-    return jv_undef(s ? s : "a value is undefined");
+    char *s = hl_ja_strdup(&e->arena, msg, strlen(msg));
+    return hl_jv_undef(s ? s : "a value is undefined");
 }
 
 static hearth_status oom(void) { return HEARTH_ERR_OUT_OF_MEMORY; }
@@ -34,7 +34,7 @@ static hearth_status oom(void) { return HEARTH_ERR_OUT_OF_MEMORY; }
 /* ------------------------------------------------------------- variables -- */
 
 static jframe *new_frame(hl_jinja_env *e, jframe *parent) {
-    jframe *f = ja_alloc(&e->arena, sizeof *f);
+    jframe *f = hl_ja_alloc(&e->arena, sizeof *f);
     jv d;
     if (!f || !hl_jv_dict(e, &d)) return NULL;
     f->parent = parent;
@@ -44,16 +44,16 @@ static jframe *new_frame(hl_jinja_env *e, jframe *parent) {
 
 static hearth_status set_var(hl_jinja_env *e, jframe *f, const char *name, jv v) {
     jv d = {.k = JV_DICT, .u.d = f->vars};
-    return hl_jv_dict_set(e, d, jv_strv(name, strlen(name)), v) ? HEARTH_OK : oom();
+    return hl_jv_dict_set(e, d, hl_jv_strv(name, strlen(name)), v) ? HEARTH_OK : oom();
 }
 
 static jv lookup(hl_jinja_env *e, const char *name) {
-    jv key = jv_strv(name, strlen(name));
+    jv key = hl_jv_strv(name, strlen(name));
     for (jframe *f = e->frame; f; f = f->parent) {
-        jv *v = jdict_get(f->vars, key);
+        jv *v = hl_jdict_get(f->vars, key);
         if (v) return *v;
     }
-    jv b = jbuiltin_lookup(name);
+    jv b = hl_jbuiltin_lookup(name);
     if (b.k == JV_BUILTIN) return b;
     return undef_msg(e, "'%s' is undefined", name, "");
 }
@@ -62,7 +62,7 @@ static jv lookup(hl_jinja_env *e, const char *name) {
 static hearth_status bind_targets(hl_jinja_env *e, jframe *f, const jnode *n, jv v) {
     if (n->n_names == 1) return set_var(e, f, n->names[0], v);
     if (v.k != JV_LIST || v.u.l->n != n->n_names)
-        return jfail(HEARTH_ERR_FORMAT, n->line, "cannot unpack %s into %zu names", jv_type_name(v), n->n_names);
+        return hl_jfail(HEARTH_ERR_FORMAT, n->line, "cannot unpack %s into %zu names", hl_jv_type_name(v), n->n_names);
     for (size_t i = 0; i < n->n_names; i++) HL_TRY(set_var(e, f, n->names[i], v.u.l->v[i]));
     return HEARTH_OK;
 }
@@ -80,55 +80,55 @@ static hearth_status loop_attr(const jloop *l, const char *name, jv *out) {
     else if (!strcmp(name, "length")) *out = hl_jv_int((int64_t)n);
     else if (!strcmp(name, "depth")) *out = hl_jv_int(1);
     else if (!strcmp(name, "depth0")) *out = hl_jv_int(0);
-    else if (!strcmp(name, "previtem")) *out = i > 0 ? l->items->v[i - 1] : jv_undef("there is no previous item");
-    else if (!strcmp(name, "nextitem")) *out = i + 1 < n ? l->items->v[i + 1] : jv_undef("there is no next item");
+    else if (!strcmp(name, "previtem")) *out = i > 0 ? l->items->v[i - 1] : hl_jv_undef("there is no previous item");
+    else if (!strcmp(name, "nextitem")) *out = i + 1 < n ? l->items->v[i + 1] : hl_jv_undef("there is no next item");
     else return HEARTH_ERR_INVALID_ARG;
     return HEARTH_OK;
 }
 
-hearth_status jget_attr(hl_jinja_env *e, jv obj, const char *name, int line, jv *out) {
-    if (obj.k == JV_UNDEF) return jv_undefined_error(obj, line);
+hearth_status hl_jget_attr(hl_jinja_env *e, jv obj, const char *name, int line, jv *out) {
+    if (obj.k == JV_UNDEF) return hl_jv_undefined_error(obj, line);
     if (obj.k == JV_DICT || obj.k == JV_NS) {
-        jv *v = jdict_get_str(obj.u.d, name);
+        jv *v = hl_jdict_get_str(obj.u.d, name);
         *out = v ? *v : undef_msg(e, "'%s' has no attribute '%s'", obj.k == JV_NS ? "Namespace" : "dict object", name);
         return HEARTH_OK;
     }
     if (obj.k == JV_LOOP && loop_attr(obj.u.loop, name, out) == HEARTH_OK) return HEARTH_OK;
     char type[48];
-    snprintf(type, sizeof type, "%s object", jv_type_name(obj));
+    snprintf(type, sizeof type, "%s object", hl_jv_type_name(obj));
     *out = undef_msg(e, "'%s' has no attribute '%s'", type, name);
     return HEARTH_OK;
 }
 
-hearth_status jget_item(hl_jinja_env *e, jv obj, jv key, int line, jv *out) {
-    if (obj.k == JV_UNDEF) return jv_undefined_error(obj, line);
+hearth_status hl_jget_item(hl_jinja_env *e, jv obj, jv key, int line, jv *out) {
+    if (obj.k == JV_UNDEF) return hl_jv_undefined_error(obj, line);
     if (obj.k == JV_DICT || obj.k == JV_NS) {
-        jv *v = jdict_get(obj.u.d, key);
+        jv *v = hl_jdict_get(obj.u.d, key);
         if (v) {
             *out = *v;
             return HEARTH_OK;
         }
     } else if ((obj.k == JV_LIST || obj.k == JV_STR) && (key.k == JV_INT || key.k == JV_BOOL)) {
         int64_t i = key.k == JV_INT ? key.u.i : key.u.b;
-        int64_t n = obj.k == JV_LIST ? (int64_t)obj.u.l->n : (int64_t)ju_len(obj.u.s.p, obj.u.s.n);
+        int64_t n = obj.k == JV_LIST ? (int64_t)obj.u.l->n : (int64_t)hl_ju_len(obj.u.s.p, obj.u.s.n);
         if (i < 0) i += n;
         if (i >= 0 && i < n) {
             if (obj.k == JV_LIST) {
                 *out = obj.u.l->v[i];
             } else {
-                size_t b = ju_offset(obj.u.s.p, obj.u.s.n, (size_t)i);
-                size_t end = ju_offset(obj.u.s.p, obj.u.s.n, (size_t)i + 1);
-                *out = jv_strv(obj.u.s.p + b, end - b);
+                size_t b = hl_ju_offset(obj.u.s.p, obj.u.s.n, (size_t)i);
+                size_t end = hl_ju_offset(obj.u.s.p, obj.u.s.n, (size_t)i + 1);
+                *out = hl_jv_strv(obj.u.s.p + b, end - b);
             }
             return HEARTH_OK;
         }
     } else if (key.k == JV_STR) {
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(key.u.s.n < 120 ? key.u.s.n : 120), key.u.s.p);
-        return jget_attr(e, obj, name, line, out);
+        return hl_jget_attr(e, obj, name, line, out);
     }
     char type[48], k[64] = "?";
-    snprintf(type, sizeof type, "%s object", jv_type_name(obj));
+    snprintf(type, sizeof type, "%s object", hl_jv_type_name(obj));
     if (key.k == JV_INT) snprintf(k, sizeof k, "%lld", (long long)key.u.i);
     else if (key.k == JV_STR) snprintf(k, sizeof k, "%.*s", (int)(key.u.s.n < 60 ? key.u.s.n : 60), key.u.s.p);
     *out = undef_msg(e, "'%s' has no attribute '%s'", type, k);
@@ -140,22 +140,22 @@ static hearth_status slice_bound(jv v, int line, int64_t dflt, int64_t *out) {
     if (v.k == JV_NONE || v.k == JV_UNDEF) *out = dflt;
     else if (v.k == JV_INT) *out = v.u.i;
     else if (v.k == JV_BOOL) *out = v.u.b;
-    else return jfail(HEARTH_ERR_FORMAT, line, "slice indices must be integers or None, not %s", jv_type_name(v));
+    else return hl_jfail(HEARTH_ERR_FORMAT, line, "slice indices must be integers or None, not %s", hl_jv_type_name(v));
     return HEARTH_OK;
 }
 
 static hearth_status eval_slice(hl_jinja_env *e, const jnode *n, jv *out) {
     jv obj, parts[3] = {hl_jv_none(), hl_jv_none(), hl_jv_none()};
-    HL_TRY(jeval(e, n->a, &obj));
+    HL_TRY(hl_jeval(e, n->a, &obj));
     for (int i = 0; i < 3; i++)
-        if (n->kids[i]) HL_TRY(jeval(e, n->kids[i], &parts[i]));
-    if (obj.k == JV_UNDEF) return jv_undefined_error(obj, n->line);
+        if (n->kids[i]) HL_TRY(hl_jeval(e, n->kids[i], &parts[i]));
+    if (obj.k == JV_UNDEF) return hl_jv_undefined_error(obj, n->line);
     if (obj.k != JV_LIST && obj.k != JV_STR)
-        return jfail(HEARTH_ERR_FORMAT, n->line, "'%s' object is not subscriptable with a slice", jv_type_name(obj));
-    int64_t len = obj.k == JV_LIST ? (int64_t)obj.u.l->n : (int64_t)ju_len(obj.u.s.p, obj.u.s.n);
+        return hl_jfail(HEARTH_ERR_FORMAT, n->line, "'%s' object is not subscriptable with a slice", hl_jv_type_name(obj));
+    int64_t len = obj.k == JV_LIST ? (int64_t)obj.u.l->n : (int64_t)hl_ju_len(obj.u.s.p, obj.u.s.n);
     int64_t step = 1, start = 0, stop = 0;
     HL_TRY(slice_bound(parts[2], n->line, 1, &step));
-    if (step == 0) return jfail(HEARTH_ERR_FORMAT, n->line, "slice step cannot be zero");
+    if (step == 0) return hl_jfail(HEARTH_ERR_FORMAT, n->line, "slice step cannot be zero");
     if (step == INT64_MIN) step = -INT64_MAX;
     HL_TRY(slice_bound(parts[0], n->line, step < 0 ? INT64_MAX : 0, &start));
     HL_TRY(slice_bound(parts[1], n->line, step < 0 ? INT64_MIN : INT64_MAX, &stop));
@@ -173,7 +173,7 @@ static hearth_status eval_slice(hl_jinja_env *e, const jnode *n, jv *out) {
     list.u.l->tuple = obj.k == JV_LIST && obj.u.l->tuple;
     size_t *offs = NULL;
     if (obj.k == JV_STR) { /* byte offset of every code point, and the end */
-        offs = ja_alloc(&e->arena, ((size_t)len + 1) * sizeof *offs);
+        offs = hl_ja_alloc(&e->arena, ((size_t)len + 1) * sizeof *offs);
         if (!offs) return oom();
         size_t k = 0;
         for (size_t b = 0; b < obj.u.s.n; b++)
@@ -184,7 +184,7 @@ static hearth_status eval_slice(hl_jinja_env *e, const jnode *n, jv *out) {
     hearth_status st = HEARTH_OK;
     for (int64_t i = start; st == HEARTH_OK && (step > 0 ? i < stop : i > stop); i += step) {
         if (obj.k == JV_LIST) st = hl_jv_list_push(e, list, obj.u.l->v[i]) ? HEARTH_OK : oom();
-        else st = jbuf_put(e, &sb, obj.u.s.p + offs[i], offs[i + 1] - offs[i]);
+        else st = hl_jbuf_put(e, &sb, obj.u.s.p + offs[i], offs[i + 1] - offs[i]);
         if ((step > 0 && i > INT64_MAX - step) || (step < 0 && i < INT64_MIN - step)) break;
     }
     if (st == HEARTH_OK && obj.k == JV_STR && !hl_jv_str(e, sb.p ? sb.p : "", sb.n, &list)) st = oom();
@@ -193,7 +193,7 @@ static hearth_status eval_slice(hl_jinja_env *e, const jnode *n, jv *out) {
     return st;
 }
 
-hearth_status jiterate(hl_jinja_env *e, jv v, int line, jlist **out) {
+hearth_status hl_jiterate(hl_jinja_env *e, jv v, int line, jlist **out) {
     static jlist empty;
     jv list;
     switch (v.k) {
@@ -208,13 +208,13 @@ hearth_status jiterate(hl_jinja_env *e, jv v, int line, jlist **out) {
     case JV_STR:
         if (!hl_jv_list(e, &list)) return oom();
         for (size_t b = 0; b < v.u.s.n;) {
-            size_t w = ju_offset(v.u.s.p + b, v.u.s.n - b, 1);
-            if (!hl_jv_list_push(e, list, jv_strv(v.u.s.p + b, w))) return oom();
+            size_t w = hl_ju_offset(v.u.s.p + b, v.u.s.n - b, 1);
+            if (!hl_jv_list_push(e, list, hl_jv_strv(v.u.s.p + b, w))) return oom();
             b += w;
         }
         *out = list.u.l;
         return HEARTH_OK;
-    default: return jfail(HEARTH_ERR_FORMAT, line, "'%s' object is not iterable", jv_type_name(v));
+    default: return hl_jfail(HEARTH_ERR_FORMAT, line, "'%s' object is not iterable", hl_jv_type_name(v));
     }
 }
 
@@ -232,11 +232,11 @@ static hearth_status eval_args(hl_jinja_env *e, const jnode *n, call_args *a) {
     a->n_pos = n->n_kids;
     a->n_kw = n->n_kids2;
     a->kw_names = n->names;
-    a->pos = ja_alloc(&e->arena, (n->n_kids + n->n_kids2 + 1) * sizeof(jv));
+    a->pos = hl_ja_alloc(&e->arena, (n->n_kids + n->n_kids2 + 1) * sizeof(jv));
     if (!a->pos) return oom();
     a->kw = a->pos + n->n_kids;
-    for (size_t i = 0; i < n->n_kids; i++) HL_TRY(jeval(e, n->kids[i], &a->pos[i]));
-    for (size_t i = 0; i < n->n_kids2; i++) HL_TRY(jeval(e, n->kids2[i], &a->kw[i]));
+    for (size_t i = 0; i < n->n_kids; i++) HL_TRY(hl_jeval(e, n->kids[i], &a->pos[i]));
+    for (size_t i = 0; i < n->n_kids2; i++) HL_TRY(hl_jeval(e, n->kids2[i], &a->kw[i]));
     return HEARTH_OK;
 }
 
@@ -258,15 +258,15 @@ static hearth_status call_macro(hl_jinja_env *e, const jmacro *m, jv *args, size
     jv caller = e->caller;
     e->caller = (jv){.k = JV_UNDEF};
     if (n_args > def->n_names)
-        return jfail(HEARTH_ERR_FORMAT, line, "macro '%s' takes not more than %zu argument(s)", name, def->n_names);
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "macro '%s' takes not more than %zu argument(s)", name, def->n_names);
     jframe *f = new_frame(e, m->scope);
     if (!f) return oom();
     for (size_t k = 0; k < n_kw; k++) {
         size_t i = 0;
         while (i < def->n_names && strcmp(def->names[i], kw_names[k])) i++;
         if (i == def->n_names)
-            return jfail(HEARTH_ERR_FORMAT, line, "macro '%s' has no parameter named '%s'", name, kw_names[k]);
-        if (i < n_args) return jfail(HEARTH_ERR_FORMAT, line, "macro '%s' got multiple values for '%s'", name, kw_names[k]);
+            return hl_jfail(HEARTH_ERR_FORMAT, line, "macro '%s' has no parameter named '%s'", name, kw_names[k]);
+        if (i < n_args) return hl_jfail(HEARTH_ERR_FORMAT, line, "macro '%s' got multiple values for '%s'", name, kw_names[k]);
     }
     jframe *saved = e->frame;
     e->frame = f;
@@ -280,7 +280,7 @@ static hearth_status call_macro(hl_jinja_env *e, const jmacro *m, jv *args, size
                 v = kw_vals[k];
                 given = true;
             }
-        if (!given && def->kids2 && def->kids2[i]) st = jeval(e, def->kids2[i], &v);
+        if (!given && def->kids2 && def->kids2[i]) st = hl_jeval(e, def->kids2[i], &v);
         else if (!given) v = undef_msg(e, "'%s' is undefined", def->names[i], "");
         if (st == HEARTH_OK) st = set_var(e, f, def->names[i], v);
     }
@@ -290,7 +290,7 @@ static hearth_status call_macro(hl_jinja_env *e, const jmacro *m, jv *args, size
     return st;
 }
 
-hearth_status jcall_value(hl_jinja_env *e, jv fn, jv *args, size_t n_args, const char **kw_names, jv *kw_vals,
+hearth_status hl_jcall_value(hl_jinja_env *e, jv fn, jv *args, size_t n_args, const char **kw_names, jv *kw_vals,
                           size_t n_kw, int line, jv *out) {
     if (fn.k == JV_MACRO) {
         HL_TRY(enter(e, line));
@@ -298,9 +298,9 @@ hearth_status jcall_value(hl_jinja_env *e, jv fn, jv *args, size_t n_args, const
         e->depth--;
         return HEARTH_OK;
     }
-    if (fn.k == JV_BUILTIN) return jbuiltin_call(e, fn.aux, args, n_args, kw_names, kw_vals, n_kw, line, out);
-    if (fn.k == JV_UNDEF) return jv_undefined_error(fn, line);
-    return jfail(HEARTH_ERR_FORMAT, line, "'%s' object is not callable", jv_type_name(fn));
+    if (fn.k == JV_BUILTIN) return hl_jbuiltin_call(e, fn.aux, args, n_args, kw_names, kw_vals, n_kw, line, out);
+    if (fn.k == JV_UNDEF) return hl_jv_undefined_error(fn, line);
+    return hl_jfail(HEARTH_ERR_FORMAT, line, "'%s' object is not callable", hl_jv_type_name(fn));
 }
 
 static hearth_status eval_call(hl_jinja_env *e, const jnode *n, jv *out) {
@@ -308,25 +308,25 @@ static hearth_status eval_call(hl_jinja_env *e, const jnode *n, jv *out) {
     const jnode *callee = n->a;
     if (callee->kind == N_ATTR) {
         jv obj;
-        HL_TRY(jeval(e, callee->a, &obj));
-        if (obj.k == JV_UNDEF) return jv_undefined_error(obj, n->line);
+        HL_TRY(hl_jeval(e, callee->a, &obj));
+        if (obj.k == JV_UNDEF) return hl_jv_undefined_error(obj, n->line);
         HL_TRY(eval_args(e, n, &a));
         bool found;
-        HL_TRY(jmethod_call(e, obj, callee->name, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, &found, out));
+        HL_TRY(hl_jmethod_call(e, obj, callee->name, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, &found, out));
         if (found) return HEARTH_OK;
         jv fn;
-        HL_TRY(jget_attr(e, obj, callee->name, n->line, &fn));
+        HL_TRY(hl_jget_attr(e, obj, callee->name, n->line, &fn));
         if (fn.k == JV_UNDEF)
-            return jfail(HEARTH_ERR_UNSUPPORTED, n->line, "unsupported Jinja feature '%s.%s'", jv_type_name(obj), callee->name);
-        return jcall_value(e, fn, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, out);
+            return hl_jfail(HEARTH_ERR_UNSUPPORTED, n->line, "unsupported Jinja feature '%s.%s'", hl_jv_type_name(obj), callee->name);
+        return hl_jcall_value(e, fn, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, out);
     }
     jv fn;
-    HL_TRY(jeval(e, callee, &fn));
+    HL_TRY(hl_jeval(e, callee, &fn));
     if (fn.k == JV_UNDEF && callee->kind == N_NAME &&
         (!strcmp(callee->name, "cycler") || !strcmp(callee->name, "joiner") || !strcmp(callee->name, "lipsum")))
-        return jfail(HEARTH_ERR_UNSUPPORTED, n->line, "unsupported Jinja feature '%s'", callee->name);
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, n->line, "unsupported Jinja feature '%s'", callee->name);
     HL_TRY(eval_args(e, n, &a));
-    return jcall_value(e, fn, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, out);
+    return hl_jcall_value(e, fn, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, out);
 }
 
 /* Applies a filter chain (innermost filter has a == NULL) to `v`. */
@@ -334,7 +334,7 @@ static hearth_status apply_chain(hl_jinja_env *e, const jnode *f, jv v, jv *out)
     if (f->a) HL_TRY(apply_chain(e, f->a, v, &v));
     call_args a;
     HL_TRY(eval_args(e, f, &a));
-    return jfilter_apply(e, f->name, v, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, f->line, out);
+    return hl_jfilter_apply(e, f->name, v, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, f->line, out);
 }
 
 /* ------------------------------------------------------------ expressions -- */
@@ -348,7 +348,7 @@ static hearth_status eval_inner(hl_jinja_env *e, const jnode *n, jv *out) {
         out->u.l->tuple = n->op == 1;
         for (size_t i = 0; i < n->n_kids; i++) {
             jv v;
-            HL_TRY(jeval(e, n->kids[i], &v));
+            HL_TRY(hl_jeval(e, n->kids[i], &v));
             if (!hl_jv_list_push(e, *out, v)) return oom();
         }
         return HEARTH_OK;
@@ -356,71 +356,71 @@ static hearth_status eval_inner(hl_jinja_env *e, const jnode *n, jv *out) {
         if (!hl_jv_dict(e, out)) return oom();
         for (size_t i = 0; i < n->n_kids; i++) {
             jv k, v;
-            HL_TRY(jeval(e, n->kids[i], &k));
-            HL_TRY(jeval(e, n->kids2[i], &v));
+            HL_TRY(hl_jeval(e, n->kids[i], &k));
+            HL_TRY(hl_jeval(e, n->kids2[i], &v));
             if (!hl_jv_dict_set(e, *out, k, v)) return oom();
         }
         return HEARTH_OK;
     case N_ATTR: {
         jv obj;
-        HL_TRY(jeval(e, n->a, &obj));
-        return jget_attr(e, obj, n->name, n->line, out);
+        HL_TRY(hl_jeval(e, n->a, &obj));
+        return hl_jget_attr(e, obj, n->name, n->line, out);
     }
     case N_ITEM: {
         jv obj, key;
-        HL_TRY(jeval(e, n->a, &obj));
-        HL_TRY(jeval(e, n->b, &key));
-        return jget_item(e, obj, key, n->line, out);
+        HL_TRY(hl_jeval(e, n->a, &obj));
+        HL_TRY(hl_jeval(e, n->b, &key));
+        return hl_jget_item(e, obj, key, n->line, out);
     }
     case N_SLICE: return eval_slice(e, n, out);
     case N_CALL: return eval_call(e, n, out);
     case N_FILTER: {
         jv v;
-        HL_TRY(jeval(e, n->a, &v));
+        HL_TRY(hl_jeval(e, n->a, &v));
         call_args a;
         HL_TRY(eval_args(e, n, &a));
-        return jfilter_apply(e, n->name, v, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, out);
+        return hl_jfilter_apply(e, n->name, v, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, out);
     }
     case N_TEST: {
         jv v;
-        HL_TRY(jeval(e, n->a, &v));
+        HL_TRY(hl_jeval(e, n->a, &v));
         call_args a;
         HL_TRY(eval_args(e, n, &a));
         bool r;
-        HL_TRY(jtest_apply(e, n->name, v, a.pos, a.n_pos, n->line, &r));
+        HL_TRY(hl_jtest_apply(e, n->name, v, a.pos, a.n_pos, n->line, &r));
         *out = hl_jv_bool(r != (n->op == 1));
         return HEARTH_OK;
     }
     case N_UNARY: {
         jv v;
-        HL_TRY(jeval(e, n->a, &v));
+        HL_TRY(hl_jeval(e, n->a, &v));
         if (n->op == 'n') {
-            *out = hl_jv_bool(!jv_truthy(v));
+            *out = hl_jv_bool(!hl_jv_truthy(v));
             return HEARTH_OK;
         }
-        return jop_unary(n->op, v, n->line, out);
+        return hl_jop_unary(n->op, v, n->line, out);
     }
     case N_BINARY: {
         jv a, b;
-        HL_TRY(jeval(e, n->a, &a));
+        HL_TRY(hl_jeval(e, n->a, &a));
         if (n->op == 'a' || n->op == 'o') {
-            if (jv_truthy(a) == (n->op == 'o')) {
+            if (hl_jv_truthy(a) == (n->op == 'o')) {
                 *out = a;
                 return HEARTH_OK;
             }
-            return jeval(e, n->b, out);
+            return hl_jeval(e, n->b, out);
         }
-        HL_TRY(jeval(e, n->b, &b));
-        return jop_binary(e, n->op, a, b, n->line, out);
+        HL_TRY(hl_jeval(e, n->b, &b));
+        return hl_jop_binary(e, n->op, a, b, n->line, out);
     }
     case N_COMPARE: {
         jv lhs;
-        HL_TRY(jeval(e, n->a, &lhs));
+        HL_TRY(hl_jeval(e, n->a, &lhs));
         bool r = true;
         for (size_t i = 0; i < n->n_kids && r; i++) {
             jv rhs;
-            HL_TRY(jeval(e, n->kids[i], &rhs));
-            HL_TRY(jop_compare(n->ops[i], lhs, rhs, n->line, &r));
+            HL_TRY(hl_jeval(e, n->kids[i], &rhs));
+            HL_TRY(hl_jop_compare(n->ops[i], lhs, rhs, n->line, &r));
             lhs = rhs;
         }
         *out = hl_jv_bool(r);
@@ -428,17 +428,17 @@ static hearth_status eval_inner(hl_jinja_env *e, const jnode *n, jv *out) {
     }
     case N_COND: {
         jv c;
-        HL_TRY(jeval(e, n->a, &c));
-        if (jv_truthy(c)) return jeval(e, n->b, out);
-        if (n->c) return jeval(e, n->c, out);
-        *out = jv_undef("the inline if expression evaluated to false and no else section was defined");
+        HL_TRY(hl_jeval(e, n->a, &c));
+        if (hl_jv_truthy(c)) return hl_jeval(e, n->b, out);
+        if (n->c) return hl_jeval(e, n->c, out);
+        *out = hl_jv_undef("the inline if expression evaluated to false and no else section was defined");
         return HEARTH_OK;
     }
-    default: return jfail(HEARTH_ERR_FORMAT, n->line, "internal error: statement used as an expression");
+    default: return hl_jfail(HEARTH_ERR_FORMAT, n->line, "internal error: statement used as an expression");
     }
 }
 
-hearth_status jeval(hl_jinja_env *e, const jnode *n, jv *out) {
+hearth_status hl_jeval(hl_jinja_env *e, const jnode *n, jv *out) {
     HL_TRY(enter(e, n->line));
     HL_TRY(eval_inner(e, n, out));
     e->depth--;
@@ -449,9 +449,9 @@ hearth_status jeval(hl_jinja_env *e, const jnode *n, jv *out) {
 
 static hearth_status exec_for(hl_jinja_env *e, const jnode *n) {
     jv it;
-    HL_TRY(jeval(e, n->a, &it));
+    HL_TRY(hl_jeval(e, n->a, &it));
     jlist *items;
-    HL_TRY(jiterate(e, it, n->line, &items));
+    HL_TRY(hl_jiterate(e, it, n->line, &items));
     jframe *f = new_frame(e, e->frame);
     if (!f) return oom();
     jframe *saved = e->frame;
@@ -464,19 +464,19 @@ static hearth_status exec_for(hl_jinja_env *e, const jnode *n) {
             jv c;
             f->vars->n = 0;
             st = bind_targets(e, f, n, items->v[i]);
-            if (st == HEARTH_OK) st = jeval(e, n->b, &c);
-            if (st == HEARTH_OK && jv_truthy(c) && !hl_jv_list_push(e, kept, items->v[i])) st = oom();
+            if (st == HEARTH_OK) st = hl_jeval(e, n->b, &c);
+            if (st == HEARTH_OK && hl_jv_truthy(c) && !hl_jv_list_push(e, kept, items->v[i])) st = oom();
             if (st == HEARTH_OK && ++e->iterations > e->lim.max_iterations)
-                st = jfail(HEARTH_ERR_FORMAT, n->line, "more than %llu loop iterations", (unsigned long long)e->lim.max_iterations);
+                st = hl_jfail(HEARTH_ERR_FORMAT, n->line, "more than %llu loop iterations", (unsigned long long)e->lim.max_iterations);
         }
         items = kept.u.l;
     }
-    jloop *loop = st == HEARTH_OK ? ja_alloc(&e->arena, sizeof *loop) : NULL;
+    jloop *loop = st == HEARTH_OK ? hl_ja_alloc(&e->arena, sizeof *loop) : NULL;
     if (st == HEARTH_OK && !loop) st = oom();
     if (st == HEARTH_OK) loop->items = items;
     for (size_t i = 0; st == HEARTH_OK && i < items->n; i++) {
         if (++e->iterations > e->lim.max_iterations) {
-            st = jfail(HEARTH_ERR_FORMAT, n->line, "more than %llu loop iterations", (unsigned long long)e->lim.max_iterations);
+            st = hl_jfail(HEARTH_ERR_FORMAT, n->line, "more than %llu loop iterations", (unsigned long long)e->lim.max_iterations);
             break;
         }
         f->vars->n = 0; /* a fresh scope per iteration */
@@ -497,7 +497,7 @@ static hearth_status exec_for(hl_jinja_env *e, const jnode *n) {
 
 static hearth_status exec_set(hl_jinja_env *e, const jnode *n) {
     jv v;
-    if (n->a) HL_TRY(jeval(e, n->a, &v));
+    if (n->a) HL_TRY(hl_jeval(e, n->a, &v));
     else {
         HL_TRY(capture(e, n->kids, n->n_kids, &v));
         if (n->b) HL_TRY(apply_chain(e, n->b, v, &v));
@@ -505,63 +505,63 @@ static hearth_status exec_set(hl_jinja_env *e, const jnode *n) {
     if (n->name) { /* ns.attr = v */
         jv ns = lookup(e, n->names[0]);
         if (ns.k != JV_NS)
-            return jfail(HEARTH_ERR_FORMAT, n->line, "cannot assign attribute on non-namespace object '%s' (%s)",
-                         n->names[0], jv_type_name(ns));
-        return hl_jv_dict_set(e, ns, jv_strv(n->name, strlen(n->name)), v) ? HEARTH_OK : oom();
+            return hl_jfail(HEARTH_ERR_FORMAT, n->line, "cannot assign attribute on non-namespace object '%s' (%s)",
+                         n->names[0], hl_jv_type_name(ns));
+        return hl_jv_dict_set(e, ns, hl_jv_strv(n->name, strlen(n->name)), v) ? HEARTH_OK : oom();
     }
     return bind_targets(e, e->frame, n, v);
 }
 
 static hearth_status exec(hl_jinja_env *e, const jnode *n) {
     switch (n->kind) {
-    case N_TEXT: return jbuf_put(e, e->out, n->lit.u.s.p, n->lit.u.s.n);
+    case N_TEXT: return hl_jbuf_put(e, e->out, n->lit.u.s.p, n->lit.u.s.n);
     case N_OUTPUT: {
         jv v;
-        HL_TRY(jeval(e, n->a, &v));
-        return jv_write_str(e, e->out, v);
+        HL_TRY(hl_jeval(e, n->a, &v));
+        return hl_jv_write_str(e, e->out, v);
     }
     case N_IF: {
         jv c;
-        HL_TRY(jeval(e, n->a, &c));
-        if (jv_truthy(c)) return exec_body(e, n->kids, n->n_kids);
+        HL_TRY(hl_jeval(e, n->a, &c));
+        if (hl_jv_truthy(c)) return exec_body(e, n->kids, n->n_kids);
         return exec_body(e, n->kids2, n->n_kids2);
     }
     case N_FOR: return exec_for(e, n);
     case N_SET: return exec_set(e, n);
     case N_MACRO: {
-        jmacro *m = ja_alloc(&e->arena, sizeof *m);
+        jmacro *m = hl_ja_alloc(&e->arena, sizeof *m);
         if (!m) return oom();
         m->node = n;
         m->scope = &e->root;
         return set_var(e, e->frame, n->name, (jv){.k = JV_MACRO, .u.m = m});
     }
     case N_CALLBLOCK: {
-        jmacro *m = ja_alloc(&e->arena, sizeof *m);
+        jmacro *m = hl_ja_alloc(&e->arena, sizeof *m);
         if (!m) return oom();
         m->node = n;
         m->scope = e->frame;
         const jnode *call = n->a;
         jv fn, v;
         call_args a;
-        HL_TRY(jeval(e, call->a, &fn));
+        HL_TRY(hl_jeval(e, call->a, &fn));
         HL_TRY(eval_args(e, call, &a));
-        if (fn.k != JV_MACRO) return jfail(HEARTH_ERR_FORMAT, n->line, "{%% call %%} needs a macro, got %s", jv_type_name(fn));
+        if (fn.k != JV_MACRO) return hl_jfail(HEARTH_ERR_FORMAT, n->line, "{%% call %%} needs a macro, got %s", hl_jv_type_name(fn));
         e->caller = (jv){.k = JV_MACRO, .u.m = m};
-        HL_TRY(jcall_value(e, fn, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, &v));
-        return jbuf_put(e, e->out, v.u.s.p, v.u.s.n);
+        HL_TRY(hl_jcall_value(e, fn, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, &v));
+        return hl_jbuf_put(e, e->out, v.u.s.p, v.u.s.n);
     }
     case N_FILTERBLOCK: {
         jv v;
         HL_TRY(capture(e, n->kids, n->n_kids, &v));
         HL_TRY(apply_chain(e, n->b, v, &v));
-        return jv_write_str(e, e->out, v);
+        return hl_jv_write_str(e, e->out, v);
     }
     case N_WITH: {
         jframe *f = new_frame(e, e->frame);
         if (!f) return oom();
         for (size_t i = 0; i < n->n_names; i++) {
             jv v;
-            HL_TRY(jeval(e, n->kids2[i], &v));
+            HL_TRY(hl_jeval(e, n->kids2[i], &v));
             HL_TRY(set_var(e, f, n->names[i], v));
         }
         jframe *saved = e->frame;
@@ -572,7 +572,7 @@ static hearth_status exec(hl_jinja_env *e, const jnode *n) {
     }
     case N_BREAK: e->jump = J_BREAK; return HEARTH_OK;
     case N_CONTINUE: e->jump = J_CONTINUE; return HEARTH_OK;
-    default: return jfail(HEARTH_ERR_FORMAT, n->line, "internal error: expression used as a statement");
+    default: return hl_jfail(HEARTH_ERR_FORMAT, n->line, "internal error: expression used as a statement");
     }
 }
 
@@ -612,7 +612,7 @@ hearth_status hl_jinja_env_init(const hl_jinja_limits *limits, time_t now, hl_ji
 
 void hl_jinja_env_free(hl_jinja_env *env) {
     if (!env) return;
-    ja_free(&env->arena);
+    hl_ja_free(&env->arena);
     free(env);
 }
 
@@ -632,7 +632,7 @@ hearth_status hl_jinja_render(hl_jinja_env *env, const hl_jinja_tmpl *tmpl, char
     env->jump = J_NONE;
     env->caller = (jv){.k = JV_UNDEF};
     hearth_status st = exec_body(env, tmpl->root->kids, tmpl->root->n_kids);
-    if (st == HEARTH_OK && !b.p) st = jbuf_put(env, &b, "", 0);
+    if (st == HEARTH_OK && !b.p) st = hl_jbuf_put(env, &b, "", 0);
     env->out = NULL;
     if (st != HEARTH_OK) {
         free(b.p);

@@ -30,8 +30,8 @@ static bool known(const char *const *list, const char *name) {
     return false;
 }
 
-bool jfilter_known(const char *name) { return known(FILTERS, name); }
-bool jtest_known(const char *name) { return known(TESTS, name); }
+bool hl_jfilter_known(const char *name) { return known(FILTERS, name); }
+bool hl_jtest_known(const char *name) { return known(TESTS, name); }
 
 static hearth_status oom(void) { return HEARTH_ERR_OUT_OF_MEMORY; }
 
@@ -59,27 +59,27 @@ static bool arg(const fargs *a, size_t i, const char *name, jv *out) {
 
 static bool arg_truthy(const fargs *a, size_t i, const char *name) {
     jv v;
-    return arg(a, i, name, &v) && jv_truthy(v);
+    return arg(a, i, name, &v) && hl_jv_truthy(v);
 }
 
 static hearth_status need_str(jv v, const char *what, int line) {
-    if (v.k != JV_STR) return jfail(HEARTH_ERR_FORMAT, line, "%s expects a string, got %s", what, jv_type_name(v));
+    if (v.k != JV_STR) return hl_jfail(HEARTH_ERR_FORMAT, line, "%s expects a string, got %s", what, hl_jv_type_name(v));
     return HEARTH_OK;
 }
 
 /* ASCII case mapping of a string into the arena. mode: 'u' upper, 'l' lower,
  * 'c' capitalize, 't' jinja2's title (words start after - space ( { [ <). */
 static hearth_status case_map(hl_jinja_env *e, jv s, char mode, jv *out) {
-    char *p = ja_alloc(&e->arena, s.u.s.n + 1);
+    char *p = hl_ja_alloc(&e->arena, s.u.s.n + 1);
     if (!p) return oom();
     bool word_start = true;
     for (size_t i = 0; i < s.u.s.n; i++) {
         unsigned char c = (unsigned char)s.u.s.p[i];
         bool up = mode == 'u' || (mode == 'c' && i == 0) || (mode == 't' && word_start);
         p[i] = (char)(c < 0x80 ? (up ? toupper(c) : mode == 'u' ? c : tolower(c)) : c);
-        if (mode == 't') word_start = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || ju_space_at(s.u.s.p + i, s.u.s.n - i);
+        if (mode == 't') word_start = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || hl_ju_space_at(s.u.s.p + i, s.u.s.n - i);
     }
-    *out = jv_strv(p, s.u.s.n);
+    *out = hl_jv_strv(p, s.u.s.n);
     return HEARTH_OK;
 }
 
@@ -95,7 +95,7 @@ static hearth_status html_escape(hl_jinja_env *e, jv s, jv *out) {
         case '"': r = "&#34;"; break;
         case '\'': r = "&#39;"; break;
         }
-        st = r ? jbuf_put(e, &b, r, strlen(r)) : jbuf_put(e, &b, s.u.s.p + i, 1);
+        st = r ? hl_jbuf_put(e, &b, r, strlen(r)) : hl_jbuf_put(e, &b, s.u.s.p + i, 1);
     }
     if (st == HEARTH_OK && !hl_jv_str(e, b.p ? b.p : "", b.n, out)) st = oom();
     free(b.p);
@@ -103,8 +103,8 @@ static hearth_status html_escape(hl_jinja_env *e, jv s, jv *out) {
 }
 
 /* Python's str.replace(old, new, count); count < 0: all. */
-hearth_status jstr_replace(hl_jinja_env *e, jv s, jv old, jv repl, int64_t count, jv *out);
-hearth_status jstr_replace(hl_jinja_env *e, jv s, jv old, jv repl, int64_t count, jv *out) {
+hearth_status hl_jstr_replace(hl_jinja_env *e, jv s, jv old, jv repl, int64_t count, jv *out);
+hearth_status hl_jstr_replace(hl_jinja_env *e, jv s, jv old, jv repl, int64_t count, jv *out) {
     jbuf b = {0};
     hearth_status st = HEARTH_OK;
     size_t i = 0;
@@ -112,22 +112,22 @@ hearth_status jstr_replace(hl_jinja_env *e, jv s, jv old, jv repl, int64_t count
     if (old.u.s.n == 0) { /* inserts repl before every code point and at the end */
         while (st == HEARTH_OK && i <= s.u.s.n) {
             if (count < 0 || done < count) {
-                st = jbuf_put(e, &b, repl.u.s.p, repl.u.s.n);
+                st = hl_jbuf_put(e, &b, repl.u.s.p, repl.u.s.n);
                 done++;
             }
             if (i == s.u.s.n) break;
-            size_t w = ju_offset(s.u.s.p + i, s.u.s.n - i, 1);
-            if (st == HEARTH_OK) st = jbuf_put(e, &b, s.u.s.p + i, w);
+            size_t w = hl_ju_offset(s.u.s.p + i, s.u.s.n - i, 1);
+            if (st == HEARTH_OK) st = hl_jbuf_put(e, &b, s.u.s.p + i, w);
             i += w;
         }
     } else {
         while (st == HEARTH_OK && i < s.u.s.n) {
             if ((count < 0 || done < count) && s.u.s.n - i >= old.u.s.n && !memcmp(s.u.s.p + i, old.u.s.p, old.u.s.n)) {
-                st = jbuf_put(e, &b, repl.u.s.p, repl.u.s.n);
+                st = hl_jbuf_put(e, &b, repl.u.s.p, repl.u.s.n);
                 i += old.u.s.n;
                 done++;
             } else {
-                st = jbuf_put(e, &b, s.u.s.p + i, 1);
+                st = hl_jbuf_put(e, &b, s.u.s.p + i, 1);
                 i++;
             }
         }
@@ -144,12 +144,12 @@ static hearth_status attr_path(hl_jinja_env *e, jv obj, jv path, int line, jv *o
     while (i <= path.u.s.n) {
         size_t j = i;
         while (j < path.u.s.n && path.u.s.p[j] != '.') j++;
-        jv part = jv_strv(path.u.s.p + i, j - i);
+        jv part = hl_jv_strv(path.u.s.p + i, j - i);
         bool digits = j > i;
         for (size_t k = i; k < j; k++) digits = digits && isdigit((unsigned char)path.u.s.p[k]);
         if (digits) part = hl_jv_int(strtoll(path.u.s.p + i, NULL, 10));
         if (obj.k == JV_UNDEF) break;
-        HL_TRY(jget_item(e, obj, part, line, &obj));
+        HL_TRY(hl_jget_item(e, obj, part, line, &obj));
         i = j + 1;
     }
     *out = obj;
@@ -174,7 +174,7 @@ static hearth_status merge_sort(jv *keys, jv *items, jv *tk, jv *ti, size_t n, b
         bool take_left = j >= n;
         if (i < h && j < n) {
             int cmp;
-            HL_TRY(jv_compare(keys[i], keys[j], line, &cmp));
+            HL_TRY(hl_jv_compare(keys[i], keys[j], line, &cmp));
             take_left = reverse ? cmp >= 0 : cmp <= 0;
         }
         size_t s = take_left ? i++ : j++;
@@ -190,7 +190,7 @@ static hearth_status merge_sort(jv *keys, jv *items, jv *tk, jv *ti, size_t n, b
 static hearth_status sorted(hl_jinja_env *e, const jlist *items, bool reverse, bool case_sensitive, const jv *attribute,
                             int line, jv *out) {
     size_t n = items->n;
-    jv *buf = ja_alloc(&e->arena, (4 * n + 1) * sizeof *buf);
+    jv *buf = hl_ja_alloc(&e->arena, (4 * n + 1) * sizeof *buf);
     if (!buf) return oom();
     jv *keys = buf, *vals = buf + n;
     for (size_t i = 0; i < n; i++) {
@@ -206,7 +206,7 @@ static hearth_status sorted(hl_jinja_env *e, const jlist *items, bool reverse, b
     return HEARTH_OK;
 }
 
-static hearth_status to_list(hl_jinja_env *e, jv v, int line, jlist **out) { return jiterate(e, v, line, out); }
+static hearth_status to_list(hl_jinja_env *e, jv v, int line, jlist **out) { return hl_jiterate(e, v, line, out); }
 
 /* select/reject/selectattr/rejectattr. */
 static hearth_status select_items(hl_jinja_env *e, jv seq, const fargs *a, bool by_attr, bool keep, int line, jv *out) {
@@ -214,7 +214,7 @@ static hearth_status select_items(hl_jinja_env *e, jv seq, const fargs *a, bool 
     HL_TRY(to_list(e, seq, line, &items));
     size_t first = by_attr ? 1 : 0;
     jv attr = {0}, test = {0};
-    if (by_attr && !arg(a, 0, "attribute", &attr)) return jfail(HEARTH_ERR_FORMAT, line, "selectattr needs an attribute");
+    if (by_attr && !arg(a, 0, "attribute", &attr)) return hl_jfail(HEARTH_ERR_FORMAT, line, "selectattr needs an attribute");
     bool has_test = first < a->n_pos;
     if (has_test) {
         test = a->pos[first];
@@ -223,14 +223,14 @@ static hearth_status select_items(hl_jinja_env *e, jv seq, const fargs *a, bool 
     char name[32] = "";
     if (has_test) {
         snprintf(name, sizeof name, "%.*s", (int)(test.u.s.n < 31 ? test.u.s.n : 31), test.u.s.p);
-        if (!jtest_known(name)) return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'test %s'", name);
+        if (!hl_jtest_known(name)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'test %s'", name);
     }
     if (!hl_jv_list(e, out)) return oom();
     for (size_t i = 0; i < items->n; i++) {
         jv v = items->v[i];
         if (by_attr) HL_TRY(attr_path(e, v, attr, line, &v));
-        bool r = jv_truthy(v);
-        if (has_test) HL_TRY(jtest_apply(e, name, v, a->pos + first + 1, a->n_pos - first - 1, line, &r));
+        bool r = hl_jv_truthy(v);
+        if (has_test) HL_TRY(hl_jtest_apply(e, name, v, a->pos + first + 1, a->n_pos - first - 1, line, &r));
         if (r == keep && !hl_jv_list_push(e, *out, items->v[i])) return oom();
     }
     return HEARTH_OK;
@@ -241,12 +241,12 @@ static hearth_status do_map(hl_jinja_env *e, jv seq, const fargs *a, int line, j
     HL_TRY(to_list(e, seq, line, &items));
     jv attribute, dflt, fname;
     bool by_attr = arg(a, 99, "attribute", &attribute), has_default = arg(a, 99, "default", &dflt);
-    if (!by_attr && !arg(a, 0, "", &fname)) return jfail(HEARTH_ERR_FORMAT, line, "map needs a filter name or attribute=");
+    if (!by_attr && !arg(a, 0, "", &fname)) return hl_jfail(HEARTH_ERR_FORMAT, line, "map needs a filter name or attribute=");
     char name[32] = "";
     if (!by_attr) {
         HL_TRY(need_str(fname, "map's filter name", line));
         snprintf(name, sizeof name, "%.*s", (int)(fname.u.s.n < 31 ? fname.u.s.n : 31), fname.u.s.p);
-        if (!jfilter_known(name)) return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", name);
+        if (!hl_jfilter_known(name)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", name);
     }
     if (!hl_jv_list(e, out)) return oom();
     for (size_t i = 0; i < items->n; i++) {
@@ -256,7 +256,7 @@ static hearth_status do_map(hl_jinja_env *e, jv seq, const fargs *a, int line, j
             if (v.k == JV_UNDEF && has_default) v = dflt;
         } else {
             size_t n_pos = a->n_pos ? a->n_pos - 1 : 0;
-            HL_TRY(jfilter_apply(e, name, v, a->pos + 1, n_pos, a->kw_names, a->kw, a->n_kw, line, &v));
+            HL_TRY(hl_jfilter_apply(e, name, v, a->pos + 1, n_pos, a->kw_names, a->kw, a->n_kw, line, &v));
         }
         if (!hl_jv_list_push(e, *out, v)) return oom();
     }
@@ -265,22 +265,22 @@ static hearth_status do_map(hl_jinja_env *e, jv seq, const fargs *a, int line, j
 
 static hearth_status do_tojson(hl_jinja_env *e, jv v, const fargs *a, int line, jv *out) {
     jv ascii, indent_v, seps, sort;
-    bool ensure_ascii = arg(a, 0, "ensure_ascii", &ascii) && jv_truthy(ascii);
+    bool ensure_ascii = arg(a, 0, "ensure_ascii", &ascii) && hl_jv_truthy(ascii);
     int indent = -1;
     if (arg(a, 1, "indent", &indent_v) && indent_v.k != JV_NONE) {
-        if (indent_v.k != JV_INT) return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'tojson indent of type %s'", jv_type_name(indent_v));
+        if (indent_v.k != JV_INT) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'tojson indent of type %s'", hl_jv_type_name(indent_v));
         indent = indent_v.u.i < 0 ? 0 : indent_v.u.i > 64 ? 64 : (int)indent_v.u.i;
     }
-    jv item_sep = jv_strv(indent >= 0 ? "," : ", ", indent >= 0 ? 1 : 2), key_sep = jv_strv(": ", 2);
+    jv item_sep = hl_jv_strv(indent >= 0 ? "," : ", ", indent >= 0 ? 1 : 2), key_sep = hl_jv_strv(": ", 2);
     if (arg(a, 2, "separators", &seps) && seps.k != JV_NONE) {
         if (seps.k != JV_LIST || seps.u.l->n != 2 || seps.u.l->v[0].k != JV_STR || seps.u.l->v[1].k != JV_STR)
-            return jfail(HEARTH_ERR_FORMAT, line, "tojson separators must be two strings");
+            return hl_jfail(HEARTH_ERR_FORMAT, line, "tojson separators must be two strings");
         item_sep = seps.u.l->v[0];
         key_sep = seps.u.l->v[1];
     }
-    bool sort_keys = arg(a, 3, "sort_keys", &sort) && jv_truthy(sort);
+    bool sort_keys = arg(a, 3, "sort_keys", &sort) && hl_jv_truthy(sort);
     jbuf b = {0};
-    hearth_status st = jv_write_json(e, &b, v, ensure_ascii, indent, item_sep, key_sep, sort_keys, line);
+    hearth_status st = hl_jv_write_json(e, &b, v, ensure_ascii, indent, item_sep, key_sep, sort_keys, line);
     if (st == HEARTH_OK && !hl_jv_str(e, b.p ? b.p : "", b.n, out)) st = oom();
     free(b.p);
     return st;
@@ -289,16 +289,16 @@ static hearth_status do_tojson(hl_jinja_env *e, jv v, const fargs *a, int line, 
 /* jinja2's indent: every line but the first (first=True: it too) gets the
  * prefix; blank lines only with blank=True. */
 static hearth_status do_indent(hl_jinja_env *e, jv s, const fargs *a, int line, jv *out) {
-    jv w, prefix = jv_strv("    ", 4);
+    jv w, prefix = hl_jv_strv("    ", 4);
     if (arg(a, 0, "width", &w)) {
         if (w.k == JV_STR) prefix = w;
         else if (w.k == JV_INT) {
-            if (w.u.i < 0 || w.u.i > 1024) return jfail(HEARTH_ERR_FORMAT, line, "indent width %" PRId64 " out of range", w.u.i);
-            char *p = ja_alloc(&e->arena, (size_t)w.u.i + 1);
+            if (w.u.i < 0 || w.u.i > 1024) return hl_jfail(HEARTH_ERR_FORMAT, line, "indent width %" PRId64 " out of range", w.u.i);
+            char *p = hl_ja_alloc(&e->arena, (size_t)w.u.i + 1);
             if (!p) return oom();
             memset(p, ' ', (size_t)w.u.i);
-            prefix = jv_strv(p, (size_t)w.u.i);
-        } else return jfail(HEARTH_ERR_FORMAT, line, "indent width must be int or str");
+            prefix = hl_jv_strv(p, (size_t)w.u.i);
+        } else return hl_jfail(HEARTH_ERR_FORMAT, line, "indent width must be int or str");
     }
     bool first = arg_truthy(a, 1, "first"), blank = arg_truthy(a, 2, "blank");
     jbuf b = {0};
@@ -309,22 +309,22 @@ static hearth_status do_indent(hl_jinja_env *e, jv s, const fargs *a, int line, 
         size_t j = i;
         while (j < s.u.s.n && s.u.s.p[j] != '\n' && s.u.s.p[j] != '\r') j++;
         bool is_blank = j == i;
-        if (!first_line) st = jbuf_put(e, &b, "\n", 1);
-        if (st == HEARTH_OK && (first_line ? first : (blank || !is_blank))) st = jbuf_put(e, &b, prefix.u.s.p, prefix.u.s.n);
-        if (st == HEARTH_OK) st = jbuf_put(e, &b, s.u.s.p + i, j - i);
+        if (!first_line) st = hl_jbuf_put(e, &b, "\n", 1);
+        if (st == HEARTH_OK && (first_line ? first : (blank || !is_blank))) st = hl_jbuf_put(e, &b, prefix.u.s.p, prefix.u.s.n);
+        if (st == HEARTH_OK) st = hl_jbuf_put(e, &b, s.u.s.p + i, j - i);
         if (j < s.u.s.n && s.u.s.p[j] == '\r' && j + 1 < s.u.s.n && s.u.s.p[j + 1] == '\n') j++;
         i = j + 1;
         first_line = false;
     }
-    if (st == HEARTH_OK && first_line && first) st = jbuf_put(e, &b, prefix.u.s.p, prefix.u.s.n);
+    if (st == HEARTH_OK && first_line && first) st = hl_jbuf_put(e, &b, prefix.u.s.p, prefix.u.s.n);
     if (st == HEARTH_OK && !hl_jv_str(e, b.p ? b.p : "", b.n, out)) st = oom();
     free(b.p);
     return st;
 }
 
 static hearth_status do_join(hl_jinja_env *e, jv seq, const fargs *a, int line, jv *out) {
-    jv sep = jv_strv("", 0), attribute;
-    if (arg(a, 0, "d", &sep)) HL_TRY(jv_to_str(e, sep, &sep));
+    jv sep = hl_jv_strv("", 0), attribute;
+    if (arg(a, 0, "d", &sep)) HL_TRY(hl_jv_to_str(e, sep, &sep));
     bool by_attr = arg(a, 1, "attribute", &attribute);
     jlist *items;
     HL_TRY(to_list(e, seq, line, &items));
@@ -332,9 +332,9 @@ static hearth_status do_join(hl_jinja_env *e, jv seq, const fargs *a, int line, 
     hearth_status st = HEARTH_OK;
     for (size_t i = 0; i < items->n && st == HEARTH_OK; i++) {
         jv v = items->v[i];
-        if (i) st = jbuf_put(e, &b, sep.u.s.p, sep.u.s.n);
+        if (i) st = hl_jbuf_put(e, &b, sep.u.s.p, sep.u.s.n);
         if (st == HEARTH_OK && by_attr) st = attr_path(e, v, attribute, line, &v);
-        if (st == HEARTH_OK) st = jv_write_str(e, &b, v);
+        if (st == HEARTH_OK) st = hl_jv_write_str(e, &b, v);
     }
     if (st == HEARTH_OK && !hl_jv_str(e, b.p ? b.p : "", b.n, out)) st = oom();
     free(b.p);
@@ -344,7 +344,7 @@ static hearth_status do_join(hl_jinja_env *e, jv seq, const fargs *a, int line, 
 /* Python's int() of a string: optional sign, digits, underscores between
  * digits, surrounding whitespace. */
 static bool parse_int(jv s, int64_t *out) {
-    jv t = jstr_strip(s, NULL, 'b');
+    jv t = hl_jstr_strip(s, NULL, 'b');
     char buf[64];
     size_t n = 0;
     for (size_t i = 0; i < t.u.s.n; i++) {
@@ -363,7 +363,7 @@ static bool parse_int(jv s, int64_t *out) {
 }
 
 static bool parse_float(jv s, double *out) {
-    jv t = jstr_strip(s, NULL, 'b');
+    jv t = hl_jstr_strip(s, NULL, 'b');
     char buf[128];
     if (!t.u.s.n || t.u.s.n >= sizeof buf) return false;
     memcpy(buf, t.u.s.p, t.u.s.n);
@@ -378,14 +378,14 @@ static hearth_status min_max(hl_jinja_env *e, jv seq, const fargs *a, bool want_
     HL_TRY(to_list(e, seq, line, &items));
     jv attribute;
     bool by_attr = arg(a, 1, "attribute", &attribute), cs = arg_truthy(a, 0, "case_sensitive");
-    *out = jv_undef("No aggregated item, sequence was empty.");
+    *out = hl_jv_undef("No aggregated item, sequence was empty.");
     jv best_key = {0};
     for (size_t i = 0; i < items->n; i++) {
         jv k = items->v[i];
         if (by_attr) HL_TRY(attr_path(e, k, attribute, line, &k));
         HL_TRY(sort_key(e, k, cs, &k));
         int cmp = 0;
-        if (i) HL_TRY(jv_compare(k, best_key, line, &cmp));
+        if (i) HL_TRY(hl_jv_compare(k, best_key, line, &cmp));
         if (i == 0 || (want_max ? cmp > 0 : cmp < 0)) {
             best_key = k;
             *out = items->v[i];
@@ -394,15 +394,15 @@ static hearth_status min_max(hl_jinja_env *e, jv seq, const fargs *a, bool want_
     return HEARTH_OK;
 }
 
-hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, const char **kw_names,
+hearth_status hl_jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, const char **kw_names,
                             jv *kw_vals, size_t n_kw, int line, jv *out) {
     fargs a = {args, n_args, kw_names, kw_vals, n_kw};
     jv x, y;
     if (!strcmp(name, "default") || !strcmp(name, "d")) {
-        jv dflt = jv_strv("", 0);
+        jv dflt = hl_jv_strv("", 0);
         arg(&a, 0, "default_value", &dflt);
         bool boolean = arg_truthy(&a, 1, "boolean");
-        *out = (v.k == JV_UNDEF || (boolean && !jv_truthy(v))) ? dflt : v;
+        *out = (v.k == JV_UNDEF || (boolean && !hl_jv_truthy(v))) ? dflt : v;
         return HEARTH_OK;
     }
     if (!strcmp(name, "safe")) {
@@ -411,17 +411,17 @@ hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, s
     }
     if (!strcmp(name, "tojson")) return do_tojson(e, v, &a, line, out);
     if (!strcmp(name, "length") || !strcmp(name, "count")) {
-        if (v.k == JV_STR) *out = hl_jv_int((int64_t)ju_len(v.u.s.p, v.u.s.n));
+        if (v.k == JV_STR) *out = hl_jv_int((int64_t)hl_ju_len(v.u.s.p, v.u.s.n));
         else if (v.k == JV_LIST) *out = hl_jv_int((int64_t)v.u.l->n);
         else if (v.k == JV_DICT || v.k == JV_NS) *out = hl_jv_int((int64_t)v.u.d->n);
         else if (v.k == JV_UNDEF) *out = hl_jv_int(0);
-        else return jfail(HEARTH_ERR_FORMAT, line, "object of type '%s' has no len()", jv_type_name(v));
+        else return hl_jfail(HEARTH_ERR_FORMAT, line, "object of type '%s' has no len()", hl_jv_type_name(v));
         return HEARTH_OK;
     }
     if (!strcmp(name, "items")) {
         if (!hl_jv_list(e, out)) return oom();
         if (v.k == JV_UNDEF) return HEARTH_OK;
-        if (v.k != JV_DICT && v.k != JV_NS) return jfail(HEARTH_ERR_FORMAT, line, "items expects a mapping, got %s", jv_type_name(v));
+        if (v.k != JV_DICT && v.k != JV_NS) return hl_jfail(HEARTH_ERR_FORMAT, line, "items expects a mapping, got %s", hl_jv_type_name(v));
         for (size_t i = 0; i < v.u.d->n; i++) {
             jv pair;
             if (!hl_jv_list(e, &pair)) return oom();
@@ -433,12 +433,12 @@ hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, s
         return HEARTH_OK;
     }
     if (!strcmp(name, "dictsort")) {
-        if (v.k != JV_DICT) return jfail(HEARTH_ERR_FORMAT, line, "dictsort expects a mapping, got %s", jv_type_name(v));
-        jv by = jv_strv("key", 3), pairs;
+        if (v.k != JV_DICT) return hl_jfail(HEARTH_ERR_FORMAT, line, "dictsort expects a mapping, got %s", hl_jv_type_name(v));
+        jv by = hl_jv_strv("key", 3), pairs;
         arg(&a, 1, "by", &by);
-        HL_TRY(jfilter_apply(e, "items", v, NULL, 0, NULL, NULL, 0, line, &pairs));
+        HL_TRY(hl_jfilter_apply(e, "items", v, NULL, 0, NULL, NULL, 0, line, &pairs));
         bool by_value = by.k == JV_STR && by.u.s.n == 5 && !memcmp(by.u.s.p, "value", 5);
-        jv attr_name = jv_strv(by_value ? "1" : "0", 1); /* the pair's item */
+        jv attr_name = hl_jv_strv(by_value ? "1" : "0", 1); /* the pair's item */
         return sorted(e, pairs.u.l, arg_truthy(&a, 2, "reverse"), arg_truthy(&a, 0, "case_sensitive"), &attr_name, line, out);
     }
     if (!strcmp(name, "join")) return do_join(e, v, &a, line, out);
@@ -448,7 +448,7 @@ hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, s
     if (!strcmp(name, "first") || !strcmp(name, "last")) {
         jlist *items;
         HL_TRY(to_list(e, v, line, &items));
-        *out = items->n ? items->v[name[0] == 'f' ? 0 : items->n - 1] : jv_undef("No first item, sequence was empty.");
+        *out = items->n ? items->v[name[0] == 'f' ? 0 : items->n - 1] : hl_jv_undef("No first item, sequence was empty.");
         return HEARTH_OK;
     }
     if (!strcmp(name, "list")) {
@@ -463,14 +463,14 @@ hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, s
         if (v.k == JV_STR) {
             jlist *chars;
             HL_TRY(to_list(e, v, line, &chars));
-            char *p = ja_alloc(&e->arena, v.u.s.n + 1);
+            char *p = hl_ja_alloc(&e->arena, v.u.s.n + 1);
             if (!p) return oom();
             size_t o = 0;
             for (size_t i = chars->n; i-- > 0;) {
                 memcpy(p + o, chars->v[i].u.s.p, chars->v[i].u.s.n);
                 o += chars->v[i].u.s.n;
             }
-            *out = jv_strv(p, o);
+            *out = hl_jv_strv(p, o);
             return HEARTH_OK;
         }
         jlist *items;
@@ -499,7 +499,7 @@ hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, s
             if (by_attr) HL_TRY(attr_path(e, k, attribute, line, &k));
             HL_TRY(sort_key(e, k, cs, &k));
             bool dup = false;
-            for (size_t j = 0; j < seen.u.l->n && !dup; j++) dup = jv_equal(seen.u.l->v[j], k);
+            for (size_t j = 0; j < seen.u.l->n && !dup; j++) dup = hl_jv_equal(seen.u.l->v[j], k);
             if (!dup && (!hl_jv_list_push(e, seen, k) || !hl_jv_list_push(e, *out, items->v[i]))) return oom();
         }
         return HEARTH_OK;
@@ -516,12 +516,12 @@ hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, s
             if (by_attr) HL_TRY(attr_path(e, x2, attribute, line, &x2));
             bool fl = acc.k == JV_FLOAT || x2.k == JV_FLOAT;
             if ((acc.k != JV_INT && acc.k != JV_FLOAT && acc.k != JV_BOOL) || (x2.k != JV_INT && x2.k != JV_FLOAT && x2.k != JV_BOOL))
-                return jfail(HEARTH_ERR_FORMAT, line, "sum of %s and %s", jv_type_name(acc), jv_type_name(x2));
+                return hl_jfail(HEARTH_ERR_FORMAT, line, "sum of %s and %s", hl_jv_type_name(acc), hl_jv_type_name(x2));
             double fa = acc.k == JV_FLOAT ? acc.u.f : acc.k == JV_INT ? (double)acc.u.i : acc.u.b;
             double fb = x2.k == JV_FLOAT ? x2.u.f : x2.k == JV_INT ? (double)x2.u.i : x2.u.b;
             int64_t ia = acc.k == JV_INT ? acc.u.i : acc.u.b, ib = x2.k == JV_INT ? x2.u.i : x2.u.b, r;
             if (fl) acc = hl_jv_float(fa + fb);
-            else if (__builtin_add_overflow(ia, ib, &r)) return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'integer beyond 64 bits'");
+            else if (__builtin_add_overflow(ia, ib, &r)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'integer beyond 64 bits'");
             else acc = hl_jv_int(r);
         }
         *out = acc;
@@ -531,15 +531,15 @@ hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, s
         if (v.k == JV_INT && v.u.i != INT64_MIN) *out = hl_jv_int(v.u.i < 0 ? -v.u.i : v.u.i);
         else if (v.k == JV_FLOAT) *out = hl_jv_float(fabs(v.u.f));
         else if (v.k == JV_BOOL) *out = hl_jv_int(v.u.b);
-        else return jfail(HEARTH_ERR_FORMAT, line, "bad operand type for abs(): '%s'", jv_type_name(v));
+        else return hl_jfail(HEARTH_ERR_FORMAT, line, "bad operand type for abs(): '%s'", hl_jv_type_name(v));
         return HEARTH_OK;
     }
     if (!strcmp(name, "round")) {
-        jv prec = hl_jv_int(0), method = jv_strv("common", 6);
+        jv prec = hl_jv_int(0), method = hl_jv_strv("common", 6);
         arg(&a, 0, "precision", &prec);
         arg(&a, 1, "method", &method);
         if ((v.k != JV_INT && v.k != JV_FLOAT && v.k != JV_BOOL) || prec.k != JV_INT || method.k != JV_STR)
-            return jfail(HEARTH_ERR_FORMAT, line, "round expects a number");
+            return hl_jfail(HEARTH_ERR_FORMAT, line, "round expects a number");
         double f = v.k == JV_FLOAT ? v.u.f : v.k == JV_INT ? (double)v.u.i : v.u.b;
         double scale = pow(10.0, (double)(prec.u.i > 15 ? 15 : prec.u.i < -15 ? -15 : prec.u.i));
         double r = f * scale;
@@ -574,7 +574,7 @@ hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, s
         return HEARTH_OK;
     }
     /* the rest work on str(v) */
-    HL_TRY(jv_to_str(e, v, &x));
+    HL_TRY(hl_jv_to_str(e, v, &x));
     if (!strcmp(name, "string")) {
         *out = x;
         return HEARTH_OK;
@@ -582,7 +582,7 @@ hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, s
     if (!strcmp(name, "trim")) {
         bool has = arg(&a, 0, "chars", &y) && y.k != JV_NONE;
         if (has) HL_TRY(need_str(y, "trim's chars", line));
-        *out = jstr_strip(x, has ? &y : NULL, 'b');
+        *out = hl_jstr_strip(x, has ? &y : NULL, 'b');
         return HEARTH_OK;
     }
     if (!strcmp(name, "upper")) return case_map(e, x, 'u', out);
@@ -594,13 +594,13 @@ hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, s
     if (!strcmp(name, "replace")) {
         jv old, repl, count = hl_jv_int(-1);
         if (!arg(&a, 0, "old", &old) || !arg(&a, 1, "new", &repl))
-            return jfail(HEARTH_ERR_FORMAT, line, "replace needs the old and new strings");
+            return hl_jfail(HEARTH_ERR_FORMAT, line, "replace needs the old and new strings");
         arg(&a, 2, "count", &count);
-        HL_TRY(jv_to_str(e, old, &old));
-        HL_TRY(jv_to_str(e, repl, &repl));
-        return jstr_replace(e, x, old, repl, count.k == JV_INT ? count.u.i : -1, out);
+        HL_TRY(hl_jv_to_str(e, old, &old));
+        HL_TRY(hl_jv_to_str(e, repl, &repl));
+        return hl_jstr_replace(e, x, old, repl, count.k == JV_INT ? count.u.i : -1, out);
     }
-    return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", name);
+    return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", name);
 }
 
 /* ------------------------------------------------------------------ tests -- */
@@ -616,7 +616,7 @@ static bool is_lower_upper(jv v, bool upper) {
     return cased;
 }
 
-hearth_status jtest_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, int line, bool *out) {
+hearth_status hl_jtest_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, int line, bool *out) {
     (void)e;
     jv x = n_args ? args[0] : (jv){.k = JV_UNDEF};
     bool num = v.k == JV_INT || v.k == JV_FLOAT || v.k == JV_BOOL;
@@ -640,29 +640,29 @@ hearth_status jtest_apply(hl_jinja_env *e, const char *name, jv v, jv *args, siz
     else if (!strcmp(name, "filter") || !strcmp(name, "test")) {
         char s[32] = "";
         if (x.k == JV_STR) snprintf(s, sizeof s, "%.*s", (int)(x.u.s.n < 31 ? x.u.s.n : 31), x.u.s.p);
-        *out = name[0] == 'f' ? jfilter_known(s) : jtest_known(s);
+        *out = name[0] == 'f' ? hl_jfilter_known(s) : hl_jtest_known(s);
     } else if (!strcmp(name, "odd") || !strcmp(name, "even") || !strcmp(name, "divisibleby")) {
-        if (v.k != JV_INT && v.k != JV_BOOL) return jfail(HEARTH_ERR_FORMAT, line, "test %s expects an integer, got %s", name, jv_type_name(v));
+        if (v.k != JV_INT && v.k != JV_BOOL) return hl_jfail(HEARTH_ERR_FORMAT, line, "test %s expects an integer, got %s", name, hl_jv_type_name(v));
         int64_t i = v.k == JV_INT ? v.u.i : v.u.b;
         if (name[0] == 'o') *out = i % 2 != 0;
         else if (name[0] == 'e') *out = i % 2 == 0;
         else {
-            if (x.k != JV_INT || x.u.i == 0) return jfail(HEARTH_ERR_FORMAT, line, "divisibleby needs a non-zero integer");
+            if (x.k != JV_INT || x.u.i == 0) return hl_jfail(HEARTH_ERR_FORMAT, line, "divisibleby needs a non-zero integer");
             *out = x.u.i == -1 || i % x.u.i == 0;
         }
     } else if (!strcmp(name, "sameas")) {
-        *out = v.k == x.k && (v.k == JV_NONE || v.k == JV_UNDEF || (v.k == JV_BOOL && v.u.b == x.u.b) || jv_equal(v, x));
+        *out = v.k == x.k && (v.k == JV_NONE || v.k == JV_UNDEF || (v.k == JV_BOOL && v.u.b == x.u.b) || hl_jv_equal(v, x));
     } else if (!strcmp(name, "in")) {
         if (x.k == JV_STR && v.k == JV_STR) {
             *out = v.u.s.n == 0;
             for (size_t i = 0; !*out && i + v.u.s.n <= x.u.s.n; i++) *out = !memcmp(x.u.s.p + i, v.u.s.p, v.u.s.n);
         } else if (x.k == JV_LIST) {
             *out = false;
-            for (size_t i = 0; i < x.u.l->n && !*out; i++) *out = jv_equal(x.u.l->v[i], v);
+            for (size_t i = 0; i < x.u.l->n && !*out; i++) *out = hl_jv_equal(x.u.l->v[i], v);
         } else if (x.k == JV_DICT) {
-            *out = jdict_get(x.u.d, v) != NULL;
+            *out = hl_jdict_get(x.u.d, v) != NULL;
         } else {
-            return jfail(HEARTH_ERR_FORMAT, line, "test 'in' needs a container, got %s", jv_type_name(x));
+            return hl_jfail(HEARTH_ERR_FORMAT, line, "test 'in' needs a container, got %s", hl_jv_type_name(x));
         }
     } else {
         /* comparisons: eq equalto == ne != lt lessthan < le <= gt greaterthan > ge >= */
@@ -673,13 +673,13 @@ hearth_status jtest_apply(hl_jinja_env *e, const char *name, jv v, jv *args, siz
         else if (!strcmp(name, "le") || !strcmp(name, "<=")) op = 'l';
         else if (!strcmp(name, "gt") || !strcmp(name, "greaterthan") || !strcmp(name, ">")) op = '>';
         else if (!strcmp(name, "ge") || !strcmp(name, ">=")) op = 'g';
-        else return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'test %s'", name);
+        else return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'test %s'", name);
         if (op == 'e' || op == 'n') {
-            *out = jv_equal(v, x) == (op == 'e');
+            *out = hl_jv_equal(v, x) == (op == 'e');
             return HEARTH_OK;
         }
         int cmp;
-        HL_TRY(jv_compare(v, x, line, &cmp));
+        HL_TRY(hl_jv_compare(v, x, line, &cmp));
         *out = op == '<' ? cmp < 0 : op == 'l' ? cmp <= 0 : op == '>' ? cmp > 0 : cmp >= 0;
     }
     return HEARTH_OK;

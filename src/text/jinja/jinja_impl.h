@@ -22,10 +22,10 @@ typedef struct jarena {
 
 /* Returns zeroed, 16-byte aligned memory, or NULL with OUT_OF_MEMORY set
  * (also when the arena would pass its cap: "rendering needs more than N MiB"). */
-void *ja_alloc(jarena *a, size_t n);
-void ja_free(jarena *a);
+void *hl_ja_alloc(jarena *a, size_t n);
+void hl_ja_free(jarena *a);
 /* A copy of p[0..n) in the arena, NUL-terminated. */
-char *ja_strdup(jarena *a, const char *p, size_t n);
+char *hl_ja_strdup(jarena *a, const char *p, size_t n);
 
 /* ----------------------------------------------------------------- tokens -- */
 
@@ -151,78 +151,78 @@ struct hl_jinja_env {
 };
 
 /* Sets "template line N: <msg>" and returns st. */
-hearth_status jfail(hearth_status st, int line, const char *fmt, ...) HL_PRINTF(3, 4);
+hearth_status hl_jfail(hearth_status st, int line, const char *fmt, ...) HL_PRINTF(3, 4);
 
 /* ---------------------------------------------------------------- values -- */
 
-jv jv_undef(const char *what);
+jv hl_jv_undef(const char *what);
 /* Fails with the message an undefined value v carries (jinja2's wording). */
-hearth_status jv_undefined_error(jv v, int line);
-jv jv_strv(const char *p, size_t n); /* no copy */
-bool jv_truthy(jv v);
-bool jv_equal(jv a, jv b);
-const char *jv_type_name(jv v); /* Python's name: "str", "int", "dict" ... */
+hearth_status hl_jv_undefined_error(jv v, int line);
+jv hl_jv_strv(const char *p, size_t n); /* no copy */
+bool hl_jv_truthy(jv v);
+bool hl_jv_equal(jv a, jv b);
+const char *hl_jv_type_name(jv v); /* Python's name: "str", "int", "dict" ... */
 /* dict lookup by key; NULL when absent */
-jv *jdict_get(const jdict *d, jv key);
-jv *jdict_get_str(const jdict *d, const char *key);
+jv *hl_jdict_get(const jdict *d, jv key);
+jv *hl_jdict_get_str(const jdict *d, const char *key);
 
 /* str(v) and repr(v) as Python writes them, appended to b. */
-hearth_status jbuf_put(hl_jinja_env *e, jbuf *b, const char *p, size_t n);
-hearth_status jv_write_str(hl_jinja_env *e, jbuf *b, jv v);
-hearth_status jv_write_repr(hl_jinja_env *e, jbuf *b, jv v);
+hearth_status hl_jbuf_put(hl_jinja_env *e, jbuf *b, const char *p, size_t n);
+hearth_status hl_jv_write_str(hl_jinja_env *e, jbuf *b, jv v);
+hearth_status hl_jv_write_repr(hl_jinja_env *e, jbuf *b, jv v);
 /* str(v) as an arena string. */
-hearth_status jv_to_str(hl_jinja_env *e, jv v, jv *out);
+hearth_status hl_jv_to_str(hl_jinja_env *e, jv v, jv *out);
 /* json.dumps(v, ensure_ascii, indent (< 0: none), separators, sort_keys) */
-hearth_status jv_write_json(hl_jinja_env *e, jbuf *b, jv v, bool ensure_ascii, int indent, jv item_sep,
+hearth_status hl_jv_write_json(hl_jinja_env *e, jbuf *b, jv v, bool ensure_ascii, int indent, jv item_sep,
                             jv key_sep, bool sort_keys, int line);
 /* Python's repr of a float ("1.0", "1e+20", "0.1"). */
-void jv_float_repr(double f, char *buf, size_t size);
+void hl_jv_float_repr(double f, char *buf, size_t size);
 /* Python ordering for sort/min/max and < > on numbers and strings. */
-hearth_status jv_compare(jv a, jv b, int line, int *cmp);
+hearth_status hl_jv_compare(jv a, jv b, int line, int *cmp);
 
 /* UTF-8 helpers with Python's str semantics: length in code points, the byte
  * offset of code point i, and the width of Python whitespace at p (0 if none). */
-size_t ju_len(const char *p, size_t n);
-size_t ju_offset(const char *p, size_t n, size_t i);
-size_t ju_space_at(const char *p, size_t n);
-size_t ju_space_before(const char *p, size_t n); /* width of whitespace ending at p+n */
+size_t hl_ju_len(const char *p, size_t n);
+size_t hl_ju_offset(const char *p, size_t n, size_t i);
+size_t hl_ju_space_at(const char *p, size_t n);
+size_t hl_ju_space_before(const char *p, size_t n); /* width of whitespace ending at p+n */
 
 /* ------------------------------------------------------------ evaluation -- */
 
-hearth_status jeval(hl_jinja_env *e, const jnode *n, jv *out);
+hearth_status hl_jeval(hl_jinja_env *e, const jnode *n, jv *out);
 
 /* operators.c: op is the parser's code: unary '+' '-'; binary '+' '-' '*' '/'
  * 'D' (//) '%' 'P' (**) '~'; comparisons 'e' (==) 'n' (!=) '<' 'l' (<=) '>'
  * 'g' (>=) 'i' (in) 'I' (not in). A value a string or list result needs is
  * allocated in e's arena. */
-hearth_status jop_unary(int op, jv v, int line, jv *out);
-hearth_status jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out);
-hearth_status jop_compare(int op, jv a, jv b, int line, bool *out);
+hearth_status hl_jop_unary(int op, jv v, int line, jv *out);
+hearth_status hl_jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out);
+hearth_status hl_jop_compare(int op, jv a, jv b, int line, bool *out);
 /* obj.name and obj[key] with jinja2's lookup rules (undefined when absent). */
-hearth_status jget_attr(hl_jinja_env *e, jv obj, const char *name, int line, jv *out);
-hearth_status jget_item(hl_jinja_env *e, jv obj, jv key, int line, jv *out);
+hearth_status hl_jget_attr(hl_jinja_env *e, jv obj, const char *name, int line, jv *out);
+hearth_status hl_jget_item(hl_jinja_env *e, jv obj, jv key, int line, jv *out);
 /* The items a for loop visits: a list's items, a dict's keys, a string's characters. */
-hearth_status jiterate(hl_jinja_env *e, jv v, int line, jlist **out);
+hearth_status hl_jiterate(hl_jinja_env *e, jv v, int line, jlist **out);
 /* Calls a macro or builtin with evaluated arguments. */
-hearth_status jcall_value(hl_jinja_env *e, jv fn, jv *args, size_t n_args, const char **kw_names, jv *kw_vals,
+hearth_status hl_jcall_value(hl_jinja_env *e, jv fn, jv *args, size_t n_args, const char **kw_names, jv *kw_vals,
                           size_t n_kw, int line, jv *out);
 
 /* Filters and tests by name (filters.c); false when the name is unknown. */
-bool jfilter_known(const char *name);
-bool jtest_known(const char *name);
-hearth_status jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args,
+bool hl_jfilter_known(const char *name);
+bool hl_jtest_known(const char *name);
+hearth_status hl_jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args,
                             const char **kw_names, jv *kw_vals, size_t n_kw, int line, jv *out);
-hearth_status jtest_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, int line, bool *out);
+hearth_status hl_jtest_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, int line, bool *out);
 
 /* Methods of str, dict and loop (methods.c). *found is false when `obj` has no
  * method `name`. */
-hearth_status jmethod_call(hl_jinja_env *e, jv obj, const char *name, jv *args, size_t n_args,
+hearth_status hl_jmethod_call(hl_jinja_env *e, jv obj, const char *name, jv *args, size_t n_args,
                            const char **kw_names, jv *kw_vals, size_t n_kw, int line, bool *found, jv *out);
 /* The global functions (methods.c): jv of kind JV_BUILTIN, or JV_UNDEF. */
-jv jbuiltin_lookup(const char *name);
-hearth_status jbuiltin_call(hl_jinja_env *e, uint32_t id, jv *args, size_t n_args, const char **kw_names,
+jv hl_jbuiltin_lookup(const char *name);
+hearth_status hl_jbuiltin_call(hl_jinja_env *e, uint32_t id, jv *args, size_t n_args, const char **kw_names,
                             jv *kw_vals, size_t n_kw, int line, jv *out);
 /* Python's str.strip/lstrip/rstrip (which: 'b', 'l', 'r'); chars NULL: whitespace. */
-jv jstr_strip(jv s, const jv *chars, char which);
+jv hl_jstr_strip(jv s, const jv *chars, char which);
 
 #endif

@@ -26,7 +26,7 @@ typedef struct lexer {
 static hearth_status push(lexer *L, jtok t) {
     if (L->n_toks == L->cap) {
         size_t cap = L->cap ? L->cap * 2 : 256;
-        jtok *bigger = ja_alloc(L->a, cap * sizeof *bigger);
+        jtok *bigger = hl_ja_alloc(L->a, cap * sizeof *bigger);
         if (!bigger) return HEARTH_ERR_OUT_OF_MEMORY;
         if (L->n_toks) memcpy(bigger, L->toks, L->n_toks * sizeof *bigger);
         L->toks = bigger;
@@ -48,7 +48,7 @@ static bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 /* Skips Python whitespace from pos. */
 static size_t skip_space(const char *s, size_t n, size_t pos) {
     size_t w;
-    while (pos < n && (w = ju_space_at(s + pos, n - pos)) > 0) pos += w;
+    while (pos < n && (w = hl_ju_space_at(s + pos, n - pos)) > 0) pos += w;
     return pos;
 }
 
@@ -105,8 +105,8 @@ static hearth_status lex_string(lexer *L) {
     char q = s[L->pos];
     size_t i = L->pos + 1, end = i;
     while (end < L->n && s[end] != q) end += s[end] == '\\' && end + 1 < L->n ? 2 : 1;
-    if (end >= L->n) return jfail(HEARTH_ERR_FORMAT, L->line, "unterminated string");
-    char *o = ja_alloc(L->a, end - i + 1);
+    if (end >= L->n) return hl_jfail(HEARTH_ERR_FORMAT, L->line, "unterminated string");
+    char *o = hl_ja_alloc(L->a, end - i + 1);
     if (!o) return HEARTH_ERR_OUT_OF_MEMORY;
     size_t n = 0;
     while (i < end) {
@@ -132,15 +132,15 @@ static hearth_status lex_string(lexer *L) {
             uint32_t cp = 0;
             for (int k = 0; k < digits; k++) {
                 int h = i + (size_t)k < end ? hexval(s[i + k]) : -1;
-                if (h < 0) return jfail(HEARTH_ERR_FORMAT, L->line, "truncated \\%c escape in a string", e);
+                if (h < 0) return hl_jfail(HEARTH_ERR_FORMAT, L->line, "truncated \\%c escape in a string", e);
                 cp = cp * 16 + (uint32_t)h;
             }
             if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-                return jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'string escape of U+%X'", cp);
+                return hl_jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'string escape of U+%X'", cp);
             i += (size_t)digits;
             n += put_utf8(o + n, cp);
         } else if (e == 'N') {
-            return jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature '\\N{...} escape'");
+            return hl_jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature '\\N{...} escape'");
         } else {
             o[n++] = '\\';
             i--; /* the character after the backslash is kept as it is */
@@ -179,7 +179,7 @@ static hearth_status lex_number(lexer *L) {
         }
     }
     if (nb >= 100 || (i < L->n && is_digit(s[i])))
-        return jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'number literal longer than 100 digits'");
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'number literal longer than 100 digits'");
     buf[nb] = '\0';
     jtok t = {.line = L->line};
     if (is_float) {
@@ -190,7 +190,7 @@ static hearth_status lex_number(lexer *L) {
         char *end;
         unsigned long long v = strtoull(buf, &end, 10);
         if (nb > 19 || v > (unsigned long long)INT64_MAX)
-            return jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'integer beyond 64 bits'");
+            return hl_jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'integer beyond 64 bits'");
         t.i = (int64_t)v;
     }
     HL_TRY(push(L, t));
@@ -207,7 +207,7 @@ static hearth_status lex_tag(lexer *L, const char *close, jtok_kind end_kind) {
     int depth = 0;
     for (;;) {
         advance(L, skip_space(s, L->n, L->pos));
-        if (L->pos >= L->n) return jfail(HEARTH_ERR_FORMAT, L->line, "unexpected end of template: missing '%s'", close);
+        if (L->pos >= L->n) return hl_jfail(HEARTH_ERR_FORMAT, L->line, "unexpected end of template: missing '%s'", close);
         size_t p = L->pos;
         if (depth == 0) {
             bool minus = s[p] == '-' && p + 2 < L->n && !memcmp(s + p + 1, close, 2);
@@ -229,7 +229,7 @@ static hearth_status lex_tag(lexer *L, const char *close, jtok_kind end_kind) {
         } else if (is_name_start(c)) {
             size_t e = p;
             while (e < L->n && is_name_char(s[e])) e++;
-            HL_TRY(push(L, (jtok){.k = TK_NAME, .line = L->line, .s = ja_strdup(L->a, s + p, e - p), .n = e - p}));
+            HL_TRY(push(L, (jtok){.k = TK_NAME, .line = L->line, .s = hl_ja_strdup(L->a, s + p, e - p), .n = e - p}));
             if (!L->toks[L->n_toks - 1].s) return HEARTH_ERR_OUT_OF_MEMORY;
             advance(L, e);
         } else {
@@ -239,19 +239,19 @@ static hearth_status lex_tag(lexer *L, const char *close, jtok_kind end_kind) {
             if (k == nops) {
                 if ((unsigned char)c >= 0x80 || c == '\\' || c == '@' || c == '$' || c == '`' || c == '?' || c == '!' ||
                     c == '&' || c == '^' || c == '#')
-                    return jfail(HEARTH_ERR_FORMAT, L->line, "unexpected character '%c' (0x%02x) in a tag",
+                    return hl_jfail(HEARTH_ERR_FORMAT, L->line, "unexpected character '%c' (0x%02x) in a tag",
                                  (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?', (unsigned char)c);
-                return jfail(HEARTH_ERR_FORMAT, L->line, "unexpected character 0x%02x in a tag", (unsigned char)c);
+                return hl_jfail(HEARTH_ERR_FORMAT, L->line, "unexpected character 0x%02x in a tag", (unsigned char)c);
             }
             if (ops[k][0] == '(' || ops[k][0] == '[' || ops[k][0] == '{') depth++;
             if (ops[k][0] == ')' || ops[k][0] == ']' || ops[k][0] == '}') {
-                if (depth == 0) return jfail(HEARTH_ERR_FORMAT, L->line, "unexpected '%c'", ops[k][0]);
+                if (depth == 0) return hl_jfail(HEARTH_ERR_FORMAT, L->line, "unexpected '%c'", ops[k][0]);
                 depth--;
             }
             HL_TRY(push(L, (jtok){.k = TK_OP, .line = L->line, .s = ops[k], .n = strlen(ops[k])}));
             advance(L, p + strlen(ops[k]));
         }
-        if (depth > 200) return jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'brackets nested deeper than 200'");
+        if (depth > 200) return hl_jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'brackets nested deeper than 200'");
     }
 }
 
@@ -277,17 +277,17 @@ static hearth_status emit_text(lexer *L, size_t from, size_t to, char sign, bool
     size_t end = to;
     if (sign == '-') {
         size_t w;
-        while (end > from && (w = ju_space_before(s + from, end - from)) > 0) end -= w;
+        while (end > from && (w = hl_ju_space_before(s + from, end - from)) > 0) end -= w;
     } else if (sign != '+' && lstrip) {
         size_t l = end;
         while (l > from && s[l - 1] != '\n') l--;
         bool line_start = l > from || from == 0 || s[from - 1] == '\n';
         size_t i = l;
-        while (i < end && ju_space_at(s + i, end - i)) i += ju_space_at(s + i, end - i);
+        while (i < end && hl_ju_space_at(s + i, end - i)) i += hl_ju_space_at(s + i, end - i);
         if (line_start && i == end && end > l) end = l;
     }
     if (end > from) {
-        char *t = ja_strdup(L->a, s + from, end - from);
+        char *t = hl_ja_strdup(L->a, s + from, end - from);
         if (!t) return HEARTH_ERR_OUT_OF_MEMORY;
         HL_TRY(push(L, (jtok){.k = TK_TEXT, .line = L->line, .s = t, .n = end - from}));
     }
@@ -297,7 +297,7 @@ static hearth_status emit_text(lexer *L, size_t from, size_t to, char sign, bool
 
 /* Newlines to \n, and no trailing newline (jinja2's keep_trailing_newline=False). */
 static char *normalize(jarena *a, const char *src, size_t len, size_t *n_out) {
-    char *o = ja_alloc(a, len + 1);
+    char *o = hl_ja_alloc(a, len + 1);
     if (!o) return NULL;
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
@@ -336,7 +336,7 @@ hearth_status hl_jinja_lex(jarena *a, const char *src, size_t len, jtok **toks, 
             int end_strip = 0;
             if (strip_after == 1) from = skip_space(s, L.n, from);
             while (e < L.n && !(end_len = match_word_tag(s, L.n, e, "endraw", &end_strip))) e++;
-            if (e >= L.n) return jfail(HEARTH_ERR_FORMAT, L.line, "missing {%% endraw %%}");
+            if (e >= L.n) return hl_jfail(HEARTH_ERR_FORMAT, L.line, "missing {%% endraw %%}");
             advance(&L, from);
             char esign = s[e + 2] == '-' || s[e + 2] == '+' ? s[e + 2] : 0;
             HL_TRY(emit_text(&L, from, e, esign, true));
@@ -350,7 +350,7 @@ hearth_status hl_jinja_lex(jarena *a, const char *src, size_t len, jtok **toks, 
         if (kind == '#') {
             size_t e = body;
             while (e + 1 < L.n && !(s[e] == '#' && s[e + 1] == '}')) e++;
-            if (e + 1 >= L.n) return jfail(HEARTH_ERR_FORMAT, L.line, "missing end of comment '#}'");
+            if (e + 1 >= L.n) return hl_jfail(HEARTH_ERR_FORMAT, L.line, "missing end of comment '#}'");
             size_t after = e + 2;
             if (e > body && s[e - 1] == '-') after = skip_space(s, L.n, after);
             else if (!(e > body && s[e - 1] == '+') && after < L.n && s[after] == '\n') after++;

@@ -17,12 +17,12 @@ static hearth_status type_error(int line, int op, jv a, jv b) {
     char opname[4] = {(char)op, 0, 0, 0};
     if (op == 'D') strcpy(opname, "//");
     if (op == 'P') strcpy(opname, "**");
-    return jfail(HEARTH_ERR_FORMAT, line, "unsupported operand types for %s: '%s' and '%s'", opname, jv_type_name(a),
-                 jv_type_name(b));
+    return hl_jfail(HEARTH_ERR_FORMAT, line, "unsupported operand types for %s: '%s' and '%s'", opname, hl_jv_type_name(a),
+                 hl_jv_type_name(b));
 }
 
 static hearth_status overflow(int line) {
-    return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'integer beyond 64 bits'");
+    return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'integer beyond 64 bits'");
 }
 
 /* s * n (string or list repetition). */
@@ -30,12 +30,12 @@ static hearth_status repeat(hl_jinja_env *e, jv s, int64_t n, int line, jv *out)
     if (n < 0) n = 0;
     size_t unit = s.k == JV_STR ? s.u.s.n : s.u.l->n * sizeof(jv);
     if (unit && (uint64_t)n > e->lim.max_output / unit)
-        return jfail(HEARTH_ERR_FORMAT, line, "repetition result exceeds %zu MiB", e->lim.max_output >> 20);
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "repetition result exceeds %zu MiB", e->lim.max_output >> 20);
     if (s.k == JV_STR) {
-        char *p = ja_alloc(&e->arena, unit * (size_t)n + 1);
+        char *p = hl_ja_alloc(&e->arena, unit * (size_t)n + 1);
         if (!p) return HEARTH_ERR_OUT_OF_MEMORY;
         for (int64_t i = 0; i < n; i++) memcpy(p + unit * (size_t)i, s.u.s.p, unit);
-        *out = jv_strv(p, unit * (size_t)n);
+        *out = hl_jv_strv(p, unit * (size_t)n);
         return HEARTH_OK;
     }
     if (!hl_jv_list(e, out)) return HEARTH_ERR_OUT_OF_MEMORY;
@@ -47,11 +47,11 @@ static hearth_status repeat(hl_jinja_env *e, jv s, int64_t n, int line, jv *out)
 
 static hearth_status concat(hl_jinja_env *e, jv a, jv b, jv *out) {
     if (a.k == JV_STR) {
-        char *p = ja_alloc(&e->arena, a.u.s.n + b.u.s.n + 1);
+        char *p = hl_ja_alloc(&e->arena, a.u.s.n + b.u.s.n + 1);
         if (!p) return HEARTH_ERR_OUT_OF_MEMORY;
         if (a.u.s.n) memcpy(p, a.u.s.p, a.u.s.n);
         if (b.u.s.n) memcpy(p + a.u.s.n, b.u.s.p, b.u.s.n);
-        *out = jv_strv(p, a.u.s.n + b.u.s.n);
+        *out = hl_jv_strv(p, a.u.s.n + b.u.s.n);
         return HEARTH_OK;
     }
     if (!hl_jv_list(e, out)) return HEARTH_ERR_OUT_OF_MEMORY;
@@ -63,9 +63,9 @@ static hearth_status concat(hl_jinja_env *e, jv a, jv b, jv *out) {
     return HEARTH_OK;
 }
 
-hearth_status jop_unary(int op, jv v, int line, jv *out) {
-    if (v.k == JV_UNDEF) return jv_undefined_error(v, line);
-    if (!is_num(v)) return jfail(HEARTH_ERR_FORMAT, line, "bad operand type for unary %c: '%s'", op, jv_type_name(v));
+hearth_status hl_jop_unary(int op, jv v, int line, jv *out) {
+    if (v.k == JV_UNDEF) return hl_jv_undefined_error(v, line);
+    if (!is_num(v)) return hl_jfail(HEARTH_ERR_FORMAT, line, "bad operand type for unary %c: '%s'", op, hl_jv_type_name(v));
     if (op == '+') *out = v.k == JV_BOOL ? hl_jv_int(v.u.b) : v;
     else if (v.k == JV_FLOAT) *out = hl_jv_float(-v.u.f);
     else if (to_i(v) == INT64_MIN) return overflow(line);
@@ -73,15 +73,15 @@ hearth_status jop_unary(int op, jv v, int line, jv *out) {
     return HEARTH_OK;
 }
 
-hearth_status jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out) {
+hearth_status hl_jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out) {
     if (op == '~') {
         jv sa, sb;
-        HL_TRY(jv_to_str(e, a, &sa));
-        HL_TRY(jv_to_str(e, b, &sb));
+        HL_TRY(hl_jv_to_str(e, a, &sa));
+        HL_TRY(hl_jv_to_str(e, b, &sb));
         return concat(e, sa, sb, out);
     }
-    if (a.k == JV_UNDEF) return jv_undefined_error(a, line);
-    if (b.k == JV_UNDEF) return jv_undefined_error(b, line);
+    if (a.k == JV_UNDEF) return hl_jv_undefined_error(a, line);
+    if (b.k == JV_UNDEF) return hl_jv_undefined_error(b, line);
     if (op == '+' && ((a.k == JV_STR && b.k == JV_STR) ||
                       (a.k == JV_LIST && b.k == JV_LIST && a.u.l->tuple == b.u.l->tuple)))
         return concat(e, a, b, out);
@@ -90,7 +90,7 @@ hearth_status jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out)
     if (op == '*' && (b.k == JV_STR || b.k == JV_LIST) && (a.k == JV_INT || a.k == JV_BOOL))
         return repeat(e, b, to_i(a), line, out);
     if (op == '%' && a.k == JV_STR)
-        return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'string formatting with %%'");
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'string formatting with %%'");
     if (!is_num(a) || !is_num(b)) return type_error(line, op, a, b);
     bool ints = a.k != JV_FLOAT && b.k != JV_FLOAT;
     int64_t x = to_i(a), y = to_i(b), r;
@@ -112,13 +112,13 @@ hearth_status jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out)
         *out = hl_jv_int(r);
         return HEARTH_OK;
     case '/':
-        if (fy == 0.0) return jfail(HEARTH_ERR_FORMAT, line, "division by zero");
+        if (fy == 0.0) return hl_jfail(HEARTH_ERR_FORMAT, line, "division by zero");
         *out = hl_jv_float(fx / fy);
         return HEARTH_OK;
     case 'D':
     case '%':
         if (ints) {
-            if (y == 0) return jfail(HEARTH_ERR_FORMAT, line, "integer division or modulo by zero");
+            if (y == 0) return hl_jfail(HEARTH_ERR_FORMAT, line, "integer division or modulo by zero");
             if (x == INT64_MIN && y == -1) return overflow(line);
             int64_t q = x / y, m = x % y;
             if (m != 0 && ((m < 0) != (y < 0))) {
@@ -128,7 +128,7 @@ hearth_status jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out)
             *out = hl_jv_int(op == 'D' ? q : m);
             return HEARTH_OK;
         }
-        if (fy == 0.0) return jfail(HEARTH_ERR_FORMAT, line, "float division or modulo by zero");
+        if (fy == 0.0) return hl_jfail(HEARTH_ERR_FORMAT, line, "float division or modulo by zero");
         if (op == 'D') {
             *out = hl_jv_float(floor(fx / fy));
         } else {
@@ -150,7 +150,7 @@ hearth_status jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out)
             *out = hl_jv_int(acc);
             return HEARTH_OK;
         }
-        if (fx == 0.0 && fy < 0) return jfail(HEARTH_ERR_FORMAT, line, "0.0 cannot be raised to a negative power");
+        if (fx == 0.0 && fy < 0) return hl_jfail(HEARTH_ERR_FORMAT, line, "0.0 cannot be raised to a negative power");
         *out = hl_jv_float(pow(fx, fy));
         return HEARTH_OK;
     }
@@ -166,7 +166,7 @@ hearth_status jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *out)
 static hearth_status contains(jv item, jv seq, int line, bool *out) {
     if (seq.k == JV_STR) {
         if (item.k != JV_STR)
-            return jfail(HEARTH_ERR_FORMAT, line, "'in <string>' requires string as left operand, not %s", jv_type_name(item));
+            return hl_jfail(HEARTH_ERR_FORMAT, line, "'in <string>' requires string as left operand, not %s", hl_jv_type_name(item));
         *out = false;
         if (item.u.s.n == 0) *out = true;
         for (size_t i = 0; !*out && i + item.u.s.n <= seq.u.s.n; i++)
@@ -175,31 +175,31 @@ static hearth_status contains(jv item, jv seq, int line, bool *out) {
     }
     if (seq.k == JV_LIST) {
         *out = false;
-        for (size_t i = 0; i < seq.u.l->n && !*out; i++) *out = jv_equal(seq.u.l->v[i], item);
+        for (size_t i = 0; i < seq.u.l->n && !*out; i++) *out = hl_jv_equal(seq.u.l->v[i], item);
         return HEARTH_OK;
     }
     if (seq.k == JV_DICT || seq.k == JV_NS) {
-        *out = jdict_get(seq.u.d, item) != NULL;
+        *out = hl_jdict_get(seq.u.d, item) != NULL;
         return HEARTH_OK;
     }
     if (seq.k == JV_UNDEF) {
         *out = false;
         return HEARTH_OK;
     }
-    return jfail(HEARTH_ERR_FORMAT, line, "argument of type '%s' is not iterable", jv_type_name(seq));
+    return hl_jfail(HEARTH_ERR_FORMAT, line, "argument of type '%s' is not iterable", hl_jv_type_name(seq));
 }
 
-hearth_status jop_compare(int op, jv a, jv b, int line, bool *out) {
+hearth_status hl_jop_compare(int op, jv a, jv b, int line, bool *out) {
     int cmp;
     switch (op) {
-    case 'e': *out = jv_equal(a, b); return HEARTH_OK;
-    case 'n': *out = !jv_equal(a, b); return HEARTH_OK;
+    case 'e': *out = hl_jv_equal(a, b); return HEARTH_OK;
+    case 'n': *out = !hl_jv_equal(a, b); return HEARTH_OK;
     case 'i': return contains(a, b, line, out);
     case 'I': HL_TRY(contains(a, b, line, out)); *out = !*out; return HEARTH_OK;
     }
-    if (a.k == JV_UNDEF) return jv_undefined_error(a, line);
-    if (b.k == JV_UNDEF) return jv_undefined_error(b, line);
-    HL_TRY(jv_compare(a, b, line, &cmp));
+    if (a.k == JV_UNDEF) return hl_jv_undefined_error(a, line);
+    if (b.k == JV_UNDEF) return hl_jv_undefined_error(b, line);
+    HL_TRY(hl_jv_compare(a, b, line, &cmp));
     *out = op == '<' ? cmp < 0 : op == 'l' ? cmp <= 0 : op == '>' ? cmp > 0 : cmp >= 0;
     return HEARTH_OK;
 }

@@ -34,23 +34,23 @@ static inline bool is_op(const jtok *t, const char *op) { return t->k == TK_OP &
 static inline bool is_name(const jtok *t, const char *name) { return t->k == TK_NAME && !strcmp(t->s, name); }
 
 /* Fails with "syntax error: expected WHAT, got <the current token>". */
-hearth_status jp_expected(parser *P, const char *what);
-/* Consumes the operator op, or fails as jp_expected. */
-hearth_status jp_expect_op(parser *P, const char *op);
-/* Consumes a name into *out, or fails as jp_expected. */
-hearth_status jp_expect_name(parser *P, const char **out);
+hearth_status hl_jp_expected(parser *P, const char *what);
+/* Consumes the operator op, or fails as hl_jp_expected. */
+hearth_status hl_jp_expect_op(parser *P, const char *op);
+/* Consumes a name into *out, or fails as hl_jp_expected. */
+hearth_status hl_jp_expect_name(parser *P, const char **out);
 /* A zeroed node of the template's arena. */
-hearth_status jp_new_node(parser *P, jnode_kind kind, int line, jnode **out);
+hearth_status hl_jp_new_node(parser *P, jnode_kind kind, int line, jnode **out);
 /* Appends x to v, growing it in the arena. */
-hearth_status jp_vec_push(parser *P, vec *v, void *x);
+hearth_status hl_jp_vec_push(parser *P, vec *v, void *x);
 /* One level deeper (the caller decrements P->depth when done); fails beyond MAX_NESTING. */
-hearth_status jp_enter(parser *P);
+hearth_status hl_jp_enter(parser *P);
 
 /* An expression (conditional expressions included). */
-hearth_status jp_parse_expr(parser *P, jnode **out);
+hearth_status hl_jp_parse_expr(parser *P, jnode **out);
 /* An expression, or a bare tuple "a, b". */
-hearth_status jp_parse_tuple(parser *P, bool with_condexpr, jnode **out);
+hearth_status hl_jp_parse_tuple(parser *P, bool with_condexpr, jnode **out);
 /* One filter name with its arguments, applied to obj. */
-hearth_status jp_parse_filter(parser *P, jnode *obj, jnode **out);
+hearth_status hl_jp_parse_filter(parser *P, jnode *obj, jnode **out);
 
 #endif

@@ -27,29 +27,29 @@ static const char *tok_desc(const jtok *t) {
     return "?";
 }
 
-hearth_status jp_expected(parser *P, const char *what) {
-    return jfail(HEARTH_ERR_FORMAT, cur(P)->line, "syntax error: expected %s, got %s", what, tok_desc(cur(P)));
+hearth_status hl_jp_expected(parser *P, const char *what) {
+    return hl_jfail(HEARTH_ERR_FORMAT, cur(P)->line, "syntax error: expected %s, got %s", what, tok_desc(cur(P)));
 }
 
-hearth_status jp_expect_op(parser *P, const char *op) {
+hearth_status hl_jp_expect_op(parser *P, const char *op) {
     if (!is_op(cur(P), op)) {
         char what[16];
         snprintf(what, sizeof what, "'%s'", op);
-        return jp_expected(P, what);
+        return hl_jp_expected(P, what);
     }
     next(P);
     return HEARTH_OK;
 }
 
-hearth_status jp_expect_name(parser *P, const char **out) {
-    if (cur(P)->k != TK_NAME) return jp_expected(P, "a name");
+hearth_status hl_jp_expect_name(parser *P, const char **out) {
+    if (cur(P)->k != TK_NAME) return hl_jp_expected(P, "a name");
     *out = cur(P)->s;
     next(P);
     return HEARTH_OK;
 }
 
-hearth_status jp_new_node(parser *P, jnode_kind kind, int line, jnode **out) {
-    *out = ja_alloc(P->a, sizeof **out);
+hearth_status hl_jp_new_node(parser *P, jnode_kind kind, int line, jnode **out) {
+    *out = hl_ja_alloc(P->a, sizeof **out);
     if (!*out) return HEARTH_ERR_OUT_OF_MEMORY;
     (*out)->kind = kind;
     (*out)->line = line;
@@ -57,10 +57,10 @@ hearth_status jp_new_node(parser *P, jnode_kind kind, int line, jnode **out) {
 }
 
 
-hearth_status jp_vec_push(parser *P, vec *v, void *x) {
+hearth_status hl_jp_vec_push(parser *P, vec *v, void *x) {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 4;
-        void **bigger = ja_alloc(P->a, cap * sizeof *bigger);
+        void **bigger = hl_ja_alloc(P->a, cap * sizeof *bigger);
         if (!bigger) return HEARTH_ERR_OUT_OF_MEMORY;
         if (v->n) memcpy(bigger, v->v, v->n * sizeof *bigger);
         v->v = bigger;
@@ -75,9 +75,9 @@ static hearth_status parse_unary(parser *P, bool with_filter, jnode **out);
 static hearth_status parse_primary(parser *P, jnode **out);
 static hearth_status parse_postfix(parser *P, jnode *node, jnode **out);
 
-hearth_status jp_enter(parser *P) {
+hearth_status hl_jp_enter(parser *P) {
     if (++P->depth > MAX_NESTING)
-        return jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature 'nesting deeper than %d'", MAX_NESTING);
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature 'nesting deeper than %d'", MAX_NESTING);
     return HEARTH_OK;
 }
 
@@ -85,24 +85,24 @@ hearth_status jp_enter(parser *P) {
  * names/kids2. */
 static hearth_status parse_args(parser *P, jnode *call) {
     vec pos = {0}, kw = {0}, kwn = {0};
-    HL_TRY(jp_expect_op(P, "("));
+    HL_TRY(hl_jp_expect_op(P, "("));
     while (!is_op(cur(P), ")")) {
-        if (pos.n + kw.n) HL_TRY(jp_expect_op(P, ","));
+        if (pos.n + kw.n) HL_TRY(hl_jp_expect_op(P, ","));
         if (is_op(cur(P), ")")) break;
         if (is_op(cur(P), "*") || is_op(cur(P), "**"))
-            return jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature '*args in a call'");
+            return hl_jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature '*args in a call'");
         if (cur(P)->k == TK_NAME && is_op(peek(P, 1), "=")) {
-            HL_TRY(jp_vec_push(P, &kwn, (void *)cur(P)->s));
+            HL_TRY(hl_jp_vec_push(P, &kwn, (void *)cur(P)->s));
             next(P);
             next(P);
             jnode *v;
-            HL_TRY(jp_parse_expr(P, &v));
-            HL_TRY(jp_vec_push(P, &kw, v));
+            HL_TRY(hl_jp_parse_expr(P, &v));
+            HL_TRY(hl_jp_vec_push(P, &kw, v));
         } else {
-            if (kw.n) return jfail(HEARTH_ERR_FORMAT, cur(P)->line, "syntax error: positional argument after a keyword argument");
+            if (kw.n) return hl_jfail(HEARTH_ERR_FORMAT, cur(P)->line, "syntax error: positional argument after a keyword argument");
             jnode *v;
-            HL_TRY(jp_parse_expr(P, &v));
-            HL_TRY(jp_vec_push(P, &pos, v));
+            HL_TRY(hl_jp_parse_expr(P, &v));
+            HL_TRY(hl_jp_vec_push(P, &pos, v));
         }
     }
     next(P);
@@ -117,19 +117,19 @@ static hearth_status parse_args(parser *P, jnode *call) {
 
 /* A dotted filter or test name. */
 static hearth_status parse_dotted(parser *P, const char **out) {
-    HL_TRY(jp_expect_name(P, out));
+    HL_TRY(hl_jp_expect_name(P, out));
     if (is_op(cur(P), ".") && peek(P, 1)->k == TK_NAME)
-        return jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature 'dotted filter or test name %s.%s'",
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature 'dotted filter or test name %s.%s'",
                      *out, peek(P, 1)->s);
     return HEARTH_OK;
 }
 
-hearth_status jp_parse_filter(parser *P, jnode *obj, jnode **out) {
+hearth_status hl_jp_parse_filter(parser *P, jnode *obj, jnode **out) {
     int line = cur(P)->line;
     jnode *f;
-    HL_TRY(jp_new_node(P, N_FILTER, line, &f));
+    HL_TRY(hl_jp_new_node(P, N_FILTER, line, &f));
     HL_TRY(parse_dotted(P, &f->name));
-    if (!jfilter_known(f->name)) return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", f->name);
+    if (!hl_jfilter_known(f->name)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", f->name);
     f->a = obj;
     if (is_op(cur(P), "(")) HL_TRY(parse_args(P, f));
     *out = f;
@@ -141,29 +141,29 @@ static hearth_status parse_filter_expr(parser *P, jnode *node, jnode **out) {
     for (;;) {
         if (is_op(cur(P), "|")) {
             next(P);
-            HL_TRY(jp_parse_filter(P, node, &node));
+            HL_TRY(hl_jp_parse_filter(P, node, &node));
         } else if (is_name(cur(P), "is")) {
             int line = cur(P)->line;
             next(P);
             jnode *t;
-            HL_TRY(jp_new_node(P, N_TEST, line, &t));
+            HL_TRY(hl_jp_new_node(P, N_TEST, line, &t));
             if (is_name(cur(P), "not")) {
                 t->op = 1;
                 next(P);
             }
             HL_TRY(parse_dotted(P, &t->name));
-            if (!jtest_known(t->name)) return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'test %s'", t->name);
+            if (!hl_jtest_known(t->name)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'test %s'", t->name);
             t->a = node;
             jtok *c = cur(P);
             if (is_op(c, "(")) {
                 HL_TRY(parse_args(P, t));
-                if (t->n_kids2) return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'keyword argument to a test'");
+                if (t->n_kids2) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'keyword argument to a test'");
             } else if ((c->k == TK_NAME && strcmp(c->s, "else") && strcmp(c->s, "or") && strcmp(c->s, "and")) ||
                        c->k == TK_STRING || c->k == TK_INT || c->k == TK_FLOAT || is_op(c, "[") || is_op(c, "{")) {
                 jnode *arg;
                 HL_TRY(parse_primary(P, &arg));
                 HL_TRY(parse_postfix(P, arg, &arg));
-                t->kids = ja_alloc(P->a, sizeof *t->kids);
+                t->kids = hl_ja_alloc(P->a, sizeof *t->kids);
                 if (!t->kids) return HEARTH_ERR_OUT_OF_MEMORY;
                 t->kids[0] = arg;
                 t->n_kids = 1;
@@ -183,7 +183,7 @@ static hearth_status parse_subscript(parser *P, jnode *obj, jnode **out) {
     jnode *parts[3] = {0};
     int n = 0;
     for (;;) {
-        if (!is_op(cur(P), ":") && !is_op(cur(P), "]")) HL_TRY(jp_parse_expr(P, &parts[n]));
+        if (!is_op(cur(P), ":") && !is_op(cur(P), "]")) HL_TRY(hl_jp_parse_expr(P, &parts[n]));
         if (is_op(cur(P), ":") && n < 2) {
             n++;
             next(P);
@@ -191,15 +191,15 @@ static hearth_status parse_subscript(parser *P, jnode *obj, jnode **out) {
         }
         break;
     }
-    HL_TRY(jp_expect_op(P, "]"));
+    HL_TRY(hl_jp_expect_op(P, "]"));
     jnode *node;
     if (n == 0) {
-        if (!parts[0]) return jfail(HEARTH_ERR_FORMAT, line, "syntax error: empty subscript []");
-        HL_TRY(jp_new_node(P, N_ITEM, line, &node));
+        if (!parts[0]) return hl_jfail(HEARTH_ERR_FORMAT, line, "syntax error: empty subscript []");
+        HL_TRY(hl_jp_new_node(P, N_ITEM, line, &node));
         node->b = parts[0];
     } else {
-        HL_TRY(jp_new_node(P, N_SLICE, line, &node));
-        node->kids = ja_alloc(P->a, 3 * sizeof *node->kids);
+        HL_TRY(hl_jp_new_node(P, N_SLICE, line, &node));
+        node->kids = hl_ja_alloc(P->a, 3 * sizeof *node->kids);
         if (!node->kids) return HEARTH_ERR_OUT_OF_MEMORY;
         memcpy(node->kids, parts, sizeof parts);
         node->n_kids = 3;
@@ -216,14 +216,14 @@ static hearth_status parse_postfix(parser *P, jnode *node, jnode **out) {
             next(P);
             jnode *n;
             if (cur(P)->k == TK_NAME) {
-                HL_TRY(jp_new_node(P, N_ATTR, c->line, &n));
+                HL_TRY(hl_jp_new_node(P, N_ATTR, c->line, &n));
                 n->name = cur(P)->s;
             } else if (cur(P)->k == TK_INT) {
-                HL_TRY(jp_new_node(P, N_ITEM, c->line, &n));
-                HL_TRY(jp_new_node(P, N_LIT, c->line, &n->b));
+                HL_TRY(hl_jp_new_node(P, N_ITEM, c->line, &n));
+                HL_TRY(hl_jp_new_node(P, N_LIT, c->line, &n->b));
                 n->b->lit = hl_jv_int(cur(P)->i);
             } else {
-                return jp_expected(P, "an attribute name");
+                return hl_jp_expected(P, "an attribute name");
             }
             next(P);
             n->a = node;
@@ -232,7 +232,7 @@ static hearth_status parse_postfix(parser *P, jnode *node, jnode **out) {
             HL_TRY(parse_subscript(P, node, &node));
         } else if (is_op(c, "(")) {
             jnode *n;
-            HL_TRY(jp_new_node(P, N_CALL, c->line, &n));
+            HL_TRY(hl_jp_new_node(P, N_CALL, c->line, &n));
             n->a = node;
             HL_TRY(parse_args(P, n));
             node = n;
@@ -248,17 +248,17 @@ static hearth_status parse_items(parser *P, jnode *node, const char *close, bool
     vec keys = {0}, vals = {0};
     while (!is_op(cur(P), close)) {
         if (keys.n) {
-            HL_TRY(jp_expect_op(P, ","));
+            HL_TRY(hl_jp_expect_op(P, ","));
             if (is_op(cur(P), close)) break;
         }
         jnode *k;
-        HL_TRY(jp_parse_expr(P, &k));
-        HL_TRY(jp_vec_push(P, &keys, k));
+        HL_TRY(hl_jp_parse_expr(P, &k));
+        HL_TRY(hl_jp_vec_push(P, &keys, k));
         if (dict) {
-            HL_TRY(jp_expect_op(P, ":"));
+            HL_TRY(hl_jp_expect_op(P, ":"));
             jnode *v;
-            HL_TRY(jp_parse_expr(P, &v));
-            HL_TRY(jp_vec_push(P, &vals, v));
+            HL_TRY(hl_jp_parse_expr(P, &v));
+            HL_TRY(hl_jp_vec_push(P, &vals, v));
         }
     }
     next(P);
@@ -272,9 +272,9 @@ static hearth_status parse_items(parser *P, jnode *node, const char *close, bool
 static hearth_status parse_primary(parser *P, jnode **out) {
     jtok *c = cur(P);
     jnode *n;
-    HL_TRY(jp_enter(P));
+    HL_TRY(hl_jp_enter(P));
     if (c->k == TK_NAME) {
-        HL_TRY(jp_new_node(P, N_LIT, c->line, &n));
+        HL_TRY(hl_jp_new_node(P, N_LIT, c->line, &n));
         const char *s = c->s;
         if (!strcmp(s, "true") || !strcmp(s, "True")) n->lit = hl_jv_bool(true);
         else if (!strcmp(s, "false") || !strcmp(s, "False")) n->lit = hl_jv_bool(false);
@@ -285,10 +285,10 @@ static hearth_status parse_primary(parser *P, jnode **out) {
         }
         next(P);
     } else if (c->k == TK_STRING) {
-        HL_TRY(jp_new_node(P, N_LIT, c->line, &n));
+        HL_TRY(hl_jp_new_node(P, N_LIT, c->line, &n));
         size_t total = 0, k = 0;
         while (peek(P, k)->k == TK_STRING) total += peek(P, k++)->n;
-        char *s = ja_alloc(P->a, total + 1);
+        char *s = hl_ja_alloc(P->a, total + 1);
         if (!s) return HEARTH_ERR_OUT_OF_MEMORY;
         total = 0;
         while (cur(P)->k == TK_STRING) {
@@ -296,47 +296,47 @@ static hearth_status parse_primary(parser *P, jnode **out) {
             total += cur(P)->n;
             next(P);
         }
-        n->lit = jv_strv(s, total);
+        n->lit = hl_jv_strv(s, total);
     } else if (c->k == TK_INT || c->k == TK_FLOAT) {
-        HL_TRY(jp_new_node(P, N_LIT, c->line, &n));
+        HL_TRY(hl_jp_new_node(P, N_LIT, c->line, &n));
         n->lit = c->k == TK_INT ? hl_jv_int(c->i) : hl_jv_float(c->f);
         next(P);
     } else if (is_op(c, "(")) {
         next(P);
         if (is_op(cur(P), ")")) {
             next(P);
-            HL_TRY(jp_new_node(P, N_LIST, c->line, &n));
+            HL_TRY(hl_jp_new_node(P, N_LIST, c->line, &n));
             n->op = 1;
         } else {
-            HL_TRY(jp_parse_expr(P, &n));
+            HL_TRY(hl_jp_parse_expr(P, &n));
             if (is_op(cur(P), ",")) {
                 jnode *t;
-                HL_TRY(jp_new_node(P, N_LIST, c->line, &t));
+                HL_TRY(hl_jp_new_node(P, N_LIST, c->line, &t));
                 t->op = 1;
                 vec items = {0};
-                HL_TRY(jp_vec_push(P, &items, n));
+                HL_TRY(hl_jp_vec_push(P, &items, n));
                 while (is_op(cur(P), ",")) {
                     next(P);
                     if (is_op(cur(P), ")")) break;
-                    HL_TRY(jp_parse_expr(P, &n));
-                    HL_TRY(jp_vec_push(P, &items, n));
+                    HL_TRY(hl_jp_parse_expr(P, &n));
+                    HL_TRY(hl_jp_vec_push(P, &items, n));
                 }
                 t->kids = (jnode **)items.v;
                 t->n_kids = items.n;
                 n = t;
             }
-            HL_TRY(jp_expect_op(P, ")"));
+            HL_TRY(hl_jp_expect_op(P, ")"));
         }
     } else if (is_op(c, "[")) {
         next(P);
-        HL_TRY(jp_new_node(P, N_LIST, c->line, &n));
+        HL_TRY(hl_jp_new_node(P, N_LIST, c->line, &n));
         HL_TRY(parse_items(P, n, "]", false));
     } else if (is_op(c, "{")) {
         next(P);
-        HL_TRY(jp_new_node(P, N_DICT, c->line, &n));
+        HL_TRY(hl_jp_new_node(P, N_DICT, c->line, &n));
         HL_TRY(parse_items(P, n, "}", true));
     } else {
-        return jp_expected(P, "an expression");
+        return hl_jp_expected(P, "an expression");
     }
     P->depth--;
     *out = n;
@@ -346,10 +346,10 @@ static hearth_status parse_primary(parser *P, jnode **out) {
 static hearth_status parse_unary(parser *P, bool with_filter, jnode **out) {
     jtok *c = cur(P);
     jnode *node;
-    HL_TRY(jp_enter(P));
+    HL_TRY(hl_jp_enter(P));
     if (is_op(c, "-") || is_op(c, "+")) {
         next(P);
-        HL_TRY(jp_new_node(P, N_UNARY, c->line, &node));
+        HL_TRY(hl_jp_new_node(P, N_UNARY, c->line, &node));
         node->op = c->s[0];
         HL_TRY(parse_unary(P, false, &node->a));
     } else {
@@ -375,7 +375,7 @@ static hearth_status parse_binary(parser *P, level_fn sub, const char *const *op
             if (is_op(cur(P), ops[i]) || is_name(cur(P), ops[i])) k = i;
         if (k < 0) break;
         jnode *n;
-        HL_TRY(jp_new_node(P, N_BINARY, cur(P)->line, &n));
+        HL_TRY(hl_jp_new_node(P, N_BINARY, cur(P)->line, &n));
         next(P);
         n->op = codes[k];
         n->a = lhs;
@@ -428,22 +428,22 @@ static hearth_status parse_compare(parser *P, jnode **out) {
         } else {
             break;
         }
-        if (n_ops == 64) return jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'more than 64 chained comparisons'");
+        if (n_ops == 64) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'more than 64 chained comparisons'");
         ops_buf[n_ops++] = code;
         jnode *rhs;
         HL_TRY(parse_math1(P, &rhs));
-        HL_TRY(jp_vec_push(P, &kids, rhs));
+        HL_TRY(hl_jp_vec_push(P, &kids, rhs));
     }
     if (!n_ops) {
         *out = lhs;
         return HEARTH_OK;
     }
     jnode *n;
-    HL_TRY(jp_new_node(P, N_COMPARE, line, &n));
+    HL_TRY(hl_jp_new_node(P, N_COMPARE, line, &n));
     n->a = lhs;
     n->kids = (jnode **)kids.v;
     n->n_kids = kids.n;
-    n->ops = ja_alloc(P->a, (size_t)n_ops * sizeof *n->ops);
+    n->ops = hl_ja_alloc(P->a, (size_t)n_ops * sizeof *n->ops);
     if (!n->ops) return HEARTH_ERR_OUT_OF_MEMORY;
     memcpy(n->ops, ops_buf, (size_t)n_ops * sizeof *n->ops);
     *out = n;
@@ -453,10 +453,10 @@ static hearth_status parse_compare(parser *P, jnode **out) {
 static hearth_status parse_not(parser *P, jnode **out) {
     if (is_name(cur(P), "not")) {
         jnode *n;
-        HL_TRY(jp_new_node(P, N_UNARY, cur(P)->line, &n));
+        HL_TRY(hl_jp_new_node(P, N_UNARY, cur(P)->line, &n));
         next(P);
         n->op = 'n';
-        HL_TRY(jp_enter(P));
+        HL_TRY(hl_jp_enter(P));
         HL_TRY(parse_not(P, &n->a));
         P->depth--;
         *out = n;
@@ -476,11 +476,11 @@ static hearth_status parse_or(parser *P, jnode **out) {
 /* Conditional expressions: a if c else b (the else part optional). */
 static hearth_status parse_condexpr(parser *P, bool with_condexpr, jnode **out) {
     jnode *node;
-    HL_TRY(jp_enter(P));
+    HL_TRY(hl_jp_enter(P));
     HL_TRY(parse_or(P, &node));
     while (with_condexpr && is_name(cur(P), "if")) {
         jnode *n;
-        HL_TRY(jp_new_node(P, N_COND, cur(P)->line, &n));
+        HL_TRY(hl_jp_new_node(P, N_COND, cur(P)->line, &n));
         next(P);
         n->b = node;
         HL_TRY(parse_or(P, &n->a));
@@ -495,10 +495,10 @@ static hearth_status parse_condexpr(parser *P, bool with_condexpr, jnode **out) 
     return HEARTH_OK;
 }
 
-hearth_status jp_parse_expr(parser *P, jnode **out) { return parse_condexpr(P, true, out); }
+hearth_status hl_jp_parse_expr(parser *P, jnode **out) { return parse_condexpr(P, true, out); }
 
 /* An expression, or a bare tuple "a, b" (as in {{ a, b }} or set x = a, b). */
-hearth_status jp_parse_tuple(parser *P, bool with_condexpr, jnode **out) {
+hearth_status hl_jp_parse_tuple(parser *P, bool with_condexpr, jnode **out) {
     jnode *first;
     HL_TRY(parse_condexpr(P, with_condexpr, &first));
     if (!is_op(cur(P), ",")) {
@@ -506,10 +506,10 @@ hearth_status jp_parse_tuple(parser *P, bool with_condexpr, jnode **out) {
         return HEARTH_OK;
     }
     jnode *t;
-    HL_TRY(jp_new_node(P, N_LIST, first->line, &t));
+    HL_TRY(hl_jp_new_node(P, N_LIST, first->line, &t));
     t->op = 1;
     vec items = {0};
-    HL_TRY(jp_vec_push(P, &items, first));
+    HL_TRY(hl_jp_vec_push(P, &items, first));
     while (is_op(cur(P), ",")) {
         next(P);
         if (cur(P)->k != TK_NAME && cur(P)->k != TK_STRING && cur(P)->k != TK_INT && cur(P)->k != TK_FLOAT &&
@@ -517,7 +517,7 @@ hearth_status jp_parse_tuple(parser *P, bool with_condexpr, jnode **out) {
             break;
         jnode *n;
         HL_TRY(parse_condexpr(P, with_condexpr, &n));
-        HL_TRY(jp_vec_push(P, &items, n));
+        HL_TRY(hl_jp_vec_push(P, &items, n));
     }
     t->kids = (jnode **)items.v;
     t->n_kids = items.n;

@@ -21,7 +21,7 @@ struct jchunk {
 
 #define CHUNK_MIN ((size_t)64 << 10)
 
-void *ja_alloc(jarena *a, size_t n) {
+void *hl_ja_alloc(jarena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
     if (n > a->cap || a->used > a->cap - n) {
         hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "chat template: rendering needs more than %zu MiB of memory", a->cap >> 20);
@@ -45,7 +45,7 @@ void *ja_alloc(jarena *a, size_t n) {
     return p;
 }
 
-void ja_free(jarena *a) {
+void hl_ja_free(jarena *a) {
     jchunk *c = a->head;
     while (c) {
         jchunk *next = c->next;
@@ -56,13 +56,13 @@ void ja_free(jarena *a) {
     a->used = 0;
 }
 
-char *ja_strdup(jarena *a, const char *p, size_t n) {
-    char *s = ja_alloc(a, n + 1);
+char *hl_ja_strdup(jarena *a, const char *p, size_t n) {
+    char *s = hl_ja_alloc(a, n + 1);
     if (s && n) memcpy(s, p, n);
     return s;
 }
 
-hearth_status jfail(hearth_status st, int line, const char *fmt, ...) {
+hearth_status hl_jfail(hearth_status st, int line, const char *fmt, ...) {
     char msg[400];
     va_list ap;
     va_start(ap, fmt);
@@ -77,29 +77,29 @@ jv hl_jv_none(void) { return (jv){.k = JV_NONE}; }
 jv hl_jv_bool(bool b) { return (jv){.k = JV_BOOL, .u.b = b}; }
 jv hl_jv_int(int64_t i) { return (jv){.k = JV_INT, .u.i = i}; }
 jv hl_jv_float(double f) { return (jv){.k = JV_FLOAT, .u.f = f}; }
-jv jv_strv(const char *p, size_t n) { return (jv){.k = JV_STR, .u.s = {p, n}}; }
-jv jv_undef(const char *what) { return (jv){.k = JV_UNDEF, .u.s = {what, what ? strlen(what) : 0}}; }
+jv hl_jv_strv(const char *p, size_t n) { return (jv){.k = JV_STR, .u.s = {p, n}}; }
+jv hl_jv_undef(const char *what) { return (jv){.k = JV_UNDEF, .u.s = {what, what ? strlen(what) : 0}}; }
 
-hearth_status jv_undefined_error(jv v, int line) {
-    return jfail(HEARTH_ERR_FORMAT, line, "%.*s", (int)v.u.s.n, v.u.s.p ? v.u.s.p : "");
+hearth_status hl_jv_undefined_error(jv v, int line) {
+    return hl_jfail(HEARTH_ERR_FORMAT, line, "%.*s", (int)v.u.s.n, v.u.s.p ? v.u.s.p : "");
 }
 
 bool hl_jv_str(hl_jinja_env *env, const char *p, size_t n, jv *out) {
-    char *s = ja_strdup(&env->arena, p, n);
+    char *s = hl_ja_strdup(&env->arena, p, n);
     if (!s) return false;
-    *out = jv_strv(s, n);
+    *out = hl_jv_strv(s, n);
     return true;
 }
 
 bool hl_jv_list(hl_jinja_env *env, jv *out) {
-    jlist *l = ja_alloc(&env->arena, sizeof *l);
+    jlist *l = hl_ja_alloc(&env->arena, sizeof *l);
     if (!l) return false;
     *out = (jv){.k = JV_LIST, .u.l = l};
     return true;
 }
 
 bool hl_jv_dict(hl_jinja_env *env, jv *out) {
-    jdict *d = ja_alloc(&env->arena, sizeof *d);
+    jdict *d = hl_ja_alloc(&env->arena, sizeof *d);
     if (!d) return false;
     *out = (jv){.k = JV_DICT, .u.d = d};
     return true;
@@ -109,7 +109,7 @@ bool hl_jv_list_push(hl_jinja_env *env, jv list, jv item) {
     jlist *l = list.u.l;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 4;
-        jv *v = ja_alloc(&env->arena, cap * sizeof *v);
+        jv *v = hl_ja_alloc(&env->arena, cap * sizeof *v);
         if (!v) return false;
         if (l->n) memcpy(v, l->v, l->n * sizeof *v);
         l->v = v;
@@ -121,15 +121,15 @@ bool hl_jv_list_push(hl_jinja_env *env, jv list, jv item) {
 
 bool hl_jv_dict_set(hl_jinja_env *env, jv dict, jv key, jv val) {
     jdict *d = dict.u.d;
-    jv *slot = jdict_get(d, key);
+    jv *slot = hl_jdict_get(d, key);
     if (slot) {
         *slot = val;
         return true;
     }
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 4;
-        jv *k = ja_alloc(&env->arena, cap * sizeof *k);
-        jv *v = ja_alloc(&env->arena, cap * sizeof *v);
+        jv *k = hl_ja_alloc(&env->arena, cap * sizeof *k);
+        jv *v = hl_ja_alloc(&env->arena, cap * sizeof *v);
         if (!k || !v) return false;
         if (d->n) {
             memcpy(k, d->keys, d->n * sizeof *k);
@@ -144,17 +144,17 @@ bool hl_jv_dict_set(hl_jinja_env *env, jv dict, jv key, jv val) {
     return true;
 }
 
-jv *jdict_get(const jdict *d, jv key) {
+jv *hl_jdict_get(const jdict *d, jv key) {
     for (size_t i = 0; i < d->n; i++)
-        if (jv_equal(d->keys[i], key)) return &d->vals[i];
+        if (hl_jv_equal(d->keys[i], key)) return &d->vals[i];
     return NULL;
 }
 
-jv *jdict_get_str(const jdict *d, const char *key) { return jdict_get(d, jv_strv(key, strlen(key))); }
+jv *hl_jdict_get_str(const jdict *d, const char *key) { return hl_jdict_get(d, hl_jv_strv(key, strlen(key))); }
 
 /* ----------------------------------------------------- truth and equality -- */
 
-bool jv_truthy(jv v) {
+bool hl_jv_truthy(jv v) {
     switch (v.k) {
     case JV_UNDEF:
     case JV_NONE: return false;
@@ -195,7 +195,7 @@ static bool equal(jv a, jv b, int depth, long *budget) {
         if (a.u.d == b.u.d) return true;
         if (a.u.d->n != b.u.d->n) return false;
         for (size_t i = 0; i < a.u.d->n; i++) {
-            jv *o = jdict_get(b.u.d, a.u.d->keys[i]);
+            jv *o = hl_jdict_get(b.u.d, a.u.d->keys[i]);
             if (!o || !equal(a.u.d->vals[i], *o, depth + 1, budget)) return false;
         }
         return true;
@@ -207,12 +207,12 @@ static bool equal(jv a, jv b, int depth, long *budget) {
     }
 }
 
-bool jv_equal(jv a, jv b) {
+bool hl_jv_equal(jv a, jv b) {
     long budget = 1000000;
     return equal(a, b, 0, &budget);
 }
 
-const char *jv_type_name(jv v) {
+const char *hl_jv_type_name(jv v) {
     switch (v.k) {
     case JV_UNDEF: return "Undefined";
     case JV_NONE: return "NoneType";
@@ -230,7 +230,7 @@ const char *jv_type_name(jv v) {
     return "object";
 }
 
-hearth_status jv_compare(jv a, jv b, int line, int *cmp) {
+hearth_status hl_jv_compare(jv a, jv b, int line, int *cmp) {
     if (is_number(a) && is_number(b)) {
         if (a.k != JV_FLOAT && b.k != JV_FLOAT) *cmp = (inum(a) > inum(b)) - (inum(a) < inum(b));
         else *cmp = (num(a) > num(b)) - (num(a) < num(b));
@@ -244,26 +244,26 @@ hearth_status jv_compare(jv a, jv b, int line, int *cmp) {
     }
     if (a.k == JV_LIST && b.k == JV_LIST && a.u.l->tuple == b.u.l->tuple) {
         for (size_t i = 0; i < a.u.l->n && i < b.u.l->n; i++) {
-            if (jv_equal(a.u.l->v[i], b.u.l->v[i])) continue;
-            return jv_compare(a.u.l->v[i], b.u.l->v[i], line, cmp);
+            if (hl_jv_equal(a.u.l->v[i], b.u.l->v[i])) continue;
+            return hl_jv_compare(a.u.l->v[i], b.u.l->v[i], line, cmp);
         }
         *cmp = (a.u.l->n > b.u.l->n) - (a.u.l->n < b.u.l->n);
         return HEARTH_OK;
     }
-    return jfail(HEARTH_ERR_FORMAT, line, "cannot order %s and %s", jv_type_name(a), jv_type_name(b));
+    return hl_jfail(HEARTH_ERR_FORMAT, line, "cannot order %s and %s", hl_jv_type_name(a), hl_jv_type_name(b));
 }
 
 /* ------------------------------------------------------------------ UTF-8 -- */
 
 static bool is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-size_t ju_len(const char *p, size_t n) {
+size_t hl_ju_len(const char *p, size_t n) {
     size_t len = 0;
     for (size_t i = 0; i < n; i++) len += i == 0 || !is_cont((unsigned char)p[i]);
     return len;
 }
 
-size_t ju_offset(const char *p, size_t n, size_t i) {
+size_t hl_ju_offset(const char *p, size_t n, size_t i) {
     size_t off = 0;
     while (i > 0 && off < n) {
         off++;
@@ -299,32 +299,32 @@ static bool py_space(uint32_t c) {
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-size_t ju_space_at(const char *p, size_t n) {
+size_t hl_ju_space_at(const char *p, size_t n) {
     if (n == 0) return 0;
     size_t w;
     uint32_t c = decode((const unsigned char *)p, n, &w);
     return py_space(c) ? w : 0;
 }
 
-size_t ju_space_before(const char *p, size_t n) {
+size_t hl_ju_space_before(const char *p, size_t n) {
     if (n == 0) return 0;
     size_t start = n - 1;
     while (start > 0 && n - start < 4 && is_cont((unsigned char)p[start])) start--;
-    size_t w = ju_space_at(p + start, n - start);
+    size_t w = hl_ju_space_at(p + start, n - start);
     if (w == n - start) return w;
-    return ju_space_at(p + n - 1, 1);
+    return hl_ju_space_at(p + n - 1, 1);
 }
 
-jv jstr_strip(jv s, const jv *chars, char which) {
+jv hl_jstr_strip(jv s, const jv *chars, char which) {
     const char *p = s.u.s.p;
     size_t b = 0, e = s.u.s.n;
     if (!chars) {
         size_t w;
         if (which != 'r')
-            while (b < e && (w = ju_space_at(p + b, e - b)) > 0) b += w;
+            while (b < e && (w = hl_ju_space_at(p + b, e - b)) > 0) b += w;
         if (which != 'l')
-            while (e > b && (w = ju_space_before(p + b, e - b)) > 0) e -= w;
-        return jv_strv(p + b, e - b);
+            while (e > b && (w = hl_ju_space_before(p + b, e - b)) > 0) e -= w;
+        return hl_jv_strv(p + b, e - b);
     }
     /* strip any of the characters (code points) in chars */
     const char *cs = chars->u.s.p;
@@ -348,12 +348,12 @@ jv jstr_strip(jv s, const jv *chars, char which) {
             if (!hit || b == e) break;
         }
     }
-    return jv_strv(p + b, e - b);
+    return hl_jv_strv(p + b, e - b);
 }
 
 /* ---------------------------------------------------------- str and repr -- */
 
-hearth_status jbuf_put(hl_jinja_env *e, jbuf *b, const char *p, size_t n) {
+hearth_status hl_jbuf_put(hl_jinja_env *e, jbuf *b, const char *p, size_t n) {
     if (n > e->lim.max_output || b->n > e->lim.max_output - n)
         return hl_fail(HEARTH_ERR_FORMAT, "chat template: the output exceeds %zu MiB", e->lim.max_output >> 20);
     if (b->n + n + 1 > b->cap) {
@@ -370,9 +370,9 @@ hearth_status jbuf_put(hl_jinja_env *e, jbuf *b, const char *p, size_t n) {
     return HEARTH_OK;
 }
 
-static hearth_status put_str(hl_jinja_env *e, jbuf *b, const char *s) { return jbuf_put(e, b, s, strlen(s)); }
+static hearth_status put_str(hl_jinja_env *e, jbuf *b, const char *s) { return hl_jbuf_put(e, b, s, strlen(s)); }
 
-void jv_float_repr(double f, char *buf, size_t size) {
+void hl_jv_float_repr(double f, char *buf, size_t size) {
     if (isnan(f)) {
         snprintf(buf, size, "nan");
         return;
@@ -427,7 +427,7 @@ void jv_float_repr(double f, char *buf, size_t size) {
 static hearth_status repr_str(hl_jinja_env *e, jbuf *b, const char *p, size_t n) {
     bool has_sq = memchr(p, '\'', n) != NULL, has_dq = memchr(p, '"', n) != NULL;
     char q = has_sq && !has_dq ? '"' : '\'';
-    HL_TRY(jbuf_put(e, b, &q, 1));
+    HL_TRY(hl_jbuf_put(e, b, &q, 1));
     size_t i = 0;
     while (i < n) {
         size_t w;
@@ -442,10 +442,10 @@ static hearth_status repr_str(hl_jinja_env *e, jbuf *b, const char *p, size_t n)
                  (c >= 0x2060 && c <= 0x2064))
             snprintf(esc, sizeof esc, "\\u%04x", c);
         if (esc[0]) HL_TRY(put_str(e, b, esc));
-        else HL_TRY(jbuf_put(e, b, p + i, w));
+        else HL_TRY(hl_jbuf_put(e, b, p + i, w));
         i += w;
     }
-    return jbuf_put(e, b, &q, 1);
+    return hl_jbuf_put(e, b, &q, 1);
 }
 
 static hearth_status write_value(hl_jinja_env *e, jbuf *b, jv v, bool repr, int depth) {
@@ -459,9 +459,9 @@ static hearth_status write_value(hl_jinja_env *e, jbuf *b, jv v, bool repr, int 
         snprintf(num_buf, sizeof num_buf, "%" PRId64, v.u.i);
         return put_str(e, b, num_buf);
     case JV_FLOAT:
-        jv_float_repr(v.u.f, num_buf, sizeof num_buf);
+        hl_jv_float_repr(v.u.f, num_buf, sizeof num_buf);
         return put_str(e, b, num_buf);
-    case JV_STR: return repr ? repr_str(e, b, v.u.s.p, v.u.s.n) : jbuf_put(e, b, v.u.s.p, v.u.s.n);
+    case JV_STR: return repr ? repr_str(e, b, v.u.s.p, v.u.s.n) : hl_jbuf_put(e, b, v.u.s.p, v.u.s.n);
     case JV_LIST: {
         const jlist *l = v.u.l;
         HL_TRY(put_str(e, b, l->tuple ? "(" : "["));
@@ -493,16 +493,16 @@ static hearth_status write_value(hl_jinja_env *e, jbuf *b, jv v, bool repr, int 
     return HEARTH_OK;
 }
 
-hearth_status jv_write_str(hl_jinja_env *e, jbuf *b, jv v) { return write_value(e, b, v, false, 0); }
-hearth_status jv_write_repr(hl_jinja_env *e, jbuf *b, jv v) { return write_value(e, b, v, true, 0); }
+hearth_status hl_jv_write_str(hl_jinja_env *e, jbuf *b, jv v) { return write_value(e, b, v, false, 0); }
+hearth_status hl_jv_write_repr(hl_jinja_env *e, jbuf *b, jv v) { return write_value(e, b, v, true, 0); }
 
-hearth_status jv_to_str(hl_jinja_env *e, jv v, jv *out) {
+hearth_status hl_jv_to_str(hl_jinja_env *e, jv v, jv *out) {
     if (v.k == JV_STR) {
         *out = v;
         return HEARTH_OK;
     }
     jbuf b = {0};
-    hearth_status st = jv_write_str(e, &b, v);
+    hearth_status st = hl_jv_write_str(e, &b, v);
     if (st == HEARTH_OK && !hl_jv_str(e, b.p ? b.p : "", b.n, out)) st = HEARTH_ERR_OUT_OF_MEMORY;
     free(b.p);
     return st;
@@ -540,7 +540,7 @@ static hearth_status json_str(hl_jinja_env *e, jbuf *b, const char *p, size_t n,
         }
         if (ascii && c == 0x7F) esc[0] = '\0'; /* DEL is ASCII: Python keeps it */
         if (esc[0]) HL_TRY(put_str(e, b, esc));
-        else HL_TRY(jbuf_put(e, b, p + i, w));
+        else HL_TRY(hl_jbuf_put(e, b, p + i, w));
         i += w;
     }
     return put_str(e, b, "\"");
@@ -563,14 +563,14 @@ static hearth_status json_key(hl_jinja_env *e, jbuf *b, jv k, const json_opts *o
     case JV_BOOL: return json_str(e, b, k.u.b ? "true" : "false", k.u.b ? 4 : 5, false);
     case JV_NONE: return json_str(e, b, "null", 4, false);
     case JV_INT: snprintf(tmp, sizeof tmp, "%" PRId64, k.u.i); return json_str(e, b, tmp, strlen(tmp), false);
-    case JV_FLOAT: jv_float_repr(k.u.f, tmp, sizeof tmp); return json_str(e, b, tmp, strlen(tmp), false);
-    default: return jfail(HEARTH_ERR_FORMAT, o->line, "tojson: keys must be str, int, float, bool or None, not %s", jv_type_name(k));
+    case JV_FLOAT: hl_jv_float_repr(k.u.f, tmp, sizeof tmp); return json_str(e, b, tmp, strlen(tmp), false);
+    default: return hl_jfail(HEARTH_ERR_FORMAT, o->line, "tojson: keys must be str, int, float, bool or None, not %s", hl_jv_type_name(k));
     }
 }
 
 static hearth_status json_value(hl_jinja_env *e, jbuf *b, jv v, const json_opts *o, int level) {
     char tmp[40];
-    if (level > 64) return jfail(HEARTH_ERR_FORMAT, o->line, "tojson: value nested deeper than 64 (circular?)");
+    if (level > 64) return hl_jfail(HEARTH_ERR_FORMAT, o->line, "tojson: value nested deeper than 64 (circular?)");
     switch (v.k) {
     case JV_NONE: return put_str(e, b, "null");
     case JV_BOOL: return put_str(e, b, v.u.b ? "true" : "false");
@@ -578,7 +578,7 @@ static hearth_status json_value(hl_jinja_env *e, jbuf *b, jv v, const json_opts 
     case JV_FLOAT:
         if (isnan(v.u.f)) return put_str(e, b, "NaN");
         if (isinf(v.u.f)) return put_str(e, b, v.u.f < 0 ? "-Infinity" : "Infinity");
-        jv_float_repr(v.u.f, tmp, sizeof tmp);
+        hl_jv_float_repr(v.u.f, tmp, sizeof tmp);
         return put_str(e, b, tmp);
     case JV_STR: return json_str(e, b, v.u.s.p, v.u.s.n, o->ascii);
     case JV_LIST: {
@@ -586,7 +586,7 @@ static hearth_status json_value(hl_jinja_env *e, jbuf *b, jv v, const json_opts 
         if (l->n == 0) return put_str(e, b, "[]");
         HL_TRY(put_str(e, b, "["));
         for (size_t i = 0; i < l->n; i++) {
-            if (i) HL_TRY(jbuf_put(e, b, o->item_sep.u.s.p, o->item_sep.u.s.n));
+            if (i) HL_TRY(hl_jbuf_put(e, b, o->item_sep.u.s.p, o->item_sep.u.s.n));
             if (o->indent >= 0) HL_TRY(json_newline(e, b, o, level + 1));
             HL_TRY(json_value(e, b, l->v[i], o, level + 1));
         }
@@ -596,14 +596,14 @@ static hearth_status json_value(hl_jinja_env *e, jbuf *b, jv v, const json_opts 
     case JV_DICT: {
         const jdict *d = v.u.d;
         if (d->n == 0) return put_str(e, b, "{}");
-        size_t *order = ja_alloc(&e->arena, d->n * sizeof *order);
+        size_t *order = hl_ja_alloc(&e->arena, d->n * sizeof *order);
         if (!order) return HEARTH_ERR_OUT_OF_MEMORY;
         for (size_t i = 0; i < d->n; i++) order[i] = i;
         if (o->sort_keys) /* insertion sort: stable, as Python's sorted() */
             for (size_t i = 1; i < d->n; i++)
                 for (size_t j = i; j > 0; j--) {
                     int cmp;
-                    HL_TRY(jv_compare(d->keys[order[j - 1]], d->keys[order[j]], o->line, &cmp));
+                    HL_TRY(hl_jv_compare(d->keys[order[j - 1]], d->keys[order[j]], o->line, &cmp));
                     if (cmp <= 0) break;
                     size_t t = order[j];
                     order[j] = order[j - 1];
@@ -611,21 +611,21 @@ static hearth_status json_value(hl_jinja_env *e, jbuf *b, jv v, const json_opts 
                 }
         HL_TRY(put_str(e, b, "{"));
         for (size_t i = 0; i < d->n; i++) {
-            if (i) HL_TRY(jbuf_put(e, b, o->item_sep.u.s.p, o->item_sep.u.s.n));
+            if (i) HL_TRY(hl_jbuf_put(e, b, o->item_sep.u.s.p, o->item_sep.u.s.n));
             if (o->indent >= 0) HL_TRY(json_newline(e, b, o, level + 1));
             HL_TRY(json_key(e, b, d->keys[order[i]], o));
-            HL_TRY(jbuf_put(e, b, o->key_sep.u.s.p, o->key_sep.u.s.n));
+            HL_TRY(hl_jbuf_put(e, b, o->key_sep.u.s.p, o->key_sep.u.s.n));
             HL_TRY(json_value(e, b, d->vals[order[i]], o, level + 1));
         }
         if (o->indent >= 0) HL_TRY(json_newline(e, b, o, level));
         return put_str(e, b, "}");
     }
     default:
-        return jfail(HEARTH_ERR_FORMAT, o->line, "tojson: Object of type %s is not JSON serializable", jv_type_name(v));
+        return hl_jfail(HEARTH_ERR_FORMAT, o->line, "tojson: Object of type %s is not JSON serializable", hl_jv_type_name(v));
     }
 }
 
-hearth_status jv_write_json(hl_jinja_env *e, jbuf *b, jv v, bool ensure_ascii, int indent, jv item_sep, jv key_sep,
+hearth_status hl_jv_write_json(hl_jinja_env *e, jbuf *b, jv v, bool ensure_ascii, int indent, jv item_sep, jv key_sep,
                             bool sort_keys, int line) {
     json_opts o = {.ascii = ensure_ascii, .indent = indent, .item_sep = item_sep, .key_sep = key_sep,
                    .sort_keys = sort_keys, .line = line};
