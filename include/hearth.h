@@ -27,6 +27,17 @@ extern "C" {
 
 #define HEARTH_VERSION "0.1.0"
 
+/* Marks the library's exported functions. libhearth is compiled with
+ * -fvisibility=hidden, so the functions declared here are the only symbols a
+ * shared libhearth exports; everything internal is hl_* and stays hidden. */
+#ifndef HEARTH_API
+#if defined(__GNUC__) || defined(__clang__)
+#define HEARTH_API __attribute__((visibility("default")))
+#else
+#define HEARTH_API
+#endif
+#endif
+
 /* ---------------------------------------------------------------- status -- */
 
 typedef enum hearth_status {
@@ -45,10 +56,10 @@ typedef enum hearth_status {
 /* The message of the last failure on the calling thread ("" if none). The
  * string is owned by the library and valid until the next hearth call on this
  * thread. Thread-safe. */
-const char *hearth_last_error(void);
+HEARTH_API const char *hearth_last_error(void);
 
 /* A static, human-readable name for a status ("bad file format"). Thread-safe. */
-const char *hearth_status_str(hearth_status st);
+HEARTH_API const char *hearth_status_str(hearth_status st);
 
 /* --------------------------------------------------------------- logging -- */
 
@@ -65,17 +76,17 @@ typedef void (*hearth_log_fn)(hearth_log_level level, const char *msg, void *use
 
 /* Sets the process-wide log callback (NULL: silence, the default). Not
  * thread-safe: call it before other hearth calls. */
-void hearth_log_set(hearth_log_fn fn, void *user);
+HEARTH_API void hearth_log_set(hearth_log_fn fn, void *user);
 
 /* ------------------------------------------------------------ build info -- */
 
 /* A static string describing the build: version, SIMD level used at run time,
  * backends compiled in. Example: "hearth 0.1.0; cpu: avx2 fma f16c; backends: cpu".
  * Thread-safe. */
-const char *hearth_build_info(void);
+HEARTH_API const char *hearth_build_info(void);
 
 /* Number of physical CPU cores (the default n_threads), at least 1. */
-int32_t hearth_cpu_physical_cores(void);
+HEARTH_API int32_t hearth_cpu_physical_cores(void);
 
 /* Number of GPU devices hearth can use: the CUDA devices visible to the
  * process (CUDA_VISIBLE_DEVICES applies) that this build has kernels for.
@@ -83,13 +94,13 @@ int32_t hearth_cpu_physical_cores(void);
  * the environment variable HEARTH_FORCE_CPU is set (to anything but "0").
  * The first call probes the driver (milliseconds to a second); later calls
  * return the same answer. Thread-safe. */
-int32_t hearth_gpu_device_count(void);
+HEARTH_API int32_t hearth_gpu_device_count(void);
 
 /* Why hearth_gpu_device_count() is 0, as a static string (e.g. "this build
  * has no CUDA backend ...", "CUDA driver version is insufficient for CUDA
  * runtime version", "HEARTH_FORCE_CPU is set"); NULL when a GPU is usable.
  * Thread-safe. */
-const char *hearth_gpu_unavailable_reason(void);
+HEARTH_API const char *hearth_gpu_unavailable_reason(void);
 
 typedef struct hearth_gpu_info {
     char name[256];          /* "NVIDIA H100 80GB HBM3" */
@@ -102,20 +113,20 @@ typedef struct hearth_gpu_info {
 /* Facts of GPU `device` (0 <= device < hearth_gpu_device_count()) into *out;
  * free_bytes is measured at the call. Errors: INVALID_ARG (NULL out, device
  * out of range), DEVICE (the driver failed). Thread-safe. */
-hearth_status hearth_gpu_device_info(int32_t device, hearth_gpu_info *out);
+HEARTH_API hearth_status hearth_gpu_device_info(int32_t device, hearth_gpu_info *out);
 
 /* Whether model layers can be placed on a GPU in this process
  * (hearth_gpu_device_count() > 0). Thread-safe. */
-bool hearth_supports_gpu_offload(void);
+HEARTH_API bool hearth_supports_gpu_offload(void);
 
 /* Whether hearth_model_params.use_mmap can map model files (POSIX builds:
  * true). Thread-safe. */
-bool hearth_supports_mmap(void);
+HEARTH_API bool hearth_supports_mmap(void);
 
 /* Whether hearth_model_params.use_mlock can lock weights in RAM (POSIX
  * builds: true; the lock may still fail at load under RLIMIT_MEMLOCK, which
  * is logged as a warning). Thread-safe. */
-bool hearth_supports_mlock(void);
+HEARTH_API bool hearth_supports_mlock(void);
 
 /* ----------------------------------------------------------------- model -- */
 
@@ -151,7 +162,7 @@ typedef struct hearth_model_params {
 
 /* Defaults: n_gpu_layers 0, SPLIT_LAYER, main_gpu 0, tensor_split NULL,
  * use_mmap true, use_mlock false, vocab_only false. */
-hearth_model_params hearth_model_default_params(void);
+HEARTH_API hearth_model_params hearth_model_default_params(void);
 
 /* Loads a GGUF model (version 2 or 3) from `path`. The file is validated in
  * full before use. On success *out owns the model; free it with
@@ -166,41 +177,41 @@ hearth_model_params hearth_model_default_params(void);
  * DEVICE (the GPU driver failed). On error *out is NULL and nothing is
  * leaked, device memory included. Thread-safe (distinct calls share
  * nothing). */
-hearth_status hearth_model_load(const char *path, const hearth_model_params *params,
-                                hearth_model **out);
+HEARTH_API hearth_status hearth_model_load(const char *path, const hearth_model_params *params,
+                                           hearth_model **out);
 
 /* Frees a model. Every context made from it must be freed first. */
-void hearth_model_free(hearth_model *model);
+HEARTH_API void hearth_model_free(hearth_model *model);
 
 /* Model facts (model must be non-NULL; a vocab_only model reports 0 for the
  * weight figures). Pure getters; thread-safe. */
-int32_t hearth_model_n_vocab(const hearth_model *model);
-int32_t hearth_model_n_ctx_train(const hearth_model *model);  /* context length trained for */
-int32_t hearth_model_n_embd(const hearth_model *model);
-int32_t hearth_model_n_layer(const hearth_model *model);
+HEARTH_API int32_t hearth_model_n_vocab(const hearth_model *model);
+HEARTH_API int32_t hearth_model_n_ctx_train(const hearth_model *model);  /* context length trained for */
+HEARTH_API int32_t hearth_model_n_embd(const hearth_model *model);
+HEARTH_API int32_t hearth_model_n_layer(const hearth_model *model);
 /* Layers actually on a GPU, counting the output layer as one (n_layer + 1
  * when everything is offloaded); 0 without a usable GPU. */
-int32_t hearth_model_n_gpu_layers(const hearth_model *model);
-uint64_t hearth_model_n_params(const hearth_model *model);    /* weights, elements */
-uint64_t hearth_model_size(const hearth_model *model);        /* weights, bytes */
+HEARTH_API int32_t hearth_model_n_gpu_layers(const hearth_model *model);
+HEARTH_API uint64_t hearth_model_n_params(const hearth_model *model);    /* weights, elements */
+HEARTH_API uint64_t hearth_model_size(const hearth_model *model);        /* weights, bytes */
 /* A static description like "llama 135M Q4_1"; owned by the model. */
-const char *hearth_model_desc(const hearth_model *model);
+HEARTH_API const char *hearth_model_desc(const hearth_model *model);
 
 /* Copies the string metadata value of `key` (e.g. "general.name",
  * "tokenizer.chat_template") into buf with a terminating NUL.
  * Errors: INVALID_ARG (key absent or not a string), BUFFER_TOO_SMALL (*len set
  * to the length needed, excluding the NUL). *len receives the string length. */
-hearth_status hearth_model_meta_str(const hearth_model *model, const char *key, char *buf,
-                                    size_t size, size_t *len);
+HEARTH_API hearth_status hearth_model_meta_str(const hearth_model *model, const char *key, char *buf,
+                                               size_t size, size_t *len);
 
 /* ------------------------------------------------------------- vocabulary -- */
 
 /* Special tokens; -1 when the model has none. */
-int32_t hearth_token_bos(const hearth_model *model);
-int32_t hearth_token_eos(const hearth_model *model);
-int32_t hearth_token_eot(const hearth_model *model);
+HEARTH_API int32_t hearth_token_bos(const hearth_model *model);
+HEARTH_API int32_t hearth_token_eos(const hearth_model *model);
+HEARTH_API int32_t hearth_token_eot(const hearth_model *model);
 /* True for tokens that end generation (eos, eot and the like). */
-bool hearth_token_is_eog(const hearth_model *model, int32_t token);
+HEARTH_API bool hearth_token_is_eog(const hearth_model *model, int32_t token);
 
 /* Converts UTF-8 text (`len` bytes, need not be NUL-terminated) into token ids.
  * add_special: prepend BOS / append EOS as the model's add_bos/add_eos flags say.
@@ -213,17 +224,17 @@ bool hearth_token_is_eog(const hearth_model *model, int32_t token);
  * again with a larger buffer), OUT_OF_MEMORY, UNSUPPORTED (the pre-tokenizer
  * regex hit PCRE2's match limits on pathological text, or a SentencePiece
  * vocabulary has no byte token for a byte the text needs). Thread-safe. */
-hearth_status hearth_tokenize(const hearth_model *model, const char *text, size_t len,
-                              bool add_special, bool parse_special, int32_t *tokens,
-                              size_t n_max, size_t *n_tokens);
+HEARTH_API hearth_status hearth_tokenize(const hearth_model *model, const char *text, size_t len,
+                                         bool add_special, bool parse_special, int32_t *tokens,
+                                         size_t n_max, size_t *n_tokens);
 
 /* The raw bytes a single token stands for (byte-level tokens decoded; may be a
  * fragment of a UTF-8 character). special: include the text of control tokens
  * ("<|im_end|>"); when false they render as nothing.
  * Errors: INVALID_ARG (token out of range), BUFFER_TOO_SMALL (*len set to the
  * size needed). No NUL is written. Thread-safe. */
-hearth_status hearth_token_to_piece(const hearth_model *model, int32_t token, bool special,
-                                    char *buf, size_t size, size_t *len);
+HEARTH_API hearth_status hearth_token_to_piece(const hearth_model *model, int32_t token, bool special,
+                                               char *buf, size_t size, size_t *len);
 
 /* A streaming detokenizer: turns tokens into bytes that are always whole UTF-8
  * characters, holding back the bytes of an incomplete character until the
@@ -231,19 +242,19 @@ hearth_status hearth_token_to_piece(const hearth_model *model, int32_t token, bo
 typedef struct hearth_detok hearth_detok;
 
 /* Errors: INVALID_ARG, OUT_OF_MEMORY. Free with hearth_detok_free(). */
-hearth_status hearth_detok_init(const hearth_model *model, bool special, hearth_detok **out);
-void hearth_detok_free(hearth_detok *detok);
+HEARTH_API hearth_status hearth_detok_init(const hearth_model *model, bool special, hearth_detok **out);
+HEARTH_API void hearth_detok_free(hearth_detok *detok);
 
 /* Feeds one token; writes the bytes now complete into buf (no NUL) and sets
  * *len. At most 3 x (longest token piece + 3) bytes come out of one push (a few
  * hundred for common vocabularies). Invalid UTF-8 from the model is replaced
  * with U+FFFD. Does not allocate. Errors: INVALID_ARG (bad token),
  * BUFFER_TOO_SMALL (nothing consumed; *len set to the size needed). */
-hearth_status hearth_detok_push(hearth_detok *detok, int32_t token, char *buf, size_t size,
-                                size_t *len);
+HEARTH_API hearth_status hearth_detok_push(hearth_detok *detok, int32_t token, char *buf, size_t size,
+                                           size_t *len);
 
 /* Emits any held bytes (as U+FFFD, since they never completed) and resets. */
-hearth_status hearth_detok_flush(hearth_detok *detok, char *buf, size_t size, size_t *len);
+HEARTH_API hearth_status hearth_detok_flush(hearth_detok *detok, char *buf, size_t size, size_t *len);
 
 /* ------------------------------------------------------------------ chat -- */
 
@@ -279,19 +290,19 @@ typedef struct hearth_chat_message {
  * feature 'NAME'"), FORMAT (a syntax error, or a runtime error such as
  * using an undefined value or a limit reached: "chat template line N: ..."),
  * OUT_OF_MEMORY (also past the memory limit). Thread-safe (distinct calls share nothing). */
-hearth_status hearth_chat_apply_template(const char *tmpl, const hearth_chat_message *msgs, size_t n_msgs,
-                                         bool add_generation_prompt, const char *bos_token,
-                                         const char *eos_token, char **out);
+HEARTH_API hearth_status hearth_chat_apply_template(const char *tmpl, const hearth_chat_message *msgs, size_t n_msgs,
+                                                    bool add_generation_prompt, const char *bos_token,
+                                                    const char *eos_token, char **out);
 
 /* Frees text returned by hearth_chat_apply_template() or
  * hearth_model_chat_template(). NULL is a no-op. */
-void hearth_chat_free(char *text);
+HEARTH_API void hearth_chat_free(char *text);
 
 /* Copies the model's chat template (GGUF key tokenizer.chat_template) into
  * *out, NUL-terminated; free it with hearth_chat_free(). *out is NULL (and the
  * call succeeds) when the file has none. Errors: INVALID_ARG (NULL model or
  * out), OUT_OF_MEMORY. Thread-safe. */
-hearth_status hearth_model_chat_template(const hearth_model *model, char **out);
+HEARTH_API hearth_status hearth_model_chat_template(const hearth_model *model, char **out);
 
 /* Renders `msgs` into a prompt ready for hearth_tokenize(..., add_special
  * true, parse_special true): with `tmpl` (Jinja text) or, when NULL, the
@@ -301,8 +312,8 @@ hearth_status hearth_model_chat_template(const hearth_model *model, char **out);
  * hearth_chat_apply_template(); free it with hearth_chat_free().
  * Errors: those of hearth_chat_apply_template(), and INVALID_ARG when the
  * model has no chat template and tmpl is NULL. Thread-safe. */
-hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl, const hearth_chat_message *msgs,
-                                 size_t n_msgs, char **out);
+HEARTH_API hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl, const hearth_chat_message *msgs,
+                                            size_t n_msgs, char **out);
 
 /* --------------------------------------------------------------- context -- */
 
@@ -321,7 +332,7 @@ typedef struct hearth_context_params {
     uint32_t n_seq_max;
 } hearth_context_params;
 
-hearth_context_params hearth_context_default_params(void);
+HEARTH_API hearth_context_params hearth_context_default_params(void);
 
 /* Creates an inference context: KV cache (F16, n_layer x 2 x n_ctx x n_head_kv
  * x head_dim x 2 bytes), every work buffer and n_threads - 1 worker threads,
@@ -334,27 +345,27 @@ hearth_context_params hearth_context_default_params(void);
  * not be started), DEVICE (the GPU driver failed). With GPU layers the KV
  * cache of each layer lives on its layer's device and the logits are copied
  * back to host memory. Free with hearth_context_free() before the model. */
-hearth_status hearth_context_init(hearth_model *model, const hearth_context_params *params,
-                                  hearth_context **out);
-void hearth_context_free(hearth_context *ctx);
+HEARTH_API hearth_status hearth_context_init(hearth_model *model, const hearth_context_params *params,
+                                             hearth_context **out);
+HEARTH_API void hearth_context_free(hearth_context *ctx);
 
 /* The KV cache length over all sequences, and the positions each sequence
  * owns (n_ctx / n_seq_max), and n_seq_max. Pure getters. */
-uint32_t hearth_context_n_ctx(const hearth_context *ctx);
-uint32_t hearth_context_n_ctx_seq(const hearth_context *ctx);
-uint32_t hearth_context_n_seq_max(const hearth_context *ctx);
+HEARTH_API uint32_t hearth_context_n_ctx(const hearth_context *ctx);
+HEARTH_API uint32_t hearth_context_n_ctx_seq(const hearth_context *ctx);
+HEARTH_API uint32_t hearth_context_n_seq_max(const hearth_context *ctx);
 /* Tokens of sequence 0 in the KV cache (the position its next token takes). */
-uint32_t hearth_context_n_past(const hearth_context *ctx);
+HEARTH_API uint32_t hearth_context_n_past(const hearth_context *ctx);
 
 /* Empties the KV cache of every sequence: the next decode starts at position 0. */
-void hearth_context_reset(hearth_context *ctx);
+HEARTH_API void hearth_context_reset(hearth_context *ctx);
 
 /* Keeps only the first n_past tokens of sequence 0 (a no-op when n_past is
  * not below hearth_context_n_past()): the next decode continues at position
  * n_past, as a chat does when a new prompt shares only a prefix with the
  * tokens already decoded. The logits stay those of the last decode until the
  * next one. The same as hearth_kv_seq_rm(ctx, 0, n_past, -1). */
-void hearth_context_truncate(hearth_context *ctx, uint32_t n_past);
+HEARTH_API void hearth_context_truncate(hearth_context *ctx, uint32_t n_past);
 
 /* Runs the model over `n_tokens` tokens that continue the sequence in the KV
  * cache, in passes of at most n_batch tokens (prompt processing as matrix-matrix
@@ -365,13 +376,13 @@ void hearth_context_truncate(hearth_context *ctx, uint32_t n_past);
  * CONTEXT_FULL (n_past + n_tokens > n_ctx): the cache is unchanged; DEVICE
  * (a GPU kernel or copy failed; the message names the call, file and line):
  * the passes before the failing one stay in the cache. */
-hearth_status hearth_decode(hearth_context *ctx, const int32_t *tokens, uint32_t n_tokens);
+HEARTH_API hearth_status hearth_decode(hearth_context *ctx, const int32_t *tokens, uint32_t n_tokens);
 
 /* Logits of the last decoded token: float[n_vocab], owned by the context and
  * overwritten by the next decode. NULL before the first decode. After
  * hearth_decode_batch(), the logits of the batch's last token that asked
  * for them. */
-const float *hearth_get_logits(const hearth_context *ctx);
+HEARTH_API const float *hearth_get_logits(const hearth_context *ctx);
 
 /* ------------------------------------------------ batches and sequences -- */
 
@@ -408,30 +419,30 @@ typedef struct hearth_batch {
  * positions; nothing is changed), DEVICE (a GPU kernel or copy failed: each
  * sequence of the batch keeps its cells before the batch's first position
  * in it). */
-hearth_status hearth_decode_batch(hearth_context *ctx, const hearth_batch *batch);
+HEARTH_API hearth_status hearth_decode_batch(hearth_context *ctx, const hearth_batch *batch);
 
 /* Logits of token i of the last batch, float[n_vocab], owned by the
  * context and overwritten by the next decode; NULL when that token did not
  * ask for logits or i is out of range. */
-const float *hearth_get_logits_ith(const hearth_context *ctx, int32_t i);
+HEARTH_API const float *hearth_get_logits_ith(const hearth_context *ctx, int32_t i);
 
 /* Tokens of sequence `seq` in the KV cache (the position its next token
  * takes); 0 for an empty or out-of-range sequence. */
-uint32_t hearth_kv_seq_len(const hearth_context *ctx, int32_t seq);
+HEARTH_API uint32_t hearth_kv_seq_len(const hearth_context *ctx, int32_t seq);
 
 /* Removes positions [p0, p1) of sequence `seq` (seq < 0: of every
  * sequence; p1 < 0: to the end). Only the end of a sequence can go: p1
  * must be negative or at least the sequence's length, so that what stays is
  * a prefix (removing all: p0 = 0). Errors: INVALID_ARG (NULL ctx, seq out of
  * range, p0 < 0), UNSUPPORTED (a range that would leave a hole). */
-hearth_status hearth_kv_seq_rm(hearth_context *ctx, int32_t seq, int32_t p0, int32_t p1);
+HEARTH_API hearth_status hearth_kv_seq_rm(hearth_context *ctx, int32_t seq, int32_t p0, int32_t p1);
 
 /* Makes sequence `dst` the first n tokens of sequence `src` (n < 0: all of
  * it), copying their KV cells on whatever device each layer lives: a shared
  * system prompt or the n > 1 choices of one prompt are computed once.
  * dst's previous tokens are dropped. Errors: INVALID_ARG (NULL ctx, a
  * sequence out of range, src == dst, n beyond src's length), DEVICE. */
-hearth_status hearth_kv_seq_cp(hearth_context *ctx, int32_t src, int32_t dst, int32_t n);
+HEARTH_API hearth_status hearth_kv_seq_cp(hearth_context *ctx, int32_t src, int32_t dst, int32_t n);
 
 /* ------------------------------------------------------------- sampling -- */
 
@@ -452,14 +463,14 @@ typedef struct hearth_sampler_params {
     uint64_t seed;         /* random seed; equal seeds give equal samples. Default 0xC0FFEE */
 } hearth_sampler_params;
 
-hearth_sampler_params hearth_sampler_default_params(void);
+HEARTH_API hearth_sampler_params hearth_sampler_default_params(void);
 
 /* Creates a sampler for `model`'s vocabulary. Errors: INVALID_ARG (top_p
  * outside (0,1], min_p outside [0,1], repeat_penalty <= 0, repeat_last_n < 0,
  * presence or frequency penalty outside [-2, 2]), OUT_OF_MEMORY. */
-hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sampler_params *params,
-                                  hearth_sampler **out);
-void hearth_sampler_free(hearth_sampler *smpl);
+HEARTH_API hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sampler_params *params,
+                                             hearth_sampler **out);
+HEARTH_API void hearth_sampler_free(hearth_sampler *smpl);
 
 /* Picks the next token from `logits` (float[n_vocab], not modified) applying,
  * in llama.cpp's default order: repetition, presence and frequency
@@ -467,14 +478,14 @@ void hearth_sampler_free(hearth_sampler *smpl);
  * three on the untempered distribution), temperature, then a draw from the
  * remaining tokens (or the argmax when temp <= 0). Records the token for the
  * repetition penalty. Returns the token id. Does not allocate. */
-int32_t hearth_sampler_sample(hearth_sampler *smpl, const float *logits);
+HEARTH_API int32_t hearth_sampler_sample(hearth_sampler *smpl, const float *logits);
 
 /* Records tokens the sampler did not choose (the prompt) for the repetition
  * penalty. */
-void hearth_sampler_accept(hearth_sampler *smpl, int32_t token);
+HEARTH_API void hearth_sampler_accept(hearth_sampler *smpl, int32_t token);
 
 /* Forgets the recent tokens and re-seeds the random generator. */
-void hearth_sampler_reset(hearth_sampler *smpl);
+HEARTH_API void hearth_sampler_reset(hearth_sampler *smpl);
 
 /* ---------------------------------------------------------------- engine -- */
 
@@ -504,7 +515,7 @@ typedef struct hearth_engine_params {
 
 /* Defaults: context defaults with n_seq_max 4, n_queue_max 64, the model's
  * chat template. */
-hearth_engine_params hearth_engine_default_params(void);
+HEARTH_API hearth_engine_params hearth_engine_default_params(void);
 
 /* Creates an engine over `model` (which must outlive it) and starts its
  * thread. `params` may be NULL for the defaults.
@@ -512,12 +523,12 @@ hearth_engine_params hearth_engine_default_params(void);
  * bad context params), UNSUPPORTED (a chat template that does not parse),
  * OUT_OF_MEMORY, IO (the thread could not start), DEVICE: as
  * hearth_context_init(). Free with hearth_engine_free(). */
-hearth_status hearth_engine_init(hearth_model *model, const hearth_engine_params *params, hearth_engine **out);
+HEARTH_API hearth_status hearth_engine_init(hearth_model *model, const hearth_engine_params *params, hearth_engine **out);
 
 /* Cancels every request (each gets its final piece, finish CANCELLED),
  * stops the thread and frees the engine. Must not be called from a piece
  * callback. NULL is a no-op. */
-void hearth_engine_free(hearth_engine *engine);
+HEARTH_API void hearth_engine_free(hearth_engine *engine);
 
 /* Why a request ended. */
 typedef enum hearth_finish_reason {
@@ -591,7 +602,7 @@ typedef struct hearth_request_params {
 
 /* Defaults: no prompt, max_tokens -1, sampler defaults, no stop strings,
  * no logprobs. */
-hearth_request_params hearth_request_default_params(void);
+HEARTH_API hearth_request_params hearth_request_default_params(void);
 
 /* Queues a request and returns at once; its pieces arrive through
  * p->on_piece on the engine's thread. *id (may be NULL) receives an id for
@@ -604,12 +615,12 @@ hearth_request_params hearth_request_default_params(void);
  * holds M"), BUSY (n_queue_max requests are already waiting), UNSUPPORTED
  * or FORMAT (the chat template failed; its message), OUT_OF_MEMORY.
  * Thread-safe. */
-hearth_status hearth_engine_submit(hearth_engine *engine, const hearth_request_params *p, uint64_t *id);
+HEARTH_API hearth_status hearth_engine_submit(hearth_engine *engine, const hearth_request_params *p, uint64_t *id);
 
 /* Asks request `id` to stop: it gets its last piece (finish CANCELLED)
  * within one step and its slot is free for the next. Unknown or finished
  * ids are ignored. Thread-safe; may be called from a piece callback. */
-void hearth_engine_cancel(hearth_engine *engine, uint64_t id);
+HEARTH_API void hearth_engine_cancel(hearth_engine *engine, uint64_t id);
 
 /* Latency histogram with fixed buckets (Prometheus style). */
 #define HEARTH_HIST_BUCKETS 14
@@ -637,7 +648,7 @@ typedef struct hearth_engine_stats {
 } hearth_engine_stats;
 
 /* A snapshot of the engine's counters. Thread-safe. */
-void hearth_engine_stats_get(hearth_engine *engine, hearth_engine_stats *out);
+HEARTH_API void hearth_engine_stats_get(hearth_engine *engine, hearth_engine_stats *out);
 
 typedef enum hearth_slot_state {
     HEARTH_SLOT_IDLE = 0,
@@ -656,10 +667,10 @@ typedef struct hearth_slot_info {
 
 /* Fills out[0..min(n_max, n_slots)) with the slots' state and sets *n to
  * n_slots. Thread-safe. */
-void hearth_engine_slots(hearth_engine *engine, hearth_slot_info *out, size_t n_max, size_t *n);
+HEARTH_API void hearth_engine_slots(hearth_engine *engine, hearth_slot_info *out, size_t n_max, size_t *n);
 
 /* The model the engine runs. */
-const hearth_model *hearth_engine_model(const hearth_engine *engine);
+HEARTH_API const hearth_model *hearth_engine_model(const hearth_engine *engine);
 
 /* -------------------------------------------------------------- quantize -- */
 
@@ -690,11 +701,11 @@ typedef enum hearth_ftype {
 
 /* The mix named `name` ("Q4_K_M", case-insensitive). Errors: INVALID_ARG
  * (NULL, or an unknown name: the message lists the valid ones). Thread-safe. */
-hearth_status hearth_ftype_from_name(const char *name, hearth_ftype *out);
+HEARTH_API hearth_status hearth_ftype_from_name(const char *name, hearth_ftype *out);
 
 /* The static name of a mix ("Q4_K_M"), or NULL for a value that is not one.
  * Thread-safe. */
-const char *hearth_ftype_name(hearth_ftype ftype);
+HEARTH_API const char *hearth_ftype_name(hearth_ftype ftype);
 
 /* One tensor of a quantization, reported to the progress callback twice:
  * before it is converted (done false) and once its bytes are written (done
@@ -733,7 +744,7 @@ typedef struct hearth_quantize_params {
 
 /* Defaults: Q8_0, n_threads 0, allow_requantize false, dry_run false, no
  * progress callback. */
-hearth_quantize_params hearth_quantize_default_params(void);
+HEARTH_API hearth_quantize_params hearth_quantize_default_params(void);
 
 /* Reads the GGUF model at in_path and writes it to out_path with its 2-D
  * weights converted to the mix params->ftype (see hearth_ftype), metadata
@@ -756,8 +767,8 @@ hearth_quantize_params hearth_quantize_default_params(void);
  * this build cannot write yet: "type Q4_K_M needs Q4_K, which this build
  * cannot write yet"; a tensor type it cannot read), OUT_OF_MEMORY.
  * Thread-safe (distinct calls share nothing); the library prints nothing. */
-hearth_status hearth_model_quantize(const char *in_path, const char *out_path,
-                                    const hearth_quantize_params *params);
+HEARTH_API hearth_status hearth_model_quantize(const char *in_path, const char *out_path,
+                                               const hearth_quantize_params *params);
 
 #ifdef __cplusplus
 }

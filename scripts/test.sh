@@ -2,7 +2,8 @@
 # Runs the whole test suite: sets up (install, build, model), then the C tests
 # (ctest) on the release build, the C tests again under AddressSanitizer and
 # UndefinedBehaviorSanitizer, the multi-threaded ones under ThreadSanitizer,
-# then the Python-side tests (pytest), and the server's tests once more with
+# then the Python-side tests (pytest; the symbol test reads a shared build of
+# the library, build-shared/), and the server's tests once more with
 # the ASan build serving (leaks and memory errors in the HTTP layer). The
 # release build includes the CUDA backend when nvcc is found (its GPU tests
 # skip without a GPU); the sanitizer builds leave it out (-DHEARTH_CUDA=OFF):
@@ -25,8 +26,12 @@ echo "== multi-threaded decode, matmul and the engine under ThreadSanitizer"
 scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_TSAN=ON -DHEARTH_CUDA=OFF
 HEARTH_TEST_SHORT=1 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R "test_context|test_cpu_matmul|test_engine"
 
+echo "== the shared library, for its symbol test (the library target only, without CUDA)"
+cmake -S "$top" -B "$top/build-shared" -DBUILD_SHARED_LIBS=ON -DHEARTH_CUDA=OFF -DHEARTH_BUILD_TESTS=OFF >/dev/null
+cmake --build "$top/build-shared" -j"$(nproc)" --target hearth_shared
+
 echo "== Python tests"
-HEARTH_BIN="$top/build/hearth" python3 -m pytest -q tests/python
+HEARTH_BIN="$top/build/hearth" HEARTH_SHARED_LIB="$top/build-shared/libhearth.so" python3 -m pytest -q tests/python
 
 echo "== server tests with the ASan + UBSan build serving"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
