@@ -15,6 +15,7 @@ int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Parse an option value strictly (the whole string, within [lo, hi]). On
  * failure print "hearth: OPT expects ..., got 'VAL'" to stderr and return false. */

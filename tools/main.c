@@ -16,6 +16,7 @@ static void usage(FILE *out) {
             "  bench MODEL          prompt and generation speed, like llama-bench (hearth bench --help)\n"
             "  info [MODEL]         version, build features, devices; with MODEL, its metadata\n"
             "  quantize IN OUT TYPE convert a model to Q4_0, Q4_K_M, Q8_0, F16 ... (hearth quantize --help)\n"
+            "  serve MODEL          OpenAI-compatible HTTP server (hearth serve --help)\n"
             "\n"
             "  -h, --help           this help\n"
             "  --version            print the version\n",
@@ -41,6 +42,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 1, argv + 1);
-    fprintf(stderr, "hearth: unknown command '%s' (commands: run, chat, bench, info, quantize); see hearth --help\n", cmd);
+    if (!strcmp(cmd, "serve")) return cmd_serve(argc - 1, argv + 1);
+    fprintf(stderr, "hearth: unknown command '%s' (commands: run, chat, bench, info, quantize, serve); see hearth --help\n", cmd);
     return 2;
 }

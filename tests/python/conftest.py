@@ -1,7 +1,11 @@
 """Shared fixtures for the Python-side tests: the built `hearth` binary, the
-default model, and the reference fixtures folder."""
+default model, the reference fixtures folder, and `hearth serve` servers."""
+import http.client
 import os
+import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -31,3 +35,90 @@ def run_hearth(hearth_bin):
     def run(*args, **kw):
         return subprocess.run([str(hearth_bin), *map(str, args)], capture_output=True, timeout=60, **kw)
     return run
+
+
+class Server:
+    """A `hearth serve` process on a free loopback port (--port 0: the port is
+    read from its "listening on" line), ready once /health answers 200. Its
+    stderr goes to a file, so a chatty server never blocks on a full pipe."""
+
+    def __init__(self, binary, model, args, log_path):
+        self.log_path = log_path
+        self.log = open(log_path, "wb")
+        self.proc = subprocess.Popen([str(binary), "serve", str(model), "--port", "0", *map(str, args)],
+                                     stdout=subprocess.DEVNULL, stderr=self.log)
+        self.port = None
+        deadline = time.monotonic() + 60
+        while self.port is None:
+            match = re.search(rb"listening on http://[^ ]*:(\d+) ", log_path.read_bytes())
+            if match:
+                self.port = int(match.group(1))
+            elif self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"hearth serve did not start: {self.stderr()}")
+            else:
+                time.sleep(0.02)
+        self.url = f"http://127.0.0.1:{self.port}"
+        while self.health()[0] != 200:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"hearth serve did not become ready: {self.stderr()}")
+            time.sleep(0.02)
+
+    def health(self):
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            conn.request("GET", "/health")
+            res = conn.getresponse()
+            return res.status, res.read()
+        except OSError:
+            return None, b""
+
+    def stderr(self):
+        return self.log_path.read_bytes().decode(errors="replace")
+
+    def rss_kib(self):
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1))
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        """Signals the server and returns its exit status (it must exit by itself)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                pytest.fail(f"hearth serve did not exit {timeout} s after signal {sig}")
+        self.log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="session")
+def server_bin(hearth_bin):
+    """The binary serving: $HEARTH_SERVER_BIN (e.g. the ASan build's), else hearth_bin."""
+    path = Path(os.environ.get("HEARTH_SERVER_BIN", hearth_bin))
+    if not path.exists():
+        pytest.fail(f"{path} not found: build first or fix HEARTH_SERVER_BIN")
+    return path
+
+
+@pytest.fixture(scope="session")
+def start_server(server_bin, model_path, tmp_path_factory):
+    """start_server(*args) runs `hearth serve MODEL --port 0 *args` and waits until
+    it is ready; every server still running at the end is stopped and must
+    exit 0."""
+    servers = []
+
+    def start(*args):
+        log = tmp_path_factory.mktemp("serve") / "stderr.txt"
+        server = Server(server_bin, model_path, args, log)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        if server.proc.poll() is None:
+            rc = server.stop()
+            assert rc == 0, f"hearth serve exited {rc}: {server.stderr()[-4000:]}"

@@ -1,0 +1,233 @@
+/* A request's engine work as the connection sees it (see job.h).
+ *
+ * Lifetime: the job lives while the connection holds it (until
+ * hl_job_free) and while any of its choices has not had its last piece (the
+ * engine calls back until then). Whoever lets go last frees it: the
+ * connection in hl_job_free, or the engine thread in the callback of the
+ * last final piece. `mu` guards the queue and those two counts; the callback
+ * never blocks on anything but `mu`, which is held only for a queue push or
+ * pop. */
+#include "job.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+/* Pieces a stream may have waiting for its client: a client that reads so
+ * slowly that this many pile up is cancelled rather than buffered without
+ * bound (about 4096 tokens of text: longer than most answers). */
+#define HL_JOB_MAX_EVENTS 4096
+/* How often a waiting connection checks whether its client is still there:
+ * the slot of a vanished client is freed within this plus one engine step. */
+#define HL_PEER_CHECK_S 0.05
+
+typedef struct hl_choice {
+    hl_job *job;
+    uint64_t id; /* the engine's request id */
+} hl_choice;
+
+struct hl_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* an event arrived or a choice ended */
+    hearth_engine *engine;
+    int fd;
+    const atomic_bool *stopping;
+    int32_t n;         /* choices submitted */
+    bool cancelled;    /* connection thread only */
+    double next_check; /* connection thread only; monotonic seconds */
+    /* under mu */
+    int32_t n_live; /* choices accepted that have not had their last piece */
+    bool closed;    /* the connection let go */
+    hl_event *head, *tail;
+    size_t n_queued;
+    hl_choice choice[]; /* [n] */
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void drop_events(hl_job *job) {
+    while (job->head) {
+        hl_event *ev = job->head;
+        job->head = ev->next;
+        free(ev);
+    }
+    job->tail = NULL;
+    job->n_queued = 0;
+}
+
+static void destroy(hl_job *job) {
+    drop_events(job);
+    pthread_cond_destroy(&job->cv);
+    pthread_mutex_destroy(&job->mu);
+    free(job);
+}
+
+static hl_event *event_new(int32_t choice, const hearth_piece *pc) {
+    size_t err_len = pc->error ? strlen(pc->error) + 1 : 0;
+    hl_event *ev = malloc(sizeof *ev + pc->len + 1 + err_len);
+    if (!ev) return NULL;
+    int32_t n_top = pc->n_top < 0 ? 0 : pc->n_top > HEARTH_MAX_TOP_LOGPROBS ? HEARTH_MAX_TOP_LOGPROBS : pc->n_top;
+    *ev = (hl_event){.choice = choice,
+                     .token = pc->token,
+                     .logprob = pc->logprob,
+                     .n_top = n_top,
+                     .finish = pc->finish,
+                     .n_prompt = pc->n_prompt,
+                     .n_cached = pc->n_cached,
+                     .n_generated = pc->n_generated,
+                     .len = pc->len};
+    if (n_top) memcpy(ev->top, pc->top, (size_t)n_top * sizeof *ev->top);
+    if (pc->len) memcpy(ev->text, pc->text, pc->len);
+    ev->text[pc->len] = '\0';
+    if (err_len) {
+        char *err = ev->text + pc->len + 1;
+        memcpy(err, pc->error, err_len);
+        ev->error = err;
+    }
+    return ev;
+}
+
+/* On the engine thread: queue the piece and return. */
+static bool on_piece(const hearth_piece *pc, void *user) {
+    hl_choice *c = user;
+    hl_job *job = c->job;
+    bool final = pc->finish != HEARTH_FINISH_NONE;
+    pthread_mutex_lock(&job->mu);
+    bool keep = !job->closed;
+    /* a final piece is queued past the limit: the connection must see the end */
+    if (keep && (final || job->n_queued < HL_JOB_MAX_EVENTS)) {
+        hl_event *ev = event_new((int32_t)(c - job->choice), pc);
+        if (ev) {
+            if (job->tail)
+                job->tail->next = ev;
+            else
+                job->head = ev;
+            job->tail = ev;
+            job->n_queued++;
+        }
+        keep = ev != NULL;
+    } else
+        keep = false;
+    if (final) job->n_live--;
+    pthread_cond_signal(&job->cv);
+    bool last = final && job->closed && job->n_live == 0;
+    pthread_mutex_unlock(&job->mu);
+    if (last) destroy(job);
+    return keep;
+}
+
+/* Connection thread, while it holds the job (the ids do not change). */
+static void cancel_all(hl_job *job) {
+    for (int32_t i = 0; i < job->n; i++) hearth_engine_cancel(job->engine, job->choice[i].id);
+    job->cancelled = true;
+}
+
+/* A peer that closed its side reads as end of file; one that reset it as an
+ * error. Bytes waiting (a pipelined request) mean it is still there. */
+static bool peer_gone(int fd) {
+    char c;
+    ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+hearth_status hl_job_start(hearth_engine *engine, const hearth_request_params *p, int32_t n, int fd,
+                           const atomic_bool *stopping, hl_job **out, char *msg, size_t msg_size) {
+    *out = NULL;
+    hl_job *job = calloc(1, sizeof *job + (size_t)n * sizeof job->choice[0]);
+    pthread_condattr_t attr;
+    bool attr_ok = false, mu_ok = false, cv_ok = false;
+    if (job) {
+        attr_ok = pthread_condattr_init(&attr) == 0;
+        mu_ok = pthread_mutex_init(&job->mu, NULL) == 0;
+        cv_ok = attr_ok && pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+                pthread_cond_init(&job->cv, &attr) == 0;
+    }
+    if (attr_ok) pthread_condattr_destroy(&attr);
+    if (!cv_ok) {
+        if (mu_ok) pthread_mutex_destroy(&job->mu);
+        free(job);
+        snprintf(msg, msg_size, "out of memory starting a request");
+        return HEARTH_ERR_OUT_OF_MEMORY;
+    }
+    job->engine = engine;
+    job->fd = fd;
+    job->stopping = stopping;
+    job->next_check = now_s() + HL_PEER_CHECK_S;
+    hearth_request_params rp = *p;
+    rp.on_piece = on_piece;
+    for (int32_t i = 0; i < n; i++) {
+        job->choice[i].job = job;
+        rp.user = &job->choice[i];
+        rp.sampling.seed = p->sampling.seed + (uint64_t)i;
+        pthread_mutex_lock(&job->mu);
+        job->n_live++;
+        pthread_mutex_unlock(&job->mu);
+        hearth_status st = hearth_engine_submit(engine, &rp, &job->choice[i].id);
+        if (st != HEARTH_OK) {
+            snprintf(msg, msg_size, "%s", hearth_last_error());
+            pthread_mutex_lock(&job->mu);
+            job->n_live--;
+            pthread_mutex_unlock(&job->mu);
+            hl_job_free(job);
+            return st;
+        }
+        job->n = i + 1;
+    }
+    *out = job;
+    return HEARTH_OK;
+}
+
+hl_job_wait hl_job_next(hl_job *job, hl_event **ev) {
+    pthread_mutex_lock(&job->mu);
+    for (;;) {
+        double t = now_s();
+        if (t >= job->next_check) {
+            job->next_check = t + HL_PEER_CHECK_S;
+            pthread_mutex_unlock(&job->mu);
+            if (peer_gone(job->fd)) {
+                cancel_all(job);
+                return HL_JOB_GONE;
+            }
+            if (!job->cancelled && atomic_load(job->stopping)) cancel_all(job);
+            pthread_mutex_lock(&job->mu);
+        }
+        if (job->head) {
+            *ev = job->head;
+            job->head = (*ev)->next;
+            if (!job->head) job->tail = NULL;
+            job->n_queued--;
+            pthread_mutex_unlock(&job->mu);
+            (*ev)->next = NULL;
+            return HL_JOB_EVENT;
+        }
+        if (job->n_live == 0) {
+            pthread_mutex_unlock(&job->mu);
+            return HL_JOB_DONE;
+        }
+        double wake = job->next_check;
+        struct timespec ts = {.tv_sec = (time_t)wake, .tv_nsec = (long)((wake - (double)(time_t)wake) * 1e9)};
+        pthread_cond_timedwait(&job->cv, &job->mu, &ts);
+    }
+}
+
+void hl_job_free(hl_job *job) {
+    if (!job) return;
+    pthread_mutex_lock(&job->mu);
+    bool running = job->n_live > 0;
+    pthread_mutex_unlock(&job->mu);
+    if (running && !job->cancelled) cancel_all(job);
+    pthread_mutex_lock(&job->mu);
+    job->closed = true;
+    drop_events(job);
+    bool last = job->n_live == 0;
+    pthread_mutex_unlock(&job->mu);
+    if (last) destroy(job);
+}

@@ -1,0 +1,74 @@
+/* Reading client JSON: an OpenAI chat or completion request body into the
+ * engine's hearth_request_params (plus what only the HTTP side needs: n,
+ * stream, the model name), and the typed field readers the other endpoints
+ * share. Every rejection is an hl_error in OpenAI's shape, naming the field.
+ * Depends on cJSON and the types of hearth.h only, so the libFuzzer target
+ * (tests/fuzz/fuzz_server_request.c) links it alone. */
+#ifndef HEARTH_SERVER_OAI_REQUEST_H
+#define HEARTH_SERVER_OAI_REQUEST_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hearth.h"
+
+/* An error as the client sees it: {"error": {"message", "type", "param", "code"}}. */
+typedef struct hl_error {
+    unsigned status;   /* HTTP status; 0: no error */
+    const char *type;  /* "invalid_request_error", "server_error" ... (static) */
+    const char *code;  /* "model_not_found" ... or NULL (static) */
+    const char *param; /* the offending field or NULL (static) */
+    char message[512];
+} hl_error;
+
+void hl_error_set(hl_error *e, unsigned status, const char *type, const char *code, const char *param, const char *fmt,
+                  ...) __attribute__((format(printf, 6, 7)));
+
+/* Choices (n) and stop strings one request may ask for. */
+#define HL_OAI_MAX_N 16
+#define HL_OAI_MAX_STOP 16
+
+typedef enum hl_oai_kind {
+    HL_OAI_CHAT,       /* POST /v1/chat/completions: messages */
+    HL_OAI_COMPLETION, /* POST /v1/completions: prompt */
+} hl_oai_kind;
+
+typedef struct hl_oai_request {
+    hl_oai_kind kind;
+    const char *model; /* NULL when not given */
+    /* prompt, messages or tokens; max_tokens, sampling, stop, logprobs,
+     * ignore_eos. on_piece and user are left for the caller. */
+    hearth_request_params params;
+    int32_t n;       /* choices: n engine requests */
+    bool seed_given; /* choice i samples with seed + i */
+    bool stream, include_usage;
+    /* owned: the parsed body (the strings above point into it) and arrays */
+    cJSON *root;
+    hearth_chat_message *messages;
+    int32_t *tokens;
+    const char **stop;
+} hl_oai_request;
+
+/* Parses `body` (len bytes, need not be NUL-terminated) as a request of
+ * `kind`, starting from `defaults` (the engine's request defaults with the
+ * server's seed). false with *err set (400) for malformed JSON, a wrong
+ * type or a value out of range; *out then holds nothing to free. */
+bool hl_oai_parse(hl_oai_kind kind, const char *body, size_t len, const hearth_request_params *defaults,
+                  hl_oai_request *out, hl_error *err);
+void hl_oai_request_free(hl_oai_request *r);
+
+/* Typed readers of an optional field of `obj`: absent or null leaves *out
+ * unchanged and gives true; a wrong type or a value outside [lo, hi] gives
+ * false with *err (400, param = name). Integers must be whole numbers. */
+bool hl_json_int(const cJSON *obj, const char *name, int64_t lo, int64_t hi, int64_t *out, hl_error *err);
+bool hl_json_num(const cJSON *obj, const char *name, double lo, double hi, double *out, hl_error *err);
+bool hl_json_bool(const cJSON *obj, const char *name, bool *out, hl_error *err);
+bool hl_json_str(const cJSON *obj, const char *name, const char **out, hl_error *err);
+/* An array of token ids in [0, INT32_MAX] into *out (malloc'd, the caller
+ * frees it; NULL when empty) and *n. */
+bool hl_json_tokens(const cJSON *arr, const char *name, int32_t **out, size_t *n, hl_error *err);
+/* The whole body as one JSON object; NULL with *err for anything else. */
+cJSON *hl_json_parse_object(const char *body, size_t len, hl_error *err);
+
+#endif

@@ -1,0 +1,67 @@
+/* The SSE stream behind a streamed completion (see sse.h). MHD calls the
+ * reader on the connection's own thread whenever the socket can take more;
+ * the reader blocks in the producer until a frame is ready, so a connection
+ * costs no CPU while it waits. */
+#include "sse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct hl_sse {
+    hl_sse_next_fn next;
+    void (*free_fn)(void *user);
+    void *user;
+    hl_buf out; /* frames not yet handed to the connection: out.p[off, len) */
+    size_t off;
+    bool ended; /* [DONE] is in out */
+} hl_sse;
+
+bool hl_sse_frame(hl_buf *out, cJSON *json) {
+    char *s = json ? cJSON_PrintUnformatted(json) : NULL;
+    cJSON_Delete(json);
+    bool ok = s && hl_buf_adds(out, "data: ") && hl_buf_adds(out, s) && hl_buf_adds(out, "\n\n");
+    free(s);
+    return ok;
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    hl_sse *s = cls;
+    while (s->off == s->out.len) {
+        if (s->ended) return MHD_CONTENT_READER_END_OF_STREAM;
+        hl_buf_clear(&s->out);
+        s->off = 0;
+        hl_sse_step step = s->next(s->user, &s->out);
+        if (step == HL_SSE_ABORT) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (step == HL_SSE_END) {
+            if (!hl_buf_adds(&s->out, "data: [DONE]\n\n")) return MHD_CONTENT_READER_END_WITH_ERROR;
+            s->ended = true;
+        }
+    }
+    size_t n = s->out.len - s->off < max ? s->out.len - s->off : max;
+    memcpy(buf, s->out.p + s->off, n);
+    s->off += n;
+    return (ssize_t)n;
+}
+
+static void sse_free(void *cls) {
+    hl_sse *s = cls;
+    s->free_fn(s->user);
+    hl_buf_free(&s->out);
+    free(s);
+}
+
+bool hl_sse_reply(hl_reply *rep, hl_sse_next_fn next, void (*free_fn)(void *user), void *user) {
+    hl_sse *s = calloc(1, sizeof *s);
+    if (!s) {
+        free_fn(user);
+        return false;
+    }
+    *s = (hl_sse){.next = next, .free_fn = free_fn, .user = user};
+    *rep = (hl_reply){.status = 200,
+                      .content_type = "text/event-stream",
+                      .reader = sse_read,
+                      .reader_cls = s,
+                      .reader_free = sse_free};
+    return true;
+}

@@ -1,0 +1,30 @@
+/* Server-sent events for streamed completions: an MHD content reader that
+ * pulls frames from a producer (which may block until the engine has
+ * something), writes them out in whatever pieces the connection takes, and
+ * ends the stream with `data: [DONE]`. */
+#ifndef HEARTH_SERVER_SSE_H
+#define HEARTH_SERVER_SSE_H
+
+#include <cjson/cJSON.h>
+
+#include "buf.h"
+#include "server_impl.h"
+
+typedef enum hl_sse_step {
+    HL_SSE_MORE,  /* frames were added; ask again */
+    HL_SSE_END,   /* the last frames were added: [DONE] follows */
+    HL_SSE_ABORT, /* the client is gone or memory ran out: close the connection */
+} hl_sse_step;
+
+/* Appends at least one whole frame to out, or says the stream ends. */
+typedef hl_sse_step (*hl_sse_next_fn)(void *user, hl_buf *out);
+
+/* Appends `data: <json>\n\n` and frees json; false when json is NULL or
+ * memory runs out. */
+bool hl_sse_frame(hl_buf *out, cJSON *json);
+
+/* Makes rep a text/event-stream answer fed by next(user); free_fn(user) runs
+ * when the connection is done with it (also when this fails: false). */
+bool hl_sse_reply(hl_reply *rep, hl_sse_next_fn next, void (*free_fn)(void *user), void *user);
+
+#endif

@@ -1,0 +1,67 @@
+/* libFuzzer harness for the server's request parser (src/server/oai_request.c):
+ * any body, as a chat or a completion request, must parse into parameters
+ * the engine can take or fail with an HTTP 4xx/5xx error in OpenAI's shape,
+ * without crashing or leaking. An accepted request is checked against what
+ * the engine requires of it. The first input byte picks the endpoint; the
+ * rest is the body. Not built by CMake; from the repository root: */
+// clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Isrc/server src/server/oai_request.c tests/fuzz/fuzz_server_request.c -o fuzz_server_request $(pkg-config --cflags --libs libcjson) -lm
+// ./fuzz_server_request -max_total_time=60 -dict=tests/fuzz/server_request.dict CORPUS_DIR
+#include <stdlib.h>
+#include <string.h>
+
+#include "oai_request.h"
+
+static void check(bool ok) {
+    if (!ok) abort();
+}
+
+/* What hearth_engine_submit() would otherwise reject as INVALID_ARG. */
+static void check_accepted(const hl_oai_request *r) {
+    const hearth_request_params *p = &r->params;
+    int forms = (p->prompt != NULL) + (p->tokens != NULL) + (p->messages != NULL);
+    check(forms == 1);
+    check(!p->tokens || p->n_tokens > 0);
+    for (size_t i = 0; i < p->n_tokens; i++) check(p->tokens[i] >= 0);
+    check(!p->messages || p->n_messages > 0);
+    for (size_t i = 0; i < p->n_messages; i++) {
+        check(p->messages[i].role && p->messages[i].content);
+        (void)strlen(p->messages[i].role); /* readable, NUL-terminated */
+        (void)strlen(p->messages[i].content);
+    }
+    check(p->n_stop <= HL_OAI_MAX_STOP);
+    for (size_t i = 0; i < p->n_stop; i++) check(p->stop[i] && p->stop[i][0]);
+    check(p->top_logprobs >= 0 && p->top_logprobs <= HEARTH_MAX_TOP_LOGPROBS);
+    check(p->max_tokens == -1 || p->max_tokens >= 1);
+    check(r->n >= 1 && r->n <= HL_OAI_MAX_N);
+    const hearth_sampler_params *s = &p->sampling;
+    check(s->temp >= 0 && s->top_p > 0 && s->top_p <= 1 && s->min_p >= 0 && s->min_p <= 1 && s->top_k >= 0);
+    check(s->presence_penalty >= -2 && s->presence_penalty <= 2);
+    check(s->frequency_penalty >= -2 && s->frequency_penalty <= 2);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 1) return 0;
+    hl_oai_kind kind = data[0] & 1 ? HL_OAI_COMPLETION : HL_OAI_CHAT;
+    /* the server's defaults: hearth_request_default_params() with its sampler defaults */
+    hearth_request_params defaults = {
+        .max_tokens = -1,
+        .sampling = {.temp = 0.8f,
+                     .top_k = 40,
+                     .top_p = 0.95f,
+                     .min_p = 0.05f,
+                     .repeat_penalty = 1.0f,
+                     .repeat_last_n = 64,
+                     .seed = 0xC0FFEE},
+    };
+    hl_oai_request r;
+    hl_error err = {0};
+    if (hl_oai_parse(kind, (const char *)data + 1, size - 1, &defaults, &r, &err)) {
+        check(err.status == 0);
+        check_accepted(&r);
+        hl_oai_request_free(&r);
+    } else {
+        check(err.status >= 400 && err.status < 600 && err.type && err.message[0]);
+        check(r.root == NULL && r.messages == NULL && r.tokens == NULL && r.stop == NULL);
+    }
+    return 0;
+}

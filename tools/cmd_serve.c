@@ -1,0 +1,248 @@
+/* `hearth serve MODEL`: the OpenAI-compatible HTTP server. Parses the
+ * options, starts listening (so /health answers 503 while the model
+ * loads), loads the model into an engine, serves until SIGINT or SIGTERM,
+ * then stops gracefully and exits 0. The HTTP layer is src/server/. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "server/server.h"
+
+/* Keys given with --api-key and --api-key-file, together. */
+#define MAX_API_KEYS 64
+
+static void serve_usage(FILE *out) {
+    fprintf(out,
+            "usage: hearth serve MODEL [options]\n"
+            "\n"
+            "Serves the GGUF model MODEL over HTTP with OpenAI's API (/v1/chat/completions,\n"
+            "/v1/completions, /v1/models) and /health, /metrics, /slots, /tokenize, /detokenize.\n"
+            "Requests run together in slots (continuous batching); more wait in a queue.\n"
+            "\n"
+            "network:\n"
+            "      --host HOST          address to listen on (default 127.0.0.1)\n"
+            "      --port N             port; 0 = any free port, printed at start (default 8080)\n"
+            "      --api-key KEY        require 'Authorization: Bearer KEY' (repeat for more keys)\n"
+            "      --api-key-file FILE  keys from FILE, one per line\n"
+            "      --max-body BYTES     largest request body (default 1048576)\n"
+            "      --timeout SECONDS    close connections idle this long; 0 = never (default 600)\n"
+            "model:\n"
+            "      --alias NAME         the model id clients see (default: MODEL's file name)\n"
+            "      --chat-template FILE the Jinja chat template in FILE instead of the model's\n"
+            "performance:\n"
+            "      --parallel N         slots: requests generating at once (default 4)\n"
+            "      --queue N            requests that may wait for a slot (default 64)\n"
+            "  -c, --ctx-size N         KV cache over all slots, in tokens (default: each slot gets\n"
+            "                           the model's context, at most 4096)\n"
+            "  -b, --batch-size N       most tokens of one step (default 512)\n"
+            "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
+            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0)\n"
+            "other:\n"
+            "  -v, --verbose            log each request and loading details to stderr\n"
+            "  -h, --help               this help\n",
+            hearth_cpu_physical_cores());
+}
+
+typedef struct serve_opts {
+    const char *model;
+    const char *chat_template;
+    hl_server_config cfg;
+    hearth_engine_params engine;
+    long n_gpu_layers;
+    const char *keys[MAX_API_KEYS];
+    char *key_file_text; /* owns the keys read from --api-key-file */
+} serve_opts;
+
+static bool add_key(serve_opts *o, const char *key) {
+    if (o->cfg.n_api_keys == MAX_API_KEYS) {
+        fprintf(stderr, "hearth: at most %d API keys\n", MAX_API_KEYS);
+        return false;
+    }
+    o->keys[o->cfg.n_api_keys++] = key;
+    return true;
+}
+
+/* One key per line; blank lines and surrounding spaces are skipped. */
+static bool read_key_file(serve_opts *o, const char *path) {
+    size_t len;
+    if (o->key_file_text) {
+        fprintf(stderr, "hearth: give --api-key-file once (put every key in it)\n");
+        return false;
+    }
+    o->key_file_text = cli_read_file(path, "API key file", &len);
+    if (!o->key_file_text) return false;
+    for (char *line = o->key_file_text, *next; line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        while (*line == ' ' || *line == '\t') line++;
+        size_t n = strlen(line);
+        while (n && (line[n - 1] == ' ' || line[n - 1] == '\t' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (n && !add_key(o, line)) return false;
+    }
+    return true;
+}
+
+/* Returns 0 to go on, -1 after --help, else the exit status (2). */
+static int parse_args(int argc, char **argv, serve_opts *o) {
+    o->cfg = (hl_server_config){
+        .host = "127.0.0.1", .port = 8080, .max_body = 1 << 20, .timeout_s = 600, .api_keys = o->keys};
+    o->engine = hearth_engine_default_params();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        long l;
+#define IS(short_, long_) (!strcmp(a, short_) || !strcmp(a, long_))
+#define NEED_VALUE()                                                                                                   \
+    do {                                                                                                               \
+        if (!val) {                                                                                                    \
+            fprintf(stderr, "hearth: %s needs a value; see hearth serve --help\n", a);                                 \
+            return 2;                                                                                                  \
+        }                                                                                                              \
+        i++;                                                                                                           \
+    } while (0)
+        if (IS("-h", "--help")) {
+            serve_usage(stdout);
+            return -1;
+        } else if (IS("--host", "--host")) {
+            NEED_VALUE();
+            o->cfg.host = val;
+        } else if (IS("--port", "--port")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 0, 65535, &l)) return 2;
+            o->cfg.port = (int)l;
+        } else if (IS("--api-key", "--api-key")) {
+            NEED_VALUE();
+            if (!val[0]) {
+                fprintf(stderr, "hearth: --api-key needs a non-empty key\n");
+                return 2;
+            }
+            if (!add_key(o, val)) return 2;
+        } else if (IS("--api-key-file", "--api-key-file")) {
+            NEED_VALUE();
+            if (!read_key_file(o, val)) return 2;
+        } else if (IS("--max-body", "--max-body")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 1, 1L << 30, &l)) return 2;
+            o->cfg.max_body = (size_t)l;
+        } else if (IS("--timeout", "--timeout")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 0, 1L << 24, &l)) return 2;
+            o->cfg.timeout_s = (unsigned)l;
+        } else if (IS("--alias", "--alias")) {
+            NEED_VALUE();
+            o->cfg.alias = val;
+        } else if (IS("--chat-template", "--chat-template")) {
+            NEED_VALUE();
+            o->chat_template = val;
+        } else if (IS("--parallel", "-np")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 1, 256, &l)) return 2;
+            o->engine.ctx.n_seq_max = (uint32_t)l;
+        } else if (IS("--queue", "--queue")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 0, 1L << 20, &l)) return 2;
+            o->engine.n_queue_max = (int32_t)l;
+        } else if (IS("-c", "--ctx-size")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 0, 1L << 24, &l)) return 2;
+            o->engine.ctx.n_ctx = (uint32_t)l;
+        } else if (IS("-b", "--batch-size")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 1, 1L << 20, &l)) return 2;
+            o->engine.ctx.n_batch = (uint32_t)l;
+        } else if (IS("-t", "--threads")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 1, 1024, &l)) return 2;
+            o->engine.ctx.n_threads = (int32_t)l;
+        } else if (IS("-ngl", "--n-gpu-layers")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers)) return 2;
+        } else if (IS("-v", "--verbose")) {
+            o->cfg.verbose = true;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "hearth: unknown option '%s'; see hearth serve --help\n", a);
+            return 2;
+        } else if (!o->model) {
+            o->model = a;
+        } else {
+            fprintf(stderr, "hearth: unexpected argument '%s'; see hearth serve --help\n", a);
+            return 2;
+        }
+#undef IS
+#undef NEED_VALUE
+    }
+    if (!o->model) {
+        fprintf(stderr, "hearth: serve needs a MODEL file; see hearth serve --help\n");
+        return 2;
+    }
+    if (!o->cfg.alias) {
+        const char *slash = strrchr(o->model, '/');
+        o->cfg.alias = slash ? slash + 1 : o->model;
+    }
+    return 0;
+}
+
+/* Loads the model and its engine; 0 or the exit status after the error. */
+static int load(const serve_opts *o, hearth_model **model, hearth_engine **engine) {
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
+    if (hearth_model_load(o->model, &mp, model) != HEARTH_OK) return cli_fail(o->model);
+    hearth_engine_params ep = o->engine;
+    char *tmpl = NULL;
+    if (o->chat_template) {
+        size_t len;
+        if (!(tmpl = cli_read_file(o->chat_template, "chat template", &len))) return 1;
+        ep.chat_template = tmpl;
+    }
+    hearth_status st = hearth_engine_init(*model, &ep, engine);
+    free(tmpl);
+    return st == HEARTH_OK ? 0 : cli_fail("engine");
+}
+
+int cmd_serve(int argc, char **argv) {
+    serve_opts o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc) {
+        free(o.key_file_text);
+        return rc < 0 ? 0 : rc;
+    }
+    cli_log_init(o.cfg.verbose);
+    /* Every thread started from here on (the server's, the engine's)
+     * inherits this mask, so the signals reach only sigwait() below. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a client gone mid-write is an error return, not a death */
+    char err[256];
+    hl_server *srv = hl_server_start(&o.cfg, err, sizeof err);
+    if (!srv) {
+        fprintf(stderr, "hearth: %s\n", err);
+        free(o.key_file_text);
+        return 1;
+    }
+    const char *host = o.cfg.host;
+    bool v6 = strchr(host, ':') != NULL;
+    fprintf(stderr, "hearth: listening on http://%s%s%s:%d (model %s, %u slot%s)\n", v6 ? "[" : "", host,
+            v6 ? "]" : "", hl_server_port(srv), o.cfg.alias, o.engine.ctx.n_seq_max,
+            o.engine.ctx.n_seq_max == 1 ? "" : "s");
+    hearth_model *model = NULL;
+    hearth_engine *engine = NULL;
+    rc = load(&o, &model, &engine);
+    if (rc == 0) {
+        hl_server_ready(srv, engine);
+        fprintf(stderr, "hearth: ready: %s\n", hearth_model_desc(model));
+        int sig;
+        sigwait(&stop, &sig);
+        fprintf(stderr, "hearth: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    }
+    hl_server_stop(srv);
+    hearth_engine_free(engine);
+    hearth_model_free(model);
+    free(o.key_file_text);
+    return rc;
+}
