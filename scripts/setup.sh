@@ -2,9 +2,9 @@
 # Installs what hearth needs on Debian/Ubuntu (compiler, CMake, PCRE2, cJSON,
 # libmicrohttpd; gguf-py, numpy, pytest and openai for the tests), builds it
 # in build/ (with the CUDA backend when the CUDA toolkit's nvcc is present;
-# this script does not install the toolkit), and fetches the test models (SmolLM2, the default;
-# Gemma 3 270M for the SentencePiece tokenizer) into models/. Safe to run
-# again: each step is cached.
+# this script does not install the toolkit), and fetches the test models
+# (SmolLM2, the default; Gemma 3 270M for the SentencePiece tokenizer) into
+# models/. Safe to run again: each step is cached.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
