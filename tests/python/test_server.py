@@ -35,6 +35,15 @@ def server(start_server, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def asan(server_bin):
+    """Whether an ASan build serves: its engine steps are several times slower
+    and its allocator keeps freed memory in quarantine, so the timing bounds
+    widen, the load is smaller and memory is not measured (the release build
+    checks those)."""
+    return b"__asan_init" in server_bin.read_bytes()
+
+
+@pytest.fixture(scope="module")
 def client(server):
     with openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0, timeout=120) as c:
         yield c
@@ -402,18 +411,18 @@ def random_prompt(seed, n_words):
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_client_gone_during_prefill(server, stream):
+def test_client_gone_during_prefill(server, asan, stream):
     prompt = random_prompt(1000 + stream, 1700)
     n = len(json.loads(call(server, "POST", "/tokenize", {"content": prompt})[2])["tokens"])
     assert 1500 < n < 1950, n
     s = open_request(server, "/v1/completions", {"prompt": prompt, "max_tokens": 50, "stream": stream})
     wait_for(lambda: any(x["state"] == "prefill" for x in get_json(server, "/slots")), "prefill")
     s.close()
-    assert wait_for(lambda: all_idle(server), "every slot idle", timeout=1.0) < 1.0
+    wait_for(lambda: all_idle(server), "every slot idle", timeout=5.0 if asan else 1.0)
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_client_gone_during_decode(server, stream):
+def test_client_gone_during_decode(server, asan, stream):
     s = open_request(server, "/v1/chat/completions", chat_body(f"Tell a long story ({stream}).", max_tokens=1500,
                                                                ignore_eos=True, stream=stream))
     if stream:
@@ -423,13 +432,13 @@ def test_client_gone_during_decode(server, stream):
     wait_for(lambda: any(x["state"] == "generate" and x["n_generated"] > 3 for x in get_json(server, "/slots")),
              "decode")
     s.close()
-    assert wait_for(lambda: all_idle(server), "every slot idle", timeout=1.0) < 1.0
+    wait_for(lambda: all_idle(server), "every slot idle", timeout=5.0 if asan else 1.0)
     assert server.proc.poll() is None
 
 
 # -------------------------------------------------------------------- load --
 
-def test_32_concurrent_streams(start_server, server_bin):
+def test_32_concurrent_streams(start_server, asan):
     # 8 slots and few distinct prompts (their prefixes come from the cache):
     # the engine's work per request stays small, so 564 requests take seconds
     srv = start_server("--api-key", KEY, "--alias", ALIAS, "-c", "4096", "--parallel", "8", "-b", "64")
@@ -458,13 +467,12 @@ def test_32_concurrent_streams(start_server, server_bin):
     with openai.OpenAI(base_url=srv.url + "/v1", api_key=KEY, max_retries=0, timeout=120) as client:
         assert errors_of_round(client, 64) == []  # warm-up: thread stacks, allocator arenas
         before = srv.rss_kib()
-        assert errors_of_round(client, 500) == []
+        n = 200 if asan else 500
+        assert errors_of_round(client, n) == []
         after = srv.rss_kib()
     wait_for(lambda: all_idle(srv), "every slot idle", timeout=5)
-    assert metrics(srv)["hearth_requests_finished_total"] == 564
-    # ASan's allocator keeps freed memory in quarantine by design: memory is
-    # measured on the release build
-    if b"__asan_init" not in server_bin.read_bytes():
+    assert metrics(srv)["hearth_requests_finished_total"] == 64 + n
+    if not asan:
         assert after - before < 8 * 1024, f"RSS grew from {before} to {after} KiB over 500 requests"
     assert srv.stop() == 0
 
