@@ -115,6 +115,15 @@ typedef struct hearth_gpu_info {
  * out of range), DEVICE (the driver failed). Thread-safe. */
 HEARTH_API hearth_status hearth_gpu_device_info(int32_t device, hearth_gpu_info *out);
 
+/* The weight types a device multiplies with, as its backend answers:
+ * ggml's type names separated by spaces (e.g. "f32 f16 bf16 q4_0 ... q6_K")
+ * into buf, NUL-terminated. device -1 is the CPU, 0 <= device <
+ * hearth_gpu_device_count() a GPU. A model load keeps the layers whose
+ * weights a GPU cannot multiply on the CPU. Errors: INVALID_ARG (NULL buf,
+ * device out of range), BUFFER_TOO_SMALL (size; 256 bytes hold every
+ * type), OUT_OF_MEMORY, DEVICE. Thread-safe. */
+HEARTH_API hearth_status hearth_device_weight_types(int32_t device, char *buf, size_t size);
+
 /* Whether model layers can be placed on a GPU in this process
  * (hearth_gpu_device_count() > 0). Thread-safe. */
 HEARTH_API bool hearth_supports_gpu_offload(void);
@@ -570,6 +579,7 @@ typedef struct hearth_piece {
     int32_t n_prompt;             /* the request's prompt tokens */
     int32_t n_cached;             /* of which reused from a slot's cache (not decoded) */
     int32_t n_generated;          /* tokens sampled so far, this one included */
+    uint64_t id;                  /* the request's id (as hearth_engine_submit() gave it) */
 } hearth_piece;
 
 /* Receives a request's pieces on the engine's thread, in order. Return true

@@ -25,6 +25,7 @@ typedef struct collect {
     int n_tokens, n_pieces, n_final;
     hearth_finish_reason finish;
     int32_t n_prompt, n_cached;
+    uint64_t id;         /* the request id the pieces carry */
     bool logprobs_ok;    /* every piece's logprob and top list were consistent */
     hearth_token_logprob first_top[5]; /* the first token's most likely alternatives */
     int cancel_after;    /* > 0: return false from this piece on */
@@ -52,6 +53,7 @@ static bool on_piece(const hearth_piece *p, void *user) {
     c->n_pieces++;
     c->n_prompt = p->n_prompt;
     c->n_cached = p->n_cached;
+    c->id = p->id;
     if (p->finish != HEARTH_FINISH_NONE) {
         c->n_final++;
         c->finish = p->finish;
@@ -278,10 +280,10 @@ static void test_cancel(hearth_model *m) {
     CHECK(strstr(hearth_last_error(), "busy") != NULL);
     hearth_engine_cancel(e, idb);
     wait_done(&b);
-    CHECK(b.finish == HEARTH_FINISH_CANCELLED && b.n_tokens == 0 && b.n_final == 1);
+    CHECK(b.finish == HEARTH_FINISH_CANCELLED && b.n_tokens == 0 && b.n_final == 1 && b.id == idb);
     hearth_engine_cancel(e, ida);
     wait_done(&a);
-    CHECK(a.finish == HEARTH_FINISH_CANCELLED && a.n_final == 1);
+    CHECK(a.finish == HEARTH_FINISH_CANCELLED && a.n_final == 1 && a.id == ida && ida != idb);
     /* during prefill: cancelled right after submit, the long prompt is still being read */
     p = greedy(&c, 8);
     p.prompt = long_prompt;

@@ -17,12 +17,14 @@ static bool deliver(hl_slot *s, hearth_piece *pc) {
     pc->n_prompt = r->n_prompt;
     pc->n_cached = s->n_cached;
     pc->n_generated = s->n_generated;
+    pc->id = r->id;
     return r->on_piece(pc, r->user);
 }
 
 /* Appends a token's text to the held text (growing it: a token's piece is
  * at most a few hundred bytes). False: out of memory. */
 static bool hold(hl_slot *s, const char *text, size_t len) {
+    if (len == 0) return true;
     if (s->n_hold + len > s->cap_hold) {
         size_t cap = 2 * (s->n_hold + len);
         char *p = realloc(s->hold, cap);
@@ -56,7 +58,8 @@ void hl_slot_finish(hearth_engine *e, hl_slot *s, hearth_piece pc) {
 }
 
 void hl_request_cancelled(hl_request *r) {
-    const hearth_piece pc = {.text = "", .token = -1, .finish = HEARTH_FINISH_CANCELLED, .n_prompt = r->n_prompt};
+    const hearth_piece pc = {.text = "", .token = -1, .finish = HEARTH_FINISH_CANCELLED, .n_prompt = r->n_prompt,
+                             .id = r->id};
     r->on_piece(&pc, r->user);
 }
 
@@ -82,10 +85,11 @@ static float logprobs(const hearth_engine *e, const float *logits, int32_t token
     return logits[token] - lse;
 }
 
-/* Where the held text must be cut so that what stays is whole UTF-8
- * characters: back from `at` to the start of a character. */
-static size_t char_start(const char *t, size_t at) {
-    while (at > 0 && ((unsigned char)t[at] & 0xC0) == 0x80) at--;
+/* Where the held text t[0, n) must be cut so that what stays is whole
+ * UTF-8 characters: back from `at` to the start of a character (the end is
+ * one). */
+static size_t char_start(const char *t, size_t n, size_t at) {
+    while (at > 0 && at < n && ((unsigned char)t[at] & 0xC0) == 0x80) at--;
     return at;
 }
 
@@ -95,7 +99,7 @@ static void cut_at_stop(hl_slot *s, long at) {
     char tail[64];
     size_t n;
     hearth_detok_flush(s->detok, tail, sizeof tail, &n);
-    s->n_hold = char_start(s->hold, (size_t)at);
+    s->n_hold = char_start(s->hold, s->n_hold, (size_t)at);
 }
 
 /* Finds the first stop string in the held text: its offset, or -1; *keep
@@ -129,7 +133,7 @@ static void emit(hearth_engine *e, hl_slot *s, hearth_piece *pc) {
         hl_slot_finish(e, s, *pc);
         return;
     }
-    const size_t out = char_start(s->hold, s->n_hold - keep);
+    const size_t out = char_start(s->hold, s->n_hold, s->n_hold - keep);
     pc->text = s->hold;
     pc->len = out;
     const bool go_on = deliver(s, pc);
