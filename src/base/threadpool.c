@@ -18,7 +18,9 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define SPIN_ITERS 100000       /* pause iterations before a worker sleeps */
 #define YIELD_EVERY 1024        /* a spinning thread yields its core this often */
@@ -153,4 +155,34 @@ void hl_pool_run(hl_pool *pool, int nth, hl_task_fn task, void *arg) {
         if (spins % YIELD_EVERY == 0) sched_yield();
         else cpu_relax();
     }
+}
+
+/* Distinct (package, core) pairs in sysfs; the online CPU count when sysfs is
+ * unavailable. */
+int32_t hl_cpu_physical_cores(void) {
+    long n_cpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n_cpu < 1) return 1;
+    int seen_pkg[1024], seen_core[1024], n_seen = 0;
+    for (long cpu = 0; cpu < n_cpu && n_seen < 1024; cpu++) {
+        char path[128];
+        int pkg = -1, core = -1;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/topology/physical_package_id", cpu);
+        FILE *f = fopen(path, "r");
+        if (!f) return (int32_t)n_cpu;
+        if (fscanf(f, "%d", &pkg) != 1) pkg = -1;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/topology/core_id", cpu);
+        f = fopen(path, "r");
+        if (!f) return (int32_t)n_cpu;
+        if (fscanf(f, "%d", &core) != 1) core = -1;
+        fclose(f);
+        int known = 0;
+        for (int i = 0; i < n_seen; i++) known |= seen_pkg[i] == pkg && seen_core[i] == core;
+        if (!known) {
+            seen_pkg[n_seen] = pkg;
+            seen_core[n_seen] = core;
+            n_seen++;
+        }
+    }
+    return n_seen > 0 ? n_seen : (int32_t)n_cpu;
 }

@@ -11,6 +11,11 @@
 
 typedef struct hl_pool hl_pool;
 
+/* Physical cores of this machine (distinct package/core pairs in sysfs; the
+ * online CPU count where sysfs has no topology): the default thread count of
+ * decoding and quantizing. hearth_cpu_physical_cores() returns it. */
+int32_t hl_cpu_physical_cores(void);
+
 /* task(arg, ith, nth): share ith of nth of the work. */
 typedef void (*hl_task_fn)(void *arg, int ith, int nth);
 

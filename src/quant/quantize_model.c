@@ -344,7 +344,7 @@ static hearth_status run(quantizer *q, const char *in_path, const char *out_path
     }
     HL_TRY(check_types(q));
 
-    q->n_threads = q->p->n_threads > 0 ? q->p->n_threads : (int)hearth_cpu_physical_cores();
+    q->n_threads = q->p->n_threads > 0 ? q->p->n_threads : (int)hl_cpu_physical_cores();
     if (q->n_threads > MAX_CONVERT_THREADS) q->n_threads = MAX_CONVERT_THREADS;
     HL_TRY(hl_pool_init(q->n_threads, &q->pool));
     HL_TRY(write_header(q, out_path));

@@ -6,6 +6,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/gpu.h"
 #include "base/status.h"
+#include "base/threadpool.h"
 #include "hearth.h"
 
 #ifdef HEARTH_HAVE_CUDA
@@ -20,35 +21,7 @@ const char *hearth_build_info(void) {
     return buf;
 }
 
-/* Physical cores: distinct (package, core) pairs in sysfs; the online CPU count
- * when sysfs is unavailable. */
-int32_t hearth_cpu_physical_cores(void) {
-    long n_cpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n_cpu < 1) return 1;
-    int seen_pkg[1024], seen_core[1024], n_seen = 0;
-    for (long cpu = 0; cpu < n_cpu && n_seen < 1024; cpu++) {
-        char path[128];
-        int pkg = -1, core = -1;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/topology/physical_package_id", cpu);
-        FILE *f = fopen(path, "r");
-        if (!f) return (int32_t)n_cpu;
-        if (fscanf(f, "%d", &pkg) != 1) pkg = -1;
-        fclose(f);
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/topology/core_id", cpu);
-        f = fopen(path, "r");
-        if (!f) return (int32_t)n_cpu;
-        if (fscanf(f, "%d", &core) != 1) core = -1;
-        fclose(f);
-        int known = 0;
-        for (int i = 0; i < n_seen; i++) known |= seen_pkg[i] == pkg && seen_core[i] == core;
-        if (!known) {
-            seen_pkg[n_seen] = pkg;
-            seen_core[n_seen] = core;
-            n_seen++;
-        }
-    }
-    return n_seen > 0 ? n_seen : (int32_t)n_cpu;
-}
+int32_t hearth_cpu_physical_cores(void) { return hl_cpu_physical_cores(); }
 
 int32_t hearth_gpu_device_count(void) { return hl_gpu_count(); }
 

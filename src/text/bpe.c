@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/heap.h"
 #include "base/status.h"
 #include "text/unicode.h"
 #include "text/vocab_impl.h"
@@ -176,29 +177,7 @@ static bool pair_before(const bpe_pair *a, const bpe_pair *b) {
     return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
 }
 
-static void heap_push(bpe_pair *heap, size_t *n, bpe_pair p) {
-    size_t i = (*n)++;
-    while (i > 0 && pair_before(&p, &heap[(i - 1) / 2])) {
-        heap[i] = heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    heap[i] = p;
-}
-
-static bpe_pair heap_pop(bpe_pair *heap, size_t *n) {
-    bpe_pair top = heap[0], last = heap[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && pair_before(&heap[c + 1], &heap[c])) c++;
-        if (!pair_before(&heap[c], &last)) break;
-        heap[i] = heap[c];
-        i = c;
-    }
-    heap[i] = last;
-    return top;
-}
+HL_HEAP_DEFINE(heap, bpe_pair, pair_before)
 
 static void try_pair(const hl_vocab *v, const bpe_symbol *sym, bpe_pair *heap, size_t *n, int32_t left,
                      int32_t right) {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/heap.h"
 #include "base/status.h"
 #include "text/vocab_impl.h"
 
@@ -81,29 +82,7 @@ static bool bigram_before(const spm_bigram *a, const spm_bigram *b) {
     return a->score > b->score || (a->score == b->score && a->left < b->left);
 }
 
-static void heap_push(spm_bigram *heap, size_t *n, spm_bigram p) {
-    size_t i = (*n)++;
-    while (i > 0 && bigram_before(&p, &heap[(i - 1) / 2])) {
-        heap[i] = heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    heap[i] = p;
-}
-
-static spm_bigram heap_pop(spm_bigram *heap, size_t *n) {
-    spm_bigram top = heap[0], last = heap[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && bigram_before(&heap[c + 1], &heap[c])) c++;
-        if (!bigram_before(&heap[c], &last)) break;
-        heap[i] = heap[c];
-        i = c;
-    }
-    heap[i] = last;
-    return top;
-}
+HL_HEAP_DEFINE(heap, spm_bigram, bigram_before)
 
 static void try_bigram(const hl_vocab *v, const hl_spm_scratch *s, size_t *n_heap, int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;

@@ -1,8 +1,9 @@
-/* Jinja filters ("x | f(args)") and tests ("x is t(args)") with jinja2's
- * semantics (filters.py, tests.py), plus transformers' tojson, which is
+/* Jinja filters ("x | f(args)") with jinja2's semantics (filters.py),
+ * dispatched from one {name, fn} table, plus transformers' tojson, which is
  * json.dumps(x, ensure_ascii=False, indent=None, separators=None,
  * sort_keys=False) rather than jinja2's HTML-safe one. Case conversions are
- * ASCII-only (other letters pass through unchanged). */
+ * ASCII-only (other letters pass through unchanged). The tests ("x is t")
+ * are in tests.c. */
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
@@ -11,27 +12,6 @@
 #include <string.h>
 
 #include "text/jinja/jinja_impl.h"
-
-static const char *const FILTERS[] = {
-    "abs", "capitalize", "count", "d", "default", "dictsort", "e", "escape", "first", "float", "indent", "int",
-    "items", "join", "last", "length", "list", "lower", "map", "max", "min", "reject", "rejectattr", "replace",
-    "reverse", "round", "safe", "select", "selectattr", "sort", "string", "sum", "title", "tojson", "trim", "unique",
-    "upper", NULL};
-
-static const char *const TESTS[] = {
-    "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false", "filter", "float",
-    "ge", "gt", "greaterthan", "in", "integer", "iterable", "le", "lower", "lt", "lessthan", "mapping", "ne", "none",
-    "number", "odd", "sameas", "sequence", "string", "test", "true", "undefined", "upper", "==", "!=", "<", "<=",
-    ">", ">=", NULL};
-
-static bool known(const char *const *list, const char *name) {
-    for (; *list; list++)
-        if (!strcmp(*list, name)) return true;
-    return false;
-}
-
-bool hl_jfilter_known(const char *name) { return known(FILTERS, name); }
-bool hl_jtest_known(const char *name) { return known(TESTS, name); }
 
 static hearth_status oom(void) { return HEARTH_ERR_OUT_OF_MEMORY; }
 
@@ -103,7 +83,6 @@ static hearth_status html_escape(hl_jinja_env *e, jv s, jv *out) {
 }
 
 /* Python's str.replace(old, new, count); count < 0: all. */
-hearth_status hl_jstr_replace(hl_jinja_env *e, jv s, jv old, jv repl, int64_t count, jv *out);
 hearth_status hl_jstr_replace(hl_jinja_env *e, jv s, jv old, jv repl, int64_t count, jv *out) {
     jbuf b = {0};
     hearth_status st = HEARTH_OK;
@@ -208,10 +187,35 @@ static hearth_status sorted(hl_jinja_env *e, const jlist *items, bool reverse, b
 
 static hearth_status to_list(hl_jinja_env *e, jv v, int line, jlist **out) { return hl_jiterate(e, v, line, out); }
 
-/* select/reject/selectattr/rejectattr. */
-static hearth_status select_items(hl_jinja_env *e, jv seq, const fargs *a, bool by_attr, bool keep, int line, jv *out) {
+/* ------------------------------------------------------------ the filters -- */
+
+/* A filter's table entry ({name, fn} as CPython's PyMethodDef) and one call of
+ * it: the value (str(value) for the filters marked on_str), the arguments,
+ * and the entry, whose opt says which variant of a shared function runs. */
+typedef struct filter_def filter_def;
+typedef struct fcall {
+    hl_jinja_env *e;
+    const filter_def *f;
+    jv v;
+    fargs a;
+    int line;
+} fcall;
+struct filter_def {
+    const char *name;
+    hearth_status (*fn)(const fcall *c, jv *out);
+    int opt;
+    bool on_str;
+};
+
+/* select/reject/selectattr/rejectattr: opt holds SEL_KEEP and SEL_ATTR. */
+enum { SEL_KEEP = 1, SEL_ATTR = 2 };
+static hearth_status f_select(const fcall *c, jv *out) {
+    hl_jinja_env *e = c->e;
+    const fargs *a = &c->a;
+    const int line = c->line;
+    const bool by_attr = c->f->opt & SEL_ATTR, keep = c->f->opt & SEL_KEEP;
     jlist *items;
-    HL_TRY(to_list(e, seq, line, &items));
+    HL_TRY(to_list(e, c->v, line, &items));
     size_t first = by_attr ? 1 : 0;
     jv attr = {0}, test = {0};
     if (by_attr && !arg(a, 0, "attribute", &attr)) return hl_jfail(HEARTH_ERR_FORMAT, line, "selectattr needs an attribute");
@@ -236,9 +240,12 @@ static hearth_status select_items(hl_jinja_env *e, jv seq, const fargs *a, bool 
     return HEARTH_OK;
 }
 
-static hearth_status do_map(hl_jinja_env *e, jv seq, const fargs *a, int line, jv *out) {
+static hearth_status f_map(const fcall *c, jv *out) {
+    hl_jinja_env *e = c->e;
+    const fargs *a = &c->a;
+    const int line = c->line;
     jlist *items;
-    HL_TRY(to_list(e, seq, line, &items));
+    HL_TRY(to_list(e, c->v, line, &items));
     jv attribute, dflt, fname;
     bool by_attr = arg(a, 99, "attribute", &attribute), has_default = arg(a, 99, "default", &dflt);
     if (!by_attr && !arg(a, 0, "", &fname)) return hl_jfail(HEARTH_ERR_FORMAT, line, "map needs a filter name or attribute=");
@@ -263,7 +270,9 @@ static hearth_status do_map(hl_jinja_env *e, jv seq, const fargs *a, int line, j
     return HEARTH_OK;
 }
 
-static hearth_status do_tojson(hl_jinja_env *e, jv v, const fargs *a, int line, jv *out) {
+static hearth_status f_tojson(const fcall *c, jv *out) {
+    const fargs *a = &c->a;
+    const int line = c->line;
     jv ascii, indent_v, seps, sort;
     bool ensure_ascii = arg(a, 0, "ensure_ascii", &ascii) && hl_jv_truthy(ascii);
     int indent = -1;
@@ -280,15 +289,19 @@ static hearth_status do_tojson(hl_jinja_env *e, jv v, const fargs *a, int line, 
     }
     bool sort_keys = arg(a, 3, "sort_keys", &sort) && hl_jv_truthy(sort);
     jbuf b = {0};
-    hearth_status st = hl_jv_write_json(e, &b, v, ensure_ascii, indent, item_sep, key_sep, sort_keys, line);
-    if (st == HEARTH_OK && !hl_jv_str(e, b.p ? b.p : "", b.n, out)) st = oom();
+    hearth_status st = hl_jv_write_json(c->e, &b, c->v, ensure_ascii, indent, item_sep, key_sep, sort_keys, line);
+    if (st == HEARTH_OK && !hl_jv_str(c->e, b.p ? b.p : "", b.n, out)) st = oom();
     free(b.p);
     return st;
 }
 
 /* jinja2's indent: every line but the first (first=True: it too) gets the
  * prefix; blank lines only with blank=True. */
-static hearth_status do_indent(hl_jinja_env *e, jv s, const fargs *a, int line, jv *out) {
+static hearth_status f_indent(const fcall *c, jv *out) {
+    hl_jinja_env *e = c->e;
+    const fargs *a = &c->a;
+    const int line = c->line;
+    const jv s = c->v;
     jv w, prefix = hl_jv_strv("    ", 4);
     if (arg(a, 0, "width", &w)) {
         if (w.k == JV_STR) prefix = w;
@@ -322,18 +335,20 @@ static hearth_status do_indent(hl_jinja_env *e, jv s, const fargs *a, int line, 
     return st;
 }
 
-static hearth_status do_join(hl_jinja_env *e, jv seq, const fargs *a, int line, jv *out) {
+static hearth_status f_join(const fcall *c, jv *out) {
+    hl_jinja_env *e = c->e;
+    const fargs *a = &c->a;
     jv sep = hl_jv_strv("", 0), attribute;
     if (arg(a, 0, "d", &sep)) HL_TRY(hl_jv_to_str(e, sep, &sep));
     bool by_attr = arg(a, 1, "attribute", &attribute);
     jlist *items;
-    HL_TRY(to_list(e, seq, line, &items));
+    HL_TRY(to_list(e, c->v, c->line, &items));
     jbuf b = {0};
     hearth_status st = HEARTH_OK;
     for (size_t i = 0; i < items->n && st == HEARTH_OK; i++) {
         jv v = items->v[i];
         if (i) st = hl_jbuf_put(e, &b, sep.u.s.p, sep.u.s.n);
-        if (st == HEARTH_OK && by_attr) st = attr_path(e, v, attribute, line, &v);
+        if (st == HEARTH_OK && by_attr) st = attr_path(e, v, attribute, c->line, &v);
         if (st == HEARTH_OK) st = hl_jv_write_str(e, &b, v);
     }
     if (st == HEARTH_OK && !hl_jv_str(e, b.p ? b.p : "", b.n, out)) st = oom();
@@ -373,9 +388,14 @@ static bool parse_float(jv s, double *out) {
     return !*end && !isspace((unsigned char)buf[0]) && !strpbrk(buf, "xX"); /* hex floats are not Python floats */
 }
 
-static hearth_status min_max(hl_jinja_env *e, jv seq, const fargs *a, bool want_max, int line, jv *out) {
+/* min and max: opt is 1 for max. */
+static hearth_status f_min_max(const fcall *c, jv *out) {
+    hl_jinja_env *e = c->e;
+    const fargs *a = &c->a;
+    const int line = c->line;
+    const bool want_max = c->f->opt;
     jlist *items;
-    HL_TRY(to_list(e, seq, line, &items));
+    HL_TRY(to_list(e, c->v, line, &items));
     jv attribute;
     bool by_attr = arg(a, 1, "attribute", &attribute), cs = arg_truthy(a, 0, "case_sensitive");
     *out = hl_jv_undef("No aggregated item, sequence was empty.");
@@ -394,293 +414,281 @@ static hearth_status min_max(hl_jinja_env *e, jv seq, const fargs *a, bool want_
     return HEARTH_OK;
 }
 
-hearth_status hl_jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, const char **kw_names,
-                            jv *kw_vals, size_t n_kw, int line, jv *out) {
-    fargs a = {args, n_args, kw_names, kw_vals, n_kw};
-    jv x, y;
-    if (!strcmp(name, "default") || !strcmp(name, "d")) {
-        jv dflt = hl_jv_strv("", 0);
-        arg(&a, 0, "default_value", &dflt);
-        bool boolean = arg_truthy(&a, 1, "boolean");
-        *out = (v.k == JV_UNDEF || (boolean && !hl_jv_truthy(v))) ? dflt : v;
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "safe")) {
-        *out = v;
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "tojson")) return do_tojson(e, v, &a, line, out);
-    if (!strcmp(name, "length") || !strcmp(name, "count")) {
-        if (v.k == JV_STR) *out = hl_jv_int((int64_t)hl_ju_len(v.u.s.p, v.u.s.n));
-        else if (v.k == JV_LIST) *out = hl_jv_int((int64_t)v.u.l->n);
-        else if (v.k == JV_DICT || v.k == JV_NS) *out = hl_jv_int((int64_t)v.u.d->n);
-        else if (v.k == JV_UNDEF) *out = hl_jv_int(0);
-        else return hl_jfail(HEARTH_ERR_FORMAT, line, "object of type '%s' has no len()", hl_jv_type_name(v));
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "items")) {
-        if (!hl_jv_list(e, out)) return oom();
-        if (v.k == JV_UNDEF) return HEARTH_OK;
-        if (v.k != JV_DICT && v.k != JV_NS) return hl_jfail(HEARTH_ERR_FORMAT, line, "items expects a mapping, got %s", hl_jv_type_name(v));
-        for (size_t i = 0; i < v.u.d->n; i++) {
-            jv pair;
-            if (!hl_jv_list(e, &pair)) return oom();
-            pair.u.l->tuple = true;
-            if (!hl_jv_list_push(e, pair, v.u.d->keys[i]) || !hl_jv_list_push(e, pair, v.u.d->vals[i]) ||
-                !hl_jv_list_push(e, *out, pair))
-                return oom();
-        }
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "dictsort")) {
-        if (v.k != JV_DICT) return hl_jfail(HEARTH_ERR_FORMAT, line, "dictsort expects a mapping, got %s", hl_jv_type_name(v));
-        jv by = hl_jv_strv("key", 3), pairs;
-        arg(&a, 1, "by", &by);
-        HL_TRY(hl_jfilter_apply(e, "items", v, NULL, 0, NULL, NULL, 0, line, &pairs));
-        bool by_value = by.k == JV_STR && by.u.s.n == 5 && !memcmp(by.u.s.p, "value", 5);
-        jv attr_name = hl_jv_strv(by_value ? "1" : "0", 1); /* the pair's item */
-        return sorted(e, pairs.u.l, arg_truthy(&a, 2, "reverse"), arg_truthy(&a, 0, "case_sensitive"), &attr_name, line, out);
-    }
-    if (!strcmp(name, "join")) return do_join(e, v, &a, line, out);
-    if (!strcmp(name, "map")) return do_map(e, v, &a, line, out);
-    if (!strcmp(name, "select") || !strcmp(name, "reject")) return select_items(e, v, &a, false, name[0] == 's', line, out);
-    if (!strcmp(name, "selectattr") || !strcmp(name, "rejectattr")) return select_items(e, v, &a, true, name[0] == 's', line, out);
-    if (!strcmp(name, "first") || !strcmp(name, "last")) {
-        jlist *items;
-        HL_TRY(to_list(e, v, line, &items));
-        *out = items->n ? items->v[name[0] == 'f' ? 0 : items->n - 1] : hl_jv_undef("No first item, sequence was empty.");
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "list")) {
-        jlist *items;
-        HL_TRY(to_list(e, v, line, &items));
-        if (!hl_jv_list(e, out)) return oom();
-        for (size_t i = 0; i < items->n; i++)
-            if (!hl_jv_list_push(e, *out, items->v[i])) return oom();
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "reverse")) {
-        if (v.k == JV_STR) {
-            jlist *chars;
-            HL_TRY(to_list(e, v, line, &chars));
-            char *p = hl_ja_alloc(&e->arena, v.u.s.n + 1);
-            if (!p) return oom();
-            size_t o = 0;
-            for (size_t i = chars->n; i-- > 0;) {
-                memcpy(p + o, chars->v[i].u.s.p, chars->v[i].u.s.n);
-                o += chars->v[i].u.s.n;
-            }
-            *out = hl_jv_strv(p, o);
-            return HEARTH_OK;
-        }
-        jlist *items;
-        HL_TRY(to_list(e, v, line, &items));
-        if (!hl_jv_list(e, out)) return oom();
-        for (size_t i = items->n; i-- > 0;)
-            if (!hl_jv_list_push(e, *out, items->v[i])) return oom();
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "sort")) {
-        jlist *items;
-        HL_TRY(to_list(e, v, line, &items));
-        jv attribute;
-        bool by_attr = arg(&a, 2, "attribute", &attribute);
-        return sorted(e, items, arg_truthy(&a, 0, "reverse"), arg_truthy(&a, 1, "case_sensitive"), by_attr ? &attribute : NULL,
-                      line, out);
-    }
-    if (!strcmp(name, "unique")) {
-        jlist *items;
-        HL_TRY(to_list(e, v, line, &items));
-        jv attribute, seen;
-        bool by_attr = arg(&a, 1, "attribute", &attribute), cs = arg_truthy(&a, 0, "case_sensitive");
-        if (!hl_jv_list(e, out) || !hl_jv_list(e, &seen)) return oom();
-        for (size_t i = 0; i < items->n; i++) {
-            jv k = items->v[i];
-            if (by_attr) HL_TRY(attr_path(e, k, attribute, line, &k));
-            HL_TRY(sort_key(e, k, cs, &k));
-            bool dup = false;
-            for (size_t j = 0; j < seen.u.l->n && !dup; j++) dup = hl_jv_equal(seen.u.l->v[j], k);
-            if (!dup && (!hl_jv_list_push(e, seen, k) || !hl_jv_list_push(e, *out, items->v[i]))) return oom();
-        }
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "min") || !strcmp(name, "max")) return min_max(e, v, &a, name[1] == 'a', line, out);
-    if (!strcmp(name, "sum")) {
-        jlist *items;
-        HL_TRY(to_list(e, v, line, &items));
-        jv attribute, acc = hl_jv_int(0);
-        bool by_attr = arg(&a, 0, "attribute", &attribute);
-        arg(&a, 1, "start", &acc);
-        for (size_t i = 0; i < items->n; i++) {
-            jv x2 = items->v[i];
-            if (by_attr) HL_TRY(attr_path(e, x2, attribute, line, &x2));
-            bool fl = acc.k == JV_FLOAT || x2.k == JV_FLOAT;
-            if ((acc.k != JV_INT && acc.k != JV_FLOAT && acc.k != JV_BOOL) || (x2.k != JV_INT && x2.k != JV_FLOAT && x2.k != JV_BOOL))
-                return hl_jfail(HEARTH_ERR_FORMAT, line, "sum of %s and %s", hl_jv_type_name(acc), hl_jv_type_name(x2));
-            double fa = acc.k == JV_FLOAT ? acc.u.f : acc.k == JV_INT ? (double)acc.u.i : acc.u.b;
-            double fb = x2.k == JV_FLOAT ? x2.u.f : x2.k == JV_INT ? (double)x2.u.i : x2.u.b;
-            int64_t ia = acc.k == JV_INT ? acc.u.i : acc.u.b, ib = x2.k == JV_INT ? x2.u.i : x2.u.b, r;
-            if (fl) acc = hl_jv_float(fa + fb);
-            else if (__builtin_add_overflow(ia, ib, &r)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'integer beyond 64 bits'");
-            else acc = hl_jv_int(r);
-        }
-        *out = acc;
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "abs")) {
-        if (v.k == JV_INT && v.u.i != INT64_MIN) *out = hl_jv_int(v.u.i < 0 ? -v.u.i : v.u.i);
-        else if (v.k == JV_FLOAT) *out = hl_jv_float(fabs(v.u.f));
-        else if (v.k == JV_BOOL) *out = hl_jv_int(v.u.b);
-        else return hl_jfail(HEARTH_ERR_FORMAT, line, "bad operand type for abs(): '%s'", hl_jv_type_name(v));
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "round")) {
-        jv prec = hl_jv_int(0), method = hl_jv_strv("common", 6);
-        arg(&a, 0, "precision", &prec);
-        arg(&a, 1, "method", &method);
-        if ((v.k != JV_INT && v.k != JV_FLOAT && v.k != JV_BOOL) || prec.k != JV_INT || method.k != JV_STR)
-            return hl_jfail(HEARTH_ERR_FORMAT, line, "round expects a number");
-        double f = v.k == JV_FLOAT ? v.u.f : v.k == JV_INT ? (double)v.u.i : v.u.b;
-        double scale = pow(10.0, (double)(prec.u.i > 15 ? 15 : prec.u.i < -15 ? -15 : prec.u.i));
-        double r = f * scale;
-        if (method.u.s.n == 4 && !memcmp(method.u.s.p, "ceil", 4)) r = ceil(r);
-        else if (method.u.s.n == 5 && !memcmp(method.u.s.p, "floor", 5)) r = floor(r);
-        else r = nearbyint(r); /* Python's round(): half to even */
-        *out = hl_jv_float(r / scale);
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "int")) {
-        jv dflt = hl_jv_int(0);
-        arg(&a, 0, "default", &dflt);
-        int64_t i;
-        double f;
-        if (v.k == JV_INT) *out = v;
-        else if (v.k == JV_BOOL) *out = hl_jv_int(v.u.b);
-        else if (v.k == JV_FLOAT && isfinite(v.u.f) && fabs(v.u.f) < 9.2e18) *out = hl_jv_int((int64_t)v.u.f);
-        else if (v.k == JV_STR && parse_int(v, &i)) *out = hl_jv_int(i);
-        else if (v.k == JV_STR && parse_float(v, &f) && isfinite(f) && fabs(f) < 9.2e18) *out = hl_jv_int((int64_t)f);
-        else *out = dflt;
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "float")) {
-        jv dflt = hl_jv_float(0.0);
-        arg(&a, 0, "default", &dflt);
-        double f;
-        if (v.k == JV_FLOAT) *out = v;
-        else if (v.k == JV_INT) *out = hl_jv_float((double)v.u.i);
-        else if (v.k == JV_BOOL) *out = hl_jv_float(v.u.b);
-        else if (v.k == JV_STR && parse_float(v, &f)) *out = hl_jv_float(f);
-        else *out = dflt;
-        return HEARTH_OK;
-    }
-    /* the rest work on str(v) */
-    HL_TRY(hl_jv_to_str(e, v, &x));
-    if (!strcmp(name, "string")) {
-        *out = x;
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "trim")) {
-        bool has = arg(&a, 0, "chars", &y) && y.k != JV_NONE;
-        if (has) HL_TRY(need_str(y, "trim's chars", line));
-        *out = hl_jstr_strip(x, has ? &y : NULL, 'b');
-        return HEARTH_OK;
-    }
-    if (!strcmp(name, "upper")) return case_map(e, x, 'u', out);
-    if (!strcmp(name, "lower")) return case_map(e, x, 'l', out);
-    if (!strcmp(name, "capitalize")) return case_map(e, x, 'c', out);
-    if (!strcmp(name, "title")) return case_map(e, x, 't', out);
-    if (!strcmp(name, "escape") || !strcmp(name, "e")) return html_escape(e, x, out);
-    if (!strcmp(name, "indent")) return do_indent(e, x, &a, line, out);
-    if (!strcmp(name, "replace")) {
-        jv old, repl, count = hl_jv_int(-1);
-        if (!arg(&a, 0, "old", &old) || !arg(&a, 1, "new", &repl))
-            return hl_jfail(HEARTH_ERR_FORMAT, line, "replace needs the old and new strings");
-        arg(&a, 2, "count", &count);
-        HL_TRY(hl_jv_to_str(e, old, &old));
-        HL_TRY(hl_jv_to_str(e, repl, &repl));
-        return hl_jstr_replace(e, x, old, repl, count.k == JV_INT ? count.u.i : -1, out);
-    }
-    return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", name);
+static hearth_status f_default(const fcall *c, jv *out) {
+    jv dflt = hl_jv_strv("", 0);
+    arg(&c->a, 0, "default_value", &dflt);
+    bool boolean = arg_truthy(&c->a, 1, "boolean");
+    *out = (c->v.k == JV_UNDEF || (boolean && !hl_jv_truthy(c->v))) ? dflt : c->v;
+    return HEARTH_OK;
 }
 
-/* ------------------------------------------------------------------ tests -- */
-
-static bool is_lower_upper(jv v, bool upper) {
-    if (v.k != JV_STR) return false;
-    bool cased = false;
-    for (size_t i = 0; i < v.u.s.n; i++) {
-        unsigned char c = (unsigned char)v.u.s.p[i];
-        if (upper ? islower(c) : isupper(c)) return false;
-        cased = cased || isalpha(c);
-    }
-    return cased;
+/* safe, and string (on str(value)): the value itself. */
+static hearth_status f_identity(const fcall *c, jv *out) {
+    *out = c->v;
+    return HEARTH_OK;
 }
 
-hearth_status hl_jtest_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, int line, bool *out) {
-    (void)e;
-    jv x = n_args ? args[0] : (jv){.k = JV_UNDEF};
-    bool num = v.k == JV_INT || v.k == JV_FLOAT || v.k == JV_BOOL;
-    if (!strcmp(name, "defined")) *out = v.k != JV_UNDEF;
-    else if (!strcmp(name, "undefined")) *out = v.k == JV_UNDEF;
-    else if (!strcmp(name, "none")) *out = v.k == JV_NONE;
-    else if (!strcmp(name, "boolean")) *out = v.k == JV_BOOL;
-    else if (!strcmp(name, "true")) *out = v.k == JV_BOOL && v.u.b;
-    else if (!strcmp(name, "false")) *out = v.k == JV_BOOL && !v.u.b;
-    else if (!strcmp(name, "integer")) *out = v.k == JV_INT;
-    else if (!strcmp(name, "float")) *out = v.k == JV_FLOAT;
-    else if (!strcmp(name, "number")) *out = num;
-    else if (!strcmp(name, "string")) *out = v.k == JV_STR;
-    else if (!strcmp(name, "mapping")) *out = v.k == JV_DICT;
-    else if (!strcmp(name, "iterable")) *out = v.k == JV_STR || v.k == JV_LIST || v.k == JV_DICT || v.k == JV_UNDEF;
-    else if (!strcmp(name, "sequence")) *out = v.k == JV_STR || v.k == JV_LIST || v.k == JV_DICT || v.k == JV_UNDEF;
-    else if (!strcmp(name, "callable")) *out = v.k == JV_MACRO || v.k == JV_BUILTIN;
-    else if (!strcmp(name, "escaped")) *out = false;
-    else if (!strcmp(name, "lower")) *out = is_lower_upper(v, false);
-    else if (!strcmp(name, "upper")) *out = is_lower_upper(v, true);
-    else if (!strcmp(name, "filter") || !strcmp(name, "test")) {
-        char s[32] = "";
-        if (x.k == JV_STR) snprintf(s, sizeof s, "%.*s", (int)(x.u.s.n < 31 ? x.u.s.n : 31), x.u.s.p);
-        *out = name[0] == 'f' ? hl_jfilter_known(s) : hl_jtest_known(s);
-    } else if (!strcmp(name, "odd") || !strcmp(name, "even") || !strcmp(name, "divisibleby")) {
-        if (v.k != JV_INT && v.k != JV_BOOL) return hl_jfail(HEARTH_ERR_FORMAT, line, "test %s expects an integer, got %s", name, hl_jv_type_name(v));
-        int64_t i = v.k == JV_INT ? v.u.i : v.u.b;
-        if (name[0] == 'o') *out = i % 2 != 0;
-        else if (name[0] == 'e') *out = i % 2 == 0;
-        else {
-            if (x.k != JV_INT || x.u.i == 0) return hl_jfail(HEARTH_ERR_FORMAT, line, "divisibleby needs a non-zero integer");
-            *out = x.u.i == -1 || i % x.u.i == 0;
-        }
-    } else if (!strcmp(name, "sameas")) {
-        *out = v.k == x.k && (v.k == JV_NONE || v.k == JV_UNDEF || (v.k == JV_BOOL && v.u.b == x.u.b) || hl_jv_equal(v, x));
-    } else if (!strcmp(name, "in")) {
-        if (x.k == JV_STR && v.k == JV_STR) {
-            *out = v.u.s.n == 0;
-            for (size_t i = 0; !*out && i + v.u.s.n <= x.u.s.n; i++) *out = !memcmp(x.u.s.p + i, v.u.s.p, v.u.s.n);
-        } else if (x.k == JV_LIST) {
-            *out = false;
-            for (size_t i = 0; i < x.u.l->n && !*out; i++) *out = hl_jv_equal(x.u.l->v[i], v);
-        } else if (x.k == JV_DICT) {
-            *out = hl_jdict_get(x.u.d, v) != NULL;
-        } else {
-            return hl_jfail(HEARTH_ERR_FORMAT, line, "test 'in' needs a container, got %s", hl_jv_type_name(x));
-        }
-    } else {
-        /* comparisons: eq equalto == ne != lt lessthan < le <= gt greaterthan > ge >= */
-        int op = 0;
-        if (!strcmp(name, "eq") || !strcmp(name, "equalto") || !strcmp(name, "==")) op = 'e';
-        else if (!strcmp(name, "ne") || !strcmp(name, "!=")) op = 'n';
-        else if (!strcmp(name, "lt") || !strcmp(name, "lessthan") || !strcmp(name, "<")) op = '<';
-        else if (!strcmp(name, "le") || !strcmp(name, "<=")) op = 'l';
-        else if (!strcmp(name, "gt") || !strcmp(name, "greaterthan") || !strcmp(name, ">")) op = '>';
-        else if (!strcmp(name, "ge") || !strcmp(name, ">=")) op = 'g';
-        else return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'test %s'", name);
-        if (op == 'e' || op == 'n') {
-            *out = hl_jv_equal(v, x) == (op == 'e');
-            return HEARTH_OK;
-        }
-        int cmp;
-        HL_TRY(hl_jv_compare(v, x, line, &cmp));
-        *out = op == '<' ? cmp < 0 : op == 'l' ? cmp <= 0 : op == '>' ? cmp > 0 : cmp >= 0;
+static hearth_status f_length(const fcall *c, jv *out) {
+    const jv v = c->v;
+    if (v.k == JV_STR) *out = hl_jv_int((int64_t)hl_ju_len(v.u.s.p, v.u.s.n));
+    else if (v.k == JV_LIST) *out = hl_jv_int((int64_t)v.u.l->n);
+    else if (v.k == JV_DICT || v.k == JV_NS) *out = hl_jv_int((int64_t)v.u.d->n);
+    else if (v.k == JV_UNDEF) *out = hl_jv_int(0);
+    else return hl_jfail(HEARTH_ERR_FORMAT, c->line, "object of type '%s' has no len()", hl_jv_type_name(v));
+    return HEARTH_OK;
+}
+
+static hearth_status f_items(const fcall *c, jv *out) {
+    hl_jinja_env *e = c->e;
+    const jv v = c->v;
+    if (!hl_jv_list(e, out)) return oom();
+    if (v.k == JV_UNDEF) return HEARTH_OK;
+    if (v.k != JV_DICT && v.k != JV_NS) return hl_jfail(HEARTH_ERR_FORMAT, c->line, "items expects a mapping, got %s", hl_jv_type_name(v));
+    for (size_t i = 0; i < v.u.d->n; i++) {
+        jv pair;
+        if (!hl_jv_list(e, &pair)) return oom();
+        pair.u.l->tuple = true;
+        if (!hl_jv_list_push(e, pair, v.u.d->keys[i]) || !hl_jv_list_push(e, pair, v.u.d->vals[i]) ||
+            !hl_jv_list_push(e, *out, pair))
+            return oom();
     }
     return HEARTH_OK;
+}
+
+static hearth_status f_dictsort(const fcall *c, jv *out) {
+    const fargs *a = &c->a;
+    if (c->v.k != JV_DICT) return hl_jfail(HEARTH_ERR_FORMAT, c->line, "dictsort expects a mapping, got %s", hl_jv_type_name(c->v));
+    jv by = hl_jv_strv("key", 3), pairs;
+    arg(a, 1, "by", &by);
+    HL_TRY(f_items(c, &pairs));
+    bool by_value = by.k == JV_STR && by.u.s.n == 5 && !memcmp(by.u.s.p, "value", 5);
+    jv attr_name = hl_jv_strv(by_value ? "1" : "0", 1); /* the pair's item */
+    return sorted(c->e, pairs.u.l, arg_truthy(a, 2, "reverse"), arg_truthy(a, 0, "case_sensitive"), &attr_name, c->line, out);
+}
+
+/* first and last: opt is 1 for last. */
+static hearth_status f_first_last(const fcall *c, jv *out) {
+    jlist *items;
+    HL_TRY(to_list(c->e, c->v, c->line, &items));
+    *out = items->n ? items->v[c->f->opt ? items->n - 1 : 0] : hl_jv_undef("No first item, sequence was empty.");
+    return HEARTH_OK;
+}
+
+static hearth_status f_list(const fcall *c, jv *out) {
+    jlist *items;
+    HL_TRY(to_list(c->e, c->v, c->line, &items));
+    if (!hl_jv_list(c->e, out)) return oom();
+    for (size_t i = 0; i < items->n; i++)
+        if (!hl_jv_list_push(c->e, *out, items->v[i])) return oom();
+    return HEARTH_OK;
+}
+
+static hearth_status f_reverse(const fcall *c, jv *out) {
+    hl_jinja_env *e = c->e;
+    const jv v = c->v;
+    if (v.k == JV_STR) {
+        jlist *chars;
+        HL_TRY(to_list(e, v, c->line, &chars));
+        char *p = hl_ja_alloc(&e->arena, v.u.s.n + 1);
+        if (!p) return oom();
+        size_t o = 0;
+        for (size_t i = chars->n; i-- > 0;) {
+            memcpy(p + o, chars->v[i].u.s.p, chars->v[i].u.s.n);
+            o += chars->v[i].u.s.n;
+        }
+        *out = hl_jv_strv(p, o);
+        return HEARTH_OK;
+    }
+    jlist *items;
+    HL_TRY(to_list(e, v, c->line, &items));
+    if (!hl_jv_list(e, out)) return oom();
+    for (size_t i = items->n; i-- > 0;)
+        if (!hl_jv_list_push(e, *out, items->v[i])) return oom();
+    return HEARTH_OK;
+}
+
+static hearth_status f_sort(const fcall *c, jv *out) {
+    const fargs *a = &c->a;
+    jlist *items;
+    HL_TRY(to_list(c->e, c->v, c->line, &items));
+    jv attribute;
+    bool by_attr = arg(a, 2, "attribute", &attribute);
+    return sorted(c->e, items, arg_truthy(a, 0, "reverse"), arg_truthy(a, 1, "case_sensitive"), by_attr ? &attribute : NULL,
+                  c->line, out);
+}
+
+static hearth_status f_unique(const fcall *c, jv *out) {
+    hl_jinja_env *e = c->e;
+    jlist *items;
+    HL_TRY(to_list(e, c->v, c->line, &items));
+    jv attribute, seen;
+    bool by_attr = arg(&c->a, 1, "attribute", &attribute), cs = arg_truthy(&c->a, 0, "case_sensitive");
+    if (!hl_jv_list(e, out) || !hl_jv_list(e, &seen)) return oom();
+    for (size_t i = 0; i < items->n; i++) {
+        jv k = items->v[i];
+        if (by_attr) HL_TRY(attr_path(e, k, attribute, c->line, &k));
+        HL_TRY(sort_key(e, k, cs, &k));
+        bool dup = false;
+        for (size_t j = 0; j < seen.u.l->n && !dup; j++) dup = hl_jv_equal(seen.u.l->v[j], k);
+        if (!dup && (!hl_jv_list_push(e, seen, k) || !hl_jv_list_push(e, *out, items->v[i]))) return oom();
+    }
+    return HEARTH_OK;
+}
+
+static hearth_status f_sum(const fcall *c, jv *out) {
+    const int line = c->line;
+    jlist *items;
+    HL_TRY(to_list(c->e, c->v, line, &items));
+    jv attribute, acc = hl_jv_int(0);
+    bool by_attr = arg(&c->a, 0, "attribute", &attribute);
+    arg(&c->a, 1, "start", &acc);
+    for (size_t i = 0; i < items->n; i++) {
+        jv x2 = items->v[i];
+        if (by_attr) HL_TRY(attr_path(c->e, x2, attribute, line, &x2));
+        bool fl = acc.k == JV_FLOAT || x2.k == JV_FLOAT;
+        if ((acc.k != JV_INT && acc.k != JV_FLOAT && acc.k != JV_BOOL) || (x2.k != JV_INT && x2.k != JV_FLOAT && x2.k != JV_BOOL))
+            return hl_jfail(HEARTH_ERR_FORMAT, line, "sum of %s and %s", hl_jv_type_name(acc), hl_jv_type_name(x2));
+        double fa = acc.k == JV_FLOAT ? acc.u.f : acc.k == JV_INT ? (double)acc.u.i : acc.u.b;
+        double fb = x2.k == JV_FLOAT ? x2.u.f : x2.k == JV_INT ? (double)x2.u.i : x2.u.b;
+        int64_t ia = acc.k == JV_INT ? acc.u.i : acc.u.b, ib = x2.k == JV_INT ? x2.u.i : x2.u.b, r;
+        if (fl) acc = hl_jv_float(fa + fb);
+        else if (__builtin_add_overflow(ia, ib, &r)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'integer beyond 64 bits'");
+        else acc = hl_jv_int(r);
+    }
+    *out = acc;
+    return HEARTH_OK;
+}
+
+static hearth_status f_abs(const fcall *c, jv *out) {
+    const jv v = c->v;
+    if (v.k == JV_INT && v.u.i != INT64_MIN) *out = hl_jv_int(v.u.i < 0 ? -v.u.i : v.u.i);
+    else if (v.k == JV_FLOAT) *out = hl_jv_float(fabs(v.u.f));
+    else if (v.k == JV_BOOL) *out = hl_jv_int(v.u.b);
+    else return hl_jfail(HEARTH_ERR_FORMAT, c->line, "bad operand type for abs(): '%s'", hl_jv_type_name(v));
+    return HEARTH_OK;
+}
+
+static hearth_status f_round(const fcall *c, jv *out) {
+    const jv v = c->v;
+    jv prec = hl_jv_int(0), method = hl_jv_strv("common", 6);
+    arg(&c->a, 0, "precision", &prec);
+    arg(&c->a, 1, "method", &method);
+    if ((v.k != JV_INT && v.k != JV_FLOAT && v.k != JV_BOOL) || prec.k != JV_INT || method.k != JV_STR)
+        return hl_jfail(HEARTH_ERR_FORMAT, c->line, "round expects a number");
+    double f = v.k == JV_FLOAT ? v.u.f : v.k == JV_INT ? (double)v.u.i : v.u.b;
+    double scale = pow(10.0, (double)(prec.u.i > 15 ? 15 : prec.u.i < -15 ? -15 : prec.u.i));
+    double r = f * scale;
+    if (method.u.s.n == 4 && !memcmp(method.u.s.p, "ceil", 4)) r = ceil(r);
+    else if (method.u.s.n == 5 && !memcmp(method.u.s.p, "floor", 5)) r = floor(r);
+    else r = nearbyint(r); /* Python's round(): half to even */
+    *out = hl_jv_float(r / scale);
+    return HEARTH_OK;
+}
+
+static hearth_status f_int(const fcall *c, jv *out) {
+    const jv v = c->v;
+    jv dflt = hl_jv_int(0);
+    arg(&c->a, 0, "default", &dflt);
+    int64_t i;
+    double f;
+    if (v.k == JV_INT) *out = v;
+    else if (v.k == JV_BOOL) *out = hl_jv_int(v.u.b);
+    else if (v.k == JV_FLOAT && isfinite(v.u.f) && fabs(v.u.f) < 9.2e18) *out = hl_jv_int((int64_t)v.u.f);
+    else if (v.k == JV_STR && parse_int(v, &i)) *out = hl_jv_int(i);
+    else if (v.k == JV_STR && parse_float(v, &f) && isfinite(f) && fabs(f) < 9.2e18) *out = hl_jv_int((int64_t)f);
+    else *out = dflt;
+    return HEARTH_OK;
+}
+
+static hearth_status f_float(const fcall *c, jv *out) {
+    const jv v = c->v;
+    jv dflt = hl_jv_float(0.0);
+    arg(&c->a, 0, "default", &dflt);
+    double f;
+    if (v.k == JV_FLOAT) *out = v;
+    else if (v.k == JV_INT) *out = hl_jv_float((double)v.u.i);
+    else if (v.k == JV_BOOL) *out = hl_jv_float(v.u.b);
+    else if (v.k == JV_STR && parse_float(v, &f)) *out = hl_jv_float(f);
+    else *out = dflt;
+    return HEARTH_OK;
+}
+
+/* The filters below are marked on_str: c->v is str(value). */
+
+static hearth_status f_trim(const fcall *c, jv *out) {
+    jv y;
+    bool has = arg(&c->a, 0, "chars", &y) && y.k != JV_NONE;
+    if (has) HL_TRY(need_str(y, "trim's chars", c->line));
+    *out = hl_jstr_strip(c->v, has ? &y : NULL, 'b');
+    return HEARTH_OK;
+}
+
+/* upper, lower, capitalize, title: opt is case_map's mode. */
+static hearth_status f_case(const fcall *c, jv *out) { return case_map(c->e, c->v, (char)c->f->opt, out); }
+
+static hearth_status f_escape(const fcall *c, jv *out) { return html_escape(c->e, c->v, out); }
+
+static hearth_status f_replace(const fcall *c, jv *out) {
+    jv old, repl, count = hl_jv_int(-1);
+    if (!arg(&c->a, 0, "old", &old) || !arg(&c->a, 1, "new", &repl))
+        return hl_jfail(HEARTH_ERR_FORMAT, c->line, "replace needs the old and new strings");
+    arg(&c->a, 2, "count", &count);
+    HL_TRY(hl_jv_to_str(c->e, old, &old));
+    HL_TRY(hl_jv_to_str(c->e, repl, &repl));
+    return hl_jstr_replace(c->e, c->v, old, repl, count.k == JV_INT ? count.u.i : -1, out);
+}
+
+static const filter_def FILTERS[] = {
+    {"abs", f_abs, 0, false},
+    {"capitalize", f_case, 'c', true},
+    {"count", f_length, 0, false},
+    {"d", f_default, 0, false},
+    {"default", f_default, 0, false},
+    {"dictsort", f_dictsort, 0, false},
+    {"e", f_escape, 0, true},
+    {"escape", f_escape, 0, true},
+    {"first", f_first_last, 0, false},
+    {"float", f_float, 0, false},
+    {"indent", f_indent, 0, true},
+    {"int", f_int, 0, false},
+    {"items", f_items, 0, false},
+    {"join", f_join, 0, false},
+    {"last", f_first_last, 1, false},
+    {"length", f_length, 0, false},
+    {"list", f_list, 0, false},
+    {"lower", f_case, 'l', true},
+    {"map", f_map, 0, false},
+    {"max", f_min_max, 1, false},
+    {"min", f_min_max, 0, false},
+    {"reject", f_select, 0, false},
+    {"rejectattr", f_select, SEL_ATTR, false},
+    {"replace", f_replace, 0, true},
+    {"reverse", f_reverse, 0, false},
+    {"round", f_round, 0, false},
+    {"safe", f_identity, 0, false},
+    {"select", f_select, SEL_KEEP, false},
+    {"selectattr", f_select, SEL_KEEP | SEL_ATTR, false},
+    {"sort", f_sort, 0, false},
+    {"string", f_identity, 0, true},
+    {"sum", f_sum, 0, false},
+    {"title", f_case, 't', true},
+    {"tojson", f_tojson, 0, false},
+    {"trim", f_trim, 0, true},
+    {"unique", f_unique, 0, false},
+    {"upper", f_case, 'u', true},
+};
+
+static const filter_def *find_filter(const char *name) {
+    return hl_jtable_find(FILTERS, sizeof FILTERS / sizeof FILTERS[0], sizeof FILTERS[0], name);
+}
+
+bool hl_jfilter_known(const char *name) { return find_filter(name) != NULL; }
+
+hearth_status hl_jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, const char **kw_names,
+                               jv *kw_vals, size_t n_kw, int line, jv *out) {
+    const filter_def *f = find_filter(name);
+    if (!f) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", name);
+    fcall c = {e, f, v, {args, n_args, kw_names, kw_vals, n_kw}, line};
+    if (f->on_str) HL_TRY(hl_jv_to_str(e, v, &c.v));
+    return f->fn(&c, out);
 }

@@ -1,12 +1,13 @@
 /* Internals shared by the Jinja interpreter's files: the arena, tokens (lexer.c),
  * AST nodes (parser.c), the render state (eval.c) and the helpers that filters,
- * tests and methods (filters.c, methods.c) use on values (value.c). */
+ * tests and methods (filters.c, tests.c, methods.c) use on values (value.c). */
 #ifndef HEARTH_TEXT_JINJA_IMPL_H
 #define HEARTH_TEXT_JINJA_IMPL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/status.h"
 #include "text/jinja/jinja.h"
@@ -207,12 +208,23 @@ hearth_status hl_jiterate(hl_jinja_env *e, jv v, int line, jlist **out);
 hearth_status hl_jcall_value(hl_jinja_env *e, jv fn, jv *args, size_t n_args, const char **kw_names, jv *kw_vals,
                           size_t n_kw, int line, jv *out);
 
-/* Filters and tests by name (filters.c); false when the name is unknown. */
+/* Filters (filters.c) and tests (tests.c) by name; false when the name is unknown. */
 bool hl_jfilter_known(const char *name);
 bool hl_jtest_known(const char *name);
 hearth_status hl_jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args,
-                            const char **kw_names, jv *kw_vals, size_t n_kw, int line, jv *out);
+                               const char **kw_names, jv *kw_vals, size_t n_kw, int line, jv *out);
 hearth_status hl_jtest_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, int line, bool *out);
+
+/* Filters, tests, methods and globals are dispatched from tables of entries
+ * that start with their name ({name, fn, ...}, CPython's PyMethodDef): the
+ * entry of `table` (n entries of `size` bytes) called `name`, or NULL. */
+static inline const void *hl_jtable_find(const void *table, size_t n, size_t size, const char *name) {
+    for (size_t i = 0; i < n; i++) {
+        const void *entry = (const char *)table + i * size;
+        if (!strcmp(*(const char *const *)entry, name)) return entry;
+    }
+    return NULL;
+}
 
 /* Methods of str, dict and loop (methods.c). *found is false when `obj` has no
  * method `name`. */
@@ -224,5 +236,7 @@ hearth_status hl_jbuiltin_call(hl_jinja_env *e, uint32_t id, jv *args, size_t n_
                             jv *kw_vals, size_t n_kw, int line, jv *out);
 /* Python's str.strip/lstrip/rstrip (which: 'b', 'l', 'r'); chars NULL: whitespace. */
 jv hl_jstr_strip(jv s, const jv *chars, char which);
+/* Python's str.replace(old, new, count) (filters.c); count < 0: all. */
+hearth_status hl_jstr_replace(hl_jinja_env *e, jv s, jv old, jv repl, int64_t count, jv *out);
 
 #endif
