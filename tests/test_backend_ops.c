@@ -1,67 +1,383 @@
-/* Every op of backend.h on every backend present, against the CPU backend's
- * scalar kernels (the oracle), on random inputs with odd sizes, compared by
- * normalized mean squared error, NMSE = sum (y - ref)^2 / sum ref^2, with a
- * bound per op (ggml's test-backend-ops is the model: 5e-4 for products
- * whose inputs a backend may round to 8 or 16 bits, 1e-6 .. 1e-5 for
- * element-wise float ops). Backends tested: the CPU at its best kernel level,
- * and each usable GPU; without one the GPU part is skipped and says why. A
- * backend without an op (a NULL slot) is reported and skipped. */
+/* The op tests as a tool (ggml's test-backend-ops is the model): one table
+ * of cases (op, types, shapes, tolerance) run on every backend present
+ * through the checked calls of backend/ops.h.
+ *
+ *   test_backend_ops [test|perf] [-o OP] [-b BACKEND]
+ *
+ * test (the default, what ctest runs): each case on each backend against the
+ * CPU backend's scalar kernels (the oracle), on random inputs with odd
+ * sizes, compared by normalized mean squared error, NMSE = sum (y - ref)^2 /
+ * sum ref^2, with a bound per case (5e-4 for products whose inputs a
+ * backend may round to 8 or 16 bits, 1e-6 .. 1e-5 for element-wise float
+ * ops, 1e-10 for exact copies). Every tensor sits between guard bytes that
+ * fail the case when overwritten, and outputs start as NaN, so an element
+ * an op does not write fails it too. A case a backend's supports_op refuses
+ * is reported and skipped. Then the checked calls themselves: each refusal
+ * (shapes, limits, capacity, cache cells, unsupported types) with its
+ * message, and nothing written.
+ *
+ * perf: each case on each backend timed (the cases marked perf add shapes
+ * of a real model, SmolLM2-135M), printing the time per op, the bytes it
+ * must move per second, and for matmul the multiply-adds (2 flops each). An in-place op is run on a fresh copy of its input
+ * each time and the copy's own time subtracted.
+ *
+ * -o OP runs the cases of one op (backend.h's names: matmul, rms_norm ...);
+ * -b BACKEND those of one backend (cpu, cuda0 ...). Backends: the CPU at its
+ * best kernel level and each usable GPU; without a GPU its part is skipped
+ * and says why. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "backend/cpu/cpu_backend.h"
 #include "backend/gpu.h"
+#include "backend/host.h"
+#include "backend/ops.h"
 #include "check.h"
 #include "gguf/ggml_types.h"
 #include "quant/quant.h"
 
-#define MAX_TOKENS 64
-#define MAX_ROW 1024
-#define N_CTX 96
+/* What the backend instances are sized for: every case fits. */
+#define MAX_TOKENS 512
+#define MAX_ROW 1536
+#define MAX_CTX 1024
+#define GUARD 256    /* bytes before and after every tensor */
+#define SEQ1_ROW 48  /* first cache row of sequence 1 in the two-sequence cases; sequence 0's is 0 */
 
-static hl_backend *ref;                      /* CPU, scalar kernels */
-static hl_backend *tested[1 + HL_MAX_GPUS];  /* CPU best level, GPUs */
-static int n_tested;
+/* ------------------------------------------------------------ the cases -- */
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) { /* uniform in [-1, 1) */
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (float)((rng >> 40) * 0x1p-23) - 1.0f;
+typedef struct op_case {
+    hl_op op;
+    uint32_t type;     /* matmul's weight, get_rows' table, the KV cache of store_rows and attention */
+    int64_t d;         /* row length: of the weight / table, of rms_norm's w, of element-wise tensors */
+    int64_t rows;      /* weight rows (d_out), table rows; rms_norm: runs of d in a row (QK-norm: heads) */
+    int64_t n;         /* tokens */
+    int32_t n_head, n_head_kv, head_dim;
+    int32_t n_rot, mode;             /* rope */
+    int32_t pos0, n_swa, split, pos1; /* token t < split at pos0 + t of sequence 0, the others at pos1 + ... of sequence 1 */
+    int32_t n_ctx;                   /* cache rows */
+    bool variant;      /* rms_norm: y is x (in place); rope: with frequency factors; add: y is a bias {d} */
+    bool perf;         /* a real model's shape, timed in perf mode only */
+    double max_nmse;
+} op_case;
+
+#define MM(t, din, nt) {.op = HL_OP_MATMUL, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = nt, .max_nmse = 5e-4}
+#define GET_ROWS(t, din) {.op = HL_OP_GET_ROWS, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = 5, .max_nmse = 1e-10}
+/* each weight type: a row length of whole blocks (1, 32 or 256 elements) that is no multiple of a larger unit */
+#define WEIGHT(t, din) GET_ROWS(t, din), MM(t, din, 1), MM(t, din, 2), MM(t, din, 7), MM(t, din, 8), MM(t, din, 19),
+#define NORM(dd, runs, nt, inplace) \
+    {.op = HL_OP_RMS_NORM, .d = dd, .rows = runs, .n = nt, .variant = inplace, .max_nmse = 1e-6}
+#define ROPE(m, rot, ff)                                                                                           \
+    {.op = HL_OP_ROPE, .n_head = 3, .head_dim = 64, .n = 5, .pos0 = 37, .n_rot = rot, .mode = HL_ROPE_##m, \
+     .variant = ff, .max_nmse = 1e-5}
+#define STORE(hkv, hd, nt, p0) \
+    {.op = HL_OP_STORE_ROWS, .type = GGML_TYPE_F16, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, .n_ctx = 96, \
+     .max_nmse = 1e-10}
+#define ATTN(h, hkv, hd, nt, p0, swa, sp, p1)                                                                         \
+    {.op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, \
+     .n_swa = swa, .split = sp, .pos1 = p1, .n_ctx = 96, .max_nmse = 5e-4}
+#define EW(o, v) {.op = HL_OP_##o, .d = 1003, .n = 3, .variant = v, .max_nmse = 1e-5}
+/* ffn_down's shape: rows of n_ff = 1536, whole blocks of every type */
+#define PERF_MM(t, nt) {.op = HL_OP_MATMUL, .type = GGML_TYPE_##t, .d = 1536, .rows = 576, .n = nt, .perf = true, .max_nmse = 5e-4}
+
+static const op_case cases[] = {
+    WEIGHT(F32, 97) WEIGHT(F16, 97) WEIGHT(BF16, 97) WEIGHT(Q4_0, 160) WEIGHT(Q4_1, 160) WEIGHT(Q5_0, 160)
+    WEIGHT(Q5_1, 160) WEIGHT(Q8_0, 160) WEIGHT(Q2_K, 512) WEIGHT(Q3_K, 512) WEIGHT(Q4_K, 512) WEIGHT(Q5_K, 512)
+    WEIGHT(Q6_K, 512)
+    NORM(579, 1, 3, false), NORM(579, 1, 3, true), NORM(64, 5, 3, false), NORM(64, 5, 3, true), NORM(1000, 1, 1, false),
+    ROPE(NORMAL, 32, false), ROPE(NORMAL, 32, true), ROPE(NORMAL, 64, false), ROPE(NORMAL, 64, true),
+    ROPE(NEOX, 32, false), ROPE(NEOX, 32, true), ROPE(NEOX, 64, false), ROPE(NEOX, 64, true),
+    STORE(2, 64, 1, 0), STORE(2, 64, 1, 70), STORE(2, 64, 5, 37), STORE(4, 80, 9, 0), STORE(3, 64, 7, 20),
+    STORE(1, 128, 3, 61),
+    /* n_head, n_head_kv, head_dim, tokens, pos0, n_swa, split, pos1 */
+    ATTN(6, 2, 64, 1, 0, 0, 0, 0), ATTN(6, 2, 64, 1, 70, 0, 0, 0), ATTN(6, 2, 64, 5, 37, 0, 0, 0),
+    ATTN(4, 4, 80, 9, 0, 0, 0, 0), ATTN(6, 3, 64, 7, 20, 8, 0, 0), ATTN(6, 2, 64, 1, 70, 16, 0, 0),
+    ATTN(2, 1, 128, 3, 61, 0, 0, 0),
+    /* two sequences in one pass: decode tokens of each, then a prompt chunk beside a decode token */
+    ATTN(6, 2, 64, 2, 30, 0, 1, 40), ATTN(6, 2, 64, 6, 0, 0, 5, 44), ATTN(6, 3, 64, 7, 20, 8, 3, 25),
+    EW(SWIGLU, false), EW(GEGLU, false), EW(ADD, false), EW(ADD, true), EW(SCALE, false),
+    /* perf: SmolLM2-135M's shapes (n_embd 576, n_ff 1536, 9 heads of 64, 3 KV heads) */
+    PERF_MM(F16, 1), PERF_MM(Q8_0, 1), PERF_MM(Q4_1, 1), PERF_MM(Q4_K, 1), PERF_MM(Q6_K, 1),
+    PERF_MM(F16, 512), PERF_MM(Q8_0, 512), PERF_MM(Q4_1, 512), PERF_MM(Q4_K, 512), PERF_MM(Q6_K, 512),
+    {.op = HL_OP_RMS_NORM, .d = 576, .rows = 1, .n = 512, .perf = true, .max_nmse = 1e-6},
+    {.op = HL_OP_ROPE, .n_head = 9, .head_dim = 64, .n = 512, .n_rot = 64, .mode = HL_ROPE_NORMAL, .perf = true,
+     .max_nmse = 1e-5},
+    {.op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = 9, .n_head_kv = 3, .head_dim = 64, .n = 1, .pos0 = 1023,
+     .n_ctx = 1024, .perf = true, .max_nmse = 5e-4},
+    {.op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = 9, .n_head_kv = 3, .head_dim = 64, .n = 512, .n_ctx = 1024,
+     .perf = true, .max_nmse = 5e-4},
+    {.op = HL_OP_SWIGLU, .d = 1536, .n = 512, .perf = true, .max_nmse = 1e-5},
+    {.op = HL_OP_ADD, .d = 576, .n = 512, .perf = true, .max_nmse = 1e-5},
+};
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+static void label_of(const op_case *c, char *buf, size_t size) {
+    const char *type = hl_ggml_type_get(c->type)->name;
+    switch (c->op) {
+    case HL_OP_GET_ROWS:
+    case HL_OP_MATMUL:
+        snprintf(buf, size, "%s %s {%lld, %lld} n=%lld", hl_op_name(c->op), type, (long long)c->d, (long long)c->rows,
+                 (long long)c->n);
+        break;
+    case HL_OP_RMS_NORM:
+        snprintf(buf, size, "rms_norm d=%lld row=%lld n=%lld%s", (long long)c->d, (long long)(c->d * c->rows),
+                 (long long)c->n, c->variant ? " in place" : "");
+        break;
+    case HL_OP_ROPE:
+        snprintf(buf, size, "rope %s n_rot=%d h=%d hd=%d n=%lld%s", c->mode == HL_ROPE_NEOX ? "neox" : "normal",
+                 (int)c->n_rot, (int)c->n_head, (int)c->head_dim, (long long)c->n, c->variant ? " freq_factors" : "");
+        break;
+    case HL_OP_STORE_ROWS:
+        snprintf(buf, size, "store_rows %s kv_dim=%d n=%lld pos0=%d", type, (int)(c->n_head_kv * c->head_dim),
+                 (long long)c->n, (int)c->pos0);
+        break;
+    case HL_OP_ATTENTION:
+        snprintf(buf, size, "attention h=%d/%d hd=%d n=%lld pos0=%d swa=%d seq1=[%d..) at %d", (int)c->n_head,
+                 (int)c->n_head_kv, (int)c->head_dim, (long long)c->n, (int)c->pos0, (int)c->n_swa, (int)c->split,
+                 (int)c->pos1);
+        break;
+    default:
+        snprintf(buf, size, "%s%s {%lld, %lld}", hl_op_name(c->op), c->op == HL_OP_ADD && c->variant ? " bias" : "",
+                 (long long)c->d, (long long)c->n);
+    }
 }
-static void fill(float *x, int64_t n, float scale) {
-    for (int64_t i = 0; i < n; i++) x[i] = frand() * scale;
+
+/* ------------------------------------------------ a case's host inputs -- */
+
+static uint64_t rng;
+static float frand(void) { return (float)((double)(check_splitmix64(&rng) >> 11) * 0x1p-52 - 1.0); } /* [-1, 1) */
+
+/* What a case runs on: its tensors' types and shapes in the op's argument
+ * order (backend.h HL_OPS), their first contents (NULL: an output, which
+ * starts as NaN), the result's index, and the op's other arguments. */
+typedef struct prep {
+    hl_tensor shape[HL_OP_MAX_TENSORS]; /* data NULL */
+    void *host[HL_OP_MAX_TENSORS];
+    int n_args, out;
+    bool y_is_x;                        /* rms_norm in place: argument 2 is argument 0 */
+    int32_t *ids;                       /* get_rows */
+    int32_t pos[MAX_TOKENS], row0[MAX_TOKENS];
+    int32_t n_pos;                      /* 0: the op takes no positions */
+    hl_rope_params rope;
+} prep;
+
+static hl_tensor shape_of(uint32_t type, int64_t ne0, int64_t ne1) {
+    return (hl_tensor){.type = type, .ne = {ne0, ne1, 1, 1}};
 }
 
-/* ---- tensors on a backend */
-
-static hl_tensor mk(hl_backend *b, uint32_t type, int64_t ne0, int64_t ne1, const void *host) {
-    hl_tensor t = {.type = type, .ne = {ne0, ne1, 1, 1}, .backend = b};
-    const size_t bytes = hl_tensor_nbytes(&t);
-    CHECK(b->iface->alloc(b, bytes, &t.data) == HEARTH_OK);
-    if (host && t.data) CHECK(b->iface->upload(b, t.data, host, bytes) == HEARTH_OK);
-    return t;
-}
-static void drop(hl_backend *b, hl_tensor *t) { b->iface->free(b, t->data); }
-
-/* Positions of n tokens: pos0, pos0 + 1, ... of the sequence at row0. */
-static void set_run(hl_backend *b, int32_t n, int32_t pos0, int32_t row0) {
-    int32_t pos[N_CTX], rows[N_CTX];
-    for (int32_t t = 0; t < n; t++) pos[t] = pos0 + t, rows[t] = row0;
-    b->iface->set_positions(b, pos, rows, n);
-}
-static void fetch(hl_backend *b, const hl_tensor *t, void *host) {
-    CHECK(b->iface->download(b, host, t->data, hl_tensor_nbytes(t)) == HEARTH_OK);
+/* Random rows of `type` (values in [-scale, scale), quantized by the reference quantizer). */
+static void *random_rows(uint32_t type, int64_t d, int64_t rows, float scale) {
+    const size_t row_bytes = hl_row_size(type, d);
+    uint8_t *q = malloc(row_bytes * (size_t)rows);
+    float *f = malloc(sizeof(float) * (size_t)d);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < d; i++) f[i] = frand() * scale;
+        hl_quant_get(type)->from_float(f, q + (size_t)r * row_bytes, d);
+    }
+    free(f);
+    return q;
 }
 
-/* ---- the comparison loop */
+static void add_arg(prep *p, hl_tensor shape, void *host) {
+    p->shape[p->n_args] = shape;
+    p->host[p->n_args++] = host;
+}
 
-typedef void (*run_fn)(hl_backend *b, const void *ctx, float *out); /* runs the op, writes n_out floats */
+static void prepare(const op_case *c, size_t index, prep *p) {
+    memset(p, 0, sizeof *p);
+    rng = 0x9E3779B97F4A7C15ull ^ (uint64_t)index * 0x100000001B3ull;
+    const int64_t q_dim = (int64_t)c->n_head * c->head_dim, kv_dim = (int64_t)c->n_head_kv * c->head_dim;
+    const uint32_t f32 = GGML_TYPE_F32;
+    switch (c->op) {
+    case HL_OP_GET_ROWS:
+        add_arg(p, shape_of(c->type, c->d, c->rows), random_rows(c->type, c->d, c->rows, 1.0f));
+        add_arg(p, shape_of(f32, c->d, c->n), NULL);
+        p->ids = malloc(sizeof(int32_t) * (size_t)c->n);
+        for (int64_t t = 0; t < c->n; t++) p->ids[t] = (int32_t)((t * 37 + 3) % c->rows); /* repeats, the last row */
+        p->ids[c->n - 1] = (int32_t)c->rows - 1;
+        p->out = 1;
+        break;
+    case HL_OP_MATMUL:
+        add_arg(p, shape_of(c->type, c->d, c->rows), random_rows(c->type, c->d, c->rows, 1.0f));
+        add_arg(p, shape_of(f32, c->d, c->n), random_rows(f32, c->d, c->n, 2.0f));
+        add_arg(p, shape_of(f32, c->rows, c->n), NULL);
+        p->out = 2;
+        break;
+    case HL_OP_RMS_NORM:
+        add_arg(p, shape_of(f32, c->d * c->rows, c->n), random_rows(f32, c->d * c->rows, c->n, 3.0f));
+        add_arg(p, shape_of(f32, c->d, 1), random_rows(f32, c->d, 1, 1.5f));
+        add_arg(p, shape_of(f32, c->d * c->rows, c->n), NULL);
+        p->y_is_x = c->variant;
+        p->out = c->variant ? 0 : 2;
+        break;
+    case HL_OP_ROPE:
+        add_arg(p, shape_of(f32, q_dim, c->n), random_rows(f32, q_dim, c->n, 2.0f));
+        if (c->variant) {
+            float *ff = malloc(sizeof(float) * (size_t)(c->n_rot / 2));
+            for (int i = 0; i < c->n_rot / 2; i++) ff[i] = 1.0f + 0.75f * (frand() + 1.0f);
+            add_arg(p, shape_of(f32, c->n_rot / 2, 1), ff);
+        }
+        p->rope = (hl_rope_params){.n_rot = c->n_rot, .mode = c->mode, .freq_base = 10000.0f, .freq_scale = 0.5f};
+        break;
+    case HL_OP_STORE_ROWS:
+        add_arg(p, shape_of(f32, kv_dim, c->n), random_rows(f32, kv_dim, c->n, 1.0f));
+        add_arg(p, shape_of(c->type, kv_dim, c->n_ctx), random_rows(c->type, kv_dim, c->n_ctx, 1.0f)); /* compared whole */
+        p->out = 1;
+        break;
+    case HL_OP_ATTENTION:
+        add_arg(p, shape_of(f32, q_dim, c->n), random_rows(f32, q_dim, c->n, 1.0f));
+        add_arg(p, shape_of(c->type, kv_dim, c->n_ctx), random_rows(c->type, kv_dim, c->n_ctx, 1.0f));
+        add_arg(p, shape_of(c->type, kv_dim, c->n_ctx), random_rows(c->type, kv_dim, c->n_ctx, 1.0f));
+        add_arg(p, shape_of(f32, q_dim, c->n), NULL);
+        p->out = 3;
+        break;
+    case HL_OP_SWIGLU:
+    case HL_OP_GEGLU:
+    case HL_OP_ADD:
+        add_arg(p, shape_of(f32, c->d, c->n), random_rows(f32, c->d, c->n, 4.0f));
+        add_arg(p, shape_of(f32, c->d, c->variant ? 1 : c->n), random_rows(f32, c->d, c->variant ? 1 : c->n, 2.0f));
+        break;
+    case HL_OP_SCALE: add_arg(p, shape_of(f32, c->d, c->n), random_rows(f32, c->d, c->n, 4.0f)); break;
+    default: break;
+    }
+    if (c->op == HL_OP_ROPE || c->op == HL_OP_STORE_ROWS || c->op == HL_OP_ATTENTION) {
+        p->n_pos = (int32_t)c->n;
+        for (int32_t t = 0; t < p->n_pos; t++) {
+            const bool seq1 = c->split && t >= c->split;
+            p->pos[t] = seq1 ? c->pos1 + t - c->split : c->pos0 + t;
+            p->row0[t] = seq1 ? SEQ1_ROW : 0;
+        }
+    }
+}
 
-static double nmse(const float *y, const float *r, size_t n) {
+static void unprepare(prep *p) {
+    for (int i = 0; i < p->n_args; i++) free(p->host[i]);
+    free(p->ids);
+}
+
+/* ------------------------------------------ a case's tensors on a backend -- */
+
+/* Each tensor of a case on one backend, between guard bytes. */
+typedef struct inst {
+    hl_backend *b;
+    hl_tensor t[HL_OP_MAX_TENSORS];
+    void *base[HL_OP_MAX_TENSORS]; /* allocations: GUARD bytes, the tensor, GUARD bytes */
+    void *fresh;                   /* perf of an in-place op: the input's first contents, on the backend */
+} inst;
+
+static uint8_t guard_byte(size_t i) { return (uint8_t)(0xA5 ^ (i * 29)); }
+
+static hearth_status alloc_guarded(hl_backend *b, const hl_tensor *shape, const void *host, hl_tensor *t, void **base) {
+    const size_t bytes = hl_tensor_nbytes(shape), total = bytes + 2 * GUARD;
+    uint8_t *h = malloc(total);
+    for (size_t i = 0; i < GUARD; i++) h[i] = h[GUARD + bytes + i] = guard_byte(i);
+    if (host) memcpy(h + GUARD, host, bytes);
+    else memset(h + GUARD, 0xFF, bytes); /* NaN until written */
+    hearth_status st = hl_buffer_alloc(b, total, base);
+    if (st == HEARTH_OK) st = hl_upload(b, *base, h, total);
+    free(h);
+    *t = *shape;
+    t->data = (uint8_t *)*base + GUARD;
+    t->backend = b;
+    return st;
+}
+
+/* Bytes of the guards of t that no longer hold their pattern. */
+static size_t guard_damage(hl_backend *b, const hl_tensor *t, const void *base) {
+    const size_t bytes = hl_tensor_nbytes(t), total = bytes + 2 * GUARD;
+    uint8_t *h = malloc(total);
+    size_t bad = 0;
+    if (hl_download(b, h, base, total) != HEARTH_OK) bad = 2 * GUARD;
+    else
+        for (size_t i = 0; i < GUARD; i++) bad += (h[i] != guard_byte(i)) + (h[GUARD + bytes + i] != guard_byte(i));
+    free(h);
+    return bad;
+}
+
+static hearth_status setup(hl_backend *b, const prep *p, inst *in) {
+    memset(in, 0, sizeof *in);
+    in->b = b;
+    for (int i = 0; i < p->n_args; i++) {
+        if (i == 2 && p->y_is_x) {
+            in->t[2] = in->t[0];
+            continue;
+        }
+        HL_TRY(alloc_guarded(b, &p->shape[i], p->host[i], &in->t[i], &in->base[i]));
+    }
+    return p->n_pos ? hl_set_positions(b, p->pos, p->row0, p->n_pos) : HEARTH_OK;
+}
+
+static void teardown(inst *in) {
+    for (int i = 0; i < HL_OP_MAX_TENSORS; i++)
+        if (in->base[i]) hl_buffer_free(in->b, in->base[i]);
+    if (in->fresh) hl_buffer_free(in->b, in->fresh);
+}
+
+/* The op's call and its description (for supports_op) on these tensors. */
+static hl_attn_args attn_of(const op_case *c, inst *in) {
+    return (hl_attn_args){.q = &in->t[0], .k_cache = &in->t[1], .v_cache = &in->t[2], .out = &in->t[3],
+                          .n_head = c->n_head, .n_head_kv = c->n_head_kv, .head_dim = c->head_dim, .n_swa = c->n_swa,
+                          .scale = 1.0f / sqrtf((float)c->head_dim)};
+}
+
+static hearth_status run_op(const op_case *c, const prep *p, inst *in) {
+    hl_backend *b = in->b;
+    hl_tensor *t = in->t;
+    switch (c->op) {
+    case HL_OP_GET_ROWS: return hl_get_rows(b, &t[0], p->ids, &t[1]);
+    case HL_OP_RMS_NORM: return hl_rms_norm(b, &t[0], &t[1], 1e-5f, &t[2]);
+    case HL_OP_MATMUL: return hl_matmul(b, &t[0], &t[1], &t[2]);
+    case HL_OP_ROPE: return hl_rope(b, &t[0], c->n_head, &p->rope, c->variant ? &t[1] : NULL);
+    case HL_OP_STORE_ROWS: return hl_store_rows(b, &t[0], &t[1]);
+    case HL_OP_ATTENTION: {
+        const hl_attn_args a = attn_of(c, in);
+        return hl_attention(b, &a);
+    }
+    case HL_OP_SWIGLU: return hl_swiglu(b, &t[0], &t[1]);
+    case HL_OP_GEGLU: return hl_geglu(b, &t[0], &t[1]);
+    case HL_OP_ADD: return hl_add(b, &t[0], &t[1]);
+    case HL_OP_SCALE: return hl_scale(b, &t[0], -1.25f);
+    default: return hl_fail(HEARTH_ERR_INVALID_ARG, "no runner for op %d", (int)c->op);
+    }
+}
+
+static bool supported(const op_case *c, const prep *p, hl_backend *b) {
+    inst fake = {.b = b};
+    memcpy(fake.t, p->shape, sizeof fake.t);
+    const hl_attn_args a = attn_of(c, &fake);
+    hl_op_desc d = {.op = c->op, .n_head = c->n_head, .rope = &p->rope, .attn = &a};
+    for (int i = 0; i < p->n_args; i++) d.t[i] = &fake.t[i];
+    if (c->op == HL_OP_RMS_NORM && p->y_is_x) d.t[2] = &fake.t[0];
+    return hl_supports_op(b, &d);
+}
+
+/* The result as floats (F32, or an F16 cache). */
+static float *fetch_result(const prep *p, inst *in) {
+    const hl_tensor *t = &in->t[p->out];
+    const int64_t n = hl_tensor_nelements(t);
+    const size_t bytes = hl_tensor_nbytes(t);
+    void *raw = malloc(bytes);
+    float *f = malloc(sizeof(float) * (size_t)n);
+    if (hl_download(in->b, raw, t->data, bytes) != HEARTH_OK) {
+        for (int64_t i = 0; i < n; i++) f[i] = NAN;
+    } else {
+        hl_quant_get(t->type)->to_float(raw, f, n);
+    }
+    free(raw);
+    return f;
+}
+
+/* ----------------------------------------------------------- test mode -- */
+
+static hl_backend *ref; /* the CPU at scalar level: the oracle */
+static hl_backend *backends[1 + HL_MAX_GPUS];
+static int n_backends;
+static int n_pass, n_fail, n_skip;
+
+static double nmse(const float *y, const float *r, int64_t n) {
     double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++) {
         const double d = (double)y[i] - r[i];
         num += isfinite(d) ? d * d : INFINITY;
         den += (double)r[i] * r[i];
@@ -69,358 +385,299 @@ static double nmse(const float *y, const float *r, size_t n) {
     return den > 0.0 ? num / den : num;
 }
 
-static void compare(const char *label, double bound, size_t n_out, run_fn run, const void *ctx) {
-    float *want = calloc(n_out, sizeof(float)), *got = calloc(n_out, sizeof(float));
-    run(ref, ctx, want);
-    CHECK_MSG(ref->iface->synchronize(ref) == HEARTH_OK, "%s: reference failed", label);
-    for (int i = 0; i < n_tested; i++) {
-        hl_backend *b = tested[i];
-        memset(got, 0, n_out * sizeof(float));
-        run(b, ctx, got);
-        const hearth_status st = b->iface->synchronize(b);
-        CHECK_MSG(st == HEARTH_OK, "%s on %s: %s", label, b->iface->name(b), hearth_last_error());
-        const double e = nmse(got, want, n_out);
-        CHECK_MSG(e <= bound, "%s on %s: NMSE %.3g > %.3g", label, b->iface->name(b), e, bound);
-        if (e > bound) printf("FAIL %-40s %-6s NMSE %.3g (bound %.3g)\n", label, b->iface->name(b), e, bound);
+/* Runs the case on b: OK and *result, or a failure with *why. */
+static bool run_checked(const op_case *c, const prep *p, hl_backend *b, float **result, char *why, size_t size) {
+    inst in;
+    *result = NULL;
+    hearth_status st = setup(b, p, &in);
+    if (st == HEARTH_OK) st = run_op(c, p, &in);
+    if (st == HEARTH_OK) st = hl_synchronize(b);
+    if (st != HEARTH_OK) {
+        snprintf(why, size, "%s", hearth_last_error());
+        teardown(&in);
+        return false;
+    }
+    for (int i = 0; i < p->n_args; i++) {
+        if (!in.base[i]) continue;
+        const size_t bad = guard_damage(b, &in.t[i], in.base[i]);
+        if (bad) {
+            snprintf(why, size, "%zu guard bytes around argument %d were overwritten", bad, i);
+            teardown(&in);
+            return false;
+        }
+    }
+    *result = fetch_result(p, &in);
+    teardown(&in);
+    return true;
+}
+
+static void test_case(const op_case *c, size_t index) {
+    char label[160], why[512];
+    label_of(c, label, sizeof label);
+    prep p;
+    prepare(c, index, &p);
+    float *want = NULL;
+    if (!supported(c, &p, ref) || !run_checked(c, &p, ref, &want, why, sizeof why)) {
+        printf("FAIL %-52s the reference: %s\n", label, supported(c, &p, ref) ? why : "not supported");
+        n_fail++;
+        check_failures++;
+        unprepare(&p);
+        return;
+    }
+    const int64_t n_out = hl_tensor_nelements(&p.shape[p.out]);
+    for (int i = 0; i < n_backends; i++) {
+        hl_backend *b = backends[i];
+        float *got = NULL;
+        if (!supported(c, &p, b)) {
+            printf("SKIP %-52s %-6s not supported\n", label, hl_backend_name(b));
+            n_skip++;
+            continue;
+        }
+        bool ok = run_checked(c, &p, b, &got, why, sizeof why);
+        if (ok) {
+            const double e = nmse(got, want, n_out);
+            ok = e <= c->max_nmse;
+            if (!ok) snprintf(why, sizeof why, "NMSE %.3g > %.3g", e, c->max_nmse);
+        }
+        check_count++;
+        if (ok) n_pass++;
+        else {
+            printf("FAIL %-52s %-6s %s\n", label, hl_backend_name(b), why);
+            n_fail++;
+            check_failures++;
+        }
+        free(got);
     }
     free(want);
-    free(got);
+    unprepare(&p);
 }
 
-/* Ops that the tested backends lack are reported once per op and backend. */
-static bool all_have(const char *op, size_t offset) {
-    bool ok = true;
-    for (int i = 0; i < n_tested; i++) {
-        void *const *slot = (void *const *)((const char *)tested[i]->iface + offset);
-        if (!*slot) {
-            printf("SKIP %s on %s: not implemented\n", op, tested[i]->iface->name(tested[i]));
-            ok = false;
-        }
-    }
-    return ok;
-}
-#define HAVE(op) all_have(#op, offsetof(hl_backend_i, op))
+/* ----------------------------------------------------------- perf mode -- */
 
-/* ---- get_rows */
-
-typedef struct rows_case {
-    uint32_t type;
-    int64_t d, n_rows, n;
-    const void *table; /* n_rows rows of `type` */
-    const int32_t *ids;
-} rows_case;
-
-static void run_get_rows(hl_backend *b, const void *ctx, float *out) {
-    const rows_case *c = ctx;
-    hl_tensor table = mk(b, c->type, c->d, c->n_rows, c->table), y = mk(b, GGML_TYPE_F32, c->d, c->n, NULL);
-    b->iface->get_rows(b, &table, c->ids, &y);
-    fetch(b, &y, out);
-    drop(b, &table);
-    drop(b, &y);
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- matmul */
-
-typedef struct mm_case {
-    uint32_t type;
-    int64_t d_in, d_out, n;
-    const void *w; /* d_out rows of `type` */
-    const float *x;
-} mm_case;
-
-static void run_matmul(hl_backend *b, const void *ctx, float *out) {
-    const mm_case *c = ctx;
-    hl_tensor w = mk(b, c->type, c->d_in, c->d_out, c->w), x = mk(b, GGML_TYPE_F32, c->d_in, c->n, c->x);
-    hl_tensor y = mk(b, GGML_TYPE_F32, c->d_out, c->n, NULL);
-    b->iface->matmul(b, &w, &x, &y);
-    fetch(b, &y, out);
-    drop(b, &w);
-    drop(b, &x);
-    drop(b, &y);
-}
-
-static const uint32_t weight_types[] = {
-    GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
-    GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
-};
-
-/* Random rows of `type`, quantized by the reference quantizer. */
-static void *random_rows(uint32_t type, int64_t d, int64_t rows) {
-    const size_t row_bytes = hl_row_size(type, d);
-    uint8_t *q = malloc(row_bytes * (size_t)rows);
-    float *f = malloc(sizeof(float) * (size_t)d);
-    for (int64_t r = 0; r < rows; r++) {
-        fill(f, d, 1.0f);
-        hl_quant_get(type)->from_float(f, q + (size_t)r * row_bytes, d);
-    }
-    free(f);
-    return q;
-}
-
-static void test_weights(void) {
-    static const int64_t batches[] = {1, 2, 7, 8, 19};
-    for (size_t ti = 0; ti < sizeof weight_types / sizeof weight_types[0]; ti++) {
-        const uint32_t type = weight_types[ti];
-        const int64_t blck = hl_ggml_type_get(type)->blck_size;
-        const int64_t d_in = blck == 1 ? 97 : blck == 32 ? 160 : 512, d_out = 67;
-        void *w = random_rows(type, d_in, d_out);
-        char label[96];
-        if (HAVE(get_rows)) {
-            const int32_t ids[5] = {3, 0, 66, 3, 41};
-            const rows_case rc = {type, d_in, d_out, 5, w, ids};
-            snprintf(label, sizeof label, "get_rows %s", hl_ggml_type_get(type)->name);
-            compare(label, 1e-10, (size_t)(d_in * 5), run_get_rows, &rc);
-        }
-        for (size_t bi = 0; bi < sizeof batches / sizeof batches[0] && HAVE(matmul); bi++) {
-            const int64_t n = batches[bi];
-            float *x = malloc(sizeof(float) * (size_t)(d_in * n));
-            fill(x, d_in * n, 2.0f);
-            const mm_case mc = {type, d_in, d_out, n, w, x};
-            snprintf(label, sizeof label, "matmul %s %lldx%lld n=%lld", hl_ggml_type_get(type)->name, (long long)d_in,
-                     (long long)d_out, (long long)n);
-            compare(label, 5e-4, (size_t)(d_out * n), run_matmul, &mc);
-            free(x);
-        }
-        free(w);
-    }
-}
-
-/* ---- rms_norm */
-
-typedef struct norm_case {
-    int64_t d, row, n; /* runs of d in rows of `row` */
-    const float *x, *w;
-} norm_case;
-
-static void run_rms_norm(hl_backend *b, const void *ctx, float *out) {
-    const norm_case *c = ctx;
-    hl_tensor x = mk(b, GGML_TYPE_F32, c->row, c->n, c->x), w = mk(b, GGML_TYPE_F32, c->d, 1, c->w);
-    hl_tensor y = mk(b, GGML_TYPE_F32, c->row, c->n, NULL);
-    b->iface->rms_norm(b, &x, &w, 1e-5f, &y);
-    b->iface->rms_norm(b, &y, &w, 1e-6f, &y); /* in place too */
-    fetch(b, &y, out);
-    drop(b, &x);
-    drop(b, &w);
-    drop(b, &y);
-}
-
-static void test_rms_norm(void) {
-    if (!HAVE(rms_norm)) return;
-    static const int64_t shapes[][3] = {{579, 579, 3}, {64, 64 * 5, 3}, {1000, 1000, 1}};
-    for (size_t i = 0; i < 3; i++) {
-        const int64_t d = shapes[i][0], row = shapes[i][1], n = shapes[i][2];
-        float *x = malloc(sizeof(float) * (size_t)(row * n)), *w = malloc(sizeof(float) * (size_t)d);
-        fill(x, row * n, 3.0f);
-        fill(w, d, 1.5f);
-        const norm_case c = {d, row, n, x, w};
-        char label[64];
-        snprintf(label, sizeof label, "rms_norm d=%lld row=%lld n=%lld", (long long)d, (long long)row, (long long)n);
-        compare(label, 1e-6, (size_t)(row * n), run_rms_norm, &c);
-        free(x);
-        free(w);
-    }
-}
-
-/* ---- rope */
-
-typedef struct rope_case {
-    int32_t n_head, hd, n, pos0;
-    hl_rope_params p;
-    const float *x, *ff; /* ff NULL or [n_rot / 2] */
-} rope_case;
-
-static void run_rope(hl_backend *b, const void *ctx, float *out) {
-    const rope_case *c = ctx;
-    hl_tensor x = mk(b, GGML_TYPE_F32, (int64_t)c->hd * c->n_head, c->n, c->x);
-    hl_tensor ff = c->ff ? mk(b, GGML_TYPE_F32, c->p.n_rot / 2, 1, c->ff) : (hl_tensor){0};
-    set_run(b, c->n, c->pos0, 0);
-    b->iface->rope(b, &x, c->n_head, &c->p, c->ff ? &ff : NULL);
-    fetch(b, &x, out);
-    drop(b, &x);
-    if (c->ff) drop(b, &ff);
-}
-
-static void test_rope(void) {
-    if (!HAVE(rope)) return;
-    float ff[32];
-    for (int i = 0; i < 32; i++) ff[i] = 1.0f + 0.75f * (frand() + 1.0f);
-    for (int mode = 0; mode <= HL_ROPE_NEOX; mode += HL_ROPE_NEOX)
-        for (int n_rot = 32; n_rot <= 64; n_rot += 32)
-            for (int with_ff = 0; with_ff < 2; with_ff++) {
-                const int32_t n_head = 3, hd = 64, n = 5;
-                float *x = malloc(sizeof(float) * (size_t)(hd * n_head * n));
-                fill(x, hd * n_head * n, 2.0f);
-                const rope_case c = {n_head, hd, n, 37,
-                                     {.n_rot = n_rot, .mode = mode, .freq_base = 10000.0f, .freq_scale = 0.5f},
-                                     x, with_ff ? ff : NULL};
-                char label[64];
-                snprintf(label, sizeof label, "rope %s n_rot=%d%s", mode ? "neox" : "normal", n_rot,
-                         with_ff ? " freq_factors" : "");
-                compare(label, 1e-5, (size_t)(hd * n_head * n), run_rope, &c);
-                free(x);
-            }
-}
-
-/* ---- store_rows + attention */
-
-/* Sequence 1's cells start at this row of the cache; sequence 0's at 0. */
-#define SEQ1_ROW 48
-
-typedef struct attn_case {
-    int32_t n_head, n_head_kv, hd, n, pos0, n_swa;
-    /* tokens [split, n) are in sequence 1, at positions pos1, pos1 + 1, ...
-     * (split 0: all in sequence 0) */
-    int32_t split, pos1;
-    const float *q, *k_rows, *v_rows; /* k_rows, v_rows: N_CTX rows of kv_dim */
-} attn_case;
-
-static void run_store_rows(hl_backend *b, const void *ctx, float *out) {
-    const attn_case *c = ctx;
-    const int64_t kv_dim = (int64_t)c->hd * c->n_head_kv;
-    hl_tensor src = mk(b, GGML_TYPE_F32, kv_dim, c->n, c->k_rows + c->pos0 * kv_dim);
-    hl_tensor cache = mk(b, GGML_TYPE_F16, kv_dim, N_CTX, NULL);
-    set_run(b, c->n, c->pos0, 0);
-    b->iface->store_rows(b, &src, &cache);
-    hl_half *h = malloc(hl_tensor_nbytes(&cache));
-    fetch(b, &cache, h);
-    for (int64_t i = 0; i < kv_dim * c->n; i++) out[i] = hl_fp16_to_fp32(h[c->pos0 * kv_dim + i]);
-    free(h);
-    drop(b, &src);
-    drop(b, &cache);
-}
-
-/* Fills every cell of both caches (row r holds k_rows/v_rows row r), then
- * runs the case's queries, each at its position in its sequence. */
-static void run_attention(hl_backend *b, const void *ctx, float *out) {
-    const attn_case *c = ctx;
-    const int64_t kv_dim = (int64_t)c->hd * c->n_head_kv, q_dim = (int64_t)c->hd * c->n_head;
-    hl_tensor kc = mk(b, GGML_TYPE_F16, kv_dim, N_CTX, NULL), vc = mk(b, GGML_TYPE_F16, kv_dim, N_CTX, NULL);
-    for (int32_t r0 = 0; r0 < N_CTX; r0 += MAX_TOKENS) {
-        const int32_t n = N_CTX - r0 < MAX_TOKENS ? N_CTX - r0 : MAX_TOKENS;
-        hl_tensor k = mk(b, GGML_TYPE_F32, kv_dim, n, c->k_rows + r0 * kv_dim);
-        hl_tensor v = mk(b, GGML_TYPE_F32, kv_dim, n, c->v_rows + r0 * kv_dim);
-        set_run(b, n, r0, 0);
-        b->iface->store_rows(b, &k, &kc);
-        b->iface->store_rows(b, &v, &vc);
-        CHECK(b->iface->synchronize(b) == HEARTH_OK);
-        drop(b, &k);
-        drop(b, &v);
-    }
-    hl_tensor q = mk(b, GGML_TYPE_F32, q_dim, c->n, c->q), o = mk(b, GGML_TYPE_F32, q_dim, c->n, NULL);
-    int32_t pos[MAX_TOKENS], rows[MAX_TOKENS];
-    for (int32_t t = 0; t < c->n; t++) {
-        const bool seq1 = c->split && t >= c->split;
-        pos[t] = seq1 ? c->pos1 + t - c->split : c->pos0 + t;
-        rows[t] = seq1 ? SEQ1_ROW : 0;
-    }
-    b->iface->set_positions(b, pos, rows, c->n);
-    const hl_attn_args a = {.q = &q, .k_cache = &kc, .v_cache = &vc, .out = &o, .n_head = c->n_head,
-                            .n_head_kv = c->n_head_kv, .head_dim = c->hd, .n_swa = c->n_swa,
-                            .scale = 1.0f / sqrtf((float)c->hd)};
-    b->iface->attention(b, &a);
-    fetch(b, &o, out);
-    hl_tensor *all[] = {&kc, &vc, &q, &o};
-    for (int i = 0; i < 4; i++) drop(b, all[i]);
-}
-
-static void test_attention(void) {
-    if (!HAVE(store_rows) || !HAVE(attention) || !HAVE(set_positions)) return;
-    static const int32_t cases[][8] = {
-        /* n_head, n_head_kv, hd, n, pos0, n_swa, split, pos1 */
-        {6, 2, 64, 1, 0, 0, 0, 0}, {6, 2, 64, 1, 70, 0, 0, 0}, {6, 2, 64, 5, 37, 0, 0, 0}, {4, 4, 80, 9, 0, 0, 0, 0},
-        {6, 3, 64, 7, 20, 8, 0, 0}, {6, 2, 64, 1, 70, 16, 0, 0}, {2, 1, 128, 3, 61, 0, 0, 0},
-        /* two sequences in one pass: decode tokens of each, then a prompt chunk beside a decode token */
-        {6, 2, 64, 2, 30, 0, 1, 40}, {6, 2, 64, 6, 0, 0, 5, 44}, {6, 3, 64, 7, 20, 8, 3, 25},
-    };
-    float *k = malloc(sizeof(float) * (size_t)(128 * 4 * N_CTX)), *v = malloc(sizeof(float) * (size_t)(128 * 4 * N_CTX));
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const int32_t *p = cases[i];
-        const int64_t kv_dim = (int64_t)p[2] * p[1], q_dim = (int64_t)p[2] * p[0];
-        float *q = malloc(sizeof(float) * (size_t)(q_dim * p[3]));
-        fill(q, q_dim * p[3], 1.0f);
-        fill(k, kv_dim * N_CTX, 1.0f);
-        fill(v, kv_dim * N_CTX, 1.0f);
-        const attn_case c = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], q, k, v};
-        char label[128];
-        if (!p[6]) {
-            snprintf(label, sizeof label, "store_rows kv_dim=%lld n=%d pos0=%d", (long long)kv_dim, p[3], p[4]);
-            compare(label, 1e-10, (size_t)(kv_dim * p[3]), run_store_rows, &c);
-        }
-        snprintf(label, sizeof label, "attention h=%d/%d hd=%d n=%d pos0=%d swa=%d seq1=[%d..) at %d", p[0], p[1], p[2],
-                 p[3], p[4], p[5], p[6], p[7]);
-        compare(label, 5e-4, (size_t)(q_dim * p[3]), run_attention, &c);
-        free(q);
-    }
-    free(k);
-    free(v);
-}
-
-/* ---- element-wise */
-
-typedef struct ew_case {
-    int op; /* 0 swiglu, 1 geglu, 2 add, 3 add bias, 4 scale */
-    int64_t d, n;
-    const float *a, *b;
-} ew_case;
-
-static void run_elementwise(hl_backend *b, const void *ctx, float *out) {
-    const ew_case *c = ctx;
-    hl_tensor x = mk(b, GGML_TYPE_F32, c->d, c->n, c->a), y = mk(b, GGML_TYPE_F32, c->d, c->op == 3 ? 1 : c->n, c->b);
+/* Bytes the op must read and write at least. */
+static double bytes_moved(const op_case *c, const prep *p) {
+    double sum = 0.0;
+    for (int i = 0; i < p->n_args; i++) sum += (double)hl_tensor_nbytes(&p->shape[i]);
+    if (c->op == HL_OP_RMS_NORM && !p->y_is_x) return sum;
+    const double kv_row = (double)hl_row_size(c->type, (int64_t)c->n_head_kv * c->head_dim);
     switch (c->op) {
-    case 0: b->iface->swiglu(b, &x, &y); break;
-    case 1: b->iface->geglu(b, &x, &y); break;
-    case 2:
-    case 3: b->iface->add(b, &x, &y); break;
-    default: b->iface->scale(b, &x, -1.25f); break;
+    case HL_OP_GET_ROWS: /* the rows looked up, not the table */
+        return (double)hl_row_size(c->type, c->d) * (double)c->n + (double)hl_tensor_nbytes(&p->shape[1]);
+    case HL_OP_STORE_ROWS: return (double)hl_tensor_nbytes(&p->shape[0]) + kv_row * (double)c->n;
+    case HL_OP_ATTENTION: { /* K and V of the cells some query sees */
+        bool seen[MAX_CTX] = {false};
+        for (int32_t t = 0; t < p->n_pos; t++) {
+            const int32_t lo = c->n_swa > 0 && p->pos[t] + 1 > c->n_swa ? p->pos[t] + 1 - c->n_swa : 0;
+            for (int32_t j = lo; j <= p->pos[t]; j++) seen[p->row0[t] + j] = true;
+        }
+        double cells = 0.0;
+        for (int j = 0; j < MAX_CTX; j++) cells += seen[j];
+        return 2.0 * (double)hl_tensor_nbytes(&p->shape[0]) + 2.0 * kv_row * cells;
     }
-    fetch(b, &x, out);
-    drop(b, &x);
-    drop(b, &y);
+    default: /* in place: the result is written over an input */
+        return sum + (double)hl_tensor_nbytes(&p->shape[p->out]);
+    }
 }
 
-static void test_elementwise(void) {
-    static const char *names[] = {"swiglu", "geglu", "add", "add bias", "scale"};
-    const bool have[] = {HAVE(swiglu), HAVE(geglu), HAVE(add), true, HAVE(scale)};
-    const int64_t d = 1003, n = 3;
-    float *a = malloc(sizeof(float) * (size_t)(d * n)), *bv = malloc(sizeof(float) * (size_t)(d * n));
-    fill(a, d * n, 4.0f);
-    fill(bv, d * n, 2.0f);
-    for (int op = 0; op < 5; op++) {
-        if (!have[op] || (op == 3 && !have[2])) continue;
-        const ew_case c = {op, d, n, a, bv};
-        compare(names[op], 1e-5, (size_t)(d * n), run_elementwise, &c);
+/* Seconds per run of the op (with refresh: after restoring its in-place
+ * input; without run_it: the restore alone), over at least 0.2 s. */
+static double seconds_per_run(const op_case *c, const prep *p, inst *in, bool refresh, bool run_it) {
+    const size_t fresh_bytes = hl_tensor_nbytes(&in->t[p->out]);
+    long reps = 0;
+    double t0 = now(), elapsed = 0.0;
+    for (long batch = 1; elapsed < 0.2 && batch < (1L << 20); batch *= 2) {
+        for (long k = 0; k < batch; k++) {
+            if (refresh && hl_copy(in->b, in->t[p->out].data, in->fresh, fresh_bytes) != HEARTH_OK) return NAN;
+            if (run_it && run_op(c, p, in) != HEARTH_OK) return NAN;
+        }
+        if (hl_synchronize(in->b) != HEARTH_OK) return NAN;
+        reps += batch;
+        elapsed = now() - t0;
     }
-    free(a);
-    free(bv);
+    return elapsed / (double)reps;
 }
 
-int main(void) {
-    const hl_cpu_limits scalar = {.n_threads = 2, .max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .n_ctx = N_CTX,
+static void perf_case(const op_case *c, size_t index) {
+    char label[160];
+    label_of(c, label, sizeof label);
+    prep p;
+    prepare(c, index, &p);
+    for (int i = 0; i < n_backends; i++) {
+        hl_backend *b = backends[i];
+        if (!supported(c, &p, b)) {
+            printf("%-52s %-6s not supported\n", label, hl_backend_name(b));
+            continue;
+        }
+        inst in;
+        hearth_status st = setup(b, &p, &in);
+        /* an op whose result overwrites an input runs on a fresh copy each time */
+        const bool in_place = (p.host[p.out] != NULL && c->op != HL_OP_STORE_ROWS) || p.y_is_x; /* store_rows repeats itself */
+        if (st == HEARTH_OK && in_place) {
+            const size_t bytes = hl_tensor_nbytes(&in.t[p.out]);
+            st = hl_buffer_alloc(b, bytes, &in.fresh);
+            if (st == HEARTH_OK) st = hl_copy(b, in.fresh, in.t[p.out].data, bytes);
+        }
+        if (st == HEARTH_OK) st = run_op(c, &p, &in); /* warm-up */
+        if (st == HEARTH_OK) st = hl_synchronize(b);
+        double sec = NAN;
+        if (st == HEARTH_OK) {
+            sec = seconds_per_run(c, &p, &in, in_place, true);
+            if (in_place) sec -= seconds_per_run(c, &p, &in, true, false);
+        }
+        if (st != HEARTH_OK || !isfinite(sec)) {
+            printf("%-52s %-6s failed: %s\n", label, hl_backend_name(b), hearth_last_error());
+            check_failures++;
+        } else {
+            sec = sec > 1e-9 ? sec : 1e-9;
+            printf("%-52s %-6s %10.2f us %8.2f GB/s", label, hl_backend_name(b), sec * 1e6,
+                   bytes_moved(c, &p) / sec / 1e9);
+            if (c->op == HL_OP_MATMUL) printf(" %8.2f GFLOP/s", 2.0 * (double)(c->d * c->rows * c->n) / sec / 1e9);
+            putchar('\n');
+        }
+        teardown(&in);
+    }
+    unprepare(&p);
+}
+
+/* ----------------------------------------------------- the checked calls -- */
+
+/* Each refusal of ops.h on the CPU: the status, a message naming the op,
+ * the backend and the sizes, and nothing written. */
+static void test_refusals(hl_backend *b) {
+    const uint32_t f32 = GGML_TYPE_F32;
+    prep p = {0};
+    float *wdata = random_rows(f32, 64, 8, 1.0f), *xdata = random_rows(f32, 64, 4, 1.0f);
+    add_arg(&p, shape_of(f32, 64, 8), wdata);
+    add_arg(&p, shape_of(f32, 64, 4), xdata);
+    add_arg(&p, shape_of(f32, 8, 4), NULL);
+    inst in;
+    CHECK(setup(b, &p, &in) == HEARTH_OK);
+    hl_tensor *w = &in.t[0], *x = &in.t[1], *y = &in.t[2];
+    CHECK(hl_matmul(b, w, x, y) == HEARTH_OK && hl_synchronize(b) == HEARTH_OK);
+
+    hl_tensor bad = *x;
+    bad.ne[0] = 63; /* rows of another length than w's */
+    CHECK(hl_matmul(b, w, &bad, y) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "matmul on cpu") &&
+          strstr(hearth_last_error(), "x f32 {63, 4}") && strstr(hearth_last_error(), "w f32 {64, 8}"));
+    bad = *x;
+    bad.type = GGML_TYPE_F16;
+    CHECK(hl_matmul(b, w, &bad, y) == HEARTH_ERR_INVALID_ARG);
+    hl_tensor big_x = *x, big_y = *y; /* more tokens than the instance was sized for */
+    big_x.ne[1] = big_y.ne[1] = MAX_TOKENS + 1;
+    CHECK(hl_matmul(b, w, &big_x, &big_y) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "max_tokens"));
+    hl_tensor small = *y; /* a shape larger than the buffer planned for it */
+    small.capacity = hl_tensor_nbytes(y) - sizeof(float);
+    CHECK(hl_matmul(b, w, x, &small) == HEARTH_ERR_INVALID_ARG);
+    hl_tensor q8k = *w; /* an activation type: no matmul kernel */
+    q8k.type = GGML_TYPE_Q8_K;
+    q8k.ne[0] = 256;
+    hl_tensor x256 = *x, y8 = *y;
+    x256.ne[0] = 256;
+    x256.data = NULL; /* never read: refused before the slot */
+    CHECK(hl_matmul(b, &q8k, &x256, &y8) == HEARTH_ERR_UNSUPPORTED && strstr(hearth_last_error(), "q8_K"));
+    const int32_t ids[2] = {0, 8};
+    hl_tensor rows = *y;
+    rows.ne[0] = 64;
+    rows.ne[1] = 2;
+    CHECK(hl_get_rows(b, w, ids, &rows) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "id 8"));
+
+    /* positions: cells past the cache, tokens without positions, too many tokens */
+    hl_tensor cache = shape_of(GGML_TYPE_F16, 64, 16), src = *x;
+    void *cache_base = NULL;
+    CHECK(alloc_guarded(b, &cache, NULL, &cache, &cache_base) == HEARTH_OK);
+    int32_t pos[4] = {13, 14, 15, 16}, row0[4] = {0, 0, 0, 0};
+    CHECK(hl_set_positions(b, pos, row0, 4) == HEARTH_OK);
+    CHECK(hl_store_rows(b, &src, &cache) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "cache rows up to 16"));
+    CHECK(hl_set_positions(b, pos, row0, 2) == HEARTH_OK);
+    CHECK(hl_store_rows(b, &src, &cache) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "set_positions"));
+    CHECK(hl_set_positions(b, pos, row0, 0) == HEARTH_ERR_INVALID_ARG);
+    pos[0] = -1;
+    CHECK(hl_set_positions(b, pos, row0, 1) == HEARTH_ERR_INVALID_ARG);
+
+    /* nothing refused was written: y still NaN, the cache untouched, the guards whole */
+    CHECK(hl_synchronize(b) == HEARTH_OK);
+    float *got = fetch_result(&(prep){.out = 2}, &in);
+    bool finite = true;
+    for (int i = 0; i < 8 * 4; i++) finite &= isfinite(got[i]);
+    CHECK(finite); /* from the one accepted matmul */
+    free(got);
+    for (int i = 0; i < 3; i++) CHECK(guard_damage(b, &in.t[i], in.base[i]) == 0);
+    CHECK(guard_damage(b, &cache, cache_base) == 0);
+    /* and the guards catch a write past a tensor */
+    const uint8_t stray = 0;
+    CHECK(hl_upload(b, (uint8_t *)cache.data + hl_tensor_nbytes(&cache), &stray, 1) == HEARTH_OK);
+    CHECK(guard_damage(b, &cache, cache_base) == 1);
+    hl_buffer_free(b, cache_base);
+    teardown(&in);
+    unprepare(&p);
+}
+
+/* ----------------------------------------------------------------- main -- */
+
+static int usage(const char *prog) {
+    fprintf(stderr, "usage: %s [test|perf] [-o OP] [-b BACKEND]\n  OP: ", prog);
+    for (int op = 0; op < HL_OP_COUNT; op++) fprintf(stderr, "%s%s", op ? ", " : "", hl_op_name((hl_op)op));
+    fprintf(stderr, "\n  BACKEND: cpu, cuda0, ...\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    bool perf = false;
+    hl_op only_op = HL_OP_COUNT;
+    const char *only_backend = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "test")) perf = false;
+        else if (!strcmp(argv[i], "perf")) perf = true;
+        else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            only_op = hl_op_from_name(argv[++i]);
+            if (only_op == HL_OP_COUNT) return usage(argv[0]);
+        } else if (!strcmp(argv[i], "-b") && i + 1 < argc) only_backend = argv[++i];
+        else return usage(argv[0]);
+    }
+    const hl_cpu_limits scalar = {.n_threads = 2, .max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .n_ctx = MAX_CTX,
                                   .scalar = true};
     hl_cpu_limits best = scalar;
     best.scalar = false;
-    if (hl_backend_cpu_init(&scalar, &ref) != HEARTH_OK || hl_backend_cpu_init(&best, &tested[0]) != HEARTH_OK) {
+    hl_backend *cpu = NULL, *all[1 + HL_MAX_GPUS];
+    int n_all = 0;
+    if (hl_backend_cpu_init(&scalar, &ref) != HEARTH_OK || hl_backend_cpu_init(&best, &cpu) != HEARTH_OK) {
         fprintf(stderr, "CPU backend: %s\n", hearth_last_error());
         return 1;
     }
-    n_tested = 1;
+    all[n_all++] = cpu;
     const int32_t n_gpu = hl_gpu_count();
     if (n_gpu == 0) printf("SKIP GPU op tests: CUDA unavailable (%s)\n", hl_gpu_unavailable_reason());
+    /* 16 rows of MAX_ROW: the prompt matmuls of 67 rows run in several tiles */
     const hl_gpu_limits gl = {.max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .gemm_scratch_bytes = (size_t)MAX_ROW * 2 * 16};
-    /* 16 rows of 1024: prompt matmuls of 67 rows run in several tiles */
     for (int32_t d = 0; d < n_gpu; d++) {
-        const hearth_status st = hl_gpu_backend_init(d, &gl, &tested[n_tested]);
+        const hearth_status st = hl_gpu_backend_init(d, &gl, &all[n_all]);
         CHECK_MSG(st == HEARTH_OK, "GPU %d: %s", (int)d, hearth_last_error());
-        if (st == HEARTH_OK) n_tested++;
+        if (st == HEARTH_OK) n_all++;
     }
-    for (int i = 0; i < n_tested; i++) printf("testing %s against the CPU scalar kernels\n", tested[i]->iface->name(tested[i]));
-    test_weights();
-    test_rms_norm();
-    test_rope();
-    test_attention();
-    test_elementwise();
+    for (int i = 0; i < n_all; i++)
+        if (!only_backend || !strcmp(only_backend, hl_backend_name(all[i]))) backends[n_backends++] = all[i];
+    if (only_backend && n_backends == 0) printf("SKIP: no backend named %s here\n", only_backend);
+    for (int i = 0; i < n_backends; i++)
+        printf("%s %s%s\n", perf ? "timing" : "testing", hl_backend_name(backends[i]),
+               perf ? "" : " against the CPU scalar kernels");
+
+    for (size_t i = 0; i < N_CASES; i++) {
+        if (only_op != HL_OP_COUNT && cases[i].op != only_op) continue;
+        if (perf) perf_case(&cases[i], i);
+        else if (!cases[i].perf) test_case(&cases[i], i);
+    }
+    if (!perf) {
+        if (only_op == HL_OP_COUNT && (!only_backend || !strcmp(only_backend, "cpu"))) test_refusals(cpu);
+        printf("%d case runs passed, %d failed, %d skipped (not supported)\n", n_pass, n_fail, n_skip);
+    }
     hl_backend_cpu_free(ref);
-    hl_backend_cpu_free(tested[0]);
-    for (int i = 1; i < n_tested; i++) hl_gpu_backend_free(tested[i]);
+    hl_backend_cpu_free(cpu);
+    for (int i = 1; i < n_all; i++) hl_gpu_backend_free(all[i]);
     return check_report();
 }

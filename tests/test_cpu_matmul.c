@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/vec_dot.h"
+#include "backend/host.h"
+#include "backend/ops.h"
 #include "check.h"
 #include "quant/quant.h"
 
@@ -34,11 +35,11 @@ static void run_matmul(int n_threads, const hl_tensor *w, const float *x, int64_
     const hl_cpu_limits limits = {.n_threads = n_threads, .max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .n_ctx = 16};
     hl_backend *b;
     CHECK(hl_backend_cpu_init(&limits, &b) == HEARTH_OK);
-    hl_tensor xt = {GGML_TYPE_F32, {w->ne[0], n_tok, 1, 1}, (void *)x, b};
-    hl_tensor yt = {GGML_TYPE_F32, {w->ne[1], n_tok, 1, 1}, y, b};
+    hl_tensor xt = {.type = GGML_TYPE_F32, .ne = {w->ne[0], n_tok, 1, 1}, .data = (void *)x, .backend = b};
+    hl_tensor yt = {.type = GGML_TYPE_F32, .ne = {w->ne[1], n_tok, 1, 1}, .data = y, .backend = b};
     hl_tensor wt = *w;
     wt.backend = b;
-    b->iface->matmul(b, &wt, &xt, &yt);
+    CHECK(hl_matmul(b, &wt, &xt, &yt) == HEARTH_OK);
     hl_backend_cpu_free(b);
 }
 
@@ -50,7 +51,7 @@ static void check_type(uint32_t type, int64_t d_in, int64_t d_out, int64_t n_tok
     for (int64_t i = 0; i < d_in * d_out; i++) wf[i] = rng_float();
     for (int64_t i = 0; i < d_in * n_tok; i++) x[i] = rng_float();
     for (int64_t r = 0; r < d_out; r++) hl_quant_get(type)->from_float(wf + r * d_in, wdata + (size_t)r * row, d_in);
-    const hl_tensor w = {type, {d_in, d_out, 1, 1}, wdata, NULL};
+    const hl_tensor w = {.type = type, .ne = {d_in, d_out, 1, 1}, .data = wdata};
     run_matmul(1, &w, x, n_tok, y1);
     /* the oracle: the scalar kernels on the scalar level's activations */
     const hl_cpu_type_ops *scalar = hl_cpu_type_ops_scalar(type);

@@ -2,7 +2,9 @@
  * 0 / N / -1 / more than n_layer, layer split in tensor_split or free-memory
  * proportions, SPLIT_NONE on main_gpu, the refusals (row split, bad
  * main_gpu or tensor_split), and too little device memory, whose message
- * must give the figures and the advice. Then a real load on this machine:
+ * must give the figures and the advice; blocks a device cannot run
+ * (host_only) staying on the host, the others sharing the devices, and
+ * past HL_MAX_STAGES runs the rest staying too. Then a real load on this machine:
  * with no usable GPU, -1 runs on the CPU and reports 0 layers offloaded. */
 #include <string.h>
 
@@ -97,6 +99,36 @@ static void test_too_little_memory(void) {
     CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK && count_on(0) == 10);
 }
 
+static void test_host_only(void) {
+    const size_t big[2] = {(size_t)8 << 30, (size_t)8 << 30};
+    bool pinned[N_LAYER + 1] = {false};
+    pinned[3] = pinned[10] = true;
+    hl_placement pl;
+    hl_placement_in in = base(-1, 1, big);
+    in.host_only = pinned;
+    CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK);
+    CHECK(dev[3] == -1 && dev[10] == -1 && count_on(0) == N_LAYER - 2 && pl.output_dev == 0);
+    CHECK(pl.n_offloaded == N_LAYER - 1 && pl.n_pinned == 2 && pl.n_capped == 0 &&
+          pl.dev_bytes[0] == (N_LAYER - 2) * 10 * MIB + 50 * MIB);
+    in = base(12, 2, big); /* the first 12 blocks but 3 and 10, split in half over two devices */
+    in.host_only = pinned;
+    CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK);
+    CHECK(count_on(0) == 5 && count_on(1) == 5 && dev[3] == -1 && dev[10] == -1 && dev[12] == -1 &&
+          pl.n_offloaded == 10 && pl.n_pinned == 2 && pl.output_dev == -1);
+    pinned[N_LAYER] = true; /* the output layer */
+    in = base(-1, 1, big);
+    in.host_only = pinned;
+    CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK && pl.output_dev == -1 && pl.n_pinned == 3 &&
+          pl.n_offloaded == N_LAYER - 2);
+    /* every other block pinned: runs alternate, and past HL_MAX_STAGES - 2 the rest stays */
+    for (int i = 0; i <= N_LAYER; i++) pinned[i] = i % 2 == 1;
+    CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK);
+    int runs = 1;
+    for (int i = 1; i < N_LAYER; i++) runs += dev[i] != dev[i - 1];
+    CHECK(runs <= HL_MAX_STAGES - 1 && pl.n_capped > 0 && pl.output_dev == -1);
+    CHECK(pl.n_offloaded + pl.n_capped == N_LAYER / 2 + 1 && count_on(0) == pl.n_offloaded);
+}
+
 /* On this machine: the real load path with every layer asked for. */
 static void test_load(void) {
     const char *path = getenv("HEARTH_MODEL");
@@ -133,6 +165,7 @@ int main(void) {
     test_splits();
     test_refusals();
     test_too_little_memory();
+    test_host_only();
     test_load();
     return check_report();
 }

@@ -17,8 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/vec_dot.h"
+#include "backend/host.h"
+#include "backend/ops.h"
 #include "check.h"
 #include "quant/quant.h"
 
@@ -193,10 +194,10 @@ static void run_matmul(int n_threads, uint32_t type, const void *w, int64_t n, i
     const hl_cpu_limits limits = {.n_threads = n_threads, .max_tokens = n_tok, .max_row = n, .n_ctx = 16};
     hl_backend *b;
     CHECK(hl_backend_cpu_init(&limits, &b) == HEARTH_OK);
-    hl_tensor xt = {GGML_TYPE_F32, {n, n_tok, 1, 1}, (void *)x, b};
-    hl_tensor yt = {GGML_TYPE_F32, {n_rows, n_tok, 1, 1}, y, b};
-    hl_tensor wt = {type, {n, n_rows, 1, 1}, (void *)w, b};
-    b->iface->matmul(b, &wt, &xt, &yt);
+    hl_tensor xt = {.type = GGML_TYPE_F32, .ne = {n, n_tok, 1, 1}, .data = (void *)x, .backend = b};
+    hl_tensor yt = {.type = GGML_TYPE_F32, .ne = {n_rows, n_tok, 1, 1}, .data = y, .backend = b};
+    hl_tensor wt = {.type = type, .ne = {n, n_rows, 1, 1}, .data = (void *)w, .backend = b};
+    CHECK(hl_matmul(b, &wt, &xt, &yt) == HEARTH_OK);
     hl_backend_cpu_free(b);
 }
 

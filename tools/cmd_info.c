@@ -1,16 +1,25 @@
 /* `hearth info [MODEL]`: version, build features (SIMD level, backends) and
- * the devices found; with MODEL, the model's facts and metadata. */
+ * the devices found with the weight types each multiplies; with MODEL, the
+ * model's facts and metadata. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
 
+/* "    weight types: ..." as the device's backend answers. */
+static void print_weight_types(int32_t device) {
+    char types[512];
+    if (hearth_device_weight_types(device, types, sizeof types) == HEARTH_OK) printf("    weight types: %s\n", types);
+    else printf("    weight types: ? (%s)\n", hearth_last_error());
+}
+
 static void print_devices(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     printf("devices:\n");
     printf("  cpu: %d physical cores, %.1f GiB RAM\n", (int)hearth_cpu_physical_cores(),
            (double)pages * (double)page / (1u << 30));
+    print_weight_types(-1);
     const int n_gpu = (int)hearth_gpu_device_count();
     if (n_gpu == 0) printf("  gpu: none (CUDA unavailable: %s)\n", hearth_gpu_unavailable_reason());
     for (int i = 0; i < n_gpu; i++) {
@@ -21,6 +30,7 @@ static void print_devices(void) {
         }
         printf("  cuda%d: %s, compute capability %d.%d, %.0f MiB free of %.0f MiB\n", i, g.name, (int)g.cc_major,
                (int)g.cc_minor, (double)g.free_bytes / (1 << 20), (double)g.total_bytes / (1 << 20));
+        print_weight_types(i);
     }
     printf("supports: gpu_offload %s, mmap %s, mlock %s\n", hearth_supports_gpu_offload() ? "yes" : "no",
            hearth_supports_mmap() ? "yes" : "no", hearth_supports_mlock() ? "yes" : "no");

@@ -3,6 +3,9 @@
  * ops a transformer needs through it and never branches on the device. Every
  * tensor handed to an op carries its type, shape and the backend that owns its
  * memory. Ops are asynchronous on devices that can be; synchronize() waits.
+ * What a backend can run is a question to it (supports_op), never an include
+ * of its headers; callers reach the table through the checked calls of
+ * ops.h, which refuse a call that breaks the contracts below.
  *
  * Shapes follow ggml: ne[0] is the innermost (contiguous) dimension, so an
  * activation matrix of n tokens by d features has ne = {d, n, 1, 1} and a
@@ -23,6 +26,10 @@ typedef struct hl_tensor {
     int64_t ne[4];      /* elements per dimension, ne[0] innermost */
     void *data;         /* in `backend`'s memory, rows contiguous */
     hl_backend *backend;
+    size_t capacity;    /* bytes `data` holds, for tensors whose shape changes
+                           per pass (activations planned for n_batch tokens):
+                           the checked calls (ops.h) refuse a larger shape;
+                           0 = exactly the shape's bytes */
 } hl_tensor;
 
 /* How rotary embeddings pair dimensions, with ggml's mode numbers. */
@@ -60,6 +67,48 @@ typedef struct hl_attn_args {
                                  positions > p - n_swa; 0 = the whole causal past */
     float scale;              /* usually 1/sqrt(head_dim) */
 } hl_attn_args;
+
+/* The ops of the interface, with the tensors each one takes in the order of
+ * its slot's arguments (hl_op_desc.t): supports_op is asked about them,
+ * ops.h checks calls of them, the op tests name them (-o). */
+#define HL_OPS(X)                                             \
+    X(GET_ROWS, get_rows)     /* table, out */                \
+    X(RMS_NORM, rms_norm)     /* x, w, y */                   \
+    X(MATMUL, matmul)         /* w, x, y */                   \
+    X(ROPE, rope)             /* x, freq_factors */           \
+    X(STORE_ROWS, store_rows) /* src, cache */                \
+    X(ATTENTION, attention)   /* q, k_cache, v_cache, out */  \
+    X(SWIGLU, swiglu)         /* gate, up */                  \
+    X(GEGLU, geglu)           /* gate, up */                  \
+    X(ADD, add)               /* x, y */                      \
+    X(SCALE, scale)           /* x */
+
+typedef enum hl_op {
+#define HL_OP_ENUM(id, name) HL_OP_##id,
+    HL_OPS(HL_OP_ENUM)
+#undef HL_OP_ENUM
+    HL_OP_COUNT
+} hl_op;
+
+#define HL_OP_MAX_TENSORS 4
+
+/* An op as supports_op sees it: its tensors (types and shapes; data is not
+ * read and may be NULL) in the order HL_OPS lists, NULL past the last and
+ * for an absent optional one (rope's freq_factors), and the parameters that
+ * decide whether a kernel exists. */
+typedef struct hl_op_desc {
+    hl_op op;
+    const hl_tensor *t[HL_OP_MAX_TENSORS];
+    int32_t n_head;              /* ROPE: heads in a row of x */
+    const hl_rope_params *rope;  /* ROPE */
+    const hl_attn_args *attn;    /* ATTENTION */
+} hl_op_desc;
+
+/* "matmul", "rms_norm" ...; NULL for a value out of range. */
+const char *hl_op_name(hl_op op);
+
+/* The op named `name` (as hl_op_name spells it), or HL_OP_COUNT. */
+hl_op hl_op_from_name(const char *name);
 
 typedef struct hl_backend_i {
     const char *(*name)(const hl_backend *b);
@@ -109,6 +158,15 @@ typedef struct hl_backend_i {
     void (*add)(hl_backend *b, hl_tensor *x, const hl_tensor *y);
     /* x *= s, F32 */
     void (*scale)(hl_backend *b, hl_tensor *x, float s);
+    /* Whether this backend runs `op` with the types and shapes of its
+     * tensors: the weight, table and cache types it has kernels for, head
+     * sizes, rope modes. What an instance was sized for (tokens, row
+     * length, attention span) is not asked here: that is its limits, which
+     * ops.h checks. Answers from the instance's kernels (a CPU instance
+     * held to the scalar ones answers for those); reads no tensor data.
+     * Never NULL. */
+    bool (*supports_op)(const hl_backend *b, const hl_op_desc *op);
+
     /* Waits for every op issued so far. Returns the first error an op hit
      * since the last call (ops return nothing: a device backend records a
      * failed launch or fault with its file and line), with its message set;
@@ -123,17 +181,38 @@ typedef struct hl_backend_i {
      * be the same every time for a key, on the same tensors; positions
      * reach them only through set_positions (called before graph_run,
      * outside the record: kernels read them from device memory). If
-     * recording fails the backend runs issue eagerly from then on.
-     * key < HL_GRAPH_KEYS. */
-    void (*graph_run)(hl_backend *b, int key, void (*issue)(void *ctx), void *ctx);
+     * recording fails the backend runs issue eagerly from then on. When
+     * issue returns an error (a checked call refused an op), nothing is
+     * kept for the key and graph_run returns that error; otherwise OK (the
+     * ops' own errors come from synchronize). key < HL_GRAPH_KEYS. */
+    hearth_status (*graph_run)(hl_backend *b, int key, hearth_status (*issue)(void *ctx), void *ctx);
 } hl_backend_i;
 
 /* Distinct records graph_run keeps per backend instance. */
 #define HL_GRAPH_KEYS 2
 
+/* What an instance's scratch was sized for when it was made; the checked
+ * calls (ops.h) refuse larger ops. max_tokens 0: an instance that only
+ * holds weights and runs no op. */
+typedef struct hl_backend_limits {
+    int64_t max_tokens; /* tokens in one op (n_batch) */
+    int64_t max_row;    /* longest matmul input row */
+    int64_t max_span;   /* most cache cells one query attends over; INT64_MAX: no limit */
+} hl_backend_limits;
+
+/* The tokens of the last hl_set_positions (ops.h keeps it, so rope,
+ * store_rows and attention can be checked against the cache they touch). */
+typedef struct hl_pass_extent {
+    int64_t n;    /* tokens with a position */
+    int64_t end;  /* one past the highest cache row they use (row0 + pos) */
+    int64_t span; /* the most positions one of them attends over (pos + 1) */
+} hl_pass_extent;
+
 struct hl_backend {
-    const hl_backend_i *iface;
+    const hl_backend_i *iface; /* callers go through ops.h, not the table */
     void *impl;
+    hl_backend_limits limits;  /* set by the backend's init */
+    hl_pass_extent pass;       /* set by hl_set_positions */
 };
 
 /* Number of elements and bytes of a tensor (its rows in its type). */

@@ -73,15 +73,6 @@ void hl_gpu_backend_free(hl_backend *b) {
 #endif
 }
 
-bool hl_gpu_supports_type(uint32_t type) {
-#ifdef HEARTH_HAVE_CUDA
-    return hl_cuda_supports_type(type);
-#else
-    (void)type;
-    return false;
-#endif
-}
-
 hearth_status hl_gpu_dequant_host(uint32_t type, const void *src, float *dst, int64_t n) {
 #ifdef HEARTH_HAVE_CUDA
     return hl_cuda_dequant_host(type, src, dst, n);

@@ -48,9 +48,6 @@ hearth_status hl_gpu_device_get(int32_t i, hl_gpu_device *out);
 hearth_status hl_gpu_backend_init(int32_t i, const hl_gpu_limits *limits, hl_backend **out);
 void hl_gpu_backend_free(hl_backend *b);
 
-/* Whether the GPU backend can multiply with weights of ggml type `type`. */
-bool hl_gpu_supports_type(uint32_t type);
-
 /* The GPU dequantizer of `type` run on the host over a row of n elements
  * (tests check the kernels' block formulas against quant/ without a GPU).
  * Errors: UNSUPPORTED (no GPU backend in the build, or the type),

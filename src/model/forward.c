@@ -3,25 +3,29 @@
  * architecture supplies its block), then the final norm and output matrix
  * for the last token; the pipeline of stages a placement implies; and the
  * query/key/value projections the blocks share. */
+#include "backend/ops.h"
 #include "model/model.h"
 
-void hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, const hl_layer *l) {
-    const hl_backend_i *op = b->iface;
-    op->matmul(b, &l->wq, &w->xb, &w->q);
-    op->matmul(b, &l->wk, &w->xb, &w->k);
-    op->matmul(b, &l->wv, &w->xb, &w->v);
-    if (l->bq.data) op->add(b, &w->q, &l->bq);
-    if (l->bk.data) op->add(b, &w->k, &l->bk);
-    if (l->bv.data) op->add(b, &w->v, &l->bv);
-    if (l->attn_q_norm.data) op->rms_norm(b, &w->q, &l->attn_q_norm, m->hp.norm_eps, &w->q);
-    if (l->attn_k_norm.data) op->rms_norm(b, &w->k, &l->attn_k_norm, m->hp.norm_eps, &w->k);
+hearth_status hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, const hl_layer *l) {
+    HL_TRY(hl_matmul(b, &l->wq, &w->xb, &w->q));
+    HL_TRY(hl_matmul(b, &l->wk, &w->xb, &w->k));
+    HL_TRY(hl_matmul(b, &l->wv, &w->xb, &w->v));
+    if (l->bq.data) HL_TRY(hl_add(b, &w->q, &l->bq));
+    if (l->bk.data) HL_TRY(hl_add(b, &w->k, &l->bk));
+    if (l->bv.data) HL_TRY(hl_add(b, &w->v, &l->bv));
+    if (l->attn_q_norm.data) HL_TRY(hl_rms_norm(b, &w->q, &l->attn_q_norm, m->hp.norm_eps, &w->q));
+    if (l->attn_k_norm.data) HL_TRY(hl_rms_norm(b, &w->k, &l->attn_k_norm, m->hp.norm_eps, &w->k));
+    return HEARTH_OK;
 }
 
-/* A view of rows [r, r+n) of a 2-D activation. */
+/* A view of rows [r, r+n) of a 2-D F32 activation, with the capacity left
+ * after row r. */
 static hl_tensor rows_of(const hl_tensor *t, int64_t r, int64_t n) {
     hl_tensor v = *t;
+    const size_t skip = (size_t)(r * t->ne[0]) * sizeof(float);
     v.data = (float *)t->data + r * t->ne[0];
     v.ne[1] = n;
+    if (t->capacity) v.capacity = t->capacity > skip ? t->capacity - skip : 1; /* 1: nothing fits */
     return v;
 }
 
@@ -49,19 +53,18 @@ typedef struct stage_pass {
     bool logits; /* this stage ends the pass with the output layer */
 } stage_pass;
 
-static void issue_stage(void *arg) {
+static hearth_status issue_stage(void *arg) {
     const stage_pass *p = arg;
     const hearth_model *m = p->m;
     hl_backend *b = p->s->b;
     hl_work *w = p->s->w;
-    for (int32_t il = p->s->il0; il < p->s->il1; il++) m->arch->layer(m, b, w, il);
-    if (p->logits) {
-        for (int32_t j = 0; j < p->pass->n_out; j++) {
-            hl_tensor in = rows_of(&w->x, p->pass->out[j], 1), out = rows_of(&w->last, j, 1);
-            b->iface->rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out);
-        }
-        b->iface->matmul(b, &m->output, &w->last, &w->logits);
+    for (int32_t il = p->s->il0; il < p->s->il1; il++) HL_TRY(m->arch->layer(m, b, w, il));
+    if (!p->logits) return HEARTH_OK;
+    for (int32_t j = 0; j < p->pass->n_out; j++) {
+        hl_tensor in = rows_of(&w->x, p->pass->out[j], 1), out = rows_of(&w->last, j, 1);
+        HL_TRY(hl_rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out));
     }
+    return hl_matmul(b, &m->output, &w->last, &w->logits);
 }
 
 static void set_tokens(hl_work *w, int32_t n, int32_t n_out) {
@@ -76,35 +79,31 @@ static hearth_status cross(const hl_pipeline *p, const hl_stage *from, const hl_
     const size_t bytes = hl_tensor_nbytes(&to->w->x);
     float *host_x = p->host_work->x.data;
     if (from) {
-        HL_TRY(from->b->iface->synchronize(from->b));
-        if (from->w != p->host_work) HL_TRY(from->b->iface->download(from->b, host_x, from->w->x.data, bytes));
+        HL_TRY(hl_synchronize(from->b));
+        if (from->w != p->host_work) HL_TRY(hl_download(from->b, host_x, from->w->x.data, bytes));
     }
-    return to->w == p->host_work ? HEARTH_OK : to->b->iface->upload(to->b, to->w->x.data, host_x, bytes);
+    return to->w == p->host_work ? HEARTH_OK : hl_upload(to->b, to->w->x.data, host_x, bytes);
 }
 
 hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, const hl_pass *pass) {
     hl_backend *host = p->host;
     const int32_t n = pass->n;
     set_tokens(p->host_work, n, pass->n_out);
-    host->iface->get_rows(host, &m->tok_embd, pass->tokens, &p->host_work->x);
-    if (m->hp.embd_scale != 1.0f) host->iface->scale(host, &p->host_work->x, m->hp.embd_scale);
+    HL_TRY(hl_get_rows(host, &m->tok_embd, pass->tokens, &p->host_work->x));
+    if (m->hp.embd_scale != 1.0f) HL_TRY(hl_scale(host, &p->host_work->x, m->hp.embd_scale));
     const hl_stage *prev = NULL;
     for (int32_t i = 0; i < p->n_stages; i++) {
         const hl_stage *s = &p->stage[i];
         set_tokens(s->w, n, pass->n_out);
         if (s->w != (prev ? prev->w : p->host_work)) HL_TRY(cross(p, prev, s));
-        s->b->iface->set_positions(s->b, pass->pos, pass->row0, n);
+        HL_TRY(hl_set_positions(s->b, pass->pos, pass->row0, n));
         stage_pass sp = {m, s, pass, pass->n_out > 0 && i == p->n_stages - 1};
         /* the output rows of a one-token pass are always {0}: the record holds */
-        if (n == 1 && s->b->iface->graph_run)
-            s->b->iface->graph_run(s->b, sp.logits, issue_stage, &sp);
-        else
-            issue_stage(&sp);
+        HL_TRY(n == 1 ? hl_graph_run(s->b, sp.logits, issue_stage, &sp) : issue_stage(&sp));
         prev = s;
     }
-    HL_TRY(prev->b->iface->synchronize(prev->b));
+    HL_TRY(hl_synchronize(prev->b));
     if (pass->n_out > 0 && prev->w != p->host_work)
-        HL_TRY(prev->b->iface->download(prev->b, p->host_work->logits.data, prev->w->logits.data,
-                                        hl_tensor_nbytes(&prev->w->logits)));
-    return host->iface->synchronize(host);
+        HL_TRY(hl_download(prev->b, p->host_work->logits.data, prev->w->logits.data, hl_tensor_nbytes(&prev->w->logits)));
+    return hl_synchronize(host);
 }

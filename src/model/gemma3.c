@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/ops.h"
 #include "model/model.h"
 
 /* Layers whose bit is set attend over the sliding window. llama.cpp
@@ -65,39 +66,38 @@ static hearth_status gemma3_load(hearth_model *m) {
     return hl_model_bind(m, HL_BIND_QK_NORM | HL_BIND_POST_NORMS);
 }
 
-static void gemma3_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
+static hearth_status gemma3_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
     const hl_hparams *hp = &m->hp;
-    const hl_backend_i *op = b->iface;
     const hl_layer *l = &m->layers[il];
     const bool swa = hl_layer_is_swa(hp, il);
     const hl_rope_params *rope = swa ? &hp->rope_swa : &hp->rope;
     /* attention block */
-    op->rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb);
-    hl_attn_qkv(m, b, w, l); /* with QK-norm */
-    op->rope(b, &w->q, hp->n_head, rope, NULL);
-    op->rope(b, &w->k, hp->n_head_kv, rope, NULL);
+    HL_TRY(hl_rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb));
+    HL_TRY(hl_attn_qkv(m, b, w, l)); /* with QK-norm */
+    HL_TRY(hl_rope(b, &w->q, hp->n_head, rope, NULL));
+    HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, rope, NULL));
     /* the scale goes on the queries (in F32, before attention rounds them to
      * F16), and attention itself scales by 1, as llama.cpp does */
-    op->scale(b, &w->q, hp->attn_scale);
-    op->store_rows(b, &w->k, &w->k_cache[il]);
-    op->store_rows(b, &w->v, &w->v_cache[il]);
+    HL_TRY(hl_scale(b, &w->q, hp->attn_scale));
+    HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
+    HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
         .n_swa = swa ? hp->n_swa : 0, .scale = 1.0f,
     };
-    op->attention(b, &args);
-    op->matmul(b, &l->wo, &w->att, &w->xb);
-    op->rms_norm(b, &w->xb, &l->attn_post_norm, hp->norm_eps, &w->xb);
-    op->add(b, &w->x, &w->xb);
+    HL_TRY(hl_attention(b, &args));
+    HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));
+    HL_TRY(hl_rms_norm(b, &w->xb, &l->attn_post_norm, hp->norm_eps, &w->xb));
+    HL_TRY(hl_add(b, &w->x, &w->xb));
     /* feed-forward block */
-    op->rms_norm(b, &w->x, &l->ffn_norm, hp->norm_eps, &w->xb);
-    op->matmul(b, &l->ffn_gate, &w->xb, &w->gate);
-    op->matmul(b, &l->ffn_up, &w->xb, &w->up);
-    op->geglu(b, &w->gate, &w->up);
-    op->matmul(b, &l->ffn_down, &w->gate, &w->xb);
-    op->rms_norm(b, &w->xb, &l->ffn_post_norm, hp->norm_eps, &w->xb);
-    op->add(b, &w->x, &w->xb);
+    HL_TRY(hl_rms_norm(b, &w->x, &l->ffn_norm, hp->norm_eps, &w->xb));
+    HL_TRY(hl_matmul(b, &l->ffn_gate, &w->xb, &w->gate));
+    HL_TRY(hl_matmul(b, &l->ffn_up, &w->xb, &w->up));
+    HL_TRY(hl_geglu(b, &w->gate, &w->up));
+    HL_TRY(hl_matmul(b, &l->ffn_down, &w->gate, &w->xb));
+    HL_TRY(hl_rms_norm(b, &w->xb, &l->ffn_post_norm, hp->norm_eps, &w->xb));
+    return hl_add(b, &w->x, &w->xb);
 }
 
 const hl_arch hl_arch_gemma3 = {

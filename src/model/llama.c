@@ -9,6 +9,7 @@
  *
  * Its block is shared with qwen2 and qwen3, which add optional parts: q/k/v
  * biases and per-head QK-norm. */
+#include "backend/ops.h"
 #include "model/model.h"
 
 static hearth_status llama_load(hearth_model *m) {
@@ -18,33 +19,32 @@ static hearth_status llama_load(hearth_model *m) {
     return hl_model_bind(m, HL_BIND_ROPE_FREQS);
 }
 
-void hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
+hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
     const hl_hparams *hp = &m->hp;
-    const hl_backend_i *op = b->iface;
     const hl_layer *l = &m->layers[il];
     const hl_tensor *freq_factors = l->rope_freqs.data ? &l->rope_freqs : NULL;
     /* attention block */
-    op->rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb);
-    hl_attn_qkv(m, b, w, l);
-    op->rope(b, &w->q, hp->n_head, &hp->rope, freq_factors);
-    op->rope(b, &w->k, hp->n_head_kv, &hp->rope, freq_factors);
-    op->store_rows(b, &w->k, &w->k_cache[il]);
-    op->store_rows(b, &w->v, &w->v_cache[il]);
+    HL_TRY(hl_rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb));
+    HL_TRY(hl_attn_qkv(m, b, w, l));
+    HL_TRY(hl_rope(b, &w->q, hp->n_head, &hp->rope, freq_factors));
+    HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, &hp->rope, freq_factors));
+    HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
+    HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
         .n_swa = 0, .scale = hp->attn_scale,
     };
-    op->attention(b, &args);
-    op->matmul(b, &l->wo, &w->att, &w->xb);
-    op->add(b, &w->x, &w->xb);
+    HL_TRY(hl_attention(b, &args));
+    HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));
+    HL_TRY(hl_add(b, &w->x, &w->xb));
     /* feed-forward block */
-    op->rms_norm(b, &w->x, &l->ffn_norm, hp->norm_eps, &w->xb);
-    op->matmul(b, &l->ffn_gate, &w->xb, &w->gate);
-    op->matmul(b, &l->ffn_up, &w->xb, &w->up);
-    op->swiglu(b, &w->gate, &w->up);
-    op->matmul(b, &l->ffn_down, &w->gate, &w->xb);
-    op->add(b, &w->x, &w->xb);
+    HL_TRY(hl_rms_norm(b, &w->x, &l->ffn_norm, hp->norm_eps, &w->xb));
+    HL_TRY(hl_matmul(b, &l->ffn_gate, &w->xb, &w->gate));
+    HL_TRY(hl_matmul(b, &l->ffn_up, &w->xb, &w->up));
+    HL_TRY(hl_swiglu(b, &w->gate, &w->up));
+    HL_TRY(hl_matmul(b, &l->ffn_down, &w->gate, &w->xb));
+    return hl_add(b, &w->x, &w->xb);
 }
 
 const hl_arch hl_arch_llama = {

@@ -11,7 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend/cpu/vec_dot.h"
+#include "backend/host.h"
+#include "backend/ops.h"
 #include "base/log.h"
 #include "gguf/ggml_types.h"
 #include "model/model.h"
@@ -92,10 +93,14 @@ hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, in
     const ggml_type_info *ti = hl_ggml_type_get(gt->type);
     if (ne1 == 1 && gt->type != GGML_TYPE_F32)
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' is %s; hearth expects norm weights in F32", name, ti->name);
-    /* matrices also need CPU matmul kernels (a NULL ops pointer would crash hearth_cpu matmul) */
-    if (!hl_quant_get(gt->type) || (ne1 > 1 && !hl_cpu_type_ops_get(gt->type)))
+    *t = (hl_tensor){.type = gt->type, .ne = {ne0, ne1, 1, 1}, .data = (void *)gt->data, .backend = m->host};
+    /* matrices are multiplied on the host unless placement moves them */
+    const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {ne0, 1, 1, 1}}, y = {.type = GGML_TYPE_F32, .ne = {ne1, 1, 1, 1}};
+    const hl_op_desc mm = {.op = HL_OP_MATMUL, .t = {t, &x, &y}};
+    if (!hl_quant_get(gt->type) || (ne1 > 1 && !hl_supports_op(m->host, &mm))) {
+        *t = (hl_tensor){0};
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' has type %s, which hearth cannot compute yet", name, ti->name);
-    *t = (hl_tensor){.type = gt->type, .ne = {ne0, ne1, 1, 1}, .data = (void *)gt->data, .backend = NULL};
+    }
     return HEARTH_OK;
 }
 
@@ -182,6 +187,7 @@ static hearth_status load(const char *path, const hearth_model_params *p, hearth
     HL_TRY(hl_vocab_load(m->gguf, &m->vocab));
     m->hp.n_vocab = hl_vocab_n_tokens(m->vocab);
     if (p->vocab_only) return HEARTH_OK;
+    HL_TRY(hl_backend_cpu_init(&(hl_cpu_limits){.max_tokens = 0}, &m->host));
     HL_TRY(m->arch->load(m));
     HL_TRY(check_all_bound(m));
     describe(m);
@@ -222,6 +228,7 @@ hearth_status hearth_model_load(const char *path, const hearth_model_params *par
 void hearth_model_free(hearth_model *m) {
     if (!m) return;
     hl_placement_release(m);
+    hl_backend_cpu_free(m->host);
     free(m->layer_dev);
     hl_vocab_free(m->vocab);
     hl_gguf_close(m->gguf);

@@ -94,8 +94,10 @@ typedef struct hl_arch {
     /* Runs block `il` on the residual stream w->x {n_embd, n} of the pass's
      * tokens (their positions set on b with set_positions), in place,
      * writing their keys and values into the layer's KV cache. Every tensor
-     * it touches lives on backend b. */
-    void (*layer)(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il);
+     * it touches lives on backend b; every op goes through the checked
+     * calls of backend/ops.h, whose refusal (INVALID_ARG, UNSUPPORTED) it
+     * returns at once. */
+    hearth_status (*layer)(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il);
 } hl_arch;
 
 struct hearth_model {
@@ -108,6 +110,9 @@ struct hearth_model {
     hl_tensor output_norm; /* F32 {n_embd} */
     hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */
     hl_layer *layers;      /* [n_layer] */
+    /* a CPU instance that holds no scratch: load asks it (supports_op)
+     * whether the host computes each weight */
+    hl_backend *host;
     /* placement (model/placement.c): weights of offloaded layers live in
      * gpu_weights[d], held by the weight-only backend gpu[d] */
     int8_t *layer_dev;     /* [n_layer] GPU of each block, -1 = host */
@@ -126,7 +131,7 @@ extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3
 /* The pre-norm block of llama (llama.c), shared by qwen2 and qwen3: RMSNorm,
  * attention with the optional q/k/v biases, per-head QK-norm and rope
  * frequency factors the layer has, RMSNorm, SwiGLU feed-forward. */
-void hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il);
+hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il);
 
 /* A run of consecutive blocks [il0, il1) on one backend, with that
  * backend's activations; il0 == il1 for a stage that only runs the output. */
@@ -178,10 +183,11 @@ hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, cons
  * q, k, v = wq, wk, wv times xb, plus the biases the layer has, then the
  * per-head RMSNorm of q and k where the layer has QK-norm weights (before
  * rope, as qwen3 and gemma3 do). */
-void hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, const hl_layer *l);
+hearth_status hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, const hl_layer *l);
 
 /* Binds tensor `name` to *t after checking its shape is {ne0, ne1} (ne1 = 1 for
- * vectors) and that hearth can compute its type. With `required` false a
+ * vectors) and that the host can compute its type (m->host's supports_op for
+ * a matmul with a matrix). With `required` false a
  * missing tensor leaves *t zeroed (data NULL) and returns OK. Errors: FORMAT
  * (missing tensor, wrong shape), UNSUPPORTED (type). */
 hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, bool required, hl_tensor *t);

@@ -1,10 +1,13 @@
 /* Layer placement (see placement.h): the plan, a pure function of sizes and
- * parameters, and its application to a loaded model. */
+ * parameters, and its application to a loaded model, which asks each
+ * device (supports_op) whether it runs each block before planning. */
 #include "model/placement.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "backend/ops.h"
 #include "base/log.h"
 
 #define MIB(b) ((double)(b) / (1 << 20))
@@ -19,6 +22,8 @@ static int32_t split_device(const double *cum, int32_t n_dev, int32_t i, int32_t
         if (at < cum[d]) return d;
     return n_dev - 1;
 }
+
+static bool host_only(const hl_placement_in *in, int32_t il) { return in->host_only && in->host_only[il]; }
 
 hearth_status hl_placement_plan(const hl_placement_in *in, int8_t *layer_dev, hl_placement *out) {
     *out = (hl_placement){.output_dev = -1};
@@ -46,17 +51,36 @@ hearth_status hl_placement_plan(const hl_placement_in *in, int8_t *layer_dev, hl
     for (int32_t d = 0; d < in->n_devices; d++) cum[d] /= total;
 
     const bool output = in->n_gpu_layers < 0 || in->n_gpu_layers > in->n_layer;
-    const int32_t n_off = output ? in->n_layer : in->n_gpu_layers;
-    for (int32_t il = 0; il < n_off; il++) {
-        layer_dev[il] = (int8_t)split_device(cum, in->n_devices, il, n_off);
-        out->dev_bytes[layer_dev[il]] += in->layer_bytes[il];
-    }
-    out->n_offloaded = n_off;
-    if (output) {
-        /* with the last offloaded block, so the hidden state does not cross again */
-        out->output_dev = n_off > 0 ? layer_dev[n_off - 1] : in->main_gpu;
-        out->dev_bytes[out->output_dev] += in->output_bytes;
+    const int32_t n_asked = output ? in->n_layer : in->n_gpu_layers;
+    int32_t n_run = 0; /* the blocks asked for that the devices run */
+    for (int32_t il = 0; il < n_asked; il++) n_run += !host_only(in, il);
+    out->n_pinned = n_asked - n_run + (output && host_only(in, in->n_layer));
+    /* Each run of blocks on one device is a stage of the pipeline, and
+     * blocks kept on the host between offloaded ones open more. Past
+     * HL_MAX_STAGES - 2 runs (room for a last one on the host and one for
+     * the output layer) the remaining blocks stay on the host. */
+    int32_t runs = 0, prev = -2, last = -1;
+    bool capped = false;
+    for (int32_t il = 0, k = 0; il < in->n_layer; il++) {
+        int32_t d = il < n_asked && !host_only(in, il) ? split_device(cum, in->n_devices, k++, n_run) : -1;
+        if (d != prev && runs + 1 > HL_MAX_STAGES - 2) capped = true;
+        if (capped) d = -1;
+        if (d != prev) runs++, prev = d;
+        layer_dev[il] = (int8_t)d;
+        if (d < 0) continue;
+        out->dev_bytes[d] += in->layer_bytes[il];
         out->n_offloaded++;
+        last = d;
+    }
+    out->n_capped = n_run - out->n_offloaded;
+    if (output && !host_only(in, in->n_layer)) {
+        if (capped) {
+            out->n_capped++;
+        } else { /* with the last offloaded block, so the hidden state does not cross again */
+            out->output_dev = last >= 0 ? last : in->main_gpu;
+            out->dev_bytes[out->output_dev] += in->output_bytes;
+            out->n_offloaded++;
+        }
     }
     for (int32_t d = 0; d < in->n_devices; d++) {
         if (out->dev_bytes[d] == 0) continue;
@@ -82,6 +106,79 @@ static size_t layer_bytes(const hl_layer *l) {
     return n;
 }
 
+/* ------------------------------------------------ what a device runs -- */
+
+/* Whether device b runs weight `t` of a block as the block uses it:
+ * matrices in matmul, the q/k/v biases in add, norm weights in rms_norm
+ * (rope_freqs is asked with rope, in runs_block). If not, `why` names it. */
+static bool runs_weight(const hl_backend *b, const hl_tensor *t, const char *name, char *why, size_t size) {
+    if (!t->data || strcmp(name, "rope_freqs") == 0) return true;
+    const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {t->ne[0], 1, 1, 1}};
+    const hl_tensor y = {.type = GGML_TYPE_F32, .ne = {t->ne[1], 1, 1, 1}};
+    const bool bias = name[0] == 'b' && name[1] && !name[2]; /* bq, bk, bv */
+    const hl_op_desc d = t->ne[1] > 1 ? (hl_op_desc){.op = HL_OP_MATMUL, .t = {t, &x, &y}}
+                         : bias      ? (hl_op_desc){.op = HL_OP_ADD, .t = {&x, t}}
+                                     : (hl_op_desc){.op = HL_OP_RMS_NORM, .t = {&x, t, &x}};
+    if (hl_supports_op(b, &d)) return true;
+    const ggml_type_info *ti = hl_ggml_type_get(t->type);
+    snprintf(why, size, "no %s kernel for %s (%s {%lld, %lld})", hl_op_name(d.op), name, ti ? ti->name : "?",
+             (long long)t->ne[0], (long long)t->ne[1]);
+    return false;
+}
+
+/* Whether device b runs every weight of block il (il == n_layer: the output
+ * layer) and the rope, cache store and attention of the block's shapes on
+ * the context's F16 cache. If not, `why` says what it lacks. */
+static bool runs_block(const hearth_model *m, const hl_backend *b, int32_t il, char *why, size_t size) {
+    const hl_hparams *hp = &m->hp;
+    if (il == hp->n_layer)
+        return runs_weight(b, &m->output_norm, "output_norm", why, size) && runs_weight(b, &m->output, "output", why, size);
+    const hl_layer *l = &m->layers[il];
+#define RUNS(name) if (!runs_weight(b, &l->name, #name, why, size)) return false;
+    HL_LAYER_TENSORS(RUNS)
+#undef RUNS
+    const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    const hl_tensor q = {.type = GGML_TYPE_F32, .ne = {q_dim, 1, 1, 1}};
+    hl_tensor out = q;
+    const hl_tensor k = {.type = GGML_TYPE_F32, .ne = {kv_dim, 1, 1, 1}};
+    const hl_tensor cache = {.type = GGML_TYPE_F16, .ne = {kv_dim, 1, 1, 1}};
+    const bool swa = hl_layer_is_swa(hp, il);
+    const hl_attn_args a = {.q = &q, .k_cache = &cache, .v_cache = &cache, .out = &out, .n_head = hp->n_head,
+                            .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .n_swa = swa ? hp->n_swa : 0,
+                            .scale = hp->attn_scale};
+    const hl_op_desc ops[] = {
+        {.op = HL_OP_ROPE, .t = {&q, l->rope_freqs.data ? &l->rope_freqs : NULL}, .n_head = hp->n_head,
+         .rope = swa ? &hp->rope_swa : &hp->rope},
+        {.op = HL_OP_STORE_ROWS, .t = {&k, &cache}},
+        {.op = HL_OP_ATTENTION, .t = {&q, &cache, &cache, &out}, .attn = &a},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!hl_supports_op(b, &ops[i])) {
+            snprintf(why, size, "no %s kernel for this model's shapes (%d heads of %d, %d KV heads)",
+                     hl_op_name(ops[i].op), (int)hp->n_head, (int)hp->head_dim, (int)hp->n_head_kv);
+            return false;
+        }
+    return true;
+}
+
+/* Marks host_only[il] for each block asked for (il < n_asked; il ==
+ * n_layer: the output layer, when asked) that some device cannot run, and
+ * logs which tensor or op and why. */
+static void find_host_only(const hearth_model *m, int32_t n_dev, int32_t n_asked, bool output, bool *host_only) {
+    for (int32_t il = 0; il <= m->hp.n_layer; il++) {
+        if (il < m->hp.n_layer ? il >= n_asked : !output) continue;
+        for (int32_t d = 0; d < n_dev && !host_only[il]; d++) {
+            char why[160];
+            if (runs_block(m, m->gpu[d], il, why, sizeof why)) continue;
+            host_only[il] = true;
+            if (il < m->hp.n_layer) HL_WARN("layer %d stays on the CPU: %s has %s", (int)il, hl_backend_name(m->gpu[d]), why);
+            else HL_WARN("the output layer stays on the CPU: %s has %s", hl_backend_name(m->gpu[d]), why);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ upload -- */
+
 /* The weights a device holds, and where the next one goes in its buffer. */
 typedef struct upload_cursor {
     hl_backend *b;
@@ -89,39 +186,48 @@ typedef struct upload_cursor {
     size_t off;
 } upload_cursor;
 
-static hearth_status upload(upload_cursor *c, hl_tensor *t, const char *what, int32_t il) {
+static hearth_status upload(upload_cursor *c, hl_tensor *t) {
     if (!t->data) return HEARTH_OK;
-    if (t->ne[1] > 1 && !hl_gpu_supports_type(t->type))
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "layer %d: %s has type %u, which the GPU backend cannot compute; use "
-                       "n_gpu_layers 0", (int)il, what, t->type);
     const size_t bytes = hl_tensor_nbytes(t);
-    HL_TRY(c->b->iface->upload(c->b, c->base + c->off, t->data, bytes));
+    HL_TRY(hl_upload(c->b, c->base + c->off, t->data, bytes));
     t->data = c->base + c->off;
     t->backend = c->b;
     c->off += aligned(bytes);
     return HEARTH_OK;
 }
 
-static hearth_status upload_all(hearth_model *m, const hl_placement *pl, const size_t *dev_bytes, int32_t n_dev) {
+/* Into one buffer per device that got weights, held by m->gpu[d]. */
+static hearth_status upload_all(hearth_model *m, const hl_placement *pl, int32_t n_dev) {
     upload_cursor cur[HL_MAX_GPUS] = {{0}};
     for (int32_t d = 0; d < n_dev; d++) {
-        if (dev_bytes[d] == 0) continue;
-        const hl_gpu_limits weights_only = {0};
-        HL_TRY(hl_gpu_backend_init(d, &weights_only, &m->gpu[d]));
-        HL_TRY(m->gpu[d]->iface->alloc(m->gpu[d], dev_bytes[d], &m->gpu_weights[d]));
+        if (pl->dev_bytes[d] == 0) continue;
+        HL_TRY(hl_buffer_alloc(m->gpu[d], pl->dev_bytes[d], &m->gpu_weights[d]));
         cur[d] = (upload_cursor){m->gpu[d], m->gpu_weights[d], 0};
     }
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
         if (m->layer_dev[il] < 0) continue;
         hl_layer *l = &m->layers[il];
         upload_cursor *c = &cur[m->layer_dev[il]];
-#define UPLOAD(name) HL_TRY(upload(c, &l->name, #name, il));
+#define UPLOAD(name) HL_TRY(upload(c, &l->name));
         HL_LAYER_TENSORS(UPLOAD)
 #undef UPLOAD
     }
     if (pl->output_dev >= 0) {
-        HL_TRY(upload(&cur[pl->output_dev], &m->output_norm, "output_norm", m->hp.n_layer));
-        HL_TRY(upload(&cur[pl->output_dev], &m->output, "output", m->hp.n_layer));
+        HL_TRY(upload(&cur[pl->output_dev], &m->output_norm));
+        HL_TRY(upload(&cur[pl->output_dev], &m->output));
+    }
+    return HEARTH_OK;
+}
+
+/* The free memory of each device, and a weight-only instance on each to
+ * ask what it runs and, if it gets layers, to hold them. */
+static hearth_status open_devices(hearth_model *m, int32_t n_dev, size_t *free_bytes) {
+    for (int32_t d = 0; d < n_dev; d++) {
+        hl_gpu_device dev;
+        HL_TRY(hl_gpu_device_get(d, &dev));
+        free_bytes[d] = dev.free_bytes;
+        const hl_gpu_limits weights_only = {0};
+        HL_TRY(hl_gpu_backend_init(d, &weights_only, &m->gpu[d]));
     }
     return HEARTH_OK;
 }
@@ -130,49 +236,53 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     const int32_t n_layer = m->hp.n_layer;
     m->layer_dev = hl_calloc((size_t)n_layer, sizeof *m->layer_dev);
     size_t *bytes = hl_calloc((size_t)n_layer, sizeof *bytes);
-    if (!m->layer_dev || !bytes) {
+    bool *host_only = hl_calloc((size_t)n_layer + 1, sizeof *host_only);
+    if (!m->layer_dev || !bytes || !host_only) {
         free(bytes);
+        free(host_only);
         return HEARTH_ERR_OUT_OF_MEMORY;
     }
     for (int32_t il = 0; il < n_layer; il++) bytes[il] = layer_bytes(&m->layers[il]);
     const int32_t n_dev = p->n_gpu_layers != 0 ? hl_gpu_count() : 0; /* no probing for a CPU-only load */
     if (p->n_gpu_layers != 0 && n_dev == 0) hl_gpu_note_fallback();
     size_t free_bytes[HL_MAX_GPUS] = {0};
-    for (int32_t d = 0; d < n_dev; d++) {
-        hl_gpu_device dev;
-        hearth_status st = hl_gpu_device_get(d, &dev);
-        if (st != HEARTH_OK) {
-            free(bytes);
-            return st;
-        }
-        free_bytes[d] = dev.free_bytes;
-    }
+    hearth_status st = open_devices(m, n_dev, free_bytes);
+    const bool output = p->n_gpu_layers < 0 || p->n_gpu_layers > n_layer;
+    if (st == HEARTH_OK) find_host_only(m, n_dev, output ? n_layer : p->n_gpu_layers, output, host_only);
     const hl_placement_in in = {
         .n_layer = n_layer, .layer_bytes = bytes,
         .output_bytes = aligned(hl_tensor_nbytes(&m->output_norm)) + aligned(hl_tensor_nbytes(&m->output)),
         .n_gpu_layers = p->n_gpu_layers, .split_mode = p->split_mode, .main_gpu = p->main_gpu,
         .tensor_split = p->tensor_split, .n_devices = n_dev, .free_bytes = free_bytes,
-        .reserve_bytes = HL_PLACEMENT_RESERVE,
+        .reserve_bytes = HL_PLACEMENT_RESERVE, .host_only = host_only,
     };
     hl_placement pl;
-    hearth_status st = hl_placement_plan(&in, m->layer_dev, &pl);
+    if (st == HEARTH_OK) st = hl_placement_plan(&in, m->layer_dev, &pl);
     free(bytes);
-    if (st != HEARTH_OK) return st;
+    free(host_only);
+    if (st != HEARTH_OK) return st; /* hearth_model_free releases what was made */
+    for (int32_t d = 0; d < n_dev; d++)
+        if (pl.dev_bytes[d] == 0) { /* the device got no layers */
+            hl_gpu_backend_free(m->gpu[d]);
+            m->gpu[d] = NULL;
+        }
     m->output_dev = pl.output_dev;
     m->n_gpu_layers = pl.n_offloaded;
-    st = upload_all(m, &pl, pl.dev_bytes, n_dev);
-    if (st != HEARTH_OK) return st; /* hearth_model_free releases what was made */
+    HL_TRY(upload_all(m, &pl, n_dev));
     for (int32_t d = 0; d < n_dev; d++) m->gpu_bytes += pl.dev_bytes[d];
+    if (pl.n_capped > 0)
+        HL_WARN("%d layers stay on the CPU: between the layers a GPU cannot run, the pipeline would need more than "
+                "%d stages", (int)pl.n_capped, HL_MAX_STAGES);
     if (m->n_gpu_layers > 0)
-        HL_INFO("placed %d/%d layers on the GPU (%.1f MiB of weights)", (int)m->n_gpu_layers, (int)n_layer + 1,
-                MIB(m->gpu_bytes));
+        HL_INFO("placed %d/%d layers on the GPU (%.1f MiB of weights)%s", (int)m->n_gpu_layers, (int)n_layer + 1,
+                MIB(m->gpu_bytes), pl.n_pinned ? "; see above for the layers kept on the CPU" : "");
     return HEARTH_OK;
 }
 
 void hl_placement_release(hearth_model *m) {
     for (int32_t d = 0; d < HL_MAX_GPUS; d++) {
         if (!m->gpu[d]) continue;
-        m->gpu[d]->iface->free(m->gpu[d], m->gpu_weights[d]);
+        hl_buffer_free(m->gpu[d], m->gpu_weights[d]);
         hl_gpu_backend_free(m->gpu[d]);
         m->gpu[d] = NULL;
         m->gpu_weights[d] = NULL;

@@ -5,7 +5,10 @@
  * (hl_placement_apply). As in llama.cpp, the token embeddings stay on the
  * host, n_gpu_layers counts the output layer (final norm + output matrix)
  * as layer n_layer + 1, and a layer split gives each device a contiguous
- * share of the offloaded layers in tensor_split proportions. */
+ * share of the offloaded layers in tensor_split proportions. A block a
+ * device cannot run (its backend's supports_op refuses one of its weights,
+ * or its attention or rope) stays on the host, and the load log says which
+ * tensor and why. */
 #ifndef HEARTH_MODEL_PLACEMENT_H
 #define HEARTH_MODEL_PLACEMENT_H
 
@@ -27,27 +30,38 @@ typedef struct hl_placement_in {
     int32_t n_devices;
     const size_t *free_bytes;   /* [n_devices] free memory of each device now */
     size_t reserve_bytes;       /* left free on each device used, for contexts (KV cache, buffers) */
+    const bool *host_only;      /* [n_layer + 1] blocks (and at n_layer the output layer) that must stay
+                                   on the host because a device cannot run them, or NULL: none */
 } hl_placement_in;
 
 typedef struct hl_placement {
     int32_t n_offloaded;              /* blocks on GPUs, plus 1 when the output layer is */
     int32_t output_dev;               /* device of the output layer, -1 = host */
     size_t dev_bytes[HL_MAX_GPUS];    /* weights placed on each device */
+    int32_t n_pinned;                 /* layers asked for that stay on the host (host_only) */
+    int32_t n_capped;                 /* layers asked for and runnable that stay on the host because
+                                         the pinned ones split the rest into too many stages */
 } hl_placement;
 
 /* Fills layer_dev[n_layer] (device of each block, -1 = host) and *out. With
- * no devices every layer stays on the host. Errors: INVALID_ARG (main_gpu
+ * no devices every layer stays on the host. The blocks asked for but
+ * host_only stay on the host and the others share the devices as if they
+ * were absent; each run of consecutive blocks on one device is a pipeline
+ * stage, and where they would make more than HL_MAX_STAGES the remaining
+ * blocks stay on the host (n_capped). Errors: INVALID_ARG (main_gpu
  * out of range, negative or all-zero tensor_split), UNSUPPORTED (row split),
  * OUT_OF_MEMORY (a device's share plus the reserve exceeds its free memory;
  * the message gives both and says to lower n_gpu_layers or n_ctx). */
 hearth_status hl_placement_plan(const hl_placement_in *in, int8_t *layer_dev, hl_placement *out);
 
-/* Plans the model's placement from `p` and the usable GPUs, then uploads the
- * weights of every offloaded layer (and the output layer) into one buffer
- * per device and rebinds those tensors to it. Logs the fallback when GPU
- * layers are asked for and no GPU is usable. On error what was allocated is
- * freed by hl_placement_release. Errors: those of hl_placement_plan,
- * UNSUPPORTED (a weight type without GPU kernels), DEVICE, OUT_OF_MEMORY. */
+/* Plans the model's placement from `p` and the usable GPUs, after asking
+ * each GPU's backend (supports_op) whether it runs each block asked for;
+ * then uploads the weights of every offloaded layer (and the output layer)
+ * into one buffer per device and rebinds those tensors to it. Logs the
+ * fallback when GPU layers are asked for and no GPU is usable, and each
+ * block kept on the host with the tensor or op the device lacks. On error
+ * what was allocated is freed by hl_placement_release. Errors: those of
+ * hl_placement_plan, DEVICE, OUT_OF_MEMORY. */
 hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p);
 
 /* Frees the model's device buffers and weight-holding backends. */

@@ -8,6 +8,7 @@
  * (sequence 0), split into passes of n_batch tokens. */
 #include <string.h>
 
+#include "backend/ops.h"
 #include "base/status.h"
 #include "runtime/context_impl.h"
 
@@ -187,12 +188,12 @@ hearth_status hearth_kv_seq_cp(hearth_context *c, int32_t src, int32_t dst, int3
         for (int k = 0; k < 2; k++) {
             const size_t row = hl_tensor_nbytes(caches[k]) / (size_t)caches[k]->ne[1];
             uint8_t *base = caches[k]->data;
-            HL_TRY(b->iface->copy(b, base + (size_t)dst * c->n_ctx_seq * row, base + (size_t)src * c->n_ctx_seq * row,
-                                  (size_t)n * row));
+            HL_TRY(hl_copy(b, base + (size_t)dst * c->n_ctx_seq * row, base + (size_t)src * c->n_ctx_seq * row,
+                           (size_t)n * row));
         }
     }
     for (int d = 0; d < HL_MAX_GPUS; d++)
-        if (c->gpu[d]) HL_TRY(c->gpu[d]->iface->synchronize(c->gpu[d]));
+        if (c->gpu[d]) HL_TRY(hl_synchronize(c->gpu[d]));
     c->seq_len[dst] = (uint32_t)n;
     return HEARTH_OK;
 }

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/host.h"
+#include "backend/ops.h"
 #include "base/log.h"
 #include "gguf/ggml_types.h"
 #include "runtime/context_impl.h"
@@ -32,10 +33,14 @@ static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work
     const int64_t kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     const hl_work_widths wd = {.n_embd = hp->n_embd, .q_dim = (int64_t)hp->n_head * hp->head_dim, .kv_dim = kv_dim,
                                .n_ff = hp->n_ff};
+/* n rows of d floats; each pass sets ne[1] to its tokens, and the checked
+ * calls hold it to the planned capacity */
 #define ACT(field, d, n)                                                                                   \
     do {                                                                                                   \
-        w->field = (hl_tensor){.type = GGML_TYPE_F32, .ne = {(d), (n), 1, 1}, .data = base ? base + off : NULL}; \
-        off += ((size_t)(d) * (size_t)(n) * sizeof(float) + 63) & ~(size_t)63;                             \
+        const size_t bytes_ = (size_t)(d) * (size_t)(n) * sizeof(float);                                  \
+        w->field = (hl_tensor){.type = GGML_TYPE_F32, .ne = {(d), (n), 1, 1}, .data = base ? base + off : NULL, \
+                               .capacity = bytes_};                                                        \
+        off += (bytes_ + 63) & ~(size_t)63;                                                                \
     } while (0)
 #define ACT_TOKENS(field, width) ACT(field, wd.width, n_batch);
     HL_WORK_ACTIVATIONS(ACT_TOKENS)
@@ -124,7 +129,7 @@ static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
                        "buffers), %.0f MiB free: lower n_gpu_layers or n_ctx", MIB(bytes + scratch), d, MIB(kv),
                        MIB(bytes + scratch - kv), MIB(dev.free_bytes));
     HL_TRY(hl_gpu_backend_init(d, &limits, &c->gpu[d]));
-    HL_TRY(c->gpu[d]->iface->alloc(c->gpu[d], bytes, &c->gpu_arena[d]));
+    HL_TRY(hl_buffer_alloc(c->gpu[d], bytes, &c->gpu_arena[d]));
     plan_work(c, d, c->gpu_arena[d], w, &kv);
     *kv_total += kv;
     return HEARTH_OK;
@@ -151,7 +156,7 @@ static hearth_status init(hearth_context *c) {
     const hl_cpu_limits limits = {
         .n_threads = c->params.n_threads, .max_tokens = c->params.n_batch, .max_row = max_row(hp), .n_ctx = c->params.n_ctx};
     HL_TRY(hl_backend_cpu_init(&limits, &c->backend));
-    if (c->backend->iface->alloc(c->backend, bytes, &c->arena) != HEARTH_OK)
+    if (hl_buffer_alloc(c->backend, bytes, &c->arena) != HEARTH_OK)
         return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "context needs %zu MiB (KV cache and buffers) and the allocation failed: lower n_ctx or n_batch",
                        bytes >> 20);
     plan_work(c, -1, c->arena, w, &kv_host);
@@ -191,11 +196,11 @@ void hearth_context_free(hearth_context *c) {
     if (!c) return;
     for (int d = 0; d < HL_MAX_GPUS; d++) {
         if (!c->gpu[d]) continue;
-        c->gpu[d]->iface->free(c->gpu[d], c->gpu_arena[d]);
+        hl_buffer_free(c->gpu[d], c->gpu_arena[d]);
         hl_gpu_backend_free(c->gpu[d]);
     }
     if (c->backend) {
-        c->backend->iface->free(c->backend, c->arena);
+        hl_buffer_free(c->backend, c->arena);
         hl_backend_cpu_free(c->backend);
     }
     free(c->k_cache);

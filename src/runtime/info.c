@@ -3,8 +3,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend/cpu/cpu_features.h"
 #include "backend/gpu.h"
+#include "backend/host.h"
+#include "backend/ops.h"
 #include "base/status.h"
 #include "base/threadpool.h"
 #include "hearth.h"
@@ -38,6 +39,35 @@ hearth_status hearth_gpu_device_info(int32_t device, hearth_gpu_info *out) {
     out->free_bytes = d.free_bytes;
     out->total_bytes = d.total_bytes;
     return HEARTH_OK;
+}
+
+hearth_status hearth_device_weight_types(int32_t device, char *buf, size_t size) {
+    hl_clear_error();
+    if (!buf || size == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_device_weight_types: buf is NULL or empty");
+    *buf = '\0';
+    /* an instance that only holds weights is enough to ask */
+    hl_backend *b = NULL;
+    if (device == -1) HL_TRY(hl_backend_cpu_init(&(hl_cpu_limits){.max_tokens = 0}, &b));
+    else HL_TRY(hl_gpu_backend_init(device, &(hl_gpu_limits){.max_tokens = 0}, &b));
+    hearth_status st = HEARTH_OK;
+    size_t len = 0;
+    for (uint32_t type = 0; type < GGML_TYPE_COUNT && st == HEARTH_OK; type++) {
+        const ggml_type_info *ti = hl_ggml_type_get(type);
+        if (!ti) continue;
+        /* 4096: whole blocks of every type and of its activations' */
+        const hl_tensor w = {.type = type, .ne = {4096, 2, 1, 1}};
+        const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {4096, 1, 1, 1}}, y = {.type = GGML_TYPE_F32, .ne = {2, 1, 1, 1}};
+        const hl_op_desc d = {.op = HL_OP_MATMUL, .t = {&w, &x, &y}};
+        if (!hl_supports_op(b, &d)) continue;
+        const int n = snprintf(buf + len, size - len, "%s%s", len ? " " : "", ti->name);
+        if (n < 0 || (size_t)n >= size - len)
+            st = hl_fail(HEARTH_ERR_BUFFER_TOO_SMALL, "hearth_device_weight_types: %zu bytes are too few", size);
+        else
+            len += (size_t)n;
+    }
+    if (device == -1) hl_backend_cpu_free(b);
+    else hl_gpu_backend_free(b);
+    return st;
 }
 
 bool hearth_supports_gpu_offload(void) { return hl_gpu_count() > 0; }

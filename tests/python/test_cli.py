@@ -36,6 +36,9 @@ def test_info(run_hearth, model_path):
     assert res.returncode == 0
     out = res.stdout.decode()
     assert out.startswith("hearth 0.1.0") and "backends: cpu" in out and "cpu:" in out
+    # the CPU backend's answer (supports_op) for every weight type it has matmul kernels for
+    cpu_types = "f32 f16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K bf16"
+    assert f"weight types: {cpu_types}\n" in out
     res = run_hearth("info", model_path)
     assert res.returncode == 0
     assert "n_layer: 30" in res.stdout.decode() and "llama" in res.stdout.decode()

@@ -1,4 +1,5 @@
-/* CPU backend instance: memory, thread pool, scratch, and the op table. */
+/* CPU backend instance: memory, thread pool, scratch, what it can run
+ * (supports_op), and the op table. */
 #include "backend/cpu/cpu_impl.h"
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/vec_dot.h"
@@ -67,6 +68,56 @@ const hl_cpu_kernels *hl_cpu_kernels_for(hl_backend *b) {
     return cpu_of(b)->limits.scalar ? &hl_cpu_kernels_scalar : hl_cpu_kernels_get();
 }
 
+static int32_t block_of(uint32_t type) {
+    const ggml_type_info *ti = hl_ggml_type_get(type);
+    return ti ? (int32_t)ti->blck_size : 0;
+}
+
+/* Whether rows of n elements are whole blocks of `type`. */
+static bool whole_blocks(uint32_t type, int64_t n) {
+    const int32_t blck = block_of(type);
+    return blck > 0 && n % blck == 0;
+}
+
+/* matmul_unit (cpu_impl.h): the largest of the blocks a row is cut into
+ * (all are 1, 32 or 256, so the largest is a multiple of the others). */
+static void find_matmul_units(hl_cpu *cpu) {
+    for (uint32_t type = 0; type < GGML_TYPE_COUNT; type++) {
+        const hl_cpu_type_ops *ops = cpu->limits.scalar ? hl_cpu_type_ops_scalar(type) : hl_cpu_type_ops_get(type);
+        if (!ops) continue;
+        const int32_t units[] = {block_of(type), block_of(ops->vec_dot_type), ops->batch ? block_of(ops->batch->vec_dot_type) : 1};
+        int32_t unit = 1;
+        for (int i = 0; i < 3; i++) unit = units[i] > unit ? units[i] : unit;
+        for (int i = 0; i < 3; i++) unit = units[i] > 0 && unit % units[i] == 0 ? unit : 0;
+        cpu->matmul_unit[type] = unit;
+    }
+}
+
+/* The kernels answer: matmul for the weight types with vec-dot kernels at
+ * this instance's level (its activations converted to whole blocks of the
+ * vec-dot type), rows of any type with reference conversions, an F16 KV
+ * cache for attention, and heads and rotations within the stack arrays
+ * (HL_KERNELS_MAX_HEAD_DIM). The F32 element-wise ops always run. */
+static bool cpu_supports_op(const hl_backend *b, const hl_op_desc *d) {
+    const hl_cpu *cpu = (const hl_cpu *)b->impl;
+    switch (d->op) {
+    case HL_OP_MATMUL: {
+        const hl_tensor *w = d->t[0];
+        const int32_t unit = w->type < GGML_TYPE_COUNT ? cpu->matmul_unit[w->type] : 0;
+        return unit > 0 && w->ne[0] % unit == 0;
+    }
+    case HL_OP_GET_ROWS: return hl_quant_get(d->t[0]->type) && whole_blocks(d->t[0]->type, d->t[0]->ne[0]);
+    case HL_OP_STORE_ROWS: return hl_quant_get(d->t[1]->type) && whole_blocks(d->t[1]->type, d->t[1]->ne[0]);
+    case HL_OP_ATTENTION:
+        return d->attn->k_cache->type == GGML_TYPE_F16 && d->attn->v_cache->type == GGML_TYPE_F16 &&
+               d->attn->head_dim <= HL_KERNELS_MAX_HEAD_DIM;
+    case HL_OP_ROPE:
+        return (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) &&
+               d->rope->n_rot <= HL_KERNELS_MAX_HEAD_DIM;
+    default: return true;
+    }
+}
+
 static const hl_backend_i cpu_iface = {
     .name = cpu_name,
     .mem_info = cpu_mem_info,
@@ -86,12 +137,14 @@ static const hl_backend_i cpu_iface = {
     .geglu = hl_cpu_geglu,
     .add = hl_cpu_add,
     .scale = hl_cpu_scale,
+    .supports_op = cpu_supports_op,
     .synchronize = cpu_synchronize,
 };
 
 hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out) {
     *out = NULL;
-    if (limits->n_threads < 1 || limits->max_tokens < 1 || limits->max_row < 1 || limits->n_ctx < 1)
+    if (limits->max_tokens < 0 ||
+        (limits->max_tokens > 0 && (limits->n_threads < 1 || limits->max_row < 1 || limits->n_ctx < 1)))
         return hl_fail(HEARTH_ERR_INVALID_ARG, "CPU backend: n_threads, batch, row and context sizes must be >= 1");
     hl_backend *b = hl_calloc(1, sizeof *b);
     hl_cpu *cpu = hl_calloc(1, sizeof *cpu);
@@ -103,6 +156,12 @@ hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out)
     b->iface = &cpu_iface;
     b->impl = cpu;
     cpu->limits = *limits;
+    find_matmul_units(cpu);
+    if (limits->max_tokens == 0) { /* weights and questions only */
+        *out = b;
+        return HEARTH_OK;
+    }
+    b->limits = (hl_backend_limits){.max_tokens = limits->max_tokens, .max_row = limits->max_row, .max_span = limits->n_ctx};
     hearth_status st = hl_pool_init(limits->n_threads, &cpu->pool);
     size_t act_bytes = (size_t)limits->max_tokens * (size_t)limits->max_row * 2;
     size_t score_bytes = (size_t)limits->n_threads * (size_t)limits->n_ctx * sizeof(float);

@@ -7,6 +7,8 @@
 
 #include <stdbool.h>
 
+#include "backend/host.h" /* hl_cpu_features_str */
+
 typedef struct hl_cpu_features {
     bool avx2, fma, f16c;
     bool avx512f, avx512bw, avx512vl, avx512vnni;
@@ -30,9 +32,5 @@ hl_cpu_level hl_cpu_level_best(void);
 
 /* "scalar", "avx2", "avx512". */
 const char *hl_cpu_level_name(hl_cpu_level level);
-
-/* The detected features as a static string, e.g. "avx2 fma f16c avx512f
- * avx512bw avx512vl avx512vnni", or "none". Thread-safe. */
-const char *hl_cpu_features_str(void);
 
 #endif

@@ -2,7 +2,7 @@
 #ifndef HEARTH_CPU_IMPL_H
 #define HEARTH_CPU_IMPL_H
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/host.h"
 #include "backend/cpu/vec_dot.h"
 #include "base/threadpool.h"
 #include "quant/quant.h"
@@ -20,6 +20,10 @@ typedef struct hl_cpu {
      * pass belong to the same sequence */
     int32_t *pos, *row0, *run;
     int32_t n_pos;
+    /* per weight type, the elements a row must be whole multiples of for
+     * this instance's matmul kernels (the type's block and its activations'
+     * vec-dot block); 0: no kernel. Filled at init, read by supports_op. */
+    int32_t matmul_unit[GGML_TYPE_COUNT];
 } hl_cpu;
 
 static inline hl_cpu *cpu_of(hl_backend *b) { return (hl_cpu *)b->impl; }

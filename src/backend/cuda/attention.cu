@@ -84,13 +84,19 @@ attention_kernel(const float *__restrict__ q, const hl_half *__restrict__ k, con
     }
 }
 
+// An F16 cache, a head within the per-thread accumulators, and a grid of
+// (n_head, tokens) within CUDA's 65535 blocks in y.
+bool hl_cuda_attention_runs(const hl_attn_args *a) {
+    return a->k_cache->type == GGML_TYPE_F16 && a->v_cache->type == GGML_TYPE_F16 && a->head_dim <= ATT_MAX_HEAD_DIM &&
+           a->n_head_kv > 0 && a->n_head % a->n_head_kv == 0 && a->q->ne[1] <= 65535;
+}
+
 void hl_cuda_attention(hl_backend *b, const hl_attn_args *a) {
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
-    if (a->k_cache->type != GGML_TYPE_F16 || a->v_cache->type != GGML_TYPE_F16 || a->head_dim > ATT_MAX_HEAD_DIM ||
-        a->n_head % a->n_head_kv) {
-        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: attention needs an F16 KV cache, head_dim <= %d and n_head a "
-                    "multiple of n_head_kv", cu->index, ATT_MAX_HEAD_DIM);
+    if (!hl_cuda_attention_runs(a)) {
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: attention needs an F16 KV cache, head_dim <= %d, n_head a "
+                    "multiple of n_head_kv and at most 65535 tokens", cu->index, ATT_MAX_HEAD_DIM);
         return;
     }
     const dim3 grid((unsigned)a->n_head, (unsigned)a->q->ne[1]);

@@ -93,6 +93,13 @@ void hl_cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_cuda_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cuda_scale(hl_backend *b, hl_tensor *x, float s);
 
+// What the kernels handle, for supports_op (device.cu) and the ops' own
+// refusals: the one place each answer is written.
+bool hl_cuda_supports_type(uint32_t type);                // device.cu: weights, tables
+bool hl_cuda_attention_runs(const hl_attn_args *a);       // attention.cu
+bool hl_cuda_rope_runs(const hl_rope_params *p);          // rope.cu
+bool hl_cuda_store_rows_runs(uint32_t cache_type);        // rows.cu
+
 // Matrix-vector products for batches of fewer than HL_CUDA_MMV_MAX tokens
 // (matvec.cu); larger batches go through cuBLAS (gemm.cu). Returns false if
 // the type has no kernel.

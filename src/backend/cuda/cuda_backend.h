@@ -19,8 +19,6 @@ hearth_status hl_cuda_device_get(int32_t device, hl_gpu_device *out);
 hearth_status hl_backend_cuda_init(int32_t device, const hl_gpu_limits *limits, hl_backend **out);
 void hl_backend_cuda_free(hl_backend *b);
 
-bool hl_cuda_supports_type(uint32_t type);
-
 /* Runs the device dequantizer of `type` on the host over a row of n
  * elements: the block-layout formulas the kernels use, testable without a
  * GPU. Errors: UNSUPPORTED (type), INVALID_ARG (n not a multiple of the

@@ -128,7 +128,28 @@ struct type_known {
 };
 } // namespace
 
-extern "C" bool hl_cuda_supports_type(uint32_t type) { return dispatch_type<type_known>(type); }
+bool hl_cuda_supports_type(uint32_t type) { return dispatch_type<type_known>(type); }
+
+// Rows of n elements of `type` are whole blocks (the dequantizers read
+// quantized rows block by block; plain rows may end anywhere).
+static bool whole_blocks(uint32_t type, int64_t n) {
+    const ggml_type_info *ti = hl_ggml_type_get(type);
+    return ti && ti->blck_size > 0 && n % (int64_t)ti->blck_size == 0;
+}
+
+// What the kernels handle (each op file answers for its own); the F32
+// element-wise ops and rms_norm run on any shape.
+static bool cuda_supports_op(const hl_backend *b, const hl_op_desc *d) {
+    (void)b;
+    switch (d->op) {
+    case HL_OP_MATMUL: // matvec and the F16 tiles for cuBLAS dequantize the same types
+    case HL_OP_GET_ROWS: return hl_cuda_supports_type(d->t[0]->type) && whole_blocks(d->t[0]->type, d->t[0]->ne[0]);
+    case HL_OP_STORE_ROWS: return hl_cuda_store_rows_runs(d->t[1]->type);
+    case HL_OP_ATTENTION: return hl_cuda_attention_runs(d->attn);
+    case HL_OP_ROPE: return hl_cuda_rope_runs(d->rope);
+    default: return true;
+    }
+}
 
 // ------------------------------------------------------------- memory --
 
@@ -212,38 +233,48 @@ static hearth_status cuda_synchronize(hl_backend *b) {
 
 // -------------------------------------------------------------- graphs --
 
-// Records issue's ops into a graph; false (nothing recorded, no error kept)
-// when the driver refuses, so the caller runs them eagerly.
-static bool record(hl_cuda *cu, int key, void (*issue)(void *), void *ctx) {
-    if (cudaStreamBeginCapture(cu->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return false;
-    issue(ctx);
+// Records issue's ops into a graph. *recorded is false (nothing kept, no
+// error kept) when the driver refuses, so the caller runs them eagerly.
+// When issue itself fails (a checked call refused an op) nothing is kept
+// and its status is returned: a record missing ops must never replay.
+static hearth_status record(hl_cuda *cu, int key, hearth_status (*issue)(void *), void *ctx, bool *recorded) {
+    *recorded = false;
+    if (cudaStreamBeginCapture(cu->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        return HEARTH_OK;
+    }
+    const hearth_status st = issue(ctx);
     cudaGraph_t g = NULL;
     const bool captured = cudaStreamEndCapture(cu->stream, &g) == cudaSuccess && cu->status == HEARTH_OK;
-    const bool ok = captured && cudaGraphInstantiate(&cu->graph[key], g, 0) == cudaSuccess;
+    const bool ok = st == HEARTH_OK && captured && cudaGraphInstantiate(&cu->graph[key], g, 0) == cudaSuccess;
     if (g) cudaGraphDestroy(g);
     if (!ok) {
-        HL_DEBUG("cuda%d: recording the decode step failed (%s); running it eagerly", cu->index,
-                 cu->status != HEARTH_OK ? cu->err : cudaGetErrorString(cudaGetLastError()));
+        if (st == HEARTH_OK)
+            HL_DEBUG("cuda%d: recording the decode step failed (%s); running it eagerly", cu->index,
+                     cu->status != HEARTH_OK ? cu->err : cudaGetErrorString(cudaGetLastError()));
         cudaGetLastError();
         cu->status = HEARTH_OK; // the ops were recorded, not run: nothing failed on the device
         cu->graph[key] = NULL;
     }
-    return ok;
+    *recorded = ok;
+    return st;
 }
 
-static void cuda_graph_run(hl_backend *b, int key, void (*issue)(void *), void *ctx) {
+static hearth_status cuda_graph_run(hl_backend *b, int key, hearth_status (*issue)(void *), void *ctx) {
     hl_cuda *cu = cuda_of(b);
     // with an error pending, run eagerly: recording must not hide it
-    if (key < 0 || key >= HL_GRAPH_KEYS || cu->graphs_off || cu->status != HEARTH_OK || !hl_cuda_enter(cu)) {
-        issue(ctx);
-        return;
-    }
-    if (!cu->graph[key] && !record(cu, key, issue, ctx)) {
-        cu->graphs_off = true;
-        issue(ctx);
-        return;
+    if (key < 0 || key >= HL_GRAPH_KEYS || cu->graphs_off || cu->status != HEARTH_OK || !hl_cuda_enter(cu))
+        return issue(ctx);
+    if (!cu->graph[key]) {
+        bool recorded = false;
+        HL_TRY(record(cu, key, issue, ctx, &recorded));
+        if (!recorded) {
+            cu->graphs_off = true;
+            return issue(ctx);
+        }
     }
     CU_OK(cu, cudaGraphLaunch(cu->graph[key], cu->stream));
+    return HEARTH_OK;
 }
 
 // ------------------------------------------------------------ instance --
@@ -267,6 +298,7 @@ static const hl_backend_i cuda_iface = {
     .geglu = hl_cuda_geglu,
     .add = hl_cuda_add,
     .scale = hl_cuda_scale,
+    .supports_op = cuda_supports_op,
     .synchronize = cuda_synchronize,
     .graph_run = cuda_graph_run,
 };
@@ -313,6 +345,8 @@ extern "C" hearth_status hl_backend_cuda_init(int32_t device, const hl_gpu_limit
     cu->device = probe.ordinal[device];
     cu->index = device;
     cu->limits = *limits;
+    if (limits->max_tokens > 0)
+        b->limits = hl_backend_limits{limits->max_tokens, limits->max_row, INT64_MAX}; // attention has no span scratch
     const hearth_status st = init(cu);
     if (st != HEARTH_OK) {
         cudaGetLastError();

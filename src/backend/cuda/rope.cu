@@ -29,9 +29,16 @@ static __global__ void rope_kernel(float *x, int n_head, int hd, int n_rot, bool
     v[i1] = a * s + b * c;
 }
 
+// The two pairings rope_kernel knows.
+bool hl_cuda_rope_runs(const hl_rope_params *p) { return p->mode == HL_ROPE_NORMAL || p->mode == HL_ROPE_NEOX; }
+
 void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
+    if (!hl_cuda_rope_runs(p)) {
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: rope mode %d is not supported", cu->index, (int)p->mode);
+        return;
+    }
     const int hd = (int)(x->ne[0] / n_head);
     const int64_t n_pairs = x->ne[1] * n_head * (p->n_rot / 2);
     const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);

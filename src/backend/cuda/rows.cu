@@ -62,6 +62,8 @@ static __global__ void store_rows_kernel(const float *__restrict__ src, C *__res
     cache[(int64_t)(row0[t] + pos[t]) * d + i % d] = to_cache<C>(src[i]);
 }
 
+bool hl_cuda_store_rows_runs(uint32_t cache_type) { return cache_type == GGML_TYPE_F16 || cache_type == GGML_TYPE_F32; }
+
 void hl_cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache) {
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
