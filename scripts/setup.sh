@@ -26,5 +26,5 @@ pip_install() { python3 -m pip install --quiet --disable-pip-version-check "$@";
 # Debian's own python3 refuses system-wide installs (PEP 668) unless told.
 pip_install -r tests/requirements.txt 2>/dev/null || pip_install --break-system-packages -r tests/requirements.txt
 
-scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
+scripts/build.sh build -DCMAKE_BUILD_TYPE=Release -DHEARTH_BUILD_TESTS=ON
 scripts/fetch_model.sh smollm2 gemma3 qwen2

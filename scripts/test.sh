@@ -18,12 +18,12 @@ echo "== C tests (release)"
 ctest --test-dir build --output-on-failure
 
 echo "== C tests under ASan + UBSan"
-scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_SANITIZE=ON -DHEARTH_CUDA=OFF
+scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_SANITIZE=ON -DHEARTH_CUDA=OFF -DHEARTH_BUILD_TESTS=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure
 
 echo "== multi-threaded decode, matmul and the engine under ThreadSanitizer"
-scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_TSAN=ON -DHEARTH_CUDA=OFF
+scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_TSAN=ON -DHEARTH_CUDA=OFF -DHEARTH_BUILD_TESTS=ON
 HEARTH_TEST_SHORT=1 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R "test_context|test_cpu_matmul|test_engine"
 
 echo "== the shared library, for its symbol test (the library target only, without CUDA)"
