@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench (CPU) from the source inside the
-# llama-cpp-python sdist, for side-by-side speed runs. Cached in
-# third_party/ (ignored by git): a second run only checks the binary is there.
-# Usage: bench/build_llama_cpp.sh  ->  prints the path of llama-bench
+# Builds one of llama.cpp's tools (CPU) from the source inside the
+# llama-cpp-python sdist, for side-by-side runs: llama-bench (the default; for
+# bench/compare_llama_cpp.py) or llama-server (for bench/compare_serve.py).
+# Cached in third_party/ (ignored by git): a second run only checks the binary
+# is there. Nothing is fetched at build time: no curl, no OpenSSL (so no HTTPS
+# model downloads) and no embedded Web UI (neither npm nor the UI download).
+# Usage: bench/build_llama_cpp.sh [llama-bench|llama-server]  ->  prints the binary's path
 set -euo pipefail
+target=${1:-llama-bench}
+case "$target" in
+    llama-bench|llama-server) ;;
+    *) echo "usage: $0 [llama-bench|llama-server]" >&2; exit 2 ;;
+esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 version=0.3.36
 dest="$top/third_party/llama-cpp-python-$version"
-bin="$dest/build/bin/llama-bench"
+bin="$dest/build/bin/$target"
 if [ ! -x "$bin" ]; then
     mkdir -p "$top/third_party"
     if [ ! -d "$dest/src" ]; then
@@ -18,11 +26,12 @@ if [ ! -x "$bin" ]; then
         mv "$dest/vendor/llama.cpp" "$dest/src"
         rm -rf "$tmp"
     fi
-    log="$dest/build.log"
-    echo "building llama-bench (several minutes on 2 cores; log: $log)" >&2
+    log="$dest/build-$target.log"
+    echo "building $target (several minutes on 2 cores; log: $log)" >&2
     if ! { cmake -S "$dest/src" -B "$dest/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-              -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF &&
-           cmake --build "$dest/build" -j"$(nproc)" --target llama-bench; } >"$log" 2>&1; then
+              -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+              -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF &&
+           cmake --build "$dest/build" -j"$(nproc)" --target "$target"; } >"$log" 2>&1; then
         tail -n 20 "$log" >&2
         exit 1
     fi
