@@ -185,7 +185,7 @@ def run_level(server, concurrency, n_predict, requests_per_client):
         for j in range(requests_per_client):
             results[i].append(one_request(server, PROMPTS[(i + j) % len(PROMPTS)], n_predict))
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(concurrency)]
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(concurrency)]
     for t in threads:
         t.start()
     start.wait()
