@@ -62,11 +62,14 @@ def free_port():
 
 
 def machine():
-    """'MODEL NAME, N CPUs' from lscpu (or /proc/cpuinfo)."""
+    """'MODEL NAME (family F model M, AVX2/AVX-512), N CPUs' from lscpu (or /proc/cpuinfo)."""
     try:
-        facts = dict(line.split(":", 1) for line in subprocess.run(
-            ["lscpu"], capture_output=True, text=True, check=True).stdout.splitlines() if ":" in line)
-        return f"{facts['Model name'].strip()}, {facts['CPU(s)'].strip()} CPUs"
+        facts = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in subprocess.run(
+            ["lscpu"], capture_output=True, text=True, check=True).stdout.splitlines() if ":" in line)}
+        simd = "AVX-512" if "avx512f" in facts.get("Flags", "").split() else "AVX2" if "avx2" in facts.get(
+            "Flags", "").split() else "no AVX2"
+        return (f"{facts['Model name']} (family {facts.get('CPU family', '?')} model {facts.get('Model', '?')}, "
+                f"{simd}), {facts['CPU(s)']} CPUs")
     except (OSError, subprocess.CalledProcessError, KeyError):
         names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                  if line.startswith("model name")]
