@@ -102,3 +102,28 @@ char *cli_read_file(const char *path, const char *what, size_t *len) {
     *len = n;
     return buf;
 }
+
+int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_context_params *ctx, long *n_gpu_layers) {
+    const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+    static const struct {
+        const char *s, *l;
+        long lo, hi;
+    } opts[] = {{"-t", "--threads", 1, 1024}, {"-c", "--ctx-size", 0, 1L << 24}, {"-b", "--batch-size", 1, 1L << 20},
+                {"-ngl", "--n-gpu-layers", -1, 1L << 20}};
+    for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
+        if (strcmp(a, opts[k].s) && strcmp(a, opts[k].l)) continue;
+        long v;
+        if (!val) {
+            fprintf(stderr, "hearth: %s needs a value; see hearth %s --help\n", a, cmd);
+            return -2;
+        }
+        if (!cli_parse_int(a, val, opts[k].lo, opts[k].hi, &v)) return -2;
+        (*i)++;
+        if (k == 0) ctx->n_threads = (int32_t)v;
+        else if (k == 1) ctx->n_ctx = (uint32_t)v;
+        else if (k == 2) ctx->n_batch = (uint32_t)v;
+        else *n_gpu_layers = v;
+        return 1;
+    }
+    return 0;
+}

@@ -23,6 +23,12 @@ bool cli_parse_int(const char *opt, const char *val, long lo, long hi, long *out
 bool cli_parse_float(const char *opt, const char *val, double lo, double hi, double *out);
 bool cli_parse_u64(const char *opt, const char *val, uint64_t *out);
 
+/* The options `run`, `chat` and `serve` share: -t, -c, -b, -ngl at
+ * argv[*i]. Returns 1 when argv[*i] is one of them (its value parsed into
+ * ctx or *n_gpu_layers, *i moved past it), 0 when it is not, -2 after
+ * printing the error (a missing or bad value; `cmd` names the --help). */
+int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_context_params *ctx, long *n_gpu_layers);
+
 /* Sends library log messages at or above `min_level` to stderr. The level
  * comes from HEARTH_LOG (debug|info|warn|error) when set, else from `verbose`
  * (info) or warn. */

@@ -80,7 +80,10 @@ int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat) {
         }                                                                       \
         i++;                                                                    \
     } while (0)
-        if (IS("-h", "--help")) {
+        const int shared = cli_parse_ctx_opt(argc, argv, &i, cmd, &o->ctx, &o->n_gpu_layers);
+        if (shared) {
+            if (shared < 0) return 2;
+        } else if (IS("-h", "--help")) {
             run_usage(stdout, chat);
             return -1;
         } else if (IS("--chat", "--chat") && !chat) {
@@ -125,21 +128,6 @@ int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat) {
             NEED_VALUE();
             if (!cli_parse_u64(a, val, &o->sampling.seed)) return 2;
             o->seed_set = true;
-        } else if (IS("-t", "--threads")) {
-            NEED_VALUE();
-            if (!cli_parse_int(a, val, 1, 1024, &l)) return 2;
-            o->ctx.n_threads = (int32_t)l;
-        } else if (IS("-c", "--ctx-size")) {
-            NEED_VALUE();
-            if (!cli_parse_int(a, val, 0, 1L << 24, &l)) return 2;
-            o->ctx.n_ctx = (uint32_t)l;
-        } else if (IS("-b", "--batch-size")) {
-            NEED_VALUE();
-            if (!cli_parse_int(a, val, 1, 1L << 20, &l)) return 2;
-            o->ctx.n_batch = (uint32_t)l;
-        } else if (IS("-ngl", "--n-gpu-layers")) {
-            NEED_VALUE();
-            if (!cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers)) return 2;
         } else if (IS("--no-parse-special", "--no-parse-special")) {
             o->parse_special = false;
         } else if (IS("-v", "--verbose")) {

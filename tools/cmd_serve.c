@@ -103,7 +103,10 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         }                                                                                                              \
         i++;                                                                                                           \
     } while (0)
-        if (IS("-h", "--help")) {
+        const int shared = cli_parse_ctx_opt(argc, argv, &i, "serve", &o->engine.ctx, &o->n_gpu_layers);
+        if (shared) {
+            if (shared < 0) return 2;
+        } else if (IS("-h", "--help")) {
             serve_usage(stdout);
             return -1;
         } else if (IS("--host", "--host")) {
@@ -145,21 +148,6 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
             NEED_VALUE();
             if (!cli_parse_int(a, val, 0, 1L << 20, &l)) return 2;
             o->engine.n_queue_max = (int32_t)l;
-        } else if (IS("-c", "--ctx-size")) {
-            NEED_VALUE();
-            if (!cli_parse_int(a, val, 0, 1L << 24, &l)) return 2;
-            o->engine.ctx.n_ctx = (uint32_t)l;
-        } else if (IS("-b", "--batch-size")) {
-            NEED_VALUE();
-            if (!cli_parse_int(a, val, 1, 1L << 20, &l)) return 2;
-            o->engine.ctx.n_batch = (uint32_t)l;
-        } else if (IS("-t", "--threads")) {
-            NEED_VALUE();
-            if (!cli_parse_int(a, val, 1, 1024, &l)) return 2;
-            o->engine.ctx.n_threads = (int32_t)l;
-        } else if (IS("-ngl", "--n-gpu-layers")) {
-            NEED_VALUE();
-            if (!cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers)) return 2;
         } else if (IS("-v", "--verbose")) {
             o->cfg.verbose = true;
         } else if (a[0] == '-' && a[1] != '\0') {
