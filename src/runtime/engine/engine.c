@@ -61,13 +61,6 @@ static uint32_t common_prefix(const int32_t *a, uint32_t na, const int32_t *b, u
     return i;
 }
 
-static void set_request(hearth_engine *e, hl_slot *s, hl_request *r) {
-    pthread_mutex_lock(&e->mu);
-    s->req = r;
-    s->state = HEARTH_SLOT_PREFILL;
-    pthread_mutex_unlock(&e->mu);
-}
-
 /* Puts r into the idle slot whose cache shares the longest prefix with its
  * prompt (the least recently used among equals); when a busy slot shares a
  * longer one, its cells are copied over. At least the prompt's last token
@@ -103,8 +96,9 @@ static void place(hearth_engine *e, hl_request *r) {
     idle->n_hold = 0;
     idle->cancel = false;
     for (int32_t i = 0; i < r->n_prompt; i++) hearth_sampler_accept(r->smpl, r->prompt[i]);
-    set_request(e, idle, r);
-    pthread_mutex_lock(&e->mu);
+    pthread_mutex_lock(&e->mu); /* hearth_engine_cancel() reads s->req */
+    idle->req = r;
+    idle->state = HEARTH_SLOT_PREFILL;
     e->stats.n_cached_tokens += keep;
     pthread_mutex_unlock(&e->mu);
 }
