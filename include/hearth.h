@@ -213,6 +213,21 @@ HEARTH_API const char *hearth_model_desc(const hearth_model *model);
 HEARTH_API hearth_status hearth_model_meta_str(const hearth_model *model, const char *key, char *buf,
                                                size_t size, size_t *len);
 
+/* The metadata as llama.cpp's llama_model_meta_* calls give it: every key
+ * whose value is not an array (arrays such as the vocabulary are left out),
+ * in file order, each value as text (integers in decimal, floats as C's
+ * "%f", booleans "true"/"false", strings as they are). Indices are
+ * 0 <= i < hearth_model_meta_count(). Both copy calls work like
+ * hearth_model_meta_str(): the text and a NUL into buf, *len its length.
+ * Errors: INVALID_ARG (NULL model/len, NULL buf with size > 0, i out of
+ * range), BUFFER_TOO_SMALL (*len set to the length needed, excluding the
+ * NUL). Thread-safe. */
+HEARTH_API int32_t hearth_model_meta_count(const hearth_model *model);
+HEARTH_API hearth_status hearth_model_meta_key_by_index(const hearth_model *model, int32_t i, char *buf, size_t size,
+                                                        size_t *len);
+HEARTH_API hearth_status hearth_model_meta_val_str_by_index(const hearth_model *model, int32_t i, char *buf,
+                                                            size_t size, size_t *len);
+
 /* ------------------------------------------------------------- vocabulary -- */
 
 /* Special tokens; -1 when the model has none. */

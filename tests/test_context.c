@@ -51,6 +51,23 @@ static void test_facts(hearth_model *m) {
     CHECK(hearth_model_meta_str(m, "general.architecture", buf, sizeof buf, &len) == HEARTH_OK && !strcmp(buf, "llama"));
     CHECK(hearth_model_meta_str(m, "general.architecture", buf, 3, &len) == HEARTH_ERR_BUFFER_TOO_SMALL && len == 5);
     CHECK(hearth_model_meta_str(m, "no.such.key", buf, sizeof buf, &len) == HEARTH_ERR_INVALID_ARG);
+    /* by index: non-array keys only (the Python package's tests compare all
+     * of them with gguf-py) */
+    const int32_t n_meta = hearth_model_meta_count(m);
+    CHECK(n_meta > 10);
+    bool seen_arch = false;
+    for (int32_t i = 0; i < n_meta; i++) {
+        char key[128], val[512];
+        CHECK(hearth_model_meta_key_by_index(m, i, key, sizeof key, &len) == HEARTH_OK);
+        CHECK(hearth_model_meta_val_str_by_index(m, i, val, sizeof val, &len) == HEARTH_OK);
+        CHECK(strcmp(key, "tokenizer.ggml.tokens") != 0);
+        if (!strcmp(key, "general.architecture")) seen_arch = !strcmp(val, "llama");
+        if (!strcmp(key, "llama.context_length")) CHECK(!strcmp(val, "8192"));
+    }
+    CHECK(seen_arch);
+    CHECK(hearth_model_meta_key_by_index(m, n_meta, buf, sizeof buf, &len) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hearth_model_meta_val_str_by_index(m, -1, buf, sizeof buf, &len) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hearth_model_meta_key_by_index(m, 0, buf, 2, &len) == HEARTH_ERR_BUFFER_TOO_SMALL && len > 1);
     CHECK(hearth_token_eos(m) == 2 && hearth_token_is_eog(m, 2));
 }
 

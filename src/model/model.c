@@ -245,16 +245,3 @@ int32_t hearth_model_n_gpu_layers(const hearth_model *m) { return m->n_gpu_layer
 uint64_t hearth_model_n_params(const hearth_model *m) { return m->n_params; }
 uint64_t hearth_model_size(const hearth_model *m) { return m->n_bytes; }
 const char *hearth_model_desc(const hearth_model *m) { return m->desc; }
-
-hearth_status hearth_model_meta_str(const hearth_model *m, const char *key, char *buf, size_t size, size_t *len) {
-    if (!m || !key || !len || (!buf && size)) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_meta_str: NULL argument");
-    const gguf_kv *kv = hl_gguf_find_kv(m->gguf, key);
-    if (!kv || kv->value.type != GGUF_TYPE_STRING)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "model has no string metadata '%s'", key);
-    gguf_str s = kv->value.v.str;
-    *len = (size_t)s.len;
-    if (s.len + 1 > size) return hl_fail(HEARTH_ERR_BUFFER_TOO_SMALL, "'%s' needs %zu bytes", key, (size_t)s.len + 1);
-    memcpy(buf, s.data, (size_t)s.len);
-    buf[s.len] = '\0';
-    return HEARTH_OK;
-}
