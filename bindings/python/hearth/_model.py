@@ -1,0 +1,330 @@
+"""hearth.Model: a GGUF model and the engine that serves its requests.
+
+Every call that generates (generate, stream, chat and their async forms) is
+one request to the model's engine, hearth's one scheduler (include/hearth.h,
+``hearth_engine``): requests from several threads or tasks run together in
+batches, up to ``n_seq_max`` at once, the rest wait in a queue. hearth
+computes on its own threads without the GIL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _chat, _hearth
+from .errors import GenerationError, HearthError, InvalidArgumentError
+
+Prompt = Union[str, Sequence[int]]
+Message = Mapping[str, Any]
+
+
+def _check_int(name: str, value: Any, low: int, optional: bool = False) -> int:
+    if value is None and optional:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InvalidArgumentError(f"{name} must be an int >= {low}{' or None' if optional else ''}, got {value!r}", 1)
+    return value
+
+
+class _Piece:
+    """What one read of a request gives: new text, and the end when it came."""
+
+    __slots__ = ("text", "finish", "n_prompt", "n_generated")
+
+    def __init__(self, got: Tuple[str, Optional[str], Optional[str], int, int, int]) -> None:
+        self.text, self.finish, error, self.n_prompt, _n_cached, self.n_generated = got
+        if self.finish == "error":
+            raise GenerationError(error or "generation failed", 0)
+        if self.finish == "cancelled":
+            raise HearthError("the request was cancelled: the model was closed while it ran", 0)
+
+
+class Model:
+    """A GGUF model loaded by hearth, ready to generate.
+
+    Args:
+        path: the ``.gguf`` file (str or os.PathLike).
+        n_gpu_layers: blocks to place on GPUs: 0 (default) CPU only, N the
+            first N, -1 every block and the output layer. Without a usable
+            GPU the model runs on the CPU (``gpu_layers`` then reads 0).
+        n_ctx: the context of each request in tokens (prompt plus generated
+            text); None: the model's training context, capped at 4096.
+        n_batch: the most tokens one forward pass takes (default 512).
+        n_threads: CPU threads; None: the physical cores.
+        main_gpu: the GPU index for the output layer and single-GPU loads.
+        tensor_split: per-GPU proportions of the offloaded layers (a sequence
+            of floats); None: in proportion to each GPU's free memory.
+        use_mmap: map the file instead of reading it (default True).
+        use_mlock: lock the weights in RAM (default False).
+        chat_template: a Jinja chat template for :meth:`chat`; None: the
+            model's own (``tokenizer.chat_template``).
+        n_seq_max: requests that generate at once (default 4); more wait in
+            a queue of 64. The KV cache holds ``n_ctx * n_seq_max`` tokens.
+
+    Raises:
+        ModelFileError: the file is missing or unreadable.
+        ModelFormatError: the file is not a valid GGUF model.
+        UnsupportedError: an architecture or tensor type hearth cannot run.
+        OutOfMemoryError: the weights or the KV cache do not fit (host or GPU).
+        InvalidArgumentError: a parameter is out of range.
+        DeviceError: the GPU driver failed.
+
+    A Model may be shared by any number of threads; use it as a context
+    manager, or call :meth:`close`, to free its memory (GPU memory too) at
+    once.
+    """
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"], n_gpu_layers: int = 0, n_ctx: Optional[int] = None,
+                 n_batch: int = 512, n_threads: Optional[int] = None, main_gpu: int = 0,
+                 tensor_split: Optional[Sequence[float]] = None, use_mmap: bool = True, use_mlock: bool = False,
+                 chat_template: Optional[str] = None, n_seq_max: int = 4) -> None:
+        _check_int("n_gpu_layers", n_gpu_layers, -1)
+        _check_int("main_gpu", main_gpu, 0)
+        self._engine = _hearth.open(
+            os.fspath(path), n_gpu_layers=n_gpu_layers, main_gpu=main_gpu,
+            tensor_split=None if tensor_split is None else [float(x) for x in tensor_split],
+            use_mmap=bool(use_mmap), use_mlock=bool(use_mlock), n_ctx=_check_int("n_ctx", n_ctx, 1, True),
+            n_batch=_check_int("n_batch", n_batch, 1), n_threads=_check_int("n_threads", n_threads, 1, True),
+            n_seq_max=_check_int("n_seq_max", n_seq_max, 1), chat_template=chat_template)
+        self.path = os.fspath(path)
+        self._info: Dict[str, Any] = self._engine.info()
+        self._chat_template = chat_template
+
+    @classmethod
+    def load(cls, path: Union[str, "os.PathLike[str]"], **kwargs: Any) -> "Model":
+        """The same as ``Model(path, **kwargs)``."""
+        return cls(path, **kwargs)
+
+    # ---------------------------------------------------------------- facts
+
+    @property
+    def gpu_layers(self) -> int:
+        """Layers actually on a GPU (the output layer counts as one); 0 without a GPU."""
+        return int(self._info["gpu_layers"])
+
+    @property
+    def n_layer(self) -> int:
+        """Transformer blocks."""
+        return int(self._info["n_layer"])
+
+    @property
+    def n_ctx_train(self) -> int:
+        """The context length the model was trained for, in tokens."""
+        return int(self._info["n_ctx_train"])
+
+    @property
+    def n_ctx(self) -> int:
+        """The context of each request, in tokens."""
+        return int(self._info["n_ctx"])
+
+    @property
+    def n_seq_max(self) -> int:
+        """Requests that generate at once."""
+        return int(self._info["n_seq_max"])
+
+    @property
+    def n_embd(self) -> int:
+        """Width of the hidden state."""
+        return int(self._info["n_embd"])
+
+    @property
+    def n_vocab(self) -> int:
+        """Tokens in the vocabulary."""
+        return int(self._info["n_vocab"])
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        """The GGUF metadata whose values are not arrays, each value as text
+        (as llama.cpp's ``llama_model_meta_*`` give it), in file order."""
+        return self._engine.metadata()
+
+    @property
+    def chat_template(self) -> Optional[str]:
+        """The Jinja template :meth:`chat` uses: the one given, else the model's (None if it has none)."""
+        return self._chat_template if self._chat_template is not None else self._engine.chat_template()
+
+    def __repr__(self) -> str:
+        return f"hearth.Model({self.path!r}, {self._info['desc']}, gpu_layers={self.gpu_layers})"
+
+    # --------------------------------------------------------------- tokens
+
+    def tokenize(self, text: Union[str, bytes], add_special: bool = True, parse_special: bool = True) -> List[int]:
+        """Token ids of ``text``. ``add_special``: add BOS/EOS as the model's
+        flags say; ``parse_special``: read special tokens written in the
+        text (``"<|im_start|>"``) as such."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return self._engine.tokenize(data, add_special, parse_special)
+
+    def detokenize(self, tokens: Sequence[int], special: bool = False) -> str:
+        """The text of ``tokens`` (invalid UTF-8 becomes U+FFFD). ``special``:
+        include the text of control tokens such as ``"<|im_end|>"``."""
+        return self._engine.detokenize(list(tokens), special)
+
+    # ------------------------------------------------------------- requests
+
+    def _submit(self, prompt: Any, kind: str, max_tokens: Optional[int], temperature: float, top_k: int,
+                top_p: float, min_p: float, repeat_penalty: float, seed: Optional[int],
+                stop: Union[None, str, Sequence[str]], presence_penalty: float, frequency_penalty: float) -> Any:
+        if kind == "text" and not isinstance(prompt, str):
+            kind, prompt = "tokens", [int(t) for t in prompt]
+        if max_tokens is None:
+            max_tokens = -1
+        elif _check_int("max_tokens", max_tokens, -1) == 0:
+            raise InvalidArgumentError("max_tokens must be positive, or -1 / None for 'until the context is full'", 1)
+        stops = [stop] if isinstance(stop, str) else list(stop or [])
+        if seed is None:
+            seed = secrets.randbits(64)
+        return self._engine.submit(prompt, kind, max_tokens, float(temperature), int(top_k), float(top_p),
+                                   float(min_p), float(repeat_penalty), float(presence_penalty),
+                                   float(frequency_penalty), int(seed) & (2**64 - 1), stops)
+
+    @staticmethod
+    def _pieces(req: Any) -> Iterator[_Piece]:
+        """A request's pieces as they arrive; leaving early cancels it."""
+        try:
+            while True:
+                piece = _Piece(req.next())
+                yield piece
+                if piece.finish:
+                    return
+        finally:
+            req.cancel()
+
+    @staticmethod
+    async def _apieces(req: Any) -> AsyncIterator[_Piece]:
+        """The same for asyncio: waits on the request's descriptor, never blocking the loop."""
+        loop = asyncio.get_running_loop()
+        arrived = asyncio.Event()
+        fd = req.fileno()
+        loop.add_reader(fd, arrived.set)
+        try:
+            while True:
+                got = req.poll()
+                if got is None:
+                    await arrived.wait()
+                    arrived.clear()
+                    continue
+                piece = _Piece(got)
+                yield piece
+                if piece.finish:
+                    return
+        finally:
+            loop.remove_reader(fd)
+            req.cancel()
+
+    def generate(self, prompt: Prompt, max_tokens: Optional[int] = 128, temperature: float = 0.8, top_k: int = 40,
+                 top_p: float = 0.95, min_p: float = 0.05, repeat_penalty: float = 1.0, seed: Optional[int] = None,
+                 stop: Union[None, str, Sequence[str]] = None, presence_penalty: float = 0.0,
+                 frequency_penalty: float = 0.0) -> str:
+        """Generates text that continues ``prompt`` and returns it.
+
+        Args:
+            prompt: text (tokenized with BOS as the model wants and special
+                tokens parsed) or a sequence of token ids.
+            max_tokens: tokens to generate at most; None or -1: until an
+                end-of-generation token or the request's context is full.
+            temperature: 0 is greedy (the most likely token each step).
+            top_k, top_p, min_p: truncation samplers (<= 0, 1, 0 disable them).
+            repeat_penalty: CTRL-style penalty on the last 64 tokens (1 disables).
+            seed: for the random draws; None: a fresh random seed.
+            stop: a string or strings that end the text (not included).
+            presence_penalty, frequency_penalty: OpenAI's, in [-2, 2].
+
+        Raises:
+            InvalidArgumentError: a bad parameter or the model is closed.
+            ContextFullError: the prompt leaves no room in a request's context.
+            BusyError: too many requests are waiting.
+            GenerationError: a forward pass failed.
+        KeyboardInterrupt (Ctrl-C) cancels the request and leaves the model usable.
+        """
+        req = self._submit(prompt, "text", max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop,
+                           presence_penalty, frequency_penalty)
+        return "".join(p.text for p in self._pieces(req))
+
+    def stream(self, prompt: Prompt, max_tokens: Optional[int] = 128, temperature: float = 0.8, top_k: int = 40,
+               top_p: float = 0.95, min_p: float = 0.05, repeat_penalty: float = 1.0, seed: Optional[int] = None,
+               stop: Union[None, str, Sequence[str]] = None, presence_penalty: float = 0.0,
+               frequency_penalty: float = 0.0) -> Iterator[str]:
+        """Like :meth:`generate`, but a generator that yields the text in
+        pieces (whole UTF-8 characters) as they are decoded. Leaving the loop
+        (``break``, an exception, or closing the generator) cancels the
+        request. The request is queued at once, before the first piece is asked for."""
+        req = self._submit(prompt, "text", max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop,
+                           presence_penalty, frequency_penalty)
+        return (p.text for p in self._pieces(req) if p.text)
+
+    def chat(self, messages: Sequence[Message], stream: bool = False, max_tokens: Optional[int] = None,
+             temperature: float = 0.8, top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
+             repeat_penalty: float = 1.0, seed: Optional[int] = None, stop: Union[None, str, Sequence[str]] = None,
+             presence_penalty: float = 0.0, frequency_penalty: float = 0.0) -> Any:
+        """Answers a conversation, rendered with the chat template.
+
+        Args:
+            messages: OpenAI-style ``[{"role": "user", "content": "Hi"}, ...]``
+                (content a str, or a list of ``{"type": "text", "text": ...}`` parts).
+            stream: False: return an OpenAI ``chat.completion`` dict
+                (``choices[0]["message"]["content"]``, ``finish_reason``,
+                ``usage``); True: a generator of ``chat.completion.chunk`` dicts.
+            the rest: as :meth:`generate` (max_tokens None: until the model stops).
+
+        Raises: as :meth:`generate`, and UnsupportedError / ModelFormatError
+        when the chat template fails, InvalidArgumentError when the model has none.
+        """
+        req = self._submit(_chat.pairs(messages), "chat", max_tokens, temperature, top_k, top_p, min_p,
+                           repeat_penalty, seed, stop, presence_penalty, frequency_penalty)
+        reply = _chat.Reply(req.id, self.path)
+        if stream:
+            return (chunk for p in self._pieces(req) for chunk in reply.chunks(p))
+        for p in self._pieces(req):
+            reply.add(p)
+        return reply.completion()
+
+    # ---------------------------------------------------------------- async
+
+    async def astream(self, prompt: Prompt, **kwargs: Any) -> AsyncIterator[str]:
+        """:meth:`stream` for asyncio: ``async for piece in model.astream(...)``.
+        Waits without blocking the event loop; leaving the loop cancels."""
+        req = self._submit(prompt, "text", **self._sampling(kwargs, 128))
+        async for p in self._apieces(req):
+            if p.text:
+                yield p.text
+
+    async def agenerate(self, prompt: Prompt, **kwargs: Any) -> str:
+        """:meth:`generate` for asyncio (``await model.agenerate(...)``)."""
+        return "".join([piece async for piece in self.astream(prompt, **kwargs)])
+
+    async def achat(self, messages: Sequence[Message], **kwargs: Any) -> Dict[str, Any]:
+        """:meth:`chat` for asyncio, returning the ``chat.completion`` dict."""
+        req = self._submit(_chat.pairs(messages), "chat", **self._sampling(kwargs, None))
+        reply = _chat.Reply(req.id, self.path)
+        async for p in self._apieces(req):
+            reply.add(p)
+        return reply.completion()
+
+    @staticmethod
+    def _sampling(kwargs: Dict[str, Any], max_tokens: Optional[int]) -> Dict[str, Any]:
+        """generate()'s keyword defaults, overridden by kwargs (unknown names raise TypeError)."""
+        opts: Dict[str, Any] = dict(max_tokens=max_tokens, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
+                                    repeat_penalty=1.0, seed=None, stop=None, presence_penalty=0.0,
+                                    frequency_penalty=0.0)
+        unknown = set(kwargs) - set(opts)
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+        opts.update(kwargs)
+        return opts
+
+    # -------------------------------------------------------------- closing
+
+    def close(self) -> None:
+        """Frees the model and its engine now (GPU memory too). Requests
+        still running end; later calls raise InvalidArgumentError."""
+        self._engine.close()
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
