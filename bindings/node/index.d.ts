@@ -1,0 +1,225 @@
+// Types of the hearth package (index.js): run GGUF language models from
+// Node.js. Every generation is a request to the Model's engine (hearth's
+// one scheduler, on its own thread): requests made at once are batched
+// together, and the event loop never waits for the model.
+//
+// Errors: every failure is a HearthError whose `code` names its kind (see
+// HearthErrorCode); bad arguments throw synchronously for the sync calls
+// and reject for the async ones (a stream throws on its first next()).
+
+/** The kinds of failure, after hearth_status (include/hearth.h). */
+export type HearthErrorCode =
+  | 'ERR_INVALID_ARG' // a parameter is out of range or of the wrong type
+  | 'ERR_IO' // a file could not be opened, read or mapped (e.g. a missing model file)
+  | 'ERR_FORMAT' // a file is malformed (not GGUF, truncated, inconsistent)
+  | 'ERR_UNSUPPORTED' // valid input hearth cannot run (architecture, tensor type, template feature)
+  | 'ERR_OUT_OF_MEMORY' // host or GPU memory ran out (the message gives MiB needed and free)
+  | 'ERR_CONTEXT_FULL' // the prompt does not fit a slot's context (raise nCtx)
+  | 'ERR_DEVICE' // a GPU failed
+  | 'ERR_BUSY' // the engine's wait queue (64 requests) is full: retry later
+  | 'ERR_GENERATION' // the forward pass failed during generation
+  | 'ERR_CANCELLED' // the request was cancelled other than by its signal or dispose()
+  | 'ERR_DISPOSED' // the model was disposed (before or during the call)
+  | 'ERR_ADDON_NOT_FOUND'; // hearth.node is missing (thrown by require('hearth'))
+
+export class HearthError extends Error {
+  constructor(message: string, code: HearthErrorCode);
+  readonly name: 'HearthError';
+  /** hearth's one-line message says what is wrong and what to do. */
+  readonly message: string;
+  readonly code: HearthErrorCode;
+}
+
+/** How a model is loaded and its engine set up. Every field is optional. */
+export interface ModelOptions {
+  /**
+   * Layers to place on GPUs: 0 (default) none, N the first N blocks, -1 all
+   * of them and the output layer. Without a usable GPU the model runs on the
+   * CPU and `gpuLayers` reports 0 (see supportsGpuOffload(), systemInfo()).
+   */
+  nGpuLayers?: number;
+  /** With several GPUs: 'layer' (default) spreads runs of layers over them, 'none' puts all on mainGpu; 'row' is not supported yet (ERR_UNSUPPORTED). */
+  splitMode?: 'none' | 'layer' | 'row';
+  /** With splitMode 'layer': proportions of the offloaded layers per GPU (default: by free memory). */
+  tensorSplit?: number[];
+  /** The GPU of splitMode 'none' (default 0). */
+  mainGpu?: number;
+  /**
+   * KV cache length in tokens over all slots (each slot gets nCtx / nSeqMax).
+   * 0 (default): each slot gets the model's nCtxTrain, at most 4096.
+   */
+  nCtx?: number;
+  /** Most tokens of one forward pass (prompt chunks; default 512). */
+  nBatch?: number;
+  /** CPU threads; 0 (default) = the physical cores. */
+  nThreads?: number;
+  /** Slots: requests generating at once (default 4, at most 256); more wait in a queue of 64. */
+  nSeqMax?: number;
+  /** Map the file instead of reading it (default true). */
+  useMmap?: boolean;
+  /** Lock the weights in RAM (default false). */
+  useMlock?: boolean;
+}
+
+/** Sampling and limits of one request. Every field is optional. */
+export interface GenerateOptions {
+  /** Tokens to generate at most; -1 (default): until an end-of-generation token or a full slot context. */
+  maxTokens?: number;
+  /** Softmax temperature; 0 or less = greedy (argmax). Default 0.8. */
+  temperature?: number;
+  /** Keep the k most likely tokens; 0 or less disables. Default 40. */
+  topK?: number;
+  /** Nucleus sampling: smallest set with probability >= topP, in (0, 1]; 1 disables. Default 0.95. */
+  topP?: number;
+  /** Drop tokens below minP x the top probability, in [0, 1]; 0 disables. Default 0.05. */
+  minP?: number;
+  /** Penalty on the last repeatLastN tokens (> 0); 1 disables (default). */
+  repeatPenalty?: number;
+  /** How many recent tokens the penalties see. Default 64. */
+  repeatLastN?: number;
+  /** OpenAI's presence penalty in [-2, 2]. Default 0. */
+  presencePenalty?: number;
+  /** OpenAI's frequency penalty in [-2, 2]. Default 0. */
+  frequencyPenalty?: number;
+  /** Random seed (integer up to 2^53, or a BigInt below 2^64); equal seeds give equal text. Default: a fresh one per request. */
+  seed?: number | bigint;
+  /** Stop strings: the text ends before the first one (which is not included). */
+  stop?: string | string[];
+  /** Cancels the request (within one engine step); the call then rejects / the iterator throws signal.reason. */
+  signal?: AbortSignal;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | string;
+  content: string;
+}
+
+export type FinishReason = 'stop' | 'length';
+
+/** OpenAI's chat.completion object. */
+export interface ChatCompletion {
+  id: string; // "chatcmpl-..."
+  object: 'chat.completion';
+  created: number; // Unix time, seconds
+  model: string; // the model file's name
+  choices: [
+    {
+      index: 0;
+      message: { role: 'assistant'; content: string };
+      logprobs: null;
+      finish_reason: FinishReason;
+    },
+  ];
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+}
+
+/** OpenAI's chat.completion.chunk object: the first carries the role, the last the finish_reason and an empty delta. */
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: [
+    {
+      index: 0;
+      delta: { role?: 'assistant'; content?: string };
+      logprobs: null;
+      finish_reason: FinishReason | null;
+    },
+  ];
+}
+
+/** The engine's counters (hearth_engine_stats). */
+export interface EngineStats {
+  nSlots: number;
+  nRunning: number; // requests in slots
+  nWaiting: number; // requests queued for a slot
+  nRequests: number; // requests finished, any reason
+  nPromptTokens: number; // prompt tokens decoded (reused ones not counted)
+  nCachedTokens: number; // prompt tokens reused from a slot's cache
+  nGeneratedTokens: number;
+  promptSeconds: number;
+  generationSeconds: number;
+  kvUsed: number; // KV cells holding tokens
+  kvSize: number; // nCtx
+}
+
+export class Model {
+  /**
+   * Loads a GGUF model and starts its engine, blocking the calling thread
+   * for the load (use Model.load() to keep the event loop running).
+   * Throws HearthError: ERR_IO (missing or unreadable file), ERR_FORMAT (not
+   * GGUF, truncated, malformed), ERR_UNSUPPORTED, ERR_OUT_OF_MEMORY,
+   * ERR_INVALID_ARG (bad options), ERR_DEVICE.
+   */
+  constructor(path: string, options?: ModelOptions);
+  /** Loads on a worker thread; rejects with the constructor's errors. */
+  static load(path: string, options?: ModelOptions): Promise<Model>;
+
+  /** The model file's base name. */
+  readonly name: string;
+  /** E.g. "llama 135M Q4_1". */
+  readonly description: string;
+  readonly nLayer: number;
+  /** Context length the model was trained for, tokens. */
+  readonly nCtxTrain: number;
+  /** KV cache length over all slots, tokens. */
+  readonly nCtx: number;
+  /** Slots (requests generating at once). */
+  readonly nSeqMax: number;
+  readonly nVocab: number;
+  readonly nEmbd: number;
+  /** Weights, elements. */
+  readonly nParams: number;
+  /** Weights, bytes. */
+  readonly size: number;
+  /** Layers on a GPU, counting the output layer as one (nLayer + 1 when all are); 0 on the CPU. */
+  readonly gpuLayers: number;
+  /** GGUF metadata, every non-array key with its value as text (as llama.cpp gives it). */
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly disposed: boolean;
+
+  /** Token ids of `text`; addSpecial (default true) adds BOS/EOS as the model says, parseSpecial (default true) reads "<|im_start|>"-like text as special tokens. */
+  tokenize(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): number[];
+  /** The text of `tokens` (invalid UTF-8 replaced by U+FFFD); special (default false) includes control tokens' text. */
+  detokenize(tokens: number[], options?: { special?: boolean }): string;
+  stats(): EngineStats;
+
+  /** The text generated after `prompt` (tokenized with special tokens). */
+  generate(prompt: string, options?: GenerateOptions): Promise<string>;
+  /**
+   * The text as it is generated (each value is one or more pieces, whole
+   * UTF-8 characters). Generation starts at the first next() and runs on
+   * the engine's thread; a consumer that falls 32 pieces behind makes the
+   * engine wait (memory stays bounded; the Model's other requests wait
+   * too, so read promptly or break). `break` or the signal cancels it.
+   */
+  stream(prompt: string, options?: GenerateOptions): AsyncIterableIterator<string>;
+  /** Answers a conversation rendered with the model's chat template. */
+  chat(messages: ChatMessage[], options?: GenerateOptions & { stream?: false }): Promise<ChatCompletion>;
+  chat(messages: ChatMessage[], options: GenerateOptions & { stream: true }): AsyncIterableIterator<ChatCompletionChunk>;
+
+  /**
+   * Frees the model and its engine now (memory, threads, GPU memory).
+   * Running requests end: their promises reject and iterators throw
+   * HearthError ERR_DISPOSED; later calls throw ERR_DISPOSED. Idempotent.
+   * A model left undisposed is freed when garbage collected or at exit.
+   */
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+export interface GpuDevice {
+  index: number;
+  name: string; // "NVIDIA H100 80GB HBM3"
+  computeCapability: string; // "9.0"
+  freeMemory: number; // bytes, at the call
+  totalMemory: number; // bytes
+}
+
+/** The GPUs hearth can use; [] without one. */
+export function gpuDevices(): GpuDevice[];
+/** Whether nGpuLayers can put layers on a GPU in this process. */
+export function supportsGpuOffload(): boolean;
+/** One line: version, SIMD level, backends built in, CPU cores, and the GPU state (or why there is none). */
+export function systemInfo(): string;
