@@ -15,6 +15,11 @@ for p in build-essential cmake pkg-config libpcre2-dev libcjson-dev libmicrohttp
 done
 command -v python3 >/dev/null || need+=(python3 python3-pip)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+# The Python package's tests build a wheel and install it into a venv.
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv python3-dev)
+# The Node package (bindings/node): node, npm and Node's headers (nodesource's
+# nodejs has all three; Debian splits them).
+command -v node >/dev/null || need+=(nodejs npm libnode-dev)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"

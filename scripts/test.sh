@@ -3,8 +3,10 @@
 # (ctest) on the release build, the C tests again under AddressSanitizer and
 # UndefinedBehaviorSanitizer, the multi-threaded ones under ThreadSanitizer,
 # then the Python-side tests (pytest; the symbol test reads a shared build of
-# the library, build-shared/), and the server's tests once more with
-# the ASan build serving (leaks and memory errors in the HTTP layer). The
+# the library, build-shared/), the Python package from its wheel in a fresh
+# virtual environment (scripts/test_python_package.sh), and the server's tests
+# once more with the ASan build serving (leaks and memory errors in the HTTP
+# layer). The
 # release build includes the CUDA backend when nvcc is found (its GPU tests
 # skip without a GPU); the sanitizer builds leave it out (-DHEARTH_CUDA=OFF):
 # the sanitizers instrument only the C code, and compiling the kernels twice
@@ -33,7 +35,14 @@ cmake --build "$top/build-shared" -j"$(nproc)" --target hearth_shared
 echo "== Python tests"
 HEARTH_BIN="$top/build/hearth" HEARTH_SHARED_LIB="$top/build-shared/libhearth.so" python3 -m pytest -q tests/python
 
+echo "== the Python package: its wheel (as pip install . builds it) in a fresh venv, and its tests"
+scripts/test_python_package.sh
+
 echo "== server tests with the ASan + UBSan build serving"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     HEARTH_BIN="$top/build/hearth" HEARTH_SERVER_BIN="$top/build-asan/hearth" \
     python3 -m pytest -q tests/python/test_server.py
+
+# The Node package against the release build's addon (build/hearth.node).
+echo "== Node package tests"
+HEARTH_BIN="$top/build/hearth" HEARTH_NODE_ADDON="$top/build/hearth.node" node --test bindings/node/test/*.test.js

@@ -167,7 +167,8 @@ class Model:
 
     def _submit(self, prompt: Any, kind: str, max_tokens: Optional[int], temperature: float, top_k: int,
                 top_p: float, min_p: float, repeat_penalty: float, seed: Optional[int],
-                stop: Union[None, str, Sequence[str]], presence_penalty: float, frequency_penalty: float) -> Any:
+                stop: Union[None, str, Sequence[str]], presence_penalty: float, frequency_penalty: float,
+                ignore_eos: bool) -> Any:
         if kind == "text" and not isinstance(prompt, str):
             kind, prompt = "tokens", [int(t) for t in prompt]
         if max_tokens is None:
@@ -179,7 +180,7 @@ class Model:
             seed = secrets.randbits(64)
         return self._engine.submit(prompt, kind, max_tokens, float(temperature), int(top_k), float(top_p),
                                    float(min_p), float(repeat_penalty), float(presence_penalty),
-                                   float(frequency_penalty), int(seed) & (2**64 - 1), stops)
+                                   float(frequency_penalty), int(seed) & (2**64 - 1), stops, bool(ignore_eos))
 
     @staticmethod
     def _pieces(req: Any) -> Iterator[_Piece]:
@@ -218,7 +219,7 @@ class Model:
     def generate(self, prompt: Prompt, max_tokens: Optional[int] = 128, temperature: float = 0.8, top_k: int = 40,
                  top_p: float = 0.95, min_p: float = 0.05, repeat_penalty: float = 1.0, seed: Optional[int] = None,
                  stop: Union[None, str, Sequence[str]] = None, presence_penalty: float = 0.0,
-                 frequency_penalty: float = 0.0) -> str:
+                 frequency_penalty: float = 0.0, ignore_eos: bool = False) -> str:
         """Generates text that continues ``prompt`` and returns it.
 
         Args:
@@ -232,6 +233,7 @@ class Model:
             seed: for the random draws; None: a fresh random seed.
             stop: a string or strings that end the text (not included).
             presence_penalty, frequency_penalty: OpenAI's, in [-2, 2].
+            ignore_eos: keep generating past end-of-generation tokens.
 
         Raises:
             InvalidArgumentError: a bad parameter or the model is closed.
@@ -241,25 +243,25 @@ class Model:
         KeyboardInterrupt (Ctrl-C) cancels the request and leaves the model usable.
         """
         req = self._submit(prompt, "text", max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop,
-                           presence_penalty, frequency_penalty)
+                           presence_penalty, frequency_penalty, ignore_eos)
         return "".join(p.text for p in self._pieces(req))
 
     def stream(self, prompt: Prompt, max_tokens: Optional[int] = 128, temperature: float = 0.8, top_k: int = 40,
                top_p: float = 0.95, min_p: float = 0.05, repeat_penalty: float = 1.0, seed: Optional[int] = None,
                stop: Union[None, str, Sequence[str]] = None, presence_penalty: float = 0.0,
-               frequency_penalty: float = 0.0) -> Iterator[str]:
+               frequency_penalty: float = 0.0, ignore_eos: bool = False) -> Iterator[str]:
         """Like :meth:`generate`, but a generator that yields the text in
         pieces (whole UTF-8 characters) as they are decoded. Leaving the loop
         (``break``, an exception, or closing the generator) cancels the
         request. The request is queued at once, before the first piece is asked for."""
         req = self._submit(prompt, "text", max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop,
-                           presence_penalty, frequency_penalty)
+                           presence_penalty, frequency_penalty, ignore_eos)
         return (p.text for p in self._pieces(req) if p.text)
 
     def chat(self, messages: Sequence[Message], stream: bool = False, max_tokens: Optional[int] = None,
              temperature: float = 0.8, top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
              repeat_penalty: float = 1.0, seed: Optional[int] = None, stop: Union[None, str, Sequence[str]] = None,
-             presence_penalty: float = 0.0, frequency_penalty: float = 0.0) -> Any:
+             presence_penalty: float = 0.0, frequency_penalty: float = 0.0, ignore_eos: bool = False) -> Any:
         """Answers a conversation, rendered with the chat template.
 
         Args:
@@ -274,7 +276,7 @@ class Model:
         when the chat template fails, InvalidArgumentError when the model has none.
         """
         req = self._submit(_chat.pairs(messages), "chat", max_tokens, temperature, top_k, top_p, min_p,
-                           repeat_penalty, seed, stop, presence_penalty, frequency_penalty)
+                           repeat_penalty, seed, stop, presence_penalty, frequency_penalty, ignore_eos)
         reply = _chat.Reply(req.id, self.path)
         if stream:
             return (chunk for p in self._pieces(req) for chunk in reply.chunks(p))
@@ -309,7 +311,7 @@ class Model:
         """generate()'s keyword defaults, overridden by kwargs (unknown names raise TypeError)."""
         opts: Dict[str, Any] = dict(max_tokens=max_tokens, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
                                     repeat_penalty=1.0, seed=None, stop=None, presence_penalty=0.0,
-                                    frequency_penalty=0.0)
+                                    frequency_penalty=0.0, ignore_eos=False)
         unknown = set(kwargs) - set(opts)
         if unknown:
             raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")

@@ -335,19 +335,23 @@ static const char **stop_array(PyObject *stop, PyObject *keep, size_t *n) {
 }
 
 /* submit(prompt, kind, max_tokens, temperature, top_k, top_p, min_p,
- * repeat_penalty, presence_penalty, frequency_penalty, seed, stop) -> Request */
+ * repeat_penalty, presence_penalty, frequency_penalty, seed, stop,
+ * ignore_eos) -> Request */
 static PyObject *engine_submit(PyObject *self, PyObject *args) {
     hp_engine *e = (hp_engine *)self;
     PyObject *prompt, *stop;
     const char *kind;
     unsigned long long seed;
+    int ignore_eos;
     hearth_request_params p = hearth_request_default_params();
     hearth_sampler_params *sp = &p.sampling;
-    if (!PyArg_ParseTuple(args, "OsififffffKO", &prompt, &kind, &p.max_tokens, &sp->temp, &sp->top_k, &sp->top_p,
-                          &sp->min_p, &sp->repeat_penalty, &sp->presence_penalty, &sp->frequency_penalty, &seed, &stop) ||
+    if (!PyArg_ParseTuple(args, "OsififffffKOp", &prompt, &kind, &p.max_tokens, &sp->temp, &sp->top_k, &sp->top_p,
+                          &sp->min_p, &sp->repeat_penalty, &sp->presence_penalty, &sp->frequency_penalty, &seed, &stop,
+                          &ignore_eos) ||
         !open_or_raise(e))
         return NULL;
     sp->seed = seed;
+    p.ignore_eos = ignore_eos;
     PyObject *keep = PyList_New(0), *out = NULL;
     int32_t *tokens = NULL;
     hearth_chat_message *msgs = NULL;
