@@ -46,3 +46,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # The Node package against the release build's addon (build/hearth.node).
 echo "== Node package tests"
 HEARTH_BIN="$top/build/hearth" HEARTH_NODE_ADDON="$top/build/hearth.node" node --test bindings/node/test/*.test.js
+
+# The addon's threads and lifetimes (streams, cancelling, disposing, exit)
+# again with the ASan + UBSan build's addon, the sanitizer runtimes preloaded
+# into node (leak checking off: node itself leaves memory to the OS at exit).
+echo "== Node package stream and model tests with the ASan + UBSan addon"
+LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    HEARTH_NODE_ADDON="$top/build-asan/hearth.node" node --test bindings/node/test/stream.test.js bindings/node/test/model.test.js

@@ -53,6 +53,19 @@ function disposedError() {
   return new HearthError('the model has been disposed', 'ERR_DISPOSED');
 }
 
+/* The function the addon calls when a request has news: it resolves the
+ * promise the request's reader awaits, if any. It is made out here so that
+ * it holds `waiting` alone: the addon keeps it strongly, and were it a
+ * closure in requestText it would keep the request's handle alive too, and
+ * an abandoned stream could never be collected (and so cancelled). */
+function waker(waiting) {
+  return () => {
+    const resolve = waiting.resolve;
+    waiting.resolve = null;
+    if (resolve) resolve();
+  };
+}
+
 /* One request to the engine, as an async generator of text. Nothing is
  * submitted until the first next(); `end` receives the last take() result
  * ({finish, promptTokens, completionTokens ...}). break / return() and the
@@ -62,11 +75,7 @@ async function* requestText(model, handle, prompt, messages, options, end) {
   const signal = options && options.signal;
   if (signal) signal.throwIfAborted();
   const waiting = { resolve: null };
-  const request = native.submit(handle, prompt, messages, options, () => {
-    const resolve = waiting.resolve;
-    waiting.resolve = null;
-    if (resolve) resolve();
-  });
+  const request = native.submit(handle, prompt, messages, options, waker(waiting));
   const abort = () => native.cancel(request);
   if (signal) signal.addEventListener('abort', abort);
   try {

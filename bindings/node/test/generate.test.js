@@ -1,0 +1,102 @@
+'use strict';
+// Generation through the engine: greedy text equal to `hearth run`'s, the
+// event loop running during generation, four streams at once equal to one
+// at a time, chat results in OpenAI's shape.
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const { execFileSync } = require('node:child_process');
+const { hearth, MODEL, HEARTH_BIN, PROMPTS, LONG_PROMPT, collect } = require('./common');
+const { Model } = hearth;
+
+const model = new Model(MODEL);
+test.after(() => model.dispose());
+
+test('greedy text equals `hearth run --temp 0`', { skip: !fs.existsSync(HEARTH_BIN) && `${HEARTH_BIN} not built` }, async () => {
+  for (const prompt of PROMPTS.slice(0, 4)) {
+    const want = execFileSync(HEARTH_BIN, ['run', MODEL, prompt, '-n', '32', '--temp', '0'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    assert.ok(want.length > 0);
+    assert.strictEqual(await model.generate(prompt, { maxTokens: 32, temperature: 0 }), want, `prompt ${JSON.stringify(prompt)}`);
+  }
+});
+
+test('a timer keeps firing while a generation runs', async () => {
+  let ticks = 0;
+  let last = Date.now();
+  let maxGap = 0;
+  const timer = setInterval(() => {
+    const now = Date.now();
+    maxGap = Math.max(maxGap, now - last);
+    last = now;
+    ticks++;
+  }, 5);
+  const t0 = Date.now();
+  const text = await model.generate(LONG_PROMPT, { maxTokens: 64, temperature: 0 });
+  const elapsed = Date.now() - t0;
+  clearInterval(timer);
+  assert.ok(text.length > 0);
+  assert.ok(ticks >= 5, `only ${ticks} ticks in ${elapsed} ms of generation`);
+  assert.ok(maxGap < 250, `the event loop stalled for ${maxGap} ms`);
+});
+
+test('four streams at once give the texts of one at a time', async () => {
+  const prompts = PROMPTS.slice(0, 4);
+  const opts = { maxTokens: 24, temperature: 0 };
+  const alone = [];
+  for (const p of prompts) alone.push(await collect(model.stream(p, opts)));
+  let peak = 0;
+  const probe = setInterval(() => {
+    peak = Math.max(peak, model.stats().nRunning);
+  }, 2);
+  const together = await Promise.all(prompts.map((p) => collect(model.stream(p, opts))));
+  clearInterval(probe);
+  assert.deepStrictEqual(together, alone);
+  assert.ok(peak >= 2, `at most ${peak} request(s) ran at once`);
+});
+
+test('sampling: equal seeds give equal text, stop strings cut the text', async () => {
+  const opts = { maxTokens: 24, temperature: 1.0, seed: 1234 };
+  const a = await model.generate('Once upon a time', opts);
+  assert.strictEqual(await model.generate('Once upon a time', { ...opts, seed: 1234n }), a);
+  const full = await model.generate(LONG_PROMPT, { maxTokens: 32, temperature: 0 });
+  const cut = await model.generate(LONG_PROMPT, { maxTokens: 32, temperature: 0, stop: '\n' });
+  assert.strictEqual(cut, full.slice(0, full.indexOf('\n')));
+});
+
+test('chat returns an OpenAI chat.completion', async () => {
+  const messages = [{ role: 'user', content: 'What is the capital of France?' }];
+  const r = await model.chat(messages, { maxTokens: 16, temperature: 0 });
+  assert.match(r.id, /^chatcmpl-[0-9a-f]+$/);
+  assert.strictEqual(r.object, 'chat.completion');
+  assert.ok(Number.isInteger(r.created) && Math.abs(r.created - Date.now() / 1000) < 60);
+  assert.strictEqual(r.model, 'SmolLM2-135M-Instruct.Q4_1.gguf');
+  assert.strictEqual(r.choices.length, 1);
+  const [c] = r.choices;
+  assert.strictEqual(c.index, 0);
+  assert.strictEqual(c.message.role, 'assistant');
+  assert.ok(c.message.content.length > 0);
+  assert.ok(['stop', 'length'].includes(c.finish_reason));
+  assert.strictEqual(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+  assert.ok(r.usage.completion_tokens <= 16 && r.usage.prompt_tokens > 5);
+  if (c.finish_reason === 'length') assert.strictEqual(r.usage.completion_tokens, 16);
+});
+
+test('chat with stream: true yields chunks that add up to the same answer', async () => {
+  const messages = [{ role: 'user', content: 'What is the capital of France?' }];
+  const whole = await model.chat(messages, { maxTokens: 16, temperature: 0 });
+  const chunks = [];
+  for await (const c of model.chat(messages, { maxTokens: 16, temperature: 0, stream: true })) chunks.push(c);
+  assert.ok(chunks.length >= 2);
+  const ids = new Set(chunks.map((c) => c.id));
+  assert.strictEqual(ids.size, 1);
+  for (const c of chunks) assert.strictEqual(c.object, 'chat.completion.chunk');
+  assert.strictEqual(chunks[0].choices[0].delta.role, 'assistant');
+  const last = chunks[chunks.length - 1].choices[0];
+  assert.deepStrictEqual(last.delta, {});
+  assert.strictEqual(last.finish_reason, whole.choices[0].finish_reason);
+  for (const c of chunks.slice(0, -1)) assert.strictEqual(c.choices[0].finish_reason, null);
+  assert.strictEqual(chunks.map((c) => c.choices[0].delta.content || '').join(''), whole.choices[0].message.content);
+});
