@@ -179,7 +179,7 @@ class Model {
    * { stream: true } an async iterable of chat.completion.chunk objects.
    */
   chat(messages, options = {}) {
-    return options.stream ? this.#chatChunks(messages, options) : this.#chatCompletion(messages, options);
+    return options && options.stream ? this.#chatChunks(messages, options) : this.#chatCompletion(messages, options);
   }
 
   async #chatCompletion(messages, options) {
