@@ -7,7 +7,8 @@
  * and the long prompt's time to first token.
  * Build: cc -O2 -Iinclude bench/prefill_stall.c build/libhearth.a -o build/prefill_stall \
  *          $(pkg-config --libs libpcre2-8) -lm -lpthread   (a CUDA build: add the CUDA libraries of the README)
- * Usage: build/prefill_stall MODEL [streams=4] [prompt_tokens=2000] [threads=2] */
+ * Usage: build/prefill_stall MODEL [streams=4] [prompt_tokens=2000] [threads=2] [flash_attn=auto]
+ * (flash_attn: on, off or auto, as hearth_context_params.flash_attn) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +72,7 @@ static void sleep_s(double s) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL [streams=4] [prompt_tokens=2000] [threads=2]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL [streams=4] [prompt_tokens=2000] [threads=2] [flash_attn=auto]\n", argv[0]);
         return 2;
     }
     const int n_streams = argc > 2 ? atoi(argv[2]) : 4, n_long = argc > 3 ? atoi(argv[3]) : 2000;
@@ -84,6 +85,10 @@ int main(int argc, char **argv) {
     ep.ctx.n_seq_max = (uint32_t)n_streams + 1;
     ep.ctx.n_ctx = ep.ctx.n_seq_max * (uint32_t)(n_long + 64 > 4096 ? n_long + 64 : 4096);
     ep.ctx.n_threads = argc > 4 ? atoi(argv[4]) : 2;
+    if (argc > 5)
+        ep.ctx.flash_attn = !strcmp(argv[5], "on") ? HEARTH_FLASH_ATTN_ON
+                            : !strcmp(argv[5], "off") ? HEARTH_FLASH_ATTN_OFF
+                                                      : HEARTH_FLASH_ATTN_AUTO;
     hearth_engine *e;
     if (hearth_engine_init(m, &ep, &e) != HEARTH_OK) {
         fprintf(stderr, "%s\n", hearth_last_error());
@@ -134,8 +139,8 @@ int main(int argc, char **argv) {
         if (done) break;
         sleep_s(0.001);
     }
-    printf("model %s, %d streams, %d-token prompt, %d threads\n", hearth_model_desc(m), n_streams, n_long,
-           (int)ep.ctx.n_threads);
+    printf("model %s, %d streams, %d-token prompt, %d threads, flash_attn %s\n", hearth_model_desc(m), n_streams, n_long,
+           (int)ep.ctx.n_threads, ep.ctx.flash_attn == HEARTH_FLASH_ATTN_OFF ? "off" : "on");
     report("streams alone:", delays[0], n_delays[0]);
     report("during the prefill:", delays[1], n_delays[1]);
     printf("the long prompt's time to first token: %.2f s\n", t_first - t_submit);

@@ -107,6 +107,7 @@ static hearth_engine *new_engine(hearth_model *m, uint32_t n_slots, uint32_t n_c
     ep.n_queue_max = n_queue;
     hearth_engine *e = NULL;
     hearth_status st = hearth_engine_init(m, &ep, &e);
+    ep.ctx.flash_attn = HEARTH_FLASH_ATTN_OFF; /* the greedy cases are llama.cpp's tokens, bit for bit */
     CHECK_MSG(st == HEARTH_OK, "engine: %s", hearth_last_error());
     return e;
 }

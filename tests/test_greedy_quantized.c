@@ -40,7 +40,7 @@ int main(void) {
         hearth_model *m = NULL;
         if (st == HEARTH_OK) st = hearth_model_load(out, NULL, &m);
         CHECK_MSG(st == HEARTH_OK, "load: %s", hearth_last_error());
-        if (m) greedy_check(m, types[i].fixture, true, MAX_LOGIT_DIFF);
+        if (m) greedy_check(m, types[i].fixture, true, HEARTH_FLASH_ATTN_OFF, MAX_LOGIT_DIFF);
         hearth_model_free(m);
     }
     unlink(out);

@@ -13,8 +13,9 @@
  * For each model the same token sequence is decoded as llama.cpp did in the
  * folder's make_*_reference.py (one batch; one token per call; two chunks, the
  * second starting past position 0) and the full logits are compared with
- * llama.cpp's. hearth's tokenization of a few strings must also equal
- * llama.cpp's for that vocabulary. */
+ * llama.cpp's, with flash attention off (llama.cpp's arithmetic) and on (the
+ * tiled path), each with its bounds below. hearth's tokenization of a
+ * few strings must also equal llama.cpp's for that vocabulary. */
 #include <math.h>
 #include <string.h>
 
@@ -62,16 +63,27 @@
  * window, a wrong rope base for the windowed layers, NEOX vs normal rope or a
  * missing bias or norm move logits by 0.1..5 (planted in hearth). */
 #define ARCH_MAX_DIFF 1e-4f
+
+/* With flash attention on (the tiled path, HEARTH_FLASH_ATTN_ON), every
+ * model and record of both folders against the same fixtures, which are
+ * llama.cpp without flash attention: the tiled path keeps probabilities in
+ * F32 where llama.cpp rounds them to F16, and sums in another order, and
+ * these models pass the difference on as above. Measured (worst over each
+ * type's models, x86-64 AVX2, 2026-11-25): F32 2.9e-3, F16 8.6e-3, BF16
+ * 3.6e-2, Q4_0 7.4e-2, Q4_1 0.22, Q8_0 0.11. The bounds (fa_max_diff) are
+ * ~3x the float types' and 0.5 for those whose activations are rounded to
+ * 8 or 16 bits: still well below the 1.5..19 of the bugs above. */
 static const struct {
     const char *type;
-    float max_diff;
+    float max_diff, fa_max_diff;
 } tolerances[] = {
-    {"F32", 2e-3f}, {"F16", 1e-2f}, {"BF16", 1e-3f}, {"Q4_0", 1e-3f}, {"Q4_1", 1e-3f}, {"Q8_0", 1e-3f},
+    {"F32", 2e-3f, 2.5e-2f}, {"F16", 1e-2f, 2.5e-2f}, {"BF16", 1e-3f, 0.5f},
+    {"Q4_0", 1e-3f, 0.5f},   {"Q4_1", 1e-3f, 0.5f},   {"Q8_0", 1e-3f, 0.5f},
 };
 
-static float tolerance_for(const char *type) {
+static float tolerance_for(const char *type, bool flash_attn) {
     for (size_t i = 0; i < sizeof tolerances / sizeof tolerances[0]; i++)
-        if (strcmp(tolerances[i].type, type) == 0) return tolerances[i].max_diff;
+        if (strcmp(tolerances[i].type, type) == 0) return flash_attn ? tolerances[i].fa_max_diff : tolerances[i].max_diff;
     return 0.0f;
 }
 
@@ -161,8 +173,9 @@ static float compare_logits(const char *file, const char *type, const char *mode
     return max_diff;
 }
 
-/* Compares one model's records with bound `tol`; returns its worst |diff|. */
-static float check_model(const cJSON *ref, int n_ctx, float tol) {
+/* Compares one model's records, run with attention path `flash_attn`, with
+ * bound `tol`; returns its worst |diff|. */
+static float check_model(const cJSON *ref, int n_ctx, int32_t flash_attn, float tol) {
     const char *file = json_str(ref, "file"), *type = json_str(ref, "type");
     CHECK_MSG(tol > 0.0f, "%s: no tolerance for type '%s'", file, type);
 
@@ -176,6 +189,7 @@ static float check_model(const cJSON *ref, int n_ctx, float tol) {
     hearth_context_params cp = hearth_context_default_params();
     cp.n_ctx = (uint32_t)n_ctx;
     cp.n_threads = 2;
+    cp.flash_attn = flash_attn;
     hearth_context *ctx = NULL;
     st = hearth_context_init(m, &cp, &ctx);
     CHECK_MSG(st == HEARTH_OK, "%s: context: %s", file, hearth_last_error());
@@ -211,7 +225,7 @@ static float check_model(const cJSON *ref, int n_ctx, float tol) {
                   (double)max_diff, (double)tol);
         if (max_diff > worst) worst = max_diff;
     }
-    check_tokenize(m, file, cJSON_GetObjectItem(ref, "tokenize"));
+    if (flash_attn == HEARTH_FLASH_ATTN_OFF) check_tokenize(m, file, cJSON_GetObjectItem(ref, "tokenize"));
     hearth_context_free(ctx);
     hearth_model_free(m);
     return worst;
@@ -236,10 +250,15 @@ int main(void) {
         int n_models = 0;
         const cJSON *model;
         cJSON_ArrayForEach(model, cJSON_GetObjectItem(ref, "models")) {
-            const float tol = fixtures[f].max_diff > 0.0f ? fixtures[f].max_diff : tolerance_for(json_str(model, "type"));
-            float worst = check_model(model, n_ctx, tol);
+            const char *type = json_str(model, "type");
+            const float tol = fixtures[f].max_diff > 0.0f ? fixtures[f].max_diff : tolerance_for(type, false);
+            const float fa_tol = tolerance_for(type, true);
+            float worst = check_model(model, n_ctx, HEARTH_FLASH_ATTN_OFF, tol);
             printf("%-22s %-4s worst max |dlogit| %.3g (bound %.3g)\n\n", json_str(model, "file"),
                    json_str(model, "type"), (double)worst, (double)tol);
+            worst = check_model(model, n_ctx, HEARTH_FLASH_ATTN_ON, fa_tol);
+            printf("%-22s %-4s flash attention: worst max |dlogit| %.3g (bound %.3g)\n\n", json_str(model, "file"),
+                   type, (double)worst, (double)fa_tol);
             n_models++;
         }
         CHECK_MSG(n_models == fixtures[f].n_models, "%s: %d models, expected %d", fixtures[f].fixture, n_models,

@@ -103,8 +103,31 @@ char *cli_read_file(const char *path, const char *what, size_t *len) {
     return buf;
 }
 
+bool cli_parse_flash_attn(const char *opt, const char *val, int32_t *out) {
+    static const struct {
+        const char *word, *number;
+        int32_t value;
+    } names[] = {{"on", "1", HEARTH_FLASH_ATTN_ON}, {"off", "0", HEARTH_FLASH_ATTN_OFF}, {"auto", "-1", HEARTH_FLASH_ATTN_AUTO}};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+        if (!strcmp(val, names[k].word) || !strcmp(val, names[k].number)) {
+            *out = names[k].value;
+            return true;
+        }
+    fprintf(stderr, "hearth: %s expects on, off or auto, got '%s'\n", opt, val);
+    return false;
+}
+
 int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_context_params *ctx, long *n_gpu_layers) {
     const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
+        if (!val) {
+            fprintf(stderr, "hearth: %s needs a value; see hearth %s --help\n", a, cmd);
+            return -2;
+        }
+        if (!cli_parse_flash_attn(a, val, &ctx->flash_attn)) return -2;
+        (*i)++;
+        return 1;
+    }
     static const struct {
         const char *s, *l;
         long lo, hi;

@@ -23,7 +23,12 @@ bool cli_parse_int(const char *opt, const char *val, long lo, long hi, long *out
 bool cli_parse_float(const char *opt, const char *val, double lo, double hi, double *out);
 bool cli_parse_u64(const char *opt, const char *val, uint64_t *out);
 
-/* The options `run`, `chat` and `serve` share: -t, -c, -b, -ngl at
+/* A --flash-attn value: on, off or auto (llama.cpp's words), or 1, 0, -1
+ * (llama-bench's), into a hearth_flash_attn. On failure prints the error and
+ * returns false. */
+bool cli_parse_flash_attn(const char *opt, const char *val, int32_t *out);
+
+/* The options `run`, `chat` and `serve` share: -t, -c, -b, -ngl, -fa at
  * argv[*i]. Returns 1 when argv[*i] is one of them (its value parsed into
  * ctx or *n_gpu_layers, *i moved past it), 0 when it is not, -2 after
  * printing the error (a missing or bad value; `cmd` names the --help). */

@@ -29,6 +29,9 @@ typedef struct bench_opts {
     long n_prompt[MAX_LIST], n_gen[MAX_LIST];
     int n_prompt_count, n_gen_count;
     long n_threads, reps, n_gpu_layers;
+    int32_t flash_attn[MAX_LIST]; /* hearth_flash_attn values, a context each */
+    int flash_attn_count;
+    bool fa_column;               /* -fa given other than auto: the md table shows it, as llama-bench */
     bench_format format;
     bool progress, verbose;
 } bench_opts;
@@ -46,6 +49,7 @@ typedef struct bench_env {
 /* One test (ppN or tgN) and its timings. */
 typedef struct bench_result {
     long n_prompt, n_gen; /* one of them is 0 */
+    int32_t flash_attn;   /* as asked: -1 auto, 0 off, 1 on */
     char test_time[32];   /* UTC, ISO 8601, when the test started */
     uint64_t *ns;         /* [reps] nanoseconds per repetition */
     long reps;
@@ -69,6 +73,8 @@ static void bench_usage(FILE *out) {
             "  -r, --repetitions N      timed runs of each test (default 5)\n"
             "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0; no GPU backend\n"
             "                           in this build: accepted, and the model runs on the CPU)\n"
+            "  -fa, --flash-attn V[,V...]  attention on the CPU: on (tiled), off (llama.cpp's exact order) or\n"
+            "                           auto (= on); 1, 0, -1 too, as llama-bench; each value is a run (default auto)\n"
             "  -o, --output FORMAT      md (a table like llama-bench's), json or csv (default md)\n"
             "      --progress           print each step to stderr\n"
             "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
@@ -113,10 +119,34 @@ static bool parse_format(const char *opt, const char *val, bench_format *out) {
     return false;
 }
 
+/* "V[,V...]" of -fa into o->flash_attn; false (with a message) on error. */
+static bool parse_flash_attn_list(const char *opt, const char *val, bench_opts *o) {
+    char buf[256];
+    if (strlen(val) >= sizeof buf) {
+        fprintf(stderr, "hearth: %s: the list is too long\n", opt);
+        return false;
+    }
+    strcpy(buf, val);
+    o->flash_attn_count = 0;
+    for (char *item = buf, *comma; item; item = comma ? comma + 1 : NULL) {
+        comma = strchr(item, ',');
+        if (comma) *comma = '\0';
+        if (o->flash_attn_count == MAX_LIST) {
+            fprintf(stderr, "hearth: %s takes at most %d values\n", opt, MAX_LIST);
+            return false;
+        }
+        if (!cli_parse_flash_attn(opt, item, &o->flash_attn[o->flash_attn_count++])) return false;
+        if (o->flash_attn[o->flash_attn_count - 1] != HEARTH_FLASH_ATTN_AUTO) o->fa_column = true;
+    }
+    o->fa_column |= o->flash_attn_count > 1;
+    return true;
+}
+
 /* Returns 0 to go on, -1 after --help, otherwise the exit status. */
 static int parse_args(int argc, char **argv, bench_opts *o) {
     *o = (bench_opts){.n_prompt = {512}, .n_gen = {128}, .n_prompt_count = 1, .n_gen_count = 1,
-                      .n_threads = hearth_cpu_physical_cores(), .reps = 5, .format = FMT_MD};
+                      .n_threads = hearth_cpu_physical_cores(), .reps = 5, .flash_attn = {HEARTH_FLASH_ATTN_AUTO},
+                      .flash_attn_count = 1, .format = FMT_MD};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -151,6 +181,9 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         } else if (IS("-ngl", "--n-gpu-layers")) {
             NEED_VALUE();
             ok = cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers);
+        } else if (IS("-fa", "--flash-attn")) {
+            NEED_VALUE();
+            ok = parse_flash_attn_list(a, val, o);
         } else if (IS("-o", "--output")) {
             NEED_VALUE();
             ok = parse_format(a, val, &o->format);
@@ -256,11 +289,12 @@ static void mean_sd(const bench_result *r, bool ts, double *mean, double *sd) {
 
 /* ---------------------------------------------------------------- output -- */
 
-static void md_header(void) {
-    printf("| %-30s | %10s | %10s | %-10s | %7s | %15s | %20s |\n", "model", "size", "params", "backend", "threads",
-           "test", "t/s");
-    printf("| %s | %s | %s | %s | %s | %s | %s |\n", "------------------------------", "---------:", "---------:",
-           "----------", "------:", "--------------:", "-------------------:");
+/* llama-bench's columns; fa (width 3) after threads when -fa was given. */
+static void md_header(const bench_opts *o) {
+    printf("| %-30s | %10s | %10s | %-10s | %7s |%s %15s | %20s |\n", "model", "size", "params", "backend", "threads",
+           o->fa_column ? "  fa |" : "", "test", "t/s");
+    printf("| %s | %s | %s | %s | %s |%s %s | %s |\n", "------------------------------", "---------:", "---------:",
+           "----------", "------:", o->fa_column ? " --: |" : "", "--------------:", "-------------------:");
 }
 
 static void md_row(const bench_env *e, const bench_opts *o, const bench_result *r) {
@@ -274,8 +308,10 @@ static void md_row(const bench_env *e, const bench_opts *o, const bench_result *
     mean_sd(r, true, &mean, &sd);
     snprintf(ts, sizeof ts, "%.2f ± %.2f", mean, sd);
     /* "±" is two bytes in UTF-8: one more byte of width keeps the column */
-    printf("| %-30s | %10s | %10s | %-10s | %7ld | %15s | %21s |\n", e->model_type, size, params, "CPU", o->n_threads,
-           test_name(r, name, sizeof name), ts);
+    char fa[16] = "";
+    if (o->fa_column) snprintf(fa, sizeof fa, " %3d |", (int)r->flash_attn);
+    printf("| %-30s | %10s | %10s | %-10s | %7ld |%s %15s | %21s |\n", e->model_type, size, params, "CPU", o->n_threads,
+           fa, test_name(r, name, sizeof name), ts);
 }
 
 /* A JSON string literal: quotes, backslashes and control characters escaped. */
@@ -309,11 +345,11 @@ static void print_samples(const bench_result *r, bool ts) {
 }
 
 /* The fields of one result, named as llama-bench names them, as strings. */
-enum { N_FIELDS = 19, FIELD_LEN = 4096 }; /* a path fits */
+enum { N_FIELDS = 20, FIELD_LEN = 4096 }; /* a path fits */
 static const char *const field_names[N_FIELDS] = {
     "build_info", "cpu_info", "backends", "model_filename", "model_type", "model_size", "model_n_params",
     "n_batch", "n_threads", "n_gpu_layers", "type_k", "type_v", "n_prompt", "n_gen", "test_time",
-    "avg_ns", "stddev_ns", "avg_ts", "stddev_ts"};
+    "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "flash_attn"};
 /* the fields that are strings in JSON */
 static const bool field_is_str[N_FIELDS] = {[0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [10] = 1, [11] = 1, [14] = 1};
 
@@ -340,6 +376,7 @@ static void field_values(const bench_env *e, const bench_opts *o, const bench_re
     snprintf(v[16], FIELD_LEN, "%.0f", sd_ns);
     snprintf(v[17], FIELD_LEN, "%.6f", avg_ts);
     snprintf(v[18], FIELD_LEN, "%.6f", sd_ts);
+    snprintf(v[19], FIELD_LEN, "%d", (int)r->flash_attn);
 }
 
 static void json_row(const bench_env *e, const bench_opts *o, const bench_result *r, bool first) {
@@ -379,7 +416,7 @@ static void csv_row(const bench_env *e, const bench_opts *o, const bench_result 
 }
 
 static void print_header(const bench_opts *o) {
-    if (o->format == FMT_MD) md_header();
+    if (o->format == FMT_MD) md_header(o);
     else if (o->format == FMT_JSON) printf("[\n");
     else csv_header();
 }
@@ -422,17 +459,22 @@ typedef struct bench_state {
     uint64_t *ns;
 } bench_state;
 
-static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
-    hearth_model_params mp = hearth_model_default_params();
-    mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
-    if (hearth_model_load(o->model, &mp, &s->model) != HEARTH_OK) return cli_fail(o->model);
+/* The context of one -fa value: room for the longest test, the whole prompt in one batch. */
+static hearth_context_params context_params(const bench_opts *o, int32_t flash_attn) {
     const long max_p = list_max(o->n_prompt, o->n_prompt_count), max_n = list_max(o->n_gen, o->n_gen_count);
-    /* one context for every test: room for the longest, the whole prompt in one batch */
     hearth_context_params cp = hearth_context_default_params();
     cp.n_ctx = (uint32_t)(max_p > max_n ? max_p : max_n);
     cp.n_batch = max_p > 0 ? (uint32_t)max_p : 1;
     cp.n_threads = (int32_t)o->n_threads;
-    if (hearth_context_init(s->model, &cp, &s->ctx) != HEARTH_OK) return cli_fail("context");
+    cp.flash_attn = flash_attn;
+    return cp;
+}
+
+static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
+    if (hearth_model_load(o->model, &mp, &s->model) != HEARTH_OK) return cli_fail(o->model);
+    const hearth_context_params cp = context_params(o, HEARTH_FLASH_ATTN_AUTO);
     s->tokens = random_tokens((long)cp.n_ctx, hearth_model_n_vocab(s->model));
     s->ns = malloc((size_t)o->reps * sizeof *s->ns);
     if (!s->tokens || !s->ns) {
@@ -446,24 +488,30 @@ static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
     return 0;
 }
 
-/* Runs every ppN, then every tgN (llama-bench's order), printing each row as
- * soon as it is measured. */
+/* For each -fa value (a context each), runs every ppN, then every tgN
+ * (llama-bench's order), printing each row as soon as it is measured. */
 static int bench(const bench_opts *o, bench_state *s) {
     bench_env e;
     int rc = setup(o, s, &e);
     if (rc) return rc;
     print_header(o);
     bool first = true;
-    for (int kind = 0; kind < 2; kind++) {
-        const long *list = kind == 0 ? o->n_prompt : o->n_gen;
-        const int count = kind == 0 ? o->n_prompt_count : o->n_gen_count;
-        for (int i = 0; i < count; i++) {
-            if (list[i] == 0) continue;
-            bench_result r = {.n_prompt = kind == 0 ? list[i] : 0, .n_gen = kind == 1 ? list[i] : 0,
-                              .ns = s->ns, .reps = o->reps};
-            if ((rc = run_test(s->ctx, s->tokens, o, &r))) return rc;
-            print_result(&e, o, &r, first);
-            first = false;
+    for (int f = 0; f < o->flash_attn_count; f++) {
+        hearth_context_free(s->ctx);
+        s->ctx = NULL;
+        const hearth_context_params cp = context_params(o, o->flash_attn[f]);
+        if (hearth_context_init(s->model, &cp, &s->ctx) != HEARTH_OK) return cli_fail("context");
+        for (int kind = 0; kind < 2; kind++) {
+            const long *list = kind == 0 ? o->n_prompt : o->n_gen;
+            const int count = kind == 0 ? o->n_prompt_count : o->n_gen_count;
+            for (int i = 0; i < count; i++) {
+                if (list[i] == 0) continue;
+                bench_result r = {.n_prompt = kind == 0 ? list[i] : 0, .n_gen = kind == 1 ? list[i] : 0,
+                                  .flash_attn = o->flash_attn[f], .ns = s->ns, .reps = o->reps};
+                if ((rc = run_test(s->ctx, s->tokens, o, &r))) return rc;
+                print_result(&e, o, &r, first);
+                first = false;
+            }
         }
     }
     print_footer(o);

@@ -56,6 +56,8 @@ static void run_usage(FILE *out, bool chat) {
             "  -b, --batch-size N       prompt tokens per forward pass (default 512)\n"
             "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all and the output layer (default 0;\n"
             "                           without a usable GPU the model runs on the CPU and says why)\n"
+            "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
+            "                           (llama.cpp's exact order without flash attention), auto = on (default auto)\n"
             "other:\n"
             "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
             "  -h, --help               this help\n",

@@ -15,6 +15,7 @@
 uint32_t hearth_context_n_ctx(const hearth_context *c) { return c->params.n_ctx; }
 uint32_t hearth_context_n_ctx_seq(const hearth_context *c) { return c->n_ctx_seq; }
 uint32_t hearth_context_n_seq_max(const hearth_context *c) { return c->params.n_seq_max; }
+bool hearth_context_flash_attn(const hearth_context *c) { return c->params.flash_attn == HEARTH_FLASH_ATTN_ON; }
 uint32_t hearth_context_n_past(const hearth_context *c) { return c->seq_len[0]; }
 
 uint32_t hearth_kv_seq_len(const hearth_context *c, int32_t seq) {

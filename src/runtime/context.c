@@ -19,7 +19,8 @@
 #define MIB(b) ((double)(b) / (1 << 20))
 
 hearth_context_params hearth_context_default_params(void) {
-    return (hearth_context_params){.n_ctx = 0, .n_batch = 512, .n_threads = 0, .n_seq_max = 1};
+    return (hearth_context_params){.n_ctx = 0, .n_batch = 512, .n_threads = 0, .n_seq_max = 1,
+                                   .flash_attn = HEARTH_FLASH_ATTN_AUTO};
 }
 
 /* Lays out F32 activations and the F16 KV cache of the layers on device
@@ -69,6 +70,10 @@ static hearth_status resolve_params(hearth_context *c, const hearth_context_para
     if (p->n_threads < 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "n_threads must be >= 0 (got %d)", (int)p->n_threads);
     if (p->n_batch == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "n_batch must be >= 1");
     if (p->n_seq_max == 0) p->n_seq_max = 1;
+    if (p->flash_attn < HEARTH_FLASH_ATTN_AUTO || p->flash_attn > HEARTH_FLASH_ATTN_ON)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "flash_attn %d is not a hearth_flash_attn (-1 auto, 0 off, 1 on)",
+                       (int)p->flash_attn);
+    if (p->flash_attn == HEARTH_FLASH_ATTN_AUTO) p->flash_attn = HEARTH_FLASH_ATTN_ON;
     if (p->n_seq_max > MAX_SEQ)
         return hl_fail(HEARTH_ERR_INVALID_ARG, "n_seq_max %u is too large (at most %d)", p->n_seq_max, MAX_SEQ);
     if (p->n_threads == 0) p->n_threads = hearth_cpu_physical_cores();
@@ -154,7 +159,8 @@ static hearth_status init(hearth_context *c) {
     size_t kv_host = 0, kv_gpu = 0;
     const size_t bytes = plan_work(c, -1, NULL, w, &kv_host);
     const hl_cpu_limits limits = {
-        .n_threads = c->params.n_threads, .max_tokens = c->params.n_batch, .max_row = max_row(hp), .n_ctx = c->params.n_ctx};
+        .n_threads = c->params.n_threads, .max_tokens = c->params.n_batch, .max_row = max_row(hp), .n_ctx = c->params.n_ctx,
+        .flash_attn = c->params.flash_attn == HEARTH_FLASH_ATTN_ON};
     HL_TRY(hl_backend_cpu_init(&limits, &c->backend));
     if (hl_buffer_alloc(c->backend, bytes, &c->arena) != HEARTH_OK)
         return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "context needs %zu MiB (KV cache and buffers) and the allocation failed: lower n_ctx or n_batch",
@@ -168,8 +174,9 @@ static hearth_status init(hearth_context *c) {
         HL_INFO("offloaded %d/%d layers to GPU (%.1f MiB weights, %.1f MiB KV)", (int)m->n_gpu_layers,
                 (int)hp->n_layer + 1, MIB(m->gpu_bytes), MIB(kv_gpu));
     hl_pipeline_init(m, c->backend, &c->work, c->gpu, c->gpu_work, &c->pipe);
-    HL_INFO("context: n_ctx %u (%u sequences of %u), n_batch %u, n_threads %d, %.1f MiB of buffers and KV cache",
-            c->params.n_ctx, c->params.n_seq_max, c->n_ctx_seq, c->params.n_batch, (int)c->params.n_threads, MIB(bytes));
+    HL_INFO("context: n_ctx %u (%u sequences of %u), n_batch %u, n_threads %d, flash_attn %s, %.1f MiB of buffers and KV cache",
+            c->params.n_ctx, c->params.n_seq_max, c->n_ctx_seq, c->params.n_batch, (int)c->params.n_threads,
+            c->params.flash_attn == HEARTH_FLASH_ATTN_ON ? "on" : "off", MIB(bytes));
     return HEARTH_OK;
 }
 

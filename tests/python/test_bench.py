@@ -17,7 +17,7 @@ from test_cli import one_line_error
 TINY = ROOT / "tests/reference/tiny/tiny-q8_0.gguf"
 LLAMA_BENCH = ROOT / "third_party/llama-cpp-python-0.3.36/build/bin/llama-bench"
 BENCH_OPTIONS = ["-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-t", "--threads", "-r", "--repetitions",
-                 "-ngl", "--n-gpu-layers", "-o", "--output", "--progress", "-v", "--verbose", "-h", "--help"]
+                 "-ngl", "--n-gpu-layers", "-fa", "--flash-attn", "-o", "--output", "--progress", "-v", "--verbose", "-h", "--help"]
 MD_COLUMNS = ["model", "size", "params", "backend", "threads", "test", "t/s"]
 
 
@@ -98,6 +98,18 @@ def test_md_header_equals_llama_bench(run_hearth):
     assert [len(l) for l in ours.splitlines()[:4]] == [len(l) for l in ref.stdout.decode().splitlines()[:4]]
 
 
+def test_flash_attn_column_and_field(run_hearth):
+    """-fa on,off: a context each, an `fa` column after threads (llama-bench's,
+    shown when -fa is given) and llama-bench's flash_attn field."""
+    out = bench(run_hearth, TINY, "-p", "16", "-n", "2", "-r", "1", "-t", "1", "-fa", "on,off")
+    rows = md_rows(out)
+    assert rows[0] == MD_COLUMNS[:5] + ["fa"] + MD_COLUMNS[5:]
+    assert [(r[5], r[6]) for r in rows[2:]] == [("1", "pp16"), ("1", "tg2"), ("0", "pp16"), ("0", "tg2")]
+    rows = json.loads(bench(run_hearth, TINY, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "-fa", "auto,0", "-o", "json"))
+    assert [r["flash_attn"] for r in rows] == [-1, 0]
+    assert md_rows(bench(run_hearth, TINY, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "-fa", "auto"))[0] == MD_COLUMNS
+
+
 def test_n_gpu_layers_without_gpu_says_so_once(run_hearth):
     res = run_hearth("bench", TINY, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-ngl", "99",
                      env={**os.environ, "HEARTH_FORCE_CPU": "1"})
@@ -124,6 +136,8 @@ def test_progress_goes_to_stderr(run_hearth):
     (["-r", "2.5"], "-r"),
     (["-o", "xml"], "-o"),
     (["-ngl", "-2"], "-ngl"),
+    (["-fa", "maybe"], "-fa"),
+    (["-fa", "on,"], "-fa"),
     (["-p", "0", "-n", "0"], "nothing to measure"),
     (["--bogus"], "unknown option"),
     (["-r"], "needs a value"),

@@ -10,7 +10,7 @@ from conftest import ROOT
 
 RUN_OPTIONS = ["-p", "--prompt", "-f", "--file", "-n", "--n-predict", "--temp", "--top-k", "--top-p",
                "--min-p", "--repeat-penalty", "--seed", "-t", "--threads", "-c", "--ctx-size", "-b",
-               "--batch-size", "-ngl", "--n-gpu-layers", "-v", "--verbose", "--no-parse-special"]
+               "--batch-size", "-ngl", "--n-gpu-layers", "-fa", "--flash-attn", "-v", "--verbose", "--no-parse-special"]
 
 
 def one_line_error(res):
@@ -52,7 +52,8 @@ def greedy_case():
 
 def test_greedy_text_equals_llama_cpp(run_hearth, model_path):
     case = greedy_case()
-    res = run_hearth("run", model_path, case["prompt"], "-n", "64", "--temp", "0")
+    # -fa off: llama.cpp's arithmetic (the fixture is llama.cpp without flash attention)
+    res = run_hearth("run", model_path, case["prompt"], "-n", "64", "--temp", "0", "-fa", "off")
     assert res.returncode == 0, res.stderr.decode()
     assert res.stdout.decode() == case["text"]  # stdout carries only the generated text
     summary = res.stderr.decode()
@@ -93,6 +94,7 @@ def test_n_gpu_layers_without_gpu_says_so_once(run_hearth, model_path):
     (["-c", "-5"], "-c"),
     (["-b", "0"], "-b"),
     (["-ngl", "-2"], "-ngl"),
+    (["-fa", "maybe"], "-fa"),
     (["--seed", "-1"], "--seed"),
     (["--bogus"], "unknown option"),
     (["--temp"], "needs a value"),

@@ -12,7 +12,8 @@
  * A token reads only its own sequence's cells (from its row0 on), and its
  * dot products take the order llama.cpp takes for a batch of that
  * sequence's tokens in the pass: a sequence's results do not depend on the
- * other sequences sharing the pass. */
+ * other sequences sharing the pass. This is flash_attn OFF; an instance
+ * made with flash_attn runs the tiled path instead (cpu_flash_attn.c). */
 #include <math.h>
 
 #include "backend/cpu/cpu_impl.h"
@@ -108,6 +109,10 @@ static void attn_run(void *arg, int ith, int nth) {
 
 void hl_cpu_attention(hl_backend *b, const hl_attn_args *args) {
     hl_cpu *cpu = cpu_of(b);
+    if (cpu->limits.flash_attn) {
+        hl_cpu_flash_attention(b, args);
+        return;
+    }
     attn_task t = {args, hl_cpu_kernels_for(b), cpu->scores, cpu->probs, cpu->limits.n_ctx, cpu->pos, cpu->row0, cpu->run};
     hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), attn_run, &t);
 }

@@ -2,6 +2,7 @@
  * (supports_op), and the op table. */
 #include "backend/cpu/cpu_impl.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/flash_kernels.h"
 #include "backend/cpu/vec_dot.h"
 
 #include <stdlib.h>
@@ -66,6 +67,10 @@ const hl_cpu_type_ops *hl_cpu_ops_for(hl_backend *b, uint32_t type) {
 
 const hl_cpu_kernels *hl_cpu_kernels_for(hl_backend *b) {
     return cpu_of(b)->limits.scalar ? &hl_cpu_kernels_scalar : hl_cpu_kernels_get();
+}
+
+const hl_flash_kernels *hl_flash_kernels_for(hl_backend *b) {
+    return hl_flash_kernels_at(cpu_of(b)->limits.scalar ? HL_CPU_SCALAR : hl_cpu_level_best());
 }
 
 static int32_t block_of(uint32_t type) {
@@ -170,11 +175,21 @@ hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out)
     if (st == HEARTH_OK) st = cpu_alloc(b, act_bytes, (void **)&cpu->act);
     if (st == HEARTH_OK) st = cpu_alloc(b, aux_bytes, &cpu->act_aux);
     if (st == HEARTH_OK) st = cpu_alloc(b, panel_bytes, (void **)&cpu->panels);
-    if (st == HEARTH_OK) st = cpu_alloc(b, score_bytes, (void **)&cpu->scores);
-    if (st == HEARTH_OK) st = cpu_alloc(b, score_bytes / 2, (void **)&cpu->probs);
+    if (st == HEARTH_OK && !limits->flash_attn) st = cpu_alloc(b, score_bytes, (void **)&cpu->scores);
+    if (st == HEARTH_OK && !limits->flash_attn) st = cpu_alloc(b, score_bytes / 2, (void **)&cpu->probs);
     int32_t **positions[] = {&cpu->pos, &cpu->row0, &cpu->run};
     for (size_t i = 0; i < 3 && st == HEARTH_OK; i++)
         st = cpu_alloc(b, (size_t)limits->max_tokens * sizeof(int32_t), (void **)positions[i]);
+    if (limits->flash_attn) {
+        /* the chunks of split tasks: 512 KiB per thread holds those of a
+         * decode (HL_CPU_FLASH_SPLIT_TASKS tasks of a few rows) at depth 32k */
+        const size_t n = (size_t)limits->n_threads;
+        cpu->fa_partial_floats = n * 131072;
+        if (st == HEARTH_OK) st = cpu_alloc(b, n * hl_cpu_flash_ws_floats() * sizeof(float), (void **)&cpu->fa_ws);
+        if (st == HEARTH_OK) st = cpu_alloc(b, (size_t)(limits->max_tokens + 1) * sizeof(int32_t), (void **)&cpu->fa_blocks);
+        if (st == HEARTH_OK) st = cpu_alloc(b, cpu->fa_partial_floats * sizeof(float), (void **)&cpu->fa_partial);
+        if (st == HEARTH_OK) st = cpu_alloc(b, n * HL_CPU_FLASH_SPLIT_TASKS * sizeof(_Atomic int), (void **)&cpu->fa_done);
+    }
     if (st != HEARTH_OK) {
         hl_backend_cpu_free(b);
         return st;
@@ -195,6 +210,10 @@ void hl_backend_cpu_free(hl_backend *b) {
     free(cpu->pos);
     free(cpu->row0);
     free(cpu->run);
+    free(cpu->fa_ws);
+    free(cpu->fa_blocks);
+    free(cpu->fa_partial);
+    free(cpu->fa_done);
     free(cpu);
     free(b);
 }

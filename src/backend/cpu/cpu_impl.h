@@ -20,6 +20,14 @@ typedef struct hl_cpu {
      * pass belong to the same sequence */
     int32_t *pos, *row0, *run;
     int32_t n_pos;
+    /* the tiled attention's scratch (limits.flash_attn only): per thread
+     * hl_cpu_flash_ws_floats() floats; block starts (max_tokens + 1);
+     * partial results of split tasks and their counters */
+    float *fa_ws;
+    int32_t *fa_blocks;
+    float *fa_partial;
+    size_t fa_partial_floats;
+    _Atomic int *fa_done;
     /* per weight type, the elements a row must be whole multiples of for
      * this instance's matmul kernels (the type's block and its activations'
      * vec-dot block); 0: no kernel. Filled at init, read by supports_op. */
@@ -31,6 +39,12 @@ static inline hl_cpu *cpu_of(hl_backend *b) { return (hl_cpu *)b->impl; }
 /* The kernels this instance uses: the best level, or the scalar ones with limits.scalar. */
 const hl_cpu_type_ops *hl_cpu_ops_for(hl_backend *b, uint32_t type);
 const struct hl_cpu_kernels *hl_cpu_kernels_for(hl_backend *b);
+const struct hl_flash_kernels *hl_flash_kernels_for(hl_backend *b);
+
+/* Floats of one thread's scratch in the tiled attention. */
+size_t hl_cpu_flash_ws_floats(void);
+/* Split tasks the tiled attention keeps counters for, per thread. */
+#define HL_CPU_FLASH_SPLIT_TASKS 4
 
 /* Ops, one file per family. */
 void hl_cpu_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
@@ -43,5 +57,6 @@ void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cpu_scale(hl_backend *b, hl_tensor *x, float s);
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
 void hl_cpu_attention(hl_backend *b, const hl_attn_args *args);
+void hl_cpu_flash_attention(hl_backend *b, const hl_attn_args *args);
 
 #endif
