@@ -343,6 +343,25 @@ HEARTH_API hearth_status hearth_chat_render(const hearth_model *model, const cha
 
 typedef struct hearth_context hearth_context;
 
+/* How attention is computed, llama.cpp's --flash-attn (same values as its
+ * llama_flash_attn_type). On the CPU: OFF is llama.cpp's order of
+ * operations without flash attention, bit for bit (queries and
+ * probabilities rounded to F16, the same sums), for tests and comparisons
+ * with llama.cpp. ON is the tiled path (FlashAttention, Dao et al. 2022,
+ * arXiv:2205.14135): a block of queries times the query heads of one KV
+ * head streams the K/V cache once with an online softmax in F32, and
+ * decoding at depth splits the KV length over the threads; much faster on
+ * long prompts and deep contexts, equal to OFF within float rounding (not
+ * bit for bit: a near tie may pick another greedy token). With either, a
+ * sequence's results do not depend on the other sequences of a batch or on
+ * n_threads. AUTO (the default) is ON. Layers on a GPU always run the CUDA
+ * backend's own flash-style kernel, whatever the value. */
+typedef enum hearth_flash_attn {
+    HEARTH_FLASH_ATTN_AUTO = -1,
+    HEARTH_FLASH_ATTN_OFF = 0,
+    HEARTH_FLASH_ATTN_ON = 1,
+} hearth_flash_attn;
+
 typedef struct hearth_context_params {
     uint32_t n_ctx;      /* KV cache length in tokens, over all sequences; 0 = the model's
                             n_ctx_train (capped at 4096) times n_seq_max */
@@ -354,6 +373,7 @@ typedef struct hearth_context_params {
      * down to a multiple of n_seq_max), and at most n_seq_max tokens of a
      * batch may ask for logits. */
     uint32_t n_seq_max;
+    int32_t flash_attn;  /* hearth_flash_attn; default HEARTH_FLASH_ATTN_AUTO */
 } hearth_context_params;
 
 HEARTH_API hearth_context_params hearth_context_default_params(void);
@@ -374,29 +394,13 @@ HEARTH_API hearth_status hearth_context_init(hearth_model *model, const hearth_c
 HEARTH_API void hearth_context_free(hearth_context *ctx);
 
 /* The KV cache length over all sequences, and the positions each sequence
-/* How attention is computed, llama.cpp's --flash-attn (same values as its
- * llama_flash_attn_type). On the CPU: OFF is llama.cpp's order of
- * operations without flash attention, bit for bit (queries and
- * probabilities rounded to F16, the same sums), for tests and comparisons
- * with llama.cpp. ON is the tiled path (FlashAttention, Dao et al. 2022,
- * arXiv:2205.14135): a block of queries times the query heads of one KV
- * head streams the K/V cache once with an online softmax in F32, and
- * decoding at depth splits the KV length over the threads; much faster on
- * long prompts and deep contexts, equal to OFF within float rounding (not
- * bit for bit: a near tie may pick another greedy token). With either, a
- * sequence's results do not depend on the other sequences of a batch or on
- * n_threads. AUTO (the default) is ON. Layers on a GPU always run the CUDA
- * backend's own flash-style kernel, whatever the value. */
-typedef enum hearth_flash_attn {
-    HEARTH_FLASH_ATTN_AUTO = -1,
-    HEARTH_FLASH_ATTN_OFF = 0,
-    HEARTH_FLASH_ATTN_ON = 1,
-} hearth_flash_attn;
-
  * owns (n_ctx / n_seq_max), and n_seq_max. Pure getters. */
 HEARTH_API uint32_t hearth_context_n_ctx(const hearth_context *ctx);
 HEARTH_API uint32_t hearth_context_n_ctx_seq(const hearth_context *ctx);
 HEARTH_API uint32_t hearth_context_n_seq_max(const hearth_context *ctx);
+/* Whether the CPU runs the tiled attention (flash_attn ON, or AUTO resolved
+ * to it). Pure getter. */
+HEARTH_API bool hearth_context_flash_attn(const hearth_context *ctx);
 /* Tokens of sequence 0 in the KV cache (the position its next token takes). */
 HEARTH_API uint32_t hearth_context_n_past(const hearth_context *ctx);
 
@@ -404,7 +408,6 @@ HEARTH_API uint32_t hearth_context_n_past(const hearth_context *ctx);
 HEARTH_API void hearth_context_reset(hearth_context *ctx);
 
 /* Keeps only the first n_past tokens of sequence 0 (a no-op when n_past is
-    int32_t flash_attn;  /* hearth_flash_attn; default HEARTH_FLASH_ATTN_AUTO */
  * not below hearth_context_n_past()): the next decode continues at position
  * n_past, as a chat does when a new prompt shares only a prefix with the
  * tokens already decoded. The logits stay those of the last decode until the
@@ -429,9 +432,6 @@ HEARTH_API hearth_status hearth_decode(hearth_context *ctx, const int32_t *token
 HEARTH_API const float *hearth_get_logits(const hearth_context *ctx);
 
 /* ------------------------------------------------ batches and sequences -- */
-/* Whether the CPU runs the tiled attention (flash_attn ON, or AUTO resolved
- * to it). Pure getter. */
-HEARTH_API bool hearth_context_flash_attn(const hearth_context *ctx);
 
 /* Tokens of one forward pass, each in a sequence of its own choosing (the
  * shape of llama.cpp's llama_batch). Sequences are independent streams in
