@@ -29,6 +29,8 @@ typedef struct collect {
     bool logprobs_ok;    /* every piece's logprob and top list were consistent */
     hearth_token_logprob first_top[5]; /* the first token's most likely alternatives */
     int cancel_after;    /* > 0: return false from this piece on */
+    hearth_engine *pause_engine; /* with pause_after > 0: pause the request at that piece */
+    int pause_after;
     bool done;
 } collect;
 
@@ -59,6 +61,7 @@ static bool on_piece(const hearth_piece *p, void *user) {
         c->finish = p->finish;
         c->done = true;
     }
+    if (c->pause_after > 0 && c->n_pieces == c->pause_after) hearth_engine_pause(c->pause_engine, p->id, true);
     pthread_cond_broadcast(&cv);
     const bool go_on = !(c->cancel_after > 0 && c->n_pieces >= c->cancel_after);
     pthread_mutex_unlock(&mu);
@@ -104,10 +107,10 @@ static hearth_engine *new_engine(hearth_model *m, uint32_t n_slots, uint32_t n_c
     ep.ctx.n_seq_max = n_slots;
     ep.ctx.n_ctx = n_slots * n_ctx_seq;
     ep.ctx.n_threads = 2;
+    ep.ctx.flash_attn = HEARTH_FLASH_ATTN_OFF; /* the greedy cases are llama.cpp's tokens, bit for bit */
     ep.n_queue_max = n_queue;
     hearth_engine *e = NULL;
     hearth_status st = hearth_engine_init(m, &ep, &e);
-    ep.ctx.flash_attn = HEARTH_FLASH_ATTN_OFF; /* the greedy cases are llama.cpp's tokens, bit for bit */
     CHECK_MSG(st == HEARTH_OK, "engine: %s", hearth_last_error());
     return e;
 }
@@ -317,6 +320,50 @@ static void test_cancel(hearth_model *m) {
     hearth_engine_free(e);
 }
 
+/* A request that pauses itself gets no piece until it is resumed, while
+ * another request runs to its end; resumed, it gives the tokens it would
+ * have given unpaused. Freeing the engine ends a paused request. */
+static void test_pause(hearth_model *m) {
+    static collect plain, a, b, c;
+    hearth_request_params p = greedy(&plain, 12);
+    p.prompt = PROMPT;
+    p.ignore_eos = true;
+    hearth_engine *e = new_engine(m, 2, 512, 4); /* a fresh cache for each of the two runs compared */
+    CHECK(hearth_engine_submit(e, &p, NULL) == HEARTH_OK);
+    wait_done(&plain);
+    hearth_engine_free(e);
+    e = new_engine(m, 2, 512, 4);
+    p = greedy(&a, 12);
+    p.prompt = PROMPT;
+    p.ignore_eos = true;
+    a.pause_engine = e;
+    a.pause_after = 3;
+    uint64_t ida;
+    CHECK(hearth_engine_submit(e, &p, &ida) == HEARTH_OK);
+    wait_pieces(&a, 3);
+    p = greedy(&b, 8);
+    p.prompt = "The three laws of thermodynamics";
+    CHECK(hearth_engine_submit(e, &p, NULL) == HEARTH_OK);
+    wait_done(&b);
+    pthread_mutex_lock(&mu);
+    CHECK_MSG(a.n_pieces == 3 && !a.done, "paused request got %d pieces", a.n_pieces);
+    pthread_mutex_unlock(&mu);
+    CHECK(b.finish == HEARTH_FINISH_LENGTH && b.n_tokens == 8);
+    hearth_engine_pause(e, ida, false);
+    wait_done(&a);
+    CHECK(a.finish == HEARTH_FINISH_LENGTH && a.n_tokens == plain.n_tokens);
+    CHECK(!memcmp(a.tokens, plain.tokens, sizeof(int32_t) * (size_t)plain.n_tokens));
+    /* paused until the engine is freed: its last piece says cancelled */
+    p = greedy(&c, 12);
+    p.prompt = PROMPT;
+    c.pause_engine = e;
+    c.pause_after = 1;
+    CHECK(hearth_engine_submit(e, &p, NULL) == HEARTH_OK);
+    wait_pieces(&c, 1);
+    hearth_engine_free(e);
+    CHECK(c.done && c.finish == HEARTH_FINISH_CANCELLED && c.n_final == 1);
+}
+
 /* Argument errors and prompts too long for a slot; freeing an engine with
  * a request running and one waiting ends both CANCELLED. */
 static void test_errors_and_free(hearth_model *m) {
@@ -401,6 +448,7 @@ int main(void) {
         test_prefix(m);
     }
     test_cancel(m);
+    test_pause(m);
     test_errors_and_free(m);
     hearth_model_free(m);
     return check_report();

@@ -140,7 +140,7 @@ static int32_t build_batch(hearth_engine *e, int32_t *n_prompt) {
     for (int32_t i = 0; i < e->n_slots; i++) {
         hl_slot *s = &e->slots[i];
         s->out = s->req && s->state == HEARTH_SLOT_PREFILL ? -2 : -1; /* -2: prefill not yet placed */
-        if (s->req && s->state == HEARTH_SLOT_GENERATE) {
+        if (s->req && s->state == HEARTH_SLOT_GENERATE && !s->paused) {
             s->out = n;
             add(e, &n, s, s->next, s->n_past, true);
         }
@@ -221,9 +221,18 @@ static void step(hearth_engine *e) {
 
 /* ---------------------------------------------------------- the thread -- */
 
-static bool any_busy(const hearth_engine *e) {
-    for (int32_t i = 0; i < e->n_slots; i++)
-        if (e->slots[i].req) return true;
+/* Under mu: whether a step has anything to do: a slot that runs (a paused
+ * request that has read its prompt waits for its resume or cancel), a
+ * waiting request and a free slot for it, or a waiting request to cancel. */
+static bool has_work(const hearth_engine *e) {
+    bool free_slot = false;
+    for (int32_t i = 0; i < e->n_slots; i++) {
+        const hl_slot *s = &e->slots[i];
+        if (!s->req) free_slot = true;
+        else if (!s->req->paused || s->req->cancel || s->state == HEARTH_SLOT_PREFILL) return true;
+    }
+    for (const hl_request *r = e->head; r; r = r->next)
+        if (free_slot || r->cancel) return true;
     return false;
 }
 
@@ -282,7 +291,7 @@ static void *run(void *arg) {
     hl_request **admit = e->admit;
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        while (!e->quit && !e->head && !any_busy(e)) pthread_cond_wait(&e->wake, &e->mu);
+        while (!e->quit && !has_work(e)) pthread_cond_wait(&e->wake, &e->mu);
         if (e->quit) {
             pthread_mutex_unlock(&e->mu);
             break;
@@ -291,7 +300,7 @@ static void *run(void *arg) {
         int32_t n_admit = 0;
         for (int32_t i = 0; i < e->n_slots; i++) {
             hl_slot *s = &e->slots[i];
-            if (s->req) s->cancel = s->req->cancel;
+            if (s->req) s->cancel = s->req->cancel, s->paused = s->req->paused;
             else if (e->head) admit[n_admit++] = hl_queue_pop(e);
         }
         pthread_mutex_unlock(&e->mu);

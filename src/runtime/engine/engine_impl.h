@@ -30,13 +30,14 @@ typedef struct hl_request {
     void *user;
     double t_submit, t_last;    /* seconds (monotonic): submitted, last token sampled */
     bool cancel;                /* under mu */
+    bool paused;                /* under mu: hearth_engine_pause() */
     struct hl_request *next;    /* the wait queue */
 } hl_request;
 
 typedef struct hl_slot {
     int32_t seq;                /* its sequence in the context (= slot id) */
     hl_request *req;            /* NULL: idle */
-    bool cancel;                /* copied from req->cancel at the step's start */
+    bool cancel, paused;        /* copied from req->cancel, req->paused at the step's start */
     hearth_slot_state state;
     int32_t *cache;             /* [n_ctx_seq] the tokens whose KV the sequence holds: cache[0, n_past) */
     uint32_t n_past;

@@ -144,13 +144,29 @@ hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params
     return HEARTH_OK;
 }
 
+/* Under mu: request `id`, waiting or in a slot, or NULL. */
+static hl_request *find(hearth_engine *e, uint64_t id) {
+    for (hl_request *r = e->head; r; r = r->next)
+        if (r->id == id) return r;
+    for (int32_t i = 0; i < e->n_slots; i++)
+        if (e->slots[i].req && e->slots[i].req->id == id) return e->slots[i].req;
+    return NULL;
+}
+
 void hearth_engine_cancel(hearth_engine *e, uint64_t id) {
     if (!e) return;
     pthread_mutex_lock(&e->mu);
-    for (hl_request *r = e->head; r; r = r->next)
-        if (r->id == id) r->cancel = true;
-    for (int32_t i = 0; i < e->n_slots; i++)
-        if (e->slots[i].req && e->slots[i].req->id == id) e->slots[i].req->cancel = true;
+    hl_request *r = find(e, id);
+    if (r) r->cancel = true;
+    pthread_cond_signal(&e->wake);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void hearth_engine_pause(hearth_engine *e, uint64_t id, bool paused) {
+    if (!e) return;
+    pthread_mutex_lock(&e->mu);
+    hl_request *r = find(e, id);
+    if (r) r->paused = paused;
     pthread_cond_signal(&e->wake);
     pthread_mutex_unlock(&e->mu);
 }
