@@ -670,6 +670,17 @@ HEARTH_API hearth_status hearth_engine_submit(hearth_engine *engine, const heart
  * ids are ignored. Thread-safe; may be called from a piece callback. */
 HEARTH_API void hearth_engine_cancel(hearth_engine *engine, uint64_t id);
 
+/* Pauses (paused true) or resumes request `id`'s generation: a paused
+ * request keeps its slot and cached tokens but takes no part in the steps
+ * (a prompt being read goes on; no new token is sampled) until it is
+ * resumed or cancelled, while the engine's other requests go on. This is
+ * backpressure for a client that reads slower than the engine produces:
+ * pause when the client's buffer is full, resume when it has been read.
+ * Unknown or finished ids are ignored. Thread-safe; may be called from a
+ * piece callback (a piece callback that pauses receives no further piece
+ * until the resume). */
+HEARTH_API void hearth_engine_pause(hearth_engine *engine, uint64_t id, bool paused);
+
 /* Latency histogram with fixed buckets (Prometheus style). */
 #define HEARTH_HIST_BUCKETS 14
 typedef struct hearth_histogram {
