@@ -29,6 +29,17 @@ def _check_int(name: str, value: Any, low: int, optional: bool = False) -> int:
     return value
 
 
+_FLASH_ATTN = {None: -1, "auto": -1, True: 1, "on": 1, False: 0, "off": 0}  # hearth_flash_attn
+
+
+def _flash_attn(value: Union[None, bool, str]) -> int:
+    try:
+        return _FLASH_ATTN[value]
+    except (KeyError, TypeError):
+        raise InvalidArgumentError(f"flash_attn must be None, True, False, 'auto', 'on' or 'off', got {value!r}",
+                                   1) from None
+
+
 class _Piece:
     """What one read of a request gives: new text, and the end when it came."""
 
@@ -63,6 +74,11 @@ class Model:
             model's own (``tokenizer.chat_template``).
         n_seq_max: requests that generate at once (default 4); more wait in
             a queue of 64. The KV cache holds ``n_ctx * n_seq_max`` tokens.
+        flash_attn: the CPU attention (llama.cpp's ``--flash-attn``): None or
+            "auto" (default) and True / "on" run the tiled FlashAttention
+            path, fast on long contexts; False / "off" runs llama.cpp's
+            order of operations without flash attention, bit for bit (for
+            comparisons with llama.cpp). GPU layers ignore it.
 
     Raises:
         ModelFileError: the file is missing or unreadable.
@@ -80,7 +96,8 @@ class Model:
     def __init__(self, path: Union[str, "os.PathLike[str]"], n_gpu_layers: int = 0, n_ctx: Optional[int] = None,
                  n_batch: int = 512, n_threads: Optional[int] = None, main_gpu: int = 0,
                  tensor_split: Optional[Sequence[float]] = None, use_mmap: bool = True, use_mlock: bool = False,
-                 chat_template: Optional[str] = None, n_seq_max: int = 4) -> None:
+                 chat_template: Optional[str] = None, n_seq_max: int = 4,
+                 flash_attn: Union[None, bool, str] = None) -> None:
         _check_int("n_gpu_layers", n_gpu_layers, -1)
         _check_int("main_gpu", main_gpu, 0)
         self._engine = _hearth.open(
@@ -88,7 +105,8 @@ class Model:
             tensor_split=None if tensor_split is None else [float(x) for x in tensor_split],
             use_mmap=bool(use_mmap), use_mlock=bool(use_mlock), n_ctx=_check_int("n_ctx", n_ctx, 1, True),
             n_batch=_check_int("n_batch", n_batch, 1), n_threads=_check_int("n_threads", n_threads, 1, True),
-            n_seq_max=_check_int("n_seq_max", n_seq_max, 1), chat_template=chat_template)
+            n_seq_max=_check_int("n_seq_max", n_seq_max, 1), chat_template=chat_template,
+            flash_attn=_flash_attn(flash_attn))
         self.path = os.fspath(path)
         self._info: Dict[str, Any] = self._engine.info()
         self._chat_template = chat_template

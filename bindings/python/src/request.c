@@ -6,7 +6,10 @@
  * with the GIL released, in slices of 50 ms between which pending signals
  * are handled (Ctrl-C raises KeyboardInterrupt in the main thread within a
  * slice); asyncio readers watch a pipe (Request.fileno) that gets a byte
- * whenever new text arrives. The shared state outlives whichever of the two
+ * whenever new text arrives. A reader that falls behind by PAUSE_AT bytes
+ * pauses its request in the engine (hearth_engine_pause) until it reads, so
+ * memory stays bounded and the engine's other requests go on. The shared
+ * state outlives whichever of the two
  * owners (the Python object, the engine until the request's last piece)
  * lets go last. */
 #include <errno.h>
@@ -20,6 +23,7 @@
 #include "hp.h"
 
 #define WAIT_SLICE_NS 50000000L
+#define PAUSE_AT 1024
 
 typedef struct stream {
     pthread_mutex_t mu;
@@ -34,6 +38,8 @@ typedef struct stream {
     bool reported;           /* the finish was returned to the reader */
     int pipe_r, pipe_w;      /* -1 until fileno() */
     bool notified;           /* a byte is in the pipe, not yet drained */
+    hearth_engine *engine;   /* for the piece callback's pause (the engine outlives its callbacks) */
+    bool paused;             /* the request is paused until the reader takes the text */
 } stream;
 
 typedef struct hp_request {
@@ -93,6 +99,11 @@ static bool on_piece(const hearth_piece *p, void *user) {
     }
     const bool go_on = ok && !s->cancel;
     const bool last = p->finish != HEARTH_FINISH_NONE;
+    if (!last && !s->paused && s->len >= PAUSE_AT) {
+        /* under s->mu, so the reader's resume (also under it) comes after */
+        hearth_engine_pause(s->engine, p->id, true);
+        s->paused = true;
+    }
     notify(s);
     pthread_mutex_unlock(&s->mu);
     if (last) stream_release(s);
@@ -106,6 +117,7 @@ PyObject *hp_request_submit(hp_engine *engine, hearth_request_params *p) {
     pthread_cond_init(&s->cv, NULL);
     s->refs = 2;
     s->pipe_r = s->pipe_w = -1;
+    s->engine = engine->engine;
     p->on_piece = on_piece;
     p->user = s;
     uint64_t id = 0;
@@ -159,12 +171,18 @@ static const char *finish_name(hearth_finish_reason f) {
     }
 }
 
-/* With s->mu held: (text, finish, error, n_prompt, n_cached, n_generated),
- * finish and error None while the request runs; the text is taken. */
-static PyObject *take(stream *s) {
+/* With r->s->mu held: (text, finish, error, n_prompt, n_cached,
+ * n_generated), finish and error None while the request runs; the text is
+ * taken, and a request paused for it resumes. */
+static PyObject *take(hp_request *r) {
+    stream *s = r->s;
     PyObject *text = PyUnicode_DecodeUTF8(s->text ? s->text : "", (Py_ssize_t)s->len, "replace");
     if (!text) return NULL;
     s->len = 0;
+    if (s->paused) {
+        if (r->engine->engine) hearth_engine_pause(r->engine->engine, r->id, false);
+        s->paused = false;
+    }
     const char *finish = finish_name(s->finish);
     if (finish) s->reported = true;
     return Py_BuildValue("(Nzziii)", text, finish, s->error, s->n_prompt, s->n_cached, s->n_generated);
@@ -193,7 +211,7 @@ static PyObject *request_next(PyObject *self, PyObject *unused) {
         if (PyErr_CheckSignals() < 0) return NULL;
     }
     pthread_mutex_lock(&s->mu);
-    PyObject *out = take(s);
+    PyObject *out = take((hp_request *)self);
     pthread_mutex_unlock(&s->mu);
     return out;
 }
@@ -210,7 +228,7 @@ static PyObject *request_poll(PyObject *self, PyObject *unused) {
         s->notified = false;
     }
     PyObject *out = NULL;
-    if (ready(s)) out = take(s);
+    if (ready(s)) out = take((hp_request *)self);
     else Py_INCREF(Py_None), out = Py_None;
     pthread_mutex_unlock(&s->mu);
     return out;

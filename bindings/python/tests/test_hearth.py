@@ -35,7 +35,8 @@ needs_model = pytest.mark.skipif(not os.path.isfile(MODEL), reason="HEARTH_TEST_
 def model():
     if not os.path.isfile(MODEL):
         pytest.skip("HEARTH_TEST_MODEL is not set to a model file")
-    with hearth.Model(MODEL, n_ctx=512) as m:
+    # llama.cpp's order of operations (no flash attention): its greedy text, bit for bit
+    with hearth.Model(MODEL, n_ctx=512, flash_attn=False) as m:
         yield m
 
 
@@ -130,13 +131,18 @@ def test_greedy_equals_llama_cpp(model, cases):
 
 
 @needs_model
-def test_greedy_equals_hearth_run(model, cases):
+@pytest.mark.parametrize("flash_attn", ["off", "on"])
+def test_greedy_equals_hearth_run(cases, flash_attn):
     exe = os.environ.get("HEARTH_BIN")
     if not exe:
         pytest.skip("HEARTH_BIN is not set")
     prompt = cases[1]["prompt"]
-    out = subprocess.run([exe, "run", MODEL, prompt, "-n", "64", "--temp", "0"], capture_output=True, check=True)
-    assert model.generate(prompt, max_tokens=64, **greedy()) == out.stdout.decode()
+    out = subprocess.run([exe, "run", MODEL, prompt, "-n", "64", "--temp", "0", "-fa", flash_attn],
+                         capture_output=True, check=True)
+    with hearth.Model(MODEL, n_ctx=512, flash_attn=flash_attn) as m:
+        assert m.generate(prompt, max_tokens=64, **greedy()) == out.stdout.decode()
+    with pytest.raises(hearth.InvalidArgumentError, match="flash_attn"):
+        hearth.Model(MODEL, flash_attn="sometimes")
 
 
 @needs_model
@@ -184,6 +190,21 @@ def test_break_cancels():
         start = time.monotonic()
         assert m.generate("The capital of France is", max_tokens=4, **greedy()) == " Paris.\n\n"
         assert time.monotonic() - start < 5
+
+
+@needs_model
+def test_slow_reader_is_bounded():
+    """A reader that stops reading pauses its own request once about 1 KiB
+    waits unread (memory stays bounded); the model's other requests go on."""
+    with hearth.Model(MODEL, n_seq_max=2, n_ctx=2048) as m:
+        slow = m.stream("Tell me a long story.", max_tokens=None, ignore_eos=True, **greedy())
+        first = next(slow)
+        assert m.generate("The capital of France is", max_tokens=8, **greedy()).startswith(" Paris.")
+        time.sleep(6)  # about 600 tokens' time on CI's machine, well past the bound
+        backlog = next(slow)
+        assert first and 1024 <= len(backlog.encode()) < 1024 + 256, len(backlog)
+        more = [next(slow) for _ in range(3)]  # resumed
+        assert all(more)
 
 
 @needs_model
