@@ -51,6 +51,8 @@ typedef enum hearth_status {
     HEARTH_ERR_BUFFER_TOO_SMALL = 7,/* a caller's buffer is too small; the size needed is reported */
     HEARTH_ERR_DEVICE = 8,          /* a compute device failed or is missing */
     HEARTH_ERR_BUSY = 9,            /* an engine's queue is full: retry later */
+    HEARTH_ERR_NETWORK = 10,        /* a download failed: host unknown or unreachable, refused (HTTP 401/403/404 ...), cut too often */
+    HEARTH_ERR_CANCELLED = 11,      /* a progress callback returned false */
 } hearth_status;
 
 /* The message of the last failure on the calling thread ("" if none). The
@@ -137,6 +139,26 @@ HEARTH_API bool hearth_supports_mmap(void);
  * is logged as a warning). Thread-safe. */
 HEARTH_API bool hearth_supports_mlock(void);
 
+/* -------------------------------------------------------------- progress -- */
+
+/* Progress of a long operation: a download (hearth_model_resolve()) or a
+ * model load that uploads weights to a GPU. */
+typedef struct hearth_progress {
+    const char *what;   /* what is being done: a file name, or "load" */
+    uint64_t done;      /* bytes done (for a resumed download, counting the bytes it already had) */
+    uint64_t total;     /* bytes in all; 0 when not known (yet) */
+    double rate;        /* bytes per second, smoothed over the last seconds; 0 until measured */
+    double eta;         /* seconds left at that rate; -1 when not known */
+    double elapsed;     /* seconds since the operation started */
+    bool finished;      /* the last report of the operation (done == total when it succeeded) */
+} hearth_progress;
+
+/* Receives reports on the thread doing the work, about ten a second and a
+ * last one with finished true; `p` is valid only during the call. Return true
+ * to go on, false to cancel: the operation then fails with
+ * HEARTH_ERR_CANCELLED (a download keeps its partial file for the next try). */
+typedef bool (*hearth_progress_fn)(const hearth_progress *p, void *user);
+
 /* ----------------------------------------------------------------- model -- */
 
 typedef struct hearth_model hearth_model;
@@ -167,14 +189,23 @@ typedef struct hearth_model_params {
     bool use_mmap;              /* map the file instead of reading it (default true) */
     bool use_mlock;             /* lock the weights in RAM (default false) */
     bool vocab_only;            /* load only the vocabulary (tokenize without weights) */
+    /* Reports the bytes of weights uploaded to GPUs (what = "load"), or NULL;
+     * not called when no layer is offloaded. Returning false cancels the
+     * load (HEARTH_ERR_CANCELLED). */
+    hearth_progress_fn progress;
+    void *progress_user;
 } hearth_model_params;
 
 /* Defaults: n_gpu_layers 0, SPLIT_LAYER, main_gpu 0, tensor_split NULL,
- * use_mmap true, use_mlock false, vocab_only false. */
+ * use_mmap true, use_mlock false, vocab_only false, no progress callback. */
 HEARTH_API hearth_model_params hearth_model_default_params(void);
 
 /* Loads a GGUF model (version 2 or 3) from `path`. The file is validated in
- * full before use. On success *out owns the model; free it with
+ * full before use. A model split over several files (llama.cpp's
+ * gguf-split: NAME-00001-of-00003.gguf ...) is loaded from its first file,
+ * the others being found beside it; the parts must agree (split.count,
+ * split.no, split.tensors.count). hearth_model_resolve() (below) turns a
+ * model name such as "llama3.2:1b" into a path. On success *out owns the model; free it with
  * hearth_model_free(). `params` may be NULL for the defaults.
  * Errors: INVALID_ARG (NULL path/out, bad params), IO (missing file, a
  * directory, unreadable), FORMAT (not GGUF, truncated, malformed or hostile
@@ -828,6 +859,99 @@ HEARTH_API hearth_quantize_params hearth_quantize_default_params(void);
  * Thread-safe (distinct calls share nothing); the library prints nothing. */
 HEARTH_API hearth_status hearth_model_quantize(const char *in_path, const char *out_path,
                                                const hearth_quantize_params *params);
+
+/* -------------------------------------------------------- models by name -- */
+
+/* Where models come from and go. The store is one folder: a name maps to one
+ * file in it (hf/OWNER/REPO/FILE, ollama/NAMESPACE/NAME/TAG.gguf,
+ * url/SCHEME/HOST/PATH). Environment variables read at each call:
+ * HEARTH_MODELS (the store), HEARTH_OFFLINE=1, HF_ENDPOINT (default
+ * https://huggingface.co), HF_TOKEN (sent as "Authorization: Bearer" to
+ * HF_ENDPOINT only), OLLAMA_REGISTRY (default https://registry.ollama.ai),
+ * OLLAMA_MODELS (a local Ollama store; default ~/.ollama/models),
+ * HEARTH_STALL_TIMEOUT (seconds without a byte before a download is retried,
+ * default 30), HEARTH_RETRIES (retries of a cut or stalled download, default
+ * 5, with backoff 1, 2, 4 ... 30 s); proxies as libcurl reads them
+ * (https_proxy, no_proxy ...). */
+typedef struct hearth_fetch_params {
+    /* The store; NULL: $HEARTH_MODELS, else $XDG_CACHE_HOME/hearth, else
+     * ~/.cache/hearth. Created when a download needs it. */
+    const char *models_dir;
+    bool offline;                 /* never use the network (also when HEARTH_OFFLINE=1) */
+    hearth_progress_fn progress;  /* download reports (what = the file's name), or NULL */
+    void *progress_user;
+} hearth_fetch_params;
+
+/* Defaults: models_dir NULL, offline false, no progress callback. */
+HEARTH_API hearth_fetch_params hearth_fetch_default_params(void);
+
+/* Turns a model name into the path of a local GGUF file, downloading it into
+ * the store first when it is not there (unless offline). Names:
+ * - a path to a file (returned as it is, also when it does not exist:
+ *   hearth_model_load() then says so), or anything ending in ".gguf";
+ * - "http(s)://HOST/.../FILE.gguf": that file (verified when the server
+ *   gives its sha256 as Hugging Face does, in X-Linked-Etag);
+ * - "hf.co/OWNER/REPO[:QUANT]" (or huggingface.co/...): the .gguf file of
+ *   the repository whose name carries the quant tag (case-insensitive;
+ *   default Q4_K_M, then Q4_0, then the first), from the repository's
+ *   listing (HF_ENDPOINT/api/models/OWNER/REPO/tree/main), verified against
+ *   the listing's LFS sha256; a split model's files are all fetched;
+ * - a catalog name shipped with hearth (data/catalog.json), e.g.
+ *   "llama3.2:1b", "qwen2.5:0.5b", with ":QUANT" for another quant
+ *   ("llama3.2:1b:Q8_0");
+ * - "ollama:NAME[:TAG]" (TAG default "latest"): from the local Ollama store
+ *   when it has it (the path of its blob, used in place), else from the
+ *   Ollama registry (/v2/library/NAME/manifests/TAG, the model layer's blob,
+ *   verified by its digest).
+ * A download goes to FILE.partial beside its final name, resumes from a
+ * partial file (HTTP Range), is retried on a cut or stall, checks the free
+ * disk space first, and is renamed to its final name only after its size
+ * and sha256 check out; a lock file (FILE.lock, flock) makes concurrent
+ * calls for one file, in any process, share one download.
+ * On success *path_out is a malloc'd path (the first file of a split
+ * model); free it with hearth_free(). `p` may be NULL for the defaults.
+ * Errors (*path_out NULL): INVALID_ARG (NULL name or path_out, a name of
+ * none of the forms above: the message lists them and the catalog),
+ * IO (offline and not in the store: the message names the missing file;
+ * the store cannot be created or written; not enough disk space: the MiB
+ * needed and free), NETWORK (host unknown or unreachable, HTTP 401/403/404
+ * and other refusals, each with what to do; no quant in the repository
+ * matches: the message lists the files; cut or stalled after every retry:
+ * the partial file is kept for the next call to resume), FORMAT (the
+ * download's size or sha256 is wrong: it is deleted; a listing or manifest
+ * that is not what the protocol says), CANCELLED (the progress callback
+ * returned false), OUT_OF_MEMORY. Thread-safe (distinct calls share
+ * nothing but the store's locks). */
+HEARTH_API hearth_status hearth_model_resolve(const char *name, const hearth_fetch_params *p, char **path_out);
+
+/* Frees memory the library returned to the caller where a call says so
+ * (hearth_model_resolve()'s path). NULL is a no-op. */
+HEARTH_API void hearth_free(void *ptr);
+
+/* One model in the store. Every string is owned by the list. */
+typedef struct hearth_stored_model {
+    char *name;     /* a name that resolves to it: "llama3.2:1b", "hf.co/OWNER/REPO:Q4_K_M", "ollama:NAME:TAG", a URL */
+    char *quant;    /* the quant tag of its file name ("Q4_K_M"), "" when it has none */
+    uint64_t size;  /* bytes, all files of a split model together */
+    char *path;     /* the file (a split model's first file) */
+} hearth_stored_model;
+
+/* The complete models of the store (partial downloads left out), sorted by
+ * name, into *out (n entries; NULL when 0); free with
+ * hearth_model_list_free(). A missing store is an empty list. Errors:
+ * INVALID_ARG (NULL out or n), IO (the store cannot be read),
+ * OUT_OF_MEMORY. Thread-safe. */
+HEARTH_API hearth_status hearth_model_list(const hearth_fetch_params *p, hearth_stored_model **out, size_t *n);
+HEARTH_API void hearth_model_list_free(hearth_stored_model *list, size_t n);
+
+/* Deletes the model `name` (any name form hearth_model_resolve() takes that
+ * maps into the store) from the store: its file(s), and a partial download
+ * with its lock file. Never touches the network or files outside the store
+ * (a local path, a model in the Ollama store). Errors: INVALID_ARG (NULL or
+ * unknown name; a name outside the store), IO (not in the store: the message
+ * says so; a file could not be deleted). Thread-safe; removing a model that
+ * another process is downloading makes that download fail. */
+HEARTH_API hearth_status hearth_model_remove(const char *name, const hearth_fetch_params *p);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,9 @@ int cmd_bench(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
 
 /* Parse an option value strictly (the whole string, within [lo, hi]). On
  * failure print "hearth: OPT expects ..., got 'VAL'" to stderr and return false. */
@@ -38,6 +41,28 @@ int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_con
  * comes from HEARTH_LOG (debug|info|warn|error) when set, else from `verbose`
  * (info) or warn. */
 void cli_log_init(bool verbose);
+
+/* The progress line of pulls and model loads on stderr (progress_bar.c). */
+typedef struct cli_progress {
+    const char *verb;   /* "pulling", "loading" */
+    bool tty;           /* stderr is a terminal: redraw one line */
+    bool quiet_first;   /* draw nothing before a second has passed (loads) */
+    bool drawn;         /* a line is on screen without its newline */
+    double last_line;   /* elapsed seconds at the last line off a terminal */
+} cli_progress;
+
+void cli_progress_init(cli_progress *b, const char *verb);
+/* A hearth_progress_fn drawing onto b (user). Never cancels. */
+bool cli_progress_draw(const hearth_progress *p, void *user);
+
+/* Resolves a model name (hearth_model_resolve(): a path, a catalog name,
+ * hf.co/..., ollama:..., a URL) into *path (free with hearth_free()),
+ * downloading with a progress line. Returns 0, or 1 after printing the error. */
+int cli_resolve(const char *name, char **path);
+
+/* Resolves `name` and loads the model with mp (a progress line when the load
+ * takes over a second). Returns 0, or 1 after printing the error. */
+int cli_model_load(const char *name, hearth_model_params *mp, hearth_model **out);
 
 /* Prints "hearth: <what>: <last error>" to stderr; returns the exit status 1. */
 int cli_fail(const char *what);

@@ -473,7 +473,7 @@ static hearth_context_params context_params(const bench_opts *o, int32_t flash_a
 static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
-    if (hearth_model_load(o->model, &mp, &s->model) != HEARTH_OK) return cli_fail(o->model);
+    if (cli_model_load(o->model, &mp, &s->model)) return 1;
     const hearth_context_params cp = context_params(o, HEARTH_FLASH_ATTN_AUTO);
     s->tokens = random_tokens((long)cp.n_ctx, hearth_model_n_vocab(s->model));
     s->ns = malloc((size_t)o->reps * sizeof *s->ns);

@@ -40,7 +40,7 @@ static int print_model(const char *path, int32_t n_gpu_layers) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = n_gpu_layers;
     hearth_model *m;
-    if (hearth_model_load(path, &mp, &m) != HEARTH_OK) return cli_fail(path);
+    if (cli_model_load(path, &mp, &m)) return 1;
     char name[256];
     size_t len;
     if (hearth_model_meta_str(m, "general.name", name, sizeof name, &len) != HEARTH_OK) snprintf(name, sizeof name, "?");

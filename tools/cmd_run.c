@@ -247,7 +247,7 @@ static int run(const run_opts *o, run_state *s) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
     double t0 = cli_now();
-    if (hearth_model_load(o->model, &mp, &s->model) != HEARTH_OK) return cli_fail(o->model);
+    if (cli_model_load(o->model, &mp, &s->model)) return 1;
     double t_load = cli_now() - t0;
     if (o->chat) {
         int rc = chat_prompt(o, s, &prompt, &prompt_len);

@@ -179,7 +179,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
 static int load(const serve_opts *o, hearth_model **model, hearth_engine **engine) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
-    if (hearth_model_load(o->model, &mp, model) != HEARTH_OK) return cli_fail(o->model);
+    if (cli_model_load(o->model, &mp, model)) return 1;
     hearth_engine_params ep = o->engine;
     char *tmpl = NULL;
     if (o->chat_template) {

@@ -31,6 +31,8 @@ const char *hearth_status_str(hearth_status st) {
     case HEARTH_ERR_BUFFER_TOO_SMALL: return "buffer too small";
     case HEARTH_ERR_DEVICE: return "device error";
     case HEARTH_ERR_BUSY: return "busy";
+    case HEARTH_ERR_NETWORK: return "network error";
+    case HEARTH_ERR_CANCELLED: return "cancelled";
     }
     return "unknown status";
 }

@@ -113,6 +113,8 @@ hearth_status hl_gguf_open_memory(const void *data, size_t size, gguf_file **out
 
 void hl_gguf_close(gguf_file *f) {
     if (!f) return;
+    for (uint32_t i = 0; i < f->n_parts; i++) hl_gguf_close(f->parts[i]);
+    free(f->parts);
     hl_gguf_free_parsed(f);
     if (f->mapped) munmap((void *)f->base, f->size);
     free(f->origin);

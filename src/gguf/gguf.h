@@ -99,6 +99,16 @@ hearth_status hl_gguf_open_memory(const void *data, size_t size, gguf_file **out
 
 void hl_gguf_close(gguf_file *f);
 
+/* When f (opened from `path`) is the first file of a split model
+ * (split.count > 1), opens the other files beside it (llama.cpp's names:
+ * PREFIX-00002-of-00003.gguf ...) and makes their tensors part of f: the
+ * tensor accessors and lookups then cover every file; metadata stays the
+ * first file's. A file that is not split is left as it is. Errors: FORMAT
+ * (not the first file; a part whose split.no or split.count disagrees;
+ * tensor counts that do not add up to split.tensors.count; a tensor in two
+ * parts; a part's own format errors), IO (a part missing), OUT_OF_MEMORY. */
+hearth_status hl_gguf_attach_parts(gguf_file *f, const char *path);
+
 uint32_t hl_gguf_version(const gguf_file *f);
 uint64_t hl_gguf_n_kv(const gguf_file *f);
 const gguf_kv *hl_gguf_kv_at(const gguf_file *f, uint64_t i);

@@ -28,6 +28,10 @@ struct gguf_file {
     uint64_t n_tensors;
     gguf_tensor *tensors;            /* [n_tensors] in file order */
     const gguf_tensor **tensor_by_name; /* [n_tensors] sorted by name */
+    /* A split model's other files (gguf_split.c), open as long as this one:
+     * tensors and tensor_by_name then cover every file's tensors. */
+    gguf_file **parts;     /* [n_parts] */
+    uint32_t n_parts;
 };
 
 /* Parses and validates f->base[0..size) into f (origin set by the caller). On

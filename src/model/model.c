@@ -183,6 +183,7 @@ static hearth_status load(const char *path, const hearth_model_params *p, hearth
         HL_TRY(read_whole_file(path, &m->file_copy, &size));
         HL_TRY(hl_gguf_open_memory(m->file_copy, size, &m->gguf));
     }
+    HL_TRY(hl_gguf_attach_parts(m->gguf, path));
     HL_TRY(find_arch(m->gguf, &m->arch));
     HL_TRY(hl_vocab_load(m->gguf, &m->vocab));
     m->hp.n_vocab = hl_vocab_n_tokens(m->vocab);

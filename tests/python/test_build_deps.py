@@ -23,14 +23,20 @@ def test_missing_library_named_in_one_line(tmp_path):
 
 def test_python_build_needs_no_server_libraries(tmp_path):
     # the package's configuration (pyproject.toml's defines) leaves out the
-    # command, the server and the tests, so cJSON and libmicrohttpd are not needed
+    # command, the server and the tests, so libmicrohttpd is not needed; the
+    # library itself needs PCRE2, and cJSON, libcurl and libcrypto for models
+    # by name (src/fetch/)
     pc = tmp_path / "pc"
     pc.mkdir()
-    src = subprocess.run(["pkg-config", "--variable=pcfiledir", "libpcre2-8"], capture_output=True, text=True,
-                         check=True).stdout.strip()
-    (pc / "libpcre2-8.pc").write_text(open(os.path.join(src, "libpcre2-8.pc")).read())
+    for module in ["libpcre2-8", "libcjson", "libcurl", "libcrypto"]:
+        src = subprocess.run(["pkg-config", "--variable=pcfiledir", module], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        (pc / f"{module}.pc").write_text(open(os.path.join(src, f"{module}.pc")).read())
     res = configure(tmp_path, {"PKG_CONFIG_LIBDIR": str(pc), "PKG_CONFIG_PATH": ""}, "-DHEARTH_PYTHON=ON",
                     "-DHEARTH_TOOLS=OFF", "-DHEARTH_BUILD_TESTS=OFF", "-DHEARTH_NODE=OFF")
     assert res.returncode == 0, res.stderr
     res = configure(tmp_path, {"PKG_CONFIG_LIBDIR": str(pc), "PKG_CONFIG_PATH": ""})
-    assert "hearth: libcjson not found: install it (apt install libcjson-dev)" in res.stderr
+    assert "hearth: libmicrohttpd not found: install it (apt install libmicrohttpd-dev)" in res.stderr
+    (pc / "libcurl.pc").unlink()
+    res = configure(tmp_path, {"PKG_CONFIG_LIBDIR": str(pc), "PKG_CONFIG_PATH": ""}, "-DHEARTH_TOOLS=OFF")
+    assert "hearth: libcurl not found: install it (apt install libcurl4-openssl-dev)" in res.stderr
