@@ -893,7 +893,7 @@ HEARTH_API hearth_fetch_params hearth_fetch_default_params(void);
  *   gives its sha256 as Hugging Face does, in X-Linked-Etag);
  * - "hf.co/OWNER/REPO[:QUANT]" (or huggingface.co/...): the .gguf file of
  *   the repository whose name carries the quant tag (case-insensitive;
- *   default Q4_K_M, then Q4_0, then the first), from the repository's
+ *   default Q4_K_M, then Q4_0, then the first by name), from the repository's
  *   listing (HF_ENDPOINT/api/models/OWNER/REPO/tree/main), verified against
  *   the listing's LFS sha256; a split model's files are all fetched;
  * - a catalog name shipped with hearth (data/catalog.json), e.g.

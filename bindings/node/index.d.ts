@@ -147,7 +147,12 @@ export interface EngineStats {
 export class Model {
   /**
    * Loads a GGUF model and starts its engine, blocking the calling thread
-   * for the load (use Model.load() to keep the event loop running).
+   * for the load (use Model.load() to keep the event loop running). `path`
+   * is a .gguf file or a model name as the hearth command takes it
+   * ('llama3.2:1b', 'hf.co/OWNER/REPO:QUANT', 'ollama:NAME:TAG', an http(s)
+   * URL), downloaded into the model store (HEARTH_MODELS, default
+   * ~/.cache/hearth) first when it is not there (ERR_UNKNOWN for a
+   * network failure, with hearth's one-line message).
    * Throws HearthError: ERR_IO (missing or unreadable file), ERR_FORMAT (not
    * GGUF, truncated, malformed), ERR_UNSUPPORTED, ERR_OUT_OF_MEMORY,
    * ERR_INVALID_ARG (bad options), ERR_DEVICE.

@@ -95,7 +95,7 @@ void hl_hf_files_free(hl_hf_file *files, size_t n);
 
 /* Picks the model among `paths` (n names): for `quant` the .gguf whose file
  * name carries it as a word (case-insensitive), for "" Q4_K_M, then Q4_0,
- * then the first .gguf; a split model is named by its first file, other
+ * then the first .gguf by name; a split model is named by its first file, other
  * parts and mmproj files are skipped. Returns the index, or -1. */
 long hl_hf_select(const char *const *paths, size_t n, const char *quant);
 

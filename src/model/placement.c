@@ -9,6 +9,7 @@
 
 #include "backend/ops.h"
 #include "base/log.h"
+#include "base/progress.h"
 
 #define MIB(b) ((double)(b) / (1 << 20))
 #define UPLOAD_ALIGN 256 /* bytes; cudaMalloc's alignment, for every tensor in a device buffer */
@@ -179,11 +180,14 @@ static void find_host_only(const hearth_model *m, int32_t n_dev, int32_t n_asked
 
 /* ------------------------------------------------------------ upload -- */
 
-/* The weights a device holds, and where the next one goes in its buffer. */
+/* The weights a device holds, and where the next one goes in its buffer;
+ * `done` counts the bytes uploaded to every device, for progress reports. */
 typedef struct upload_cursor {
     hl_backend *b;
     uint8_t *base;
     size_t off;
+    hl_progress *progress;
+    uint64_t *done;
 } upload_cursor;
 
 static hearth_status upload(upload_cursor *c, hl_tensor *t) {
@@ -193,16 +197,24 @@ static hearth_status upload(upload_cursor *c, hl_tensor *t) {
     t->data = c->base + c->off;
     t->backend = c->b;
     c->off += aligned(bytes);
+    *c->done += aligned(bytes);
+    if (!hl_progress_report(c->progress, *c->done, false))
+        return hl_fail(HEARTH_ERR_CANCELLED, "model load cancelled by the progress callback");
     return HEARTH_OK;
 }
 
-/* Into one buffer per device that got weights, held by m->gpu[d]. */
-static hearth_status upload_all(hearth_model *m, const hl_placement *pl, int32_t n_dev) {
+/* Into one buffer per device that got weights, held by m->gpu[d]; reports
+ * the bytes to p->progress. */
+static hearth_status upload_all(hearth_model *m, const hl_placement *pl, int32_t n_dev, const hearth_model_params *p) {
     upload_cursor cur[HL_MAX_GPUS] = {{0}};
+    uint64_t total = 0, done = 0;
+    for (int32_t d = 0; d < n_dev; d++) total += pl->dev_bytes[d];
+    hl_progress progress;
+    hl_progress_init(&progress, total ? p->progress : NULL, p->progress_user, "load", total);
     for (int32_t d = 0; d < n_dev; d++) {
         if (pl->dev_bytes[d] == 0) continue;
         HL_TRY(hl_buffer_alloc(m->gpu[d], pl->dev_bytes[d], &m->gpu_weights[d]));
-        cur[d] = (upload_cursor){m->gpu[d], m->gpu_weights[d], 0};
+        cur[d] = (upload_cursor){m->gpu[d], m->gpu_weights[d], 0, &progress, &done};
     }
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
         if (m->layer_dev[il] < 0) continue;
@@ -216,6 +228,7 @@ static hearth_status upload_all(hearth_model *m, const hl_placement *pl, int32_t
         HL_TRY(upload(&cur[pl->output_dev], &m->output_norm));
         HL_TRY(upload(&cur[pl->output_dev], &m->output));
     }
+    hl_progress_report(&progress, done, true);
     return HEARTH_OK;
 }
 
@@ -268,7 +281,7 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
         }
     m->output_dev = pl.output_dev;
     m->n_gpu_layers = pl.n_offloaded;
-    HL_TRY(upload_all(m, &pl, n_dev));
+    HL_TRY(upload_all(m, &pl, n_dev, p));
     for (int32_t d = 0; d < n_dev; d++) m->gpu_bytes += pl.dev_bytes[d];
     if (pl.n_capped > 0)
         HL_WARN("%d layers stay on the CPU: between the layers a GPU cannot run, the pipeline would need more than "

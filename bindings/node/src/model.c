@@ -96,7 +96,12 @@ bool hn_model_params(napi_env env, napi_value opts, hearth_model_params *mp, hea
 hearth_status hn_model_open(const char *path, const hearth_model_params *mp, const hearth_engine_params *ep,
                             hearth_model **model, hearth_engine **engine) {
     *engine = NULL;
-    hearth_status st = hearth_model_load(path, mp, model);
+    /* a model name ("llama3.2:1b", hf.co/..., ollama:...) becomes a local
+     * file, downloaded into the store first when it is not there */
+    char *file = NULL;
+    hearth_status st = hearth_model_resolve(path, NULL, &file);
+    if (st == HEARTH_OK) st = hearth_model_load(file, mp, model);
+    hearth_free(file);
     if (st != HEARTH_OK) return st;
     st = hearth_engine_init(*model, ep, engine);
     if (st != HEARTH_OK) {

@@ -57,7 +57,10 @@ class Model:
     """A GGUF model loaded by hearth, ready to generate.
 
     Args:
-        path: the ``.gguf`` file (str or os.PathLike).
+        path: the ``.gguf`` file (str or os.PathLike), or a model name as the
+            ``hearth`` command takes it ("llama3.2:1b", "hf.co/OWNER/REPO:QUANT",
+            "ollama:NAME:TAG", an http(s) URL), downloaded into the model store
+            (HEARTH_MODELS, default ~/.cache/hearth) first when it is not there.
         n_gpu_layers: blocks to place on GPUs: 0 (default) CPU only, N the
             first N, -1 every block and the output layer. Without a usable
             GPU the model runs on the CPU (``gpu_layers`` then reads 0).

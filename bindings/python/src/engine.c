@@ -85,7 +85,12 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     hearth_engine *engine = NULL;
     hearth_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = hearth_model_load(path, &mp, &model);
+    /* a model name ("llama3.2:1b", hf.co/..., ollama:...) becomes a local
+     * file, downloaded into the store first when it is not there */
+    char *file = NULL;
+    st = hearth_model_resolve(path, NULL, &file);
+    if (st == HEARTH_OK) st = hearth_model_load(file, &mp, &model);
+    hearth_free(file);
     if (st == HEARTH_OK && (st = hearth_engine_init(model, &ep, &engine)) != HEARTH_OK) {
         hearth_model_free(model);
         model = NULL;
