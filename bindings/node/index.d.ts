@@ -59,6 +59,21 @@ export interface ModelOptions {
   useMmap?: boolean;
   /** Lock the weights in RAM (default false). */
   useMlock?: boolean;
+  /**
+   * How attention runs on the CPU (llama.cpp's --flash-attn). 'auto'
+   * (default) and 'on' (or true): the tiled FlashAttention path, much faster
+   * on long prompts and deep contexts, equal to 'off' within float rounding
+   * (a near tie may pick another greedy token). 'off' (or false): llama.cpp's
+   * order of operations without flash attention, bit for bit, for
+   * comparisons with llama.cpp. Layers on a GPU ignore it.
+   */
+  flashAttn?: 'auto' | 'on' | 'off' | boolean;
+  /**
+   * A Jinja chat template (its text, Hugging Face's format) that chat()
+   * renders conversations with, instead of the model's own
+   * (tokenizer.chat_template, the default).
+   */
+  chatTemplate?: string;
 }
 
 /** Sampling and limits of one request. Every field is optional. */
@@ -85,6 +100,8 @@ export interface GenerateOptions {
   seed?: number | bigint;
   /** Stop strings: the text ends before the first one (which is not included). */
   stop?: string | string[];
+  /** Keep generating past end-of-generation tokens (until maxTokens or a full slot context; default false). */
+  ignoreEos?: boolean;
   /** Cancels the request (within one engine step); the call then rejects / the iterator throws signal.reason. */
   signal?: AbortSignal;
 }
@@ -195,9 +212,10 @@ export class Model {
   /**
    * The text as it is generated (each value is one or more pieces, whole
    * UTF-8 characters). Generation starts at the first next() and runs on
-   * the engine's thread; a consumer that falls 32 pieces behind makes the
-   * engine wait (memory stays bounded; the Model's other requests wait
-   * too, so read promptly or break). `break` or the signal cancels it.
+   * the engine's thread; a consumer that falls 32 pieces behind pauses its
+   * request until it reads again (memory stays bounded; the request keeps
+   * its slot, and the Model's other requests go on meanwhile). `break` or
+   * the signal cancels it, paused or not.
    */
   stream(prompt: string, options?: GenerateOptions): AsyncIterableIterator<string>;
   /** Answers a conversation rendered with the model's chat template. */

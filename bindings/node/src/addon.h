@@ -1,7 +1,8 @@
 /* hearth.node, the Node-API addon under bindings/node/index.js: what its
  * files share. module.c lists the exports; errors.c makes HearthError
  * objects; args.c reads JS values; model.c owns a Model (a hearth_model and
- * its hearth_engine) and model_load.c loads one on a libuv worker; vocab.c
+ * its hearth_engine), model_options.c reads its loader options and
+ * model_load.c loads one on a libuv worker; vocab.c
  * tokenizes; request_params.c turns generation options into a
  * hearth_request_params; stream.c carries a request's pieces from the
  * engine's thread to JavaScript; system.c answers about devices and the
@@ -79,6 +80,22 @@ napi_value hn_opt(napi_env env, napi_value obj, const char *key);
 bool hn_strings(napi_env env, napi_value v, const char *what, char ***out, size_t *n);
 void hn_strings_free(char **s, size_t n);
 
+/* ------------------------------------------------------ model_options.c -- */
+
+/* A Model's loader options as hearth's params, with the storage they point into. */
+typedef struct hn_model_options {
+    hearth_model_params mp;
+    hearth_engine_params ep;
+    float *split;                    /* mp.tensor_split's storage (padded to the GPU count), or NULL */
+    char *chat_template;             /* ep.chat_template's storage, or NULL */
+} hn_model_options;
+
+/* Reads the loader options (nGpuLayers, nCtx, flashAttn, chatTemplate ...)
+ * into o; false after throwing ERR_INVALID_ARG naming the option. Free o
+ * with hn_model_options_free() either way. */
+bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o);
+void hn_model_options_free(hn_model_options *o);
+
 /* -------------------------------------------------------------- model.c -- */
 
 /* A loaded model and its engine, shared by the JS handle, its requests and
@@ -92,10 +109,9 @@ typedef struct hn_model {
     int32_t refs;                    /* JS thread only */
     int32_t n_armed;                 /* requests whose JS side waits: the tsfn keeps the event loop alive */
     bool hooked;                     /* hn_model_cleanup is registered with the environment */
-    /* Shared with the engine's thread (stream.c's piece callback). */
+    /* Guards its requests' buffers, shared with the engine's thread
+     * (stream.c's piece callback); taken before the engine's own lock. */
     pthread_mutex_t mu;
-    pthread_cond_t room;             /* a request's buffer was emptied, a request cancelled, or closing */
-    bool closing;                    /* disposing: callbacks stop waiting and cancel their requests */
 } hn_model;
 
 /* The model behind a handle made by the loaders; NULL after throwing
@@ -103,13 +119,9 @@ typedef struct hn_model {
 hn_model *hn_model_get(napi_env env, napi_value v);
 /* As hn_model_get(), and throws ERR_DISPOSED when the model is disposed. */
 hn_model *hn_model_live(napi_env env, napi_value v);
-/* Reads the loader options (nGpuLayers, nCtx ...) into model and engine params.
- * `split` receives the tensorSplit array (malloc'd, free() it) or NULL. */
-bool hn_model_params(napi_env env, napi_value opts, hearth_model_params *mp, hearth_engine_params *ep, float **split);
 /* Loads path and starts its engine (any thread: no JS). On error nothing is
  * left and the status is returned with hearth_last_error() set. */
-hearth_status hn_model_open(const char *path, const hearth_model_params *mp, const hearth_engine_params *ep,
-                            hearth_model **model, hearth_engine **engine);
+hearth_status hn_model_open(const char *path, const hn_model_options *o, hearth_model **model, hearth_engine **engine);
 /* The JS handle of a freshly opened model (takes model and engine, freeing
  * them on failure); NULL with an exception pending on failure. */
 napi_value hn_model_wrap(napi_env env, const char *path, hearth_model *model, hearth_engine *engine);

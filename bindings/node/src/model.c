@@ -20,90 +20,16 @@
 
 static const napi_type_tag MODEL_TAG = {0x6865617274686d6fULL, 0x64656c2d6e6f6465ULL}; /* "hearthmodel-node" */
 
-/* ------------------------------------------------------------- options -- */
-
-/* options.tensorSplit: proportions per GPU. hearth reads one per device, so
- * the array is padded with zeros to the device count. */
-static bool read_split(napi_env env, napi_value opts, float **split) {
-    *split = NULL;
-    napi_value v = hn_opt(env, opts, "tensorSplit");
-    if (hn_is_nullish(env, v)) return true;
-    bool is_array = false;
-    uint32_t n = 0;
-    napi_is_array(env, v, &is_array);
-    if (!is_array || napi_get_array_length(env, v, &n) != napi_ok) {
-        hn_throw(env, "ERR_INVALID_ARG", "options.tensorSplit must be an array of numbers");
-        return false;
-    }
-    const uint32_t n_dev = (uint32_t)hearth_gpu_device_count(), size = n > n_dev ? n : n_dev;
-    float *s = calloc(size ? size : 1, sizeof *s);
-    if (!s) {
-        hn_throw(env, "ERR_OUT_OF_MEMORY", "out of memory reading options.tensorSplit");
-        return false;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        napi_value e;
-        double d = -1;
-        if (napi_get_element(env, v, i, &e) != napi_ok || napi_get_value_double(env, e, &d) != napi_ok ||
-            !(d >= 0 && d < 1e30)) {
-            free(s);
-            hn_throw(env, "ERR_INVALID_ARG", "options.tensorSplit[%u] must be a non-negative number", i);
-            return false;
-        }
-        s[i] = (float)d;
-    }
-    *split = s;
-    return true;
-}
-
-/* options.splitMode: 'none' | 'layer' | 'row'. */
-static bool read_split_mode(napi_env env, napi_value opts, hearth_split_mode *mode) {
-    static const char *const names[] = {[HEARTH_SPLIT_NONE] = "none", [HEARTH_SPLIT_LAYER] = "layer", [HEARTH_SPLIT_ROW] = "row"};
-    napi_value v = hn_opt(env, opts, "splitMode");
-    if (hn_is_nullish(env, v)) return true;
-    char *s = hn_string(env, v, "options.splitMode", NULL);
-    if (!s) return false;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (!strcmp(s, names[i])) {
-            *mode = (hearth_split_mode)i;
-            free(s);
-            return true;
-        }
-    }
-    hn_throw(env, "ERR_INVALID_ARG", "options.splitMode must be 'none', 'layer' or 'row' (got '%s')", s);
-    free(s);
-    return false;
-}
-
-bool hn_model_params(napi_env env, napi_value opts, hearth_model_params *mp, hearth_engine_params *ep, float **split) {
-    *mp = hearth_model_default_params();
-    *ep = hearth_engine_default_params();
-    *split = NULL;
-    int32_t n_ctx = (int32_t)ep->ctx.n_ctx, n_batch = (int32_t)ep->ctx.n_batch, n_seq = (int32_t)ep->ctx.n_seq_max;
-    bool ok = hn_opt_int(env, opts, "nGpuLayers", -1, INT32_MAX, &mp->n_gpu_layers) &&
-              hn_opt_int(env, opts, "mainGpu", 0, INT32_MAX, &mp->main_gpu) && read_split_mode(env, opts, &mp->split_mode) &&
-              hn_opt_bool(env, opts, "useMmap", &mp->use_mmap) && hn_opt_bool(env, opts, "useMlock", &mp->use_mlock) &&
-              hn_opt_int(env, opts, "nCtx", 0, 1 << 24, &n_ctx) && hn_opt_int(env, opts, "nBatch", 1, INT32_MAX, &n_batch) &&
-              hn_opt_int(env, opts, "nThreads", 0, 1024, &ep->ctx.n_threads) &&
-              hn_opt_int(env, opts, "nSeqMax", 1, 256, &n_seq) && read_split(env, opts, split);
-    ep->ctx.n_ctx = (uint32_t)n_ctx;
-    ep->ctx.n_batch = (uint32_t)n_batch;
-    ep->ctx.n_seq_max = (uint32_t)n_seq;
-    mp->tensor_split = *split;
-    return ok;
-}
-
-hearth_status hn_model_open(const char *path, const hearth_model_params *mp, const hearth_engine_params *ep,
-                            hearth_model **model, hearth_engine **engine) {
+hearth_status hn_model_open(const char *path, const hn_model_options *o, hearth_model **model, hearth_engine **engine) {
     *engine = NULL;
     /* a model name ("llama3.2:1b", hf.co/..., ollama:...) becomes a local
      * file, downloaded into the store first when it is not there */
     char *file = NULL;
     hearth_status st = hearth_model_resolve(path, NULL, &file);
-    if (st == HEARTH_OK) st = hearth_model_load(file, mp, model);
+    if (st == HEARTH_OK) st = hearth_model_load(file, &o->mp, model);
     hearth_free(file);
     if (st != HEARTH_OK) return st;
-    st = hearth_engine_init(*model, ep, engine);
+    st = hearth_engine_init(*model, &o->ep, engine);
     if (st != HEARTH_OK) {
         hearth_model_free(*model);
         *model = NULL;
@@ -116,7 +42,6 @@ hearth_status hn_model_open(const char *path, const hearth_model_params *mp, con
 void hn_model_unref(hn_model *m) {
     if (--m->refs > 0) return;
     pthread_mutex_destroy(&m->mu);
-    pthread_cond_destroy(&m->room);
     free(m->name);
     free(m);
 }
@@ -129,11 +54,7 @@ static void model_close(hn_model *m, bool from_hook) {
     if (m->hooked && !from_hook) napi_remove_env_cleanup_hook(m->env, model_cleanup, m);
     m->hooked = false;
     if (!m->engine) return;
-    pthread_mutex_lock(&m->mu);
-    m->closing = true; /* a piece callback waiting for room returns false now */
-    pthread_cond_broadcast(&m->room);
-    pthread_mutex_unlock(&m->mu);
-    hearth_engine_free(m->engine); /* every request gets its last piece (CANCELLED) */
+    hearth_engine_free(m->engine); /* every request gets its last piece (CANCELLED), paused ones too */
     m->engine = NULL;
     hearth_model_free(m->model);
     m->model = NULL;
@@ -173,7 +94,6 @@ napi_value hn_model_wrap(napi_env env, const char *path, hearth_model *model, he
     }
     *m = (hn_model){.env = env, .model = model, .engine = engine, .name = name, .refs = 1};
     pthread_mutex_init(&m->mu, NULL);
-    pthread_cond_init(&m->room, NULL);
     napi_value res_name, handle = NULL;
     /* no queue bound here: each request has at most one call pending
      * (stream.c), and its text waits in its own bounded buffer */
@@ -221,18 +141,17 @@ hn_model *hn_model_live(napi_env env, napi_value v) {
 napi_value hn_model_load(napi_env env, napi_callback_info info) {
     napi_value argv[2];
     if (!hn_args(env, info, 2, argv)) return NULL;
-    hearth_model_params mp;
-    hearth_engine_params ep;
-    float *split;
+    hn_model_options o = {0};
     char *path = hn_string(env, argv[0], "path", NULL);
-    if (!path || !hn_model_params(env, argv[1], &mp, &ep, &split)) {
+    if (!path || !hn_model_options_read(env, argv[1], &o)) {
+        hn_model_options_free(&o);
         free(path);
         return NULL;
     }
     hearth_model *model;
     hearth_engine *engine;
-    const hearth_status st = hn_model_open(path, &mp, &ep, &model, &engine);
-    free(split);
+    const hearth_status st = hn_model_open(path, &o, &model, &engine);
+    hn_model_options_free(&o);
     napi_value handle = NULL;
     if (st != HEARTH_OK) hn_throw_status(env, st);
     else handle = hn_model_wrap(env, path, model, engine);

@@ -10,9 +10,7 @@
 
 typedef struct load_job {
     char *path;
-    hearth_model_params mp;
-    hearth_engine_params ep;
-    float *split;                /* mp.tensor_split's storage */
+    hn_model_options opts;
     hearth_model *model;         /* the result, or NULL */
     hearth_engine *engine;
     hearth_status st;
@@ -24,7 +22,7 @@ typedef struct load_job {
 static void job_free(napi_env env, load_job *j) {
     if (j->work) napi_delete_async_work(env, j->work);
     free(j->path);
-    free(j->split);
+    hn_model_options_free(&j->opts);
     free(j);
 }
 
@@ -32,7 +30,7 @@ static void job_free(napi_env env, load_job *j) {
 static void execute(napi_env env, void *data) {
     (void)env;
     load_job *j = data;
-    j->st = hn_model_open(j->path, &j->mp, &j->ep, &j->model, &j->engine);
+    j->st = hn_model_open(j->path, &j->opts, &j->model, &j->engine);
     if (j->st != HEARTH_OK) {
         const char *msg = hearth_last_error();
         strncpy(j->error, msg[0] ? msg : hearth_status_str(j->st), sizeof j->error - 1);
@@ -70,7 +68,7 @@ napi_value hn_model_load_async(napi_env env, napi_callback_info info) {
         hn_throw(env, "ERR_OUT_OF_MEMORY", "out of memory");
         return NULL;
     }
-    if (!(j->path = hn_string(env, argv[0], "path", NULL)) || !hn_model_params(env, argv[1], &j->mp, &j->ep, &j->split) ||
+    if (!(j->path = hn_string(env, argv[0], "path", NULL)) || !hn_model_options_read(env, argv[1], &j->opts) ||
         napi_create_string_utf8(env, "hearth.load", NAPI_AUTO_LENGTH, &name) != napi_ok ||
         napi_create_promise(env, &j->deferred, &promise) != napi_ok ||
         napi_create_async_work(env, NULL, name, execute, complete, j, &j->work) != napi_ok ||

@@ -1,8 +1,8 @@
 /* Generation options -> hearth_request_params: the prompt (text, or chat
  * messages the engine renders with the model's template), maxTokens, the
  * sampler's fields under their JS names (temperature, topK, topP, minP,
- * repeatPenalty, repeatLastN, presencePenalty, frequencyPenalty, seed) and
- * stop strings. Left-out options keep hearth's defaults
+ * repeatPenalty, repeatLastN, presencePenalty, frequencyPenalty, seed),
+ * stop strings and ignoreEos. Left-out options keep hearth's defaults
  * (hearth_sampler_default_params), except the seed: a fresh one per
  * request, as `hearth run` and llama.cpp do, so that two calls do not give
  * the same sample. */
@@ -77,7 +77,8 @@ bool hn_request_read(napi_env env, napi_value prompt, napi_value messages, napi_
     if (messages && !read_messages(env, messages, in)) return false;
     if (!messages && !(in->prompt = hn_string(env, prompt, "prompt", NULL))) return false;
     if (!hn_opt_int(env, opts, "maxTokens", -1, INT32_MAX, &p->max_tokens) || !read_sampling(env, opts, &p->sampling) ||
-        !hn_strings(env, hn_opt(env, opts, "stop"), "options.stop", &in->stop, &in->n_stop))
+        !hn_strings(env, hn_opt(env, opts, "stop"), "options.stop", &in->stop, &in->n_stop) ||
+        !hn_opt_bool(env, opts, "ignoreEos", &p->ignore_eos))
         return false;
     p->prompt = in->prompt;
     p->messages = in->messages;

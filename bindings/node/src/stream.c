@@ -7,16 +7,18 @@
  * function (at most one call pending per request, so the thread-safe
  * function's queue is bounded by the number of requests).
  *
- * Backpressure: a buffer holds at most HN_STREAM_PIECES pieces. A piece
- * that finds it full waits (on the engine's thread) until JS takes the
- * text, the request is cancelled or the model disposed. Memory therefore
- * stays bounded however slow the consumer, and generation slows to its
- * pace. The price: the engine has one thread, so while one request waits
- * for its consumer every other request of the same Model waits too. A
- * consumer keeping up (reading within the time of HN_STREAM_PIECES steps)
- * never makes the engine wait; one that stops reading without cancelling
- * holds the Model until it reads, breaks, aborts, or its stream is garbage
- * collected (which cancels it).
+ * Backpressure: a buffer holds at most HN_STREAM_PIECES pieces. The piece
+ * that fills it pauses its request in the engine (hearth_engine_pause) and
+ * returns at once; the take() that empties the buffer resumes it. A paused
+ * request keeps its slot and cache but sits out the engine's steps, so
+ * memory stays bounded however slow the consumer while the Model's other
+ * requests go on at full speed. Pause and resume are both made under
+ * m->mu, the lock that guards the buffer, so a resume cannot overtake its
+ * pause (lock order: m->mu, then the engine's own lock; the engine does not
+ * hold its lock while it calls a piece callback). A paused request still
+ * ends within a step when cancelled (break, abort, garbage collection of
+ * its stream) or when the model is disposed (freeing the engine ends every
+ * request).
  *
  * Lifetime: a request is referenced by its JS handle and by the engine
  * until JS has seen its end (hn_request.refs, JS thread only); it holds a
@@ -26,13 +28,14 @@
 
 #include "addon.h"
 
-/* Pieces of text a request may hold before its piece callback waits. */
+/* Pieces of text a request may hold before it is paused. */
 #define HN_STREAM_PIECES 32
 
 static const napi_type_tag REQUEST_TAG = {0x6865617274687265ULL, 0x71756573742d6e64ULL}; /* "hearthrequest-nd" */
 
 typedef struct hn_request {
     hn_model *m;
+    hearth_engine *engine;         /* m->engine at submit, for the piece callback (the engine outlives its callbacks) */
     uint64_t id;                   /* the engine's request id */
     napi_ref waker;                /* JS function to call when text or the end arrives */
     int32_t refs;                  /* JS thread only */
@@ -45,6 +48,7 @@ typedef struct hn_request {
     bool queued;                   /* a thread-safe function call for it is pending */
     bool cancel;                   /* JS stopped it: the next piece returns false */
     bool oom;                      /* the buffer could not grow: the request ends with an error */
+    bool paused;                   /* the buffer is full: paused in the engine until take() empties it */
     hearth_finish_reason finish;   /* NONE until its last piece */
     char *error;                   /* with FINISH_ERROR */
     int32_t n_prompt, n_cached, n_generated;
@@ -59,13 +63,13 @@ static void request_unref(napi_env env, hn_request *r) {
     free(r);
 }
 
-/* Marks r cancelled and tells the engine; the last piece follows within a step. */
+/* Marks r cancelled and tells the engine; the last piece follows within a
+ * step, paused or not. */
 static void request_cancel(hn_request *r) {
     hn_model *m = r->m;
     pthread_mutex_lock(&m->mu);
     r->cancel = true;
     const bool running = r->finish == HEARTH_FINISH_NONE;
-    pthread_cond_broadcast(&m->room); /* its piece callback may be waiting for room */
     pthread_mutex_unlock(&m->mu);
     if (running && m->engine) hearth_engine_cancel(m->engine, r->id);
 }
@@ -93,11 +97,14 @@ static bool on_piece(const hearth_piece *pc, void *user) {
     hn_model *m = r->m;
     const bool last = pc->finish != HEARTH_FINISH_NONE;
     pthread_mutex_lock(&m->mu);
-    while (!last && r->n_pieces >= HN_STREAM_PIECES && !r->cancel && !m->closing) pthread_cond_wait(&m->room, &m->mu);
-    bool go = !r->cancel && !m->closing && !r->oom;
+    bool go = !r->cancel && !r->oom;
     if (go && pc->len && !append(r, pc->text, pc->len)) {
         r->oom = true;
         go = false;
+    }
+    if (go && !last && !r->paused && r->n_pieces >= HN_STREAM_PIECES) {
+        hearth_engine_pause(r->engine, pc->id, true); /* no further piece until take() resumes it */
+        r->paused = true;
     }
     r->n_prompt = pc->n_prompt;
     r->n_cached = pc->n_cached;
@@ -175,7 +182,7 @@ napi_value hn_submit(napi_env env, napi_callback_info info) {
         hn_request_input_free(&in);
         return NULL;
     }
-    *r = (hn_request){.m = m, .refs = 1};
+    *r = (hn_request){.m = m, .engine = m->engine, .refs = 1};
     m->refs++;
     if (napi_create_reference(env, argv[4], 1, &r->waker) != napi_ok) {
         hn_napi_failed(env, "napi_create_reference");
@@ -218,7 +225,8 @@ static const char *finish_name(hearth_finish_reason f) {
 /* take(request) -> null when nothing new (the waker will be called), else
  * {text, finish, error, promptTokens, cachedTokens, completionTokens}:
  * the text produced since the last take (possibly ''), and finish null
- * while more follows, else 'stop' | 'length' | 'cancelled' | 'error'. */
+ * while more follows, else 'stop' | 'length' | 'cancelled' | 'error'.
+ * Taking the text resumes a request paused for a full buffer. */
 napi_value hn_take(napi_env env, napi_callback_info info) {
     napi_value argv[1], o, text = NULL;
     if (!hn_args(env, info, 1, argv)) return NULL;
@@ -238,7 +246,8 @@ napi_value hn_take(napi_env env, napi_callback_info info) {
     napi_create_string_utf8(env, r->text ? r->text : "", r->len, &text);
     r->len = 0;
     r->n_pieces = 0;
-    pthread_cond_broadcast(&m->room);
+    if (r->paused && m->engine) hearth_engine_pause(m->engine, r->id, false); /* under m->mu: after its pause */
+    r->paused = false;
     const hearth_finish_reason finish = r->finish;
     const char *error = r->error; /* set with finish, then constant */
     const int32_t n_prompt = r->n_prompt, n_cached = r->n_cached, n_generated = r->n_generated;

@@ -1,7 +1,8 @@
 'use strict';
-// Generation through the engine: greedy text equal to `hearth run`'s, the
-// event loop running during generation, four streams at once equal to one
-// at a time, chat results in OpenAI's shape.
+// Generation through the engine: greedy text equal to `hearth run`'s (with
+// either flashAttn), the event loop running during generation, four streams
+// at once equal to one at a time, ignoreEos, chat results in OpenAI's
+// shape, a chatTemplate of one's own.
 const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('node:fs');
@@ -20,6 +21,21 @@ test('greedy text equals `hearth run --temp 0`', { skip: !fs.existsSync(HEARTH_B
     });
     assert.ok(want.length > 0);
     assert.strictEqual(await model.generate(prompt, { maxTokens: 32, temperature: 0 }), want, `prompt ${JSON.stringify(prompt)}`);
+  }
+});
+
+test('flashAttn off and on give `hearth run -fa off` and `-fa on`', { skip: !fs.existsSync(HEARTH_BIN) && `${HEARTH_BIN} not built` }, async () => {
+  const prompt = PROMPTS[1];
+  for (const [fa, same] of [['off', false], ['on', true]]) {
+    const want = execFileSync(HEARTH_BIN, ['run', MODEL, prompt, '-n', '64', '--temp', '0', '-fa', fa], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    for (const flashAttn of [fa, same]) {
+      const m = new Model(MODEL, { flashAttn });
+      assert.strictEqual(await m.generate(prompt, { maxTokens: 64, temperature: 0 }), want, `flashAttn ${flashAttn}`);
+      m.dispose();
+    }
   }
 });
 
@@ -66,6 +82,16 @@ test('sampling: equal seeds give equal text, stop strings cut the text', async (
   assert.strictEqual(cut, full.slice(0, full.indexOf('\n')));
 });
 
+test('ignoreEos generates past the end-of-generation token', async () => {
+  const messages = [{ role: 'user', content: 'Say hi.' }];
+  const ended = await model.chat(messages, { maxTokens: 64, temperature: 0 });
+  assert.strictEqual(ended.choices[0].finish_reason, 'stop', 'the reply should end before 64 tokens');
+  const going = await model.chat(messages, { maxTokens: 64, temperature: 0, ignoreEos: true });
+  assert.strictEqual(going.choices[0].finish_reason, 'length');
+  assert.strictEqual(going.usage.completion_tokens, 64);
+  assert.ok(going.choices[0].message.content.startsWith(ended.choices[0].message.content));
+});
+
 test('chat returns an OpenAI chat.completion', async () => {
   const messages = [{ role: 'user', content: 'What is the capital of France?' }];
   const r = await model.chat(messages, { maxTokens: 16, temperature: 0 });
@@ -99,4 +125,13 @@ test('chat with stream: true yields chunks that add up to the same answer', asyn
   assert.strictEqual(last.finish_reason, whole.choices[0].finish_reason);
   for (const c of chunks.slice(0, -1)) assert.strictEqual(c.choices[0].finish_reason, null);
   assert.strictEqual(chunks.map((c) => c.choices[0].delta.content || '').join(''), whole.choices[0].message.content);
+});
+
+test('chatTemplate replaces the model\'s chat template', async () => {
+  const m = new Model(MODEL, { chatTemplate: '{{ messages[0].content }}' }); // the bare text, no roles
+  const opts = { maxTokens: 16, temperature: 0 };
+  const r = await m.chat([{ role: 'user', content: LONG_PROMPT }], opts);
+  assert.strictEqual(r.choices[0].message.content, await model.generate(LONG_PROMPT, opts));
+  assert.strictEqual(r.usage.prompt_tokens, model.tokenize(LONG_PROMPT).length);
+  m.dispose();
 });

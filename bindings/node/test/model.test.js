@@ -77,11 +77,15 @@ test('bad options and arguments throw ERR_INVALID_ARG naming them', async () => 
   assert.throws(() => new Model(MODEL, { splitMode: 'diagonal' }), { code: 'ERR_INVALID_ARG', message: /splitMode/ });
   assert.throws(() => new Model(42), { code: 'ERR_INVALID_ARG', message: /path must be a string/ });
   await assert.rejects(Model.load(MODEL, { useMmap: 'yes' }), { code: 'ERR_INVALID_ARG', message: /useMmap/ });
+  assert.throws(() => new Model(MODEL, { flashAttn: 'fast' }), { code: 'ERR_INVALID_ARG', message: /flashAttn/ });
+  await assert.rejects(Model.load(MODEL, { flashAttn: 1 }), { code: 'ERR_INVALID_ARG', message: /flashAttn/ });
+  assert.throws(() => new Model(MODEL, { chatTemplate: 42 }), { code: 'ERR_INVALID_ARG', message: /chatTemplate/ });
   const m = new Model(MODEL);
   await assert.rejects(m.generate('x', { maxTokens: 1.5 }), { code: 'ERR_INVALID_ARG', message: /maxTokens/ });
   await assert.rejects(m.generate('x', { topP: 2 }), { code: 'ERR_INVALID_ARG', message: /top_p/ });
   await assert.rejects(m.generate('x', { seed: -1 }), { code: 'ERR_INVALID_ARG', message: /seed/ });
   await assert.rejects(m.generate('x', { stop: [''] }), { code: 'ERR_INVALID_ARG', message: /stop/ });
+  await assert.rejects(m.generate('x', { ignoreEos: 'yes' }), { code: 'ERR_INVALID_ARG', message: /ignoreEos/ });
   await assert.rejects(m.generate(7), { code: 'ERR_INVALID_ARG', message: /prompt must be a string/ });
   await assert.rejects(m.chat([{ role: 'user' }]), { code: 'ERR_INVALID_ARG', message: /messages\[0\]\.content/ });
   assert.throws(() => m.tokenize(null), { code: 'ERR_INVALID_ARG' });

@@ -1,7 +1,7 @@
 'use strict';
 // Streams: cancelling (AbortSignal, break) within a step, backpressure from
-// a slow consumer, disposing while streams run, and process exit with a
-// live model.
+// a slow consumer (its request paused, the others going on), disposing
+// while streams run, and process exit with a live model.
 const test = require('node:test');
 const assert = require('node:assert');
 const path = require('node:path');
@@ -58,7 +58,7 @@ test('break ends a stream and frees its slot', async () => {
   assert.ok(generated() - before < 3 + 40);
 });
 
-test('a slow consumer slows generation: the native buffer stays bounded', async () => {
+test('a slow consumer pauses its request: the native buffer stays bounded', async () => {
   const opts = { maxTokens: 200, temperature: 0 };
   const want = await model.generate(LONG_PROMPT, opts);
   const before = generated();
@@ -75,11 +75,40 @@ test('a slow consumer slows generation: the native buffer stays bounded', async 
   assert.strictEqual(text, want, 'nothing lost or reordered under backpressure');
 });
 
-test('dispose() while streams run ends them with ERR_DISPOSED, also one blocked on its consumer', async () => {
+test('another stream of the Model runs to its end while a slow one is paused', { timeout: 60000 }, async () => {
+  const m = new Model(MODEL, { nSeqMax: 2 });
+  const slowOpts = { maxTokens: 80, temperature: 0 };
+  const fastOpts = { maxTokens: 100, temperature: 0 };
+  const [wantSlow, wantFast] = [await m.generate(LONG_PROMPT, slowOpts), await m.generate(LONG_PROMPT, fastOpts)];
+  const made = () => m.stats().nGeneratedTokens;
+  const before = made();
+  const slow = m.stream(LONG_PROMPT, slowOpts);
+  let slowText = (await slow.next()).value;
+  assert.ok(await until(() => made() - before >= 1 + 32, 10000), 'the slow stream did not fill its buffer');
+  await sleep(200);
+  const paused = made() - before;
+  assert.ok(paused <= 1 + 32 + 2, `${paused} tokens generated while 1 piece was read`);
+  // the slow stream, unread, holds one slot; the other slot runs freely
+  let timer;
+  const fast = await Promise.race([
+    m.generate(LONG_PROMPT, fastOpts),
+    new Promise((resolve) => (timer = setTimeout(() => resolve(null), 30000))),
+  ]);
+  clearTimeout(timer);
+  assert.notStrictEqual(fast, null, 'the other stream stalled behind the paused one');
+  assert.strictEqual(fast, wantFast);
+  assert.ok(await until(() => m.stats().nRunning === 1, 2000), 'the paused stream kept its slot');
+  assert.strictEqual(made() - before, paused + 100, 'the paused stream generated meanwhile');
+  for await (const piece of slow) slowText += piece; // reading resumes it
+  assert.strictEqual(slowText, wantSlow, 'nothing lost or reordered across the pause');
+  m.dispose();
+});
+
+test('dispose() while streams run ends them with ERR_DISPOSED, also one paused for its consumer', async () => {
   const m = new Model(MODEL);
   const opts = { maxTokens: 300, temperature: 0 }; // 300 tokens: none ends before dispose()
   const running = [0, 1, 2].map(() => collect(m.stream(LONG_PROMPT, opts)));
-  const stalled = m.stream(LONG_PROMPT, opts); // read once, then left: the engine waits for it
+  const stalled = m.stream(LONG_PROMPT, opts); // read once, then left: its request pauses
   await stalled.next();
   await sleep(300);
   m.dispose();
@@ -98,7 +127,7 @@ function child(code, timeout) {
   return spawnSync(process.execPath, ['-e', src], { encoding: 'utf8', timeout, env: process.env });
 }
 
-test('the process exits with a live model and an abandoned, blocked stream', () => {
+test('the process exits with a live model and an abandoned, paused stream', () => {
   const r = child(
     `const m = new Model(MODEL);
      const s = m.stream('${LONG_PROMPT}', { maxTokens: 2000, temperature: 0 });
@@ -153,8 +182,8 @@ test('a worker with a live model and running streams terminates cleanly', async 
     const { Model } = require(${JSON.stringify(index)});
     (async () => {
       const m = await Model.load(${JSON.stringify(MODEL)});
-      const blocked = m.stream('${LONG_PROMPT}', { maxTokens: 2000, temperature: 0 });
-      await blocked.next(); // then left unread: the engine waits for it
+      const paused = m.stream('${LONG_PROMPT}', { maxTokens: 2000, temperature: 0 });
+      await paused.next(); // then left unread: its request pauses
       const awaited = m.generate('${LONG_PROMPT}', { maxTokens: 2000, temperature: 0 });
       parentPort.postMessage('running');
       await awaited;

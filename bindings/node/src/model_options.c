@@ -1,0 +1,124 @@
+/* A Model's loader options -> hearth_model_params and hearth_engine_params:
+ * nGpuLayers, mainGpu, splitMode, tensorSplit, useMmap, useMlock (the
+ * model), nCtx, nBatch, nThreads, nSeqMax, flashAttn (its engine's context)
+ * and chatTemplate (the engine). Left-out options keep hearth's defaults. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "addon.h"
+
+/* options.tensorSplit: proportions per GPU. hearth reads one per device, so
+ * the array is padded with zeros to the device count. */
+static bool read_split(napi_env env, napi_value opts, float **split) {
+    *split = NULL;
+    napi_value v = hn_opt(env, opts, "tensorSplit");
+    if (hn_is_nullish(env, v)) return true;
+    bool is_array = false;
+    uint32_t n = 0;
+    napi_is_array(env, v, &is_array);
+    if (!is_array || napi_get_array_length(env, v, &n) != napi_ok) {
+        hn_throw(env, "ERR_INVALID_ARG", "options.tensorSplit must be an array of numbers");
+        return false;
+    }
+    const uint32_t n_dev = (uint32_t)hearth_gpu_device_count(), size = n > n_dev ? n : n_dev;
+    float *s = calloc(size ? size : 1, sizeof *s);
+    if (!s) {
+        hn_throw(env, "ERR_OUT_OF_MEMORY", "out of memory reading options.tensorSplit");
+        return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        napi_value e;
+        double d = -1;
+        if (napi_get_element(env, v, i, &e) != napi_ok || napi_get_value_double(env, e, &d) != napi_ok ||
+            !(d >= 0 && d < 1e30)) {
+            free(s);
+            hn_throw(env, "ERR_INVALID_ARG", "options.tensorSplit[%u] must be a non-negative number", i);
+            return false;
+        }
+        s[i] = (float)d;
+    }
+    *split = s;
+    return true;
+}
+
+/* options.splitMode: 'none' | 'layer' | 'row'. */
+static bool read_split_mode(napi_env env, napi_value opts, hearth_split_mode *mode) {
+    static const char *const names[] = {[HEARTH_SPLIT_NONE] = "none", [HEARTH_SPLIT_LAYER] = "layer", [HEARTH_SPLIT_ROW] = "row"};
+    napi_value v = hn_opt(env, opts, "splitMode");
+    if (hn_is_nullish(env, v)) return true;
+    char *s = hn_string(env, v, "options.splitMode", NULL);
+    if (!s) return false;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!strcmp(s, names[i])) {
+            *mode = (hearth_split_mode)i;
+            free(s);
+            return true;
+        }
+    }
+    hn_throw(env, "ERR_INVALID_ARG", "options.splitMode must be 'none', 'layer' or 'row' (got '%s')", s);
+    free(s);
+    return false;
+}
+
+/* options.flashAttn: 'auto' | 'on' | 'off', or true (on) / false (off). */
+static bool read_flash_attn(napi_env env, napi_value opts, int32_t *out) {
+    static const struct {
+        const char *name;
+        hearth_flash_attn value;
+    } names[] = {{"auto", HEARTH_FLASH_ATTN_AUTO}, {"on", HEARTH_FLASH_ATTN_ON}, {"off", HEARTH_FLASH_ATTN_OFF}};
+    napi_value v = hn_opt(env, opts, "flashAttn");
+    napi_valuetype t = napi_undefined;
+    napi_typeof(env, v, &t);
+    if (t == napi_undefined || t == napi_null) return true;
+    if (t == napi_boolean) {
+        bool on = false;
+        napi_get_value_bool(env, v, &on);
+        *out = on ? HEARTH_FLASH_ATTN_ON : HEARTH_FLASH_ATTN_OFF;
+        return true;
+    }
+    char *s = t == napi_string ? hn_string(env, v, "options.flashAttn", NULL) : NULL;
+    for (size_t i = 0; s && i < sizeof names / sizeof names[0]; i++) {
+        if (!strcmp(s, names[i].name)) {
+            *out = names[i].value;
+            free(s);
+            return true;
+        }
+    }
+    free(s);
+    hn_throw(env, "ERR_INVALID_ARG", "options.flashAttn must be 'auto', 'on', 'off' or a boolean");
+    return false;
+}
+
+/* options.chatTemplate: a Jinja template (the engine copies it). */
+static bool read_chat_template(napi_env env, napi_value opts, hn_model_options *o) {
+    napi_value v = hn_opt(env, opts, "chatTemplate");
+    if (hn_is_nullish(env, v)) return true;
+    if (!(o->chat_template = hn_string(env, v, "options.chatTemplate", NULL))) return false;
+    o->ep.chat_template = o->chat_template;
+    return true;
+}
+
+bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
+    *o = (hn_model_options){.mp = hearth_model_default_params(), .ep = hearth_engine_default_params()};
+    hearth_model_params *mp = &o->mp;
+    hearth_engine_params *ep = &o->ep;
+    int32_t n_ctx = (int32_t)ep->ctx.n_ctx, n_batch = (int32_t)ep->ctx.n_batch, n_seq = (int32_t)ep->ctx.n_seq_max;
+    bool ok = hn_opt_int(env, opts, "nGpuLayers", -1, INT32_MAX, &mp->n_gpu_layers) &&
+              hn_opt_int(env, opts, "mainGpu", 0, INT32_MAX, &mp->main_gpu) && read_split_mode(env, opts, &mp->split_mode) &&
+              hn_opt_bool(env, opts, "useMmap", &mp->use_mmap) && hn_opt_bool(env, opts, "useMlock", &mp->use_mlock) &&
+              hn_opt_int(env, opts, "nCtx", 0, 1 << 24, &n_ctx) && hn_opt_int(env, opts, "nBatch", 1, INT32_MAX, &n_batch) &&
+              hn_opt_int(env, opts, "nThreads", 0, 1024, &ep->ctx.n_threads) &&
+              hn_opt_int(env, opts, "nSeqMax", 1, 256, &n_seq) && read_flash_attn(env, opts, &ep->ctx.flash_attn) &&
+              read_chat_template(env, opts, o) && read_split(env, opts, &o->split);
+    ep->ctx.n_ctx = (uint32_t)n_ctx;
+    ep->ctx.n_batch = (uint32_t)n_batch;
+    ep->ctx.n_seq_max = (uint32_t)n_seq;
+    mp->tensor_split = o->split;
+    return ok;
+}
+
+void hn_model_options_free(hn_model_options *o) {
+    free(o->split);
+    free(o->chat_template);
+    *o = (hn_model_options){0};
+}
