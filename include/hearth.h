@@ -90,26 +90,34 @@ HEARTH_API const char *hearth_build_info(void);
 /* Number of physical CPU cores (the default n_threads), at least 1. */
 HEARTH_API int32_t hearth_cpu_physical_cores(void);
 
-/* Number of GPU devices hearth can use: the CUDA devices visible to the
- * process (CUDA_VISIBLE_DEVICES applies) that this build has kernels for.
- * 0 when the build has no CUDA backend, no driver or device is present, or
- * the environment variable HEARTH_FORCE_CPU is set (to anything but "0").
- * The first call probes the driver (milliseconds to a second); later calls
- * return the same answer. Thread-safe. */
+/* Number of devices hearth can offload layers to, numbered CUDA first, then
+ * OpenCL: the CUDA devices visible to the process (CUDA_VISIBLE_DEVICES
+ * applies) that this build has kernels for, then every device of every
+ * OpenCL platform (GPUs, and CPU devices such as PoCL's, which take layers
+ * only when named: hearth_model_params.devices). Each has a name,
+ * hearth_gpu_info.id: "cuda0" ..., "opencl0" ... (its number within its
+ * backend). 0 when the build has neither backend, no driver or device is
+ * present, or the environment variable HEARTH_FORCE_CPU is set (to
+ * anything but "0"). The first call probes the drivers (milliseconds to a
+ * second); later calls return the same answer. Thread-safe. */
 HEARTH_API int32_t hearth_gpu_device_count(void);
 
-/* Why hearth_gpu_device_count() is 0, as a static string (e.g. "this build
- * has no CUDA backend ...", "CUDA driver version is insufficient for CUDA
- * runtime version", "HEARTH_FORCE_CPU is set"); NULL when a GPU is usable.
- * Thread-safe. */
+/* Why no device takes offloaded layers by default (see
+ * hearth_model_params.devices), as a string valid until the next call on
+ * this thread (e.g. "this build has no CUDA backend ...; OpenCL: only CPU
+ * devices, used when named", "HEARTH_FORCE_CPU is set"); NULL when one
+ * does. Thread-safe. */
 HEARTH_API const char *hearth_gpu_unavailable_reason(void);
 
 typedef struct hearth_gpu_info {
-    char name[256];          /* "NVIDIA H100 80GB HBM3" */
-    int32_t cc_major;        /* compute capability, e.g. 9 */
+    char name[256];          /* "NVIDIA H100 80GB HBM3"; OpenCL: "<device> (<platform>)" */
+    int32_t cc_major;        /* CUDA compute capability, e.g. 9; 0 for OpenCL */
     int32_t cc_minor;        /* e.g. 0 */
-    uint64_t free_bytes;     /* device memory free now, bytes */
+    uint64_t free_bytes;     /* device memory free now, bytes (OpenCL: total less what hearth holds) */
     uint64_t total_bytes;    /* device memory, bytes */
+    char id[24];             /* "cuda0", "opencl1": the name hearth_model_params.devices takes */
+    int32_t compute_units;   /* CUDA multiprocessors, OpenCL compute units */
+    bool is_gpu;             /* false for an OpenCL CPU device (used only when named) */
 } hearth_gpu_info;
 
 /* Facts of GPU `device` (0 <= device < hearth_gpu_device_count()) into *out;
@@ -126,8 +134,9 @@ HEARTH_API hearth_status hearth_gpu_device_info(int32_t device, hearth_gpu_info 
  * type), OUT_OF_MEMORY, DEVICE. Thread-safe. */
 HEARTH_API hearth_status hearth_device_weight_types(int32_t device, char *buf, size_t size);
 
-/* Whether model layers can be placed on a GPU in this process
- * (hearth_gpu_device_count() > 0). Thread-safe. */
+/* Whether model layers go to a device by default in this process (a CUDA
+ * device, an OpenCL GPU, or what HEARTH_DEVICE names; see
+ * hearth_model_params.devices). Thread-safe. */
 HEARTH_API bool hearth_supports_gpu_offload(void);
 
 /* Whether hearth_model_params.use_mmap can map model files (POSIX builds:
@@ -183,9 +192,17 @@ typedef struct hearth_model_params {
      * not supported yet (UNSUPPORTED at load). */
     hearth_split_mode split_mode;
     int32_t main_gpu;           /* device index for SPLIT_NONE */
-    /* per-device proportions [hearth_gpu_device_count()], or NULL for
+    /* per-device proportions [number of devices in `devices`], or NULL for
      * proportions of each device's free memory; not retained */
     const float *tensor_split;
+    /* The devices offloaded layers go to, by name, comma-separated
+     * ("cuda0", "opencl0,opencl1"; hearth_gpu_info.id), in the order that
+     * main_gpu and tensor_split index; or NULL: the environment variable
+     * HEARTH_DEVICE, or when unset every CUDA device, else every OpenCL GPU
+     * (an OpenCL CPU device such as PoCL's only when named). An unknown
+     * name fails the load with INVALID_ARG, listing the devices. Not
+     * retained. */
+    const char *devices;
     bool use_mmap;              /* map the file instead of reading it (default true) */
     bool use_mlock;             /* lock the weights in RAM (default false) */
     bool vocab_only;            /* load only the vocabulary (tokenize without weights) */
@@ -196,7 +213,7 @@ typedef struct hearth_model_params {
     void *progress_user;
 } hearth_model_params;
 
-/* Defaults: n_gpu_layers 0, SPLIT_LAYER, main_gpu 0, tensor_split NULL,
+/* Defaults: n_gpu_layers 0, SPLIT_LAYER, main_gpu 0, tensor_split NULL, devices NULL,
  * use_mmap true, use_mlock false, vocab_only false, no progress callback. */
 HEARTH_API hearth_model_params hearth_model_default_params(void);
 

@@ -83,7 +83,7 @@ static void test_too_large(const char *path) {
 
 int main(void) {
     const char *path = check_model_path();
-    if (hearth_gpu_device_count() == 0) {
+    if (!hearth_supports_gpu_offload()) { /* OpenCL CPU devices: test_opencl_offload */
         printf("SKIP: no GPU (CUDA unavailable: %s)\n", hearth_gpu_unavailable_reason());
         return 77;
     }

@@ -21,17 +21,22 @@ static void print_devices(void) {
            (double)pages * (double)page / (1u << 30));
     print_weight_types(-1);
     const int n_gpu = (int)hearth_gpu_device_count();
-    if (n_gpu == 0) printf("  gpu: none (CUDA unavailable: %s)\n", hearth_gpu_unavailable_reason());
+    const char *why = hearth_gpu_unavailable_reason();
+    if (n_gpu == 0) printf("  gpu: none (%s)\n", why);
     for (int i = 0; i < n_gpu; i++) {
         hearth_gpu_info g;
         if (hearth_gpu_device_info(i, &g) != HEARTH_OK) {
-            printf("  cuda%d: %s\n", i, hearth_last_error());
+            printf("  device %d: %s\n", i, hearth_last_error());
             continue;
         }
-        printf("  cuda%d: %s, compute capability %d.%d, %.0f MiB free of %.0f MiB\n", i, g.name, (int)g.cc_major,
-               (int)g.cc_minor, (double)g.free_bytes / (1 << 20), (double)g.total_bytes / (1 << 20));
+        char kind[64];
+        if (g.cc_major > 0) snprintf(kind, sizeof kind, "compute capability %d.%d", (int)g.cc_major, (int)g.cc_minor);
+        else snprintf(kind, sizeof kind, "%s", g.is_gpu ? "OpenCL GPU" : "OpenCL CPU device, used when named");
+        printf("  %s: %s, %s, %d compute units, %.0f MiB free of %.0f MiB\n", g.id, g.name, kind, (int)g.compute_units,
+               (double)g.free_bytes / (1 << 20), (double)g.total_bytes / (1 << 20));
         print_weight_types(i);
     }
+    if (n_gpu > 0 && why) printf("  offload by default: none (%s)\n", why);
     printf("supports: gpu_offload %s, mmap %s, mlock %s\n", hearth_supports_gpu_offload() ? "yes" : "no",
            hearth_supports_mmap() ? "yes" : "no", hearth_supports_mlock() ? "yes" : "no");
 }

@@ -1,8 +1,10 @@
-/* GPU devices as the rest of the library sees them, whatever backend drives
- * them (CUDA today): whether any is usable and why not, their facts, and
- * backend instances on them. gpu.c answers from the CUDA backend when the
- * build has it, and "no GPU backend in this build" otherwise, so no other
- * file branches on the build. HEARTH_FORCE_CPU=1 hides every device. */
+/* Offload devices as the rest of the library sees them, whatever backend
+ * drives them: whether any is usable and why not, their facts, which ones
+ * offloaded layers go to (hl_gpu_select), and backend instances on them.
+ * Devices are numbered CUDA first, then OpenCL (0 .. hl_gpu_count() - 1);
+ * each also has a name, "cuda0" or "opencl1", its number within its
+ * backend. gpu.c answers from the backends the build has, so no other file
+ * branches on the build. HEARTH_FORCE_CPU=1 hides every device. */
 #ifndef HEARTH_BACKEND_GPU_H
 #define HEARTH_BACKEND_GPU_H
 
@@ -16,7 +18,10 @@
 
 typedef struct hl_gpu_device {
     char name[256];
-    int32_t cc_major, cc_minor; /* compute capability */
+    char id[24];                /* "cuda0", "opencl1": the name --device takes */
+    int32_t cc_major, cc_minor; /* CUDA compute capability; 0 for OpenCL */
+    int32_t compute_units;      /* CUDA multiprocessors, OpenCL compute units */
+    bool is_gpu;                /* false for an OpenCL CPU device (PoCL's) */
     size_t free_bytes, total_bytes;
 } hl_gpu_device;
 
@@ -27,20 +32,30 @@ typedef struct hl_gpu_limits {
     size_t gemm_scratch_bytes; /* F16 weight tiles for prompt matmuls (cuBLAS) */
 } hl_gpu_limits;
 
-/* Usable devices (CUDA_VISIBLE_DEVICES applies); probed once per process.
- * 0 when the build has no GPU backend, no driver or device is found, or
- * HEARTH_FORCE_CPU=1. Thread-safe. */
+/* Devices of every backend (CUDA_VISIBLE_DEVICES applies to CUDA's);
+ * probed once per process. 0 when the build has no device backend, no
+ * driver or device is found, or HEARTH_FORCE_CPU=1. Thread-safe. */
 int32_t hl_gpu_count(void);
 
-/* Why hl_gpu_count() is 0 (a static string), or NULL when it is not. */
+/* The devices offloaded layers go to, as numbers of hl_gpu_count()'s range
+ * in the order given, into ids[HL_MAX_GPUS]: `list` ("opencl0,opencl1"),
+ * or when it is NULL or empty the environment variable HEARTH_DEVICE, or
+ * when that is unset the default: every CUDA device, else every OpenCL GPU
+ * or accelerator (an OpenCL CPU device only when named). Errors:
+ * INVALID_ARG (an unknown or repeated name; the message lists the devices). */
+hearth_status hl_gpu_select(const char *list, int32_t *ids, int32_t *n);
+
+/* Why the default selection (hl_gpu_select(NULL)) is empty (a static
+ * string), or NULL when it is not. */
 const char *hl_gpu_unavailable_reason(void);
 
 /* Logs "CUDA unavailable (<reason>); running on CPU" at warn level, once per
  * process, however often it is called. */
 void hl_gpu_note_fallback(void);
 
-/* Facts of device `i` (0 <= i < hl_gpu_count()), free memory as of now.
- * Errors: INVALID_ARG (i out of range), DEVICE. */
+/* Facts of device `i` (0 <= i < hl_gpu_count()), free memory as of now
+ * (OpenCL: total less what hearth holds there). Errors: INVALID_ARG (i out
+ * of range), DEVICE. */
 hearth_status hl_gpu_device_get(int32_t i, hl_gpu_device *out);
 
 /* A backend instance on device `i`. Errors: INVALID_ARG, DEVICE,

@@ -27,6 +27,7 @@ hearth_model_params hearth_model_default_params(void) {
         .split_mode = HEARTH_SPLIT_LAYER,
         .main_gpu = 0,
         .tensor_split = NULL,
+        .devices = NULL,
         .use_mmap = true,
         .use_mlock = false,
         .vocab_only = false,

@@ -120,6 +120,7 @@ struct hearth_model {
     int32_t n_gpu_layers;  /* blocks on GPUs, +1 when the output layer is */
     size_t gpu_bytes;      /* weights on GPUs */
     hl_backend *gpu[HL_MAX_GPUS];
+    int32_t gpu_id[HL_MAX_GPUS]; /* device (gpu.h's number) of each gpu[d]: the selection, in order */
     void *gpu_weights[HL_MAX_GPUS];
     uint64_t n_params, n_bytes;
     char desc[128];

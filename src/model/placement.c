@@ -86,10 +86,13 @@ hearth_status hl_placement_plan(const hl_placement_in *in, int8_t *layer_dev, hl
     for (int32_t d = 0; d < in->n_devices; d++) {
         if (out->dev_bytes[d] == 0) continue;
         const size_t need = out->dev_bytes[d] + in->reserve_bytes;
+        char dev[32];
+        if (in->names) snprintf(dev, sizeof dev, "%s", in->names[d]);
+        else snprintf(dev, sizeof dev, "device %d", (int)d);
         if (need > in->free_bytes[d])
-            return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "%d offloaded layers need %.0f MiB on cuda%d (%.0f MiB of weights + "
+            return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "%d offloaded layers need %.0f MiB on %s (%.0f MiB of weights + "
                            "%.0f MiB for the context), %.0f MiB free: lower n_gpu_layers or n_ctx", (int)out->n_offloaded,
-                           MIB(need), (int)d, MIB(out->dev_bytes[d]), MIB(in->reserve_bytes), MIB(in->free_bytes[d]));
+                           MIB(need), dev, MIB(out->dev_bytes[d]), MIB(in->reserve_bytes), MIB(in->free_bytes[d]));
     }
     return HEARTH_OK;
 }
@@ -232,21 +235,26 @@ static hearth_status upload_all(hearth_model *m, const hl_placement *pl, int32_t
     return HEARTH_OK;
 }
 
-/* The free memory of each device, and a weight-only instance on each to
- * ask what it runs and, if it gets layers, to hold them. */
-static hearth_status open_devices(hearth_model *m, int32_t n_dev, size_t *free_bytes) {
+/* The free memory and name of each selected device (m->gpu_id), and a
+ * weight-only instance on each to ask what it runs and, if it gets layers,
+ * to hold them. */
+static hearth_status open_devices(hearth_model *m, int32_t n_dev, size_t *free_bytes, char (*names)[24]) {
     for (int32_t d = 0; d < n_dev; d++) {
         hl_gpu_device dev;
-        HL_TRY(hl_gpu_device_get(d, &dev));
+        HL_TRY(hl_gpu_device_get(m->gpu_id[d], &dev));
         free_bytes[d] = dev.free_bytes;
+        memcpy(names[d], dev.id, sizeof dev.id);
         const hl_gpu_limits weights_only = {0};
-        HL_TRY(hl_gpu_backend_init(d, &weights_only, &m->gpu[d]));
+        HL_TRY(hl_gpu_backend_init(m->gpu_id[d], &weights_only, &m->gpu[d]));
     }
     return HEARTH_OK;
 }
 
 hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) {
     const int32_t n_layer = m->hp.n_layer;
+    int32_t n_dev = 0; /* no probing for a CPU-only load */
+    if (p->n_gpu_layers != 0) HL_TRY(hl_gpu_select(p->devices, m->gpu_id, &n_dev));
+    if (p->n_gpu_layers != 0 && n_dev == 0) hl_gpu_note_fallback();
     m->layer_dev = hl_calloc((size_t)n_layer, sizeof *m->layer_dev);
     size_t *bytes = hl_calloc((size_t)n_layer, sizeof *bytes);
     bool *host_only = hl_calloc((size_t)n_layer + 1, sizeof *host_only);
@@ -256,10 +264,11 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
         return HEARTH_ERR_OUT_OF_MEMORY;
     }
     for (int32_t il = 0; il < n_layer; il++) bytes[il] = layer_bytes(&m->layers[il]);
-    const int32_t n_dev = p->n_gpu_layers != 0 ? hl_gpu_count() : 0; /* no probing for a CPU-only load */
-    if (p->n_gpu_layers != 0 && n_dev == 0) hl_gpu_note_fallback();
     size_t free_bytes[HL_MAX_GPUS] = {0};
-    hearth_status st = open_devices(m, n_dev, free_bytes);
+    char names[HL_MAX_GPUS][24] = {""};
+    const char *name_of[HL_MAX_GPUS];
+    for (int32_t d = 0; d < HL_MAX_GPUS; d++) name_of[d] = names[d];
+    hearth_status st = open_devices(m, n_dev, free_bytes, names);
     const bool output = p->n_gpu_layers < 0 || p->n_gpu_layers > n_layer;
     if (st == HEARTH_OK) find_host_only(m, n_dev, output ? n_layer : p->n_gpu_layers, output, host_only);
     const hl_placement_in in = {
@@ -267,7 +276,7 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
         .output_bytes = aligned(hl_tensor_nbytes(&m->output_norm)) + aligned(hl_tensor_nbytes(&m->output)),
         .n_gpu_layers = p->n_gpu_layers, .split_mode = p->split_mode, .main_gpu = p->main_gpu,
         .tensor_split = p->tensor_split, .n_devices = n_dev, .free_bytes = free_bytes,
-        .reserve_bytes = HL_PLACEMENT_RESERVE, .host_only = host_only,
+        .reserve_bytes = HL_PLACEMENT_RESERVE, .host_only = host_only, .names = name_of,
     };
     hl_placement pl;
     if (st == HEARTH_OK) st = hl_placement_plan(&in, m->layer_dev, &pl);
@@ -286,8 +295,11 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     if (pl.n_capped > 0)
         HL_WARN("%d layers stay on the CPU: between the layers a GPU cannot run, the pipeline would need more than "
                 "%d stages", (int)pl.n_capped, HL_MAX_STAGES);
+    char used[HL_MAX_GPUS * 26] = "";
+    for (int32_t d = 0, len = 0; d < n_dev; d++)
+        if (pl.dev_bytes[d] > 0) len += snprintf(used + len, sizeof used - (size_t)len, "%s%s", len ? ", " : "", names[d]);
     if (m->n_gpu_layers > 0)
-        HL_INFO("placed %d/%d layers on the GPU (%.1f MiB of weights)%s", (int)m->n_gpu_layers, (int)n_layer + 1,
+        HL_INFO("placed %d/%d layers on %s (%.1f MiB of weights)%s", (int)m->n_gpu_layers, (int)n_layer + 1, used,
                 MIB(m->gpu_bytes), pl.n_pinned ? "; see above for the layers kept on the CPU" : "");
     return HEARTH_OK;
 }

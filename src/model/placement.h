@@ -30,6 +30,7 @@ typedef struct hl_placement_in {
     int32_t n_devices;
     const size_t *free_bytes;   /* [n_devices] free memory of each device now */
     size_t reserve_bytes;       /* left free on each device used, for contexts (KV cache, buffers) */
+    const char *const *names;   /* [n_devices] "cuda0", "opencl1" for messages, or NULL: "device <d>" */
     const bool *host_only;      /* [n_layer + 1] blocks (and at n_layer the output layer) that must stay
                                    on the host because a device cannot run them, or NULL: none */
 } hl_placement_in;

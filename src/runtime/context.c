@@ -128,12 +128,12 @@ static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
     const hl_gpu_limits limits = {.max_tokens = c->params.n_batch, .max_row = max_row(hp), .gemm_scratch_bytes = gemm};
     const size_t scratch = gemm + (size_t)c->params.n_batch * ((size_t)max_row(hp) * 2 + sizeof(int32_t));
     hl_gpu_device dev;
-    HL_TRY(hl_gpu_device_get(d, &dev));
+    HL_TRY(hl_gpu_device_get(m->gpu_id[d], &dev));
     if (bytes + scratch > dev.free_bytes)
-        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "the context needs %.0f MiB on cuda%d (%.0f MiB KV cache, %.0f MiB "
-                       "buffers), %.0f MiB free: lower n_gpu_layers or n_ctx", MIB(bytes + scratch), d, MIB(kv),
+        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "the context needs %.0f MiB on %s (%.0f MiB KV cache, %.0f MiB "
+                       "buffers), %.0f MiB free: lower n_gpu_layers or n_ctx", MIB(bytes + scratch), dev.id, MIB(kv),
                        MIB(bytes + scratch - kv), MIB(dev.free_bytes));
-    HL_TRY(hl_gpu_backend_init(d, &limits, &c->gpu[d]));
+    HL_TRY(hl_gpu_backend_init(m->gpu_id[d], &limits, &c->gpu[d]));
     HL_TRY(hl_buffer_alloc(c->gpu[d], bytes, &c->gpu_arena[d]));
     plan_work(c, d, c->gpu_arena[d], w, &kv);
     *kv_total += kv;
@@ -166,13 +166,15 @@ static hearth_status init(hearth_context *c) {
         return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "context needs %zu MiB (KV cache and buffers) and the allocation failed: lower n_ctx or n_batch",
                        bytes >> 20);
     plan_work(c, -1, c->arena, w, &kv_host);
-    for (int d = 0; d < HL_MAX_GPUS; d++) {
+    char devices[HL_MAX_GPUS * 26] = "";
+    for (int d = 0, len = 0; d < HL_MAX_GPUS; d++) {
         if (!m->gpu[d]) continue;
         HL_TRY(init_gpu(c, d, &kv_gpu));
+        len += snprintf(devices + len, sizeof devices - (size_t)len, "%s%s", len ? ", " : "", hl_backend_name(c->gpu[d]));
     }
     if (m->n_gpu_layers > 0)
-        HL_INFO("offloaded %d/%d layers to GPU (%.1f MiB weights, %.1f MiB KV)", (int)m->n_gpu_layers,
-                (int)hp->n_layer + 1, MIB(m->gpu_bytes), MIB(kv_gpu));
+        HL_INFO("offloaded %d/%d layers to %s (%.1f MiB weights, %.1f MiB KV)", (int)m->n_gpu_layers,
+                (int)hp->n_layer + 1, devices, MIB(m->gpu_bytes), MIB(kv_gpu));
     hl_pipeline_init(m, c->backend, &c->work, c->gpu, c->gpu_work, &c->pipe);
     HL_INFO("context: n_ctx %u (%u sequences of %u), n_batch %u, n_threads %d, flash_attn %s, %.1f MiB of buffers and KV cache",
             c->params.n_ctx, c->params.n_seq_max, c->n_ctx_seq, c->params.n_batch, (int)c->params.n_threads,

@@ -11,10 +11,16 @@
 #include "hearth.h"
 
 #ifdef HEARTH_HAVE_CUDA
-#define BACKENDS "cpu cuda"
+#define BACKEND_CUDA " cuda"
 #else
-#define BACKENDS "cpu"
+#define BACKEND_CUDA ""
 #endif
+#ifdef HEARTH_HAVE_OPENCL
+#define BACKEND_OPENCL " opencl"
+#else
+#define BACKEND_OPENCL ""
+#endif
+#define BACKENDS "cpu" BACKEND_CUDA BACKEND_OPENCL
 
 const char *hearth_build_info(void) {
     static _Thread_local char buf[256];
@@ -38,6 +44,9 @@ hearth_status hearth_gpu_device_info(int32_t device, hearth_gpu_info *out) {
     out->cc_minor = d.cc_minor;
     out->free_bytes = d.free_bytes;
     out->total_bytes = d.total_bytes;
+    memcpy(out->id, d.id, sizeof out->id);
+    out->compute_units = d.compute_units;
+    out->is_gpu = d.is_gpu;
     return HEARTH_OK;
 }
 
@@ -70,6 +79,6 @@ hearth_status hearth_device_weight_types(int32_t device, char *buf, size_t size)
     return st;
 }
 
-bool hearth_supports_gpu_offload(void) { return hl_gpu_count() > 0; }
+bool hearth_supports_gpu_offload(void) { return hl_gpu_unavailable_reason() == NULL; }
 bool hearth_supports_mmap(void) { return true; /* POSIX mmap, the only platform hearth builds on */ }
 bool hearth_supports_mlock(void) { return true; }

@@ -118,6 +118,7 @@ extern "C" hearth_status hl_cuda_device_get(int32_t device, hl_gpu_device *out) 
     CUDA_TRY(cudaMemGetInfo(&out->free_bytes, &out->total_bytes));
     snprintf(out->name, sizeof out->name, "%s", prop.name);
     out->cc_major = prop.major;
+    out->compute_units = prop.multiProcessorCount;
     out->cc_minor = prop.minor;
     return HEARTH_OK;
 }

@@ -1,0 +1,48 @@
+/* RMSNorm (Zhang & Sennrich 2019, arXiv:1910.07467) and rotary position
+ * embeddings (RoFormer, Su et al. 2021, arXiv:2104.09864) with ggml's
+ * conventions (backend.h hl_rope_params). */
+#define NORM_WG 64
+
+/* y = x / sqrt(mean(x^2) + eps) * w over each run of d elements; one
+ * work-group per run (global runs * NORM_WG, local NORM_WG); y may alias x */
+kernel void rms_norm(global const uchar *xb, ulong x_off, global const uchar *wb, ulong w_off, global uchar *yb,
+                     ulong y_off, long d, float eps) {
+    local float part[NORM_WG];
+    const int lid = (int)get_local_id(0);
+    global const float *x = AT_C(float, xb, x_off) + get_group_id(0) * d;
+    global const float *w = AT_C(float, wb, w_off);
+    global float *y = AT(float, yb, y_off) + get_group_id(0) * d;
+    float sum = 0.0f;
+    for (long i = lid; i < d; i += NORM_WG) sum = fma(x[i], x[i], sum);
+    part[lid] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = NORM_WG / 2; s > 0; s >>= 1) {
+        if (lid < s) part[lid] += part[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float scale = rsqrt(part[0] / (float)d + eps);
+    for (long i = lid; i < d; i += NORM_WG) y[i] = x[i] * scale * w[i];
+}
+
+/* Pair i of a head (0 <= i < n_rot / 2) rotated by theta_i = p * freq_scale *
+ * theta_scale^i / ff[i], theta_scale = base^(-2/n_rot); the pair is (x[2i],
+ * x[2i+1]) in NORMAL mode and (x[i], x[i + n_rot/2]) in NEOX mode. One
+ * work-item per (token, head, pair); x F32 {n_head * hd, n} in place. */
+kernel void rope(global uchar *xb, ulong x_off, int n_head, int hd, int n_rot, int neox, global const int *pos,
+                 float theta_scale, float freq_scale, global const uchar *fb, ulong f_off, int has_ff, long n_pairs) {
+    const long idx = get_global_id(0);
+    if (idx >= n_pairs) return;
+    const int half_rot = n_rot / 2;
+    const int i = (int)(idx % half_rot);
+    const long head = idx / half_rot; /* token * n_head + h */
+    float theta = (float)pos[head / n_head] * pow(theta_scale, (float)i);
+    if (has_ff) theta /= AT_C(float, fb, f_off)[i];
+    theta *= freq_scale;
+    float c;
+    const float s = sincos(theta, &c);
+    global float *v = AT(float, xb, x_off) + head * hd;
+    const int i0 = neox ? i : 2 * i, i1 = neox ? i + half_rot : 2 * i + 1;
+    const float a = v[i0], b = v[i1];
+    v[i0] = a * c - b * s;
+    v[i1] = a * s + b * c;
+}

@@ -1,0 +1,131 @@
+/* End to end on the first OpenCL device (PoCL's CPU device in CI; skipped
+ * where there is none), named as --device does (hearth_model_params.devices):
+ * the tiny model of each architecture (tests/reference/arch) and the
+ * default model give the CPU's greedy tokens, with prompt logits close,
+ * with every layer on OpenCL and with half of them; a device with too
+ * little memory (HEARTH_OPENCL_MEM_LIMIT) fails the load with the one-line
+ * message and leaves nothing allocated; an unknown device name is refused. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "hearth.h"
+
+#define N_GEN 8
+static const char *PROMPT = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n";
+
+typedef struct run_out {
+    int32_t tokens[N_GEN];
+    float *logits; /* [n_vocab] after the prompt */
+    int32_t n_vocab, n_layer;
+} run_out;
+
+/* Greedy tokens after the prompt with ngl layers on `devices`. */
+static void greedy(const char *path, const char *devices, int32_t ngl, run_out *out) {
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = ngl;
+    mp.devices = devices;
+    hearth_model *m;
+    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
+    out->n_layer = hearth_model_n_layer(m);
+    CHECK(hearth_model_n_gpu_layers(m) == (ngl < 0 ? out->n_layer + 1 : ngl));
+    out->n_vocab = hearth_model_n_vocab(m);
+    hearth_context_params cp = hearth_context_default_params();
+    cp.n_ctx = 128;
+    hearth_context *ctx;
+    CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_OK);
+    int32_t toks[128];
+    size_t n;
+    CHECK(hearth_tokenize(m, PROMPT, strlen(PROMPT), true, true, toks, 128, &n) == HEARTH_OK);
+    CHECK(hearth_decode(ctx, toks, (uint32_t)n) == HEARTH_OK);
+    out->logits = malloc(sizeof(float) * (size_t)out->n_vocab);
+    memcpy(out->logits, hearth_get_logits(ctx), sizeof(float) * (size_t)out->n_vocab);
+    for (int g = 0; g < N_GEN; g++) {
+        const float *l = hearth_get_logits(ctx);
+        int32_t best = 0;
+        for (int32_t i = 1; i < out->n_vocab; i++)
+            if (l[i] > l[best]) best = i;
+        out->tokens[g] = best;
+        CHECK(hearth_decode(ctx, &best, 1) == HEARTH_OK);
+    }
+    hearth_context_free(ctx);
+    hearth_model_free(m);
+}
+
+static void compare(const char *what, const run_out *a, const run_out *b) {
+    CHECK_MSG(memcmp(a->tokens, b->tokens, sizeof a->tokens) == 0, "%s: greedy tokens differ", what);
+    double num = 0.0, den = 0.0, max = 0.0;
+    for (int32_t i = 0; i < a->n_vocab; i++) {
+        const double d = (double)a->logits[i] - b->logits[i];
+        num += d * d;
+        den += (double)b->logits[i] * b->logits[i];
+        max = fabs(d) > max ? fabs(d) : max;
+    }
+    printf("%s: logits NMSE %.3g, max |diff| %.3f\n", what, num / den, max);
+    /* the CPU rounds activations to 8 bits for its integer dot products, OpenCL keeps them in F32: SmolLM2's
+     * logits differ by NMSE 9e-4 (all layers) and 2e-3 (half), max 1.1 (PoCL, AVX2); the tokens must agree */
+    CHECK_MSG(num / den < 5e-3 && max < 2.0, "%s: logits too far apart", what);
+}
+
+/* The CPU, all layers and half of them on `dev`. */
+static void check_model(const char *path, const char *dev) {
+    run_out cpu, all, some;
+    greedy(path, NULL, 0, &cpu);
+    const int32_t half = (cpu.n_layer + 1) / 2; /* the tiny models have one layer */
+    greedy(path, dev, -1, &all);
+    greedy(path, dev, half, &some);
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char what[256];
+    snprintf(what, sizeof what, "%s: all layers on %s vs CPU", name, dev);
+    compare(what, &all, &cpu);
+    snprintf(what, sizeof what, "%s: %d layers on %s vs CPU", name, (int)half, dev);
+    compare(what, &some, &cpu);
+    free(cpu.logits);
+    free(all.logits);
+    free(some.logits);
+}
+
+/* Too little device memory: the one-line message, and nothing left allocated. */
+static void test_too_little_memory(const char *path, const char *dev, int32_t index) {
+    setenv("HEARTH_OPENCL_MEM_LIMIT", "16", 1); /* MiB: less than the default model's weights */
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = -1;
+    mp.devices = dev;
+    hearth_model *m;
+    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_ERR_OUT_OF_MEMORY && m == NULL);
+    const char *msg = hearth_last_error();
+    CHECK_MSG(strstr(msg, dev) && strstr(msg, "MiB free") && strstr(msg, "lower n_gpu_layers or n_ctx") &&
+                  !strchr(msg, '\n'), "message: %s", msg);
+    hearth_gpu_info info;
+    CHECK(hearth_gpu_device_info(index, &info) == HEARTH_OK && info.total_bytes == 16u << 20);
+    CHECK_MSG(info.free_bytes == info.total_bytes, "%llu of %llu bytes free after the failed load",
+              (unsigned long long)info.free_bytes, (unsigned long long)info.total_bytes);
+    unsetenv("HEARTH_OPENCL_MEM_LIMIT");
+    mp.devices = "opencl99";
+    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), dev));
+}
+
+int main(void) {
+    const char *path = check_model_path();
+    int32_t index = -1;
+    hearth_gpu_info info;
+    for (int32_t i = 0; i < hearth_gpu_device_count() && index < 0; i++)
+        if (hearth_gpu_device_info(i, &info) == HEARTH_OK && strncmp(info.id, "opencl", 6) == 0) index = i;
+    if (index < 0) {
+        printf("SKIP: no OpenCL device (%s)\n", hearth_build_info());
+        return 77;
+    }
+    const char *dev = info.id;
+    printf("on %s: %s\n", dev, info.name);
+    static const char *const arch[] = {"llama3-f32", "mistral-q8_0", "qwen2-f16", "qwen3-q8_0", "gemma3-f16",
+                                       "gemma3-q8_0"};
+    for (size_t i = 0; i < sizeof arch / sizeof arch[0]; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "reference/arch/%s.gguf", arch[i]);
+        check_model(check_test_path(rel), dev);
+    }
+    check_model(path, dev);
+    test_too_little_memory(path, dev, index);
+    return check_report();
+}
