@@ -128,6 +128,15 @@ int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_con
         (*i)++;
         return 1;
     }
+    if (!strcmp(a, "--device")) { /* the library reads HEARTH_DEVICE when the load names no devices */
+        if (!val) {
+            fprintf(stderr, "hearth: %s needs a value; see hearth %s --help\n", a, cmd);
+            return -2;
+        }
+        setenv("HEARTH_DEVICE", val, 1);
+        (*i)++;
+        return 1;
+    }
     static const struct {
         const char *s, *l;
         long lo, hi;

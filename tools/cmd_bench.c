@@ -73,6 +73,8 @@ static void bench_usage(FILE *out) {
             "  -r, --repetitions N      timed runs of each test (default 5)\n"
             "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0; no GPU backend\n"
             "                           in this build: accepted, and the model runs on the CPU)\n"
+            "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (default: CUDA\n"
+            "                           devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
             "  -fa, --flash-attn V[,V...]  attention on the CPU: on (tiled), off (llama.cpp's exact order) or\n"
             "                           auto (= on); 1, 0, -1 too, as llama-bench; each value is a run (default auto)\n"
             "  -o, --output FORMAT      md (a table like llama-bench's), json or csv (default md)\n"
@@ -181,6 +183,9 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         } else if (IS("-ngl", "--n-gpu-layers")) {
             NEED_VALUE();
             ok = cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers);
+        } else if (!strcmp(a, "--device")) { /* read by the load as HEARTH_DEVICE */
+            NEED_VALUE();
+            setenv("HEARTH_DEVICE", val, 1);
         } else if (IS("-fa", "--flash-attn")) {
             NEED_VALUE();
             ok = parse_flash_attn_list(a, val, o);

@@ -56,6 +56,8 @@ static void run_usage(FILE *out, bool chat) {
             "  -b, --batch-size N       prompt tokens per forward pass (default 512)\n"
             "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all and the output layer (default 0;\n"
             "                           without a usable GPU the model runs on the CPU and says why)\n"
+            "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (hearth info lists\n"
+            "                           them; default: CUDA devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
             "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
             "                           (llama.cpp's exact order without flash attention), auto = on (default auto)\n"
             "other:\n"

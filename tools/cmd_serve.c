@@ -40,6 +40,8 @@ static void serve_usage(FILE *out) {
             "  -b, --batch-size N       most tokens of one step (default 512)\n"
             "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
             "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0)\n"
+            "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (default: CUDA\n"
+            "                           devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
             "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
             "                           (llama.cpp's exact order without flash attention), auto = on (default auto)\n"
             "other:\n"

@@ -17,7 +17,7 @@ from test_cli import one_line_error
 TINY = ROOT / "tests/reference/tiny/tiny-q8_0.gguf"
 LLAMA_BENCH = ROOT / "third_party/llama-cpp-python-0.3.36/build/bin/llama-bench"
 BENCH_OPTIONS = ["-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-t", "--threads", "-r", "--repetitions",
-                 "-ngl", "--n-gpu-layers", "-fa", "--flash-attn", "-o", "--output", "--progress", "-v", "--verbose", "-h", "--help"]
+                 "-ngl", "--n-gpu-layers", "--device", "-fa", "--flash-attn", "-o", "--output", "--progress", "-v", "--verbose", "-h", "--help"]
 MD_COLUMNS = ["model", "size", "params", "backend", "threads", "test", "t/s"]
 
 

@@ -10,7 +10,7 @@ from conftest import ROOT
 
 RUN_OPTIONS = ["-p", "--prompt", "-f", "--file", "-n", "--n-predict", "--temp", "--top-k", "--top-p",
                "--min-p", "--repeat-penalty", "--seed", "-t", "--threads", "-c", "--ctx-size", "-b",
-               "--batch-size", "-ngl", "--n-gpu-layers", "-fa", "--flash-attn", "-v", "--verbose", "--no-parse-special"]
+               "--batch-size", "-ngl", "--n-gpu-layers", "--device", "-fa", "--flash-attn", "-v", "--verbose", "--no-parse-special"]
 
 
 def one_line_error(res):
