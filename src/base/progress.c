@@ -4,26 +4,21 @@
  * as speed). */
 #include "base/progress.h"
 
-#include <time.h>
+#include "base/clock.h"
 
 #define REPORT_EVERY 0.1 /* seconds between callbacks */
 #define SAMPLE_EVERY 0.5 /* seconds between rate samples */
 #define SMOOTHING 0.3    /* weight of the newest sample */
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void hl_progress_init(hl_progress *p, hearth_progress_fn fn, void *user, const char *what, uint64_t total) {
-    *p = (hl_progress){.fn = fn, .user = user, .what = what, .total = total, .t0 = now_s()};
+    *p = (hl_progress){.fn = fn, .user = user, .what = what, .total = total, .t0 = hl_now()};
     p->last_report = -1.0;
 }
 
 bool hl_progress_report(hl_progress *p, uint64_t done, bool last) {
     if (!p->fn || p->cancelled) return !p->cancelled;
-    const double now = now_s();
+    const double now = hl_now();
     done += p->base;
     if (!p->sampled) {
         p->sample_t = now;

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "fetch/fetch.h"
 
@@ -128,16 +129,11 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *user) {
     return n;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
     (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
     xfer *x = user;
-    const double now = now_s();
+    const double now = hl_now();
     if (x->have != x->last_have) {
         x->last_have = x->have;
         x->last_byte_t = now;
@@ -180,7 +176,7 @@ static hearth_status attempt(xfer *x, bool *again) {
     x->st = HEARTH_OK;
     x->stalled = false;
     x->last_have = x->have;
-    x->last_byte_t = now_s();
+    x->last_byte_t = hl_now();
     const CURLcode rc = curl_easy_perform(c);
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);

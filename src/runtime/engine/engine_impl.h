@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/clock.h"
 #include "hearth.h"
 
 typedef struct hl_request {
@@ -99,7 +100,6 @@ void hl_slot_sample(hearth_engine *e, hl_slot *s, const float *logits);
 void hl_request_cancelled(hl_request *r);
 
 /* stats.c */
-double hl_now(void);
 void hl_stats_init(hearth_engine_stats *st, int32_t n_slots, uint32_t n_ctx);
 void hl_hist_observe(hearth_histogram *h, double seconds);
 

@@ -1,17 +1,9 @@
-/* The engine's counters: a monotonic clock and Prometheus-style latency
- * histograms (cumulative buckets with fixed upper bounds, as the
+/* The engine's counters: Prometheus-style latency histograms (cumulative buckets with fixed upper bounds, as the
  * Prometheus exposition format's `le` buckets). */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "runtime/engine/engine_impl.h"
-
-double hl_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Upper bounds in seconds: 5 ms (a fast decode step) to a minute (a long
  * prompt queued behind others), then +inf. */
