@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import List, Tuple, TypedDict
 
 from . import _hearth
-from .errors import (BY_STATUS, BusyError, ContextFullError, DeviceError, GenerationError, HearthError,
-                     InvalidArgumentError, ModelFileError, ModelFormatError, OutOfMemoryError, UnsupportedError)
+from .errors import (BY_STATUS, BusyError, CancelledError, ContextFullError, DeviceError, GenerationError, HearthError,
+                     InvalidArgumentError, ModelFileError, ModelFormatError, NetworkError, OutOfMemoryError,
+                     UnsupportedError)
 
 _hearth._set_errors(HearthError, BY_STATUS)
 
@@ -54,4 +55,4 @@ def system_info() -> str:
 
 __all__ = ["Model", "GpuDevice", "supports_gpu_offload", "gpu_devices", "system_info", "HearthError", "InvalidArgumentError",
            "ModelFileError", "ModelFormatError", "UnsupportedError", "OutOfMemoryError", "ContextFullError",
-           "DeviceError", "BusyError", "GenerationError", "__version__"]
+           "DeviceError", "BusyError", "NetworkError", "CancelledError", "GenerationError", "__version__"]

@@ -18,7 +18,8 @@ class InvalidArgumentError(HearthError, ValueError):
 
 
 class ModelFileError(HearthError, OSError):
-    """The model file is missing, a folder or unreadable (HEARTH_ERR_IO)."""
+    """The model file is missing, a folder or unreadable; or a model name is
+    not in the store while hearth is offline (HEARTH_ERR_IO)."""
 
 
 class ModelFormatError(HearthError):
@@ -45,6 +46,15 @@ class BusyError(HearthError):
     """The engine's queue of waiting requests is full; retry later (HEARTH_ERR_BUSY)."""
 
 
+class NetworkError(HearthError):
+    """Fetching a model by name failed: host unknown or unreachable, refused
+    (HTTP 401/403/404), or cut too often (HEARTH_ERR_NETWORK)."""
+
+
+class CancelledError(HearthError):
+    """A progress callback stopped the operation (HEARTH_ERR_CANCELLED)."""
+
+
 class GenerationError(HearthError):
     """A forward pass failed while a request was generating."""
 
@@ -59,7 +69,9 @@ BY_STATUS = {
     6: ContextFullError,
     8: DeviceError,
     9: BusyError,
+    10: NetworkError,
+    11: CancelledError,
 }
 
 __all__ = ["HearthError", "InvalidArgumentError", "ModelFileError", "ModelFormatError", "UnsupportedError",
-           "OutOfMemoryError", "ContextFullError", "DeviceError", "BusyError", "GenerationError"]
+           "OutOfMemoryError", "ContextFullError", "DeviceError", "BusyError", "NetworkError", "CancelledError", "GenerationError"]

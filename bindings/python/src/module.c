@@ -4,7 +4,7 @@
 
 #include "hp.h"
 
-#define N_STATUS (HEARTH_ERR_BUSY + 1)
+#define N_STATUS (HEARTH_ERR_CANCELLED + 1)
 
 /* The classes of hearth/errors.py, by status (index 0: the base class). */
 static PyObject *error_class[N_STATUS];
