@@ -10,15 +10,16 @@
 /** The kinds of failure, after hearth_status (include/hearth.h). */
 export type HearthErrorCode =
   | 'ERR_INVALID_ARG' // a parameter is out of range or of the wrong type
-  | 'ERR_IO' // a file could not be opened, read or mapped (e.g. a missing model file)
+  | 'ERR_IO' // a file could not be opened, read or mapped (e.g. a missing model file, or a model name not in the store while offline)
   | 'ERR_FORMAT' // a file is malformed (not GGUF, truncated, inconsistent)
   | 'ERR_UNSUPPORTED' // valid input hearth cannot run (architecture, tensor type, template feature)
   | 'ERR_OUT_OF_MEMORY' // host or GPU memory ran out (the message gives MiB needed and free)
   | 'ERR_CONTEXT_FULL' // the prompt does not fit a slot's context (raise nCtx)
   | 'ERR_DEVICE' // a GPU failed
   | 'ERR_BUSY' // the engine's wait queue (64 requests) is full: retry later
+  | 'ERR_NETWORK' // fetching a model by name failed: host unknown or unreachable, HTTP 401/403/404, cut too often
   | 'ERR_GENERATION' // the forward pass failed during generation
-  | 'ERR_CANCELLED' // the request was cancelled other than by its signal or dispose()
+  | 'ERR_CANCELLED' // the request was cancelled other than by its signal or dispose(), or a download was stopped
   | 'ERR_DISPOSED' // the model was disposed (before or during the call)
   | 'ERR_ADDON_NOT_FOUND'; // hearth.node is missing (thrown by require('hearth'))
 

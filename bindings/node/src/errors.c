@@ -87,6 +87,8 @@ const char *hn_status_code(hearth_status st) {
         [HEARTH_ERR_BUFFER_TOO_SMALL] = "ERR_BUFFER_TOO_SMALL",
         [HEARTH_ERR_DEVICE] = "ERR_DEVICE",
         [HEARTH_ERR_BUSY] = "ERR_BUSY",
+        [HEARTH_ERR_NETWORK] = "ERR_NETWORK",
+        [HEARTH_ERR_CANCELLED] = "ERR_CANCELLED",
     };
     return (unsigned)st < sizeof codes / sizeof codes[0] && codes[st] ? codes[st] : "ERR_UNKNOWN";
 }
