@@ -18,4 +18,5 @@ cd "$(mktemp -d)"
 HEARTH_TEST_INSTALLED=1 HEARTH_BIN="$top/build/hearth" \
     HEARTH_TEST_MODEL="$top/models/SmolLM2-135M-Instruct.Q4_1.gguf" \
     HEARTH_TEST_REFERENCE="$top/tests/reference/greedy/smollm2.json" \
+    HEARTH_TEST_TINY="$top/tests/reference/arch/llama3-f32.gguf" \
     "$top/$venv/python" -m pytest -q -p no:cacheprovider "$top/bindings/python/tests"

@@ -24,11 +24,14 @@ from ._model import Model  # noqa: E402  (the error classes must be registered f
 
 
 class GpuDevice(TypedDict):
-    """One GPU as :func:`gpu_devices` reports it (memory in bytes)."""
+    """One device as :func:`gpu_devices` reports it (memory in bytes)."""
     index: int
+    id: str                              # "cuda0", "opencl1": what Model(devices=...) takes
     name: str
-    compute_capability: Tuple[int, int]
-    free_bytes: int   # free at the call
+    is_gpu: bool                         # False for an OpenCL CPU device (PoCL), used only when named
+    compute_capability: Tuple[int, int]  # CUDA's; (0, 0) for OpenCL
+    compute_units: int                   # CUDA multiprocessors or OpenCL compute units
+    free_bytes: int                      # free at the call
     total_bytes: int
 
 
@@ -42,8 +45,10 @@ def supports_gpu_offload() -> bool:
 
 
 def gpu_devices() -> List["GpuDevice"]:
-    """The GPUs hearth can use, with their memory in bytes; [] without one.
-    Raises DeviceError when the driver fails."""
+    """The devices hearth can offload layers to, CUDA first, then OpenCL
+    (an OpenCL CPU device such as PoCL's takes layers only when named in
+    ``Model(devices=...)``); [] without one. Raises DeviceError when a
+    driver fails."""
     return _hearth.gpu_devices()
 
 

@@ -68,7 +68,7 @@ class Model:
             text); None: the model's training context, capped at 4096.
         n_batch: the most tokens one forward pass takes (default 512).
         n_threads: CPU threads; None: the physical cores.
-        main_gpu: the GPU index for the output layer and single-GPU loads.
+        main_gpu: the index, among the devices used, for single-device loads.
         tensor_split: per-GPU proportions of the offloaded layers (a sequence
             of floats); None: in proportion to each GPU's free memory.
         use_mmap: map the file instead of reading it (default True).
@@ -77,6 +77,10 @@ class Model:
             model's own (``tokenizer.chat_template``).
         n_seq_max: requests that generate at once (default 4); more wait in
             a queue of 64. The KV cache holds ``n_ctx * n_seq_max`` tokens.
+        devices: where offloaded layers go, by id, comma-separated ("cuda0",
+            "opencl0,opencl1"; see :func:`hearth.gpu_devices`); None: the
+            HEARTH_DEVICE environment variable, else every CUDA device, else
+            every OpenCL GPU.
         flash_attn: the CPU attention (llama.cpp's ``--flash-attn``): None or
             "auto" (default) and True / "on" run the tiled FlashAttention
             path, fast on long contexts; False / "off" runs llama.cpp's
@@ -100,7 +104,7 @@ class Model:
                  n_batch: int = 512, n_threads: Optional[int] = None, main_gpu: int = 0,
                  tensor_split: Optional[Sequence[float]] = None, use_mmap: bool = True, use_mlock: bool = False,
                  chat_template: Optional[str] = None, n_seq_max: int = 4,
-                 flash_attn: Union[None, bool, str] = None) -> None:
+                 flash_attn: Union[None, bool, str] = None, devices: Optional[str] = None) -> None:
         _check_int("n_gpu_layers", n_gpu_layers, -1)
         _check_int("main_gpu", main_gpu, 0)
         self._engine = _hearth.open(
@@ -109,7 +113,7 @@ class Model:
             use_mmap=bool(use_mmap), use_mlock=bool(use_mlock), n_ctx=_check_int("n_ctx", n_ctx, 1, True),
             n_batch=_check_int("n_batch", n_batch, 1), n_threads=_check_int("n_threads", n_threads, 1, True),
             n_seq_max=_check_int("n_seq_max", n_seq_max, 1), chat_template=chat_template,
-            flash_attn=_flash_attn(flash_attn))
+            flash_attn=_flash_attn(flash_attn), devices=devices)
         self.path = os.fspath(path)
         self._info: Dict[str, Any] = self._engine.info()
         self._chat_template = chat_template

@@ -64,8 +64,8 @@ static PyObject *supports_gpu_offload(PyObject *m, PyObject *unused) {
     return PyBool_FromLong(hearth_supports_gpu_offload());
 }
 
-/* [{"index", "name", "compute_capability": (major, minor), "free_bytes",
- * "total_bytes"}] */
+/* [{"index", "id", "name", "is_gpu", "compute_capability": (major, minor),
+ * "compute_units", "free_bytes", "total_bytes"}] */
 static PyObject *gpu_devices(PyObject *m, PyObject *unused) {
     (void)m, (void)unused;
     int32_t n;
@@ -76,11 +76,13 @@ static PyObject *gpu_devices(PyObject *m, PyObject *unused) {
     for (int32_t i = 0; out && i < n; i++) {
         hearth_gpu_info info;
         const hearth_status st = hearth_gpu_device_info(i, &info);
-        PyObject *d = st == HEARTH_OK ? Py_BuildValue("{s:i,s:s,s:(ii),s:K,s:K}", "index", i, "name", info.name,
-                                                      "compute_capability", info.cc_major, info.cc_minor, "free_bytes",
-                                                      (unsigned long long)info.free_bytes, "total_bytes",
-                                                      (unsigned long long)info.total_bytes)
-                                      : hp_raise(st, NULL);
+        PyObject *d = st == HEARTH_OK
+                          ? Py_BuildValue("{s:i,s:s,s:s,s:O,s:(ii),s:i,s:K,s:K}", "index", i, "id", info.id, "name",
+                                          info.name, "is_gpu", info.is_gpu ? Py_True : Py_False, "compute_capability",
+                                          info.cc_major, info.cc_minor, "compute_units", info.compute_units,
+                                          "free_bytes", (unsigned long long)info.free_bytes, "total_bytes",
+                                          (unsigned long long)info.total_bytes)
+                          : hp_raise(st, NULL);
         if (!d || PyList_Append(out, d) < 0) Py_CLEAR(out);
         Py_XDECREF(d);
     }

@@ -7,6 +7,8 @@ Environment:
                          tokens and text on that model (llama-cpp-python 0.3.36,
                          made by tests/reference/greedy/make_greedy_fixtures.py)
   HEARTH_BIN             the `hearth` command, to compare with `hearth run` (optional)
+  HEARTH_TEST_TINY       a tiny random llama model (tests/reference/arch/llama3-f32.gguf),
+                         for offloading to an OpenCL device such as PoCL's (optional)
   HEARTH_TEST_INSTALLED  1: the package must come from site-packages
 """
 
@@ -73,6 +75,21 @@ def test_probes_without_gpu():
     for d in devices:
         assert d["total_bytes"] >= d["free_bytes"] > 0 and d["name"]
     assert hearth.system_info().startswith(f"hearth {hearth.__version__}; cpu: ")
+
+
+def test_offload_to_a_named_device():
+    """devices= picks where layers go: every layer on the first OpenCL device
+    (PoCL's CPU device in CI) gives the CPU's greedy tokens."""
+    tiny = os.environ.get("HEARTH_TEST_TINY", "")
+    ocl = [d for d in hearth.gpu_devices() if d["id"].startswith("opencl")]
+    if not os.path.isfile(tiny) or not ocl:
+        pytest.skip("no OpenCL device or HEARTH_TEST_TINY unset")
+    with hearth.Model(tiny, n_ctx=64) as cpu, hearth.Model(tiny, n_ctx=64, n_gpu_layers=-1, devices=ocl[0]["id"]) as dev:
+        assert cpu.gpu_layers == 0 and dev.gpu_layers == dev.n_layer + 1
+        prompt = [1, 5, 9, 13]
+        assert dev.generate(prompt, max_tokens=8, **greedy()) == cpu.generate(prompt, max_tokens=8, **greedy())
+    with pytest.raises(hearth.InvalidArgumentError, match="opencl"):
+        hearth.Model(tiny, n_gpu_layers=-1, devices="nosuchdevice0")
 
 
 @needs_model
