@@ -43,11 +43,17 @@ export interface ModelOptions {
   splitMode?: 'none' | 'layer' | 'row';
   /** With splitMode 'layer': proportions of the offloaded layers per GPU (default: by free memory). */
   tensorSplit?: number[];
-  /** The GPU of splitMode 'none' (default 0). */
+  /** The device of splitMode 'none', an index into the devices used (default 0). */
   mainGpu?: number;
   /**
-   * KV cache length in tokens over all slots (each slot gets nCtx / nSeqMax).
-   * 0 (default): each slot gets the model's nCtxTrain, at most 4096.
+   * Where offloaded layers go, by id, comma-separated ('cuda0', 'opencl0,opencl1';
+   * see gpuDevices()). Default: the HEARTH_DEVICE environment variable, else every
+   * CUDA device, else every OpenCL GPU (an OpenCL CPU device such as PoCL's only when named).
+   */
+  devices?: string;
+  /**
+   * The context of each request in tokens (prompt and generated text); the
+   * KV cache holds nCtx × nSeqMax. 0 (default): the model's nCtxTrain, at most 4096.
    */
   nCtx?: number;
   /** Most tokens of one forward pass (prompt chunks; default 512). */
@@ -159,7 +165,7 @@ export interface EngineStats {
   promptSeconds: number;
   generationSeconds: number;
   kvUsed: number; // KV cells holding tokens
-  kvSize: number; // nCtx
+  kvSize: number; // nCtx × nSeqMax
 }
 
 export class Model {
@@ -186,7 +192,7 @@ export class Model {
   readonly nLayer: number;
   /** Context length the model was trained for, tokens. */
   readonly nCtxTrain: number;
-  /** KV cache length over all slots, tokens. */
+  /** The context of each request, tokens. */
   readonly nCtx: number;
   /** Slots (requests generating at once). */
   readonly nSeqMax: number;
@@ -235,13 +241,16 @@ export class Model {
 
 export interface GpuDevice {
   index: number;
-  name: string; // "NVIDIA H100 80GB HBM3"
-  computeCapability: string; // "9.0"
+  id: string; // "cuda0", "opencl1": what the devices option takes
+  name: string; // "NVIDIA H100 80GB HBM3"; OpenCL: "<device> (<platform>)"
+  isGpu: boolean; // false for an OpenCL CPU device (PoCL's), used only when named
+  computeCapability: string; // CUDA's, "9.0"; "0.0" for OpenCL
+  computeUnits: number; // CUDA multiprocessors or OpenCL compute units
   freeMemory: number; // bytes, at the call
   totalMemory: number; // bytes
 }
 
-/** The GPUs hearth can use; [] without one. */
+/** The devices hearth can offload layers to, CUDA first, then OpenCL; [] without one. */
 export function gpuDevices(): GpuDevice[];
 /** Whether nGpuLayers can put layers on a GPU in this process. */
 export function supportsGpuOffload(): boolean;

@@ -88,6 +88,7 @@ typedef struct hn_model_options {
     hearth_engine_params ep;
     float *split;                    /* mp.tensor_split's storage (padded to the GPU count), or NULL */
     char *chat_template;             /* ep.chat_template's storage, or NULL */
+    char *devices;                   /* mp.devices's storage, or NULL */
 } hn_model_options;
 
 /* Reads the loader options (nGpuLayers, nCtx, flashAttn, chatTemplate ...)

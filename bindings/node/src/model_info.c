@@ -18,7 +18,7 @@ napi_value hn_model_info(napi_env env, napi_callback_info info) {
     if (!hn_set_num(env, o, "nLayer", hearth_model_n_layer(md)) || !hn_set_num(env, o, "nCtxTrain", hearth_model_n_ctx_train(md)) ||
         !hn_set_num(env, o, "gpuLayers", hearth_model_n_gpu_layers(md)) || !hn_set_num(env, o, "nVocab", hearth_model_n_vocab(md)) ||
         !hn_set_num(env, o, "nEmbd", hearth_model_n_embd(md)) || !hn_set_num(env, o, "nParams", (double)hearth_model_n_params(md)) ||
-        !hn_set_num(env, o, "size", (double)hearth_model_size(md)) || !hn_set_num(env, o, "nCtx", st.kv_size) ||
+        !hn_set_num(env, o, "size", (double)hearth_model_size(md)) || !hn_set_num(env, o, "nCtx", st.kv_size / (uint32_t)st.n_slots) ||
         !hn_set_num(env, o, "nSeqMax", st.n_slots) || !hn_set_str(env, o, "description", hearth_model_desc(md)) ||
         !hn_set_str(env, o, "name", m->name)) {
         hn_napi_failed(env, "building the model facts");

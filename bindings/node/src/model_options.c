@@ -2,6 +2,7 @@
  * nGpuLayers, mainGpu, splitMode, tensorSplit, useMmap, useMlock (the
  * model), nCtx, nBatch, nThreads, nSeqMax, flashAttn (its engine's context)
  * and chatTemplate (the engine). Left-out options keep hearth's defaults. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,13 +90,13 @@ static bool read_flash_attn(napi_env env, napi_value opts, int32_t *out) {
     return false;
 }
 
-/* options.chatTemplate: a Jinja template (the engine copies it). */
-static bool read_chat_template(napi_env env, napi_value opts, hn_model_options *o) {
-    napi_value v = hn_opt(env, opts, "chatTemplate");
+/* A string option into *storage (NULL when left out); false after throwing. */
+static bool read_string(napi_env env, napi_value opts, const char *name, char **storage) {
+    napi_value v = hn_opt(env, opts, name);
     if (hn_is_nullish(env, v)) return true;
-    if (!(o->chat_template = hn_string(env, v, "options.chatTemplate", NULL))) return false;
-    o->ep.chat_template = o->chat_template;
-    return true;
+    char what[64];
+    snprintf(what, sizeof what, "options.%s", name);
+    return (*storage = hn_string(env, v, what, NULL)) != NULL;
 }
 
 bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
@@ -109,8 +110,11 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
               hn_opt_int(env, opts, "nCtx", 0, 1 << 24, &n_ctx) && hn_opt_int(env, opts, "nBatch", 1, INT32_MAX, &n_batch) &&
               hn_opt_int(env, opts, "nThreads", 0, 1024, &ep->ctx.n_threads) &&
               hn_opt_int(env, opts, "nSeqMax", 1, 256, &n_seq) && read_flash_attn(env, opts, &ep->ctx.flash_attn) &&
-              read_chat_template(env, opts, o) && read_split(env, opts, &o->split);
-    ep->ctx.n_ctx = (uint32_t)n_ctx;
+              read_string(env, opts, "chatTemplate", &o->chat_template) &&
+              read_string(env, opts, "devices", &o->devices) && read_split(env, opts, &o->split);
+    ep->chat_template = o->chat_template;
+    mp->devices = o->devices;
+    ep->ctx.n_ctx = (uint32_t)n_ctx * (uint32_t)n_seq; /* nCtx is each request's context */
     ep->ctx.n_batch = (uint32_t)n_batch;
     ep->ctx.n_seq_max = (uint32_t)n_seq;
     mp->tensor_split = o->split;
@@ -120,5 +124,6 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
 void hn_model_options_free(hn_model_options *o) {
     free(o->split);
     free(o->chat_template);
+    free(o->devices);
     *o = (hn_model_options){0};
 }

@@ -4,8 +4,9 @@
 
 #include "addon.h"
 
-/* gpuDevices() -> [{index, name, computeCapability, freeMemory, totalMemory}]
- * (memory in bytes): the GPUs hearth can use; [] without one. */
+/* gpuDevices() -> [{index, id, name, isGpu, computeCapability, computeUnits,
+ * freeMemory, totalMemory}] (memory in bytes): the devices hearth can
+ * offload to, CUDA first, then OpenCL; [] without one. */
 napi_value hn_gpu_devices(napi_env env, napi_callback_info info) {
     (void)info;
     napi_value list;
@@ -22,8 +23,11 @@ napi_value hn_gpu_devices(napi_env env, napi_callback_info info) {
         snprintf(cc, sizeof cc, "%d.%d", (int)g.cc_major, (int)g.cc_minor);
         napi_value d;
         HN_CALL(napi_create_object(env, &d));
-        if (!hn_set_num(env, d, "index", i) || !hn_set_str(env, d, "name", g.name) ||
-            !hn_set_str(env, d, "computeCapability", cc) || !hn_set_num(env, d, "freeMemory", (double)g.free_bytes) ||
+        napi_value is_gpu;
+        HN_CALL(napi_get_boolean(env, g.is_gpu, &is_gpu));
+        if (!hn_set_num(env, d, "index", i) || !hn_set_str(env, d, "id", g.id) || !hn_set_str(env, d, "name", g.name) ||
+            napi_set_named_property(env, d, "isGpu", is_gpu) != napi_ok ||
+            !hn_set_str(env, d, "computeCapability", cc) || !hn_set_num(env, d, "computeUnits", g.compute_units) || !hn_set_num(env, d, "freeMemory", (double)g.free_bytes) ||
             !hn_set_num(env, d, "totalMemory", (double)g.total_bytes)) {
             hn_napi_failed(env, "building a device");
             return NULL;

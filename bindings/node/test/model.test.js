@@ -6,12 +6,12 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { hearth, MODEL } = require('./common');
+const { top, hearth, MODEL } = require('./common');
 const { Model, HearthError } = hearth;
 
 test('new Model and Model.load give the same facts and metadata', async () => {
   const a = new Model(MODEL);
-  const b = await Model.load(MODEL, { nCtx: 2048, nSeqMax: 2, nThreads: 1 });
+  const b = await Model.load(MODEL, { nCtx: 1024, nSeqMax: 2, nThreads: 1 });
   assert.ok(b instanceof Model);
   for (const m of [a, b]) {
     assert.strictEqual(m.nLayer, 30);
@@ -24,7 +24,8 @@ test('new Model and Model.load give the same facts and metadata', async () => {
     assert.strictEqual(m.metadata['llama.block_count'], '30');
     assert.ok(!('tokenizer.ggml.tokens' in m.metadata), 'arrays are left out, as llama.cpp does');
   }
-  assert.strictEqual(b.nCtx, 2048);
+  assert.strictEqual(b.nCtx, 1024); // each request's
+  assert.strictEqual(b.stats().kvSize, 2048);
   assert.strictEqual(b.nSeqMax, 2);
   a.dispose();
   b.dispose();
@@ -48,9 +49,26 @@ test('module functions describe the machine', () => {
   assert.strictEqual(typeof hearth.supportsGpuOffload(), 'boolean');
   const devices = hearth.gpuDevices();
   assert.ok(Array.isArray(devices));
-  assert.strictEqual(devices.length > 0, hearth.supportsGpuOffload());
-  for (const d of devices) assert.ok(d.totalMemory > 0 && typeof d.name === 'string');
+  assert.ok(!hearth.supportsGpuOffload() || devices.length > 0);
+  for (const d of devices) {
+    assert.ok(d.totalMemory > 0 && typeof d.name === 'string' && typeof d.isGpu === 'boolean');
+    assert.match(d.id, /^(cuda|opencl)\d+$/);
+  }
   assert.match(hearth.systemInfo(), /^hearth \d+\.\d+\.\d+; cpu: /);
+});
+
+test('devices picks where layers go: a tiny model on an OpenCL device gives the CPU\'s greedy text', async (t) => {
+  const tiny = path.join(top, 'tests', 'reference', 'arch', 'llama3-f32.gguf');
+  const ocl = hearth.gpuDevices().find((d) => d.id.startsWith('opencl'));
+  if (!ocl) return t.skip('no OpenCL device');
+  const cpu = new Model(tiny, { nCtx: 64 });
+  const dev = new Model(tiny, { nCtx: 64, nGpuLayers: -1, devices: ocl.id });
+  assert.strictEqual(dev.gpuLayers, dev.nLayer + 1);
+  const opts = { maxTokens: 8, temperature: 0 };
+  assert.strictEqual(await dev.generate('Hello', opts), await cpu.generate('Hello', opts));
+  cpu.dispose();
+  dev.dispose();
+  assert.throws(() => new Model(tiny, { nGpuLayers: -1, devices: 'nosuchdevice0' }), { code: 'ERR_INVALID_ARG' });
 });
 
 test('a missing file rejects with HearthError ERR_IO', async () => {
