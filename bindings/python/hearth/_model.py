@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _chat, _hearth
 from .errors import GenerationError, HearthError, InvalidArgumentError
@@ -81,6 +81,12 @@ class Model:
             "opencl0,opencl1"; see :func:`hearth.gpu_devices`); None: the
             HEARTH_DEVICE environment variable, else every CUDA device, else
             every OpenCL GPU.
+        progress: called with a dict (``what``: the file or "load",
+            ``done`` / ``total`` bytes, ``rate`` bytes/s, ``eta`` and
+            ``elapsed`` seconds, ``finished``) about ten times a second
+            while a model name downloads or weights upload to a GPU;
+            returning False cancels (CancelledError; a download keeps its
+            partial file), an exception it raises propagates.
         flash_attn: the CPU attention (llama.cpp's ``--flash-attn``): None or
             "auto" (default) and True / "on" run the tiled FlashAttention
             path, fast on long contexts; False / "off" runs llama.cpp's
@@ -104,7 +110,8 @@ class Model:
                  n_batch: int = 512, n_threads: Optional[int] = None, main_gpu: int = 0,
                  tensor_split: Optional[Sequence[float]] = None, use_mmap: bool = True, use_mlock: bool = False,
                  chat_template: Optional[str] = None, n_seq_max: int = 4,
-                 flash_attn: Union[None, bool, str] = None, devices: Optional[str] = None) -> None:
+                 flash_attn: Union[None, bool, str] = None, devices: Optional[str] = None,
+                 progress: Optional[Callable[[Dict[str, Any]], Optional[bool]]] = None) -> None:
         _check_int("n_gpu_layers", n_gpu_layers, -1)
         _check_int("main_gpu", main_gpu, 0)
         self._engine = _hearth.open(
@@ -113,7 +120,7 @@ class Model:
             use_mmap=bool(use_mmap), use_mlock=bool(use_mlock), n_ctx=_check_int("n_ctx", n_ctx, 1, True),
             n_batch=_check_int("n_batch", n_batch, 1), n_threads=_check_int("n_threads", n_threads, 1, True),
             n_seq_max=_check_int("n_seq_max", n_seq_max, 1), chat_template=chat_template,
-            flash_attn=_flash_attn(flash_attn), devices=devices)
+            flash_attn=_flash_attn(flash_attn), devices=devices, progress=progress)
         self.path = os.fspath(path)
         self._info: Dict[str, Any] = self._engine.info()
         self._chat_template = chat_template
@@ -170,6 +177,14 @@ class Model:
     def chat_template(self) -> Optional[str]:
         """The Jinja template :meth:`chat` uses: the one given, else the model's (None if it has none)."""
         return self._chat_template if self._chat_template is not None else self._engine.chat_template()
+
+    def stats(self) -> Dict[str, Any]:
+        """The engine's counters now: ``n_slots``, ``n_running`` and
+        ``n_waiting`` requests, ``n_requests`` finished, ``n_prompt_tokens``
+        decoded, ``n_cached_tokens`` reused, ``n_generated_tokens``,
+        ``prompt_seconds`` and ``generation_seconds`` spent, ``kv_used`` of
+        ``kv_size`` KV cells."""
+        return self._engine.stats()
 
     def __repr__(self) -> str:
         return f"hearth.Model({self.path!r}, {self._info['desc']}, gpu_layers={self.gpu_layers})"

@@ -47,25 +47,49 @@ static float *float_list(PyObject *seq, Py_ssize_t n_min) {
     return out;
 }
 
+/* A progress report for the Python callable `user` (hearth_progress_fn,
+ * called on the loading thread with the GIL released): the callable gets a
+ * dict of the report's fields; returning False, or raising, cancels (the
+ * exception stays set on this thread and open() raises it). */
+static bool progress_to_python(const hearth_progress *p, void *user) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    bool go_on = false;
+    PyObject *report = PyErr_Occurred() ? NULL /* an earlier report raised */ : Py_BuildValue("{s:s,s:K,s:K,s:d,s:d,s:d,s:O}", "what", p->what, "done",
+                                     (unsigned long long)p->done, "total", (unsigned long long)p->total, "rate",
+                                     p->rate, "eta", p->eta, "elapsed", p->elapsed, "finished",
+                                     p->finished ? Py_True : Py_False);
+    PyObject *answer = report ? PyObject_CallFunctionObjArgs((PyObject *)user, report, NULL) : NULL;
+    if (answer) go_on = answer != Py_False;
+    Py_XDECREF(answer);
+    Py_XDECREF(report);
+    PyGILState_Release(gil);
+    return go_on;
+}
+
 /* _hearth.open(path, n_gpu_layers, main_gpu, tensor_split, use_mmap,
  * use_mlock, n_ctx, n_batch, n_threads, n_seq_max, chat_template,
- * flash_attn, devices) -> Engine.
+ * flash_attn, devices, progress) -> Engine.
  * n_ctx is per sequence (each request's context); 0 for the engine's default. */
 PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     (void)module;
     static char *names[] = {"path", "n_gpu_layers", "main_gpu", "tensor_split", "use_mmap", "use_mlock", "n_ctx",
-                            "n_batch", "n_threads", "n_seq_max", "chat_template", "flash_attn", "devices", NULL};
-    PyObject *path_obj, *split = Py_None;
+                            "n_batch", "n_threads", "n_seq_max", "chat_template", "flash_attn", "devices", "progress", NULL};
+    PyObject *path_obj, *split = Py_None, *progress = Py_None;
     hearth_model_params mp = hearth_model_default_params();
     hearth_engine_params ep = hearth_engine_default_params();
     unsigned int n_ctx = 0;
     int use_mmap = 1, use_mlock = 0;
     const char *tmpl = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iiOppIIiIziz", names, PyUnicode_FSConverter, &path_obj, &mp.n_gpu_layers,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iiOppIIiIzizO", names, PyUnicode_FSConverter, &path_obj, &mp.n_gpu_layers,
                                      &mp.main_gpu, &split, &use_mmap, &use_mlock, &n_ctx, &ep.ctx.n_batch,
                                      &ep.ctx.n_threads, &ep.ctx.n_seq_max, &tmpl, &ep.ctx.flash_attn,
-                                     &mp.devices))
+                                     &mp.devices, &progress))
         return NULL;
+    hearth_fetch_params fp = hearth_fetch_default_params();
+    if (progress != Py_None) {
+        fp.progress = mp.progress = progress_to_python;
+        fp.progress_user = mp.progress_user = progress;
+    }
     mp.use_mmap = use_mmap;
     mp.use_mlock = use_mlock;
     ep.chat_template = tmpl;
@@ -89,7 +113,7 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     /* a model name ("llama3.2:1b", hf.co/..., ollama:...) becomes a local
      * file, downloaded into the store first when it is not there */
     char *file = NULL;
-    st = hearth_model_resolve(path, NULL, &file);
+    st = hearth_model_resolve(path, &fp, &file);
     if (st == HEARTH_OK) st = hearth_model_load(file, &mp, &model);
     hearth_free(file);
     if (st == HEARTH_OK && (st = hearth_engine_init(model, &ep, &engine)) != HEARTH_OK) {
@@ -99,6 +123,7 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     Py_END_ALLOW_THREADS
     free(ts);
     Py_DECREF(path_obj);
+    if (st == HEARTH_ERR_CANCELLED && PyErr_Occurred()) return NULL; /* the progress callable raised */
     if (st != HEARTH_OK) return hp_raise(st, NULL);
 
     hp_engine *e = PyObject_New(hp_engine, (PyTypeObject *)engine_type);
@@ -154,6 +179,22 @@ static PyObject *engine_info(PyObject *self, PyObject *unused) {
                          hearth_model_n_vocab(m), "gpu_layers", hearth_model_n_gpu_layers(m), "n_params",
                          (unsigned long long)hearth_model_n_params(m), "size", (unsigned long long)hearth_model_size(m),
                          "desc", hearth_model_desc(m), "n_ctx", e->n_ctx_seq, "n_seq_max", e->n_seq_max);
+}
+
+/* stats() -> the engine's counters (hearth_engine_stats without the
+ * histograms): requests and tokens so far, seconds, KV cells in use. */
+static PyObject *engine_stats(PyObject *self, PyObject *unused) {
+    (void)unused;
+    hp_engine *e = (hp_engine *)self;
+    if (!open_or_raise(e)) return NULL;
+    hearth_engine_stats st;
+    hearth_engine_stats_get(e->engine, &st);
+    return Py_BuildValue("{s:i,s:i,s:i,s:K,s:K,s:K,s:K,s:d,s:d,s:I,s:I}", "n_slots", st.n_slots, "n_running",
+                         st.n_running, "n_waiting", st.n_waiting, "n_requests", (unsigned long long)st.n_requests,
+                         "n_prompt_tokens", (unsigned long long)st.n_prompt_tokens, "n_cached_tokens",
+                         (unsigned long long)st.n_cached_tokens, "n_generated_tokens",
+                         (unsigned long long)st.n_generated_tokens, "prompt_seconds", st.prompt_seconds,
+                         "generation_seconds", st.generation_seconds, "kv_used", st.kv_used, "kv_size", st.kv_size);
 }
 
 /* A metadata string by index, through a buffer grown to the length needed. */
@@ -376,6 +417,7 @@ static PyObject *engine_submit(PyObject *self, PyObject *args) {
 
 static PyMethodDef engine_methods[] = {
     {"info", engine_info, METH_NOARGS, "info() -> dict of the model's and the engine's facts"},
+    {"stats", engine_stats, METH_NOARGS, "stats() -> dict of the engine's counters"},
     {"metadata", engine_metadata, METH_NOARGS, "metadata() -> dict[str, str] (non-array keys)"},
     {"chat_template", engine_chat_template, METH_NOARGS, "chat_template() -> str | None"},
     {"tokenize", engine_tokenize, METH_VARARGS, "tokenize(text: bytes, add_special, parse_special) -> list[int]"},

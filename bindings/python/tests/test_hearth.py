@@ -217,7 +217,12 @@ def test_slow_reader_is_bounded():
         slow = m.stream("Tell me a long story.", max_tokens=None, ignore_eos=True, **greedy())
         first = next(slow)
         assert m.generate("The capital of France is", max_tokens=8, **greedy()).startswith(" Paris.")
-        time.sleep(6)  # about 600 tokens' time on CI's machine, well past the bound
+        deadline = time.monotonic() + 120
+        generated = -1
+        while m.stats()["n_generated_tokens"] != generated:  # until it stops: paused
+            generated = m.stats()["n_generated_tokens"]
+            time.sleep(1)
+            assert time.monotonic() < deadline, "the unread stream was never paused"
         backlog = next(slow)
         assert first and 1024 <= len(backlog.encode()) < 1024 + 256, len(backlog)
         more = [next(slow) for _ in range(3)]  # resumed
@@ -302,6 +307,44 @@ def test_bad_files(tmp_path):
             cut.write_bytes(f.read(1 << 20))
         with pytest.raises(hearth.ModelFormatError):
             hearth.Model(cut)
+
+
+@pytest.fixture
+def file_server(tmp_path):
+    """An HTTP server on loopback over a folder (tmp_path/www)."""
+    import functools
+    import http.server
+    www = tmp_path / "www"
+    www.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(www))
+    handler.log_message = lambda *a: None
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield www, f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def test_download_progress(tmp_path, monkeypatch, file_server):
+    """A URL downloads into the store with progress reports; a callable that
+    returns False cancels, one that raises propagates, and neither leaves a
+    file under the final name."""
+    tiny = os.environ.get("HEARTH_TEST_TINY", "")
+    if not os.path.isfile(tiny):
+        pytest.skip("HEARTH_TEST_TINY unset")
+    www, url = file_server
+    (www / "tiny.gguf").write_bytes(open(tiny, "rb").read())
+    monkeypatch.setenv("HEARTH_MODELS", str(tmp_path / "store"))
+    with pytest.raises(hearth.CancelledError):
+        hearth.Model(f"{url}/tiny.gguf", progress=lambda p: False)
+    with pytest.raises(ZeroDivisionError):
+        hearth.Model(f"{url}/tiny.gguf", progress=lambda p: 1 / 0)
+    assert not [p for p in (tmp_path / "store").rglob("tiny.gguf")]
+    reports = []
+    with hearth.Model(f"{url}/tiny.gguf", progress=reports.append) as m:
+        assert m.n_layer > 0
+    last = reports[-1]
+    assert last["finished"] and last["done"] == last["total"] == os.path.getsize(tiny), last
+    assert last["what"].endswith("tiny.gguf")
 
 
 def test_offline_name_not_in_store(tmp_path, monkeypatch):
