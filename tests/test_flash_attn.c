@@ -11,7 +11,8 @@
  * give the logits each gives alone, bit for bit: the tiled path cuts a
  * token's keys at fixed positions (cpu_flash_attn.c), and the rest of the
  * forward pass already takes the same order for a sequence whatever shares
- * its batch. */
+ * its batch. HEARTH_TEST_SHORT (the sanitizer run, where decoding is slow)
+ * quarters the lengths. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,22 +169,23 @@ int main(void) {
     static const char *const tiny[] = {"llama3-f32", "mistral-q8_0", "qwen2-f16", "qwen3-q8_0", "gemma3-q8_0",
                                        "gemma3-f16"};
     hearth_log_set(NULL, NULL); /* n_ctx past the tiny models' training length: no warning */
+    const int32_t div = getenv("HEARTH_TEST_SHORT") ? 4 : 1;
     for (size_t i = 0; i < sizeof tiny / sizeof *tiny; i++) {
         char rel[128];
         snprintf(rel, sizeof rel, "reference/arch/%s.gguf", tiny[i]);
         hearth_model *m = NULL;
         CHECK_MSG(hearth_model_load(check_test_path(rel), NULL, &m) == HEARTH_OK, "%s: %s", rel, hearth_last_error());
         if (!m) continue;
-        long_context(m, tiny[i], 4096 - N_DECODE);
-        two_sequences(m, tiny[i], 1500, 700);
+        long_context(m, tiny[i], 4096 / div - N_DECODE);
+        two_sequences(m, tiny[i], 1500 / div, 700 / div);
         hearth_model_free(m);
     }
     hearth_model *m = NULL;
     const char *path = check_model_path();
     CHECK(hearth_model_load(path, NULL, &m) == HEARTH_OK);
     if (m) {
-        long_context(m, "SmolLM2-135M Q4_1", 2048 - N_DECODE);
-        two_sequences(m, "SmolLM2-135M Q4_1", 600, 300);
+        long_context(m, "SmolLM2-135M Q4_1", 2048 / div - N_DECODE);
+        two_sequences(m, "SmolLM2-135M Q4_1", 600 / div, 300 / div);
     }
     hearth_model_free(m);
     return check_report();
