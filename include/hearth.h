@@ -634,6 +634,10 @@ typedef enum hearth_finish_reason {
     HEARTH_FINISH_ERROR = 4,     /* the forward pass failed: see hearth_piece.error */
 } hearth_finish_reason;
 
+/* OpenAI's finish_reason text of `f`: "stop", "length", "cancelled",
+ * "error"; NULL for NONE or a value that is not one. Static; thread-safe. */
+HEARTH_API const char *hearth_finish_reason_str(hearth_finish_reason f);
+
 /* The most alternatives a piece reports (OpenAI's top_logprobs limit). */
 #define HEARTH_MAX_TOP_LOGPROBS 20
 

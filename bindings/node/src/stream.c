@@ -212,16 +212,6 @@ napi_value hn_submit(napi_env env, napi_callback_info info) {
     return handle;
 }
 
-static const char *finish_name(hearth_finish_reason f) {
-    switch (f) {
-    case HEARTH_FINISH_STOP: return "stop";
-    case HEARTH_FINISH_LENGTH: return "length";
-    case HEARTH_FINISH_CANCELLED: return "cancelled";
-    case HEARTH_FINISH_ERROR: return "error";
-    default: return NULL;
-    }
-}
-
 /* take(request) -> null when nothing new (the waker will be called), else
  * {text, finish, error, promptTokens, cachedTokens, completionTokens}:
  * the text produced since the last take (possibly ''), and finish null
@@ -253,7 +243,7 @@ napi_value hn_take(napi_env env, napi_callback_info info) {
     const int32_t n_prompt = r->n_prompt, n_cached = r->n_cached, n_generated = r->n_generated;
     pthread_mutex_unlock(&m->mu);
     if (!text || napi_create_object(env, &o) != napi_ok || napi_set_named_property(env, o, "text", text) != napi_ok ||
-        !hn_set_str(env, o, "finish", finish_name(finish)) || !hn_set_str(env, o, "error", error) ||
+        !hn_set_str(env, o, "finish", hearth_finish_reason_str(finish)) || !hn_set_str(env, o, "error", error) ||
         !hn_set_num(env, o, "promptTokens", n_prompt) || !hn_set_num(env, o, "cachedTokens", n_cached) ||
         !hn_set_num(env, o, "completionTokens", n_generated)) {
         hn_napi_failed(env, "building a take() result");

@@ -161,16 +161,6 @@ static void request_dealloc(PyObject *self) {
 /* With s->mu held: whether a reader has something to take. */
 static bool ready(const stream *s) { return s->len > 0 || (s->finish != HEARTH_FINISH_NONE && !s->reported); }
 
-static const char *finish_name(hearth_finish_reason f) {
-    switch (f) {
-    case HEARTH_FINISH_STOP: return "stop";
-    case HEARTH_FINISH_LENGTH: return "length";
-    case HEARTH_FINISH_CANCELLED: return "cancelled";
-    case HEARTH_FINISH_ERROR: return "error";
-    default: return NULL;
-    }
-}
-
 /* With r->s->mu held: (text, finish, error, n_prompt, n_cached,
  * n_generated), finish and error None while the request runs; the text is
  * taken, and a request paused for it resumes. */
@@ -183,7 +173,7 @@ static PyObject *take(hp_request *r) {
         if (r->engine->engine) hearth_engine_pause(r->engine->engine, r->id, false);
         s->paused = false;
     }
-    const char *finish = finish_name(s->finish);
+    const char *finish = hearth_finish_reason_str(s->finish);
     if (finish) s->reported = true;
     return Py_BuildValue("(Nzziii)", text, finish, s->error, s->n_prompt, s->n_cached, s->n_generated);
 }

@@ -153,6 +153,16 @@ static hl_request *find(hearth_engine *e, uint64_t id) {
     return NULL;
 }
 
+const char *hearth_finish_reason_str(hearth_finish_reason f) {
+    switch (f) {
+    case HEARTH_FINISH_STOP: return "stop";
+    case HEARTH_FINISH_LENGTH: return "length";
+    case HEARTH_FINISH_CANCELLED: return "cancelled";
+    case HEARTH_FINISH_ERROR: return "error";
+    default: return NULL;
+    }
+}
+
 void hearth_engine_cancel(hearth_engine *e, uint64_t id) {
     if (!e) return;
     pthread_mutex_lock(&e->mu);
