@@ -155,6 +155,10 @@ hearth_status hl_store_scan(const char *dir, char ***paths, size_t *n);
 /* Starts libcurl once per process (thread-safe). */
 void hl_http_init(void);
 
+/* The URL in environment variable `env`, else `fallback`, without a
+ * trailing '/', into buf. */
+const char *hl_http_base_url(const char *env, const char *fallback, char *buf, size_t size);
+
 /* GETs a small document (at most 64 MiB) into a malloc'd, NUL-terminated
  * *body. `accept` may be NULL; the bearer token goes to HF_ENDPOINT only.
  * Errors: NETWORK (the message says what to do), OUT_OF_MEMORY. */

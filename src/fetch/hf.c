@@ -15,11 +15,7 @@
 #include "fetch/fetch.h"
 
 const char *hl_hf_endpoint(char *buf, size_t size) {
-    const char *e = getenv("HF_ENDPOINT");
-    snprintf(buf, size, "%s", e && *e ? e : "https://huggingface.co");
-    size_t n = strlen(buf);
-    while (n > 0 && buf[n - 1] == '/') buf[--n] = '\0';
-    return buf;
+    return hl_http_base_url("HF_ENDPOINT", "https://huggingface.co", buf, size);
 }
 
 void hl_hf_files_free(hl_hf_file *files, size_t n) {

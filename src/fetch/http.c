@@ -17,6 +17,14 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 void hl_http_init(void) { pthread_once(&once, global_init); }
 
+const char *hl_http_base_url(const char *env, const char *fallback, char *buf, size_t size) {
+    const char *e = getenv(env);
+    snprintf(buf, size, "%s", e && *e ? e : fallback);
+    size_t n = strlen(buf);
+    while (n > 0 && buf[n - 1] == '/') buf[--n] = '\0';
+    return buf;
+}
+
 /* Whether url is on HF_ENDPOINT (the token goes there and nowhere else). */
 static bool on_hf(const char *url) {
     char ep[512];

@@ -20,11 +20,7 @@
 #define MANIFEST_V2 "application/vnd.docker.distribution.manifest.v2+json"
 
 const char *hl_ollama_registry(char *buf, size_t size) {
-    const char *e = getenv("OLLAMA_REGISTRY");
-    snprintf(buf, size, "%s", e && *e ? e : "https://registry.ollama.ai");
-    size_t n = strlen(buf);
-    while (n > 0 && buf[n - 1] == '/') buf[--n] = '\0';
-    return buf;
+    return hl_http_base_url("OLLAMA_REGISTRY", "https://registry.ollama.ai", buf, size);
 }
 
 hearth_status hl_ollama_model_layer(const char *manifest, size_t len, char sha256[HL_SHA256_HEX], uint64_t *size) {
