@@ -35,6 +35,7 @@ typedef struct stream {
     char *error;             /* the message of FINISH_ERROR */
     int32_t n_prompt, n_cached, n_generated;
     bool cancel;             /* the reader asked to stop: the next piece returns false */
+    bool oom;                /* no memory for the text: the request ends as an error */
     bool reported;           /* the finish was returned to the reader */
     int pipe_r, pipe_w;      /* -1 until fileno() */
     bool notified;           /* a byte is in the pipe, not yet drained */
@@ -78,15 +79,14 @@ static void notify(stream *s) {
 static bool on_piece(const hearth_piece *p, void *user) {
     stream *s = user;
     pthread_mutex_lock(&s->mu);
-    bool ok = true;
-    if (p->len && s->len + p->len > s->cap) {
+    if (p->len && s->len + p->len > s->cap && !s->oom) {
         size_t cap = s->cap ? s->cap : 256;
         while (cap < s->len + p->len) cap *= 2;
         char *text = realloc(s->text, cap);
         if (text) s->text = text, s->cap = cap;
-        else ok = false; /* no memory for the text: end the request with an error */
+        else s->oom = true;
     }
-    if (ok) {
+    if (!s->oom) {
         memcpy(s->text + s->len, p->text, p->len);
         s->len += p->len;
     }
@@ -94,10 +94,11 @@ static bool on_piece(const hearth_piece *p, void *user) {
     s->n_cached = p->n_cached;
     s->n_generated = p->n_generated;
     if (p->finish != HEARTH_FINISH_NONE) {
-        s->finish = ok ? p->finish : HEARTH_FINISH_ERROR;
-        if (p->error || !ok) s->error = strdup(ok ? p->error : "out of memory holding the generated text");
+        s->finish = s->oom ? HEARTH_FINISH_ERROR : p->finish;
+        const char *error = s->oom ? "out of memory holding the generated text" : p->error;
+        if (error) s->error = strdup(error);
     }
-    const bool go_on = ok && !s->cancel;
+    const bool go_on = !s->oom && !s->cancel;
     const bool last = p->finish != HEARTH_FINISH_NONE;
     if (!last && !s->paused && s->len >= PAUSE_AT) {
         /* under s->mu, so the reader's resume (also under it) comes after */
