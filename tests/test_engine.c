@@ -436,7 +436,7 @@ int main(void) {
         fprintf(stderr, "load: %s\n", hearth_last_error());
         return 1;
     }
-    /* HEARTH_TEST_SHORT (the ThreadSanitizer run, where decoding is slow):
+    /* HEARTH_TEST_SHORT (the sanitizer runs, where decoding is slow):
      * only the tests where threads meet (cancel, queue, free) */
     if (!getenv("HEARTH_TEST_SHORT")) {
         test_reference(m);
