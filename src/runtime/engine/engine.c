@@ -9,14 +9,11 @@
  *      under a token budget (continuous batching with chunked prefill);
  *   3. runs it (one forward pass, hearth_decode_batch) and samples a token
  *      for every slot whose logits came out, delivering pieces.
- * While streams are generating, prompt work is paid from a time credit that
- * every step earns (PREFILL_SHARE of a decode-only step) and that a step's
- * prompt chunk spends (its measured cost): on average a step takes at most
- * 1 + PREFILL_SHARE decode-only steps, so a long prompt being read slows the
- * running streams by at most that much, also when one chunk costs more
- * (attention deep into a long prompt) and the steps after it decode only
- * until the credit is back (Sarathi-Serve's stall-free batching, Agrawal et
- * al. 2024, with a time budget instead of a fixed token budget). */
+ * While streams are generating, a step's prompt chunk is sized from the
+ * measured costs so that the step takes about twice a decode-only step: a
+ * long prompt being read slows the running streams by at most that much
+ * (Sarathi-Serve's stall-free batching, Agrawal et al. 2024, with a time
+ * budget instead of a fixed token budget). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +22,10 @@
 #include "runtime/engine/engine_impl.h"
 #include "text/jinja/jinja.h"
 
-/* Prompt work beside running streams costs on average this share of a
- * decode-only step; the credit saved up is at most CREDIT_STEPS steps' worth
- * (no long burst after a quiet spell); a chunk is at least MIN_CHUNK tokens. */
+/* A prompt chunk beside running streams costs at most this share of a
+ * decode-only step (the step then takes <= 1 + PREFILL_SHARE times as long),
+ * and is at least MIN_CHUNK tokens so that a prompt always advances. */
 #define PREFILL_SHARE 0.8
-#define CREDIT_STEPS 2
 #define MIN_CHUNK 4
 #define EMA 0.25 /* weight of the newest measurement */
 
@@ -109,13 +105,11 @@ static void place(hearth_engine *e, hl_request *r) {
 
 /* ------------------------------------------------------------- a step -- */
 
-/* Prompt tokens that fit beside n_gen generating streams this step: none
- * while the credit is spent, else what the credit pays for. */
+/* Prompt tokens that fit beside n_gen generating streams this step. */
 static int32_t prompt_budget(const hearth_engine *e, int32_t n_gen) {
     int32_t budget = e->n_batch - n_gen;
     if (n_gen == 0 || e->cost.decode_step <= 0 || e->cost.prompt_token <= 0) return budget;
-    if (e->cost.credit <= 0) return 0;
-    const double chunk = e->cost.credit / e->cost.prompt_token;
+    const double chunk = PREFILL_SHARE * e->cost.decode_step / e->cost.prompt_token;
     const int32_t c = chunk < MIN_CHUNK ? MIN_CHUNK : chunk > budget ? budget : (int32_t)chunk;
     return c < budget ? c : budget;
 }
@@ -182,18 +176,12 @@ static void fail_batch(hearth_engine *e, int32_t n) {
 
 static void update_costs(hearth_engine *e, double t, int32_t n_gen, int32_t n_prompt) {
     hl_step_cost *c = &e->cost;
-    const double prompt_t = n_prompt ? t - (n_gen ? c->decode_step : 0) : 0;
     if (n_prompt == 0) {
         c->decode_step = c->decode_step > 0 ? (1 - EMA) * c->decode_step + EMA * t : t;
-    } else if (prompt_t > 0) {
-        const double per = prompt_t / n_prompt;
-        c->prompt_token = c->prompt_token > 0 ? (1 - EMA) * c->prompt_token + EMA * per : per;
+        return;
     }
-    /* the credit: earned by every step of running streams, spent by prompt
-     * work beside them (negative: a debt the next steps pay off) */
-    const double share = PREFILL_SHARE * c->decode_step;
-    c->credit = n_gen ? c->credit + share - prompt_t : share;
-    if (c->credit > CREDIT_STEPS * share) c->credit = CREDIT_STEPS * share;
+    const double per = (t - (n_gen ? c->decode_step : 0)) / n_prompt;
+    if (per > 0) c->prompt_token = c->prompt_token > 0 ? (1 - EMA) * c->prompt_token + EMA * per : per;
 }
 
 static void step(hearth_engine *e) {

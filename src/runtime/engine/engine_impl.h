@@ -57,7 +57,6 @@ typedef struct hl_slot {
 typedef struct hl_step_cost {
     double decode_step;         /* a step of generating tokens only */
     double prompt_token;        /* one prompt token of a step */
-    double credit;              /* prompt time the running streams can absorb now (engine.c) */
 } hl_step_cost;
 
 struct hearth_engine {
