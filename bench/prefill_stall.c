@@ -3,7 +3,10 @@
  * prompt is read stays within 2x of its value without it). N greedy streams
  * run; their inter-token delays are recorded for a window alone, then while
  * one more request's long prompt is prefilled (from its submit to its first
- * token). Prints the median and mean delay of both windows, their ratio,
+ * token), then alone again. The streams grow deeper during the prefill (a
+ * decode step costs more at the end than at the start), so the baseline is
+ * the mean of the windows before and after. Prints the median and mean
+ * delay of the windows, the ratio of the prefill's mean to that baseline,
  * and the long prompt's time to first token.
  * Build: cc -O2 -Iinclude bench/prefill_stall.c build/libhearth.a -o build/prefill_stall \
  *          $(pkg-config --libs libpcre2-8) -lm -lpthread   (a CUDA build: add the CUDA libraries of the README)
@@ -20,9 +23,9 @@
 #define MAX_DELAYS 100000
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static double delays[2][MAX_DELAYS]; /* [0] alone, [1] during the prefill */
-static int n_delays[2];
-static int window = -1;              /* -1: warm-up, 0 or 1: recording */
+static double delays[3][MAX_DELAYS]; /* [0] alone, [1] during the prefill, [2] alone after it */
+static int n_delays[3];
+static int window = -1;              /* -1: not recording, else the window */
 static double t_first = -1.0;        /* the long prompt's first token, seconds */
 
 static double now(void) {
@@ -58,11 +61,14 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void report(const char *what, double *d, int n) {
+/* Prints a window's median and mean; returns the mean, seconds. */
+static double report(const char *what, double *d, int n) {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += d[i];
     qsort(d, (size_t)n, sizeof *d, cmp);
-    printf("%-26s %6d delays, median %7.2f ms, mean %7.2f ms\n", what, n, n ? d[n / 2] * 1e3 : 0.0, n ? sum / n * 1e3 : 0.0);
+    const double mean = n ? sum / n : 0.0;
+    printf("%-26s %6d delays, median %7.2f ms, mean %7.2f ms\n", what, n, n ? d[n / 2] * 1e3 : 0.0, mean * 1e3);
+    return mean;
 }
 
 static void sleep_s(double s) {
@@ -134,15 +140,21 @@ int main(int argc, char **argv) {
     for (;;) {
         pthread_mutex_lock(&mu);
         const bool done = t_first >= 0;
-        if (done) window = -1;
+        if (done) window = 2;
         pthread_mutex_unlock(&mu);
         if (done) break;
         sleep_s(0.001);
     }
+    sleep_s(3.0);
+    pthread_mutex_lock(&mu);
+    window = -1;
+    pthread_mutex_unlock(&mu);
     printf("model %s, %d streams, %d-token prompt, %d threads, flash_attn %s\n", hearth_model_desc(m), n_streams, n_long,
            (int)ep.ctx.n_threads, ep.ctx.flash_attn == HEARTH_FLASH_ATTN_OFF ? "off" : "on");
-    report("streams alone:", delays[0], n_delays[0]);
-    report("during the prefill:", delays[1], n_delays[1]);
+    const double before = report("streams alone, before:", delays[0], n_delays[0]);
+    const double during = report("during the prefill:", delays[1], n_delays[1]);
+    const double after = report("streams alone, after:", delays[2], n_delays[2]);
+    printf("mean during / mean of before and after: %.2fx\n", during / ((before + after) / 2));
     printf("the long prompt's time to first token: %.2f s\n", t_first - t_submit);
     hearth_engine_free(e);
     hearth_model_free(m);
