@@ -9,7 +9,8 @@
  * delay of the windows, the ratio of the prefill's mean to that baseline,
  * and the long prompt's time to first token.
  * Build: cc -O2 -Iinclude bench/prefill_stall.c build/libhearth.a -o build/prefill_stall \
- *          $(pkg-config --libs libpcre2-8) -lm -lpthread   (a CUDA build: add the CUDA libraries of the README)
+ *          $(pkg-config --libs libpcre2-8 libcurl libcrypto libcjson) -lOpenCL -lm -lpthread
+ *        (a build without CUDA, -DHEARTH_CUDA=OFF; with CUDA add the CUDA libraries of the README)
  * Usage: build/prefill_stall MODEL [streams=4] [prompt_tokens=2000] [threads=2] [flash_attn=auto]
  * (flash_attn: on, off or auto, as hearth_context_params.flash_attn) */
 #include <pthread.h>
