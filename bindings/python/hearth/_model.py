@@ -10,6 +10,7 @@ computes on its own threads without the GIL.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import secrets
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
@@ -329,7 +330,7 @@ class Model:
     async def astream(self, prompt: Prompt, **kwargs: Any) -> AsyncIterator[str]:
         """:meth:`stream` for asyncio: ``async for piece in model.astream(...)``.
         Waits without blocking the event loop; leaving the loop cancels."""
-        req = self._submit(prompt, "text", **self._sampling(kwargs, 128))
+        req = self._submit(prompt, "text", **self._sampling(Model.stream, kwargs))
         async for p in self._apieces(req):
             if p.text:
                 yield p.text
@@ -340,23 +341,19 @@ class Model:
 
     async def achat(self, messages: Sequence[Message], **kwargs: Any) -> Dict[str, Any]:
         """:meth:`chat` for asyncio, returning the ``chat.completion`` dict."""
-        req = self._submit(_chat.pairs(messages), "chat", **self._sampling(kwargs, None))
+        req = self._submit(_chat.pairs(messages), "chat", **self._sampling(Model.chat, kwargs))
         reply = _chat.Reply(req.id, self.path)
         async for p in self._apieces(req):
             reply.add(p)
         return reply.completion()
 
     @staticmethod
-    def _sampling(kwargs: Dict[str, Any], max_tokens: Optional[int]) -> Dict[str, Any]:
-        """generate()'s keyword defaults, overridden by kwargs (unknown names raise TypeError)."""
-        opts: Dict[str, Any] = dict(max_tokens=max_tokens, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
-                                    repeat_penalty=1.0, seed=None, stop=None, presence_penalty=0.0,
-                                    frequency_penalty=0.0, ignore_eos=False)
-        unknown = set(kwargs) - set(opts)
-        if unknown:
-            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-        opts.update(kwargs)
-        return opts
+    def _sampling(like: Callable[..., Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        """The request options of ``like`` (stream or chat) with its defaults,
+        overridden by kwargs; an unknown name raises TypeError as a call would."""
+        bound = inspect.signature(like).bind_partial(**kwargs)
+        bound.apply_defaults()
+        return {k: v for k, v in bound.arguments.items() if k not in ("self", "prompt", "messages", "stream")}
 
     # -------------------------------------------------------------- closing
 
