@@ -4,9 +4,17 @@
  * dot products, the GPU keeps them in float or F16, so they are not equal);
  * token-by-token decoding, which replays the recorded decode graph, agrees
  * with the batched pass; a context too large for the device fails with the
- * figures and leaves the process able to make a smaller one. */
+ * figures and leaves the process able to make a smaller one.
+ *
+ * The same GPU shown as two devices (HEARTH_CUDA_SPLIT=2, in a child process
+ * forked before anything probes CUDA, since the probe reads it once): the
+ * layers split over cuda0 and cuda1 by tensor_split, the hidden state handed
+ * from one device's instance to the other's, give the CPU's greedy text. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "hearth.h"
@@ -19,9 +27,14 @@ typedef struct run_out {
     float *prompt_logits;
 } run_out;
 
-static void greedy(const char *path, int32_t ngl, uint32_t step, run_out *out) {
+/* devices and split NULL: the default devices and proportions */
+static void greedy_on(const char *path, int32_t ngl, const char *devices, const float *split, uint32_t step,
+                      run_out *out) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = ngl;
+    mp.devices = devices;
+    mp.tensor_split = split;
+    if (split) mp.split_mode = HEARTH_SPLIT_LAYER;
     hearth_model *m;
     CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
     const int32_t n_vocab = hearth_model_n_vocab(m);
@@ -47,6 +60,10 @@ static void greedy(const char *path, int32_t ngl, uint32_t step, run_out *out) {
     }
     hearth_context_free(ctx);
     hearth_model_free(m);
+}
+
+static void greedy(const char *path, int32_t ngl, uint32_t step, run_out *out) {
+    greedy_on(path, ngl, NULL, NULL, step, out);
 }
 
 static void compare(const char *what, const run_out *a, const run_out *b, int32_t n_vocab) {
@@ -81,18 +98,66 @@ static void test_too_large(const char *path) {
     hearth_model_free(m);
 }
 
-int main(void) {
-    const char *path = check_model_path();
-    if (!hearth_supports_gpu_offload()) { /* OpenCL CPU devices: test_opencl_offload */
-        printf("SKIP: no GPU (CUDA unavailable: %s)\n", hearth_gpu_unavailable_reason());
-        return 77;
-    }
+static int32_t vocab_size(const char *path) {
     hearth_model_params mp = hearth_model_default_params();
     mp.vocab_only = true;
     hearth_model *m;
     CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
     const int32_t n_vocab = hearth_model_n_vocab(m);
     hearth_model_free(m);
+    return n_vocab;
+}
+
+static bool no_gpu(void) {
+    if (hearth_supports_gpu_offload()) return false;
+    printf("SKIP: no GPU (CUDA unavailable: %s)\n", hearth_gpu_unavailable_reason());
+    return true;
+}
+
+static char placed[512]; /* the load's "placed N/M layers on ..." line */
+
+static void keep_placed(hearth_log_level level, const char *msg, void *user) {
+    (void)level, (void)user;
+    if (strncmp(msg, "placed ", 7) == 0) snprintf(placed, sizeof placed, "%s", msg);
+}
+
+/* In the child: cuda0 and cuda1 are halves of the first GPU. */
+static int split_case(const char *path) {
+    setenv("HEARTH_CUDA_SPLIT", "2", 1);
+    if (no_gpu()) return 77;
+    hearth_gpu_info a = {0}, b = {0};
+    CHECK(hearth_gpu_device_info(0, &a) == HEARTH_OK && hearth_gpu_device_info(1, &b) == HEARTH_OK);
+    CHECK_MSG(strcmp(a.id, "cuda0") == 0 && strcmp(b.id, "cuda1") == 0 && strstr(a.name, "part 1 of 2") &&
+                  strstr(b.name, "part 2 of 2") && a.total_bytes == b.total_bytes,
+              "%s: %s; %s: %s", a.id, a.name, b.id, b.name);
+    const int32_t n_vocab = vocab_size(path);
+    const float halves[2] = {1.0f, 1.0f};
+    run_out cpu, split;
+    greedy(path, 0, 512, &cpu);
+    hearth_log_set(keep_placed, NULL);
+    greedy_on(path, -1, "cuda0,cuda1", halves, 512, &split);
+    hearth_log_set(NULL, NULL);
+    CHECK_MSG(strstr(placed, " layers on cuda0, cuda1 "), "placement: %s", placed);
+    compare("n_gpu_layers -1 over cuda0,cuda1 (one GPU split in two) vs 0", &split, &cpu, n_vocab);
+    free(cpu.prompt_logits);
+    free(split.prompt_logits);
+    return check_report();
+}
+
+int main(void) {
+    const char *path = check_model_path();
+    fflush(stdout);
+    const pid_t child = fork();
+    if (child == 0) {
+        const int st = split_case(path);
+        fflush(stdout);
+        _exit(st);
+    }
+    int ws = 0;
+    const int split_status = child > 0 && waitpid(child, &ws, 0) == child && WIFEXITED(ws) ? WEXITSTATUS(ws) : 1;
+    if (no_gpu()) return 77; /* OpenCL CPU devices: test_opencl_offload */
+    CHECK_MSG(split_status == 0, "the split case failed (exit %d)", split_status);
+    const int32_t n_vocab = vocab_size(path);
     run_out cpu, half, all, all_steps;
     greedy(path, 0, 512, &cpu);
     greedy(path, 15, 512, &half);

@@ -1,7 +1,8 @@
 /* Offload devices for the rest of the library (see gpu.h): the CUDA
- * backend's devices, then the OpenCL backend's, for the backends the build
- * has; the device selection (--device, HEARTH_DEVICE, the default); and the
- * HEARTH_FORCE_CPU switch. */
+ * backend's devices (through its module, loaded at the first probe:
+ * backend/cuda/loader.c), then the OpenCL backend's, for the backends the
+ * build has; the device selection (--device, HEARTH_DEVICE, the default);
+ * and the HEARTH_FORCE_CPU switch. */
 #include "backend/gpu.h"
 
 #include <pthread.h>
@@ -9,10 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/log.h"
-#ifdef HEARTH_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
-#endif
+#include "base/log.h"
 #ifdef HEARTH_HAVE_OPENCL
 #include "backend/opencl/opencl_backend.h"
 #endif
@@ -22,14 +21,20 @@ static bool forced_cpu(void) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-/* Devices of each backend, and why there are none. */
-static int32_t n_cuda(const char **reason) {
+/* The CUDA module's table, or NULL (with *reason) when there is none. */
+static const hl_cuda_module *cuda(const char **reason) {
 #ifdef HEARTH_HAVE_CUDA
-    return hl_cuda_device_count(reason);
+    return hl_cuda_module_get(reason);
 #else
     *reason = "this build has no CUDA backend (built without nvcc or with -DHEARTH_CUDA=OFF)";
-    return 0;
+    return NULL;
 #endif
+}
+
+/* Devices of each backend, and why there are none. */
+static int32_t n_cuda(const char **reason) {
+    const hl_cuda_module *cm = cuda(reason);
+    return cm ? cm->device_count(reason) : 0;
 }
 
 static int32_t n_opencl(const char **reason) {
@@ -53,20 +58,26 @@ hearth_status hl_gpu_device_get(int32_t i, hl_gpu_device *out) {
     if (i < 0 || i >= n) return hl_fail(HEARTH_ERR_INVALID_ARG, "GPU device %d does not exist (%d usable)", (int)i, (int)n);
     const char *why;
     const int32_t nc = n_cuda(&why);
-#ifdef HEARTH_HAVE_CUDA
     if (i < nc) {
         *out = (hl_gpu_device){.is_gpu = true};
-        HL_TRY(hl_cuda_device_get(i, out));
+        HL_TRY(cuda(&why)->device_get(i, out));
         snprintf(out->id, sizeof out->id, "cuda%d", (int)i);
         return HEARTH_OK;
     }
-#endif
 #ifdef HEARTH_HAVE_OPENCL
     return hl_opencl_device_get(i - nc, out);
 #else
-    (void)out, (void)nc;
     return HEARTH_ERR_INVALID_ARG; /* unreachable: every device is a CUDA one */
 #endif
+}
+
+/* Device i's name ("cuda0", "opencl1") into id[24]; "" if it has none. A
+ * CUDA device's is its number, so naming one creates no CUDA context. */
+static void device_id(int32_t i, char *id) {
+    const char *why;
+    hl_gpu_device dev;
+    if (i < n_cuda(&why)) snprintf(id, 24, "cuda%d", (int)i);
+    else snprintf(id, 24, "%s", hl_gpu_device_get(i, &dev) == HEARTH_OK ? dev.id : "");
 }
 
 /* The default selection: CUDA devices, else OpenCL GPUs. */
@@ -86,9 +97,9 @@ static void list_devices(char *buf, size_t size) {
     size_t len = 0;
     *buf = '\0';
     for (int32_t i = 0; i < hl_gpu_count() && len < size; i++) {
-        hl_gpu_device dev;
-        if (hl_gpu_device_get(i, &dev) == HEARTH_OK)
-            len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? " " : "", dev.id);
+        char id[24];
+        device_id(i, id);
+        if (*id) len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? " " : "", id);
     }
     if (!len) snprintf(buf, size, "none");
 }
@@ -104,8 +115,9 @@ hearth_status hl_gpu_select(const char *list, int32_t *ids, int32_t *n) {
         const size_t len = strcspn(s, ",");
         int32_t found = -1;
         for (int32_t i = 0; i < hl_gpu_count() && found < 0; i++) {
-            hl_gpu_device dev;
-            if (hl_gpu_device_get(i, &dev) == HEARTH_OK && strlen(dev.id) == len && strncmp(dev.id, s, len) == 0) found = i;
+            char id[24];
+            device_id(i, id);
+            if (strlen(id) == len && strncmp(id, s, len) == 0) found = i;
         }
         for (int32_t k = 0; k < *n && found >= 0; k++)
             if (ids[k] == found) return hl_fail(HEARTH_ERR_INVALID_ARG, "device %.*s is named twice in \"%s\"", (int)len, s, list);
@@ -146,13 +158,10 @@ hearth_status hl_gpu_backend_init(int32_t i, const hl_gpu_limits *limits, hl_bac
     if (i < 0 || i >= n) return hl_fail(HEARTH_ERR_INVALID_ARG, "GPU device %d does not exist (%d usable)", (int)i, (int)n);
     const char *why;
     const int32_t nc = n_cuda(&why);
-#ifdef HEARTH_HAVE_CUDA
-    if (i < nc) return hl_backend_cuda_init(i, limits, out);
-#endif
+    if (i < nc) return cuda(&why)->backend_init(i, limits, out);
 #ifdef HEARTH_HAVE_OPENCL
     return hl_backend_opencl_init(i - nc, limits, out);
 #else
-    (void)limits, (void)nc;
     return HEARTH_ERR_INVALID_ARG; /* unreachable: every device is a CUDA one */
 #endif
 }
@@ -165,16 +174,13 @@ void hl_gpu_backend_free(hl_backend *b) {
         return;
     }
 #endif
-#ifdef HEARTH_HAVE_CUDA
-    hl_backend_cuda_free(b);
-#endif
+    const char *why;
+    const hl_cuda_module *cm = cuda(&why);
+    if (cm) cm->backend_free(b); /* a CUDA backend exists, so the module is loaded */
 }
 
 hearth_status hl_gpu_dequant_host(uint32_t type, const void *src, float *dst, int64_t n) {
-#ifdef HEARTH_HAVE_CUDA
-    return hl_cuda_dequant_host(type, src, dst, n);
-#else
-    (void)type, (void)src, (void)dst, (void)n;
-    return hl_fail(HEARTH_ERR_UNSUPPORTED, "this build has no CUDA backend");
-#endif
+    const char *why;
+    const hl_cuda_module *cm = cuda(&why);
+    return cm ? cm->dequant_host(type, src, dst, n) : hl_fail(HEARTH_ERR_UNSUPPORTED, "no CUDA backend: %s", why);
 }

@@ -109,3 +109,18 @@ def test_shared_library_exports_exactly_the_header():
     assert names == marked, (f"exported but not in hearth.h: {sorted(names - marked)}; "
                              f"in hearth.h but not exported: {sorted(marked - names)}")
     assert {t for t, _ in exported} == {"T"}, f"non-function exports: {[e for e in exported if e[0] != 'T']}"
+
+
+def test_cuda_module_exports_only_its_entry():
+    """The CUDA backend's module (libhearth-cuda.so, beside the release build's
+    hearth binary, or HEARTH_CUDA_MODULE) exports one function, its entry
+    (src/backend/cuda/cuda_backend.h); the static CUDA runtime and every
+    hl_* function it holds stay inside."""
+    env = os.environ.get("HEARTH_CUDA_MODULE")
+    path = Path(env or ROOT / "build" / "libhearth-cuda.so")
+    if not path.exists():
+        if env:
+            pytest.fail(f"HEARTH_CUDA_MODULE={env} not found")
+        pytest.skip(f"{path} not found: the build has no CUDA backend")
+    exported = nm("-D", "--defined-only", path)
+    assert exported == [("T", "hl_cuda_module_entry")], f"exports: {exported}"

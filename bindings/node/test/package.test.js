@@ -31,13 +31,18 @@ test('npm pack, then npm install --offline in a scratch project, then require an
     const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
     for (const f of ['package/hearth.node', 'package/index.js', 'package/index.mjs', 'package/index.d.ts'])
       assert.ok(files.includes(f), `${f} missing from the tarball: ${files.join(' ')}`);
+    // a CUDA build's module travels with the addon (the library loads it from the addon's folder)
+    const cudaModule = fs.existsSync(path.join(path.dirname(addon), 'libhearth-cuda.so'));
+    assert.strictEqual(files.includes('package/libhearth-cuda.so'), cudaModule, `tarball: ${files.join(' ')}`);
     assert.ok(!fs.existsSync(path.join(src, 'hearth.node')), 'postpack leaves no copy behind');
+    assert.ok(!fs.existsSync(path.join(src, 'libhearth-cuda.so')), 'postpack leaves no copy behind');
 
     const proj = path.join(tmp, 'proj');
     fs.mkdirSync(proj);
     fs.writeFileSync(path.join(proj, 'package.json'), JSON.stringify({ name: 'scratch', version: '1.0.0', private: true }));
     const userEnv = { ...env };
     delete userEnv.HEARTH_NODE_ADDON; // the installed package must find its own addon
+    delete userEnv.HEARTH_CUDA_MODULE; // ... and its own CUDA module
     npm(['install', '--offline', tarball], proj, userEnv);
     assert.ok(fs.existsSync(path.join(proj, 'node_modules', 'hearth', 'hearth.node')));
 
@@ -50,6 +55,10 @@ test('npm pack, then npm install --offline in a scratch project, then require an
          .then((t) => { console.log(JSON.stringify(t)); console.log(typeof HearthError, systemInfo().split(';')[0]); m.dispose(); });`,
     ]);
     assert.match(cjs, /^" Paris\.[^"]*"\nfunction hearth /);
+    if (cudaModule) {
+      const gpu = run(['-e', "console.log(require('hearth').systemInfo())"]);
+      assert.doesNotMatch(gpu, /no CUDA module/, 'the installed package did not find its CUDA module');
+    }
     const esm = run([
       '--input-type=module',
       '-e',

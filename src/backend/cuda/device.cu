@@ -1,4 +1,4 @@
-// The CUDA backend instance: device probing (once per process), memory,
+// The CUDA backend instance (device probing is module.cu's): memory,
 // uploads through pinned staging buffers, error records, the op table, and
 // graph_run, which records the per-token decode step as a CUDA graph once
 // and replays it.
@@ -13,7 +13,6 @@
 // capturing every token and patching the executable graph with
 // cudaGraphExecUpdate (llama.cpp's way), which re-runs the host side of the
 // whole forward pass per token.
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,63 +65,6 @@ static void cuda_set_positions(hl_backend *b, const int32_t *pos, const int32_t 
         CU_OK(cu, cudaEventRecord(cu->pos_copied, cu->stream));
 }
 
-// ------------------------------------------------------------ probing --
-
-static __global__ void probe_kernel() {}
-
-static struct {
-    pthread_once_t once;
-    int32_t n;                  // usable devices
-    int ordinal[HL_MAX_GPUS];   // CUDA ordinal of each
-    char reason[256];
-} probe = {PTHREAD_ONCE_INIT, 0, {0}, ""};
-
-static void probe_devices(void) {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        snprintf(probe.reason, sizeof probe.reason, "%s", cudaGetErrorString(e));
-        cudaGetLastError();
-        return;
-    }
-    if (n == 0) {
-        snprintf(probe.reason, sizeof probe.reason, "no CUDA device found");
-        return;
-    }
-    // A device is usable when this build has kernels for it: asking for a
-    // kernel's attributes (any kernel's: probe_kernel's) fails with "no
-    // kernel image" otherwise.
-    for (int d = 0; d < n && probe.n < HL_MAX_GPUS; d++) {
-        cudaFuncAttributes attr;
-        if (cudaSetDevice(d) == cudaSuccess && cudaFuncGetAttributes(&attr, probe_kernel) == cudaSuccess)
-            probe.ordinal[probe.n++] = d;
-        else
-            snprintf(probe.reason, sizeof probe.reason, "device %d: %s (this build targets other architectures: "
-                     "rebuild with -DHEARTH_CUDA_ARCHS)", d, cudaGetErrorString(cudaGetLastError()));
-    }
-}
-
-extern "C" int32_t hl_cuda_device_count(const char **reason) {
-    pthread_once(&probe.once, probe_devices);
-    if (reason) *reason = probe.n > 0 ? NULL : probe.reason;
-    return probe.n;
-}
-
-extern "C" hearth_status hl_cuda_device_get(int32_t device, hl_gpu_device *out) {
-    if (device < 0 || device >= hl_cuda_device_count(NULL))
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "CUDA device %d does not exist", (int)device);
-    const int ord = probe.ordinal[device];
-    cudaDeviceProp prop;
-    CUDA_TRY(cudaGetDeviceProperties(&prop, ord));
-    CUDA_TRY(cudaSetDevice(ord));
-    CUDA_TRY(cudaMemGetInfo(&out->free_bytes, &out->total_bytes));
-    snprintf(out->name, sizeof out->name, "%s", prop.name);
-    out->cc_major = prop.major;
-    out->compute_units = prop.multiProcessorCount;
-    out->cc_minor = prop.minor;
-    return HEARTH_OK;
-}
-
 namespace { // file-local: no symbol leaves the object
 struct type_known {
     template <uint32_t T> static void run() {}
@@ -165,6 +107,8 @@ static void cuda_mem_info(const hl_backend *b, size_t *free_bytes, size_t *total
     *free_bytes = *total_bytes = 0;
     if (cudaSetDevice(cu->device) != cudaSuccess || cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess)
         cudaGetLastError();
+    *free_bytes /= (size_t)hl_cuda_split(); // a logical device's share (HEARTH_CUDA_SPLIT)
+    *total_bytes /= (size_t)hl_cuda_split();
 }
 
 static hearth_status cuda_alloc(hl_backend *b, size_t bytes, void **out) {
@@ -343,7 +287,7 @@ extern "C" hearth_status hl_backend_cuda_init(int32_t device, const hl_gpu_limit
     }
     b->iface = &cuda_iface;
     b->impl = cu;
-    cu->device = probe.ordinal[device];
+    cu->device = hl_cuda_ordinal(device);
     cu->index = device;
     cu->limits = *limits;
     if (limits->max_tokens > 0)
