@@ -95,6 +95,10 @@ static const op_case cases[] = {
     WEIGHT(F32, 97) WEIGHT(F16, 97) WEIGHT(BF16, 97) WEIGHT(Q4_0, 160) WEIGHT(Q4_1, 160) WEIGHT(Q5_0, 160)
     WEIGHT(Q5_1, 160) WEIGHT(Q8_0, 160) WEIGHT(Q2_K, 512) WEIGHT(Q3_K, 512) WEIGHT(Q4_K, 512) WEIGHT(Q5_K, 512)
     WEIGHT(Q6_K, 512)
+    /* the decode kernels' other paths (cuda/matvec.cu): plain rows of 16-byte chunks (F32, F16, BF16), longer
+     * rows, and 3 to 6 tokens (the kernels for up to 4 and 8 tokens with columns unused) */
+    MM(F32, 256, 2), MM(F16, 256, 1), MM(F16, 1536, 3), MM(BF16, 256, 5), MM(Q4_0, 1536, 6), MM(Q8_0, 1536, 5),
+    MM(Q4_K, 1536, 3), MM(Q5_K, 1536, 1), MM(Q6_K, 1536, 4),
     NORM(579, 1, 3, false), NORM(579, 1, 3, true), NORM(64, 5, 3, false), NORM(64, 5, 3, true), NORM(1000, 1, 1, false),
     ROPE(NORMAL, 32, false), ROPE(NORMAL, 32, true), ROPE(NORMAL, 64, false), ROPE(NORMAL, 64, true),
     ROPE(NEOX, 32, false), ROPE(NEOX, 32, true), ROPE(NEOX, 64, false), ROPE(NEOX, 64, true),
@@ -104,6 +108,8 @@ static const op_case cases[] = {
     ATTN(6, 2, 64, 1, 0, 0, 0, 0), ATTN(6, 2, 64, 1, 70, 0, 0, 0), ATTN(6, 2, 64, 5, 37, 0, 0, 0),
     ATTN(4, 4, 80, 9, 0, 0, 0, 0), ATTN(6, 3, 64, 7, 20, 8, 0, 0), ATTN(6, 2, 64, 1, 70, 16, 0, 0),
     ATTN(2, 1, 128, 3, 61, 0, 0, 0),
+    /* heads of 512 (two 8-dimension chunks per lane of cuda/attention.cu), groups of more outputs than its threads */
+    ATTN(2, 1, 512, 3, 61, 0, 0, 0), ATTN(24, 1, 96, 2, 70, 0, 0, 0),
     /* two sequences in one pass: decode tokens of each, then a prompt chunk beside a decode token */
     ATTN(6, 2, 64, 2, 30, 0, 1, 40), ATTN(6, 2, 64, 6, 0, 0, 5, 44), ATTN(6, 3, 64, 7, 20, 8, 3, 25),
     /* long spans: decode at depth (SmolLM2's 9/3 heads, Qwen2.5's 14/2, Gemma 3's 4/1 of 256 with its window of
@@ -113,6 +119,7 @@ static const op_case cases[] = {
     ATTN_LONG(9, 3, 64, 70, 600, 0, 0, 0), ATTN_LONG(14, 2, 64, 40, 500, 0, 0, 0), ATTN_LONG(4, 1, 256, 33, 600, 128, 0, 0),
     ATTN_LONG(72, 1, 16, 3, 300, 0, 0, 0), ATTN_LONG(9, 3, 64, 30, 0, 0, 20, 700), ATTN_LONG(14, 2, 64, 3, 400, 0, 1, 800),
     ATTN_LONG(6, 3, 64, 50, 130, 100, 25, 600),
+    ATTN_LONG(24, 1, 96, 1, 1000, 0, 0, 0), ATTN_LONG(2, 1, 512, 1, 900, 300, 0, 0),
     EW(SWIGLU, false), EW(GEGLU, false), EW(ADD, false), EW(ADD, true), EW(SCALE, false),
     /* perf: SmolLM2-135M's shapes (n_embd 576, n_ff 1536, 9 heads of 64, 3 KV heads) */
     PERF_MM(F16, 1), PERF_MM(Q8_0, 1), PERF_MM(Q4_1, 1), PERF_MM(Q4_K, 1), PERF_MM(Q6_K, 1),

@@ -1,109 +1,242 @@
-// Causal attention over the F16 KV cache, flash-attention style (Dao et al.
-// 2022, arXiv:2205.14135): one block per (query head, token) walks the
-// visible cache positions in tiles of ATT_TILE, keeping a running maximum m,
-// a running sum l of exp(s - m) and the output accumulator, rescaled by
-// exp(m_old - m_new) whenever the maximum grows (the online softmax of
-// Milakov & Gimelshein 2018, arXiv:1805.02867). Only a tile of scores lives
-// in shared memory: nothing of size n_ctx x n_ctx exists.
+// Causal attention over the F16 KV cache by flash-decoding (Dao, Haziza,
+// Massa, Sizov, "Flash-Decoding for long-context inference", 2023, on
+// FlashAttention-2, arXiv:2307.08691): for a token, one block per (KV head,
+// split of the visible keys) in which all query heads of the grouped-query
+// group share each K and V row read (16-byte loads of the F16 cache). A block
+// walks its split in tiles of ATT_TILE keys with the online softmax
+// (Milakov & Gimelshein 2018, arXiv:1805.02867): a running maximum m and sum
+// l of exp(s - m) per head, the output accumulator rescaled by exp(m_old -
+// m_new) whenever m grows. With one split the block writes the output; with
+// several it writes its unnormalized output and (m, l) per head, and a small
+// kernel combines the splits: out = sum_s exp(m_s - M) o_s / sum_s exp(m_s -
+// M) l_s with M the largest m_s, splits that saw no key (l = 0) left out.
+// Prompts (many tokens) run the same kernel: a block per (KV head, split,
+// token), no query tile.
 //
 // Query token t sits at position p = pos[t] of the sequence whose cells start
 // at row row0[t], and sees that sequence's positions [lo, p]: lo = 0, or
-// p - n_swa + 1 with a sliding window. Query head h reads KV head
-// h / (n_head / n_head_kv) (grouped-query attention). Positions come from
-// device memory (cuda_pos, cuda_row0) and the grid does not depend on them,
-// so a recorded decode step replays for any position and sequence.
+// p - n_swa + 1 with a sliding window; split s of S takes the s-th of S
+// equal parts of [lo, p]. Positions come from device memory (cuda_pos,
+// cuda_row0), and the grid (the number of splits) depends only on the
+// cache's size, the token count and the instance's scratch, so a recorded
+// decode step replays for any position and sequence.
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/dequant.cuh"
 
-#define ATT_TILE 64
-#define ATT_THREADS 128
-#define ATT_MAX_HEAD_DIM 512
-#define ATT_DIMS_PER_THREAD (ATT_MAX_HEAD_DIM / ATT_THREADS)
+#define ATT_THREADS 256
+#define ATT_WARPS (ATT_THREADS / 32)
+#define ATT_TILE 64            // keys per tile
+#define ATT_MAX_HEAD_DIM 512   // a lane holds at most 2 chunks of 8 dimensions of a key
+#define ATT_MAX_GROUP 64       // query heads per KV head
+#define ATT_MAX_GROUP_DIMS 4096 // group * head_dim: at most 2 (head, 8 dimensions) outputs per thread
+#define ATT_MAX_SPLITS 32
+#define ATT_SPLIT_KEYS 64      // a split per this many cache rows, up to ATT_MAX_SPLITS
+#define ATT_MAX_BLOCKS 1024    // fewer splits when KV heads x splits x tokens would exceed this
 
-// grid (n_head, n_tokens), block ATT_THREADS, shared (head_dim + ATT_TILE) floats.
-// q, out F32 {n_head * hd, n}; k, v F16 {n_head_kv * hd, n_ctx}.
-static __global__ void __launch_bounds__(ATT_THREADS)
-attention_kernel(const float *__restrict__ q, const hl_half *__restrict__ k, const hl_half *__restrict__ v,
-                 float *__restrict__ out, int n_head, int n_head_kv, int hd, const int32_t *pos_of,
-                 const int32_t *row0_of, int n_swa, float scale) {
-    extern __shared__ float smem[];
-    float *q_s = smem;       // [hd] the query
-    float *p_s = smem + hd;  // [ATT_TILE] scores, then probabilities, of a tile
-    const int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int64_t q_dim = (int64_t)n_head * hd, kv_dim = (int64_t)n_head_kv * hd;
-    const int pos = pos_of[t];
-    // the sequence's cells: k and v from its first row on
-    const int64_t kv_off = (int64_t)row0_of[t] * kv_dim + (int64_t)(h / (n_head / n_head_kv)) * hd;
-    const int lo = n_swa > 0 && pos - n_swa + 1 > 0 ? pos - n_swa + 1 : 0;
-
-    for (int d = tid; d < hd; d += ATT_THREADS) q_s[d] = q[t * q_dim + (int64_t)h * hd + d];
-    float acc[ATT_DIMS_PER_THREAD] = {0.0f}; // output dims tid, tid + ATT_THREADS, ...
-    float m = -INFINITY, l = 0.0f;           // the same in every thread
-    __syncthreads();
-
-    for (int j0 = lo; j0 <= pos; j0 += ATT_TILE) {
-        const int n = pos + 1 - j0 < ATT_TILE ? pos + 1 - j0 : ATT_TILE;
-        // scores: a warp per position, lanes over the head's dimensions
-        for (int j = warp; j < ATT_TILE; j += ATT_THREADS / 32) {
-            float s = -INFINITY;
-            if (j < n) {
-                const hl_half *kr = k + (int64_t)(j0 + j) * kv_dim + kv_off;
-                float dot = 0.0f;
-                for (int d = lane; d < hd; d += 32) dot = fmaf(q_s[d], dq_half(kr[d]), dot);
-                s = warp_sum(dot) * scale;
-            }
-            if (lane == 0) p_s[j] = s;
-        }
-        __syncthreads();
-        float tile_max = -INFINITY;
-        for (int j = 0; j < n; j++) tile_max = fmaxf(tile_max, p_s[j]);
-        const float m_new = fmaxf(m, tile_max); // finite: the tile has a visible position
-        const float corr = expf(m - m_new);      // 0 on the first tile (m = -inf)
-        __syncthreads();                         // every thread has read the scores
-        for (int j = tid; j < ATT_TILE; j += ATT_THREADS) p_s[j] = j < n ? expf(p_s[j] - m_new) : 0.0f;
-        __syncthreads();
-        float tile_sum = 0.0f;
-        for (int j = 0; j < n; j++) tile_sum += p_s[j];
-        l = l * corr + tile_sum;
-        m = m_new;
-        for (int i = 0; i < ATT_DIMS_PER_THREAD; i++) {
-            const int d = tid + i * ATT_THREADS;
-            if (d >= hd) break;
-            const hl_half *vc = v + (int64_t)j0 * kv_dim + kv_off + d;
-            float a = acc[i] * corr;
-            for (int j = 0; j < n; j++) a = fmaf(p_s[j], dq_half(vc[(int64_t)j * kv_dim]), a);
-            acc[i] = a;
-        }
-        __syncthreads(); // the tile's probabilities are used up
-    }
-    for (int i = 0; i < ATT_DIMS_PER_THREAD; i++) {
-        const int d = tid + i * ATT_THREADS;
-        if (d < hd) out[t * q_dim + (int64_t)h * hd + d] = acc[i] / l;
+// 8 F16 values from a 16-byte aligned address.
+static __device__ __forceinline__ void load8(const hl_half *p, float *f) {
+    const uint4 u = *(const uint4 *)p;
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const float2 v = __half22float2(*(const __half2 *)&w[k]);
+        f[2 * k] = v.x, f[2 * k + 1] = v.y;
     }
 }
 
-// An F16 cache, a head within the per-thread accumulators, and a grid of
-// (n_head, tokens) within CUDA's 65535 blocks in y.
+// dot of 8 floats at q (shared, 16-byte aligned) with f
+static __device__ __forceinline__ float dot8(const float *q, const float *f) {
+    const float4 a = *(const float4 *)q, b = *(const float4 *)(q + 4);
+    return a.x * f[0] + a.y * f[1] + a.z * f[2] + a.w * f[3] + b.x * f[4] + b.y * f[5] + b.z * f[6] + b.w * f[7];
+}
+
+// grid (n_head_kv, splits, n_tokens), block ATT_THREADS, shared
+// (G * hd + G * ATT_TILE + 3 * G) floats with G = n_head / n_head_kv.
+// q, out F32 {n_head * hd, n}; k, v F16 {n_head_kv * hd, n_ctx};
+// splits > 1: part_ml float2 {n_head, splits, n}, part_o F32 {n_head * hd, splits, n}.
+static __global__ void __launch_bounds__(ATT_THREADS)
+attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, const hl_half *__restrict__ v,
+                float *__restrict__ out, float2 *__restrict__ part_ml, float *__restrict__ part_o, int n_head,
+                int n_head_kv, int hd, const int32_t *pos_of, const int32_t *row0_of, int n_swa, float scale) {
+    extern __shared__ float4 smem4[];
+    const int G = n_head / n_head_kv, nch = hd / 8;
+    float *q_s = (float *)smem4;      // [G][hd] the queries, times scale
+    float *s_s = q_s + G * hd;        // [G][ATT_TILE] scores, then probabilities, of a tile
+    float *m_s = s_s + G * ATT_TILE;  // [G] running maximum
+    float *l_s = m_s + G;             // [G] running sum
+    float *c_s = l_s + G;             // [G] this tile's rescaling of the accumulators
+    const int kh = blockIdx.x, sp = blockIdx.y, ns = gridDim.y, t = blockIdx.z;
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int64_t q_dim = (int64_t)n_head * hd, kv_dim = (int64_t)n_head_kv * hd;
+    const int pos = pos_of[t];
+    const int lo = n_swa > 0 && pos - n_swa + 1 > 0 ? pos - n_swa + 1 : 0;
+    const int per = (pos - lo + 1 + ns - 1) / ns;
+    const int j_begin = lo + sp * per, j_end = min(j_begin + per, pos + 1); // may be empty
+    const int64_t kv_off = (int64_t)row0_of[t] * kv_dim + (int64_t)kh * hd;
+    const float *qt = q + t * q_dim + (int64_t)kh * G * hd; // the group's heads are consecutive
+
+    for (int i = tid; i < G * hd; i += ATT_THREADS) q_s[i] = qt[i] * scale;
+    for (int g = tid; g < G; g += ATT_THREADS) m_s[g] = -INFINITY, l_s[g] = 0.0f;
+    float acc[2][8] = {}; // outputs (head, chunk of 8 dims) it = tid and tid + ATT_THREADS, it = g * nch + chunk
+    __syncthreads();
+
+    // scores: LPK lanes per key (a power of two >= its chunks, at most 32),
+    // each holding chunks c0 and c0 + 32 of it
+    int lpk = 1;
+    while (lpk < nch && lpk < 32) lpk *= 2;
+    const int kpw = 32 / lpk, c0 = lane % lpk;
+    for (int j0 = j_begin; j0 < j_end; j0 += ATT_TILE) {
+        const int n = min(ATT_TILE, j_end - j0);
+        for (int base = 0; base < ATT_TILE; base += ATT_WARPS * kpw) { // the same trip count in every lane
+            const int jj = base + warp * kpw + lane / lpk;
+            const bool valid = jj < n;
+            float f0[8] = {}, f1[8] = {};
+            const hl_half *kr = k + (int64_t)(j0 + jj) * kv_dim + kv_off;
+            if (valid && c0 < nch) load8(kr + 8 * c0, f0);
+            if (valid && c0 + 32 < nch) load8(kr + 8 * (c0 + 32), f1);
+            for (int g = 0; g < G; g++) {
+                const float *qg = q_s + g * hd;
+                float s = c0 < nch ? dot8(qg + 8 * c0, f0) : 0.0f;
+                if (c0 + 32 < nch) s += dot8(qg + 8 * (c0 + 32), f1);
+                for (int o = lpk / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+                if (valid && c0 == 0) s_s[g * ATT_TILE + jj] = s;
+            }
+        }
+        __syncthreads();
+        // online softmax: a warp per head, two keys per lane
+        for (int g = warp; g < G; g += ATT_WARPS) {
+            float *sg = s_s + g * ATT_TILE;
+            const float a = lane < n ? sg[lane] : -INFINITY, b = lane + 32 < n ? sg[lane + 32] : -INFINITY;
+            float mx = fmaxf(a, b);
+            for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            const float m_old = m_s[g], m_new = fmaxf(m_old, mx); // finite: the tile has a key
+            const float pa = expf(a - m_new), pb = expf(b - m_new); // 0 past n
+            sg[lane] = pa;
+            sg[lane + 32] = pb;
+            const float sum = warp_sum(pa + pb);
+            if (lane == 0) {
+                const float c = expf(m_old - m_new); // 0 on the first tile
+                c_s[g] = c;
+                l_s[g] = l_s[g] * c + sum;
+                m_s[g] = m_new;
+            }
+        }
+        __syncthreads();
+        // P V: thread output (g, chunk) over the tile's V rows (coalesced across chunks)
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int it = tid + i * ATT_THREADS;
+            if (it >= G * nch) break;
+            const int g = it / nch, ch = it % nch;
+            const float c = c_s[g], *pg = s_s + g * ATT_TILE;
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[i][e] *= c;
+            const hl_half *vc = v + (int64_t)j0 * kv_dim + kv_off + 8 * ch;
+            for (int j = 0; j < n; j++) {
+                float f[8];
+                load8(vc + (int64_t)j * kv_dim, f);
+                const float p = pg[j];
+#pragma unroll
+                for (int e = 0; e < 8; e++) acc[i][e] = fmaf(p, f[e], acc[i][e]);
+            }
+        }
+        __syncthreads(); // the tile's probabilities and c_s are used up
+    }
+
+    const int h0 = kh * G;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int it = tid + i * ATT_THREADS;
+        if (it >= G * nch) break;
+        const int g = it / nch, ch = it % nch;
+        if (ns == 1) { // the range is not empty: l > 0
+            const float inv = 1.0f / l_s[g];
+            float *o = out + t * q_dim + (int64_t)(h0 + g) * hd + 8 * ch;
+#pragma unroll
+            for (int e = 0; e < 8; e++) o[e] = acc[i][e] * inv;
+        } else {
+            float *o = part_o + ((int64_t)t * ns + sp) * q_dim + (int64_t)(h0 + g) * hd + 8 * ch;
+#pragma unroll
+            for (int e = 0; e < 8; e++) o[e] = acc[i][e];
+        }
+    }
+    if (ns > 1)
+        for (int g = tid; g < G; g += ATT_THREADS)
+            part_ml[((int64_t)t * ns + sp) * n_head + h0 + g] = make_float2(m_s[g], l_s[g]);
+}
+
+// grid (n_head, n_tokens), block 128: combines the splits of one head.
+static __global__ void attention_reduce(const float2 *__restrict__ part_ml, const float *__restrict__ part_o,
+                                        float *__restrict__ out, int n_head, int hd, int ns) {
+    const int h = blockIdx.x, t = blockIdx.y;
+    const int64_t q_dim = (int64_t)n_head * hd;
+    const float2 *ml = part_ml + (int64_t)t * ns * n_head + h;
+    float mx = -INFINITY;
+    for (int s = 0; s < ns; s++)
+        if (ml[(int64_t)s * n_head].y > 0.0f) mx = fmaxf(mx, ml[(int64_t)s * n_head].x);
+    float den = 0.0f;
+    for (int s = 0; s < ns; s++) {
+        const float2 e = ml[(int64_t)s * n_head];
+        if (e.y > 0.0f) den += expf(e.x - mx) * e.y;
+    }
+    const float inv = 1.0f / den;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float num = 0.0f;
+        for (int s = 0; s < ns; s++) {
+            const float2 e = ml[(int64_t)s * n_head];
+            if (e.y > 0.0f) num += expf(e.x - mx) * part_o[((int64_t)t * ns + s) * q_dim + (int64_t)h * hd + d];
+        }
+        out[t * q_dim + (int64_t)h * hd + d] = num * inv;
+    }
+}
+
+// An F16 cache, heads of whole 16-byte chunks, a group and a head within
+// the per-thread outputs, and tokens within CUDA's 65535 blocks in z.
 bool hl_cuda_attention_runs(const hl_attn_args *a) {
-    return a->k_cache->type == GGML_TYPE_F16 && a->v_cache->type == GGML_TYPE_F16 && a->head_dim <= ATT_MAX_HEAD_DIM &&
-           a->n_head_kv > 0 && a->n_head % a->n_head_kv == 0 && a->q->ne[1] <= 65535;
+    if (a->k_cache->type != GGML_TYPE_F16 || a->v_cache->type != GGML_TYPE_F16 || a->n_head_kv <= 0 ||
+        a->n_head % a->n_head_kv != 0)
+        return false;
+    const int g = a->n_head / a->n_head_kv;
+    return a->head_dim % 8 == 0 && a->head_dim <= ATT_MAX_HEAD_DIM && g <= ATT_MAX_GROUP &&
+           g * a->head_dim <= ATT_MAX_GROUP_DIMS && a->q->ne[1] <= 65535;
+}
+
+// Splits per token: one per ATT_SPLIT_KEYS rows of the cache, at most
+// ATT_MAX_SPLITS and ATT_MAX_BLOCKS blocks, and as many as the partials fit
+// in w16 (common.cuh).
+static int attention_splits(const hl_cuda *cu, const hl_attn_args *a) {
+    const int64_t tokens = a->q->ne[1];
+    int64_t ns = (a->k_cache->ne[1] + ATT_SPLIT_KEYS - 1) / ATT_SPLIT_KEYS;
+    if (ns > ATT_MAX_SPLITS) ns = ATT_MAX_SPLITS;
+    while (ns > 1 && a->n_head_kv * ns * tokens > ATT_MAX_BLOCKS) ns /= 2;
+    const int64_t per_split = tokens * a->n_head * ((int64_t)a->head_dim * sizeof(float) + sizeof(float2));
+    const int64_t fit = (int64_t)(cu->w16_elems * sizeof(__half)) / per_split;
+    return (int)(ns < fit ? ns : fit > 1 ? fit : 1);
 }
 
 void hl_cuda_attention(hl_backend *b, const hl_attn_args *a) {
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
-    if (!hl_cuda_attention_runs(a)) {
-        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: attention needs an F16 KV cache, head_dim <= %d, n_head a "
-                    "multiple of n_head_kv and at most 65535 tokens", cu->index, ATT_MAX_HEAD_DIM);
+    if (!hl_cuda_attention_runs(a) || (uintptr_t)a->k_cache->data % 16 || (uintptr_t)a->v_cache->data % 16) {
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: attention needs a 16-byte aligned F16 KV cache, head_dim "
+                       "a multiple of 8 up to %d, n_head a multiple of n_head_kv with at most %d query heads (and %d "
+                       "head dimensions) per KV head, and at most 65535 tokens", cu->index, ATT_MAX_HEAD_DIM,
+                       ATT_MAX_GROUP, ATT_MAX_GROUP_DIMS);
         return;
     }
-    const dim3 grid((unsigned)a->n_head, (unsigned)a->q->ne[1]);
-    const size_t shared = ((size_t)a->head_dim + ATT_TILE) * sizeof(float);
-    attention_kernel<<<grid, ATT_THREADS, shared, cu->stream>>>(
-        (const float *)a->q->data, (const hl_half *)a->k_cache->data, (const hl_half *)a->v_cache->data,
-        (float *)a->out->data, a->n_head, a->n_head_kv, a->head_dim, cuda_pos(cu), cuda_row0(cu),
-        a->n_swa, a->scale);
+    const int ns = attention_splits(cu, a), tokens = (int)a->q->ne[1], g = a->n_head / a->n_head_kv;
+    float2 *part_ml = (float2 *)cu->w16;
+    float *part_o = (float *)(part_ml + (int64_t)tokens * ns * a->n_head);
+    const size_t shared = ((size_t)g * a->head_dim + (size_t)g * ATT_TILE + 3 * (size_t)g) * sizeof(float);
+    attention_split<<<dim3((unsigned)a->n_head_kv, (unsigned)ns, (unsigned)tokens), ATT_THREADS, shared,
+                      cu->stream>>>((const float *)a->q->data, (const hl_half *)a->k_cache->data,
+                                    (const hl_half *)a->v_cache->data, (float *)a->out->data, part_ml, part_o,
+                                    a->n_head, a->n_head_kv, a->head_dim, cuda_pos(cu), cuda_row0(cu), a->n_swa,
+                                    a->scale);
+    if (!CU_LAUNCHED(cu) || ns == 1) return;
+    attention_reduce<<<dim3((unsigned)a->n_head, (unsigned)tokens), 128, 0, cu->stream>>>(
+        part_ml, part_o, (float *)a->out->data, a->n_head, a->head_dim, ns);
     CU_LAUNCHED(cu);
 }

@@ -29,9 +29,11 @@ struct hl_cuda {
     int32_t *h_pos;             // pinned host copy d_pos is filled from
     cudaEvent_t pos_copied;     // the copy out of h_pos is done
     int32_t *d_ids;             // [max_tokens] row ids for get_rows
-    __half *w16;                // [w16_elems] weight tile in F16 (prompt matmuls)
+    __half *w16;                // [w16_elems] weight tile in F16 (prompt matmuls); between
+                                // matmuls the attention's split partials (attention.cu)
     size_t w16_elems;
-    __half *x16;                // [max_tokens * max_row] activations in F16
+    __half *x16;                // [max_tokens * max_row] activations in F16; in matvec
+                                // their Q8_1 form (matvec.cu, 1.25 bytes per element)
     void *staging[2];           // pinned host buffers for uploads, HL_CUDA_STAGING bytes each
     cudaEvent_t staged[2];      // the copy out of staging[i] is done
     cudaGraphExec_t graph[HL_GRAPH_KEYS];

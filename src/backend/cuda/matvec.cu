@@ -1,52 +1,286 @@
-// Matrix-vector products for decode (and batches of a few tokens): y[t][r] =
-// dot(W row r, x[t]), reading the weights in their stored type. Memory-bound:
-// each weight byte is read once per token, so the kernel is built for
-// bandwidth: one warp per row, its 32 lanes reading consecutive 8-element
-// chunks of the row (neighbouring lanes touch neighbouring bytes, so a
-// warp's loads coalesce), four chunks per lane per iteration unrolled so
-// that several loads are in flight, and a warp-shuffle reduction at the end.
-// The dequantizers are the shared ones of dequant.cuh; activations stay F32.
+// Matrix-vector products for decode (and batches of fewer than
+// HL_CUDA_MMV_MAX tokens): y[t][r] = dot(W row r, x[t]), reading the weights
+// in their stored type. Memory-bound: every weight byte is read once per
+// call, so the kernels are built for bandwidth (llama.cpp's mmvq is the
+// model, ggml-cuda/mmvq.cu):
+// - quantized weights: the activations are quantized once per matmul to Q8_1
+//   (vecdot.cuh's layout) by a small kernel into the instance's scratch;
+//   then a block of MV_THREADS threads computes MV_ROWS rows for up to 8
+//   tokens, each thread taking chunks of weight blocks (vecdot.cuh: 16-byte
+//   weight loads for Q4_K/Q5_K, 4 or 2 bytes for the others, activations 8
+//   or 16 bytes at a time) with integer dp4a dot products; each chunk's
+//   activations serve the block's rows and its weights every token.
+// - F32/F16/BF16 weights: the same grid, each thread 16 bytes of a row at a
+//   time against F32 activations read as float4 (rows whose length or
+//   address does not allow 16-byte loads take one element per thread).
+// The partial sums of the threads are reduced in F32 (warp shuffles, then
+// shared memory across the warps).
 #include "backend/cuda/common.cuh"
-#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/vecdot.cuh"
 
-#define MV_WARPS 4 // rows per block of 128 threads
+#define MV_THREADS 128 // 4 warps
+#define MV_ROWS 2      // rows per block
+#define MV_WARPS (MV_THREADS / 32)
 
-// grid (ceil(d_out / MV_WARPS), n_tokens), block (32, MV_WARPS)
-// w: d_out rows of w_stride bytes; x F32 {d_in, n}; y F32 {d_out, n}
-template <uint32_t T>
-static __global__ void __launch_bounds__(32 * MV_WARPS)
-matvec_kernel(const uint8_t *__restrict__ w, size_t w_stride, const float *__restrict__ x, float *__restrict__ y,
-              int64_t d_in, int64_t d_out) {
-    const int64_t row = (int64_t)blockIdx.x * MV_WARPS + threadIdx.y;
-    if (row >= d_out) return; // a whole warp leaves together
-    const uint8_t *wr = w + row * w_stride;
-    const float *xr = x + (int64_t)blockIdx.y * d_in;
-    const int64_t n_chunks = dq_chunks(d_in);
-    float sum = 0.0f;
-#pragma unroll 4
-    for (int64_t c = threadIdx.x; c < n_chunks; c += 32) {
-        float v[8];
-        const int k = dequant_chunk<T>(wr, d_in, c, v);
-        const float *xc = xr + 8 * c;
-        for (int j = 0; j < k; j++) sum = fmaf(v[j], __ldg(xc + j), sum);
+// Adds the threads' acc[j][r] over the block and writes y[j][row0 + r] for
+// the rows below d_out and tokens below n.
+template <int NCOLS>
+static __device__ __forceinline__ void mv_store(float (&acc)[NCOLS][MV_ROWS], float *__restrict__ y, int64_t row0,
+                                                int64_t d_out, int n) {
+    __shared__ float part[MV_WARPS][NCOLS * MV_ROWS];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+    for (int j = 0; j < NCOLS; j++)
+#pragma unroll
+        for (int r = 0; r < MV_ROWS; r++) {
+            const float s = warp_sum(acc[j][r]);
+            if (lane == 0) part[warp][j * MV_ROWS + r] = s;
+        }
+    __syncthreads();
+    const int i = threadIdx.x, j = i / MV_ROWS, r = i % MV_ROWS;
+    if (i < NCOLS * MV_ROWS && j < n && row0 + r < d_out) {
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < MV_WARPS; k++) s += part[k][i];
+        y[(int64_t)j * d_out + row0 + r] = s;
     }
-    sum = warp_sum(sum);
-    if (threadIdx.x == 0) y[(int64_t)blockIdx.y * d_out + row] = sum;
 }
 
-namespace { // file-local: no symbol leaves the object
-struct launch_matvec {
-    template <uint32_t T>
-    static void run(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
-        const int64_t d_in = w->ne[0], d_out = w->ne[1];
-        const dim3 grid(cuda_blocks(d_out, MV_WARPS), (unsigned)x->ne[1]), block(32, MV_WARPS);
-        matvec_kernel<T><<<grid, block, 0, cu->stream>>>((const uint8_t *)w->data, hl_row_size(w->type, d_in),
-                                                         (const float *)x->data, (float *)y->data, d_in, d_out);
-        CU_LAUNCHED(cu);
+// ---------------------------------------------------------- quantized --
+
+// x F32 {d, n} -> Q8_1 (vecdot.cuh): qs int8 {d, n}, ds float2 {d / 32, n}.
+// A thread per 4 elements, 8 threads per block of 32 (d a multiple of 32, so
+// the 8 lanes of a block leave together at the end of the grid).
+static __global__ void quantize_q8_1(const float *__restrict__ x, int8_t *__restrict__ qs, float2 *__restrict__ ds,
+                                     int64_t n_elems) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (4 * i >= n_elems) return;
+    const float *xi = x + 4 * i;
+    const float v0 = xi[0], v1 = xi[1], v2 = xi[2], v3 = xi[3];
+    float amax = fmaxf(fmaxf(fabsf(v0), fabsf(v1)), fmaxf(fabsf(v2), fabsf(v3)));
+    float sum = (v0 + v1) + (v2 + v3);
+    const unsigned group = 0xffu << (threadIdx.x % 32 / 8 * 8);
+#pragma unroll
+    for (int o = 4; o > 0; o >>= 1) {
+        amax = fmaxf(amax, __shfl_xor_sync(group, amax, o));
+        sum += __shfl_xor_sync(group, sum, o);
+    }
+    const float d = vd_q8_scale(amax);
+    char4 q;
+    q.x = vd_q8(v0, d);
+    q.y = vd_q8(v1, d);
+    q.z = vd_q8(v2, d);
+    q.w = vd_q8(v3, d);
+    *(char4 *)(qs + 4 * i) = q;
+    if (i % 8 == 0) ds[i / 8] = make_float2(d, sum);
+}
+
+// grid ceil(d_out / MV_ROWS), block MV_THREADS. w: d_out rows of w_stride
+// bytes (whole blocks of T); activations of n <= NCOLS tokens in Q8_1.
+// At most 64 registers for one token (>= 32 warps per SM); up to 128 for more.
+#define MV_MIN_BLOCKS(ncols) ((ncols) == 1 ? 8 : 4)
+
+template <uint32_t T, int NCOLS>
+static __global__ void __launch_bounds__(MV_THREADS, MV_MIN_BLOCKS(NCOLS))
+matvec_q(const uint8_t *__restrict__ w, size_t w_stride, const int8_t *__restrict__ aq,
+         const float2 *__restrict__ ads, float *__restrict__ y, int d_in, int64_t d_out, int n) {
+    using V = vq<T>;
+    const int64_t row0 = (int64_t)blockIdx.x * MV_ROWS;
+    const int n_chunks = d_in / V::qk * V::nc;
+    float acc[NCOLS][MV_ROWS] = {};
+    for (int i = threadIdx.x; i < n_chunks; i += MV_THREADS) {
+        const int b = i / V::nc, c = i % V::nc;
+#pragma unroll
+        for (int r = 0; r < MV_ROWS; r++) {
+            const int64_t row = row0 + r < d_out ? row0 + r : d_out - 1; // a last odd row repeats, unstored
+            const uint8_t *blk = w + row * w_stride + (size_t)b * sizeof(typename V::block);
+#pragma unroll
+            for (int j = 0; j < NCOLS; j++)
+                if (NCOLS == 1 || j < n)
+                    acc[j][r] += V::dot(blk, c, aq + (int64_t)j * d_in + b * V::qk, ads + (int64_t)j * (d_in / 32) + b * (V::qk / 32));
+        }
+    }
+    mv_store<NCOLS>(acc, y, row0, d_out, n);
+}
+
+// ------------------------------------------------------------- plain --
+
+// Element i of a row of plain type T, and 16 bytes of it as floats.
+template <uint32_t T> struct plain;
+template <> struct plain<GGML_TYPE_F32> {
+    static constexpr int per16 = 4;
+    __device__ static float get(const uint8_t *row, int i) { return ((const float *)row)[i]; }
+    __device__ static void get16(const uint8_t *p, float *v) {
+        const float4 f = *(const float4 *)p;
+        v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
     }
 };
+template <> struct plain<GGML_TYPE_F16> {
+    static constexpr int per16 = 8;
+    __device__ static float get(const uint8_t *row, int i) { return __half2float(((const __half *)row)[i]); }
+    __device__ static void get16(const uint8_t *p, float *v) {
+        const uint4 u = *(const uint4 *)p;
+        const uint32_t wd[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float2 f = __half22float2(*(const __half2 *)&wd[k]);
+            v[2 * k] = f.x, v[2 * k + 1] = f.y;
+        }
+    }
+};
+template <> struct plain<GGML_TYPE_BF16> {
+    static constexpr int per16 = 8;
+    __device__ static float get(const uint8_t *row, int i) { return dq_bf16(((const hl_bf16 *)row)[i]); }
+    __device__ static void get16(const uint8_t *p, float *v) {
+        const uint4 u = *(const uint4 *)p;
+        const uint32_t wd[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            v[2 * k] = __uint_as_float(wd[k] << 16);
+            v[2 * k + 1] = __uint_as_float(wd[k] & 0xffff0000u);
+        }
+    }
+};
+
+// grid ceil(d_out / MV_ROWS), block MV_THREADS; x F32 {d_in, n}. VEC: rows,
+// x and d_in allow 16-byte loads of both (checked by the launcher).
+template <uint32_t T, int NCOLS, bool VEC>
+static __global__ void __launch_bounds__(MV_THREADS, MV_MIN_BLOCKS(NCOLS))
+matvec_plain(const uint8_t *__restrict__ w, size_t w_stride, const float *__restrict__ x, float *__restrict__ y,
+             int d_in, int64_t d_out, int n) {
+    using P = plain<T>;
+    const int64_t row0 = (int64_t)blockIdx.x * MV_ROWS;
+    float acc[NCOLS][MV_ROWS] = {};
+    if (VEC) {
+        for (int i = threadIdx.x; i < d_in / P::per16; i += MV_THREADS) {
+            const int e = i * P::per16;
+#pragma unroll
+            for (int r = 0; r < MV_ROWS; r++) {
+                const int64_t row = row0 + r < d_out ? row0 + r : d_out - 1;
+                float v[P::per16];
+                P::get16(w + row * w_stride + 16 * (size_t)i, v);
+#pragma unroll
+                for (int j = 0; j < NCOLS; j++) {
+                    if (NCOLS > 1 && j >= n) break;
+                    const float4 *xj = (const float4 *)(x + (int64_t)j * d_in + e);
+                    float s = acc[j][r];
+#pragma unroll
+                    for (int k = 0; k < P::per16 / 4; k++) {
+                        const float4 a = xj[k];
+                        s = fmaf(v[4 * k], a.x, s);
+                        s = fmaf(v[4 * k + 1], a.y, s);
+                        s = fmaf(v[4 * k + 2], a.z, s);
+                        s = fmaf(v[4 * k + 3], a.w, s);
+                    }
+                    acc[j][r] = s;
+                }
+            }
+        }
+    } else {
+        for (int e = threadIdx.x; e < d_in; e += MV_THREADS) {
+#pragma unroll
+            for (int r = 0; r < MV_ROWS; r++) {
+                const int64_t row = row0 + r < d_out ? row0 + r : d_out - 1;
+                const float v = P::get(w + row * w_stride, e);
+#pragma unroll
+                for (int j = 0; j < NCOLS; j++)
+                    if (NCOLS == 1 || j < n) acc[j][r] = fmaf(v, x[(int64_t)j * d_in + e], acc[j][r]);
+            }
+        }
+    }
+    mv_store<NCOLS>(acc, y, row0, d_out, n);
+}
+
+// ------------------------------------------------------------ launch --
+
+// The kernel instance for n tokens: NCOLS = 1, 2, 4 or 8 (n < HL_CUDA_MMV_MAX).
+template <template <int> class K, typename... A> static void by_cols(int n, A &&...args) {
+    if (n == 1) K<1>::go(args...);
+    else if (n == 2) K<2>::go(args...);
+    else if (n <= 4) K<4>::go(args...);
+    else K<8>::go(args...);
+}
+
+static_assert(HL_CUDA_MMV_MAX <= 8, "matvec kernels take at most 8 tokens");
+
+namespace { // file-local: no symbol leaves the object
+struct mv_args {
+    hl_cuda *cu;
+    const hl_tensor *w, *x;
+    hl_tensor *y;
+    dim3 grid;
+};
+
+template <uint32_t T> struct q_cols {
+    template <int NCOLS> struct k {
+        static void go(const mv_args &a, const int8_t *aq, const float2 *ads) {
+            const int64_t d_in = a.w->ne[0];
+            matvec_q<T, NCOLS><<<a.grid, MV_THREADS, 0, a.cu->stream>>>(
+                (const uint8_t *)a.w->data, hl_row_size(a.w->type, d_in), aq, ads, (float *)a.y->data, (int)d_in,
+                a.w->ne[1], (int)a.x->ne[1]);
+        }
+    };
+};
+
+template <uint32_t T, bool VEC> struct p_cols {
+    template <int NCOLS> struct k {
+        static void go(const mv_args &a) {
+            const int64_t d_in = a.w->ne[0];
+            matvec_plain<T, NCOLS, VEC><<<a.grid, MV_THREADS, 0, a.cu->stream>>>(
+                (const uint8_t *)a.w->data, hl_row_size(a.w->type, d_in), (const float *)a.x->data,
+                (float *)a.y->data, (int)d_in, a.w->ne[1], (int)a.x->ne[1]);
+        }
+    };
+};
+
+struct launch_q {
+    template <uint32_t T> static void run(const mv_args &a, const int8_t *aq, const float2 *ads) {
+        by_cols<q_cols<T>::template k>((int)a.x->ne[1], a, aq, ads);
+    }
+};
+
+struct vq_known {
+    template <uint32_t T> static void run() {}
+};
+
+template <uint32_t T> static void launch_plain(const mv_args &a) {
+    const int64_t d_in = a.w->ne[0];
+    const bool vec = d_in % 8 == 0 && (uintptr_t)a.w->data % 16 == 0 && hl_row_size(T, d_in) % 16 == 0 &&
+                     (uintptr_t)a.x->data % 16 == 0;
+    if (vec) by_cols<p_cols<T, true>::template k>((int)a.x->ne[1], a);
+    else by_cols<p_cols<T, false>::template k>((int)a.x->ne[1], a);
+}
+
+// Quantizes the activations to Q8_1, then the product. They live in x16
+// (common.cuh): n * d_in quants, then the (d, s) pairs 16-byte aligned,
+// 1.25 bytes per element in all (x16 holds 2).
+static void launch_quantized(const mv_args &a) {
+    hl_cuda *cu = a.cu;
+    const int64_t d_in = a.w->ne[0], n = a.x->ne[1];
+    if (n > cu->limits.max_tokens || d_in > cu->limits.max_row || d_in % 32 != 0 || (uintptr_t)a.w->data % 16 != 0) {
+        hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matvec of %lld x %lld tokens needs the scratch planned "
+                       "for %lld x %lld, rows of whole 32-element blocks and 16-byte aligned weights", cu->index,
+                       (long long)n, (long long)d_in, (long long)cu->limits.max_tokens,
+                       (long long)cu->limits.max_row);
+        return;
+    }
+    int8_t *aq = (int8_t *)cu->x16;
+    float2 *ads = (float2 *)(aq + ((n * d_in + 15) & ~(int64_t)15));
+    quantize_q8_1<<<cuda_blocks(n * d_in / 4, 256), 256, 0, cu->stream>>>((const float *)a.x->data, aq, ads, n * d_in);
+    if (CU_LAUNCHED(cu)) dispatch_vq<launch_q>(a.w->type, a, (const int8_t *)aq, (const float2 *)ads);
+}
 } // namespace
 
 bool hl_cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
-    return dispatch_type<launch_matvec>(w->type, cu, w, x, y);
+    const mv_args a = {cu, w, x, y, dim3(cuda_blocks(w->ne[1], MV_ROWS))};
+    switch (w->type) {
+    case GGML_TYPE_F32: launch_plain<GGML_TYPE_F32>(a); break;
+    case GGML_TYPE_F16: launch_plain<GGML_TYPE_F16>(a); break;
+    case GGML_TYPE_BF16: launch_plain<GGML_TYPE_BF16>(a); break;
+    default:
+        if (!dispatch_vq<vq_known>(w->type)) return false;
+        launch_quantized(a);
+    }
+    CU_LAUNCHED(cu);
+    return true;
 }
