@@ -5,7 +5,7 @@
 // model, ggml-cuda/mmvq.cu):
 // - quantized weights: the activations are quantized once per matmul to Q8_1
 //   (vecdot.cuh's layout) by a small kernel into the instance's scratch;
-//   then a block of MV_THREADS threads computes MV_ROWS rows for up to 8
+//   then a block of MV_THREADS threads computes MV_ROWS(n) rows for up to 8
 //   tokens, each thread taking chunks of weight blocks (vecdot.cuh: 16-byte
 //   weight loads for Q4_K/Q5_K, 4 or 2 bytes for the others, activations 8
 //   or 16 bytes at a time) with integer dp4a dot products; each chunk's
@@ -19,26 +19,28 @@
 #include "backend/cuda/vecdot.cuh"
 
 #define MV_THREADS 128 // 4 warps
-#define MV_ROWS 2      // rows per block
+// Rows per block: 2 for 1 or 2 tokens; 1 from 3 tokens on, whose
+// activations fill the registers (more rows would spill).
+#define MV_ROWS(ncols) ((ncols) <= 2 ? 2 : 1)
 #define MV_WARPS (MV_THREADS / 32)
 
 // Adds the threads' acc[j][r] over the block and writes y[j][row0 + r] for
 // the rows below d_out and tokens below n.
-template <int NCOLS>
-static __device__ __forceinline__ void mv_store(float (&acc)[NCOLS][MV_ROWS], float *__restrict__ y, int64_t row0,
+template <int NCOLS, int ROWS>
+static __device__ __forceinline__ void mv_store(float (&acc)[NCOLS][ROWS], float *__restrict__ y, int64_t row0,
                                                 int64_t d_out, int n) {
-    __shared__ float part[MV_WARPS][NCOLS * MV_ROWS];
+    __shared__ float part[MV_WARPS][NCOLS * ROWS];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
     for (int j = 0; j < NCOLS; j++)
 #pragma unroll
-        for (int r = 0; r < MV_ROWS; r++) {
+        for (int r = 0; r < ROWS; r++) {
             const float s = warp_sum(acc[j][r]);
-            if (lane == 0) part[warp][j * MV_ROWS + r] = s;
+            if (lane == 0) part[warp][j * ROWS + r] = s;
         }
     __syncthreads();
-    const int i = threadIdx.x, j = i / MV_ROWS, r = i % MV_ROWS;
-    if (i < NCOLS * MV_ROWS && j < n && row0 + r < d_out) {
+    const int i = threadIdx.x, j = i / ROWS, r = i % ROWS;
+    if (i < NCOLS * ROWS && j < n && row0 + r < d_out) {
         float s = 0.0f;
 #pragma unroll
         for (int k = 0; k < MV_WARPS; k++) s += part[k][i];
@@ -75,32 +77,38 @@ static __global__ void quantize_q8_1(const float *__restrict__ x, int8_t *__rest
     if (i % 8 == 0) ds[i / 8] = make_float2(d, sum);
 }
 
-// grid ceil(d_out / MV_ROWS), block MV_THREADS. w: d_out rows of w_stride
+// grid ceil(d_out / MV_ROWS(NCOLS)), block MV_THREADS. w: d_out rows of w_stride
 // bytes (whole blocks of T); activations of n <= NCOLS tokens in Q8_1.
-// At most 64 registers for one token (>= 32 warps per SM); up to 128 for more.
-#define MV_MIN_BLOCKS(ncols) ((ncols) == 1 ? 8 : 4)
+// Blocks per SM the register budget must allow: at most 64 registers for
+// one token (>= 32 warps per SM), 128 up to 4 tokens, 168 up to 8 (whose
+// activations would spill at 128).
+#define MV_MIN_BLOCKS(ncols) ((ncols) == 1 ? 8 : (ncols) <= 4 ? 4 : 3)
 
 template <uint32_t T, int NCOLS>
 static __global__ void __launch_bounds__(MV_THREADS, MV_MIN_BLOCKS(NCOLS))
 matvec_q(const uint8_t *__restrict__ w, size_t w_stride, const int8_t *__restrict__ aq,
          const float2 *__restrict__ ads, float *__restrict__ y, int d_in, int64_t d_out, int n) {
     using V = vq<T>;
-    const int64_t row0 = (int64_t)blockIdx.x * MV_ROWS;
+    constexpr int ROWS = MV_ROWS(NCOLS);
+    const int64_t row0 = (int64_t)blockIdx.x * ROWS;
     const int n_chunks = d_in / V::qk * V::nc;
-    float acc[NCOLS][MV_ROWS] = {};
+    float acc[NCOLS][ROWS] = {};
     for (int i = threadIdx.x; i < n_chunks; i += MV_THREADS) {
         const int b = i / V::nc, c = i % V::nc;
 #pragma unroll
-        for (int r = 0; r < MV_ROWS; r++) {
+        for (int r = 0; r < ROWS; r++) {
             const int64_t row = row0 + r < d_out ? row0 + r : d_out - 1; // a last odd row repeats, unstored
             const uint8_t *blk = w + row * w_stride + (size_t)b * sizeof(typename V::block);
 #pragma unroll
-            for (int j = 0; j < NCOLS; j++)
-                if (NCOLS == 1 || j < n)
-                    acc[j][r] += V::dot(blk, c, aq + (int64_t)j * d_in + b * V::qk, ads + (int64_t)j * (d_in / 32) + b * (V::qk / 32));
+            for (int j = 0; j < NCOLS; j++) {
+                const int jt = j < n ? j : n - 1; // unused columns repeat the last token, unstored:
+                                                  // no branch, so each weight load serves every column
+                acc[j][r] += V::dot(blk, c, aq + (int64_t)jt * d_in + b * V::qk,
+                                    ads + (int64_t)jt * (d_in / 32) + b * (V::qk / 32));
+            }
         }
     }
-    mv_store<NCOLS>(acc, y, row0, d_out, n);
+    mv_store<NCOLS, ROWS>(acc, y, row0, d_out, n);
 }
 
 // ------------------------------------------------------------- plain --
@@ -142,27 +150,28 @@ template <> struct plain<GGML_TYPE_BF16> {
     }
 };
 
-// grid ceil(d_out / MV_ROWS), block MV_THREADS; x F32 {d_in, n}. VEC: rows,
+// grid ceil(d_out / MV_ROWS(NCOLS)), block MV_THREADS; x F32 {d_in, n}. VEC: rows,
 // x and d_in allow 16-byte loads of both (checked by the launcher).
 template <uint32_t T, int NCOLS, bool VEC>
 static __global__ void __launch_bounds__(MV_THREADS, MV_MIN_BLOCKS(NCOLS))
 matvec_plain(const uint8_t *__restrict__ w, size_t w_stride, const float *__restrict__ x, float *__restrict__ y,
              int d_in, int64_t d_out, int n) {
     using P = plain<T>;
-    const int64_t row0 = (int64_t)blockIdx.x * MV_ROWS;
-    float acc[NCOLS][MV_ROWS] = {};
+    constexpr int ROWS = MV_ROWS(NCOLS);
+    const int64_t row0 = (int64_t)blockIdx.x * ROWS;
+    float acc[NCOLS][ROWS] = {};
     if (VEC) {
         for (int i = threadIdx.x; i < d_in / P::per16; i += MV_THREADS) {
             const int e = i * P::per16;
 #pragma unroll
-            for (int r = 0; r < MV_ROWS; r++) {
+            for (int r = 0; r < ROWS; r++) {
                 const int64_t row = row0 + r < d_out ? row0 + r : d_out - 1;
                 float v[P::per16];
                 P::get16(w + row * w_stride + 16 * (size_t)i, v);
 #pragma unroll
                 for (int j = 0; j < NCOLS; j++) {
-                    if (NCOLS > 1 && j >= n) break;
-                    const float4 *xj = (const float4 *)(x + (int64_t)j * d_in + e);
+                    const int jt = j < n ? j : n - 1; // as in matvec_q
+                    const float4 *xj = (const float4 *)(x + (int64_t)jt * d_in + e);
                     float s = acc[j][r];
 #pragma unroll
                     for (int k = 0; k < P::per16 / 4; k++) {
@@ -179,16 +188,16 @@ matvec_plain(const uint8_t *__restrict__ w, size_t w_stride, const float *__rest
     } else {
         for (int e = threadIdx.x; e < d_in; e += MV_THREADS) {
 #pragma unroll
-            for (int r = 0; r < MV_ROWS; r++) {
+            for (int r = 0; r < ROWS; r++) {
                 const int64_t row = row0 + r < d_out ? row0 + r : d_out - 1;
                 const float v = P::get(w + row * w_stride, e);
 #pragma unroll
                 for (int j = 0; j < NCOLS; j++)
-                    if (NCOLS == 1 || j < n) acc[j][r] = fmaf(v, x[(int64_t)j * d_in + e], acc[j][r]);
+                    acc[j][r] = fmaf(v, x[(int64_t)(j < n ? j : n - 1) * d_in + e], acc[j][r]);
             }
         }
     }
-    mv_store<NCOLS>(acc, y, row0, d_out, n);
+    mv_store<NCOLS, ROWS>(acc, y, row0, d_out, n);
 }
 
 // ------------------------------------------------------------ launch --
@@ -208,14 +217,15 @@ struct mv_args {
     hl_cuda *cu;
     const hl_tensor *w, *x;
     hl_tensor *y;
-    dim3 grid;
 };
+
+template <int NCOLS> static dim3 mv_grid(const mv_args &a) { return dim3(cuda_blocks(a.w->ne[1], MV_ROWS(NCOLS))); }
 
 template <uint32_t T> struct q_cols {
     template <int NCOLS> struct k {
         static void go(const mv_args &a, const int8_t *aq, const float2 *ads) {
             const int64_t d_in = a.w->ne[0];
-            matvec_q<T, NCOLS><<<a.grid, MV_THREADS, 0, a.cu->stream>>>(
+            matvec_q<T, NCOLS><<<mv_grid<NCOLS>(a), MV_THREADS, 0, a.cu->stream>>>(
                 (const uint8_t *)a.w->data, hl_row_size(a.w->type, d_in), aq, ads, (float *)a.y->data, (int)d_in,
                 a.w->ne[1], (int)a.x->ne[1]);
         }
@@ -226,7 +236,7 @@ template <uint32_t T, bool VEC> struct p_cols {
     template <int NCOLS> struct k {
         static void go(const mv_args &a) {
             const int64_t d_in = a.w->ne[0];
-            matvec_plain<T, NCOLS, VEC><<<a.grid, MV_THREADS, 0, a.cu->stream>>>(
+            matvec_plain<T, NCOLS, VEC><<<mv_grid<NCOLS>(a), MV_THREADS, 0, a.cu->stream>>>(
                 (const uint8_t *)a.w->data, hl_row_size(a.w->type, d_in), (const float *)a.x->data,
                 (float *)a.y->data, (int)d_in, a.w->ne[1], (int)a.x->ne[1]);
         }
@@ -272,7 +282,7 @@ static void launch_quantized(const mv_args &a) {
 } // namespace
 
 bool hl_cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
-    const mv_args a = {cu, w, x, y, dim3(cuda_blocks(w->ne[1], MV_ROWS))};
+    const mv_args a = {cu, w, x, y};
     switch (w->type) {
     case GGML_TYPE_F32: launch_plain<GGML_TYPE_F32>(a); break;
     case GGML_TYPE_F16: launch_plain<GGML_TYPE_F16>(a); break;

@@ -101,22 +101,15 @@ __host__ __device__ __forceinline__ int vd_bit4(uint32_t b) {
     return (int)(((b & 1) << 4) | ((b & 2) << 11) | ((b & 4) << 18) | ((b & 8) << 25));
 }
 
-// Byte i (0..11) of the 12 scale bytes of Q4_K/Q5_K held in three words.
-__host__ __device__ __forceinline__ int vd_byte(uint32_t s0, uint32_t s1, uint32_t s2, int i) {
-    return (int)(((i < 4 ? s0 : i < 8 ? s1 : s2) >> (8 * (i & 3))) & 0xff);
-}
-
-// The 6-bit scale and min of sub-block j of Q4_K/Q5_K from the scale words
-// (hl_q4_K_scale_min's formula).
+// The 6-bit scale and min of sub-block j of Q4_K/Q5_K (hl_q4_K_scale_min's
+// formula) from the 12 scale bytes held in three words s0, s1, s2: bytes j %
+// 4 of each word, combined by whether j < 4 (selects, no branches).
 __host__ __device__ __forceinline__ void vd_scale_min_k4(uint32_t s0, uint32_t s1, uint32_t s2, int j, int *sc,
                                                          int *m) {
-    if (j < 4) {
-        *sc = vd_byte(s0, s1, s2, j) & 63;
-        *m = vd_byte(s0, s1, s2, j + 4) & 63;
-    } else {
-        *sc = (vd_byte(s0, s1, s2, j + 4) & 15) | (vd_byte(s0, s1, s2, j - 4) >> 6) << 4;
-        *m = (vd_byte(s0, s1, s2, j + 4) >> 4) | (vd_byte(s0, s1, s2, j) >> 6) << 4;
-    }
+    const int sh = 8 * (j & 3);
+    const int b0 = (int)((s0 >> sh) & 0xff), b1 = (int)((s1 >> sh) & 0xff), b2 = (int)((s2 >> sh) & 0xff);
+    *sc = j < 4 ? b0 & 63 : (b2 & 15) | (b0 >> 6) << 4;
+    *m = j < 4 ? b1 & 63 : (b2 >> 4) | (b1 >> 6) << 4;
 }
 
 // ------------------------------------------------------ quantization --
