@@ -283,6 +283,12 @@ static void launch_quantized(const mv_args &a) {
 
 bool hl_cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
     const mv_args a = {cu, w, x, y};
+    if (x->ne[1] < 1 || x->ne[1] > 8) { // gemm.cu sends more only to an instance without cuBLAS
+        if (x->ne[1] > 8)
+            hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matvec takes at most 8 tokens, not %lld (this "
+                           "instance has no cuBLAS for prompts)", cu->index, (long long)x->ne[1]);
+        return true;
+    }
     switch (w->type) {
     case GGML_TYPE_F32: launch_plain<GGML_TYPE_F32>(a); break;
     case GGML_TYPE_F16: launch_plain<GGML_TYPE_F16>(a); break;
