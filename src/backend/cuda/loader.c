@@ -101,7 +101,13 @@ static void load(void) {
         return;
     }
     const hl_cuda_module_entry_fn entry = (hl_cuda_module_entry_fn)dlsym(h, HL_CUDA_MODULE_ENTRY);
-    const hl_cuda_module *t = entry ? entry(HL_CUDA_MODULE_VERSION, &host) : NULL;
+    if (!entry) {
+        snprintf(mod.reason, sizeof mod.reason, "%s is not hearth's CUDA module (it has no %s)", path,
+                 HL_CUDA_MODULE_ENTRY);
+        dlclose(h);
+        return;
+    }
+    const hl_cuda_module *t = entry(HL_CUDA_MODULE_VERSION, &host);
     if (!t || t->version != HL_CUDA_MODULE_VERSION || t->abi != hl_cuda_abi()) {
         snprintf(mod.reason, sizeof mod.reason, "the CUDA module %s is from another build of hearth (interface %u, "
                  "this library's %u): use the one built with this library", path, t ? t->version : 0u,
