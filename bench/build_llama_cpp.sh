@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds one of llama.cpp's tools (CPU) from the source inside the
-# llama-cpp-python sdist, for side-by-side runs: llama-bench (the default; for
-# bench/compare_llama_cpp.py) or llama-server (for bench/compare_serve.py).
+# llama-cpp-python sdist (bench/llama_cpp_source.sh unpacks it), for
+# side-by-side runs: llama-bench (the default; for bench/compare_llama_cpp.py)
+# or llama-server (for bench/compare_serve.py).
 # Cached in third_party/ (ignored by git): a second run only checks the binary
 # is there. Nothing is fetched at build time: no curl, no OpenSSL (so no HTTPS
 # model downloads) and no embedded Web UI (neither npm nor the UI download).
@@ -13,22 +14,13 @@ case "$target" in
     *) echo "usage: $0 [llama-bench|llama-server]" >&2; exit 2 ;;
 esac
 top=$(cd "$(dirname "$0")/.." && pwd)
-version=0.3.36
-dest="$top/third_party/llama-cpp-python-$version"
+src=$("$top/bench/llama_cpp_source.sh")  # downloads and unpacks it the first time
+dest=$(dirname "$src")
 bin="$dest/build/bin/$target"
 if [ ! -x "$bin" ]; then
-    mkdir -p "$top/third_party"
-    if [ ! -d "$dest/src" ]; then
-        tmp=$(mktemp -d)
-        python3 -m pip download --quiet --no-deps --no-binary :all: -d "$tmp" "llama-cpp-python==$version"
-        mkdir -p "$dest"
-        tar xzf "$tmp"/llama_cpp_python-$version.tar.gz -C "$dest" --strip-components=1
-        mv "$dest/vendor/llama.cpp" "$dest/src"
-        rm -rf "$tmp"
-    fi
     log="$dest/build-$target.log"
     echo "building $target (several minutes on 2 cores; log: $log)" >&2
-    if ! { cmake -S "$dest/src" -B "$dest/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+    if ! { cmake -S "$src" -B "$dest/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
               -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
               -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF &&
            cmake --build "$dest/build" -j"$(nproc)" --target "$target"; } >"$log" 2>&1; then

@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """Writes, with gguf-py, a llama-architecture GGUF with random weights in the
-exact shapes of Llama-3.2-1B, for speed benchmarks of a model of real size
-without downloading one (hearth bench, bench/compare_llama_cpp.py).
+exact shapes of a real model, for speed benchmarks of a model of real size
+without downloading one (hearth bench, bench/compare_llama_cpp.py,
+bench/gpu/run.sh).
 
-Shapes (Llama-3.2-1B's config.json): n_embd 2048, 16 layers, n_head 32,
-n_head_kv 8, head_dim 64, n_ff 8192, n_vocab 128256, rope base 500000,
-rms_norm_eps 1e-5, context 131072, tied embeddings (no output.weight:
-token_embd is also the output matrix). 1.24 B parameters.
+Shapes (--shape; from each model's config.json):
+  llama-3.2-1b (default)  n_embd 2048, 16 layers, n_head 32, n_head_kv 8,
+      head_dim 64, n_ff 8192, n_vocab 128256, rope base 500000, rms_norm_eps
+      1e-5, context 131072, tied embeddings (no output.weight: token_embd is
+      also the output matrix). 1.24 B parameters.
+  llama-3-8b  n_embd 4096, 32 layers, n_head 32, n_head_kv 8, head_dim 128,
+      n_ff 14336, n_vocab 128256, rope base 500000, rms_norm_eps 1e-5, context
+      8192, untied output.weight. 8.03 B parameters.
+--n-layer N keeps only the first N layers (to try the writer quickly).
 
 Left out: Llama 3.2's rope scaling. It uses rope type "llama3" (factor 32,
 low/high frequency factors 1 and 4, original context 8192), which hearth does
@@ -15,13 +21,19 @@ frequencies, not the work per token, so speed is unaffected. Add it here when
 hearth supports it.
 
 Weights are N(0, 0.02) (token embeddings too), norm weights 1, all F32 for
-the norms. Every 2-D weight has the chosen type (what llama-quantize --pure
-gives): F16, Q8_0, Q4_0 or Q4_1, the types gguf.quants.quantize writes. A
-type is a recipe in RECIPES: the default tensor type, general.file_type, and
-per-tensor overrides by name, so a mix such as Q4_K_M (Q4_K with Q6_K for
-attn_v / ffn_down in some layers and for the output) is one more entry once
-weights of those types can be written (gguf-py cannot quantize K-quants:
-write F16 here and run `hearth quantize` once it exists, or llama-quantize).
+the norms. To write at disk speed (an 8B F16 file is 16 GB), the values are
+drawn once, as a pool of 2^26 numbers (quantized once per type), and each
+tensor is a window of that pool at its own random block-aligned offset (the
+pool repeated where a tensor is larger): every tensor is random, tensors are
+shifted copies of one another, and the values cost nothing per tensor.
+
+Every 2-D weight has the chosen type (what llama-quantize --pure gives):
+F16, Q8_0, Q4_0 or Q4_1, the types gguf.quants.quantize writes. A type is a
+recipe in RECIPES: the default tensor type, general.file_type, and per-tensor
+overrides by name, so a mix such as Q4_K_M (Q4_K with Q6_K for attn_v /
+ffn_down in some layers and for the output) is one more entry once weights of
+those types can be written (gguf-py cannot quantize K-quants: write F16 here
+and run `hearth quantize`, as bench/gpu/run.sh does, or llama-quantize).
 
 The vocabulary loads in llama.cpp and hearth: byte-level BPE ("gpt2", pre
 "llama-bpe") with GPT-2's 256 byte tokens, 127744 synthetic merges (every
@@ -32,9 +44,10 @@ special tokens (<|begin_of_text|> = bos 128000, <|end_of_text|> = eos 128001,
 have Llama 3's sizes. Text tokenizes into pieces of 2-3 bytes (not like a
 trained vocabulary; for speed that does not matter).
 
-Usage: python3 bench/make_synthetic_llama.py [--type Q8_0 Q4_0 ...] [--out DIR] [--seed S]
-Writes DIR/synthetic-llama-3.2-1b-<type>.gguf (default DIR: models/, ignored by
-git); about 15 s per GiB written.
+Usage: python3 bench/make_synthetic_llama.py [--shape llama-3-8b] [--type Q8_0 Q4_0 ...]
+           [--n-layer N] [--out DIR] [--seed S]
+Writes DIR/synthetic-<shape>-<type>.gguf (default DIR: models/, ignored by
+git); a few seconds per GiB written.
 """
 import argparse
 import sys
@@ -49,9 +62,13 @@ ROOT = Path(__file__).resolve().parents[1]
 T = gguf.GGMLQuantizationType
 FT = gguf.LlamaFileType
 
-# Llama-3.2-1B
-HP = dict(n_embd=2048, n_layer=16, n_head=32, n_head_kv=8, head_dim=64, n_ff=8192, n_ctx_train=131072,
-          rope_base=500000.0, norm_eps=1e-5)
+SHAPES = {
+    "llama-3.2-1b": dict(name="Llama-3.2-1B", n_embd=2048, n_layer=16, n_head=32, n_head_kv=8, head_dim=64,
+                         n_ff=8192, n_ctx_train=131072, rope_base=500000.0, norm_eps=1e-5, tied=True),
+    "llama-3-8b": dict(name="Llama-3-8B", n_embd=4096, n_layer=32, n_head=32, n_head_kv=8, head_dim=128,
+                       n_ff=14336, n_ctx_train=8192, rope_base=500000.0, norm_eps=1e-5, tied=False),
+}
+POOL = 1 << 26  # values drawn once; a multiple of every block size
 N_NORMAL_TOKENS = 128000
 N_SPECIAL_TOKENS = 256
 SIGMA = 0.02
@@ -142,21 +159,21 @@ def vocabulary():
     return tokens, [int(t) for t in types], [f"{a} {b}" for a, b in merges]
 
 
-def add_metadata(w, type_name, recipe, seed, n_vocab):
-    w.add_name(f"synthetic Llama-3.2-1B shape {type_name}")
-    w.add_description(f"random weights N(0, {SIGMA}) in Llama-3.2-1B's shapes ({Path(__file__).name}, seed {seed}); "
+def add_metadata(w, hp, type_name, recipe, seed, n_vocab):
+    w.add_name(f"synthetic {hp['name']} shape {type_name}")
+    w.add_description(f"random weights N(0, {SIGMA}) in {hp['name']}'s shapes ({Path(__file__).name}, seed {seed}); "
                       "for speed measurements only")
-    w.add_context_length(HP["n_ctx_train"])
-    w.add_embedding_length(HP["n_embd"])
-    w.add_block_count(HP["n_layer"])
-    w.add_feed_forward_length(HP["n_ff"])
-    w.add_head_count(HP["n_head"])
-    w.add_head_count_kv(HP["n_head_kv"])
-    w.add_key_length(HP["head_dim"])
-    w.add_value_length(HP["head_dim"])
-    w.add_layer_norm_rms_eps(HP["norm_eps"])
-    w.add_rope_dimension_count(HP["head_dim"])
-    w.add_rope_freq_base(HP["rope_base"])
+    w.add_context_length(hp["n_ctx_train"])
+    w.add_embedding_length(hp["n_embd"])
+    w.add_block_count(hp["n_layer"])
+    w.add_feed_forward_length(hp["n_ff"])
+    w.add_head_count(hp["n_head"])
+    w.add_head_count_kv(hp["n_head_kv"])
+    w.add_key_length(hp["head_dim"])
+    w.add_value_length(hp["head_dim"])
+    w.add_layer_norm_rms_eps(hp["norm_eps"])
+    w.add_rope_dimension_count(hp["head_dim"])
+    w.add_rope_freq_base(hp["rope_base"])
     w.add_vocab_size(n_vocab)
     w.add_file_type(int(recipe.file_type))
 
@@ -176,27 +193,59 @@ def add_vocabulary(w):
     return len(tokens)
 
 
-def add_weights(w, recipe, rng, n_vocab):
-    n_embd, n_ff = HP["n_embd"], HP["n_ff"]
-    q_dim, kv_dim = HP["n_head"] * HP["head_dim"], HP["n_head_kv"] * HP["head_dim"]
+class Pool:
+    """POOL values N(0, SIGMA) drawn once, and their encoding in each weight
+    type (quantized once, on first use); window() hands out block-aligned
+    windows of it (see the module docstring)."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.values = rng.standard_normal(POOL, dtype=np.float32)
+        self.values *= SIGMA
+        self.encoded = {}
+
+    def encode(self, qtype):
+        """The pool in qtype as a flat uint8 array, and its bytes per element block."""
+        if qtype not in self.encoded:
+            if qtype == T.F32:
+                raw = self.values.view(np.uint8)
+            elif qtype == T.F16:
+                raw = self.values.astype(np.float16).view(np.uint8)
+            else:
+                raw = gguf.quants.quantize(self.values.reshape(-1, 256), qtype).reshape(-1)
+            self.encoded[qtype] = raw
+        block, size = gguf.GGML_QUANT_SIZES[qtype]
+        return self.encoded[qtype], block, size
+
+    def window(self, qtype, rows, cols):
+        """[rows, cols] weights of qtype as raw bytes, shape (rows, bytes per row),
+        starting at a random block-aligned offset of the pool (wrapping)."""
+        raw, block, size = self.encode(qtype)
+        assert cols % block == 0, f"a row of {cols} is not a whole number of {qtype.name} blocks"
+        n_bytes = rows * cols // block * size
+        start = int(self.rng.integers(0, POOL // block)) * size
+        if start + n_bytes <= raw.size:
+            out = raw[start:start + n_bytes]
+        else:  # wrap around, the pool repeated as often as needed
+            reps = (start + n_bytes + raw.size - 1) // raw.size
+            out = np.tile(raw, reps)[start:start + n_bytes]
+        return out.reshape(rows, cols // block * size)
+
+
+def add_weights(w, hp, recipe, pool, n_vocab):
+    n_embd, n_ff = hp["n_embd"], hp["n_ff"]
+    q_dim, kv_dim = hp["n_head"] * hp["head_dim"], hp["n_head_kv"] * hp["head_dim"]
 
     def weight(name, rows, cols):
         """A [rows, cols] matrix (GGUF shape {cols, rows}) of the recipe's type."""
-        data = rng.standard_normal((rows, cols), dtype=np.float32)
-        data *= SIGMA
         qtype = recipe.type_of(name)
-        if qtype == T.F32:
-            w.add_tensor(name, data)
-        elif qtype == T.F16:
-            w.add_tensor(name, data.astype(np.float16))
-        else:
-            w.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+        w.add_tensor(name, pool.window(qtype, rows, cols), raw_dtype=qtype)
 
     def norm(name):
         w.add_tensor(name, np.ones(n_embd, dtype=np.float32))
 
     weight("token_embd.weight", n_vocab, n_embd)  # tied: also the output matrix
-    for il in range(HP["n_layer"]):
+    for il in range(hp["n_layer"]):
         norm(f"blk.{il}.attn_norm.weight")
         weight(f"blk.{il}.attn_q.weight", q_dim, n_embd)
         weight(f"blk.{il}.attn_k.weight", kv_dim, n_embd)
@@ -207,32 +256,46 @@ def add_weights(w, recipe, rng, n_vocab):
         weight(f"blk.{il}.ffn_up.weight", n_ff, n_embd)
         weight(f"blk.{il}.ffn_down.weight", n_embd, n_ff)
     norm("output_norm.weight")
+    if not hp["tied"]:
+        weight("output.weight", n_vocab, n_embd)
 
 
-def write_model(type_name, out_dir, seed):
+def write_model(shape, hp, type_name, out_dir, pool, seed):
+    """Writes the file under a temporary name and renames it when complete."""
     recipe = RECIPES[type_name]
-    path = out_dir / f"synthetic-llama-3.2-1b-{type_name.lower()}.gguf"
-    w = gguf.GGUFWriter(str(path), "llama")
-    add_metadata(w, type_name, recipe, seed, N_NORMAL_TOKENS + N_SPECIAL_TOKENS)
+    path = out_dir / f"synthetic-{shape}-{type_name.lower()}.gguf"
+    part = path.with_name(path.name + ".part")
+    w = gguf.GGUFWriter(str(part), "llama")
+    add_metadata(w, hp, type_name, recipe, seed, N_NORMAL_TOKENS + N_SPECIAL_TOKENS)
     n_vocab = add_vocabulary(w)
-    add_weights(w, recipe, np.random.default_rng(seed), n_vocab)
+    add_weights(w, hp, recipe, pool, n_vocab)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+    part.rename(path)
     return path
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shape", default="llama-3.2-1b", choices=list(SHAPES), help="model shape (default llama-3.2-1b)")
     ap.add_argument("--type", nargs="+", default=["Q8_0"], choices=list(RECIPES), help="weight types (default Q8_0)")
+    ap.add_argument("--n-layer", type=int, default=None, help="keep only the first N layers (default: all)")
     ap.add_argument("--out", type=Path, default=ROOT / "models", help="output folder (default models/)")
     ap.add_argument("--seed", type=int, default=1234, help="random seed (default 1234)")
     args = ap.parse_args()
+    hp = dict(SHAPES[args.shape])
+    if args.n_layer is not None:
+        if not 1 <= args.n_layer <= hp["n_layer"]:
+            ap.error(f"--n-layer must be 1..{hp['n_layer']} for {args.shape}")
+        hp["n_layer"] = args.n_layer
+    shape = args.shape if args.n_layer is None else f"{args.shape}-{args.n_layer}l"
     args.out.mkdir(parents=True, exist_ok=True)
+    pool = Pool(np.random.default_rng(args.seed))
     for type_name in args.type:
         t0 = time.monotonic()
-        path = write_model(type_name, args.out, args.seed)
+        path = write_model(shape, hp, type_name, args.out, pool, args.seed)
         print(f"wrote {path} ({path.stat().st_size / 2**30:.2f} GiB, {time.monotonic() - t0:.0f} s)", file=sys.stderr)
         print(path)
 
