@@ -141,7 +141,7 @@ const char *hl_gpu_unavailable_reason(void) {
     const char *cuda, *opencl;
     n_cuda(&cuda);
     if (n_opencl(&opencl) > 0) opencl = "only CPU devices, used when named (--device or HEARTH_DEVICE)";
-    static _Thread_local char buf[320];
+    static _Thread_local char buf[1024]; /* the CUDA part may hold a path */
     snprintf(buf, sizeof buf, "%s; OpenCL: %s", cuda, opencl);
     return buf;
 }
