@@ -56,7 +56,8 @@ static __device__ __forceinline__ float dot8(const float *q, const float *f) {
 // (G * hd + G * ATT_TILE + 3 * G) floats with G = n_head / n_head_kv.
 // q, out F32 {n_head * hd, n}; k, v F16 {n_head_kv * hd, n_ctx};
 // splits > 1: part_ml float2 {n_head, splits, n}, part_o F32 {n_head * hd, splits, n}.
-static __global__ void __launch_bounds__(ATT_THREADS)
+// At most 64 registers: 4 blocks, 32 warps per SM (no spills at that cap).
+static __global__ void __launch_bounds__(ATT_THREADS, 4)
 attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, const hl_half *__restrict__ v,
                 float *__restrict__ out, float2 *__restrict__ part_ml, float *__restrict__ part_o, int n_head,
                 int n_head_kv, int hd, const int32_t *pos_of, const int32_t *row0_of, int n_swa, float scale) {
@@ -134,6 +135,7 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
 #pragma unroll
             for (int e = 0; e < 8; e++) acc[i][e] *= c;
             const hl_half *vc = v + (int64_t)j0 * kv_dim + kv_off + 8 * ch;
+#pragma unroll 4 // 4 V loads in flight per thread
             for (int j = 0; j < n; j++) {
                 float f[8];
                 load8(vc + (int64_t)j * kv_dim, f);
