@@ -413,7 +413,7 @@ typedef enum hearth_flash_attn {
 typedef struct hearth_context_params {
     uint32_t n_ctx;      /* KV cache length in tokens, over all sequences; 0 = the model's
                             n_ctx_train (capped at 4096) times n_seq_max */
-    uint32_t n_batch;    /* most tokens in one forward pass (matrix-matrix); default 512 */
+    uint32_t n_batch;    /* most tokens of one decode call (llama.cpp's logical batch); default 512 */
     int32_t n_threads;   /* CPU threads; 0 = physical cores */
     /* Sequences the KV cache holds at once (default 1; at most 256). Each
      * sequence owns n_ctx / n_seq_max positions of the one cache buffer (as
@@ -422,24 +422,76 @@ typedef struct hearth_context_params {
      * batch may ask for logits. */
     uint32_t n_seq_max;
     int32_t flash_attn;  /* hearth_flash_attn; default HEARTH_FLASH_ATTN_AUTO */
+    /* Most tokens of one forward pass (llama.cpp's physical batch,
+     * --ubatch-size); default 512, 0 or more than n_batch = n_batch. A
+     * decode of more tokens runs in passes of n_ubatch, and the
+     * activations and attention scratch are sized for n_ubatch tokens, so
+     * a large n_batch costs no memory: n_ctx 32768 with n_batch 32768 and
+     * n_ubatch 512 plans 512-token buffers. On the CPU a token's logits do
+     * not depend on it once passes hold 8 tokens or more (passes of 64 and
+     * of 512 agree bit for bit with either flash_attn); passes of a few
+     * tokens take other kernels, whose sums differ in the last bits, as
+     * llama.cpp's do. */
+    uint32_t n_ubatch;
 } hearth_context_params;
 
 HEARTH_API hearth_context_params hearth_context_default_params(void);
 
 /* Creates an inference context: KV cache (F16, n_layer x 2 x n_ctx x n_head_kv
- * x head_dim x 2 bytes), every work buffer and n_threads - 1 worker threads,
+ * x head_dim x 2 bytes), every work buffer (sized for n_ubatch tokens) and n_threads - 1 worker threads,
  * all made here so that decoding does not allocate. `params` may be NULL for
  * the defaults. The model must outlive the context; several contexts may share
  * one model. Errors: INVALID_ARG (NULL model, vocab-only model, n_batch 0,
  * n_threads < 0, n_ctx over 16M, flash_attn not a hearth_flash_attn), OUT_OF_MEMORY (the message gives the bytes
  * needed; for a GPU, the MiB of KV cache and buffers needed and free on it,
- * and the advice to lower n_gpu_layers or n_ctx), IO (a worker thread could
+ * and the advice to lower n_gpu_layers or n_ctx; on the host, when the
+ * plan of hearth_context_memory_plan() needs more than MemAvailable), IO (a worker thread could
  * not be started), DEVICE (the GPU driver failed). With GPU layers the KV
  * cache of each layer lives on its layer's device and the logits are copied
  * back to host memory. Free with hearth_context_free() before the model. */
 HEARTH_API hearth_status hearth_context_init(hearth_model *model, const hearth_context_params *params,
                                              hearth_context **out);
 HEARTH_API void hearth_context_free(hearth_context *ctx);
+
+/* The memory of a context on one device, in bytes (hearth_context_memory). */
+typedef struct hearth_memory_device {
+    char id[24];        /* "cpu" (host memory), or the GPU's id: "cuda0", "opencl1" */
+    uint64_t weights;   /* the model's weights there (on the host: the tensors the CPU runs, mapped
+                           from the file unless use_mmap is false; already held by the model) */
+    uint64_t kv_cache;  /* the K and V caches of the layers there: n_ctx cells of n_head_kv x head_dim
+                           elements of type_k (type_v) per layer */
+    uint64_t compute;   /* activations of one n_ubatch-token pass, the output rows, and the backend's
+                           scratch (quantized activations, attention scratch, GPU GEMM tiles) */
+    uint64_t available; /* memory there now: MemAvailable (/proc/meminfo) on the host, free bytes on a GPU */
+} hearth_memory_device;
+
+/* What a context needs: weights, KV cache and compute buffers, per device
+ * and in all (bytes). The figures are those hearth_context_init() allocates
+ * (the same planner sizes both); the small bookkeeping arrays of the
+ * context (a few bytes per n_batch token) and its worker threads' stacks
+ * are left out. */
+typedef struct hearth_context_memory {
+    uint32_t n_ctx, n_batch, n_ubatch, n_seq_max; /* the resolved parameters the figures are for */
+    char type_k[8], type_v[8];    /* the KV cache's element types, ggml's names ("f16") */
+    uint64_t weights, kv_cache, compute; /* sums over the devices */
+    uint64_t total;               /* weights + kv_cache + compute */
+    uint64_t context;             /* what creating the context adds: kv_cache + compute */
+    int32_t n_devices;            /* entries of device[]: [0] the host, then each GPU with layers */
+    hearth_memory_device device[17];
+} hearth_context_memory;
+
+/* Plans a context without creating it: fills *out with the memory
+ * hearth_context_init(model, params) would need (params NULL: the
+ * defaults; n_ctx, n_batch, n_ubatch resolved as the context resolves
+ * them). Allocates nothing. hearth_context_init() fails with
+ * OUT_OF_MEMORY when the host's share (device[0].kv_cache + compute) is
+ * more than device[0].available, and with a GPU's share more than its free
+ * memory; the message names the bytes needed and available.
+ * Errors: INVALID_ARG (NULL model or out, vocab-only model, parameters
+ * hearth_context_init() refuses), DEVICE (a GPU's free memory could not be
+ * read). Thread-safe. */
+HEARTH_API hearth_status hearth_context_memory_plan(const hearth_model *model, const hearth_context_params *params,
+                                                    hearth_context_memory *out);
 
 /* The KV cache length over all sequences, and the positions each sequence
  * owns (n_ctx / n_seq_max), and n_seq_max. Pure getters. */
@@ -463,7 +515,7 @@ HEARTH_API void hearth_context_reset(hearth_context *ctx);
 HEARTH_API void hearth_context_truncate(hearth_context *ctx, uint32_t n_past);
 
 /* Runs the model over `n_tokens` tokens that continue the sequence in the KV
- * cache, in passes of at most n_batch tokens (prompt processing as matrix-matrix
+ * cache, in passes of at most n_ubatch tokens (prompt processing as matrix-matrix
  * products; one token is a matrix-vector pass), and keeps the logits of the
  * last token (read them with hearth_get_logits()). Blocks until done; uses the
  * context's n_threads. Does not allocate.
@@ -501,9 +553,10 @@ typedef struct hearth_batch {
     const int8_t *logits;
 } hearth_batch;
 
-/* Runs one forward pass over the tokens of `batch`, whatever sequences they
- * belong to: every weight matrix is multiplied once with all of them
- * (decoding N sequences is one matrix-matrix product per weight). Writes
+/* Runs one forward pass over the tokens of `batch` (consecutive passes of
+ * n_ubatch tokens when it holds more), whatever sequences they belong to:
+ * every weight matrix is multiplied once with all of them (decoding N
+ * sequences is one matrix-matrix product per weight). Writes
  * each token's key and value into its sequence's cells of the KV cache and
  * keeps the logits of the tokens that ask for them (read them with
  * hearth_get_logits_ith()). Blocks until done; does not allocate.

@@ -56,8 +56,14 @@ export interface ModelOptions {
    * KV cache holds nCtx × nSeqMax. 0 (default): the model's nCtxTrain, at most 4096.
    */
   nCtx?: number;
-  /** Most tokens of one forward pass (prompt chunks; default 512). */
+  /** Most tokens of one engine step (prompt chunks; default 512). */
   nBatch?: number;
+  /**
+   * Most tokens of one forward pass (llama.cpp's --ubatch-size; default 512,
+   * at most nBatch): a step of more runs in passes of nUbatch, and the
+   * activation buffers are sized for it.
+   */
+  nUbatch?: number;
   /** CPU threads; 0 (default) = the physical cores. */
   nThreads?: number;
   /** Slots: requests generating at once (default 4, at most 256); more wait in a queue of 64. */

@@ -25,6 +25,9 @@ typedef struct hl_cpu_limits {
 /* Errors: INVALID_ARG, OUT_OF_MEMORY, IO (threads). Free with hl_backend_cpu_free
  * (NULL is a no-op). */
 hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out);
+/* Bytes of scratch an instance with these limits allocates (hl_backend_cpu_init
+ * allocates exactly these buffers); 0 for max_tokens 0. Pure. */
+size_t hl_cpu_scratch_bytes(const hl_cpu_limits *limits);
 void hl_backend_cpu_free(hl_backend *b);
 
 /* The detected SIMD features as a static string, e.g. "avx2 fma f16c avx512f

@@ -60,11 +60,14 @@ static hearth_status issue_stage(void *arg) {
     hl_work *w = p->s->w;
     for (int32_t il = p->s->il0; il < p->s->il1; il++) HL_TRY(m->arch->layer(m, b, w, il));
     if (!p->logits) return HEARTH_OK;
-    for (int32_t j = 0; j < p->pass->n_out; j++) {
-        hl_tensor in = rows_of(&w->x, p->pass->out[j], 1), out = rows_of(&w->last, j, 1);
+    const int32_t r0 = p->pass->out_row0, n_out = p->pass->n_out;
+    for (int32_t j = 0; j < n_out; j++) {
+        hl_tensor in = rows_of(&w->x, p->pass->out[j], 1), out = rows_of(&w->last, r0 + j, 1);
         HL_TRY(hl_rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out));
     }
-    return hl_matmul(b, &m->output, &w->last, &w->logits);
+    const hl_tensor last = rows_of(&w->last, r0, n_out);
+    hl_tensor logits = rows_of(&w->logits, r0, n_out);
+    return hl_matmul(b, &m->output, &last, &logits);
 }
 
 static void set_tokens(hl_work *w, int32_t n, int32_t n_out) {
@@ -98,12 +101,16 @@ hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, cons
         if (s->w != (prev ? prev->w : p->host_work)) HL_TRY(cross(p, prev, s));
         HL_TRY(hl_set_positions(s->b, pass->pos, pass->row0, n));
         stage_pass sp = {m, s, pass, pass->n_out > 0 && i == p->n_stages - 1};
-        /* the output rows of a one-token pass are always {0}: the record holds */
-        HL_TRY(n == 1 ? hl_graph_run(s->b, sp.logits, issue_stage, &sp) : issue_stage(&sp));
+        /* the output rows of a one-token pass starting at row 0 are always
+         * {0}: the record holds (a later pass of a split batch runs eagerly) */
+        HL_TRY(n == 1 && pass->out_row0 == 0 ? hl_graph_run(s->b, sp.logits, issue_stage, &sp) : issue_stage(&sp));
         prev = s;
     }
     HL_TRY(hl_synchronize(prev->b));
-    if (pass->n_out > 0 && prev->w != p->host_work)
-        HL_TRY(hl_download(prev->b, p->host_work->logits.data, prev->w->logits.data, hl_tensor_nbytes(&prev->w->logits)));
+    if (pass->n_out > 0 && prev->w != p->host_work) {
+        const size_t row = (size_t)prev->w->logits.ne[0] * sizeof(float), skip = (size_t)pass->out_row0 * row;
+        HL_TRY(hl_download(prev->b, (uint8_t *)p->host_work->logits.data + skip, (uint8_t *)prev->w->logits.data + skip,
+                           (size_t)pass->n_out * row));
+    }
     return hl_synchronize(host);
 }

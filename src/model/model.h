@@ -124,6 +124,7 @@ struct hearth_model {
     void *gpu_weights[HL_MAX_GPUS];
     uint64_t n_params, n_bytes;
     char desc[128];
+    size_t gpu_dev_bytes[HL_MAX_GPUS]; /* weights on each gpu[d] (placement's figures) */
 };
 
 /* The architectures hearth knows, for lookup by name. */
@@ -159,22 +160,25 @@ typedef struct hl_pipeline {
 void hl_pipeline_init(const hearth_model *m, hl_backend *host, hl_work *host_work, hl_backend *const *gpu,
                       hl_work *gpu_work, hl_pipeline *out);
 
-/* The tokens of one forward pass (n <= n_batch), each at its place in its
+/* The tokens of one forward pass (n <= n_ubatch), each at its place in its
  * sequence: token t has position pos[t] and its sequence's KV cells start at
  * row row0[t]. out lists the tokens (indices into the pass) whose logits are
- * wanted, n_out of them (<= the context's output rows; 0: none). */
+ * wanted, n_out of them (0: none); their logits take the output rows
+ * [out_row0, out_row0 + n_out) (a batch split into passes keeps each pass's
+ * outputs after the earlier ones'). */
 typedef struct hl_pass {
     const int32_t *tokens, *pos, *row0; /* [n] */
     int32_t n;
     const int32_t *out;                 /* [n_out] */
     int32_t n_out;
+    int32_t out_row0;
 } hl_pass;
 
 /* Runs a pass through the model: embedding lookup on the host (times
  * hp.embd_scale), every block by m->arch->layer on its stage's backend, the
  * hidden state {n_embd, n} copied across stage boundaries, and for the
- * output tokens the final norm and output matrix, their logits left in
- * host_work->logits {n_vocab, n_out} (a long prompt's earlier passes ask
+ * output tokens the final norm and output matrix, their logits left in rows
+ * out_row0... of host_work->logits {n_vocab, *} (a long prompt's earlier passes ask
  * for none and skip the output matrix). A one-token pass on a backend with
  * graph_run is recorded once and replayed. Returns after every backend has
  * finished, with the first error one of them reports (DEVICE, ...). */

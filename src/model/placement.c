@@ -291,7 +291,10 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     m->output_dev = pl.output_dev;
     m->n_gpu_layers = pl.n_offloaded;
     HL_TRY(upload_all(m, &pl, n_dev, p));
-    for (int32_t d = 0; d < n_dev; d++) m->gpu_bytes += pl.dev_bytes[d];
+    for (int32_t d = 0; d < n_dev; d++) {
+        m->gpu_bytes += pl.dev_bytes[d];
+        m->gpu_dev_bytes[d] = pl.dev_bytes[d];
+    }
     if (pl.n_capped > 0)
         HL_WARN("%d layers stay on the CPU: between the layers a GPU cannot run, the pipeline would need more than "
                 "%d stages", (int)pl.n_capped, HL_MAX_STAGES);

@@ -4,8 +4,10 @@
  * a token's place is its sequence's first row plus its position, and
  * attention reads only its own sequence's rows. A batch mixes tokens of any
  * sequences in one forward pass (hl_model_forward): every weight matrix is
- * multiplied once with all of them. hearth_decode() is the one-sequence case
- * (sequence 0), split into passes of n_batch tokens. */
+ * multiplied once with all of them. A batch of more than n_ubatch tokens
+ * runs as consecutive passes of n_ubatch (llama.cpp's ubatches), each
+ * pass's logits rows after the earlier ones'. hearth_decode() is the
+ * one-sequence case (sequence 0). */
 #include <string.h>
 
 #include "backend/ops.h"
@@ -32,11 +34,20 @@ void hearth_context_truncate(hearth_context *c, uint32_t n_past) {
     if (n_past < c->seq_len[0]) c->seq_len[0] = n_past;
 }
 
-/* Runs c->pos/row0 for n tokens and the n_out output tokens in c->out; the
- * output rows then hold their logits in batch order. */
-static hearth_status run_pass(hearth_context *c, const int32_t *tokens, int32_t n, int32_t n_out) {
-    const hl_pass pass = {.tokens = tokens, .pos = c->pos, .row0 = c->row0, .n = n, .out = c->out, .n_out = n_out};
-    return hl_model_forward(c->model, &c->pipe, &pass);
+/* Runs the n tokens of a planned batch (c->pos, row0; c->out its n_out
+ * output tokens, ascending) in passes of at most n_ubatch tokens; the
+ * output rows then hold their logits in batch order. Rewrites c->out. */
+static hearth_status run_batch(hearth_context *c, const int32_t *tokens, int32_t n, int32_t n_out) {
+    int32_t o = 0;
+    for (int32_t t0 = 0; t0 < n; t0 += (int32_t)c->params.n_ubatch) {
+        const int32_t m = n - t0 < (int32_t)c->params.n_ubatch ? n - t0 : (int32_t)c->params.n_ubatch;
+        const int32_t o0 = o;
+        for (; o < n_out && c->out[o] < t0 + m; o++) c->out[o] -= t0; /* the pass's own indices */
+        const hl_pass pass = {.tokens = tokens + t0, .pos = c->pos + t0, .row0 = c->row0 + t0, .n = m,
+                              .out = c->out + o0, .n_out = o - o0, .out_row0 = o0};
+        HL_TRY(hl_model_forward(c->model, &c->pipe, &pass));
+    }
+    return HEARTH_OK;
 }
 
 static hearth_status check_tokens(const hearth_context *c, const int32_t *tokens, uint32_t n) {
@@ -58,14 +69,14 @@ hearth_status hearth_decode(hearth_context *c, const int32_t *tokens, uint32_t n
     c->n_last = 0;
     c->last_row = -1;
     for (uint32_t done = 0; done < n_tokens;) {
-        const uint32_t n = n_tokens - done < c->params.n_batch ? n_tokens - done : c->params.n_batch;
+        const uint32_t n = n_tokens - done < c->params.n_ubatch ? n_tokens - done : c->params.n_ubatch;
         for (uint32_t t = 0; t < n; t++) {
             c->pos[t] = (int32_t)(c->seq_len[0] + t);
             c->row0[t] = 0;
         }
         const bool last = done + n == n_tokens;
         c->out[0] = (int32_t)n - 1;
-        HL_TRY(run_pass(c, tokens + done, (int32_t)n, last ? 1 : 0));
+        HL_TRY(run_batch(c, tokens + done, (int32_t)n, last ? 1 : 0));
         c->seq_len[0] += n;
         done += n;
     }
@@ -131,7 +142,7 @@ hearth_status hearth_decode_batch(hearth_context *c, const hearth_batch *b) {
         const int32_t s = c->row0[t] / (int32_t)c->n_ctx_seq;
         if ((uint32_t)c->pos[t] < c->seq_len[s]) c->seq_len[s] = (uint32_t)c->pos[t];
     }
-    HL_TRY(run_pass(c, b->token, b->n_tokens, n_out));
+    HL_TRY(run_batch(c, b->token, b->n_tokens, n_out));
     for (int32_t t = 0; t < b->n_tokens; t++) {
         const int32_t s = c->row0[t] / (int32_t)c->n_ctx_seq;
         if ((uint32_t)c->pos[t] + 1 > c->seq_len[s]) c->seq_len[s] = (uint32_t)c->pos[t] + 1;

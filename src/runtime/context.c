@@ -1,8 +1,11 @@
 /* Inference context: the KV cache and every activation buffer, planned at
- * creation for n_batch tokens, n_seq_max sequences and n_ctx cells, on the
- * host (CPU backend) and on each GPU the model's placement uses (a compute
- * instance per device, holding the KV cache of that device's layers).
- * Decoding and the sequence calls are in batch.c. */
+ * creation for n_ubatch tokens per pass, n_seq_max sequences and n_ctx
+ * cells, on the host (CPU backend) and on each GPU the model's placement
+ * uses (a compute instance per device, holding the KV cache of that
+ * device's layers). The plan (plan_work, hl_context_plan_dev) is the one
+ * code that sizes both what creation allocates and what
+ * hearth_context_memory_plan() reports (context_memory.c). Decoding and the
+ * sequence calls are in batch.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,16 +23,17 @@
 
 hearth_context_params hearth_context_default_params(void) {
     return (hearth_context_params){.n_ctx = 0, .n_batch = 512, .n_threads = 0, .n_seq_max = 1,
-                                   .flash_attn = HEARTH_FLASH_ATTN_AUTO};
+                                   .flash_attn = HEARTH_FLASH_ATTN_AUTO, .n_ubatch = 512};
 }
 
-/* Lays out F32 activations and the F16 KV cache of the layers on device
- * `dev` (-1: host) in one block (or, with base NULL, only counts the bytes).
+/* Lays out F32 activations for n_ubatch tokens and the KV cache (types
+ * c->type_k, c->type_v) of the layers on device `dev` (-1: host) in one
+ * block at base, views in *w (or, with w NULL, only counts the bytes).
  * Returns the bytes used; *kv_bytes gets the KV cache's share. */
 static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work *w, size_t *kv_bytes) {
     const hl_hparams *hp = &c->model->hp;
     const int8_t *layer_dev = c->model->layer_dev;
-    const uint32_t n_batch = c->params.n_batch, n_ctx = c->params.n_ctx;
+    const uint32_t n_ubatch = c->params.n_ubatch, n_ctx = c->params.n_ctx;
     size_t off = 0;
     const int64_t kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     const hl_work_widths wd = {.n_embd = hp->n_embd, .q_dim = (int64_t)hp->n_head * hp->head_dim, .kv_dim = kv_dim,
@@ -39,31 +43,32 @@ static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work
 #define ACT(field, d, n)                                                                                   \
     do {                                                                                                   \
         const size_t bytes_ = (size_t)(d) * (size_t)(n) * sizeof(float);                                  \
-        w->field = (hl_tensor){.type = GGML_TYPE_F32, .ne = {(d), (n), 1, 1}, .data = base ? base + off : NULL, \
-                               .capacity = bytes_};                                                        \
+        if (w)                                                                                             \
+            w->field = (hl_tensor){.type = GGML_TYPE_F32, .ne = {(d), (n), 1, 1},                          \
+                                   .data = base ? base + off : NULL, .capacity = bytes_};                  \
         off += (bytes_ + 63) & ~(size_t)63;                                                                \
     } while (0)
-#define ACT_TOKENS(field, width) ACT(field, wd.width, n_batch);
+#define ACT_TOKENS(field, width) ACT(field, wd.width, n_ubatch);
     HL_WORK_ACTIVATIONS(ACT_TOKENS)
 #undef ACT_TOKENS
     ACT(last, hp->n_embd, c->n_out_max);
     ACT(logits, hp->n_vocab, c->n_out_max);
 #undef ACT
-    const size_t cache_bytes = (size_t)kv_dim * n_ctx * sizeof(uint16_t); /* F16 */
     const size_t act_bytes = off;
     for (int32_t il = 0; il < hp->n_layer; il++) {
         if (layer_dev[il] != dev) continue;
-        hl_tensor *caches[2] = {&w->k_cache[il], &w->v_cache[il]};
-        for (int c = 0; c < 2; c++) {
-            *caches[c] = (hl_tensor){.type = GGML_TYPE_F16, .ne = {kv_dim, n_ctx, 1, 1}, .data = base ? base + off : NULL};
-            off += cache_bytes;
+        for (int kv = 0; kv < 2; kv++) {
+            const hl_tensor cache = {.type = kv ? c->type_v : c->type_k, .ne = {kv_dim, n_ctx, 1, 1},
+                                     .data = base ? base + off : NULL};
+            if (w) (kv ? w->v_cache : w->k_cache)[il] = cache;
+            off += (hl_tensor_nbytes(&cache) + 63) & ~(size_t)63;
         }
     }
     *kv_bytes = off - act_bytes;
     return off;
 }
 
-static hearth_status resolve_params(hearth_context *c, const hearth_context_params *in) {
+hearth_status hl_context_resolve(hearth_context *c, const hearth_context_params *in) {
     const hearth_model *m = c->model;
     hearth_context_params *p = &c->params;
     *p = in ? *in : hearth_context_default_params();
@@ -85,11 +90,10 @@ static hearth_status resolve_params(hearth_context *c, const hearth_context_para
         return hl_fail(HEARTH_ERR_INVALID_ARG, "n_ctx %u cannot give each of %u sequences a cell: raise n_ctx", p->n_ctx,
                        p->n_seq_max);
     p->n_ctx = c->n_ctx_seq * p->n_seq_max;
-    if (c->n_ctx_seq > (uint32_t)m->hp.n_ctx_train)
-        HL_WARN("n_ctx %u per sequence is larger than the %d tokens the model was trained on; quality may drop past it",
-                c->n_ctx_seq, (int)m->hp.n_ctx_train);
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
+    if (p->n_ubatch == 0 || p->n_ubatch > p->n_batch) p->n_ubatch = p->n_batch; /* llama.cpp's rule */
     c->n_out_max = p->n_seq_max < p->n_batch ? p->n_seq_max : p->n_batch;
+    c->type_k = c->type_v = GGML_TYPE_F16;
     return HEARTH_OK;
 }
 
@@ -112,29 +116,55 @@ static int64_t max_matrix(const hearth_model *m, int d) {
     return best;
 }
 
+/* The scratch of the host's compute instance. */
+static hl_cpu_limits host_limits(const hearth_context *c) {
+    return (hl_cpu_limits){.n_threads = c->params.n_threads, .max_tokens = c->params.n_ubatch,
+                           .max_row = max_row(&c->model->hp), .n_ctx = c->params.n_ctx,
+                           .flash_attn = c->params.flash_attn == HEARTH_FLASH_ATTN_ON};
+}
+
+/* The scratch of GPU d's compute instance; *bytes gets its size. */
+static hl_gpu_limits gpu_limits(const hearth_context *c, int d, size_t *bytes) {
+    const hl_hparams *hp = &c->model->hp;
+    size_t gemm = (size_t)max_matrix(c->model, d) * 2;
+    if (gemm > GEMM_SCRATCH_CAP) gemm = GEMM_SCRATCH_CAP;
+    if (gemm < (size_t)max_row(hp) * 2) gemm = (size_t)max_row(hp) * 2;
+    *bytes = gemm + (size_t)c->params.n_ubatch * ((size_t)max_row(hp) * 2 + sizeof(int32_t));
+    return (hl_gpu_limits){.max_tokens = c->params.n_ubatch, .max_row = max_row(hp), .gemm_scratch_bytes = gemm};
+}
+
+void hl_context_plan_dev(const hearth_context *c, int dev, hl_ctx_plan_dev *out) {
+    size_t kv = 0;
+    out->arena = plan_work(c, dev, NULL, NULL, &kv);
+    out->kv = kv;
+    if (dev < 0) {
+        const hl_cpu_limits limits = host_limits(c);
+        out->scratch = hl_cpu_scratch_bytes(&limits);
+    } else {
+        gpu_limits(c, dev, &out->scratch);
+    }
+}
+
 /* The compute instance and buffers of GPU d; checks the device's free
  * memory first so that a context too large for it fails with the figures. */
 static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
     const hearth_model *m = c->model;
-    const hl_hparams *hp = &m->hp;
     hl_work *w = &c->gpu_work[d];
     w->k_cache = c->k_cache;
     w->v_cache = c->v_cache;
-    size_t kv = 0;
-    const size_t bytes = plan_work(c, d, NULL, w, &kv);
-    size_t gemm = (size_t)max_matrix(m, d) * 2;
-    if (gemm > GEMM_SCRATCH_CAP) gemm = GEMM_SCRATCH_CAP;
-    if (gemm < (size_t)max_row(hp) * 2) gemm = (size_t)max_row(hp) * 2;
-    const hl_gpu_limits limits = {.max_tokens = c->params.n_batch, .max_row = max_row(hp), .gemm_scratch_bytes = gemm};
-    const size_t scratch = gemm + (size_t)c->params.n_batch * ((size_t)max_row(hp) * 2 + sizeof(int32_t));
+    hl_ctx_plan_dev plan;
+    hl_context_plan_dev(c, d, &plan);
+    size_t scratch;
+    const hl_gpu_limits limits = gpu_limits(c, d, &scratch);
     hl_gpu_device dev;
     HL_TRY(hl_gpu_device_get(m->gpu_id[d], &dev));
-    if (bytes + scratch > dev.free_bytes)
+    if (plan.arena + scratch > dev.free_bytes)
         return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "the context needs %.0f MiB on %s (%.0f MiB KV cache, %.0f MiB "
-                       "buffers), %.0f MiB free: lower n_gpu_layers or n_ctx", MIB(bytes + scratch), dev.id, MIB(kv),
-                       MIB(bytes + scratch - kv), MIB(dev.free_bytes));
+                       "buffers), %.0f MiB free: lower n_gpu_layers, n_ctx or n_ubatch", MIB(plan.arena + scratch),
+                       dev.id, MIB(plan.kv), MIB(plan.arena + scratch - plan.kv), MIB(dev.free_bytes));
     HL_TRY(hl_gpu_backend_init(m->gpu_id[d], &limits, &c->gpu[d]));
-    HL_TRY(hl_buffer_alloc(c->gpu[d], bytes, &c->gpu_arena[d]));
+    HL_TRY(hl_buffer_alloc(c->gpu[d], plan.arena, &c->gpu_arena[d]));
+    size_t kv;
     plan_work(c, d, c->gpu_arena[d], w, &kv);
     *kv_total += kv;
     return HEARTH_OK;
@@ -147,6 +177,7 @@ static hearth_status init(hearth_context *c) {
     c->k_cache = hl_calloc((size_t)hp->n_layer, sizeof *c->k_cache);
     c->v_cache = hl_calloc((size_t)hp->n_layer, sizeof *c->v_cache);
     c->seq_len = hl_calloc(c->params.n_seq_max, sizeof *c->seq_len);
+    /* a batch's layout, n_batch tokens, planned whole before its n_ubatch passes run */
     c->pos = hl_calloc(c->params.n_batch, sizeof *c->pos);
     c->row0 = hl_calloc(c->params.n_batch, sizeof *c->row0);
     c->out_row = hl_calloc(c->params.n_batch, sizeof *c->out_row);
@@ -157,13 +188,14 @@ static hearth_status init(hearth_context *c) {
     w->k_cache = c->k_cache;
     w->v_cache = c->v_cache;
     size_t kv_host = 0, kv_gpu = 0;
-    const size_t bytes = plan_work(c, -1, NULL, w, &kv_host);
-    const hl_cpu_limits limits = {
-        .n_threads = c->params.n_threads, .max_tokens = c->params.n_batch, .max_row = max_row(hp), .n_ctx = c->params.n_ctx,
-        .flash_attn = c->params.flash_attn == HEARTH_FLASH_ATTN_ON};
+    hl_ctx_plan_dev plan;
+    hl_context_plan_dev(c, -1, &plan);
+    const size_t bytes = plan.arena;
+    HL_TRY(hl_context_check_host(c, &plan));
+    const hl_cpu_limits limits = host_limits(c);
     HL_TRY(hl_backend_cpu_init(&limits, &c->backend));
     if (hl_buffer_alloc(c->backend, bytes, &c->arena) != HEARTH_OK)
-        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "context needs %zu MiB (KV cache and buffers) and the allocation failed: lower n_ctx or n_batch",
+        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "context needs %zu MiB (KV cache and buffers) and the allocation failed: lower n_ctx or n_ubatch",
                        bytes >> 20);
     plan_work(c, -1, c->arena, w, &kv_host);
     char devices[HL_MAX_GPUS * 26] = "";
@@ -176,9 +208,13 @@ static hearth_status init(hearth_context *c) {
         HL_INFO("offloaded %d/%d layers to %s (%.1f MiB weights, %.1f MiB KV)", (int)m->n_gpu_layers,
                 (int)hp->n_layer + 1, devices, MIB(m->gpu_bytes), MIB(kv_gpu));
     hl_pipeline_init(m, c->backend, &c->work, c->gpu, c->gpu_work, &c->pipe);
-    HL_INFO("context: n_ctx %u (%u sequences of %u), n_batch %u, n_threads %d, flash_attn %s, %.1f MiB of buffers and KV cache",
-            c->params.n_ctx, c->params.n_seq_max, c->n_ctx_seq, c->params.n_batch, (int)c->params.n_threads,
-            c->params.flash_attn == HEARTH_FLASH_ATTN_ON ? "on" : "off", MIB(bytes));
+    if (c->n_ctx_seq > (uint32_t)hp->n_ctx_train)
+        HL_WARN("n_ctx %u per sequence is larger than the %d tokens the model was trained on; quality may drop past it",
+                c->n_ctx_seq, (int)hp->n_ctx_train);
+    HL_INFO("context: n_ctx %u (%u sequences of %u), n_batch %u, n_ubatch %u, n_threads %d, flash_attn %s, %.1f MiB "
+            "of buffers and KV cache", c->params.n_ctx, c->params.n_seq_max, c->n_ctx_seq, c->params.n_batch,
+            c->params.n_ubatch, (int)c->params.n_threads, c->params.flash_attn == HEARTH_FLASH_ATTN_ON ? "on" : "off",
+            MIB(bytes));
     return HEARTH_OK;
 }
 
@@ -191,7 +227,7 @@ hearth_status hearth_context_init(hearth_model *model, const hearth_context_para
     hearth_context *c = hl_calloc(1, sizeof *c);
     if (!c) return HEARTH_ERR_OUT_OF_MEMORY;
     c->model = model;
-    hearth_status st = resolve_params(c, params);
+    hearth_status st = hl_context_resolve(c, params);
     if (st == HEARTH_OK) st = init(c);
     if (st != HEARTH_OK) {
         hearth_context_free(c);

@@ -28,6 +28,26 @@ struct hearth_context {
     int32_t *out_row;              /* [n_batch] the output row of each batch token, -1: none */
     int32_t n_last;                /* tokens of the last batch (hearth_get_logits_ith's range) */
     int32_t last_row;              /* output row hearth_get_logits() reads, -1: none */
+    uint32_t type_k, type_v;       /* the KV cache's ggml types (F16) */
 };
+
+/* What a context allocates on one device (-1: the host), planned by
+ * context.c's one planner for both creation and hearth_context_memory_plan. */
+typedef struct hl_ctx_plan_dev {
+    size_t arena;   /* one allocation: activations of an n_ubatch pass, output rows, the KV cache of its layers */
+    size_t kv;      /* the KV cache's share of arena */
+    size_t scratch; /* the device's compute instance's own scratch */
+} hl_ctx_plan_dev;
+
+/* Resolves `in` (NULL: the defaults) into c->params, n_ctx_seq, n_out_max
+ * and the cache types, as hearth_context_init does; c->model must be set.
+ * Errors: INVALID_ARG (the message names the parameter). */
+hearth_status hl_context_resolve(hearth_context *c, const hearth_context_params *in);
+/* The plan of device `dev` of a resolved context. Pure. */
+void hl_context_plan_dev(const hearth_context *c, int dev, hl_ctx_plan_dev *out);
+/* OUT_OF_MEMORY, with the bytes needed and available, when the host's share
+ * of the plan (arena + scratch) is more than the memory available now
+ * (context_memory.c); HEARTH_OK otherwise. */
+hearth_status hl_context_check_host(const hearth_context *c, const hl_ctx_plan_dev *host);
 
 #endif

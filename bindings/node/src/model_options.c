@@ -1,6 +1,6 @@
 /* A Model's loader options -> hearth_model_params and hearth_engine_params:
  * nGpuLayers, mainGpu, splitMode, tensorSplit, useMmap, useMlock (the
- * model), nCtx, nBatch, nThreads, nSeqMax, flashAttn (its engine's context)
+ * model), nCtx, nBatch, nUbatch, nThreads, nSeqMax, flashAttn (its engine's context)
  * and chatTemplate (the engine). Left-out options keep hearth's defaults. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,10 +104,12 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
     hearth_model_params *mp = &o->mp;
     hearth_engine_params *ep = &o->ep;
     int32_t n_ctx = (int32_t)ep->ctx.n_ctx, n_batch = (int32_t)ep->ctx.n_batch, n_seq = (int32_t)ep->ctx.n_seq_max;
+    int32_t n_ubatch = (int32_t)ep->ctx.n_ubatch;
     bool ok = hn_opt_int(env, opts, "nGpuLayers", -1, INT32_MAX, &mp->n_gpu_layers) &&
               hn_opt_int(env, opts, "mainGpu", 0, INT32_MAX, &mp->main_gpu) && read_split_mode(env, opts, &mp->split_mode) &&
               hn_opt_bool(env, opts, "useMmap", &mp->use_mmap) && hn_opt_bool(env, opts, "useMlock", &mp->use_mlock) &&
               hn_opt_int(env, opts, "nCtx", 0, 1 << 24, &n_ctx) && hn_opt_int(env, opts, "nBatch", 1, INT32_MAX, &n_batch) &&
+              hn_opt_int(env, opts, "nUbatch", 1, INT32_MAX, &n_ubatch) &&
               hn_opt_int(env, opts, "nThreads", 0, 1024, &ep->ctx.n_threads) &&
               hn_opt_int(env, opts, "nSeqMax", 1, 256, &n_seq) && read_flash_attn(env, opts, &ep->ctx.flash_attn) &&
               read_string(env, opts, "chatTemplate", &o->chat_template) &&
@@ -116,6 +118,7 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
     mp->devices = o->devices;
     ep->ctx.n_ctx = (uint32_t)n_ctx * (uint32_t)n_seq; /* nCtx is each request's context */
     ep->ctx.n_batch = (uint32_t)n_batch;
+    ep->ctx.n_ubatch = (uint32_t)n_ubatch;
     ep->ctx.n_seq_max = (uint32_t)n_seq;
     mp->tensor_split = o->split;
     return ok;

@@ -67,7 +67,10 @@ class Model:
             GPU the model runs on the CPU (``gpu_layers`` then reads 0).
         n_ctx: the context of each request in tokens (prompt plus generated
             text); None: the model's training context, capped at 4096.
-        n_batch: the most tokens one forward pass takes (default 512).
+        n_batch: the most tokens one engine step decodes (default 512).
+        n_ubatch: the most tokens of one forward pass (default 512; at most
+            n_batch): a step of more runs in passes of n_ubatch, and the
+            activation buffers are sized for it (llama.cpp's --ubatch-size).
         n_threads: CPU threads; None: the physical cores.
         main_gpu: the index, among the devices used, for single-device loads.
         tensor_split: per-GPU proportions of the offloaded layers (a sequence
@@ -112,7 +115,8 @@ class Model:
                  tensor_split: Optional[Sequence[float]] = None, use_mmap: bool = True, use_mlock: bool = False,
                  chat_template: Optional[str] = None, n_seq_max: int = 4,
                  flash_attn: Union[None, bool, str] = None, devices: Optional[str] = None,
-                 progress: Optional[Callable[[Dict[str, Any]], Optional[bool]]] = None) -> None:
+                 progress: Optional[Callable[[Dict[str, Any]], Optional[bool]]] = None,
+                 n_ubatch: int = 512) -> None:
         _check_int("n_gpu_layers", n_gpu_layers, -1)
         _check_int("main_gpu", main_gpu, 0)
         self._engine = _hearth.open(
@@ -121,7 +125,8 @@ class Model:
             use_mmap=bool(use_mmap), use_mlock=bool(use_mlock), n_ctx=_check_int("n_ctx", n_ctx, 1, True),
             n_batch=_check_int("n_batch", n_batch, 1), n_threads=_check_int("n_threads", n_threads, 1, True),
             n_seq_max=_check_int("n_seq_max", n_seq_max, 1), chat_template=chat_template,
-            flash_attn=_flash_attn(flash_attn), devices=devices, progress=progress)
+            flash_attn=_flash_attn(flash_attn), devices=devices, progress=progress,
+            n_ubatch=_check_int("n_ubatch", n_ubatch, 1))
         self.path = os.fspath(path)
         self._info: Dict[str, Any] = self._engine.info()
         self._chat_template = chat_template

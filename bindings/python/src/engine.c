@@ -68,22 +68,22 @@ static bool progress_to_python(const hearth_progress *p, void *user) {
 
 /* _hearth.open(path, n_gpu_layers, main_gpu, tensor_split, use_mmap,
  * use_mlock, n_ctx, n_batch, n_threads, n_seq_max, chat_template,
- * flash_attn, devices, progress) -> Engine.
+ * flash_attn, devices, progress, n_ubatch) -> Engine.
  * n_ctx is per sequence (each request's context); 0 for the engine's default. */
 PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     (void)module;
     static char *names[] = {"path", "n_gpu_layers", "main_gpu", "tensor_split", "use_mmap", "use_mlock", "n_ctx",
-                            "n_batch", "n_threads", "n_seq_max", "chat_template", "flash_attn", "devices", "progress", NULL};
+                            "n_batch", "n_threads", "n_seq_max", "chat_template", "flash_attn", "devices", "progress", "n_ubatch", NULL};
     PyObject *path_obj, *split = Py_None, *progress = Py_None;
     hearth_model_params mp = hearth_model_default_params();
     hearth_engine_params ep = hearth_engine_default_params();
     unsigned int n_ctx = 0;
     int use_mmap = 1, use_mlock = 0;
     const char *tmpl = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iiOppIIiIzizO", names, PyUnicode_FSConverter, &path_obj, &mp.n_gpu_layers,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iiOppIIiIzizOI", names, PyUnicode_FSConverter, &path_obj, &mp.n_gpu_layers,
                                      &mp.main_gpu, &split, &use_mmap, &use_mlock, &n_ctx, &ep.ctx.n_batch,
                                      &ep.ctx.n_threads, &ep.ctx.n_seq_max, &tmpl, &ep.ctx.flash_attn,
-                                     &mp.devices, &progress))
+                                     &mp.devices, &progress, &ep.ctx.n_ubatch))
         return NULL;
     hearth_fetch_params fp = hearth_fetch_default_params();
     if (progress != Py_None) {

@@ -146,6 +146,43 @@ static const hl_backend_i cpu_iface = {
     .synchronize = cpu_synchronize,
 };
 
+/* The scratch buffers an instance with these limits allocates, in bytes:
+ * hl_backend_cpu_init allocates exactly these, hl_cpu_scratch_bytes sums
+ * them (a context's memory plan). */
+typedef struct cpu_scratch {
+    size_t act, aux, panels, scores, probs, positions; /* positions: each of pos, row0, run */
+    size_t fa_ws, fa_blocks, fa_partial, fa_done;      /* the tiled attention's (flash_attn only) */
+} cpu_scratch;
+
+static cpu_scratch scratch_sizes(const hl_cpu_limits *limits) {
+    const size_t n = (size_t)limits->n_threads, tokens = (size_t)limits->max_tokens;
+    cpu_scratch s = {
+        .act = tokens * (size_t)limits->max_row * 2,
+        .aux = tokens * (size_t)(limits->max_row / HL_QK + 1) * sizeof(hl_act_aux),
+        .panels = n * HL_PANEL_BYTES(limits->max_row),
+        .positions = tokens * sizeof(int32_t),
+    };
+    if (!limits->flash_attn) {
+        s.scores = n * (size_t)limits->n_ctx * sizeof(float);
+        s.probs = n * (size_t)limits->n_ctx * sizeof(hl_half);
+    } else {
+        /* the chunks of split tasks: 512 KiB per thread holds those of a
+         * decode (HL_CPU_FLASH_SPLIT_TASKS tasks of a few rows) at depth 32k */
+        s.fa_ws = n * hl_cpu_flash_ws_floats() * sizeof(float);
+        s.fa_blocks = (tokens + 1) * sizeof(int32_t);
+        s.fa_partial = n * 131072 * sizeof(float);
+        s.fa_done = n * HL_CPU_FLASH_SPLIT_TASKS * sizeof(_Atomic int);
+    }
+    return s;
+}
+
+size_t hl_cpu_scratch_bytes(const hl_cpu_limits *limits) {
+    if (limits->max_tokens == 0) return 0;
+    const cpu_scratch s = scratch_sizes(limits);
+    return s.act + s.aux + s.panels + s.scores + s.probs + 3 * s.positions + s.fa_ws + s.fa_blocks + s.fa_partial +
+           s.fa_done;
+}
+
 hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out) {
     *out = NULL;
     if (limits->max_tokens < 0 ||
@@ -168,27 +205,20 @@ hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out)
     }
     b->limits = (hl_backend_limits){.max_tokens = limits->max_tokens, .max_row = limits->max_row, .max_span = limits->n_ctx};
     hearth_status st = hl_pool_init(limits->n_threads, &cpu->pool);
-    size_t act_bytes = (size_t)limits->max_tokens * (size_t)limits->max_row * 2;
-    size_t score_bytes = (size_t)limits->n_threads * (size_t)limits->n_ctx * sizeof(float);
-    size_t aux_bytes = (size_t)limits->max_tokens * (size_t)(limits->max_row / HL_QK + 1) * sizeof(hl_act_aux);
-    size_t panel_bytes = (size_t)limits->n_threads * HL_PANEL_BYTES(limits->max_row);
-    if (st == HEARTH_OK) st = cpu_alloc(b, act_bytes, (void **)&cpu->act);
-    if (st == HEARTH_OK) st = cpu_alloc(b, aux_bytes, &cpu->act_aux);
-    if (st == HEARTH_OK) st = cpu_alloc(b, panel_bytes, (void **)&cpu->panels);
-    if (st == HEARTH_OK && !limits->flash_attn) st = cpu_alloc(b, score_bytes, (void **)&cpu->scores);
-    if (st == HEARTH_OK && !limits->flash_attn) st = cpu_alloc(b, score_bytes / 2, (void **)&cpu->probs);
+    const cpu_scratch sz = scratch_sizes(limits);
+    if (st == HEARTH_OK) st = cpu_alloc(b, sz.act, (void **)&cpu->act);
+    if (st == HEARTH_OK) st = cpu_alloc(b, sz.aux, &cpu->act_aux);
+    if (st == HEARTH_OK) st = cpu_alloc(b, sz.panels, (void **)&cpu->panels);
+    if (st == HEARTH_OK && !limits->flash_attn) st = cpu_alloc(b, sz.scores, (void **)&cpu->scores);
+    if (st == HEARTH_OK && !limits->flash_attn) st = cpu_alloc(b, sz.probs, (void **)&cpu->probs);
     int32_t **positions[] = {&cpu->pos, &cpu->row0, &cpu->run};
-    for (size_t i = 0; i < 3 && st == HEARTH_OK; i++)
-        st = cpu_alloc(b, (size_t)limits->max_tokens * sizeof(int32_t), (void **)positions[i]);
+    for (size_t i = 0; i < 3 && st == HEARTH_OK; i++) st = cpu_alloc(b, sz.positions, (void **)positions[i]);
     if (limits->flash_attn) {
-        /* the chunks of split tasks: 512 KiB per thread holds those of a
-         * decode (HL_CPU_FLASH_SPLIT_TASKS tasks of a few rows) at depth 32k */
-        const size_t n = (size_t)limits->n_threads;
-        cpu->fa_partial_floats = n * 131072;
-        if (st == HEARTH_OK) st = cpu_alloc(b, n * hl_cpu_flash_ws_floats() * sizeof(float), (void **)&cpu->fa_ws);
-        if (st == HEARTH_OK) st = cpu_alloc(b, (size_t)(limits->max_tokens + 1) * sizeof(int32_t), (void **)&cpu->fa_blocks);
-        if (st == HEARTH_OK) st = cpu_alloc(b, cpu->fa_partial_floats * sizeof(float), (void **)&cpu->fa_partial);
-        if (st == HEARTH_OK) st = cpu_alloc(b, n * HL_CPU_FLASH_SPLIT_TASKS * sizeof(_Atomic int), (void **)&cpu->fa_done);
+        cpu->fa_partial_floats = sz.fa_partial / sizeof(float);
+        if (st == HEARTH_OK) st = cpu_alloc(b, sz.fa_ws, (void **)&cpu->fa_ws);
+        if (st == HEARTH_OK) st = cpu_alloc(b, sz.fa_blocks, (void **)&cpu->fa_blocks);
+        if (st == HEARTH_OK) st = cpu_alloc(b, sz.fa_partial, (void **)&cpu->fa_partial);
+        if (st == HEARTH_OK) st = cpu_alloc(b, sz.fa_done, (void **)&cpu->fa_done);
     }
     if (st != HEARTH_OK) {
         hl_backend_cpu_free(b);
