@@ -141,7 +141,7 @@ int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_con
         const char *s, *l;
         long lo, hi;
     } opts[] = {{"-t", "--threads", 1, 1024}, {"-c", "--ctx-size", 0, 1L << 24}, {"-b", "--batch-size", 1, 1L << 20},
-                {"-ngl", "--n-gpu-layers", -1, 1L << 20}};
+                {"-ngl", "--n-gpu-layers", -1, 1L << 20}, {"-ub", "--ubatch-size", 1, 1L << 20}};
     for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
         if (strcmp(a, opts[k].s) && strcmp(a, opts[k].l)) continue;
         long v;
@@ -154,7 +154,8 @@ int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_con
         if (k == 0) ctx->n_threads = (int32_t)v;
         else if (k == 1) ctx->n_ctx = (uint32_t)v;
         else if (k == 2) ctx->n_batch = (uint32_t)v;
-        else *n_gpu_layers = v;
+        else if (k == 3) *n_gpu_layers = v;
+        else ctx->n_ubatch = (uint32_t)v;
         return 1;
     }
     return 0;

@@ -31,7 +31,7 @@ bool cli_parse_u64(const char *opt, const char *val, uint64_t *out);
  * returns false. */
 bool cli_parse_flash_attn(const char *opt, const char *val, int32_t *out);
 
-/* The options `run`, `chat` and `serve` share: -t, -c, -b, -ngl, -fa at
+/* The options `run`, `chat` and `serve` share: -t, -c, -b, -ub, -ngl, -fa at
  * argv[*i]. Returns 1 when argv[*i] is one of them (its value parsed into
  * ctx or *n_gpu_layers, *i moved past it), 0 when it is not, -2 after
  * printing the error (a missing or bad value; `cmd` names the --help). */

@@ -1,6 +1,7 @@
 /* `hearth info [MODEL]`: version, build features (SIMD level, backends) and
  * the devices found with the weight types each multiplies; with MODEL, the
- * model's facts and metadata. */
+ * model's facts and the memory a context of the given -c/-b/-ub/-np/-fa
+ * needs (hearth_context_memory_plan), before any is made. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,7 +42,34 @@ static void print_devices(void) {
            hearth_supports_mmap() ? "yes" : "no", hearth_supports_mlock() ? "yes" : "no");
 }
 
-static int print_model(const char *path, int32_t n_gpu_layers) {
+/* "18.3 GiB", "512.0 MiB" */
+static const char *fmt_bytes(uint64_t b, char buf[24]) {
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    for (; v >= 1024 && u < 4; u++) v /= 1024;
+    snprintf(buf, 24, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+/* What a context with cp needs, per device and in all. */
+static int print_memory(const hearth_model *m, const hearth_context_params *cp) {
+    hearth_context_memory mem;
+    if (hearth_context_memory_plan(m, cp, &mem) != HEARTH_OK) return cli_fail("context");
+    char w[24], kv[24], c[24], t[24], a[24];
+    printf("context: n_ctx %u, n_batch %u, n_ubatch %u, n_seq_max %u, KV cache %s/%s\n", mem.n_ctx, mem.n_batch,
+           mem.n_ubatch, mem.n_seq_max, mem.type_k, mem.type_v);
+    for (int32_t i = 0; i < mem.n_devices; i++) {
+        const hearth_memory_device *d = &mem.device[i];
+        printf("  %s: weights %s, KV cache %s, compute %s (%s available)\n", d->id, fmt_bytes(d->weights, w),
+               fmt_bytes(d->kv_cache, kv), fmt_bytes(d->compute, c), fmt_bytes(d->available, a));
+    }
+    printf("  total: %s (weights %s, KV cache %s, compute %s)\n", fmt_bytes(mem.total, t), fmt_bytes(mem.weights, w),
+           fmt_bytes(mem.kv_cache, kv), fmt_bytes(mem.compute, c));
+    return 0;
+}
+
+static int print_model(const char *path, int32_t n_gpu_layers, const hearth_context_params *cp) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = n_gpu_layers;
     hearth_model *m;
@@ -56,27 +84,38 @@ static int print_model(const char *path, int32_t n_gpu_layers) {
     printf("  n_layer: %d\n  n_embd: %d\n  n_vocab: %d\n  n_ctx_train: %d\n", (int)hearth_model_n_layer(m),
            (int)hearth_model_n_embd(m), (int)hearth_model_n_vocab(m), (int)hearth_model_n_ctx_train(m));
     printf("  layers on GPU: %d\n", (int)hearth_model_n_gpu_layers(m));
+    const int rc = print_memory(m, cp);
     hearth_model_free(m);
-    return 0;
+    return rc;
 }
 
 int cmd_info(int argc, char **argv) {
     const char *model = NULL;
-    long ngl = 0;
+    long ngl = 0, n_seq = 1;
+    hearth_context_params cp = hearth_context_default_params();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: hearth info [-ngl N] [MODEL]\n\nPrints the version, build features, devices and what the "
-                   "build supports; with MODEL, the model's facts and, with -ngl N (-1 = all), how many of its layers "
-                   "a load places on the GPU.\n");
+            printf("usage: hearth info [MODEL [-ngl N] [-c N] [-b N] [-ub N] [-np N] [-fa MODE] [-t N]]\n\n"
+                   "Prints the version, build features, devices and what the build supports; with MODEL, the "
+                   "model's facts,\nhow many of its layers a load places on the GPU (-ngl N, -1 = all), and the "
+                   "memory a context needs\n(weights, KV cache, compute buffers; per device and in all) for the "
+                   "context options of hearth run\n(-c, -b, -ub, -fa, -t) and -np, --parallel N sequences (the "
+                   "slots of hearth serve; default 1).\n");
             return 0;
         }
-        if (!strcmp(argv[i], "-ngl") || !strcmp(argv[i], "--n-gpu-layers")) {
+        const int shared = cli_parse_ctx_opt(argc, argv, &i, "info", &cp, &ngl);
+        if (shared < 0) return 2;
+        if (shared) continue;
+        if (!strcmp(argv[i], "-np") || !strcmp(argv[i], "--parallel")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "hearth: %s needs a value\n", argv[i]);
                 return 2;
             }
-            if (!cli_parse_int(argv[i], argv[i + 1], -1, 1L << 20, &ngl)) return 2;
+            if (!cli_parse_int(argv[i], argv[i + 1], 1, 256, &n_seq)) return 2;
             i++;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "hearth: unknown option '%s'; see hearth info --help\n", argv[i]);
+            return 2;
         } else if (!model) {
             model = argv[i];
         } else {
@@ -87,5 +126,6 @@ int cmd_info(int argc, char **argv) {
     cli_log_init(false);
     printf("%s\n", hearth_build_info());
     print_devices();
-    return model ? print_model(model, (int32_t)ngl) : 0;
+    cp.n_seq_max = (uint32_t)n_seq;
+    return model ? print_model(model, (int32_t)ngl, &cp) : 0;
 }

@@ -38,6 +38,7 @@ static void serve_usage(FILE *out) {
             "  -c, --ctx-size N         KV cache over all slots, in tokens (default: each slot gets\n"
             "                           the model's context, at most 4096)\n"
             "  -b, --batch-size N       most tokens of one step (default 512)\n"
+            "  -ub, --ubatch-size N     tokens per forward pass, at most -b; a step runs in passes of it (default 512)\n"
             "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
             "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0)\n"
             "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (default: CUDA\n"
