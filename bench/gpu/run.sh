@@ -118,7 +118,11 @@ stage_check() {
 
 stage_build() {
     # shellcheck source=bench/gpu/deps.sh
-    source "$here/deps.sh" "$carry/deps" "$cache/deps" || return 1
+    source "$here/deps.sh" "$carry/deps" "$cache/deps" >"$cache/deps.report" || { cat "$cache/deps.report"; return 1; }
+    cat "$cache/deps.report"
+    # CMake caches what pkg-config found: configure afresh when the dependencies came from elsewhere last time
+    cmp -s "$cache/deps.report" "$hb/deps.report" || rm -f "$hb/CMakeCache.txt"
+    mkdir -p "$hb" && cp "$cache/deps.report" "$hb/deps.report"
     cmake -S "$top" -B "$hb" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEARTH_BUILD_TESTS=ON -DHEARTH_CUDA=ON \
         -DHEARTH_CUDA_ARCHS=90 -DHEARTH_OPENCL=OFF -DHEARTH_NODE=OFF -DHEARTH_PYTHON=OFF \
         -DCMAKE_EXE_LINKER_FLAGS="$HEARTH_DEPS_LDFLAGS" -DCMAKE_SHARED_LINKER_FLAGS="$HEARTH_DEPS_LDFLAGS" || return 1

@@ -138,11 +138,12 @@ def main():
     print()
     logs = cache / "logs"
     found = False
-    for line in read(logs / "test.log").splitlines():
+    ran = {s: read(cache / "status" / s).split("\t")[0] in ("ok", "FAIL") for s in ("test", "sanitize")}
+    for line in read(logs / "test.log").splitlines() if ran["test"] else []:
         if line.startswith("RESULT") or re.search(r"case runs passed", line):
             print(f"    {line}")
             found = True
-    for line in read(logs / "sanitize.log").splitlines():
+    for line in read(logs / "sanitize.log").splitlines() if ran["sanitize"] else []:
         if re.search(r"^---|^exit|SUMMARY|case runs passed", line):
             print(f"    {line}")
             found = True
