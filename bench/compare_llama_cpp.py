@@ -10,6 +10,11 @@ tokens decoded one at a time from an empty context; one warm-up run first;
 tok/s as the mean and sample sd over the repetitions. The table gives both
 figures and the ratio hearth / llama.cpp of the means for every model.
 
+--prompt/--gen change the test lengths, --depth D[,D...] passes -d to both
+(each test also on top of D tokens already in the context: pp512 @ d4096),
+--flash-attn 1,0 passes -fa to both (a row per value) and --ubatch N passes
+-ub; rows are matched by test, depth and flash attention.
+
 With --bandwidth GB/s (measured with bench/membw.c), it also gives the
 memory traffic of generation: weight bytes read per token (the model's
 weights: every matrix is read once per token; with tied embeddings the
@@ -38,7 +43,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = (("pp", 512), ("tg", 128))
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -71,8 +75,14 @@ def wait_for_idle(max_busy, timeout=1800):
     return busy
 
 
+def row_key(row):
+    """(test, depth, flash_attn) of a bench row: ("pp512", 4096, 1)."""
+    test = f"pp{row['n_prompt']}" if row["n_prompt"] else f"tg{row['n_gen']}"
+    return test, row.get("n_depth", 0), int(row.get("flash_attn", -1))
+
+
 def run_bench(cmd):
-    """Runs a bench command with -o json; returns ({"pp": row, "tg": row}, the
+    """Runs a bench command with -o json; returns ({row_key: row}, the
     fraction of the machine's CPU time that other processes used meanwhile)."""
     t0, b0 = cpu_times()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -83,9 +93,7 @@ def run_bench(cmd):
         raise SystemExit(f"{shlex.join(cmd)} failed ({res.returncode}):\n{res.stderr[-2000:]}")
     ours = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
     others = max(0.0, (b1 - b0) - ours) / max(t1 - t0, 1e-9)
-    rows = {}
-    for row in json.loads(res.stdout):
-        rows["pp" if row["n_prompt"] else "tg"] = row
+    rows = {row_key(row): row for row in json.loads(res.stdout)}
     return rows, others
 
 
@@ -120,8 +128,9 @@ def pool(runs):
 
 
 def bench_args(args):
-    return ["-p", str(TESTS[0][1]), "-n", str(TESTS[1][1]), "-t", str(args.threads), "-r", str(args.reps),
-            "-o", "json"]
+    extra = [*(["-d", args.depth] if args.depth else []), *(["-fa", args.flash_attn] if args.flash_attn else []),
+             *(["-ub", str(args.ubatch)] if args.ubatch else [])]
+    return ["-p", args.prompt, "-n", args.gen, *extra, "-t", str(args.threads), "-r", str(args.reps), "-o", "json"]
 
 
 def cpu_model():
@@ -141,21 +150,25 @@ def weight_type(row):
 
 
 def print_table(results, bandwidth):
-    head = "| model | type | size (MiB) | test | hearth t/s | llama.cpp t/s | hearth / llama.cpp |"
-    rule = "| --- | --- | ---: | --- | ---: | ---: | ---: |"
+    head = "| model | type | size (MiB) | test | fa | hearth t/s | llama.cpp t/s | hearth / llama.cpp |"
+    rule = "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |"
     if bandwidth:
         head += " hearth GB/s (% of bw) | llama.cpp GB/s (% of bw) |"
         rule += " ---: | ---: |"
     print(head)
     print(rule)
     for model, ours, ref in results:
-        for name, n in TESTS:
-            h, l = ours[name], ref[name]
+        missing = set(ours) ^ set(ref)
+        if missing:
+            raise SystemExit(f"rows of one engine only: {sorted(missing)}")
+        for key in ours:
+            (test, depth, fa), h, l = key, ours[key], ref[key]
             (hm, hs), (lm, ls) = mean_sd(h), mean_sd(l)
-            line = (f"| {Path(model).name} | {weight_type(h)} | {h['model_size'] / 2**20:.1f} | {name}{n} | "
+            name = f"{test} @ d{depth}" if depth else test
+            line = (f"| {Path(model).name} | {weight_type(h)} | {h['model_size'] / 2**20:.1f} | {name} | {fa} | "
                     f"{hm:.2f} ± {hs:.2f} | {lm:.2f} ± {ls:.2f} | {hm / lm:.2f} |")
             if bandwidth:
-                if name == "tg":
+                if test.startswith("tg"):
                     gbs = [h["model_size"] * hm / 1e9, h["model_size"] * lm / 1e9]
                     line += "".join(f" {g:.1f} ({100 * g / bandwidth:.0f}%) |" for g in gbs)
                 else:
@@ -167,6 +180,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("models", nargs="*", default=[str(ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf")])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt", default="512", help="-p of both engines (default 512)")
+    ap.add_argument("--gen", default="128", help="-n of both engines (default 128)")
+    ap.add_argument("--depth", default=None, help="-d of both engines, e.g. 0,4096 (default: none)")
+    ap.add_argument("--flash-attn", default=None, help="-fa of both engines, e.g. 1,0 (default: each engine's own)")
+    ap.add_argument("--ubatch", type=int, default=None, help="-ub of both engines (default: 512, both)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--hearth", default=str(ROOT / "build/hearth"))
     ap.add_argument("--llama-bench", default=None, help="default: bench/build_llama_cpp.sh's binary")

@@ -2,14 +2,21 @@
  * llama.cpp's llama-bench measures it, and printed in its formats (markdown
  * table, JSON, CSV), so the two can be put side by side column for column.
  *
- * Method (llama-bench's, tools/llama-bench/llama-bench.cpp): each test runs
- * once untimed as a warm-up (pp: the whole prompt; tg: one token), then -r
- * times from an empty context (hearth_context_reset). ppN decodes N random
+ * Method (llama-bench's, tools/llama-bench/llama-bench.cpp): the context
+ * is first filled with the test's depth (-d: D random tokens decoded untimed
+ * as a prompt, in calls of n_batch and passes of n_ubatch; kept for the
+ * next test of the same depth, as llama-bench keeps its saved state); each
+ * test runs once untimed as a warm-up (pp: the whole prompt; tg: one token)
+ * and then -r times on top of the depth, the cache cut back to the depth
+ * before each (hearth_context_truncate keeps the depth's cells). llama-bench
+ * warms up on an empty context; here the warm-up runs at the depth, the
+ * path that is timed. ppN decodes N random
  * in-vocabulary tokens (fixed seed) in one hearth_decode call with
- * n_batch >= N; tgN decodes N random tokens one call at a time, as llama-bench
- * does (it never samples; neither do we). Only the decode calls are timed, with
- * a monotonic clock; t/s is the mean and sample standard deviation over the
- * repetitions of N / time. Results go to stdout, progress and errors to stderr. */
+ * n_batch >= N (passes of n_ubatch); tgN decodes N random tokens one call at
+ * a time, as llama-bench does (it never samples; neither do we). Only the
+ * decode calls are timed, with a monotonic clock; t/s is the mean and sample
+ * standard deviation over the repetitions of N / time. Results go to stdout,
+ * progress and errors to stderr. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,20 +25,25 @@
 
 #include "cli.h"
 
-#define MAX_LIST 16          /* values in one -p / -n list */
+#define MAX_LIST 16          /* values in one -p / -n / -d / -ub / -fa list */
 #define MAX_TOKENS (1L << 16) /* largest -p / -n */
+#define MAX_DEPTH (1L << 24)  /* largest -d: the library's largest n_ctx */
+#define N_BATCH_MIN 2048     /* n_batch at least (llama-bench's default): the depth's decode calls */
+#define N_UBATCH_DEFAULT 512
 #define TOKEN_SEED 0x5EEDu   /* the random tokens are the same on every run */
 
 typedef enum bench_format { FMT_MD, FMT_JSON, FMT_CSV } bench_format;
 
 typedef struct bench_opts {
     const char *model;
-    long n_prompt[MAX_LIST], n_gen[MAX_LIST];
-    int n_prompt_count, n_gen_count;
+    long n_prompt[MAX_LIST], n_gen[MAX_LIST], n_depth[MAX_LIST], n_ubatch[MAX_LIST];
+    int n_prompt_count, n_gen_count, n_depth_count, n_ubatch_count;
     long n_threads, reps, n_gpu_layers;
+    long n_ctx; /* -c; 0: each context as large as its longest test needs */
     int32_t flash_attn[MAX_LIST]; /* hearth_flash_attn values, a context each */
     int flash_attn_count;
     bool fa_column;               /* -fa given other than auto: the md table shows it, as llama-bench */
+    bool ub_column;               /* -ub other than 512 or several: an n_ubatch column, as llama-bench */
     bench_format format;
     bool progress, verbose;
 } bench_opts;
@@ -44,11 +56,14 @@ typedef struct bench_env {
     uint64_t model_n_params;
     char cpu_info[128];
     uint32_t n_batch;
+    char type_k[8], type_v[8]; /* the KV cache's types */
 } bench_env;
 
-/* One test (ppN or tgN) and its timings. */
+/* One test (ppN or tgN at depth n_depth) and its timings. */
 typedef struct bench_result {
     long n_prompt, n_gen; /* one of them is 0 */
+    long n_depth;         /* tokens in the context before the test */
+    long n_ubatch;
     int32_t flash_attn;   /* as asked: -1 auto, 0 off, 1 on */
     char test_time[32];   /* UTC, ISO 8601, when the test started */
     uint64_t *ns;         /* [reps] nanoseconds per repetition */
@@ -69,6 +84,10 @@ static void bench_usage(FILE *out) {
             "  -m, --model FILE         the GGUF model (or give it as the first argument)\n"
             "  -p, --n-prompt N[,N...]  prompt lengths to test; 0 = no prompt test (default 512)\n"
             "  -n, --n-gen N[,N...]     generation lengths to test; 0 = no generation test (default 128)\n"
+            "  -d, --n-depth N[,N...]   tokens in the context before each test, decoded untimed (default 0);\n"
+            "                           rows read pp512 @ d4096\n"
+            "  -ub, --ubatch-size N[,N...]  tokens per forward pass (default 512); each value is a run\n"
+            "  -c, --ctx-size N         the context's length (default: the longest depth + test needs)\n"
             "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
             "  -r, --repetitions N      timed runs of each test (default 5)\n"
             "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0; no GPU backend\n"
@@ -82,13 +101,13 @@ static void bench_usage(FILE *out) {
             "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
             "  -h, --help               this help\n"
             "\n"
-            "N is at most %ld. json and csv carry llama-bench's field names plus every sample\n"
+            "N is at most %ld (-d: %ld). json and csv carry llama-bench's field names plus every sample\n"
             "(samples_ns, samples_ts).\n",
-            hearth_cpu_physical_cores(), MAX_TOKENS);
+            hearth_cpu_physical_cores(), MAX_TOKENS, MAX_DEPTH);
 }
 
-/* Parses "N[,N...]" into list[]; false (with a message) on error. */
-static bool parse_list(const char *opt, const char *val, long *list, int *count) {
+/* Parses "N[,N...]" of values in [lo, hi] into list[]; false (with a message) on error. */
+static bool parse_list(const char *opt, const char *val, long lo, long hi, long *list, int *count) {
     char buf[256];
     if (strlen(val) >= sizeof buf) {
         fprintf(stderr, "hearth: %s: the list is too long\n", opt);
@@ -104,7 +123,7 @@ static bool parse_list(const char *opt, const char *val, long *list, int *count)
             fprintf(stderr, "hearth: %s takes at most %d values\n", opt, MAX_LIST);
             return false;
         }
-        if (!cli_parse_int(opt, item, 0, MAX_TOKENS, &list[(*count)++])) return false;
+        if (!cli_parse_int(opt, item, lo, hi, &list[(*count)++])) return false;
         if (!comma) return true;
         item = comma + 1;
     }
@@ -144,9 +163,34 @@ static bool parse_flash_attn_list(const char *opt, const char *val, bench_opts *
     return true;
 }
 
+static long list_max(const long *list, int count) {
+    long m = 0;
+    for (int i = 0; i < count; i++) m = list[i] > m ? list[i] : m;
+    return m;
+}
+
+/* With -c, every test must fit on top of its depth: 0, or 2 after saying
+ * which does not. */
+static int check_ctx(const bench_opts *o) {
+    if (!o->n_ctx) return 0;
+    for (int d = 0; d < o->n_depth_count; d++)
+        for (int kind = 0; kind < 2; kind++) {
+            const long *list = kind == 0 ? o->n_prompt : o->n_gen;
+            for (int i = 0; i < (kind == 0 ? o->n_prompt_count : o->n_gen_count); i++) {
+                const long need = o->n_depth[d] + list[i];
+                if (list[i] == 0 || need <= o->n_ctx) continue;
+                fprintf(stderr, "hearth: %s%ld @ d%ld needs a context of %ld tokens, -c is %ld: raise -c or lower -d\n",
+                        kind == 0 ? "pp" : "tg", list[i], o->n_depth[d], need, o->n_ctx);
+                return 2;
+            }
+        }
+    return 0;
+}
+
 /* Returns 0 to go on, -1 after --help, otherwise the exit status. */
 static int parse_args(int argc, char **argv, bench_opts *o) {
     *o = (bench_opts){.n_prompt = {512}, .n_gen = {128}, .n_prompt_count = 1, .n_gen_count = 1,
+                      .n_depth = {0}, .n_depth_count = 1, .n_ubatch = {N_UBATCH_DEFAULT}, .n_ubatch_count = 1,
                       .n_threads = hearth_cpu_physical_cores(), .reps = 5, .flash_attn = {HEARTH_FLASH_ATTN_AUTO},
                       .flash_attn_count = 1, .format = FMT_MD};
     for (int i = 1; i < argc; i++) {
@@ -170,10 +214,20 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             o->model = val;
         } else if (IS("-p", "--n-prompt")) {
             NEED_VALUE();
-            ok = parse_list(a, val, o->n_prompt, &o->n_prompt_count);
+            ok = parse_list(a, val, 0, MAX_TOKENS, o->n_prompt, &o->n_prompt_count);
         } else if (IS("-n", "--n-gen")) {
             NEED_VALUE();
-            ok = parse_list(a, val, o->n_gen, &o->n_gen_count);
+            ok = parse_list(a, val, 0, MAX_TOKENS, o->n_gen, &o->n_gen_count);
+        } else if (IS("-d", "--n-depth")) {
+            NEED_VALUE();
+            ok = parse_list(a, val, 0, MAX_DEPTH, o->n_depth, &o->n_depth_count);
+        } else if (IS("-ub", "--ubatch-size")) {
+            NEED_VALUE();
+            ok = parse_list(a, val, 1, MAX_DEPTH, o->n_ubatch, &o->n_ubatch_count);
+            o->ub_column = o->n_ubatch_count > 1 || o->n_ubatch[0] != N_UBATCH_DEFAULT;
+        } else if (IS("-c", "--ctx-size")) {
+            NEED_VALUE();
+            ok = cli_parse_int(a, val, 1, MAX_DEPTH, &o->n_ctx);
         } else if (IS("-t", "--threads")) {
             NEED_VALUE();
             ok = cli_parse_int(a, val, 1, 1024, &o->n_threads);
@@ -213,13 +267,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         fprintf(stderr, "hearth: bench needs a MODEL file; see hearth bench --help\n");
         return 2;
     }
-    return 0;
-}
-
-static long list_max(const long *list, int count) {
-    long m = 0;
-    for (int i = 0; i < count; i++) m = list[i] > m ? list[i] : m;
-    return m;
+    return check_ctx(o);
 }
 
 /* ---------------------------------------------------------------- timing -- */
@@ -239,10 +287,23 @@ static int32_t *random_tokens(long n, int32_t n_vocab) {
     return t;
 }
 
-/* One pass of a test from an empty context: n_prompt tokens in one call, or
- * n_gen tokens one call each. Sets *ns to the time the calls took. */
-static hearth_status decode_once(hearth_context *ctx, const int32_t *tokens, long n_prompt, long n_gen, uint64_t *ns) {
+/* Fills the empty context with n_depth tokens, untimed, in decode calls of
+ * n_batch tokens as llama-bench's test_prompt does. */
+static hearth_status fill_depth(hearth_context *ctx, const int32_t *tokens, long n_depth, long n_batch) {
     hearth_context_reset(ctx);
+    hearth_status st = HEARTH_OK;
+    for (long done = 0; done < n_depth && st == HEARTH_OK; done += n_batch)
+        st = hearth_decode(ctx, tokens + done, (uint32_t)(n_depth - done < n_batch ? n_depth - done : n_batch));
+    return st;
+}
+
+/* One pass of a test on top of the first n_depth tokens of the context (the
+ * cache is cut back to them): n_prompt tokens in one call, or n_gen tokens
+ * one call each. Sets *ns to the time the calls took. */
+static hearth_status decode_once(hearth_context *ctx, const int32_t *tokens, long n_depth, long n_prompt, long n_gen,
+                                 uint64_t *ns) {
+    hearth_context_truncate(ctx, (uint32_t)n_depth);
+    tokens += n_depth;
     hearth_status st = HEARTH_OK;
     double t0 = cli_now();
     if (n_prompt > 0) st = hearth_decode(ctx, tokens, (uint32_t)n_prompt);
@@ -252,24 +313,34 @@ static hearth_status decode_once(hearth_context *ctx, const int32_t *tokens, lon
     return st;
 }
 
+/* "pp512", "tg128 @ d4096" (llama-bench's test column) */
 static const char *test_name(const bench_result *r, char *buf, size_t size) {
-    snprintf(buf, size, r->n_prompt > 0 ? "pp%ld" : "tg%ld", r->n_prompt > 0 ? r->n_prompt : r->n_gen);
+    int len = snprintf(buf, size, r->n_prompt > 0 ? "pp%ld" : "tg%ld", r->n_prompt > 0 ? r->n_prompt : r->n_gen);
+    if (r->n_depth > 0) snprintf(buf + len, size - (size_t)len, " @ d%ld", r->n_depth);
     return buf;
 }
 
-/* Warm-up (the whole prompt, or one generated token, as llama-bench), then the
- * timed repetitions. Returns 0 or the exit status. */
-static int run_test(hearth_context *ctx, const int32_t *tokens, const bench_opts *o, bench_result *r) {
+/* The depth (unless the context holds it: *filled tokens of the fill),
+ * a warm-up on top of it (the whole prompt, or one generated token, as
+ * llama-bench), then the timed repetitions. Returns 0 or the exit status. */
+static int run_test(hearth_context *ctx, const int32_t *tokens, long n_batch, long *filled, const bench_opts *o,
+                    bench_result *r) {
     char name[32];
     test_name(r, name, sizeof name);
     time_t now = time(NULL);
     strftime(r->test_time, sizeof r->test_time, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    if (r->n_depth != *filled) {
+        if (o->progress) fprintf(stderr, "hearth: bench %s: depth\n", name);
+        *filled = -1;
+        if (fill_depth(ctx, tokens, r->n_depth, n_batch) != HEARTH_OK) return cli_fail(name);
+        *filled = r->n_depth;
+    }
     if (o->progress) fprintf(stderr, "hearth: bench %s: warm-up\n", name);
     uint64_t ns;
-    if (decode_once(ctx, tokens, r->n_prompt, r->n_gen > 0 ? 1 : 0, &ns) != HEARTH_OK) return cli_fail(name);
+    if (decode_once(ctx, tokens, r->n_depth, r->n_prompt, r->n_gen > 0 ? 1 : 0, &ns) != HEARTH_OK) return cli_fail(name);
     for (long i = 0; i < r->reps; i++) {
         if (o->progress) fprintf(stderr, "hearth: bench %s: run %ld/%ld\n", name, i + 1, r->reps);
-        if (decode_once(ctx, tokens, r->n_prompt, r->n_gen, &r->ns[i]) != HEARTH_OK) return cli_fail(name);
+        if (decode_once(ctx, tokens, r->n_depth, r->n_prompt, r->n_gen, &r->ns[i]) != HEARTH_OK) return cli_fail(name);
     }
     return 0;
 }
@@ -294,12 +365,14 @@ static void mean_sd(const bench_result *r, bool ts, double *mean, double *sd) {
 
 /* ---------------------------------------------------------------- output -- */
 
-/* llama-bench's columns; fa (width 3) after threads when -fa was given. */
+/* llama-bench's columns; n_ubatch (width 8) and fa (width 3) after threads
+ * when -ub / -fa were given. */
 static void md_header(const bench_opts *o) {
-    printf("| %-30s | %10s | %10s | %-10s | %7s |%s %15s | %20s |\n", "model", "size", "params", "backend", "threads",
-           o->fa_column ? "  fa |" : "", "test", "t/s");
-    printf("| %s | %s | %s | %s | %s |%s %s | %s |\n", "------------------------------", "---------:", "---------:",
-           "----------", "------:", o->fa_column ? " --: |" : "", "--------------:", "-------------------:");
+    printf("| %-30s | %10s | %10s | %-10s | %7s |%s%s %15s | %20s |\n", "model", "size", "params", "backend", "threads",
+           o->ub_column ? " n_ubatch |" : "", o->fa_column ? "  fa |" : "", "test", "t/s");
+    printf("| %s | %s | %s | %s | %s |%s%s %s | %s |\n", "------------------------------", "---------:", "---------:",
+           "----------", "------:", o->ub_column ? " -------: |" : "", o->fa_column ? " --: |" : "", "--------------:",
+           "-------------------:");
 }
 
 static void md_row(const bench_env *e, const bench_opts *o, const bench_result *r) {
@@ -313,10 +386,11 @@ static void md_row(const bench_env *e, const bench_opts *o, const bench_result *
     mean_sd(r, true, &mean, &sd);
     snprintf(ts, sizeof ts, "%.2f ± %.2f", mean, sd);
     /* "±" is two bytes in UTF-8: one more byte of width keeps the column */
-    char fa[16] = "";
+    char fa[16] = "", ub[16] = "";
     if (o->fa_column) snprintf(fa, sizeof fa, " %3d |", (int)r->flash_attn);
-    printf("| %-30s | %10s | %10s | %-10s | %7ld |%s %15s | %21s |\n", e->model_type, size, params, "CPU", o->n_threads,
-           fa, test_name(r, name, sizeof name), ts);
+    if (o->ub_column) snprintf(ub, sizeof ub, " %8ld |", r->n_ubatch);
+    printf("| %-30s | %10s | %10s | %-10s | %7ld |%s%s %15s | %21s |\n", e->model_type, size, params, "CPU",
+           o->n_threads, ub, fa, test_name(r, name, sizeof name), ts);
 }
 
 /* A JSON string literal: quotes, backslashes and control characters escaped. */
@@ -350,13 +424,13 @@ static void print_samples(const bench_result *r, bool ts) {
 }
 
 /* The fields of one result, named as llama-bench names them, as strings. */
-enum { N_FIELDS = 20, FIELD_LEN = 4096 }; /* a path fits */
+enum { N_FIELDS = 22, FIELD_LEN = 4096 }; /* a path fits */
 static const char *const field_names[N_FIELDS] = {
     "build_info", "cpu_info", "backends", "model_filename", "model_type", "model_size", "model_n_params",
-    "n_batch", "n_threads", "n_gpu_layers", "type_k", "type_v", "n_prompt", "n_gen", "test_time",
-    "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "flash_attn"};
+    "n_batch", "n_ubatch", "n_threads", "n_gpu_layers", "type_k", "type_v", "n_prompt", "n_gen", "n_depth",
+    "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "flash_attn"};
 /* the fields that are strings in JSON */
-static const bool field_is_str[N_FIELDS] = {[0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [10] = 1, [11] = 1, [14] = 1};
+static const bool field_is_str[N_FIELDS] = {[0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [11] = 1, [12] = 1, [16] = 1};
 
 static void field_values(const bench_env *e, const bench_opts *o, const bench_result *r, char v[N_FIELDS][FIELD_LEN]) {
     double avg_ns, sd_ns, avg_ts, sd_ts;
@@ -370,18 +444,20 @@ static void field_values(const bench_env *e, const bench_opts *o, const bench_re
     snprintf(v[5], FIELD_LEN, "%llu", (unsigned long long)e->model_size);
     snprintf(v[6], FIELD_LEN, "%llu", (unsigned long long)e->model_n_params);
     snprintf(v[7], FIELD_LEN, "%u", e->n_batch);
-    snprintf(v[8], FIELD_LEN, "%ld", o->n_threads);
-    snprintf(v[9], FIELD_LEN, "%ld", o->n_gpu_layers);
-    snprintf(v[10], FIELD_LEN, "f16"); /* the KV cache */
-    snprintf(v[11], FIELD_LEN, "f16");
-    snprintf(v[12], FIELD_LEN, "%ld", r->n_prompt);
-    snprintf(v[13], FIELD_LEN, "%ld", r->n_gen);
-    snprintf(v[14], FIELD_LEN, "%s", r->test_time);
-    snprintf(v[15], FIELD_LEN, "%.0f", avg_ns);
-    snprintf(v[16], FIELD_LEN, "%.0f", sd_ns);
-    snprintf(v[17], FIELD_LEN, "%.6f", avg_ts);
-    snprintf(v[18], FIELD_LEN, "%.6f", sd_ts);
-    snprintf(v[19], FIELD_LEN, "%d", (int)r->flash_attn);
+    snprintf(v[8], FIELD_LEN, "%ld", r->n_ubatch);
+    snprintf(v[9], FIELD_LEN, "%ld", o->n_threads);
+    snprintf(v[10], FIELD_LEN, "%ld", o->n_gpu_layers);
+    snprintf(v[11], FIELD_LEN, "%s", e->type_k);
+    snprintf(v[12], FIELD_LEN, "%s", e->type_v);
+    snprintf(v[13], FIELD_LEN, "%ld", r->n_prompt);
+    snprintf(v[14], FIELD_LEN, "%ld", r->n_gen);
+    snprintf(v[15], FIELD_LEN, "%ld", r->n_depth);
+    snprintf(v[16], FIELD_LEN, "%s", r->test_time);
+    snprintf(v[17], FIELD_LEN, "%.0f", avg_ns);
+    snprintf(v[18], FIELD_LEN, "%.0f", sd_ns);
+    snprintf(v[19], FIELD_LEN, "%.6f", avg_ts);
+    snprintf(v[20], FIELD_LEN, "%.6f", sd_ts);
+    snprintf(v[21], FIELD_LEN, "%d", (int)r->flash_attn);
 }
 
 static void json_row(const bench_env *e, const bench_opts *o, const bench_result *r, bool first) {
@@ -464,12 +540,14 @@ typedef struct bench_state {
     uint64_t *ns;
 } bench_state;
 
-/* The context of one -fa value: room for the longest test, the whole prompt in one batch. */
-static hearth_context_params context_params(const bench_opts *o, int32_t flash_attn) {
+/* The context of one -ub and -fa value: room for the deepest, longest test
+ * (or -c), the whole prompt in one decode call. */
+static hearth_context_params context_params(const bench_opts *o, long n_ubatch, int32_t flash_attn) {
     const long max_p = list_max(o->n_prompt, o->n_prompt_count), max_n = list_max(o->n_gen, o->n_gen_count);
     hearth_context_params cp = hearth_context_default_params();
-    cp.n_ctx = (uint32_t)(max_p > max_n ? max_p : max_n);
-    cp.n_batch = max_p > 0 ? (uint32_t)max_p : 1;
+    cp.n_ctx = (uint32_t)(o->n_ctx ? o->n_ctx : list_max(o->n_depth, o->n_depth_count) + (max_p > max_n ? max_p : max_n));
+    cp.n_batch = (uint32_t)(max_p > N_BATCH_MIN ? max_p : N_BATCH_MIN);
+    cp.n_ubatch = (uint32_t)n_ubatch;
     cp.n_threads = (int32_t)o->n_threads;
     cp.flash_attn = flash_attn;
     return cp;
@@ -479,7 +557,9 @@ static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
     if (cli_model_load(o->model, &mp, &s->model)) return 1;
-    const hearth_context_params cp = context_params(o, HEARTH_FLASH_ATTN_AUTO);
+    const hearth_context_params cp = context_params(o, o->n_ubatch[0], HEARTH_FLASH_ATTN_AUTO);
+    hearth_context_memory mem;
+    if (hearth_context_memory_plan(s->model, &cp, &mem) != HEARTH_OK) return cli_fail("context");
     s->tokens = random_tokens((long)cp.n_ctx, hearth_model_n_vocab(s->model));
     s->ns = malloc((size_t)o->reps * sizeof *s->ns);
     if (!s->tokens || !s->ns) {
@@ -488,37 +568,44 @@ static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
     }
     *e = (bench_env){.model_path = o->model, .model_type = hearth_model_desc(s->model),
                      .model_size = hearth_model_size(s->model), .model_n_params = hearth_model_n_params(s->model),
-                     .n_batch = cp.n_batch};
+                     .n_batch = mem.n_batch};
+    snprintf(e->type_k, sizeof e->type_k, "%s", mem.type_k);
+    snprintf(e->type_v, sizeof e->type_v, "%s", mem.type_v);
     cpu_name(e->cpu_info, sizeof e->cpu_info);
     return 0;
 }
 
-/* For each -fa value (a context each), runs every ppN, then every tgN
- * (llama-bench's order), printing each row as soon as it is measured. */
+/* For each -ub and -fa value (a context each) and each depth, runs every
+ * ppN, then every tgN (llama-bench's order), printing each row as soon as
+ * it is measured. */
 static int bench(const bench_opts *o, bench_state *s) {
     bench_env e;
     int rc = setup(o, s, &e);
     if (rc) return rc;
-    print_header(o);
-    bool first = true;
-    for (int f = 0; f < o->flash_attn_count; f++) {
-        hearth_context_free(s->ctx);
-        s->ctx = NULL;
-        const hearth_context_params cp = context_params(o, o->flash_attn[f]);
-        if (hearth_context_init(s->model, &cp, &s->ctx) != HEARTH_OK) return cli_fail("context");
-        for (int kind = 0; kind < 2; kind++) {
-            const long *list = kind == 0 ? o->n_prompt : o->n_gen;
-            const int count = kind == 0 ? o->n_prompt_count : o->n_gen_count;
-            for (int i = 0; i < count; i++) {
-                if (list[i] == 0) continue;
-                bench_result r = {.n_prompt = kind == 0 ? list[i] : 0, .n_gen = kind == 1 ? list[i] : 0,
-                                  .flash_attn = o->flash_attn[f], .ns = s->ns, .reps = o->reps};
-                if ((rc = run_test(s->ctx, s->tokens, o, &r))) return rc;
-                print_result(&e, o, &r, first);
-                first = false;
-            }
+    bool first = true; /* the header waits for the first context: a failure prints only its line */
+    for (int u = 0; u < o->n_ubatch_count; u++)
+        for (int f = 0; f < o->flash_attn_count; f++) {
+            hearth_context_free(s->ctx);
+            s->ctx = NULL;
+            const hearth_context_params cp = context_params(o, o->n_ubatch[u], o->flash_attn[f]);
+            if (hearth_context_init(s->model, &cp, &s->ctx) != HEARTH_OK) return cli_fail("context");
+            if (first) print_header(o);
+            long filled = 0; /* the depth the context holds */
+            for (int d = 0; d < o->n_depth_count; d++)
+                for (int kind = 0; kind < 2; kind++) {
+                    const long *list = kind == 0 ? o->n_prompt : o->n_gen;
+                    const int count = kind == 0 ? o->n_prompt_count : o->n_gen_count;
+                    for (int i = 0; i < count; i++) {
+                        if (list[i] == 0) continue;
+                        bench_result r = {.n_prompt = kind == 0 ? list[i] : 0, .n_gen = kind == 1 ? list[i] : 0,
+                                          .n_depth = o->n_depth[d], .n_ubatch = o->n_ubatch[u],
+                                          .flash_attn = o->flash_attn[f], .ns = s->ns, .reps = o->reps};
+                        if ((rc = run_test(s->ctx, s->tokens, (long)cp.n_batch, &filled, o, &r))) return rc;
+                        print_result(&e, o, &r, first);
+                        first = false;
+                    }
+                }
         }
-    }
     print_footer(o);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "hearth: cannot write to stdout\n");

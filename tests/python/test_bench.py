@@ -16,7 +16,8 @@ from test_cli import one_line_error
 
 TINY = ROOT / "tests/reference/tiny/tiny-q8_0.gguf"
 LLAMA_BENCH = ROOT / "third_party/llama-cpp-python-0.3.36/build/bin/llama-bench"
-BENCH_OPTIONS = ["-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-t", "--threads", "-r", "--repetitions",
+BENCH_OPTIONS = ["-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-d", "--n-depth", "-ub", "--ubatch-size",
+                 "-c", "--ctx-size", "-t", "--threads", "-r", "--repetitions",
                  "-ngl", "--n-gpu-layers", "--device", "-fa", "--flash-attn", "-o", "--output", "--progress", "-v", "--verbose", "-h", "--help"]
 MD_COLUMNS = ["model", "size", "params", "backend", "threads", "test", "t/s"]
 
@@ -110,6 +111,56 @@ def test_flash_attn_column_and_field(run_hearth):
     assert md_rows(bench(run_hearth, TINY, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "-fa", "auto"))[0] == MD_COLUMNS
 
 
+def test_depth_rows_in_every_format(run_hearth):
+    """-d 0,32: each test at each depth, named as llama-bench names them
+    ("pp16 @ d32"), with its n_depth field in json and csv."""
+    args = [TINY, "-p", "16", "-n", "4", "-d", "0,32", "-r", "1", "-t", "1"]
+    rows = md_rows(bench(run_hearth, *args))
+    assert rows[0] == MD_COLUMNS
+    assert [r[5] for r in rows[2:]] == ["pp16", "tg4", "pp16 @ d32", "tg4 @ d32"]
+    rows = json.loads(bench(run_hearth, *args, "-o", "json"))
+    assert [(r["n_prompt"], r["n_gen"], r["n_depth"]) for r in rows] == [(16, 0, 0), (0, 4, 0), (16, 0, 32), (0, 4, 32)]
+    assert all(r["n_ubatch"] == 512 and r["type_k"] == r["type_v"] == "f16" for r in rows)
+    rows = list(csv.DictReader(io.StringIO(bench(run_hearth, *args, "-o", "csv"))))
+    assert [r["n_depth"] for r in rows] == ["0", "0", "32", "32"]
+
+
+def test_ubatch_column_and_field(run_hearth):
+    """-ub 8,16: a context each, an n_ubatch column before fa (llama-bench's,
+    shown when -ub is not its default 512) and the n_ubatch field."""
+    out = bench(run_hearth, TINY, "-p", "16", "-n", "0", "-d", "24", "-r", "1", "-t", "1", "-ub", "8,16", "-fa", "off")
+    rows = md_rows(out)
+    assert rows[0] == MD_COLUMNS[:5] + ["n_ubatch", "fa"] + MD_COLUMNS[5:]
+    assert [(r[5], r[6], r[7]) for r in rows[2:]] == [("8", "0", "pp16 @ d24"), ("16", "0", "pp16 @ d24")]
+    rows = json.loads(bench(run_hearth, TINY, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "-ub", "4", "-o", "json"))
+    assert [r["n_ubatch"] for r in rows] == [4]
+
+
+def test_md_with_depth_equals_llama_bench(run_hearth):
+    if not LLAMA_BENCH.exists():
+        pytest.skip(f"{LLAMA_BENCH} not built (bench/build_llama_cpp.sh)")
+    args = ["-p", "16", "-n", "4", "-d", "0,32", "-ub", "8", "-r", "1", "-t", "1"]
+    ref = subprocess.run([str(LLAMA_BENCH), "-m", str(TINY), *args], capture_output=True, timeout=60)
+    ours = bench(run_hearth, TINY, *args)
+    assert ours.splitlines()[:2] == ref.stdout.decode().splitlines()[:2]
+    ours_rows, ref_rows = md_rows(ours), md_rows(ref.stdout.decode())
+    assert [r[6] for r in ours_rows[2:]] == [r[6] for r in ref_rows[2:]] == ["pp16", "tg4", "pp16 @ d32", "tg4 @ d32"]
+    assert [len(l) for l in ours.splitlines()[:6]] == [len(l) for l in ref.stdout.decode().splitlines()[:6]]
+
+
+def test_depth_that_does_not_fit(run_hearth, model_path):
+    """A depth past -c, or a context larger than the machine's memory (the
+    largest n_ctx on the default model: a 360 GiB KV cache), is one line."""
+    res = run_hearth("bench", TINY, "-p", "16", "-n", "4", "-d", "64", "-c", "70")
+    err = one_line_error(res)
+    assert res.returncode == 2 and "pp16 @ d64 needs a context of 80 tokens, -c is 70" in err, err
+    if os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >= 360 << 30:
+        pytest.skip("this machine holds a 360 GiB KV cache")
+    res = run_hearth("bench", model_path, "-p", "16", "-n", "0", "-d", "16777000")
+    err = one_line_error(res)
+    assert res.returncode == 1 and "the context needs 360.0 GiB (KV cache 360.0 GiB at n_ctx 16777016)" in err, err
+
+
 def test_n_gpu_layers_without_gpu_says_so_once(run_hearth):
     res = run_hearth("bench", TINY, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-ngl", "99",
                      env={**os.environ, "HEARTH_FORCE_CPU": "1"})
@@ -138,6 +189,10 @@ def test_progress_goes_to_stderr(run_hearth):
     (["-ngl", "-2"], "-ngl"),
     (["-fa", "maybe"], "-fa"),
     (["-fa", "on,"], "-fa"),
+    (["-d", "-1"], "-d"),
+    (["-d", "16777217"], "-d"),
+    (["-ub", "0"], "-ub"),
+    (["-c", "0"], "-c"),
     (["-p", "0", "-n", "0"], "nothing to measure"),
     (["--bogus"], "unknown option"),
     (["-r"], "needs a value"),
