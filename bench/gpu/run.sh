@@ -270,8 +270,7 @@ bench_one() {
     res="$cache/results/bench-$(basename "$model" .gguf)-$test-$engine.json"
     [ -s "$res" ] && return 0
     case $test in
-        pp512) args=(-p 512 -n 0) ;;
-        tg128) args=(-p 0 -n 128) ;;
+        pp512+tg128) args=(-p 512 -n 128) ;; # one load of the model for both
         tg128@d4096) args=(-p 0 -n 128 -d 4096) ;;
     esac
     local cmd
@@ -280,7 +279,7 @@ bench_one() {
     echo "$ ${cmd[*]}" | tee -a "$cache/results/commands.txt"
     if timeout "$(tlimit 180)" "${cmd[@]}" >"$res.part" 2>>"$cache/logs/bench-stderr.log"; then
         mv "$res.part" "$res"
-        python3 -c 'import json, sys; print("  %.1f t/s" % json.load(open(sys.argv[1]))[0]["avg_ts"])' "$res"
+        python3 -c 'import json, sys; print("  " + ", ".join("%.1f t/s" % r["avg_ts"] for r in json.load(open(sys.argv[1]))))' "$res"
     else
         echo "  FAILED (exit $?; stderr in logs/bench-stderr.log)"
         mv "$res.part" "$res.failed"
@@ -289,7 +288,7 @@ bench_one() {
 }
 
 stage_bench() {
-    local fail=0 later=0 shape t m test engine tests=(pp512 tg128)
+    local fail=0 later=0 shape t m test engine tests=(pp512+tg128)
     echo "$reps" >"$cache/results/reps"
     "$hb/hearth" bench --help 2>&1 | grep -q -- '--n-depth' && tests+=(tg128@d4096) ||
         echo "note: hearth bench has no -d here: tg128 at depth 4096 not run"
@@ -353,12 +352,13 @@ run_stage() {
     [ $rc -eq 0 ]
 }
 
-# Background stages (`all`): started with their own process group, waited for
-# until the budget ends, then stopped (a next call resumes them).
+# Background stages (`all`): started with their own process group and a lower
+# CPU priority (the foreground's build and tests are the critical path),
+# waited for until the budget ends, then stopped (a next call resumes them).
 declare -A bg_pid
 bg_start() {
     set -m
-    run_stage "$1" "$2" >"$cache/logs/$1.driver.log" 2>&1 &
+    { renice -n 10 "$BASHPID" >/dev/null; run_stage "$1" "$2"; } >"$cache/logs/$1.driver.log" 2>&1 &
     bg_pid[$1]=$!
     set +m
     say "$1: started in the background"

@@ -59,15 +59,22 @@ def model_facts(cache, model_path):
     return weights, kv
 
 
+def test_name(row):
+    """pp512, tg128, tg128@d4096 ... from a row's n_prompt, n_gen, n_depth."""
+    name = f"pp{row['n_prompt']}" if row["n_prompt"] else f"tg{row['n_gen']}"
+    return name + (f"@d{row['n_depth']}" if row.get("n_depth") else "")
+
+
 def bench_rows(cache):
-    """{(model, test): {engine: row}} from results/bench-MODEL-TEST-ENGINE.json."""
+    """{(model, test): {engine: row}} from results/bench-MODEL-RUN-ENGINE.json
+    (each file holds one engine's rows of one run: pp512 and tg128, or tg128@d4096)."""
     out = {}
     for f in sorted((Path(cache) / "results").glob("bench-*.json")):
-        m = re.match(r"bench-(.+)-(pp512|tg128|tg128@d4096)-(hearth|llama\.cpp)\.json$", f.name)
+        m = re.match(r"bench-(.+)-(pp512\+tg128|tg128@d4096)-(hearth|llama\.cpp)\.json$", f.name)
         if not m:
             continue
-        rows = json.loads(f.read_text())
-        out.setdefault((m.group(1), m.group(2)), {})[m.group(3)] = rows[0]
+        for row in json.loads(f.read_text()):
+            out.setdefault((m.group(1), test_name(row)), {})[m.group(3)] = row
     return out
 
 
@@ -82,7 +89,8 @@ def speed_table(cache, bw):
     lines = ["| model | type | test | hearth t/s | llama.cpp t/s | hearth / llama.cpp | MB read / token | "
              "hearth % of copy bw | llama.cpp % of copy bw |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    order = sorted(rows, key=lambda k: (TEST_ORDER.index(k[1]), "8b" in k[0], k[0]))
+    order = sorted(rows, key=lambda k: (TEST_ORDER.index(k[1]) if k[1] in TEST_ORDER else len(TEST_ORDER), k[1],
+                                        "8b" in k[0], k[0]))
     for model, test in order:
         eng = rows[(model, test)]
         h, l = eng.get("hearth"), eng.get("llama.cpp")
@@ -98,7 +106,7 @@ def speed_table(cache, bw):
             weights, kv = facts[model]
             if weights is None:  # no file at hand: the engines' model_size (all weights, token_embd included)
                 weights, kv = (h or l)["model_size"], 0
-            depth = 4096 if test.endswith("d4096") else 0
+            depth = int(test.split("@d")[1]) if "@d" in test else 0
             per_token = weights + kv * depth
             mb = f"{per_token / 1e6:.0f}"
             if bw:
