@@ -126,7 +126,7 @@ stage_build() {
     cmake -S "$top" -B "$hb" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEARTH_BUILD_TESTS=ON -DHEARTH_CUDA=ON \
         -DHEARTH_CUDA_ARCHS=90 -DHEARTH_OPENCL=OFF -DHEARTH_NODE=OFF -DHEARTH_PYTHON=OFF \
         -DCMAKE_EXE_LINKER_FLAGS="$HEARTH_DEPS_LDFLAGS" -DCMAKE_SHARED_LINKER_FLAGS="$HEARTH_DEPS_LDFLAGS" || return 1
-    time cmake --build "$hb" -j"$jobs" || return 1
+    time timeout "$(tlimit 900)" cmake --build "$hb" -j"$jobs" || return $(($? == 124 ? 2 : 1)) # 2: stopped at the budget, resumable
     "$hb/hearth" info
     # the resource report of the kernels (registers, spills, stack) for the record
     if command -v cuobjdump >/dev/null; then
@@ -149,10 +149,10 @@ stage_llama() {
         -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON -DGGML_CUDA_NCCL=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_SERVER=ON \
         -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF || return 1
-    time cmake --build "$lb" -j"$jobs" --target llama-bench || return 1
+    time timeout "$(tlimit 900)" cmake --build "$lb" -j"$jobs" --target llama-bench || return $(($? == 124 ? 2 : 1)) # 2: stopped at the budget, resumable
     "$lb/bin/llama-bench" --list-devices 2>&1 | head
     # llama-server (issue 10 item 7, batched decode) only when it costs little: time left over
-    if [ "$(left)" -gt 300 ]; then time cmake --build "$lb" -j"$jobs" --target llama-server; fi
+    if [ "$(left)" -gt 300 ]; then time timeout "$(tlimit 300)" cmake --build "$lb" -j"$jobs" --target llama-server; fi
     return 0
 }
 
@@ -171,10 +171,11 @@ stage_models() {
             f=$(model_path "$shape" "$t")
             [ -f "$f" ] && continue
             case "$t $types" in
-                Q4_K_M*Q4_K_M*) "$hb/hearth" quantize "$(model_path "$shape" F16)" "$f" Q4_K_M -t "$jobs" || return 1 ;;
+                Q4_K_M*Q4_K_M*)
+                    timeout "$(tlimit 900)" "$hb/hearth" quantize "$(model_path "$shape" F16)" "$f" Q4_K_M -t "$jobs" || return $(($? == 124 ? 2 : 1)) ;;
                 F16*F16* | F16*Q4_K_M* | Q8_0*Q8_0*)
-                    python3 "$top/bench/make_synthetic_llama.py" --shape "$shape" --type "$t" --out "$dir" \
-                        ${HEARTH_GPU_N_LAYER:+--n-layer "$HEARTH_GPU_N_LAYER"} || return 1 ;;
+                    timeout "$(tlimit 900)" python3 "$top/bench/make_synthetic_llama.py" --shape "$shape" --type "$t" --out "$dir" \
+                        ${HEARTH_GPU_N_LAYER:+--n-layer "$HEARTH_GPU_N_LAYER"} || return $(($? == 124 ? 2 : 1)) ;;
             esac
         done
     done
@@ -318,9 +319,14 @@ stage_summary() {
 }
 
 # ---------------------------------------------------------------- driver
-est() { # seconds a stage is expected to take on a 16-core H100 machine (bench/gpu/README.md)
-    case $1 in check) echo 10 ;; build) echo 150 ;; llama) echo 330 ;; models) echo 240 ;; test) echo 120 ;;
-        membw) echo 15 ;; sanitize) echo 200 ;; bench) echo 60 ;; summary) echo 5 ;; esac
+# Seconds a stage needs to be worth starting (bench/gpu/README.md has the
+# expected times). The builds and the models resume where a call stopped them
+# (ninja; whole files), and the bench run by run, so they start whenever a
+# little time is left; the tests and the sanitizer start over, so they need
+# their whole time.
+est() {
+    case $1 in check) echo 5 ;; build | llama | models) echo 30 ;; test) echo 120 ;;
+        membw) echo 15 ;; sanitize) echo 200 ;; bench) echo 60 ;; esac
 }
 
 # Runs a stage unless `all` finds it recorded already; logs to logs/STAGE.log.
