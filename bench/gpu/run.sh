@@ -164,16 +164,25 @@ stage_models() {
         python3 -m pip install -q --no-index --no-deps --no-compile --target "$cache/site" "$carry"/wheels/*.whl || return 1
     fi
     export PYTHONPATH="$cache/site${PYTHONPATH:+:$PYTHONPATH}"
-    local shape t
+    local shape t need_gb free_gb
     for shape in $shapes; do # per shape: F16 (also what Q4_K_M is quantized from), Q4_K_M, Q8_0
         for t in F16 Q4_K_M Q8_0; do
             local f
             f=$(model_path "$shape" "$t")
             [ -f "$f" ] && continue
-            case "$t $types" in
-                Q4_K_M*Q4_K_M*)
+            case "$t $types" in Q4_K_M*Q4_K_M* | F16*F16* | F16*Q4_K_M* | Q8_0*Q8_0*) ;; *) continue ;; esac
+            # room for the file (at most the F16 size: 2.5 GB for 1B, 16.1 GB for 8B), else stop here
+            need_gb=3
+            [ "$shape" = llama-3-8b ] && need_gb=17
+            free_gb=$(df -Pk "$dir" | awk 'NR == 2 {print int($4 / 1048576)}')
+            if [ "$free_gb" -lt "$need_gb" ]; then
+                echo "FATAL: $dir has $free_gb GiB free, $(basename "$f") needs up to $need_gb: set HEARTH_GPU_MODELS or HEARTH_GPU_TYPES"
+                return 1
+            fi
+            case $t in
+                Q4_K_M)
                     timeout "$(tlimit 900)" "$hb/hearth" quantize "$(model_path "$shape" F16)" "$f" Q4_K_M -t "$jobs" || return $(($? == 124 ? 2 : 1)) ;;
-                F16*F16* | F16*Q4_K_M* | Q8_0*Q8_0*)
+                *)
                     timeout "$(tlimit 900)" python3 "$top/bench/make_synthetic_llama.py" --shape "$shape" --type "$t" --out "$dir" \
                         ${HEARTH_GPU_N_LAYER:+--n-layer "$HEARTH_GPU_N_LAYER"} || return $(($? == 124 ? 2 : 1)) ;;
             esac
