@@ -65,8 +65,10 @@ typedef struct op_case {
 
 #define MM(t, din, nt) {.op = HL_OP_MATMUL, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = nt, .max_nmse = 5e-4}
 #define GET_ROWS(t, din) {.op = HL_OP_GET_ROWS, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = 5, .max_nmse = 1e-10}
-/* each weight type: a row length of whole blocks (1, 32 or 256 elements) that is no multiple of a larger unit */
-#define WEIGHT(t, din) GET_ROWS(t, din), MM(t, din, 1), MM(t, din, 2), MM(t, din, 7), MM(t, din, 8), MM(t, din, 19),
+/* each weight type: a row length of whole blocks (1, 32 or 256 elements) that is no multiple of a larger unit;
+ * 19 and 67 tokens take the prompt paths (cuBLAS from 8 tokens, CLBlast from opencl/gemm.c GEMM_MIN_TOKENS) */
+#define WEIGHT(t, din) GET_ROWS(t, din), MM(t, din, 1), MM(t, din, 2), MM(t, din, 7), MM(t, din, 8), MM(t, din, 19), \
+    MM(t, din, 67),
 #define NORM(dd, runs, nt, inplace) \
     {.op = HL_OP_RMS_NORM, .d = dd, .rows = runs, .n = nt, .variant = inplace, .max_nmse = 1e-6}
 #define ROPE(m, rot, ff)                                                                                           \
@@ -123,7 +125,12 @@ static const op_case cases[] = {
     EW(SWIGLU, false), EW(GEGLU, false), EW(ADD, false), EW(ADD, true), EW(SCALE, false),
     /* perf: SmolLM2-135M's shapes (n_embd 576, n_ff 1536, 9 heads of 64, 3 KV heads) */
     PERF_MM(F16, 1), PERF_MM(Q8_0, 1), PERF_MM(Q4_1, 1), PERF_MM(Q4_K, 1), PERF_MM(Q6_K, 1),
-    PERF_MM(F16, 512), PERF_MM(Q8_0, 512), PERF_MM(Q4_1, 512), PERF_MM(Q4_K, 512), PERF_MM(Q6_K, 512),
+    /* prompts: every weight type at 512 tokens, and where the prompt path starts to pay (8 .. 64 tokens) */
+    PERF_MM(F32, 512), PERF_MM(F16, 512), PERF_MM(BF16, 512), PERF_MM(Q4_0, 512), PERF_MM(Q4_1, 512),
+    PERF_MM(Q5_0, 512), PERF_MM(Q5_1, 512), PERF_MM(Q8_0, 512), PERF_MM(Q2_K, 512), PERF_MM(Q3_K, 512),
+    PERF_MM(Q4_K, 512), PERF_MM(Q5_K, 512), PERF_MM(Q6_K, 512),
+    PERF_MM(Q4_1, 8), PERF_MM(Q4_1, 16), PERF_MM(Q4_1, 32), PERF_MM(Q4_1, 64), PERF_MM(Q4_K, 8), PERF_MM(Q4_K, 16),
+    PERF_MM(Q4_K, 32), PERF_MM(Q4_K, 64),
     {.op = HL_OP_RMS_NORM, .d = 576, .rows = 1, .n = 512, .perf = true, .max_nmse = 1e-6},
     {.op = HL_OP_ROPE, .n_head = 9, .head_dim = 64, .n = 512, .n_rot = 64, .mode = HL_ROPE_NORMAL, .perf = true,
      .max_nmse = 1e-5},
@@ -739,8 +746,11 @@ int main(int argc, char **argv) {
     all[n_all++] = cpu_fa_scalar;
     const int32_t n_gpu = hl_gpu_count();
     if (n_gpu == 0) printf("SKIP GPU op tests: CUDA unavailable (%s)\n", hl_gpu_unavailable_reason());
-    /* 16 rows of MAX_ROW: the prompt matmuls of 67 rows run in several tiles */
-    const hl_gpu_limits gl = {.max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .gemm_scratch_bytes = (size_t)MAX_ROW * 2 * 16};
+    /* GEMM scratch of 16 rows of MAX_ROW in F16: the prompt matmuls of 67 rows run in several tiles (cuBLAS's F16
+     * tiles; CLBlast's F32 tiles of the 512-element rows); timed, the largest timed matrix in F16, as the context
+     * sizes it (runtime/context.c) */
+    const size_t gemm_bytes = perf ? (size_t)MAX_ROW * 576 * 2 : (size_t)MAX_ROW * 2 * 16;
+    const hl_gpu_limits gl = {.max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .gemm_scratch_bytes = gemm_bytes};
     for (int32_t d = 0; d < n_gpu; d++) {
         const hearth_status st = hl_gpu_backend_init(d, &gl, &all[n_all]);
         CHECK_MSG(st == HEARTH_OK, "GPU %d: %s", (int)d, hearth_last_error());

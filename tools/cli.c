@@ -160,3 +160,68 @@ int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_con
     }
     return 0;
 }
+
+void cli_split_init(cli_split *s) {
+    const hearth_model_params d = hearth_model_default_params();
+    *s = (cli_split){.main_gpu = d.main_gpu, .split_mode = d.split_mode};
+}
+
+/* "A,B,..." or "A/B/..." (llama.cpp takes either) of proportions >= 0. */
+static bool parse_tensor_split(const char *opt, const char *val, float *ts) {
+    char buf[256];
+    if (strlen(val) >= sizeof buf) {
+        fprintf(stderr, "hearth: %s: the list is too long\n", opt);
+        return false;
+    }
+    strcpy(buf, val);
+    int n = 0;
+    for (char *item = buf, *end;; item = end + 1) {
+        end = item + strcspn(item, ",/");
+        const bool last = *end == '\0';
+        *end = '\0';
+        double v;
+        if (n == CLI_MAX_SPLIT) {
+            fprintf(stderr, "hearth: %s takes at most %d proportions, got more in '%s'\n", opt, CLI_MAX_SPLIT, val);
+            return false;
+        }
+        if (!cli_parse_float(opt, item, 0.0, 1e9, &v)) return false;
+        ts[n++] = (float)v;
+        if (last) break;
+    }
+    for (; n < CLI_MAX_SPLIT; n++) ts[n] = 0.0f;
+    return true;
+}
+
+int cli_parse_split_opt(int argc, char **argv, int *i, const char *cmd, cli_split *s) {
+    const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+    const int k = !strcmp(a, "-ts") || !strcmp(a, "--tensor-split") ? 0
+                  : !strcmp(a, "-mg") || !strcmp(a, "--main-gpu")   ? 1
+                  : !strcmp(a, "-sm") || !strcmp(a, "--split-mode") ? 2
+                                                                    : -1;
+    if (k < 0) return 0;
+    if (!val) {
+        fprintf(stderr, "hearth: %s needs a value; see hearth %s --help\n", a, cmd);
+        return -2;
+    }
+    (*i)++;
+    if (k == 0) {
+        s->has_tensor_split = true;
+        return parse_tensor_split(a, val, s->tensor_split) ? 1 : -2;
+    }
+    if (k == 1) return cli_parse_int(a, val, 0, CLI_MAX_SPLIT - 1, &s->main_gpu) ? 1 : -2;
+    if (!strcmp(val, "none") || !strcmp(val, "layer")) {
+        s->split_mode = !strcmp(val, "none") ? HEARTH_SPLIT_NONE : HEARTH_SPLIT_LAYER;
+        return 1;
+    }
+    if (!strcmp(val, "row"))
+        fprintf(stderr, "hearth: %s row (weight matrices split over devices) is not supported yet; use layer or none\n",
+                a);
+    else fprintf(stderr, "hearth: %s expects none or layer, got '%s'\n", a, val);
+    return -2;
+}
+
+void cli_split_apply(const cli_split *s, hearth_model_params *mp) {
+    mp->split_mode = s->split_mode;
+    mp->main_gpu = (int32_t)s->main_gpu;
+    mp->tensor_split = s->has_tensor_split ? s->tensor_split : NULL;
+}

@@ -37,6 +37,34 @@ bool cli_parse_flash_attn(const char *opt, const char *val, int32_t *out);
  * printing the error (a missing or bad value; `cmd` names the --help). */
 int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_context_params *ctx, long *n_gpu_layers);
 
+/* How offloaded layers spread over the devices (--device): llama.cpp's
+ * -ts/--tensor-split A,B,... (proportions, in the order of the devices; "/"
+ * separates them too), -mg/--main-gpu N (the device of split mode none) and
+ * -sm/--split-mode none|layer (row is refused: the library has no row
+ * split). cli_split_init starts from hearth_model_default_params(). */
+#define CLI_MAX_SPLIT 16 /* devices a model is offloaded to at most */
+typedef struct cli_split {
+    float tensor_split[CLI_MAX_SPLIT]; /* 0 for the devices past those given */
+    bool has_tensor_split;
+    long main_gpu;
+    hearth_split_mode split_mode;
+} cli_split;
+
+/* Their lines of each command's --help, after --device's. */
+#define CLI_SPLIT_HELP                                                                                        \
+    "  -sm, --split-mode MODE   how the layers spread over several devices: layer (runs of layers in\n"      \
+    "                           -ts proportions; default) or none (all on -mg); row is not supported\n"     \
+    "  -ts, --tensor-split A,B,...  each device's share of the layers, in --device order (default: in\n"    \
+    "                           proportion to their free memory)\n"                                         \
+    "  -mg, --main-gpu N        the device of -sm none, an index into --device's list (default 0)\n"
+
+void cli_split_init(cli_split *s);
+/* Like cli_parse_ctx_opt, for -ts, -mg and -sm into *s. */
+int cli_parse_split_opt(int argc, char **argv, int *i, const char *cmd, cli_split *s);
+/* Sets mp's split_mode, main_gpu and tensor_split (which points into s:
+ * s must outlive the load). */
+void cli_split_apply(const cli_split *s, hearth_model_params *mp);
+
 /* Sends library log messages at or above `min_level` to stderr. The level
  * comes from HEARTH_LOG (debug|info|warn|error) when set, else from `verbose`
  * (info) or warn. */
@@ -110,6 +138,7 @@ typedef struct run_opts {
     bool seed_set;
     hearth_context_params ctx;
     long n_gpu_layers;
+    cli_split split;
     bool parse_special;
     bool verbose;
 } run_opts;

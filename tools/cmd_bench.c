@@ -39,6 +39,7 @@ typedef struct bench_opts {
     long n_prompt[MAX_LIST], n_gen[MAX_LIST], n_depth[MAX_LIST], n_ubatch[MAX_LIST];
     int n_prompt_count, n_gen_count, n_depth_count, n_ubatch_count;
     long n_threads, reps, n_gpu_layers;
+    cli_split split; /* -ts, -mg, -sm */
     long n_ctx; /* -c; 0: each context as large as its longest test needs */
     int32_t flash_attn[MAX_LIST]; /* hearth_flash_attn values, a context each */
     int flash_attn_count;
@@ -57,6 +58,7 @@ typedef struct bench_env {
     char cpu_info[128];
     uint32_t n_batch;
     char type_k[8], type_v[8]; /* the KV cache's types */
+    const char *backends;      /* where the layers run, llama-bench's names: "CPU", "CUDA", "OpenCL" */
 } bench_env;
 
 /* One test (ppN or tgN at depth n_depth) and its timings. */
@@ -94,6 +96,7 @@ static void bench_usage(FILE *out) {
             "                           in this build: accepted, and the model runs on the CPU)\n"
             "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (default: CUDA\n"
             "                           devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
+            CLI_SPLIT_HELP
             "  -fa, --flash-attn V[,V...]  attention on the CPU: on (tiled), off (llama.cpp's exact order) or\n"
             "                           auto (= on); 1, 0, -1 too, as llama-bench; each value is a run (default auto)\n"
             "  -o, --output FORMAT      md (a table like llama-bench's), json or csv (default md)\n"
@@ -193,6 +196,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
                       .n_depth = {0}, .n_depth_count = 1, .n_ubatch = {N_UBATCH_DEFAULT}, .n_ubatch_count = 1,
                       .n_threads = hearth_cpu_physical_cores(), .reps = 5, .flash_attn = {HEARTH_FLASH_ATTN_AUTO},
                       .flash_attn_count = 1, .format = FMT_MD};
+    cli_split_init(&o->split);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -237,6 +241,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         } else if (IS("-ngl", "--n-gpu-layers")) {
             NEED_VALUE();
             ok = cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers);
+        } else if (IS("-ts", "--tensor-split") || IS("-mg", "--main-gpu") || IS("-sm", "--split-mode")) {
+            ok = cli_parse_split_opt(argc, argv, &i, "bench", &o->split) > 0;
         } else if (!strcmp(a, "--device")) { /* read by the load as HEARTH_DEVICE */
             NEED_VALUE();
             setenv("HEARTH_DEVICE", val, 1);
@@ -389,7 +395,7 @@ static void md_row(const bench_env *e, const bench_opts *o, const bench_result *
     char fa[16] = "", ub[16] = "";
     if (o->fa_column) snprintf(fa, sizeof fa, " %3d |", (int)r->flash_attn);
     if (o->ub_column) snprintf(ub, sizeof ub, " %8ld |", r->n_ubatch);
-    printf("| %-30s | %10s | %10s | %-10s | %7ld |%s%s %15s | %21s |\n", e->model_type, size, params, "CPU",
+    printf("| %-30s | %10s | %10s | %-10s | %7ld |%s%s %15s | %21s |\n", e->model_type, size, params, e->backends,
            o->n_threads, ub, fa, test_name(r, name, sizeof name), ts);
 }
 
@@ -438,7 +444,7 @@ static void field_values(const bench_env *e, const bench_opts *o, const bench_re
     mean_sd(r, true, &avg_ts, &sd_ts);
     snprintf(v[0], FIELD_LEN, "%s", hearth_build_info());
     snprintf(v[1], FIELD_LEN, "%s", e->cpu_info);
-    snprintf(v[2], FIELD_LEN, "CPU");
+    snprintf(v[2], FIELD_LEN, "%s", e->backends);
     snprintf(v[3], FIELD_LEN, "%s", e->model_path);
     snprintf(v[4], FIELD_LEN, "%s", e->model_type);
     snprintf(v[5], FIELD_LEN, "%llu", (unsigned long long)e->model_size);
@@ -556,6 +562,7 @@ static hearth_context_params context_params(const bench_opts *o, long n_ubatch, 
 static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
+    cli_split_apply(&o->split, &mp);
     if (cli_model_load(o->model, &mp, &s->model)) return 1;
     const hearth_context_params cp = context_params(o, o->n_ubatch[0], HEARTH_FLASH_ATTN_AUTO);
     hearth_context_memory mem;
@@ -571,6 +578,12 @@ static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
                      .n_batch = mem.n_batch};
     snprintf(e->type_k, sizeof e->type_k, "%s", mem.type_k);
     snprintf(e->type_v, sizeof e->type_v, "%s", mem.type_v);
+    bool cuda = false, opencl = false; /* device[0] is the host */
+    for (int32_t i = 1; i < mem.n_devices; i++) {
+        cuda |= !strncmp(mem.device[i].id, "cuda", 4);
+        opencl |= !strncmp(mem.device[i].id, "opencl", 6);
+    }
+    e->backends = cuda && opencl ? "CUDA,OpenCL" : cuda ? "CUDA" : opencl ? "OpenCL" : "CPU";
     cpu_name(e->cpu_info, sizeof e->cpu_info);
     return 0;
 }

@@ -29,7 +29,7 @@ typedef struct hl_gpu_device {
 typedef struct hl_gpu_limits {
     int64_t max_tokens;        /* most tokens in one op; 0: an instance that only holds weights */
     int64_t max_row;           /* longest matmul input row (max of n_embd, n_ff, n_head * head_dim) */
-    size_t gemm_scratch_bytes; /* F16 weight tiles for prompt matmuls (cuBLAS) */
+    size_t gemm_scratch_bytes; /* prompt matmuls: cuBLAS's F16 weight tiles; CLBlast's F32 tiles and its buffer */
 } hl_gpu_limits;
 
 /* Devices of every backend (CUDA_VISIBLE_DEVICES applies to CUDA's);

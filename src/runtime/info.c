@@ -15,7 +15,9 @@
 #else
 #define BACKEND_CUDA ""
 #endif
-#ifdef HEARTH_HAVE_OPENCL
+#if defined(HEARTH_HAVE_OPENCL) && defined(HEARTH_HAVE_CLBLAST)
+#define BACKEND_OPENCL " opencl+clblast" /* prompt products through CLBlast (backend/opencl/gemm.c) */
+#elif defined(HEARTH_HAVE_OPENCL)
 #define BACKEND_OPENCL " opencl"
 #else
 #define BACKEND_OPENCL ""

@@ -73,7 +73,8 @@ static hearth_status open_device(hl_ocl_dev *d, bool compute) {
     return compute ? hl_ocl_program(d) : HEARTH_OK;
 }
 
-static hearth_status init(hl_ocl *o) {
+static hearth_status init(hl_backend *b) {
+    hl_ocl *o = ocl_of(b);
     hl_ocl_dev *d = o->dev;
     pthread_mutex_lock(&d->lock);
     const hearth_status st = open_device(d, o->limits.max_tokens > 0);
@@ -103,7 +104,7 @@ static hearth_status init(hl_ocl *o) {
     CL_TRY(e);
     o->ids = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY, (size_t)max * sizeof(int32_t), NULL, &e);
     CL_TRY(e);
-    return HEARTH_OK;
+    return hl_ocl_gemm_init(b);
 }
 
 hearth_status hl_backend_opencl_init(int32_t device, const hl_gpu_limits *limits, hl_backend **out) {
@@ -127,7 +128,7 @@ hearth_status hl_backend_opencl_init(int32_t device, const hl_gpu_limits *limits
     o->limits = *limits;
     if (limits->max_tokens > 0)
         b->limits = (hl_backend_limits){limits->max_tokens, limits->max_row, INT64_MAX}; /* attention keeps no span */
-    const hearth_status st = init(o);
+    const hearth_status st = init(b);
     if (st != HEARTH_OK) {
         hl_backend_opencl_free(b);
         return st;
@@ -140,6 +141,7 @@ void hl_backend_opencl_free(hl_backend *b) {
     if (!b) return;
     hl_ocl *o = ocl_of(b);
     if (o->queue) clFinish(o->queue);
+    hl_ocl_gemm_free(b);
     for (int k = 0; k < HL_OCL_K_COUNT; k++)
         if (o->kernels[k]) clReleaseKernel(o->kernels[k]);
     for (int k = 0; k < HL_OCL_N_TYPES; k++)

@@ -71,6 +71,11 @@ typedef struct hl_ocl {
     cl_command_queue queue;
     cl_kernel kernels[HL_OCL_K_COUNT]; /* NULL in a weight-only instance */
     cl_kernel matmul[HL_OCL_N_TYPES];  /* matmul_<type>, likewise */
+    struct {                    /* prompt products through CLBlast (gemm.c); scratch NULL: none */
+        cl_kernel dequant[HL_OCL_N_TYPES]; /* dequant_<type> */
+        bool types[HL_OCL_N_TYPES];        /* the weight types that take CLBlast */
+        void *scratch;          /* [limits.gemm_scratch_bytes]: CLBlast's temporary buffer, then F32 rows of W */
+    } gemm;
     cl_mem pos;                 /* [2 * max_tokens] int: the pass's positions, then its rows0 */
     cl_mem ids;                 /* [max_tokens] int: row ids of get_rows */
     hearth_status status;       /* first error since the last synchronize */
@@ -133,6 +138,12 @@ typedef struct hl_ocl_arg {
 #define OCL_VAL(v) ((hl_ocl_arg){sizeof(v), &(v)})
 #define OCL_DATA(p) ((hl_ocl_arg){0, (p)})
 
+/* Sets the arguments of kernel `kern` and enqueues it over `global`
+ * work-items in groups of `local` (dims 1 or 2; global is rounded up to
+ * whole groups, the kernels skip the excess). Records the first error. */
+void hl_ocl_launch(hl_ocl *o, cl_kernel kern, const size_t global[2], const size_t local[2], int dims, int n_args,
+                   const hl_ocl_arg *args);
+
 /* Ops (ops.c); signatures as in backend.h. */
 void hl_ocl_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
 void hl_ocl_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
@@ -145,5 +156,26 @@ void hl_ocl_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_ocl_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_ocl_scale(hl_backend *b, hl_tensor *x, float s);
 bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d);
+
+/* gemm.c (with CLBlast, HEARTH_HAVE_CLBLAST): hl_ocl_gemm_init allocates
+ * the scratch of prompt products (limits.gemm_scratch_bytes) and makes the
+ * dequantizers (errors: DEVICE, OUT_OF_MEMORY); hl_ocl_gemm enqueues
+ * y = x W^T (W of type hl_ocl_types[type_index]) through CLBlast and
+ * returns true, or returns false (nothing enqueued) where the matmul
+ * kernels take the product: too few tokens, a type the table of gemm.c
+ * leaves to them, too little scratch; hl_ocl_gemm_free releases what init
+ * made. */
+#ifdef HEARTH_HAVE_CLBLAST
+hearth_status hl_ocl_gemm_init(hl_backend *b);
+bool hl_ocl_gemm(hl_ocl *o, int type_index, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+void hl_ocl_gemm_free(hl_backend *b);
+#else
+static inline hearth_status hl_ocl_gemm_init(hl_backend *b) { (void)b; return HEARTH_OK; }
+static inline bool hl_ocl_gemm(hl_ocl *o, int type_index, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+    (void)o, (void)type_index, (void)w, (void)x, (void)y;
+    return false; /* a build without CLBlast: the matmul kernels take every product */
+}
+static inline void hl_ocl_gemm_free(hl_backend *b) { (void)b; }
+#endif
 
 #endif

@@ -18,10 +18,7 @@
 
 #define MAX_ARGS 16
 
-/* Sets the arguments of kernel k (a tensor's data as buffer and offset) and
- * enqueues it over `global` work-items in groups of `local` (dims 1 or 2;
- * global is rounded up to whole groups, the kernels skip the excess). */
-static void launch(hl_ocl *o, cl_kernel kern, const size_t global[2], const size_t local[2], int dims, int n_args,
+void hl_ocl_launch(hl_ocl *o, cl_kernel kern, const size_t global[2], const size_t local[2], int dims, int n_args,
                    const hl_ocl_arg *args) {
     if (o->status != HEARTH_OK) return; /* the first error is what synchronize reports */
     hl_ocl_ref refs[MAX_ARGS];
@@ -41,7 +38,7 @@ static void launch(hl_ocl *o, cl_kernel kern, const size_t global[2], const size
 
 /* One work-item per element, in groups of EW_WG. */
 static void launch_1d(hl_ocl *o, hl_ocl_kernel k, int64_t n, int n_args, const hl_ocl_arg *args) {
-    launch(o, o->kernels[k], (size_t[]){(size_t)n, 1}, (size_t[]){EW_WG, 1}, 1, n_args, args);
+    hl_ocl_launch(o, o->kernels[k], (size_t[]){(size_t)n, 1}, (size_t[]){EW_WG, 1}, 1, n_args, args);
 }
 
 /* Bytes per row of n elements of `type`. */
@@ -83,9 +80,10 @@ void hl_ocl_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_ten
     const cl_ulong stride = row_bytes(w->type, d_in);
     int k = 0;
     while (k < HL_OCL_N_TYPES - 1 && hl_ocl_types[k] != w->type) k++; /* supports_op admitted the type */
+    if (hl_ocl_gemm(o, k, w, x, y)) return; /* a prompt product through CLBlast */
     const hl_ocl_arg args[] = {OCL_DATA(w->data), OCL_VAL(stride), OCL_DATA(x->data), OCL_DATA(y->data),
                                OCL_VAL(d_in), OCL_VAL(d_out), OCL_VAL(n)};
-    launch(o, o->matmul[k], (size_t[]){(size_t)d_out * (size_t)hl_ocl_mv_lanes(o->dev), (size_t)((n + MV_NT - 1) / MV_NT)},
+    hl_ocl_launch(o, o->matmul[k], (size_t[]){(size_t)d_out * (size_t)hl_ocl_mv_lanes(o->dev), (size_t)((n + MV_NT - 1) / MV_NT)},
            (size_t[]){MV_WG, 1}, 2, 7, args);
 }
 
@@ -95,7 +93,7 @@ void hl_ocl_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, floa
     hl_ocl *o = ocl_of(b);
     const cl_long d = w->ne[0];
     const hl_ocl_arg args[] = {OCL_DATA(x->data), OCL_DATA(w->data), OCL_DATA(y->data), OCL_VAL(d), OCL_VAL(eps)};
-    launch(o, o->kernels[HL_OCL_K_rms_norm], (size_t[]){(size_t)(hl_tensor_nelements(x) / d) * NORM_WG, 1},
+    hl_ocl_launch(o, o->kernels[HL_OCL_K_rms_norm], (size_t[]){(size_t)(hl_tensor_nelements(x) / d) * NORM_WG, 1},
            (size_t[]){NORM_WG, 1}, 1, 5, args);
 }
 
@@ -122,7 +120,7 @@ void hl_ocl_attention(hl_backend *b, const hl_attn_args *a) {
     const hl_ocl_arg args[] = {OCL_DATA(a->q->data), OCL_DATA(a->k_cache->data), OCL_DATA(a->v_cache->data),
                                OCL_DATA(a->out->data), OCL_VAL(n_head), OCL_VAL(n_head_kv), OCL_VAL(hd),
                                OCL_VAL(o->pos), OCL_VAL(max_tokens), OCL_VAL(n_swa), OCL_VAL(scale)};
-    launch(o, o->kernels[HL_OCL_K_attention], (size_t[]){(size_t)n_head * ATT_TILE, (size_t)a->q->ne[1]},
+    hl_ocl_launch(o, o->kernels[HL_OCL_K_attention], (size_t[]){(size_t)n_head * ATT_TILE, (size_t)a->q->ne[1]},
            (size_t[]){ATT_TILE, 1}, 2, 11, args);
 }
 

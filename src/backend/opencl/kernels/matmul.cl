@@ -1,5 +1,6 @@
 /* Matrix products y {d_out, n} = x {d_in, n} times W {d_in, d_out}^T,
- * reading W in its stored type through dequant8. MV_LANES work-items take
+ * reading W in its stored type through dequant8; and the dequantizers of
+ * prompt products through CLBlast (gemm.c), which write rows of W as F32. MV_LANES work-items take
  * one weight row and up to MV_NT tokens: they read consecutive chunks of
  * the row (neighbours touch neighbouring bytes), each chunk is dequantized
  * once and multiplied with every token's x, and the partial sums meet in
@@ -62,3 +63,21 @@ static inline __attribute__((always_inline)) void matmul(const int type, global 
 MATMUL(f32, T_F32) MATMUL(f16, T_F16) MATMUL(bf16, T_BF16) MATMUL(q4_0, T_Q4_0) MATMUL(q4_1, T_Q4_1)
 MATMUL(q5_0, T_Q5_0) MATMUL(q5_1, T_Q5_1) MATMUL(q8_0, T_Q8_0) MATMUL(q2_K, T_Q2_K) MATMUL(q3_K, T_Q3_K)
 MATMUL(q4_K, T_Q4_K) MATMUL(q5_K, T_Q5_K) MATMUL(q6_K, T_Q6_K)
+
+/* Rows of W as F32 for CLBlast's GEMM (gemm.c): t {d_in, rows} from `rows`
+ * rows of w, one work-item per 8-element chunk.
+ * global (round_up(ceil(d_in / 8) * rows, MV_WG)), local (MV_WG) */
+#define DEQUANT(name, type)                                                                                            \
+    kernel void dequant_##name(global const uchar *w, ulong w_off, ulong stride, global uchar *tb, ulong t_off,      \
+                               long d_in, long rows) {                                                               \
+        const long per_row = (d_in + 7) / 8, i = get_global_id(0);                                                   \
+        if (i >= per_row * rows) return;                                                                             \
+        const long r = i / per_row, c = i % per_row;                                                                 \
+        float v[8];                                                                                                  \
+        const int k = dequant8(type, w + w_off + r * stride, d_in, c, v);                                           \
+        global float *t = AT(float, tb, t_off) + r * d_in + 8 * c;                                                   \
+        for (int j = 0; j < k; j++) t[j] = v[j];                                                                     \
+    }
+DEQUANT(f32, T_F32) DEQUANT(f16, T_F16) DEQUANT(bf16, T_BF16) DEQUANT(q4_0, T_Q4_0) DEQUANT(q4_1, T_Q4_1)
+DEQUANT(q5_0, T_Q5_0) DEQUANT(q5_1, T_Q5_1) DEQUANT(q8_0, T_Q8_0) DEQUANT(q2_K, T_Q2_K) DEQUANT(q3_K, T_Q3_K)
+DEQUANT(q4_K, T_Q4_K) DEQUANT(q5_K, T_Q5_K) DEQUANT(q6_K, T_Q6_K)
