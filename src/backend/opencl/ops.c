@@ -83,8 +83,9 @@ void hl_ocl_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_ten
     if (hl_ocl_gemm(o, k, w, x, y)) return; /* a prompt product through CLBlast */
     const hl_ocl_arg args[] = {OCL_DATA(w->data), OCL_VAL(stride), OCL_DATA(x->data), OCL_DATA(y->data),
                                OCL_VAL(d_in), OCL_VAL(d_out), OCL_VAL(n)};
-    hl_ocl_launch(o, o->matmul[k], (size_t[]){(size_t)d_out * (size_t)hl_ocl_mv_lanes(o->dev), (size_t)((n + MV_NT - 1) / MV_NT)},
-           (size_t[]){MV_WG, 1}, 2, 7, args);
+    hl_ocl_launch(o, o->matmul[k],
+                  (size_t[]){(size_t)d_out * (size_t)hl_ocl_mv_lanes(o->dev), (size_t)((n + MV_NT - 1) / MV_NT)},
+                  (size_t[]){MV_WG, 1}, 2, 7, args);
 }
 
 /* -------------------------------------------------------- norm and rope -- */
