@@ -410,6 +410,15 @@ typedef enum hearth_flash_attn {
     HEARTH_FLASH_ATTN_ON = 1,
 } hearth_flash_attn;
 
+/* How rotary position embeddings are stretched past the trained context:
+ * llama.cpp's llama_rope_scaling_type, with its values. */
+typedef enum hearth_rope_scaling {
+    HEARTH_ROPE_SCALING_UNSPECIFIED = -1, /* the model's rope.scaling.type (default linear) */
+    HEARTH_ROPE_SCALING_NONE = 0,         /* never scaled (freq_scale 1) */
+    HEARTH_ROPE_SCALING_LINEAR = 1,       /* positions times rope_freq_scale */
+    HEARTH_ROPE_SCALING_YARN = 2,         /* YaRN (Peng et al. 2023, arXiv:2309.00071) */
+} hearth_rope_scaling;
+
 typedef struct hearth_context_params {
     uint32_t n_ctx;      /* KV cache length in tokens, over all sequences; 0 = the model's
                             n_ctx_train (capped at 4096) times n_seq_max */
@@ -433,6 +442,23 @@ typedef struct hearth_context_params {
      * tokens take other kernels, whose sums differ in the last bits, as
      * llama.cpp's do. */
     uint32_t n_ubatch;
+    /* RoPE overrides, llama.cpp's context parameters with its defaults and
+     * sentinels (llama-context.cpp); each sentinel keeps the model's value
+     * (the GGUF's <arch>.rope.* keys). rope_freq_scale is 1 / the scaling
+     * factor (llama.cpp's --rope-scale N sets 1/N). With scaling NONE the
+     * scale is 1 whatever rope_freq_scale says. With YaRN (ext_factor != 0)
+     * the attention factor is YaRN's own: 1 + 0.1 ln(1 / freq_scale) overall,
+     * times the file's rope.scaling.attn_factor; yarn_attn_factor counts only
+     * without it, as in llama.cpp. */
+    int32_t rope_scaling_type; /* hearth_rope_scaling; default UNSPECIFIED */
+    float rope_freq_base;      /* theta base; 0 (default) = the model's rope.freq_base */
+    float rope_freq_scale;     /* 0 (default) = the model's: 1 / rope.scaling.factor, or 1 */
+    float yarn_ext_factor;     /* < 0 (default -1) = 1 with YaRN, else 0 */
+    float yarn_attn_factor;    /* < 0 (default -1) = 1 */
+    float yarn_beta_fast;      /* YaRN ramp end, rotations; < 0 (default -1) = 32 */
+    float yarn_beta_slow;      /* YaRN ramp start, rotations; < 0 (default -1) = 1 */
+    uint32_t yarn_orig_ctx;    /* tokens; 0 (default) = the model's rope.scaling.original_context_length,
+                                  else its context_length */
 } hearth_context_params;
 
 HEARTH_API hearth_context_params hearth_context_default_params(void);
@@ -442,7 +468,9 @@ HEARTH_API hearth_context_params hearth_context_default_params(void);
  * all made here so that decoding does not allocate. `params` may be NULL for
  * the defaults. The model must outlive the context; several contexts may share
  * one model. Errors: INVALID_ARG (NULL model, vocab-only model, n_batch 0,
- * n_threads < 0, n_ctx over 16M, flash_attn not a hearth_flash_attn), OUT_OF_MEMORY (the message gives the bytes
+ * n_threads < 0, n_ctx over 16M, flash_attn not a hearth_flash_attn, a
+ * rope_scaling_type that is not a hearth_rope_scaling, a rope_freq_base or
+ * rope_freq_scale < 0, a YaRN value not finite), OUT_OF_MEMORY (the message gives the bytes
  * needed; for a GPU, the MiB of KV cache and buffers needed and free on it,
  * and the advice to lower n_gpu_layers or n_ctx; on the host, when the
  * plan of hearth_context_memory_plan() needs more than MemAvailable), IO (a worker thread could
@@ -592,6 +620,24 @@ HEARTH_API hearth_status hearth_kv_seq_rm(hearth_context *ctx, int32_t seq, int3
  * sequence out of range, src == dst, n beyond src's length), DEVICE. */
 HEARTH_API hearth_status hearth_kv_seq_cp(hearth_context *ctx, int32_t src, int32_t dst, int32_t n);
 
+/* Context shift (llama.cpp's, as llama-cli and llama-server do it when the
+ * context fills): drops positions [n_keep, n_keep + n_discard) of sequence
+ * `seq` and moves the later ones down by n_discard, their cached keys
+ * re-rotated by -n_discard positions (a RoPE of the F16 K cache with the
+ * context's rope, YaRN included; llama.cpp's K-shift) and their values
+ * moved: nothing is recomputed. Afterwards the sequence holds n_past -
+ * n_discard tokens and the next decode continues there; the tokens after the
+ * gap attend as if the dropped ones had never been there, up to rounding
+ * (the keys were rotated from their stored F16 values). Logits stay those of
+ * the last decode. n_discard 0 changes nothing. Runs on every device that
+ * holds layers; returns when done. Not thread-safe with other calls on ctx.
+ * Errors: INVALID_ARG (NULL ctx, seq out of [0, n_seq_max), n_keep +
+ * n_discard beyond the sequence's length): nothing changed; UNSUPPORTED (a
+ * backend has no K-shift for the cache or rope mode): nothing changed;
+ * DEVICE (a GPU failed midway): the sequence keeps only its first n_keep
+ * tokens. */
+HEARTH_API hearth_status hearth_context_shift(hearth_context *ctx, int32_t seq, uint32_t n_keep, uint32_t n_discard);
+
 /* ------------------------------------------------------------- sampling -- */
 
 typedef struct hearth_sampler hearth_sampler;
@@ -659,6 +705,14 @@ typedef struct hearth_engine_params {
     /* A Jinja chat template for chat requests, copied; NULL: the model's
      * tokenizer.chat_template. */
     const char *chat_template;
+    /* When a generation reaches the end of its slot's context: false
+     * (default) ends it with HEARTH_FINISH_LENGTH; true shifts the slot's
+     * context instead (hearth_context_shift: the first n_keep prompt tokens
+     * after the BOS stay, half of the rest is dropped, as llama-server's
+     * --context-shift does) and the generation goes on. A slot's cache after
+     * a shift is reused by later requests only up to its kept tokens. */
+    bool context_shift;
+    int32_t n_keep;            /* -1: the whole prompt; default 0 (the BOS alone) */
 } hearth_engine_params;
 
 /* Defaults: context defaults with n_seq_max 4, n_queue_max 64, the model's

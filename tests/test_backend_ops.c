@@ -59,6 +59,7 @@ typedef struct op_case {
     int32_t n_ctx;                   /* cache rows */
     bool variant;      /* rms_norm: y is x (in place); rope: with frequency factors; add: y is a bias {d} */
     bool perf;         /* a real model's shape, timed in perf mode only */
+    bool yarn;         /* rope, rope_shift: YaRN (ext_factor 1, freq_scale 1/4, 4096 original tokens) */
     double max_nmse;
     double max_abs;    /* and, when nonzero, the largest |y - ref| of an element */
 } op_case;
@@ -74,6 +75,15 @@ typedef struct op_case {
 #define ROPE(m, rot, ff)                                                                                           \
     {.op = HL_OP_ROPE, .n_head = 3, .head_dim = 64, .n = 5, .pos0 = 37, .n_rot = rot, .mode = HL_ROPE_##m, \
      .variant = ff, .max_nmse = 1e-5}
+/* YaRN at a position past the original context's ramp, with and without factors */
+#define ROPE_YARN(m, rot, ff, p0)                                                                                \
+    {.op = HL_OP_ROPE, .n_head = 3, .head_dim = 64, .n = 5, .pos0 = p0, .n_rot = rot, .mode = HL_ROPE_##m, \
+     .variant = ff, .yarn = true, .max_nmse = 1e-5}
+/* the K-shift: rows [p0, p0 + nt) of an F16 cache of 96 rows turned by delta positions (every row compared: the
+ * others must stay); F16 results, so backends may differ in the last bit of a few */
+#define SHIFT(m, hkv, hd, rot, nt, p0, delta, ff, y)                                                                \
+    {.op = HL_OP_ROPE_SHIFT, .type = GGML_TYPE_F16, .n_head_kv = hkv, .head_dim = hd, .n_rot = rot, .mode = HL_ROPE_##m, \
+     .n = nt, .pos0 = p0, .pos1 = delta, .n_ctx = 96, .variant = ff, .yarn = y, .max_nmse = 1e-6}
 #define STORE(hkv, hd, nt, p0) \
     {.op = HL_OP_STORE_ROWS, .type = GGML_TYPE_F16, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, .n_ctx = 96, \
      .max_nmse = 1e-10}
@@ -104,6 +114,12 @@ static const op_case cases[] = {
     NORM(579, 1, 3, false), NORM(579, 1, 3, true), NORM(64, 5, 3, false), NORM(64, 5, 3, true), NORM(1000, 1, 1, false),
     ROPE(NORMAL, 32, false), ROPE(NORMAL, 32, true), ROPE(NORMAL, 64, false), ROPE(NORMAL, 64, true),
     ROPE(NEOX, 32, false), ROPE(NEOX, 32, true), ROPE(NEOX, 64, false), ROPE(NEOX, 64, true),
+    ROPE_YARN(NORMAL, 64, false, 37), ROPE_YARN(NORMAL, 64, true, 9000), ROPE_YARN(NEOX, 64, false, 9000),
+    ROPE_YARN(NEOX, 32, true, 5000),
+    /* mode, n_head_kv, head_dim, n_rot, rows, first row, delta, factors, YaRN */
+    SHIFT(NORMAL, 2, 64, 64, 40, 30, -25, false, false), SHIFT(NEOX, 2, 64, 64, 40, 30, -25, false, false),
+    SHIFT(NEOX, 1, 128, 128, 1, 95, -1, false, false), SHIFT(NORMAL, 3, 64, 32, 17, 5, 1000, true, false),
+    SHIFT(NEOX, 2, 64, 64, 60, 36, -3000, false, true), SHIFT(NORMAL, 2, 80, 80, 9, 0, -7, true, true),
     STORE(2, 64, 1, 0), STORE(2, 64, 1, 70), STORE(2, 64, 5, 37), STORE(4, 80, 9, 0), STORE(3, 64, 7, 20),
     STORE(1, 128, 3, 61),
     /* n_head, n_head_kv, head_dim, tokens, pos0, n_swa, split, pos1 */
@@ -156,8 +172,15 @@ static void label_of(const op_case *c, char *buf, size_t size) {
                  (long long)c->n, c->variant ? " in place" : "");
         break;
     case HL_OP_ROPE:
-        snprintf(buf, size, "rope %s n_rot=%d h=%d hd=%d n=%lld%s", c->mode == HL_ROPE_NEOX ? "neox" : "normal",
-                 (int)c->n_rot, (int)c->n_head, (int)c->head_dim, (long long)c->n, c->variant ? " freq_factors" : "");
+        snprintf(buf, size, "rope %s n_rot=%d h=%d hd=%d n=%lld pos0=%d%s%s", c->mode == HL_ROPE_NEOX ? "neox" : "normal",
+                 (int)c->n_rot, (int)c->n_head, (int)c->head_dim, (long long)c->n, (int)c->pos0,
+                 c->variant ? " freq_factors" : "", c->yarn ? " yarn" : "");
+        break;
+    case HL_OP_ROPE_SHIFT:
+        snprintf(buf, size, "rope_shift %s n_rot=%d h=%d hd=%d rows [%d, %lld) by %d%s%s",
+                 c->mode == HL_ROPE_NEOX ? "neox" : "normal", (int)c->n_rot, (int)c->n_head_kv, (int)c->head_dim,
+                 (int)c->pos0, (long long)(c->pos0 + c->n), (int)c->pos1, c->variant ? " freq_factors" : "",
+                 c->yarn ? " yarn" : "");
         break;
     case HL_OP_STORE_ROWS:
         snprintf(buf, size, "store_rows %s kv_dim=%d n=%lld pos0=%d", type, (int)(c->n_head_kv * c->head_dim),
@@ -243,13 +266,18 @@ static void prepare(const op_case *c, size_t index, prep *p) {
         p->out = c->variant ? 0 : 2;
         break;
     case HL_OP_ROPE:
-        add_arg(p, shape_of(f32, q_dim, c->n), random_rows(f32, q_dim, c->n, 2.0f));
+    case HL_OP_ROPE_SHIFT:
+        if (c->op == HL_OP_ROPE) add_arg(p, shape_of(f32, q_dim, c->n), random_rows(f32, q_dim, c->n, 2.0f));
+        else add_arg(p, shape_of(c->type, kv_dim, c->n_ctx), random_rows(c->type, kv_dim, c->n_ctx, 2.0f));
         if (c->variant) {
             float *ff = malloc(sizeof(float) * (size_t)(c->n_rot / 2));
             for (int i = 0; i < c->n_rot / 2; i++) ff[i] = 1.0f + 0.75f * (frand() + 1.0f);
             add_arg(p, shape_of(f32, c->n_rot / 2, 1), ff);
         }
-        p->rope = (hl_rope_params){.n_rot = c->n_rot, .mode = c->mode, .freq_base = 10000.0f, .freq_scale = 0.5f};
+        p->rope = (hl_rope_params){.n_rot = c->n_rot, .mode = c->mode, .freq_base = 10000.0f,
+                                   .freq_scale = c->yarn ? 0.25f : 0.5f, .n_ctx_orig = 4096,
+                                   .ext_factor = c->yarn ? 1.0f : 0.0f, .attn_factor = 1.0f, .beta_fast = 32.0f,
+                                   .beta_slow = 1.0f};
         break;
     case HL_OP_STORE_ROWS:
         add_arg(p, shape_of(f32, kv_dim, c->n), random_rows(f32, kv_dim, c->n, 1.0f));
@@ -360,6 +388,8 @@ static hearth_status run_op(const op_case *c, const prep *p, inst *in) {
     case HL_OP_RMS_NORM: return hl_rms_norm(b, &t[0], &t[1], 1e-5f, &t[2]);
     case HL_OP_MATMUL: return hl_matmul(b, &t[0], &t[1], &t[2]);
     case HL_OP_ROPE: return hl_rope(b, &t[0], c->n_head, &p->rope, c->variant ? &t[1] : NULL);
+    case HL_OP_ROPE_SHIFT:
+        return hl_rope_shift(b, &t[0], c->pos0, c->n, c->n_head_kv, c->pos1, &p->rope, c->variant ? &t[1] : NULL);
     case HL_OP_STORE_ROWS: return hl_store_rows(b, &t[0], &t[1]);
     case HL_OP_ATTENTION: {
         const hl_attn_args a = attn_of(c, in);
@@ -377,7 +407,8 @@ static bool supported(const op_case *c, const prep *p, hl_backend *b) {
     inst fake = {.b = b};
     memcpy(fake.t, p->shape, sizeof fake.t);
     const hl_attn_args a = attn_of(c, &fake);
-    hl_op_desc d = {.op = c->op, .n_head = c->n_head, .rope = &p->rope, .attn = &a};
+    hl_op_desc d = {.op = c->op, .n_head = c->op == HL_OP_ROPE_SHIFT ? c->n_head_kv : c->n_head, .rope = &p->rope,
+                    .attn = &a};
     for (int i = 0; i < p->n_args; i++) d.t[i] = &fake.t[i];
     if (c->op == HL_OP_RMS_NORM && p->y_is_x) d.t[2] = &fake.t[0];
     return hl_supports_op(b, &d);

@@ -412,6 +412,44 @@ static void test_errors_and_free(hearth_model *m) {
     CHECK(b.done && b.finish == HEARTH_FINISH_CANCELLED && b.n_final == 1);
 }
 
+/* With context_shift a generation goes past its slot's context (the slot
+ * shifts, hearth_context_shift) and ends at max_tokens; a later request on
+ * that slot reuses only the kept prefix, so it gives what a fresh engine
+ * gives. */
+static void test_context_shift(hearth_model *m) {
+    hearth_engine_params ep = hearth_engine_default_params();
+    ep.ctx.n_seq_max = 1;
+    ep.ctx.n_ctx = 64;
+    ep.ctx.n_threads = 2;
+    ep.ctx.flash_attn = HEARTH_FLASH_ATTN_OFF;
+    ep.context_shift = true;
+    ep.n_keep = 4;
+    hearth_engine *e = NULL;
+    CHECK_MSG(hearth_engine_init(m, &ep, &e) == HEARTH_OK, "engine: %s", hearth_last_error());
+    if (!e) return;
+    static collect a, b, fresh;
+    hearth_request_params p = greedy(&a, 150);
+    p.prompt = PROMPT;
+    p.ignore_eos = true;
+    CHECK(hearth_engine_submit(e, &p, NULL) == HEARTH_OK);
+    wait_done(&a);
+    CHECK_MSG(a.finish == HEARTH_FINISH_LENGTH && a.n_tokens == 150, "finish %d after %d tokens", (int)a.finish,
+              a.n_tokens);
+    p = greedy(&b, 16);
+    p.prompt = PROMPT;
+    CHECK(hearth_engine_submit(e, &p, NULL) == HEARTH_OK);
+    wait_done(&b);
+    hearth_engine_free(e);
+    e = new_engine(m, 1, 64, 4);
+    p = greedy(&fresh, 16);
+    p.prompt = PROMPT;
+    CHECK(hearth_engine_submit(e, &p, NULL) == HEARTH_OK);
+    wait_done(&fresh);
+    hearth_engine_free(e);
+    CHECK_MSG(b.n_cached <= 4 + 1 && same_tokens(&b, &fresh), "after a shift: %d cached, tokens %s", (int)b.n_cached,
+              same_tokens(&b, &fresh) ? "equal" : "differ");
+}
+
 /* A conversation goes through the model's chat template. */
 static void test_chat(hearth_model *m, hearth_engine *e) {
     static collect c;
@@ -450,6 +488,7 @@ int main(void) {
     test_cancel(m);
     test_pause(m);
     test_errors_and_free(m);
+    test_context_shift(m);
     hearth_model_free(m);
     return check_report();
 }

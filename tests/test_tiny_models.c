@@ -64,6 +64,17 @@
  * missing bias or norm move logits by 0.1..5 (planted in hearth). */
 #define ARCH_MAX_DIFF 1e-4f
 
+/* The YaRN models (arch/yarn_reference.json: rope.scaling.type yarn with
+ * original_context_length and attn_factor, normal and NEOX pairs): their
+ * fixture comes from llama.cpp built for AVX2, whose F32 and F16 products
+ * add in another order than the AVX-512 build hearth's kernels follow.
+ * Measured (x86-64 AVX2, 2026-11-26): 9 of the 14 records equal to the
+ * fixture's 6 digits, the worst 1.5e-3 (flash attention on: 5.6e-3, within
+ * the F32/F16 fa bound). Ignoring YaRN's ramp, its attention factor or the
+ * file's attn_factor moves logits far more (the options test of
+ * tests/python/test_long_context.py sees each change the output). */
+#define YARN_MAX_DIFF 5e-3f
+
 /* With flash attention on (the tiled path, HEARTH_FLASH_ATTN_ON), every
  * model and record of both folders against the same fixtures, which are
  * llama.cpp without flash attention: the tiled path keeps probabilities in
@@ -239,6 +250,7 @@ int main(void) {
     } fixtures[] = {
         {"reference/tiny/tiny_reference.json", 6, 0.0f},
         {"reference/arch/arch_reference.json", 6, ARCH_MAX_DIFF},
+        {"reference/arch/yarn_reference.json", 2, YARN_MAX_DIFF},
     };
     for (size_t f = 0; f < sizeof fixtures / sizeof fixtures[0]; f++) {
         cJSON *ref = json_file_read(check_test_path(fixtures[f].fixture));

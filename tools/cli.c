@@ -119,6 +119,8 @@ bool cli_parse_flash_attn(const char *opt, const char *val, int32_t *out) {
 
 int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_context_params *ctx, long *n_gpu_layers) {
     const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+    const int rope = cli_parse_rope_opt(argc, argv, i, cmd, ctx);
+    if (rope) return rope;
     if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
         if (!val) {
             fprintf(stderr, "hearth: %s needs a value; see hearth %s --help\n", a, cmd);

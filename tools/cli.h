@@ -37,6 +37,24 @@ bool cli_parse_flash_attn(const char *opt, const char *val, int32_t *out);
  * printing the error (a missing or bad value; `cmd` names the --help). */
 int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_context_params *ctx, long *n_gpu_layers);
 
+/* The RoPE options (cli_rope.c), llama.cpp's: --rope-scaling, --rope-scale,
+ * --rope-freq-base, --rope-freq-scale, --yarn-orig-ctx, --yarn-ext-factor,
+ * --yarn-attn-factor, --yarn-beta-fast, --yarn-beta-slow into ctx; returns
+ * as cli_parse_ctx_opt (which tries them too). CLI_ROPE_HELP lists them for
+ * a --help. */
+int cli_parse_rope_opt(int argc, char **argv, int *i, const char *cmd, hearth_context_params *ctx);
+#define CLI_ROPE_HELP                                                                                        \
+    "rope (llama.cpp's options; default: the model's):\n"                                                    \
+    "  --rope-scaling {none,linear,yarn}  how positions stretch past the trained context\n"                 \
+    "  --rope-scale N           context scaling factor: the context grows N times (freq scale 1/N)\n"       \
+    "  --rope-freq-base N       theta base of the rotations\n"                                              \
+    "  --rope-freq-scale N      frequency scale: the context grows 1/N times\n"                             \
+    "  --yarn-orig-ctx N        YaRN: the model's original context (0 = its rope.scaling or training length)\n" \
+    "  --yarn-ext-factor N      YaRN: extrapolation mix (-1 = 1 with YaRN; 0 = full interpolation)\n"        \
+    "  --yarn-attn-factor N     attention magnitude scale (-1 = 1; YaRN uses its own)\n"                     \
+    "  --yarn-beta-fast N       YaRN: low correction dim, rotations (-1 = 32)\n"                             \
+    "  --yarn-beta-slow N       YaRN: high correction dim, rotations (-1 = 1)\n"
+
 /* How offloaded layers spread over the devices (--device): llama.cpp's
  * -ts/--tensor-split A,B,... (proportions, in the order of the devices; "/"
  * separates them too), -mg/--main-gpu N (the device of split mode none) and
@@ -117,12 +135,19 @@ typedef struct cli_gen {
      * held at the end), or NULL; returns 0 or an exit status */
     int (*on_text)(void *user, int32_t tok, const char *text, size_t len);
     void *user;
+    /* when the context is full: shift it (hearth_context_shift: keep the
+     * first n_keep tokens, drop half of the rest, as llama-cli does) and go
+     * on; false: stop there */
+    bool context_shift;
+    uint32_t n_keep;
 } cli_gen;
 
 /* Samples up to `limit` tokens after the decoded prompt, streaming their
  * text to stdout, until an end-of-generation token or *stop; every token but
- * the limit-th is decoded so the next can be sampled. *n_gen gets the tokens
- * generated. Returns 0, or the exit status after printing the error. */
+ * the limit-th is decoded so the next can be sampled (with context_shift,
+ * after shifting a full context; a context that cannot shift, n_keep too
+ * close to its end, stops there). *n_gen gets the tokens generated.
+ * Returns 0, or the exit status after printing the error. */
 int cli_generate(const cli_gen *g, long limit, long *n_gen);
 
 /* Options of `hearth run` and `hearth chat` (cmd_run.c parses both). */
@@ -134,6 +159,8 @@ typedef struct run_opts {
     const char *system;        /* --system TEXT */
     const char *chat_template; /* --chat-template FILE: instead of the model's */
     long n_predict;
+    bool context_shift;        /* run: --context-shift */
+    long n_keep;               /* run: --keep N (-1: the whole prompt) */
     hearth_sampler_params sampling;
     bool seed_set;
     hearth_context_params ctx;

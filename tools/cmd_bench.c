@@ -47,6 +47,7 @@ typedef struct bench_opts {
     bool ub_column;               /* -ub other than 512 or several: an n_ubatch column, as llama-bench */
     bench_format format;
     bool progress, verbose;
+    hearth_context_params ctx;    /* the defaults with the rope options (cli_rope.c) */
 } bench_opts;
 
 /* What every output row repeats about the model and the settings. */
@@ -100,6 +101,7 @@ static void bench_usage(FILE *out) {
             "  -fa, --flash-attn V[,V...]  attention on the CPU: on (tiled), off (llama.cpp's exact order) or\n"
             "                           auto (= on); 1, 0, -1 too, as llama-bench; each value is a run (default auto)\n"
             "  -o, --output FORMAT      md (a table like llama-bench's), json or csv (default md)\n"
+            CLI_ROPE_HELP
             "      --progress           print each step to stderr\n"
             "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
             "  -h, --help               this help\n"
@@ -195,7 +197,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     *o = (bench_opts){.n_prompt = {512}, .n_gen = {128}, .n_prompt_count = 1, .n_gen_count = 1,
                       .n_depth = {0}, .n_depth_count = 1, .n_ubatch = {N_UBATCH_DEFAULT}, .n_ubatch_count = 1,
                       .n_threads = hearth_cpu_physical_cores(), .reps = 5, .flash_attn = {HEARTH_FLASH_ATTN_AUTO},
-                      .flash_attn_count = 1, .format = FMT_MD};
+                      .flash_attn_count = 1, .format = FMT_MD, .ctx = hearth_context_default_params()};
     cli_split_init(&o->split);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -249,6 +251,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         } else if (IS("-fa", "--flash-attn")) {
             NEED_VALUE();
             ok = parse_flash_attn_list(a, val, o);
+        } else if (!strncmp(a, "--rope-", 7) || !strncmp(a, "--yarn-", 7)) {
+            ok = cli_parse_rope_opt(argc, argv, &i, "bench", &o->ctx) > 0;
         } else if (IS("-o", "--output")) {
             NEED_VALUE();
             ok = parse_format(a, val, &o->format);
@@ -550,7 +554,7 @@ typedef struct bench_state {
  * (or -c), the whole prompt in one decode call. */
 static hearth_context_params context_params(const bench_opts *o, long n_ubatch, int32_t flash_attn) {
     const long max_p = list_max(o->n_prompt, o->n_prompt_count), max_n = list_max(o->n_gen, o->n_gen_count);
-    hearth_context_params cp = hearth_context_default_params();
+    hearth_context_params cp = o->ctx;
     cp.n_ctx = (uint32_t)(o->n_ctx ? o->n_ctx : list_max(o->n_depth, o->n_depth_count) + (max_p > max_n ? max_p : max_n));
     cp.n_batch = (uint32_t)(max_p > N_BATCH_MIN ? max_p : N_BATCH_MIN);
     cp.n_ubatch = (uint32_t)n_ubatch;

@@ -4,7 +4,10 @@
  * to where the new prompt diverges, e.g. where the model's answer tokenizes
  * differently as text). Answers stream to stdout until an end-of-generation
  * token. /exit or end of input ends the chat; Ctrl-C stops an answer, and at
- * the prompt ends the chat. A conversation that outgrows the context ends the
+ * the prompt ends the chat. When the next turn would not fit in the context
+ * (its prompt plus room for an answer: -n, at most a quarter of the
+ * context), the oldest turns after the system message are dropped, which is
+ * said once on stderr; a single message too long for the context ends the
  * chat with a one-line error. */
 #include <errno.h>
 #include <signal.h>
@@ -34,6 +37,7 @@ typedef struct chat_state {
     int32_t *cache;            /* the tokens in the KV cache, [n_ctx] */
     uint32_t n_cache;
     int32_t *prompt;           /* the rendered conversation's tokens, [n_ctx + 1] */
+    bool dropped;              /* turns were dropped (said once) */
 } chat_state;
 
 static void chat_state_free(chat_state *s) {
@@ -140,17 +144,49 @@ static int answer(chat_state *s, const run_opts *o, char **answer, size_t *answe
     return cli_emit("\n", 1);
 }
 
+/* Drops the oldest turn after the system message (a user message and the
+ * answer to it); false when only the newest message is left to drop. */
+static bool drop_oldest_turn(chat_state *s) {
+    const size_t first = s->n_msgs && !strcmp(s->msgs[0].role, "system") ? 1 : 0;
+    const size_t n = s->n_msgs - first > 2 ? 2 : 0; /* never the new user message */
+    if (n == 0) return false;
+    for (size_t i = first; i < first + n; i++) {
+        free((char *)s->msgs[i].role);
+        free((char *)s->msgs[i].content);
+    }
+    memmove(s->msgs + first, s->msgs + first + n, (s->n_msgs - first - n) * sizeof *s->msgs);
+    s->n_msgs -= n;
+    return true;
+}
+
+/* The conversation rendered and tokenized into s->prompt, dropping its
+ * oldest turns while the prompt and room for an answer exceed the context. */
+static int render_fitting(chat_state *s, const run_opts *o, size_t *n_prompt, hearth_status *st) {
+    const uint32_t n_ctx = hearth_context_n_ctx(s->ctx);
+    const size_t reserve = o->n_predict >= 0 && o->n_predict < (long)(n_ctx / 4) ? (size_t)o->n_predict : n_ctx / 4;
+    for (;;) {
+        char *text;
+        int rc = chat_render(&s->tmpl, s->msgs, s->n_msgs, &text);
+        if (rc) return rc;
+        *st = hearth_tokenize(s->model, text, strlen(text), true, true, s->prompt, n_ctx + 1, n_prompt);
+        hearth_chat_free(text);
+        const bool fits = *st == HEARTH_OK && *n_prompt + reserve < n_ctx;
+        if (fits || (*st != HEARTH_OK && *st != HEARTH_ERR_BUFFER_TOO_SMALL) || !drop_oldest_turn(s)) return 0;
+        if (!s->dropped)
+            fprintf(stderr, "hearth: the conversation outgrew the context (%u tokens): dropping its oldest turns\n", n_ctx);
+        s->dropped = true;
+    }
+}
+
 /* One turn: the user's line in, the answer out. Returns 0, or the exit
  * status after printing the error that ends the chat. */
 static int turn(chat_state *s, const run_opts *o, const char *line, size_t line_len) {
     uint32_t n_ctx = hearth_context_n_ctx(s->ctx);
     if (add_message(s, "user", line, line_len)) return 1;
-    char *text;
     size_t n_prompt;
-    int rc = chat_render(&s->tmpl, s->msgs, s->n_msgs, &text);
+    hearth_status st;
+    int rc = render_fitting(s, o, &n_prompt, &st);
     if (rc) return rc;
-    hearth_status st = hearth_tokenize(s->model, text, strlen(text), true, true, s->prompt, n_ctx + 1, &n_prompt);
-    hearth_chat_free(text);
     if (st == HEARTH_ERR_BUFFER_TOO_SMALL || (st == HEARTH_OK && n_prompt + 1 >= n_ctx)) {
         fprintf(stderr, "hearth: the conversation is %zu tokens but the context holds %u: start a new chat or raise -c/--ctx-size\n",
                 n_prompt, n_ctx);
@@ -174,10 +210,8 @@ static int turn(chat_state *s, const run_opts *o, const char *line, size_t line_
     rc = add_message(s, "assistant", reply, reply_len);
     free(reply);
     if (rc) return rc;
-    if (ctx_full) {
-        fprintf(stderr, "hearth: the conversation filled the context (%u tokens): start a new chat or raise -c/--ctx-size\n", n_ctx);
-        return 1;
-    }
+    if (ctx_full) /* the next turn drops the oldest ones */
+        fprintf(stderr, "hearth: the answer filled the context (%u tokens) and was cut\n", n_ctx);
     return 0;
 }
 

@@ -4,6 +4,7 @@
  * With --chat MESSAGE the prompt is the model's chat template rendered over
  * [--system TEXT,] MESSAGE. Also parses the options of `hearth chat`. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,12 @@ static void run_usage(FILE *out, bool chat) {
                 "      --system TEXT        with --chat: a system message first\n"
                 "      --chat-template FILE with --chat: the Jinja template in FILE instead of the model's\n"
                 "generation:\n"
-                "  -n, --n-predict N        tokens to generate, at most (default 128; -1 = until the context is full)\n");
+                "  -n, --n-predict N        tokens to generate, at most (default 128; -1 = until the context is full,\n"
+                "                           or without end with --context-shift)\n"
+                "      --context-shift      when the context is full, drop the oldest tokens after --keep and go on\n"
+                "                           (the cached keys are re-rotated, nothing is recomputed); default: stop\n"
+                "      --keep N             with --context-shift: prompt tokens always kept, after the BOS\n"
+                "                           (default 0; -1 = the whole prompt)\n");
     fprintf(out,
             "      --temp T             temperature; 0 = greedy (default 0.8)\n"
             "      --top-k K            keep the K most likely tokens; 0 = off (default 40)\n"
@@ -62,6 +68,7 @@ static void run_usage(FILE *out, bool chat) {
             CLI_SPLIT_HELP
             "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
             "                           (llama.cpp's exact order without flash attention), auto = on (default auto)\n"
+            CLI_ROPE_HELP
             "other:\n"
             "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
             "  -h, --help               this help\n",
@@ -112,6 +119,11 @@ int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat) {
         } else if (IS("-n", "--n-predict")) {
             NEED_VALUE();
             if (!cli_parse_int(a, val, -1, 1L << 30, &o->n_predict)) return 2;
+        } else if (!chat && IS("--context-shift", "--context-shift")) {
+            o->context_shift = true;
+        } else if (!chat && IS("--keep", "--keep")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, -1, 1L << 30, &o->n_keep)) return 2;
         } else if (IS("--temp", "--temperature")) {
             NEED_VALUE();
             if (!cli_parse_float(a, val, 0.0, 100.0, &d)) return 2;
@@ -224,9 +236,18 @@ static int generate(run_state *s, const run_opts *o, size_t n_prompt, long *n_ge
     *t_prompt = t1 - t0;
     uint32_t room = hearth_context_n_ctx(s->ctx) - (uint32_t)n_prompt;
     long limit = o->n_predict < 0 || o->n_predict > (long)room ? (long)room : o->n_predict;
-    const cli_gen g = {.ctx = s->ctx, .model = s->model, .smpl = s->smpl, .detok = s->detok};
+    if (o->context_shift) limit = o->n_predict < 0 ? LONG_MAX : o->n_predict;
+    /* llama-cli's n_keep: the whole prompt for -1 (or more than it), else N
+     * after the BOS, which always stays */
+    const size_t bos = s->tokens[0] == hearth_token_bos(s->model);
+    const size_t n_keep = o->n_keep < 0 || (size_t)o->n_keep + bos > n_prompt ? n_prompt : (size_t)o->n_keep + bos;
+    const cli_gen g = {.ctx = s->ctx, .model = s->model, .smpl = s->smpl, .detok = s->detok,
+                       .context_shift = o->context_shift, .n_keep = (uint32_t)n_keep};
     int rc = cli_generate(&g, limit, n_gen);
     *t_gen = cli_now() - t1;
+    if (!rc && !o->context_shift && limit == (long)room && *n_gen == limit && o->n_predict != limit)
+        fprintf(stderr, "\nhearth: the context is full (%u tokens): stopped; raise -c/--ctx-size or add --context-shift\n",
+                hearth_context_n_ctx(s->ctx));
     return rc;
 }
 

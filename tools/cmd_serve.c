@@ -32,6 +32,11 @@ static void serve_usage(FILE *out) {
             "model:\n"
             "      --alias NAME         the model id clients see (default: MODEL's file name)\n"
             "      --chat-template FILE the Jinja chat template in FILE instead of the model's\n"
+            "context:\n"
+            "      --context-shift      a generation that fills its slot drops the oldest tokens after --keep\n"
+            "                           and goes on (default: it ends with finish_reason \"length\")\n"
+            "      --keep N             with --context-shift: prompt tokens always kept, after the BOS\n"
+            "                           (default 0; -1 = the whole prompt)\n"
             "performance:\n"
             "      --parallel N         slots: requests generating at once (default 4)\n"
             "      --queue N            requests that may wait for a slot (default 64)\n"
@@ -46,6 +51,7 @@ static void serve_usage(FILE *out) {
             CLI_SPLIT_HELP
             "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
             "                           (llama.cpp's exact order without flash attention), auto = on (default auto)\n"
+            CLI_ROPE_HELP
             "other:\n"
             "  -v, --verbose            log each request and loading details to stderr\n"
             "  -h, --help               this help\n",
@@ -157,6 +163,12 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
             NEED_VALUE();
             if (!cli_parse_int(a, val, 0, 1L << 20, &l)) return 2;
             o->engine.n_queue_max = (int32_t)l;
+        } else if (IS("--context-shift", "--context-shift")) {
+            o->engine.context_shift = true;
+        } else if (IS("--keep", "--keep")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, -1, 1L << 30, &l)) return 2;
+            o->engine.n_keep = (int32_t)l;
         } else if (IS("-v", "--verbose")) {
             o->cfg.verbose = true;
         } else if (a[0] == '-' && a[1] != '\0') {

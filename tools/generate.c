@@ -19,9 +19,28 @@ static int emit(const cli_gen *g, int32_t tok, const char *text, size_t len) {
     return g->on_text ? g->on_text(g->user, tok, text, len) : 0;
 }
 
+/* With context_shift and a full context, drops half of what follows the
+ * kept tokens (llama-cli's n_discard = (n_past - n_keep) / 2); false when
+ * there is nothing to drop. */
+static bool make_room(const cli_gen *g, int *rc) {
+    const uint32_t n_past = hearth_context_n_past(g->ctx);
+    if (!g->context_shift || n_past < hearth_context_n_ctx(g->ctx)) return true;
+    const uint32_t n_discard = n_past > g->n_keep ? (n_past - g->n_keep) / 2 : 0;
+    if (n_discard == 0) {
+        fprintf(stderr, "\nhearth: the context is full and keeping %u tokens leaves nothing to drop: stopped\n", g->n_keep);
+        return false;
+    }
+    if (hearth_context_shift(g->ctx, 0, g->n_keep, n_discard) != HEARTH_OK) {
+        *rc = cli_fail("context shift");
+        return false;
+    }
+    return true;
+}
+
 int cli_generate(const cli_gen *g, long limit, long *n_gen) {
     char piece[4096]; /* far above any vocabulary's longest piece; a bigger one is an error */
     size_t len;
+    int rc = 0;
     *n_gen = 0;
     while (*n_gen < limit && !(g->stop && *g->stop)) {
         int32_t tok = hearth_sampler_sample(g->smpl, hearth_get_logits(g->ctx));
@@ -29,7 +48,12 @@ int cli_generate(const cli_gen *g, long limit, long *n_gen) {
         (*n_gen)++;
         if (hearth_detok_push(g->detok, tok, piece, sizeof piece, &len) != HEARTH_OK) return cli_fail("detokenize");
         if (emit(g, tok, piece, len)) return 1;
-        if (*n_gen < limit && hearth_decode(g->ctx, &tok, 1) != HEARTH_OK) return cli_fail("generate");
+        if (*n_gen == limit) break;
+        if (!make_room(g, &rc)) {
+            if (rc) return rc;
+            break;
+        }
+        if (hearth_decode(g->ctx, &tok, 1) != HEARTH_OK) return cli_fail("generate");
     }
     if (hearth_detok_flush(g->detok, piece, sizeof piece, &len) != HEARTH_OK) return cli_fail("detokenize");
     return emit(g, -1, piece, len);

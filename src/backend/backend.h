@@ -13,6 +13,7 @@
 #ifndef HEARTH_BACKEND_H
 #define HEARTH_BACKEND_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,16 +40,68 @@ typedef enum hl_rope_mode {
 } hl_rope_mode;
 
 /* Rotary position embedding parameters (RoFormer, Su et al. 2021,
- * arXiv:2104.09864) as llama.cpp applies them: pair i of a head is rotated by
- * theta_i = pos * freq_scale * base^(-2i/n_rot) / ff[i], where ff are the
- * optional per-pair frequency factors (Llama 3 rope scaling stores them in
- * the GGUF as rope_freqs.weight; 1 when absent). */
+ * arXiv:2104.09864) as llama.cpp's ggml_rope_ext applies them (ggml-cpu
+ * ops.cpp rope_yarn): pair i of a head has the angle
+ *   theta_extrap = pos * base^(-2i/n_rot) / ff[i],
+ *   theta_interp = freq_scale * theta_extrap,
+ * where ff are the optional per-pair frequency factors (Llama 3 rope scaling
+ * stores them in the GGUF as rope_freqs.weight; 1 when absent). Without
+ * YaRN (ext_factor 0) the angle is theta_interp and cos, sin are multiplied
+ * by attn_factor. With YaRN (Peng et al. 2023, arXiv:2309.00071; ext_factor
+ * != 0) the angle mixes the two by ramp_mix = ext_factor * (1 - clamp((i -
+ * lo) / max(0.001, hi - lo), 0, 1)), with [lo, hi] the correction dims of
+ * hl_rope_yarn_corr_dims, and cos, sin are multiplied by attn_factor * (1 +
+ * 0.1 ln(1 / freq_scale)). hl_rope_yarn_consts gives every backend the
+ * same per-op numbers. */
 typedef struct hl_rope_params {
     int32_t n_rot;      /* dimensions rotated per head (<= head_dim, even) */
     int32_t mode;       /* hl_rope_mode */
     float freq_base;    /* theta base, e.g. 10000 */
     float freq_scale;   /* 1 / linear scaling factor */
+    int32_t n_ctx_orig; /* YaRN: the context length the model was trained on, tokens */
+    float ext_factor;   /* YaRN: extrapolation mix; 0 = no YaRN */
+    float attn_factor;  /* magnitude scale of cos and sin (1 = none) */
+    float beta_fast, beta_slow; /* YaRN: the ramp's ends, in rotations over n_ctx_orig (32, 1) */
 } hl_rope_params;
+
+/* The per-op numbers of a rope every backend uses (inline, so the CUDA
+ * module has it too): theta_scale = base^(-2/n_rot); corr[0..1] the YaRN
+ * ramp's ends in pairs (ggml.c ggml_rope_yarn_corr_dims); mscale the factor
+ * of cos and sin. Float throughout, as ggml computes them. */
+typedef struct hl_rope_consts {
+    float theta_scale;
+    float corr[2];
+    float mscale;
+} hl_rope_consts;
+
+/* The pair where YaRN's ramp for `rotations` over n_ctx_orig tokens sits
+ * (ggml.c ggml_rope_yarn_corr_dim; 3.14159265f is (float)M_PI). */
+static inline float hl_rope_yarn_corr_dim(int32_t n_dims, int32_t n_ctx_orig, float rotations, float base) {
+    return (float)n_dims * logf((float)n_ctx_orig / (rotations * 2 * 3.14159265358979323846f)) / (2 * logf(base));
+}
+
+static inline hl_rope_consts hl_rope_yarn_consts(const hl_rope_params *p) {
+    hl_rope_consts k;
+    k.theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+    /* the start floored, the end ceiled, clamped to [0, n_rot - 1] */
+    const float start = floorf(hl_rope_yarn_corr_dim(p->n_rot, p->n_ctx_orig, p->beta_fast, p->freq_base));
+    const float end = ceilf(hl_rope_yarn_corr_dim(p->n_rot, p->n_ctx_orig, p->beta_slow, p->freq_base));
+    k.corr[0] = start > 0.0f ? start : 0.0f;
+    k.corr[1] = (float)(p->n_rot - 1) < end ? (float)(p->n_rot - 1) : end;
+    /* rope_yarn: mscale *= 1 + 0.1 ln(1 / freq_scale), which GCC contracts
+     * into one FMA in llama.cpp's build */
+    k.mscale = p->ext_factor != 0.0f ? p->attn_factor * fmaf(0.1f, logf(1.0f / p->freq_scale), 1.0f) : p->attn_factor;
+    return k;
+}
+
+/* ramp_mix of pair i (see hl_rope_params), as ggml's rope_yarn_ramp times
+ * ext_factor; 0 when ext_factor is 0. Shared by the host backends. */
+static inline float hl_rope_ramp_mix(const hl_rope_consts *k, const hl_rope_params *p, int32_t i) {
+    if (p->ext_factor == 0.0f) return 0.0f;
+    const float span = k->corr[1] - k->corr[0] > 0.001f ? k->corr[1] - k->corr[0] : 0.001f;
+    const float y = ((float)i - k->corr[0]) / span;
+    return (1.0f - (y < 0.0f ? 0.0f : y > 1.0f ? 1.0f : y)) * p->ext_factor;
+}
 
 /* Causal attention of a batch of queries over the KV cache of one layer.
  * K and V rows are stored per cell: k_cache ne = {head_dim * n_head_kv, n_ctx},
@@ -76,6 +129,7 @@ typedef struct hl_attn_args {
     X(RMS_NORM, rms_norm)     /* x, w, y */                   \
     X(MATMUL, matmul)         /* w, x, y */                   \
     X(ROPE, rope)             /* x, freq_factors */           \
+    X(ROPE_SHIFT, rope_shift) /* cache, freq_factors */       \
     X(STORE_ROWS, store_rows) /* src, cache */                \
     X(ATTENTION, attention)   /* q, k_cache, v_cache, out */  \
     X(SWIGLU, swiglu)         /* gate, up */                  \
@@ -99,8 +153,8 @@ typedef enum hl_op {
 typedef struct hl_op_desc {
     hl_op op;
     const hl_tensor *t[HL_OP_MAX_TENSORS];
-    int32_t n_head;              /* ROPE: heads in a row of x */
-    const hl_rope_params *rope;  /* ROPE */
+    int32_t n_head;              /* ROPE, ROPE_SHIFT: heads in a row */
+    const hl_rope_params *rope;  /* ROPE, ROPE_SHIFT */
     const hl_attn_args *attn;    /* ATTENTION */
 } hl_op_desc;
 
@@ -144,6 +198,13 @@ typedef struct hl_backend_i {
     /* in place on x F32 {head_dim * n_head, n}; token t at position pos[t]
      * (set_positions); freq_factors F32 {n_rot / 2} or NULL */
     void (*rope)(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
+    /* Rows [row, row + n) of an F16 KV cache {n_head * head_dim, n_ctx}
+     * rotated in place as rope does with position `delta` for every row:
+     * keys stored at position q then have position q + delta (llama.cpp's
+     * K-shift, llama-kv-cache.cpp build_rope_shift: each row converted to
+     * F32, rotated, rounded back to F16). */
+    void (*rope_shift)(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
+                       const hl_rope_params *p, const hl_tensor *freq_factors);
     /* writes row t of src F32 {d, n} into row row0[t] + pos[t] (set_positions)
      * of cache {d, n_ctx}, in the cache's type */
     void (*store_rows)(hl_backend *b, const hl_tensor *src, hl_tensor *cache);

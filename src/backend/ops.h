@@ -143,6 +143,20 @@ static inline hearth_status hl_rope(hl_backend *b, hl_tensor *x, int32_t n_head,
     return HEARTH_OK;
 }
 
+static inline hearth_status hl_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head,
+                                          int32_t delta, const hl_rope_params *p, const hl_tensor *freq_factors) {
+    const hl_op_desc d = {.op = HL_OP_ROPE_SHIFT, .t = {cache, freq_factors}, .n_head = n_head, .rope = p};
+    if (!hl_is_mat(cache) || n_head < 1 || cache->ne[0] % n_head || p->n_rot < 2 || p->n_rot % 2 ||
+        p->n_rot > cache->ne[0] / n_head || row < 0 || n < 0 || row + n > cache->ne[1] ||
+        (freq_factors && (!hl_is_f32_mat(freq_factors) || freq_factors->ne[0] != p->n_rot / 2 || freq_factors->ne[1] != 1)))
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "rows [%lld, %lld) must be rows of a cache {n_head * "
+                            "head_dim, n_ctx} with n_head %d and an even n_rot %d <= head_dim; freq_factors F32 "
+                            "{n_rot / 2}", (long long)row, (long long)(row + n), (int)n_head, (int)p->n_rot);
+    HL_TRY(hl_check_supported(b, &d));
+    if (n > 0) b->iface->rope_shift(b, cache, row, n, n_head, delta, p, freq_factors);
+    return HEARTH_OK;
+}
+
 static inline hearth_status hl_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache) {
     const hl_op_desc d = {.op = HL_OP_STORE_ROWS, .t = {src, cache}};
     if (!hl_is_f32_mat(src) || !hl_is_mat(cache) || src->ne[0] != cache->ne[0])

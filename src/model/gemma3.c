@@ -70,7 +70,7 @@ static hearth_status gemma3_layer(const hearth_model *m, hl_backend *b, hl_work 
     const hl_hparams *hp = &m->hp;
     const hl_layer *l = &m->layers[il];
     const bool swa = hl_layer_is_swa(hp, il);
-    const hl_rope_params *rope = swa ? &hp->rope_swa : &hp->rope;
+    const hl_rope_params *rope = hl_layer_rope(hp, w, il);
     /* attention block */
     HL_TRY(hl_rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb));
     HL_TRY(hl_attn_qkv(m, b, w, l)); /* with QK-norm */

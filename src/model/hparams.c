@@ -26,24 +26,38 @@ hearth_status hl_arch_f32(const gguf_file *f, const char *arch, const char *suff
 }
 
 /* rope.scaling.type defaults to "linear" and the factor to none, as in
- * llama.cpp; "none" never scales (llama-context.cpp). */
-static hearth_status read_rope_scaling(const gguf_file *f, const char *arch, hl_rope_params *rope) {
+ * llama.cpp (llama-model.cpp load_hparams); original_context_length to
+ * context_length, attn_factor to 1. */
+static hearth_status read_rope_scaling(const gguf_file *f, const char *arch, hl_hparams *hp) {
+    static const struct {
+        const char *name;
+        int32_t type;
+    } types[] = {{"none", HEARTH_ROPE_SCALING_NONE}, {"linear", HEARTH_ROPE_SCALING_LINEAR},
+                 {"yarn", HEARTH_ROPE_SCALING_YARN}};
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     gguf_str type = {"linear", 6};
     HL_TRY(hl_gguf_get_str(f, key, false, &type));
+    hp->rope_scaling = HEARTH_ROPE_SCALING_UNSPECIFIED;
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (hl_gguf_str_eq(type, types[i].name)) hp->rope_scaling = types[i].type;
+    if (hp->rope_scaling == HEARTH_ROPE_SCALING_UNSPECIFIED)
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "rope scaling type '%.*s' is not supported yet (supported: none, linear, yarn)",
+                       (int)(type.len > 32 ? 32 : type.len), type.data);
     float factor = 0.0f;
     snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
     if (!hl_gguf_find_kv(f, key)) snprintf(key, sizeof key, "%s.rope.scale_linear", arch); /* the older name */
     HL_TRY(hl_gguf_get_f32(f, key, false, &factor));
-    if (hl_gguf_str_eq(type, "none")) return HEARTH_OK;
-    if (!hl_gguf_str_eq(type, "linear"))
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "rope scaling type '%.*s' is not supported yet (supported: none, linear)",
-                       (int)(type.len > 32 ? 32 : type.len), type.data);
-    if (factor == 0.0f) return HEARTH_OK;
-    if (!(factor > 0.0f) || !isfinite(factor))
+    if (factor != 0.0f && (!(factor > 0.0f) || !isfinite(factor)))
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s = %g must be > 0", key, factor);
-    rope->freq_scale = 1.0f / factor;
+    hp->rope_freq_scale_train = factor == 0.0f ? 1.0f : 1.0f / factor;
+    hp->n_ctx_orig_yarn = hp->n_ctx_train;
+    HL_TRY(hl_arch_u32(f, arch, "rope.scaling.original_context_length", false, &hp->n_ctx_orig_yarn));
+    hp->rope_attn_factor = 1.0f;
+    HL_TRY(hl_arch_f32(f, arch, "rope.scaling.attn_factor", false, &hp->rope_attn_factor));
+    if (hp->n_ctx_orig_yarn < 1 || !(hp->rope_attn_factor > 0.0f) || !isfinite(hp->rope_attn_factor))
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.rope.scaling.original_context_length = %d and attn_factor = %g "
+                       "must be > 0", arch, (int)hp->n_ctx_orig_yarn, hp->rope_attn_factor);
     return HEARTH_OK;
 }
 
@@ -91,9 +105,11 @@ hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode
                        hp->rope.n_rot, hp->head_dim);
     if (!(hp->rope.freq_base > 0.0f) || !isfinite(hp->rope.freq_base))
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.rope.freq_base = %g must be > 0", arch, hp->rope.freq_base);
-    HL_TRY(read_rope_scaling(f, arch, &hp->rope));
+    hp->rope_freq_base_train = hp->rope.freq_base;
+    HL_TRY(read_rope_scaling(f, arch, hp));
+    const hearth_context_params defaults = hearth_context_default_params();
     hp->rope_swa = hp->rope;
-    return HEARTH_OK;
+    return hl_rope_resolve(hp, &defaults, &hp->rope, &hp->rope_swa);
 }
 
 hearth_status hl_hparams_full_rope(const char *arch, const hl_hparams *hp) {

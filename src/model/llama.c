@@ -26,8 +26,8 @@ hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, i
     /* attention block */
     HL_TRY(hl_rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb));
     HL_TRY(hl_attn_qkv(m, b, w, l));
-    HL_TRY(hl_rope(b, &w->q, hp->n_head, &hp->rope, freq_factors));
-    HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, &hp->rope, freq_factors));
+    HL_TRY(hl_rope(b, &w->q, hp->n_head, &w->rope, freq_factors));
+    HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, &w->rope, freq_factors));
     HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
     HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
     hl_attn_args args = {

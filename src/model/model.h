@@ -32,6 +32,15 @@ typedef struct hl_hparams {
     int32_t n_swa;
     hl_rope_params rope_swa;
     uint8_t swa_layers[HL_MAX_LAYERS / 8];
+    /* RoPE as the file gives it, with llama.cpp's defaults (llama-model.cpp
+     * load_hparams): a context resolves its rope from these and its
+     * overrides (hl_rope_resolve); rope and rope_swa above are what a
+     * context without overrides runs. */
+    int32_t rope_scaling;        /* hearth_rope_scaling of rope.scaling.type: NONE, LINEAR (default), YARN */
+    float rope_freq_base_train;  /* rope.freq_base (10000) */
+    float rope_freq_scale_train; /* 1 / rope.scaling.factor, 1 when absent */
+    int32_t n_ctx_orig_yarn;     /* rope.scaling.original_context_length (context_length) */
+    float rope_attn_factor;      /* rope.scaling.attn_factor (1) */
 } hl_hparams;
 
 static inline bool hl_layer_is_swa(const hl_hparams *hp, int32_t il) {
@@ -83,7 +92,13 @@ typedef struct hl_work {
     hl_tensor logits;    /* F32 {n_vocab, n_out} */
     hl_tensor *k_cache;  /* per layer, F16 {n_head_kv*hd, n_ctx}: n_seq_max runs of n_ctx_seq cells */
     hl_tensor *v_cache;
+    hl_rope_params rope, rope_swa; /* the context's rope of full and sliding-window layers (hl_rope_resolve) */
 } hl_work;
+
+/* The rope of block il in a context: the sliding-window layers' or the others'. */
+static inline const hl_rope_params *hl_layer_rope(const hl_hparams *hp, const hl_work *w, int32_t il) {
+    return hl_layer_is_swa(hp, il) ? &w->rope_swa : &w->rope;
+}
 
 typedef struct hearth_model hearth_model;
 
@@ -211,11 +226,24 @@ hearth_status hl_arch_f32(const gguf_file *f, const char *arch, const char *suff
  * each of llama.cpp's llama/qwen2/qwen3/gemma3 loaders asks), attention.
  * key_length / value_length (head size, default n_embd / n_head),
  * rope.dimension_count (default the head size), rope.freq_base (10000) and
- * rope.scaling.{type,factor} (linear only). Sets the rope mode to `rope_mode`,
+ * rope.scaling.{type,factor,original_context_length,attn_factor} (none,
+ * linear or yarn; llama.cpp reads the yarn_* keys only for architectures
+ * hearth does not run). Sets the rope mode to `rope_mode`,
  * attn_scale to 1/sqrt(head_dim), embd_scale to 1, no sliding window.
  * Errors: FORMAT (missing or out-of-range values), UNSUPPORTED (head sizes or
  * rope scaling hearth does not run). */
 hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode rope_mode, hl_hparams *hp);
+
+/* The rope a context runs (full-attention layers, sliding-window layers):
+ * the file's values in hp with the overrides of `cp`, as llama.cpp's
+ * llama_context resolves its cparams (llama-context.cpp): the scaling type,
+ * base, scale and YaRN's original context from cp when set; ext_factor 1
+ * for YaRN; YaRN's attention factor; times rope.scaling.attn_factor. The
+ * sliding-window layers keep their own base and scale (hp->rope_swa), as
+ * llama.cpp's get_rope_freq_base/scale do. Errors: INVALID_ARG (an unknown
+ * scaling type, a base or scale <= 0, YaRN values out of range). */
+hearth_status hl_rope_resolve(const hl_hparams *hp, const hearth_context_params *cp, hl_rope_params *full,
+                              hl_rope_params *swa);
 
 /* FORMAT unless rope turns whole heads (n_rot == head_dim), which llama.cpp
  * requires of llama (load_hparams) and asserts for qwen2 and qwen3. */

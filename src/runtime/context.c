@@ -23,7 +23,9 @@
 
 hearth_context_params hearth_context_default_params(void) {
     return (hearth_context_params){.n_ctx = 0, .n_batch = 512, .n_threads = 0, .n_seq_max = 1,
-                                   .flash_attn = HEARTH_FLASH_ATTN_AUTO, .n_ubatch = 512};
+                                   .flash_attn = HEARTH_FLASH_ATTN_AUTO, .n_ubatch = 512,
+                                   .rope_scaling_type = HEARTH_ROPE_SCALING_UNSPECIFIED, .yarn_ext_factor = -1.0f,
+                                   .yarn_attn_factor = -1.0f, .yarn_beta_fast = -1.0f, .yarn_beta_slow = -1.0f};
 }
 
 /* Lays out F32 activations for n_ubatch tokens and the KV cache (types
@@ -94,7 +96,7 @@ hearth_status hl_context_resolve(hearth_context *c, const hearth_context_params 
     if (p->n_ubatch == 0 || p->n_ubatch > p->n_batch) p->n_ubatch = p->n_batch; /* llama.cpp's rule */
     c->n_out_max = p->n_seq_max < p->n_batch ? p->n_seq_max : p->n_batch;
     c->type_k = c->type_v = GGML_TYPE_F16;
-    return HEARTH_OK;
+    return hl_rope_resolve(&m->hp, p, &c->rope, &c->rope_swa);
 }
 
 /* Longest matmul input row: the CPU and GPU scratch hold activations this long. */
@@ -152,6 +154,8 @@ static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
     hl_work *w = &c->gpu_work[d];
     w->k_cache = c->k_cache;
     w->v_cache = c->v_cache;
+    w->rope = c->rope;
+    w->rope_swa = c->rope_swa;
     hl_ctx_plan_dev plan;
     hl_context_plan_dev(c, d, &plan);
     size_t scratch;
@@ -187,6 +191,8 @@ static hearth_status init(hearth_context *c) {
     c->last_row = -1;
     w->k_cache = c->k_cache;
     w->v_cache = c->v_cache;
+    w->rope = c->rope;
+    w->rope_swa = c->rope_swa;
     size_t kv_host = 0, kv_gpu = 0;
     hl_ctx_plan_dev plan;
     hl_context_plan_dev(c, -1, &plan);

@@ -29,6 +29,7 @@ struct hearth_context {
     int32_t n_last;                /* tokens of the last batch (hearth_get_logits_ith's range) */
     int32_t last_row;              /* output row hearth_get_logits() reads, -1: none */
     uint32_t type_k, type_v;       /* the KV cache's ggml types (F16) */
+    hl_rope_params rope, rope_swa; /* the rope of its layers: the model's with params' overrides */
 };
 
 /* What a context allocates on one device (-1: the host), planned by

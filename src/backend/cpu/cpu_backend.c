@@ -119,6 +119,9 @@ static bool cpu_supports_op(const hl_backend *b, const hl_op_desc *d) {
     case HL_OP_ROPE:
         return (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) &&
                d->rope->n_rot <= HL_KERNELS_MAX_HEAD_DIM;
+    case HL_OP_ROPE_SHIFT:
+        return d->t[0]->type == GGML_TYPE_F16 && (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) &&
+               d->rope->n_rot <= HL_KERNELS_MAX_HEAD_DIM;
     default: return true;
     }
 }
@@ -136,6 +139,7 @@ static const hl_backend_i cpu_iface = {
     .rms_norm = hl_cpu_rms_norm,
     .matmul = hl_cpu_matmul,
     .rope = hl_cpu_rope,
+    .rope_shift = hl_cpu_rope_shift,
     .store_rows = hl_cpu_store_rows,
     .attention = hl_cpu_attention,
     .swiglu = hl_cpu_swiglu,

@@ -76,12 +76,49 @@ void hl_cpu_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, floa
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(x)), rms_norm_run, &t);
 }
 
-/* ---- rope (normal and NEOX pairings, optional frequency factors) */
+/* ---- rope (normal and NEOX pairings, optional frequency factors, YaRN) */
+
+/* cos and sin of each pair at position `pos` (backend.h hl_rope_params), as
+ * ggml_rope_cache_init and rope_yarn compute them: theta_i = pos *
+ * theta_scale^i by repeated multiplication in float; with YaRN the mix
+ * theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix, which GCC
+ * contracts into one FMA around the second product in llama.cpp's build. */
+static void rope_cos_sin(const hl_rope_params *p, const hl_rope_consts *k, float pos, const float *freq_factors,
+                         float *cos_sin) {
+    float theta = pos;
+    for (int32_t i = 0; i < p->n_rot / 2; i++) {
+        const float ff = freq_factors ? freq_factors[i] : 1.0f;
+        const float extrap = theta / ff, interp = p->freq_scale * extrap;
+        const float mix = hl_rope_ramp_mix(k, p, i);
+        const float angle = p->ext_factor != 0.0f ? fmaf(interp, 1.0f - mix, extrap * mix) : interp;
+        cos_sin[2 * i] = cosf(angle) * k->mscale;
+        cos_sin[2 * i + 1] = sinf(angle) * k->mscale;
+        theta *= k->theta_scale;
+    }
+}
+
+/* Rotates the n_rot first dimensions of one head: pair i is (v[2i],
+ * v[2i+1]) in normal mode, (v[i], v[i + n_rot/2]) in NEOX mode (ggml-cpu
+ * ops.cpp rotate_pairs). ggml writes x0*c - x1*s and x0*s + x1*c; compiled
+ * as GNU C++ with FMA, GCC contracts each into one FMA around the second
+ * product, and llama.cpp's results are those roundings. */
+static void rotate_head(float *v, int32_t n_rot, bool neox, const float *cos_sin) {
+    const int32_t second = neox ? n_rot / 2 : 1;
+    for (int32_t i = 0; i < n_rot / 2; i++) {
+        float *pair = v + (neox ? i : 2 * i);
+        const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
+        const float x0 = pair[0], x1 = pair[second];
+        pair[0] = fmaf(x0, c, -(x1 * s));
+        pair[second] = fmaf(x0, s, x1 * c);
+    }
+}
 
 typedef struct rope_task {
     hl_tensor *x;
     int32_t n_head;
-    const int32_t *pos; /* [x->ne[1]] */
+    const int32_t *pos; /* rope: [x->ne[1]] */
+    int64_t row0;       /* rope_shift: the first row rotated, every row to `delta` */
+    int32_t delta;
     const hl_rope_params *p;
     const float *freq_factors; /* [n_rot / 2] or NULL */
 } rope_task;
@@ -89,47 +126,52 @@ typedef struct rope_task {
 static void rope_run(void *arg, int ith, int nth) {
     rope_task *t = arg;
     const int64_t head_dim = t->x->ne[0] / t->n_head;
-    const int32_t n_rot = t->p->n_rot;
-    /* pair i is (x[2i], x[2i+1]) in normal mode, (x[i], x[i + n_rot/2]) in
-     * NEOX mode (ggml-cpu ops.cpp rotate_pairs) */
+    const hl_rope_consts k = hl_rope_yarn_consts(t->p);
     const bool neox = t->p->mode == HL_ROPE_NEOX;
-    const int32_t second = neox ? n_rot / 2 : 1;
-    /* theta_i = pos * base^(-2i/n_rot), by repeated multiplication in float
-     * as ggml_rope_cache_init does; the angle is freq_scale * (theta_i / ff_i) */
-    const float theta_scale = powf(t->p->freq_base, -2.0f / (float)n_rot);
     float cos_sin[HL_KERNELS_MAX_HEAD_DIM]; /* per pair: cos, sin */
     long long r0, r1;
     hl_split(t->x->ne[1], ith, nth, &r0, &r1);
     for (long long r = r0; r < r1; r++) {
         float *row = (float *)t->x->data + r * t->x->ne[0];
-        float theta = (float)t->pos[r];
-        for (int32_t i = 0; i < n_rot / 2; i++) {
-            const float ff = t->freq_factors ? t->freq_factors[i] : 1.0f;
-            const float angle = t->p->freq_scale * (theta / ff);
-            cos_sin[2 * i] = cosf(angle);
-            cos_sin[2 * i + 1] = sinf(angle);
-            theta *= theta_scale;
-        }
-        for (int32_t h = 0; h < t->n_head; h++) {
-            float *head = row + h * head_dim;
-            for (int32_t i = 0; i < n_rot / 2; i++) {
-                float *v = head + (neox ? i : 2 * i);
-                const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
-                const float x0 = v[0], x1 = v[second];
-                /* ggml's rotate_pairs writes x0*c - x1*s and x0*s + x1*c;
-                 * compiled as GNU C++ with FMA, GCC contracts each into one
-                 * FMA around the second product, and llama.cpp's results
-                 * are those roundings. */
-                v[0] = fmaf(x0, c, -(x1 * s));
-                v[second] = fmaf(x0, s, x1 * c);
-            }
-        }
+        rope_cos_sin(t->p, &k, (float)t->pos[r], t->freq_factors, cos_sin);
+        for (int32_t h = 0; h < t->n_head; h++) rotate_head(row + h * head_dim, t->p->n_rot, neox, cos_sin);
     }
 }
 
 void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
-    rope_task t = {x, n_head, cpu_of(b)->pos, p, freq_factors ? freq_factors->data : NULL};
+    rope_task t = {x, n_head, cpu_of(b)->pos, 0, 0, p, freq_factors ? freq_factors->data : NULL};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(x)), rope_run, &t);
+}
+
+/* The K-shift: every row at the same position, so one table of cos, sin;
+ * each F16 element widened, rotated in F32 and rounded back (ggml's
+ * rotate_pairs<ggml_fp16_t>). */
+static void rope_shift_run(void *arg, int ith, int nth) {
+    rope_task *t = arg;
+    const int64_t d = t->x->ne[0], head_dim = d / t->n_head;
+    const hl_rope_consts k = hl_rope_yarn_consts(t->p);
+    const bool neox = t->p->mode == HL_ROPE_NEOX;
+    const int32_t n_rot = t->p->n_rot;
+    float cos_sin[HL_KERNELS_MAX_HEAD_DIM], v[HL_KERNELS_MAX_HEAD_DIM];
+    rope_cos_sin(t->p, &k, (float)t->delta, t->freq_factors, cos_sin);
+    long long r0, r1;
+    hl_split(t->x->ne[1], ith, nth, &r0, &r1);
+    for (long long r = r0; r < r1; r++) {
+        for (int32_t h = 0; h < t->n_head; h++) {
+            hl_half *head = (hl_half *)t->x->data + (t->row0 + r) * d + h * head_dim;
+            for (int32_t i = 0; i < n_rot; i++) v[i] = hl_fp16_to_fp32(head[i]);
+            rotate_head(v, n_rot, neox, cos_sin);
+            for (int32_t i = 0; i < n_rot; i++) head[i] = hl_fp32_to_fp16(v[i]);
+        }
+    }
+}
+
+void hl_cpu_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
+                       const hl_rope_params *p, const hl_tensor *freq_factors) {
+    hl_tensor rows = *cache;
+    rows.ne[1] = n; /* the task splits n rows, from row0 */
+    rope_task t = {&rows, n_head, NULL, row, delta, p, freq_factors ? freq_factors->data : NULL};
+    hl_pool_run(cpu_of(b)->pool, threads_for(b, n * cache->ne[0]), rope_shift_run, &t);
 }
 
 /* ---- store_rows: F32 rows into the KV cache's type */

@@ -89,6 +89,8 @@ void hl_cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
 void hl_cuda_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
 void hl_cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
 void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
+void hl_cuda_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
+                        const hl_rope_params *p, const hl_tensor *freq_factors);
 void hl_cuda_attention(hl_backend *b, const hl_attn_args *args);
 void hl_cuda_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);

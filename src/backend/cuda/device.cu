@@ -90,6 +90,7 @@ static bool cuda_supports_op(const hl_backend *b, const hl_op_desc *d) {
     case HL_OP_STORE_ROWS: return hl_cuda_store_rows_runs(d->t[1]->type);
     case HL_OP_ATTENTION: return hl_cuda_attention_runs(d->attn);
     case HL_OP_ROPE: return hl_cuda_rope_runs(d->rope);
+    case HL_OP_ROPE_SHIFT: return hl_cuda_rope_runs(d->rope) && d->t[0]->type == GGML_TYPE_F16;
     default: return true;
     }
 }
@@ -237,6 +238,7 @@ static const hl_backend_i cuda_iface = {
     .rms_norm = hl_cuda_rms_norm,
     .matmul = hl_cuda_matmul,
     .rope = hl_cuda_rope,
+    .rope_shift = hl_cuda_rope_shift,
     .store_rows = hl_cuda_store_rows,
     .attention = hl_cuda_attention,
     .swiglu = hl_cuda_swiglu,

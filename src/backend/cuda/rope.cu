@@ -1,36 +1,92 @@
 // Rotary position embeddings (RoFormer, Su et al. 2021, arXiv:2104.09864)
-// with ggml's conventions (backend.h hl_rope_params): pair i of a head
-// (0 <= i < n_rot / 2) is rotated by theta_i = p * freq_scale *
-// base^(-2i/n_rot) / ff[i], the pair being (x[2i], x[2i+1]) in NORMAL mode
-// and (x[i], x[i + n_rot/2]) in NEOX mode; dimensions past n_rot are left
-// alone. theta is computed as ggml's CUDA kernel does: p * theta_scale^i.
+// with ggml's conventions (backend.h hl_rope_params), YaRN included (Peng et
+// al. 2023, arXiv:2309.00071): pair i of a head (0 <= i < n_rot / 2) has
+// theta_extrap = p * theta_scale^i / ff[i] and theta_interp = freq_scale *
+// theta_extrap; with ext_factor != 0 the angle mixes them by ggml's ramp over
+// the correction dims, and cos, sin are scaled by mscale (the numbers of
+// hl_rope_yarn_consts). The pair is (x[2i], x[2i+1]) in NORMAL mode and
+// (x[i], x[i + n_rot/2]) in NEOX mode; dimensions past n_rot are left alone.
+// theta is computed as ggml's CUDA kernel does: p * theta_scale^i. The
+// K-shift (rope_shift) rotates rows of the F16 KV cache the same way, every
+// row to one position.
 #include "backend/cuda/common.cuh"
 
 #define ROPE_THREADS 256
 
-// One thread per (token, head, pair); x F32 {n_head * hd, n}, in place.
-static __global__ void rope_kernel(float *x, int n_head, int hd, int n_rot, bool neox, const int32_t *pos,
-                            float theta_scale, float freq_scale, const float *__restrict__ ff, int64_t n_pairs) {
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= n_pairs) return;
-    const int half = n_rot / 2;
-    const int i = (int)(idx % half);
-    const int64_t head = idx / half; // token * n_head + h
-    const int t = (int)(head / n_head);
-    float theta = (float)pos[t] * powf(theta_scale, (float)i);
-    if (ff) theta /= ff[i];
-    theta *= freq_scale;
+// What every launch of the two kernels shares.
+struct rope_args {
+    int n_head, hd, n_rot;
+    bool neox;
+    float theta_scale, freq_scale, ext_factor, corr0, corr1, mscale;
+    const float *ff; // [n_rot / 2] or NULL
+};
+
+// cos (.x) and sin (.y) of pair i at position p.
+static __device__ float2 rope_cos_sin(const rope_args &a, float p, int i) {
+    float extrap = p * powf(a.theta_scale, (float)i);
+    if (a.ff) extrap /= a.ff[i];
+    const float interp = a.freq_scale * extrap;
+    float theta = interp;
+    if (a.ext_factor != 0.0f) {
+        const float y = ((float)i - a.corr0) / fmaxf(0.001f, a.corr1 - a.corr0);
+        const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * a.ext_factor;
+        theta = interp * (1.0f - mix) + extrap * mix;
+    }
     float s, c;
     sincosf(theta, &s, &c);
-    float *v = x + head * hd;
-    const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
-    const float a = v[i0], b = v[i1];
-    v[i0] = a * c - b * s;
-    v[i1] = a * s + b * c;
+    return make_float2(c * a.mscale, s * a.mscale);
 }
 
-// The two pairings rope_kernel knows.
+// One thread per (token, head, pair); x F32 {n_head * hd, n}, in place.
+static __global__ void rope_kernel(float *x, rope_args a, const int32_t *pos, int64_t n_pairs) {
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= n_pairs) return;
+    const int half = a.n_rot / 2;
+    const int i = (int)(idx % half);
+    const int64_t head = idx / half; // token * n_head + h
+    const float2 cs = rope_cos_sin(a, (float)pos[head / a.n_head], i);
+    float *v = x + head * a.hd;
+    const int i0 = a.neox ? i : 2 * i, i1 = a.neox ? i + half : 2 * i + 1;
+    const float x0 = v[i0], x1 = v[i1];
+    v[i0] = x0 * cs.x - x1 * cs.y;
+    v[i1] = x0 * cs.y + x1 * cs.x;
+}
+
+// One thread per (row, head, pair) of rows [row0, ...) of an F16 cache
+// {n_head * hd, n_ctx}: widened, rotated to position delta, rounded back.
+static __global__ void rope_shift_kernel(__half *cache, rope_args a, int64_t row0, int delta, int64_t n_pairs) {
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= n_pairs) return;
+    const int half = a.n_rot / 2;
+    const int i = (int)(idx % half);
+    const int64_t head = idx / half; // row * n_head + h, from row0
+    const float2 cs = rope_cos_sin(a, (float)delta, i);
+    __half *v = cache + (row0 * a.n_head + head) * a.hd;
+    const int i0 = a.neox ? i : 2 * i, i1 = a.neox ? i + half : 2 * i + 1;
+    const float x0 = __half2float(v[i0]), x1 = __half2float(v[i1]);
+    v[i0] = __float2half_rn(x0 * cs.x - x1 * cs.y);
+    v[i1] = __float2half_rn(x0 * cs.y + x1 * cs.x);
+}
+
+// The two pairings the kernels know.
 bool hl_cuda_rope_runs(const hl_rope_params *p) { return p->mode == HL_ROPE_NORMAL || p->mode == HL_ROPE_NEOX; }
+
+static rope_args args_of(const hl_rope_params *p, int n_head, int hd, const hl_tensor *freq_factors) {
+    const hl_rope_consts k = hl_rope_yarn_consts(p);
+    rope_args a;
+    a.n_head = n_head;
+    a.hd = hd;
+    a.n_rot = p->n_rot;
+    a.neox = p->mode == HL_ROPE_NEOX;
+    a.theta_scale = k.theta_scale;
+    a.freq_scale = p->freq_scale;
+    a.ext_factor = p->ext_factor;
+    a.corr0 = k.corr[0];
+    a.corr1 = k.corr[1];
+    a.mscale = k.mscale;
+    a.ff = freq_factors ? (const float *)freq_factors->data : NULL;
+    return a;
+}
 
 void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
     hl_cuda *cu = cuda_of(b);
@@ -39,12 +95,23 @@ void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_par
         hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: rope mode %d is not supported", cu->index, (int)p->mode);
         return;
     }
-    const int hd = (int)(x->ne[0] / n_head);
     const int64_t n_pairs = x->ne[1] * n_head * (p->n_rot / 2);
-    const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
-    const int32_t *pos = cuda_pos(cu);
     rope_kernel<<<cuda_blocks(n_pairs, ROPE_THREADS), ROPE_THREADS, 0, cu->stream>>>(
-        (float *)x->data, n_head, hd, p->n_rot, p->mode == HL_ROPE_NEOX, pos, theta_scale, p->freq_scale,
-        freq_factors ? (const float *)freq_factors->data : NULL, n_pairs);
+        (float *)x->data, args_of(p, n_head, (int)(x->ne[0] / n_head), freq_factors), cuda_pos(cu), n_pairs);
+    CU_LAUNCHED(cu);
+}
+
+void hl_cuda_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
+                        const hl_rope_params *p, const hl_tensor *freq_factors) {
+    hl_cuda *cu = cuda_of(b);
+    if (!hl_cuda_enter(cu)) return;
+    if (!hl_cuda_rope_runs(p) || cache->type != GGML_TYPE_F16) {
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: rope_shift of mode %d on cache type %u is not supported",
+                       cu->index, (int)p->mode, (unsigned)cache->type);
+        return;
+    }
+    const int64_t n_pairs = n * n_head * (p->n_rot / 2);
+    rope_shift_kernel<<<cuda_blocks(n_pairs, ROPE_THREADS), ROPE_THREADS, 0, cu->stream>>>(
+        (__half *)cache->data, args_of(p, n_head, (int)(cache->ne[0] / n_head), freq_factors), row, delta, n_pairs);
     CU_LAUNCHED(cu);
 }

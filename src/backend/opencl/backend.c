@@ -51,6 +51,7 @@ static const hl_backend_i ocl_iface = {
     .rms_norm = hl_ocl_rms_norm,
     .matmul = hl_ocl_matmul,
     .rope = hl_ocl_rope,
+    .rope_shift = hl_ocl_rope_shift,
     .store_rows = hl_ocl_store_rows,
     .attention = hl_ocl_attention,
     .swiglu = hl_ocl_swiglu,

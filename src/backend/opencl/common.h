@@ -48,7 +48,7 @@ typedef struct hl_ocl_dev {
 /* The kernels of the program (kernels/NAME.cl), one cl_kernel of each per
  * compute instance (clSetKernelArg is not safe across threads). */
 #define HL_OCL_KERNELS(X) \
-    X(get_rows) X(store_rows) X(rms_norm) X(rope) X(attention) X(swiglu) X(geglu) X(add) X(scale)
+    X(get_rows) X(store_rows) X(rms_norm) X(rope) X(rope_shift) X(attention) X(swiglu) X(geglu) X(add) X(scale)
 
 /* The weight types the kernels read (ops.c), in the order of hl_ocl.matmul:
  * kernels/matmul.cl has a kernel matmul_<ggml type name> for each. */
@@ -150,6 +150,8 @@ void hl_ocl_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
 void hl_ocl_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
 void hl_ocl_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
 void hl_ocl_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
+void hl_ocl_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
+                       const hl_rope_params *p, const hl_tensor *freq_factors);
 void hl_ocl_attention(hl_backend *b, const hl_attn_args *args);
 void hl_ocl_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_ocl_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);

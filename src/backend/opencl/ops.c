@@ -103,12 +103,29 @@ void hl_ocl_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_para
     const cl_int hd = (cl_int)(x->ne[0] / n_head), n_rot = p->n_rot, neox = p->mode == HL_ROPE_NEOX;
     const cl_int has_ff = freq_factors != NULL;
     const cl_long n_pairs = x->ne[1] * n_head * (p->n_rot / 2);
-    const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot), freq_scale = p->freq_scale;
+    const hl_rope_consts k = hl_rope_yarn_consts(p);
+    const float freq_scale = p->freq_scale, ext_factor = p->ext_factor;
     /* without factors the kernel never reads them: x stands in for the buffer */
     const hl_ocl_arg args[] = {OCL_DATA(x->data), OCL_VAL(n_head), OCL_VAL(hd), OCL_VAL(n_rot), OCL_VAL(neox),
-                               OCL_VAL(o->pos), OCL_VAL(theta_scale), OCL_VAL(freq_scale),
-                               OCL_DATA(has_ff ? freq_factors->data : x->data), OCL_VAL(has_ff), OCL_VAL(n_pairs)};
-    launch_1d(o, HL_OCL_K_rope, n_pairs, 11, args);
+                               OCL_VAL(o->pos), OCL_VAL(k.theta_scale), OCL_VAL(freq_scale),
+                               OCL_DATA(has_ff ? freq_factors->data : x->data), OCL_VAL(has_ff), OCL_VAL(n_pairs),
+                               OCL_VAL(k.corr[0]), OCL_VAL(k.corr[1]), OCL_VAL(ext_factor), OCL_VAL(k.mscale)};
+    launch_1d(o, HL_OCL_K_rope, n_pairs, 15, args);
+}
+
+void hl_ocl_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
+                       const hl_rope_params *p, const hl_tensor *freq_factors) {
+    hl_ocl *o = ocl_of(b);
+    const cl_int hd = (cl_int)(cache->ne[0] / n_head), n_rot = p->n_rot, neox = p->mode == HL_ROPE_NEOX;
+    const cl_int has_ff = freq_factors != NULL, shift = delta;
+    const cl_long row0 = row, n_pairs = n * n_head * (p->n_rot / 2);
+    const hl_rope_consts k = hl_rope_yarn_consts(p);
+    const float freq_scale = p->freq_scale, ext_factor = p->ext_factor;
+    const hl_ocl_arg args[] = {OCL_DATA(cache->data), OCL_VAL(row0), OCL_VAL(n_head), OCL_VAL(hd), OCL_VAL(n_rot),
+                               OCL_VAL(neox), OCL_VAL(shift), OCL_VAL(k.theta_scale), OCL_VAL(freq_scale),
+                               OCL_DATA(has_ff ? freq_factors->data : cache->data), OCL_VAL(has_ff), OCL_VAL(n_pairs),
+                               OCL_VAL(k.corr[0]), OCL_VAL(k.corr[1]), OCL_VAL(ext_factor), OCL_VAL(k.mscale)};
+    launch_1d(o, HL_OCL_K_rope_shift, n_pairs, 16, args);
 }
 
 /* ------------------------------------------------------------ attention -- */
@@ -173,6 +190,8 @@ bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d) {
         return d->attn->k_cache->type == GGML_TYPE_F16 && d->attn->v_cache->type == GGML_TYPE_F16 &&
                d->attn->head_dim <= ATT_MAX_HEAD_DIM;
     case HL_OP_ROPE: return d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX;
+    case HL_OP_ROPE_SHIFT:
+        return d->t[0]->type == GGML_TYPE_F16 && (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX);
     default: return true;
     }
 }

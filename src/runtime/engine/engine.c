@@ -70,7 +70,8 @@ static void place(hearth_engine *e, hl_request *r) {
     uint32_t n_idle = 0, n_busy = 0;
     for (int32_t i = 0; i < e->n_slots; i++) {
         hl_slot *s = &e->slots[i];
-        const uint32_t n = common_prefix(s->cache, s->n_past, (const int32_t *)r->prompt, (uint32_t)r->n_prompt);
+        const uint32_t n = common_prefix(s->cache, s->shifted ? s->n_exact : s->n_past, (const int32_t *)r->prompt,
+                                         (uint32_t)r->n_prompt);
         if (!s->req && (!idle || n > n_idle || (n == n_idle && s->last_used < idle->last_used))) {
             idle = s;
             n_idle = n;
@@ -91,6 +92,7 @@ static void place(hearth_engine *e, hl_request *r) {
     if (keep > (uint32_t)r->n_prompt - 1) keep = (uint32_t)r->n_prompt - 1;
     hearth_kv_seq_rm(e->ctx, idle->seq, (int32_t)keep, -1);
     idle->n_past = keep;
+    idle->shifted = false; /* keep is within the exact prefix */
     idle->n_cached = (int32_t)keep;
     idle->n_generated = 0;
     idle->n_hold = 0;
@@ -390,6 +392,8 @@ static hearth_status setup(hearth_engine *e, hearth_model *model, const hearth_e
     /* the context may have lowered n_batch to n_ctx */
     e->n_batch = (int32_t)(p->ctx.n_batch < hearth_context_n_ctx(e->ctx) ? p->ctx.n_batch : hearth_context_n_ctx(e->ctx));
     e->n_queue_max = p->n_queue_max;
+    e->context_shift = p->context_shift;
+    e->n_keep = p->n_keep;
     e->n_idle = e->n_slots;
     HL_TRY(alloc_slots(e));
     hl_stats_init(&e->stats, e->n_slots, hearth_context_n_ctx(e->ctx));

@@ -42,6 +42,10 @@ typedef struct hl_slot {
     hearth_slot_state state;
     int32_t *cache;             /* [n_ctx_seq] the tokens whose KV the sequence holds: cache[0, n_past) */
     uint32_t n_past;
+    /* after a context shift, cache[0, n_exact) alone holds the KV a fresh
+     * decode of its tokens would: later requests reuse no more */
+    bool shifted;
+    uint32_t n_exact;
     int32_t n_cached;           /* prompt tokens reused from the cache */
     int32_t n_generated;
     int32_t next;               /* GENERATE: the sampled token the next step decodes */
@@ -65,6 +69,8 @@ struct hearth_engine {
     char *chat_template;        /* NULL: the model's */
     int32_t n_slots, n_batch, n_queue_max;
     uint32_t n_ctx_seq;
+    bool context_shift;         /* hearth_engine_params' */
+    int32_t n_keep;
     hl_slot *slots;             /* [n_slots] */
     /* one step's batch, [n_batch] */
     int32_t *tok, *pos, *seq;

@@ -142,6 +142,22 @@ static void emit(hearth_engine *e, hl_slot *s, hearth_piece *pc) {
     if (!go_on) hl_slot_finish(e, s, (hearth_piece){.token = -1, .finish = HEARTH_FINISH_CANCELLED});
 }
 
+/* With context shift: makes room in a full slot by dropping half of what
+ * follows its kept tokens (llama-server's n_discard = (n_past - n_keep) / 2;
+ * n_keep after the BOS, -1 the whole prompt). False when it cannot. */
+static bool shift_slot(hearth_engine *e, hl_slot *s) {
+    const hl_request *r = s->req;
+    const uint32_t bos = r->prompt[0] == hearth_token_bos(e->model), n_prompt = (uint32_t)r->n_prompt;
+    const uint32_t n_keep = e->n_keep < 0 || (uint32_t)e->n_keep + bos > n_prompt ? n_prompt : (uint32_t)e->n_keep + bos;
+    const uint32_t n_discard = s->n_past > n_keep ? (s->n_past - n_keep) / 2 : 0;
+    if (n_discard == 0 || hearth_context_shift(e->ctx, s->seq, n_keep, n_discard) != HEARTH_OK) return false;
+    memmove(s->cache + n_keep, s->cache + n_keep + n_discard, (s->n_past - n_keep - n_discard) * sizeof *s->cache);
+    s->n_past -= n_discard;
+    s->n_exact = s->shifted && s->n_exact < n_keep ? s->n_exact : n_keep;
+    s->shifted = true;
+    return true;
+}
+
 void hl_slot_sample(hearth_engine *e, hl_slot *s, const float *logits) {
     hl_request *r = s->req;
     hearth_token_logprob top[HEARTH_MAX_TOP_LOGPROBS];
@@ -171,8 +187,10 @@ void hl_slot_sample(hearth_engine *e, hl_slot *s, const float *logits) {
         hl_slot_finish(e, s, pc);
         return;
     }
-    const bool full = s->n_past >= e->n_ctx_seq; /* no cell left to decode the token in */
-    const bool length = (r->max_tokens >= 0 && s->n_generated >= r->max_tokens) || full;
+    const bool done = r->max_tokens >= 0 && s->n_generated >= r->max_tokens;
+    /* no cell left to decode the token in, unless a shift makes one */
+    const bool full = !done && s->n_past >= e->n_ctx_seq && !(e->context_shift && shift_slot(e, s));
+    const bool length = done || full;
     if (length) {
         /* the last token: a stop string in the held text still wins */
         size_t keep;

@@ -20,6 +20,12 @@ n_embd / n_head where the architecture takes one:
   gemma3-f16    gemma3: window 13 from a per-layer bool pattern, rope base
                 2e4 for the windowed layers, linear rope scaling 2 on the global
                 one, n_embd 72, n_ff 136, head 24
+and YARN_MODELS (references in yarn_reference.json, make_yarn_reference.py):
+  llama-yarn-f32  llama with YaRN rope scaling (factor 4 over an original
+                context of 64, rope.scaling.attn_factor 1.25): normal pairs,
+                head 32 so the ramp spans pairs 0..5 of 16
+  qwen2-yarn-f16  qwen2 with YaRN (factor 2.5, original context 40): NEOX
+                pairs, head 24, base 1e6
 The reference sequence (90 tokens) is longer than every window and than the
 first 64 positions, so masking matters and reaches past a whole block of 64.
 
@@ -58,6 +64,16 @@ MODELS = [
          sliding_window=13, swa_pattern=[True, False, True], freq_base_swa=20000.0, rope_scaling=("linear", 2.0)),
 ]
 
+# YaRN models: their references (make_yarn_reference.py, yarn_reference.json)
+# come from another machine than arch_reference.json's, hence a list of
+# their own; written after MODELS, with seeds SEED + 6 and SEED + 7.
+YARN_MODELS = [
+    dict(name="llama-yarn-f32", arch="llama", type="F32", n_embd=64, n_head=2, n_head_kv=1, n_ff=136, n_layer=2,
+         tied=True, rope_scaling=("yarn", 4.0), yarn_orig_ctx=64, rope_attn_factor=1.25),
+    dict(name="qwen2-yarn-f16", arch="qwen2", type="F16", n_embd=72, n_head=3, n_head_kv=1, n_ff=200, n_layer=2,
+         tied=False, freq_base=1000000.0, norm_eps=1e-6, bias=True, rope_scaling=("yarn", 2.5), yarn_orig_ctx=40),
+]
+
 
 def llama3_rope_factors(head_dim, base, factor, low, high, orig_ctx):
     """Llama 3's frequency factors, one per rotated pair, as
@@ -88,4 +104,4 @@ def prepare(spec):
 
 
 if __name__ == "__main__":
-    write_all(MODELS, SEED, __file__, prepare)
+    write_all(MODELS + YARN_MODELS, SEED, __file__, prepare)

@@ -131,7 +131,9 @@ FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "BF16": 32}
 def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
     """Writes the model `spec` describes (MODELS here, or make_arch_models.py's:
     arch, sliding_window, swa_pattern, freq_base_swa, rope_freqs (the
-    frequency factors), bias, qk_norm and post_norms are optional) to
+    frequency factors), yarn_orig_ctx and rope_attn_factor (rope.scaling.
+    original_context_length and attn_factor), bias, qk_norm and post_norms
+    are optional) to
     OUT_DIR/NAME.gguf with weights drawn from rng; returns the path."""
     tokens, types, merges, eot = vocabulary()
     n_vocab = len(tokens)
@@ -160,6 +162,10 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
         kind, factor = spec["rope_scaling"]
         w.add_rope_scaling_type(gguf.RopeScalingType(kind))
         w.add_rope_scaling_factor(factor)
+    if "yarn_orig_ctx" in spec:
+        w.add_rope_scaling_orig_ctx_len(spec["yarn_orig_ctx"])
+    if "rope_attn_factor" in spec:
+        w.add_rope_scaling_attn_factors(spec["rope_attn_factor"])
     if "sliding_window" in spec:
         w.add_sliding_window(spec["sliding_window"])
     if "swa_pattern" in spec:
