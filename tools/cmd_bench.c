@@ -252,7 +252,9 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             NEED_VALUE();
             ok = parse_flash_attn_list(a, val, o);
         } else if (!strncmp(a, "--rope-", 7) || !strncmp(a, "--yarn-", 7)) {
-            ok = cli_parse_rope_opt(argc, argv, &i, "bench", &o->ctx) > 0;
+            const int rope = cli_parse_rope_opt(argc, argv, &i, "bench", &o->ctx);
+            if (rope == 0) fprintf(stderr, "hearth: unknown option '%s'; see hearth bench --help\n", a);
+            ok = rope > 0;
         } else if (IS("-o", "--output")) {
             NEED_VALUE();
             ok = parse_format(a, val, &o->format);

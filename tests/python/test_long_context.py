@@ -45,6 +45,13 @@ def test_bad_rope_options(run_hearth, args, needle):
     assert needle in one_line_error(run_hearth("run", YARN_TINY, "hello", *args))
 
 
+def test_bench_takes_the_rope_options(run_hearth):
+    res = run_hearth("bench", YARN_TINY, "--rope-scaling", "yarn", "--rope-scale", "2", "-p", "16", "-n", "4", "-r", "1")
+    assert res.returncode == 0 and b"pp16" in res.stdout, res.stderr.decode()
+    assert "unknown option '--rope-foo'" in one_line_error(run_hearth("bench", YARN_TINY, "--rope-foo", "1"))
+    assert "none, linear or yarn" in one_line_error(run_hearth("bench", YARN_TINY, "--rope-scaling", "x"))
+
+
 def sampled_text(run_hearth, *args):
     """Sampled at temperature 1 with a fixed seed: the text follows the whole
     distribution, so it changes with the logits (the tiny model's greedy text
