@@ -227,7 +227,10 @@ def main():
     print()
     print_table(results, args.bandwidth)
     if args.save:
-        args.save.write_text(json.dumps([{"model": m, "hearth": o, "llama.cpp": r} for m, o, r in results], indent=1))
+        def named(rows):  # "pp512 d4096 fa1": a JSON key for each (test, depth, fa)
+            return {f"{t} d{d} fa{f}": row for (t, d, f), row in rows.items()}
+        args.save.write_text(json.dumps([{"model": m, "hearth": named(o), "llama.cpp": named(r)} for m, o, r in results],
+                                        indent=1))
 
 
 if __name__ == "__main__":
