@@ -9,6 +9,9 @@
 #include "gguf/ggml_types.h"
 #include "runtime/context_impl.h"
 
+_Static_assert(sizeof(((hearth_context_memory *)0)->device) / sizeof(hearth_memory_device) >= 1 + HL_MAX_GPUS,
+               "hearth_context_memory.device holds the host and every GPU a model can use");
+
 /* MemAvailable of /proc/meminfo (the kernel's estimate of what can be
  * allocated without swapping), else the free pages; bytes. */
 static uint64_t host_available(void) {
