@@ -136,15 +136,16 @@ static void test_plan_equals_allocation(hearth_model *m) {
         CHECK_MSG(mem.kv_cache == 30ull * 2 * cases[k].n_ctx * 3 * 64 * 2, "kv %llu", (unsigned long long)mem.kv_cache);
         CHECK(mem.weights == hearth_model_size(m));
         CHECK(mem.context == mem.kv_cache + mem.compute && mem.total == mem.weights + mem.context);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+        /* a sanitizer's allocator is not glibc's: mallinfo2 does not see it */
+        printf("note: sanitizer build: the allocation is not compared with the plan\n");
+        continue;
+#endif
         const size_t before = malloc_bytes();
         hearth_context *ctx;
         CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_OK);
         const size_t grew = malloc_bytes() - before;
         hearth_context_free(ctx);
-        if (grew == 0) { /* a sanitizer's allocator keeps no glibc counts */
-            printf("note: mallinfo2 counts nothing here (sanitizer build?): allocation not compared\n");
-            continue;
-        }
         /* what the plan leaves out: the context's bookkeeping (a few bytes
          * per n_batch token and layer), the thread pool's, malloc's headers
          * and page rounding of each large buffer */
