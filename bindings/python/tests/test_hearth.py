@@ -361,6 +361,8 @@ def test_offline_name_not_in_store(tmp_path, monkeypatch):
 def test_bad_arguments(model):
     with pytest.raises(hearth.InvalidArgumentError):
         hearth.Model(MODEL, n_batch=0)
+    with pytest.raises(hearth.InvalidArgumentError, match="n_ubatch"):
+        hearth.Model(MODEL, n_ubatch=0)
     with pytest.raises(hearth.InvalidArgumentError):
         model.generate("x", top_p=0)
     with pytest.raises(hearth.InvalidArgumentError):
