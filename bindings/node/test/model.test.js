@@ -92,6 +92,7 @@ test('a file that is not GGUF rejects with HearthError ERR_FORMAT', async () => 
 test('bad options and arguments throw ERR_INVALID_ARG naming them', async () => {
   assert.throws(() => new Model(MODEL, { nGpuLayers: 'all' }), { code: 'ERR_INVALID_ARG', message: /nGpuLayers/ });
   assert.throws(() => new Model(MODEL, { nCtx: -1 }), { code: 'ERR_INVALID_ARG', message: /nCtx/ });
+  assert.throws(() => new Model(MODEL, { nUbatch: 0 }), { code: 'ERR_INVALID_ARG', message: /nUbatch/ });
   assert.throws(() => new Model(MODEL, { splitMode: 'diagonal' }), { code: 'ERR_INVALID_ARG', message: /splitMode/ });
   assert.throws(() => new Model(42), { code: 'ERR_INVALID_ARG', message: /path must be a string/ });
   await assert.rejects(Model.load(MODEL, { useMmap: 'yes' }), { code: 'ERR_INVALID_ARG', message: /useMmap/ });
