@@ -24,15 +24,48 @@
 
 #define GREEDY_MAX_PROMPT 512
 
-static int32_t greedy_argmax(const float *x, int32_t n) {
+static inline int32_t greedy_argmax(const float *x, int32_t n) {
     int32_t best = 0;
     for (int32_t i = 1; i < n; i++)
         if (x[i] > x[best]) best = i;
     return best;
 }
 
+/* What one prompt's steps gave (greedy_steps). */
+typedef struct greedy_steps_result {
+    int n_steps, n_equal; /* steps run, and those whose argmax is llama.cpp's token */
+    int first_diff;       /* the first step whose argmax differs; -1: none */
+    float worst;          /* largest |logit difference| on llama.cpp's top tokens */
+} greedy_steps_result;
+
+/* Runs a fixture's `steps` (each: llama.cpp's greedy token, its top_ids and
+ * their top_logits) on ctx, whose logits are those after the prompt: at each
+ * step compares hearth's logits of llama.cpp's top tokens and its argmax
+ * with llama.cpp's, then decodes llama.cpp's token, so later steps stay
+ * comparable. */
+static inline greedy_steps_result greedy_steps(hearth_context *ctx, const cJSON *steps, int32_t n_vocab) {
+    greedy_steps_result r = {.first_diff = -1};
+    const cJSON *step;
+    cJSON_ArrayForEach(step, steps) {
+        const float *logits = hearth_get_logits(ctx);
+        const int32_t want = cJSON_GetObjectItem(step, "token")->valueint;
+        const cJSON *top_ids = cJSON_GetObjectItem(step, "top_ids");
+        const cJSON *top_logits = cJSON_GetObjectItem(step, "top_logits");
+        for (int i = 0; i < cJSON_GetArraySize(top_ids); i++) {
+            const float d = fabsf(logits[cJSON_GetArrayItem(top_ids, i)->valueint] -
+                                  (float)cJSON_GetArrayItem(top_logits, i)->valuedouble);
+            if (!(d <= r.worst)) r.worst = isnan(d) ? INFINITY : d;
+        }
+        if (greedy_argmax(logits, n_vocab) == want) r.n_equal++;
+        else if (r.first_diff < 0) r.first_diff = r.n_steps;
+        r.n_steps++;
+        CHECK(hearth_decode(ctx, &want, 1) == HEARTH_OK);
+    }
+    return r;
+}
+
 /* llama.cpp's prompt tokens into ids; with `tokenize`, hearth's must equal them. */
-static void greedy_prompt_ids(hearth_model *m, const char *prompt, const cJSON *ref_ids, bool tokenize, int32_t *ids,
+static inline void greedy_prompt_ids(hearth_model *m, const char *prompt, const cJSON *ref_ids, bool tokenize, int32_t *ids,
                               size_t *n) {
     if (tokenize) {
         CHECK(hearth_tokenize(m, prompt, strlen(prompt), true, true, ids, GREEDY_MAX_PROMPT, n) == HEARTH_OK);
@@ -55,8 +88,8 @@ typedef struct greedy_result {
 
 /* Runs every case of `fixture` (a path under tests/) on model m with the
  * attention path `flash_attn` (hearth_flash_attn). */
-static greedy_result greedy_check(hearth_model *m, const char *fixture, bool tokenize, int32_t flash_attn,
-                                  float max_logit_diff) {
+static inline greedy_result greedy_check(hearth_model *m, const char *fixture, bool tokenize, int32_t flash_attn,
+                                         float max_logit_diff) {
     greedy_result res = {.worst = INFINITY};
     cJSON *ref = json_file_read(check_test_path(fixture));
     CHECK(ref != NULL);
@@ -85,26 +118,11 @@ static greedy_result greedy_check(hearth_model *m, const char *fixture, bool tok
         greedy_prompt_ids(m, prompt, cJSON_GetObjectItem(c, "prompt_ids"), tokenize, ids, &n);
         hearth_context_reset(ctx);
         CHECK(hearth_decode(ctx, ids, (uint32_t)n) == HEARTH_OK);
-        float case_worst = 0.0f;
-        int first_diff = -1, step_i = 0;
-        const cJSON *step;
-        cJSON_ArrayForEach(step, cJSON_GetObjectItem(c, "steps")) {
-            const float *logits = hearth_get_logits(ctx);
-            const int32_t want = cJSON_GetObjectItem(step, "token")->valueint;
-            const cJSON *top_ids = cJSON_GetObjectItem(step, "top_ids");
-            const cJSON *top_logits = cJSON_GetObjectItem(step, "top_logits");
-            for (int i = 0; i < cJSON_GetArraySize(top_ids); i++) {
-                float d = fabsf(logits[cJSON_GetArrayItem(top_ids, i)->valueint] -
-                                (float)cJSON_GetArrayItem(top_logits, i)->valuedouble);
-                if (!(d <= case_worst)) case_worst = isnan(d) ? INFINITY : d;
-            }
-            int32_t got = greedy_argmax(logits, n_vocab);
-            n_steps++;
-            if (got == want) n_equal++;
-            else if (first_diff < 0) first_diff = step_i;
-            CHECK(hearth_decode(ctx, &want, 1) == HEARTH_OK);
-            step_i++;
-        }
+        const greedy_steps_result r = greedy_steps(ctx, cJSON_GetObjectItem(c, "steps"), n_vocab);
+        const float case_worst = r.worst;
+        const int first_diff = r.first_diff;
+        n_steps += r.n_steps;
+        n_equal += r.n_equal;
         printf("%-40.40s max |dlogit| %.2g%s\n", prompt, case_worst, first_diff >= 0 ? "  TOKENS DIFFER" : "");
         CHECK_MSG(first_diff < 0 || flash_attn != HEARTH_FLASH_ATTN_OFF,
                   "greedy token %d differs from llama.cpp for prompt %.40s", first_diff, prompt);

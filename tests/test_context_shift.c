@@ -12,6 +12,7 @@
 #include "check.h"
 #include "hearth.h"
 #include "json_file.h"
+#include "tiny_check.h"
 
 #define MAX_TOKENS 256
 #define MAX_VOCAB 4096
@@ -45,39 +46,20 @@ static float max_abs_diff(const float *got, const cJSON *want, int32_t n_vocab) 
     return i == n_vocab ? worst : INFINITY;
 }
 
-static int json_int(const cJSON *obj, const char *key) {
-    const cJSON *v = cJSON_GetObjectItem(obj, key);
-    return cJSON_IsNumber(v) ? v->valueint : -1;
-}
-
 /* One model's records with attention path `flash_attn`; returns the worst difference. */
 static float check_model(const cJSON *ref, int n_ctx, int32_t flash_attn, float tol) {
     const char *file = cJSON_GetObjectItem(ref, "file")->valuestring;
-    hearth_model *m = NULL;
-    hearth_status st = hearth_model_load(check_test_path(file), NULL, &m);
-    CHECK_MSG(st == HEARTH_OK, "%s: load: %s", file, hearth_last_error());
-    if (st != HEARTH_OK) return INFINITY;
+    hearth_model *m;
+    hearth_context *ctx;
+    if (!tiny_open(file, n_ctx, flash_attn, &m, &ctx)) return INFINITY;
     const int32_t n_vocab = hearth_model_n_vocab(m);
     CHECK(n_vocab == json_int(ref, "n_vocab") && n_vocab <= MAX_VOCAB);
-    hearth_context_params cp = hearth_context_default_params();
-    cp.n_ctx = (uint32_t)n_ctx;
-    cp.n_threads = 2;
-    cp.flash_attn = flash_attn;
-    hearth_context *ctx = NULL;
-    st = hearth_context_init(m, &cp, &ctx);
-    CHECK_MSG(st == HEARTH_OK, "%s: context: %s", file, hearth_last_error());
-    if (st != HEARTH_OK) {
-        hearth_model_free(m);
-        return INFINITY;
-    }
-    const cJSON *tok_json = cJSON_GetObjectItem(ref, "tokens");
     int32_t tokens[MAX_TOKENS];
-    const int n_tokens = cJSON_GetArraySize(tok_json);
-    CHECK(n_tokens > 0 && n_tokens <= MAX_TOKENS);
-    for (int i = 0; i < n_tokens && i < MAX_TOKENS; i++) tokens[i] = cJSON_GetArrayItem(tok_json, i)->valueint;
+    const int n_tokens = tiny_tokens(ref, tokens, MAX_TOKENS);
 
     float worst = 0.0f;
     int done = 0;
+    hearth_status st;
     const cJSON *rec;
     cJSON_ArrayForEach(rec, cJSON_GetObjectItem(ref, "records")) {
         const int n_keep = json_int(rec, "n_keep"), n_discard = json_int(rec, "n_discard");

@@ -22,6 +22,7 @@
 #include "check.h"
 #include "hearth.h"
 #include "json_file.h"
+#include "tiny_check.h"
 
 #define MAX_TOKENS 128
 #define MAX_VOCAB 4096
@@ -96,11 +97,6 @@ static float tolerance_for(const char *type, bool flash_attn) {
     for (size_t i = 0; i < sizeof tolerances / sizeof tolerances[0]; i++)
         if (strcmp(tolerances[i].type, type) == 0) return flash_attn ? tolerances[i].fa_max_diff : tolerances[i].max_diff;
     return 0.0f;
-}
-
-static int json_int(const cJSON *obj, const char *key) {
-    const cJSON *v = cJSON_GetObjectItem(obj, key);
-    return cJSON_IsNumber(v) ? v->valueint : -1;
 }
 
 static const char *json_str(const cJSON *obj, const char *key) {
@@ -190,30 +186,16 @@ static float check_model(const cJSON *ref, int n_ctx, int32_t flash_attn, float 
     const char *file = json_str(ref, "file"), *type = json_str(ref, "type");
     CHECK_MSG(tol > 0.0f, "%s: no tolerance for type '%s'", file, type);
 
-    hearth_model *m = NULL;
-    hearth_status st = hearth_model_load(check_test_path(file), NULL, &m);
-    CHECK_MSG(st == HEARTH_OK, "%s: load: %s", file, hearth_last_error());
-    if (st != HEARTH_OK) return INFINITY;
+    hearth_model *m;
+    hearth_context *ctx;
+    if (!tiny_open(file, n_ctx, flash_attn, &m, &ctx)) return INFINITY;
     const int32_t n_vocab = hearth_model_n_vocab(m);
     CHECK_MSG(n_vocab == json_int(ref, "n_vocab"), "%s: n_vocab %d, llama.cpp %d", file, n_vocab,
               json_int(ref, "n_vocab"));
-    hearth_context_params cp = hearth_context_default_params();
-    cp.n_ctx = (uint32_t)n_ctx;
-    cp.n_threads = 2;
-    cp.flash_attn = flash_attn;
-    hearth_context *ctx = NULL;
-    st = hearth_context_init(m, &cp, &ctx);
-    CHECK_MSG(st == HEARTH_OK, "%s: context: %s", file, hearth_last_error());
-    if (st != HEARTH_OK) {
-        hearth_model_free(m);
-        return INFINITY;
-    }
 
-    const cJSON *tok_json = cJSON_GetObjectItem(ref, "tokens");
     int32_t tokens[MAX_TOKENS];
-    const int n_tokens = cJSON_GetArraySize(tok_json);
-    CHECK(n_tokens > 0 && n_tokens <= MAX_TOKENS && n_tokens <= n_ctx);
-    for (int i = 0; i < n_tokens && i < MAX_TOKENS; i++) tokens[i] = cJSON_GetArrayItem(tok_json, i)->valueint;
+    const int n_tokens = tiny_tokens(ref, tokens, MAX_TOKENS);
+    CHECK(n_tokens <= n_ctx);
     CHECK_MSG(tokens[0] == hearth_token_bos(m), "%s: bos %d, llama.cpp %d", file, hearth_token_bos(m), tokens[0]);
 
     float worst = 0.0f;

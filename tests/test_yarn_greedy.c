@@ -11,9 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "hearth.h"
-#include "json_file.h"
+#include "greedy_check.h"
 
 /* The fixture comes from llama.cpp built for AVX2 (the machine at hand had no
  * AVX-512), whose F16 attention products and K-quant sums add in another
@@ -24,13 +22,6 @@
  * mscale^2 = 1.3), so the bound is loose; the tokens carry the test: without
  * YaRN hearth's first greedy token is another one (16, not 12). */
 #define MAX_LOGIT_DIFF 0.5f
-
-static int32_t argmax(const float *x, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
 
 int main(void) {
     /* The sanitizer runs (HEARTH_TEST_SHORT) skip it: 2.6k tokens of a 0.5B
@@ -68,29 +59,13 @@ int main(void) {
     CHECK_MSG(n_prompt > 2048, "the prompt is %d tokens, the test wants more than 2048", n_prompt);
     if (ctx) CHECK_MSG(hearth_decode(ctx, ids, (uint32_t)n_prompt) == HEARTH_OK, "prompt: %s", hearth_last_error());
     const int32_t n_vocab = hearth_model_n_vocab(m);
-    float worst = 0.0f;
-    int n_steps = 0, n_equal = 0;
-    const cJSON *step;
-    cJSON_ArrayForEach(step, cJSON_GetObjectItem(ref, "steps")) {
-        if (!ctx) break;
-        const float *logits = hearth_get_logits(ctx);
-        const int32_t want = cJSON_GetObjectItem(step, "token")->valueint;
-        const cJSON *top_ids = cJSON_GetObjectItem(step, "top_ids"), *top_logits = cJSON_GetObjectItem(step, "top_logits");
-        for (int i = 0; i < cJSON_GetArraySize(top_ids); i++) {
-            const float d = fabsf(logits[cJSON_GetArrayItem(top_ids, i)->valueint] -
-                                  (float)cJSON_GetArrayItem(top_logits, i)->valuedouble);
-            worst = d <= worst ? worst : isnan(d) ? INFINITY : d;
-        }
-        const int32_t got = argmax(logits, n_vocab);
-        CHECK_MSG(got == want, "step %d: hearth's greedy token %d, llama.cpp's %d", n_steps, (int)got, (int)want);
-        n_equal += got == want;
-        n_steps++;
-        CHECK(hearth_decode(ctx, &want, 1) == HEARTH_OK);
-    }
+    const greedy_steps_result r = ctx ? greedy_steps(ctx, cJSON_GetObjectItem(ref, "steps"), n_vocab)
+                                      : (greedy_steps_result){.first_diff = -1, .worst = INFINITY};
     printf("%d prompt tokens; greedy tokens equal to llama.cpp: %d/%d; max |logit difference| %.3g (limit %.0e)\n",
-           n_prompt, n_equal, n_steps, (double)worst, (double)MAX_LOGIT_DIFF);
-    CHECK(n_steps == 32);
-    CHECK(worst <= MAX_LOGIT_DIFF);
+           n_prompt, r.n_equal, r.n_steps, (double)r.worst, (double)MAX_LOGIT_DIFF);
+    CHECK_MSG(r.first_diff < 0, "step %d: hearth's greedy token is not llama.cpp's", r.first_diff);
+    CHECK(r.n_steps == 32);
+    CHECK(r.worst <= MAX_LOGIT_DIFF);
     free(ids);
     hearth_context_free(ctx);
     hearth_model_free(m);
