@@ -1,5 +1,6 @@
-/* Minimal assertion helpers shared by the C tests: CHECK records a failure
- * with file and line and continues; tests end with `return check_report();`. */
+/* Minimal assertion helpers shared by the C tests (and the CUDA host tests,
+ * so it stays valid C++): CHECK records a failure with file and line and
+ * continues; tests end with `return check_report();`. */
 #ifndef HEARTH_TESTS_CHECK_H
 #define HEARTH_TESTS_CHECK_H
 
@@ -81,7 +82,7 @@ static inline uint8_t *check_read_file(const char *path, size_t *size) {
     uint8_t *buf = NULL;
     if (fseek(f, 0, SEEK_END) == 0) {
         const long len = ftell(f);
-        buf = len > 0 ? malloc((size_t)len) : NULL;
+        buf = len > 0 ? (uint8_t *)malloc((size_t)len) : NULL; /* cast: C++ tests include this too */
         rewind(f);
         if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
             free(buf);

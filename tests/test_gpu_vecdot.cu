@@ -21,27 +21,12 @@
 
 #include "backend/cuda/vecdot.cuh"
 
-/* check.h's CHECK and CHECK_MSG (check.h itself is C, not C++) */
-static int failures, checks;
-#define CHECK_MSG(cond, ...)                                                             \
-    do {                                                                                 \
-        checks++;                                                                        \
-        if (!(cond)) {                                                                   \
-            failures++;                                                                  \
-            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);     \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fputc('\n', stderr);                                                         \
-        }                                                                                \
-    } while (0)
-#define CHECK(cond) CHECK_MSG(cond, "%s", "")
+#include "check.h"
 
 #define N 1024 /* elements per row: 4 K-quant super-blocks, 32 blocks of 32 */
 
 static uint64_t rng = 12345;
-static double uniform(void) { /* [0, 1) */
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(rng >> 11) * 0x1p-53;
-}
+static double uniform(void) { return (double)(check_splitmix64(&rng) >> 11) * 0x1p-53; } /* [0, 1) */
 
 /* The kernels' quantizer (matvec.cu's quantize_q8_1) per block of 32, with
  * the sum in the kernel's order: 8 groups of 4 summed as a tree. */
@@ -141,6 +126,5 @@ int main(void) {
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         CHECK(dispatch_vq<check_type>(types[t], wx, wq, wf, x_exact, q_exact, d_exact, x_rand));
     CHECK(!dispatch_vq<check_type>(GGML_TYPE_F16, wx, wq, wf, x_exact, q_exact, d_exact, x_rand));
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_report();
 }
