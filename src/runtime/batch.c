@@ -194,8 +194,7 @@ hearth_status hearth_kv_seq_cp(hearth_context *c, int32_t src, int32_t dst, int3
     const hearth_model *m = c->model;
     c->seq_len[dst] = 0; /* until the copy is complete */
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
-        const int d = m->layer_dev[il];
-        hl_backend *b = d < 0 ? c->backend : c->gpu[d];
+        hl_backend *b = hl_context_layer_backend(c, il);
         hl_tensor *caches[2] = {&c->k_cache[il], &c->v_cache[il]};
         for (int k = 0; k < 2; k++) {
             const size_t row = hl_tensor_nbytes(caches[k]) / (size_t)caches[k]->ne[1];

@@ -32,6 +32,12 @@ struct hearth_context {
     hl_rope_params rope, rope_swa; /* the rope of its layers: the model's with params' overrides */
 };
 
+/* The backend that runs block il: its GPU's compute instance, or the host's. */
+static inline hl_backend *hl_context_layer_backend(const hearth_context *c, int32_t il) {
+    const int d = c->model->layer_dev[il];
+    return d < 0 ? c->backend : c->gpu[d];
+}
+
 /* What a context allocates on one device (-1: the host), planned by
  * context.c's one planner for both creation and hearth_context_memory_plan. */
 typedef struct hl_ctx_plan_dev {

@@ -7,16 +7,7 @@
 #include "backend/ops.h"
 #include "runtime/context_impl.h"
 
-/* The device backend of block il, and its rope and frequency factors. */
-static hl_backend *layer_backend(const hearth_context *c, int32_t il) {
-    const int d = c->model->layer_dev[il];
-    return d < 0 ? c->backend : c->gpu[d];
-}
-
-static const hl_rope_params *layer_rope(const hearth_context *c, int32_t il) {
-    return hl_layer_is_swa(&c->model->hp, il) ? &c->rope_swa : &c->rope;
-}
-
+/* The rope frequency factors of block il, or NULL. */
 static const hl_tensor *layer_freq_factors(const hearth_context *c, int32_t il) {
     const hl_tensor *ff = &c->model->layers[il].rope_freqs;
     return ff->data ? ff : NULL;
@@ -50,19 +41,20 @@ hearth_status hearth_context_shift(hearth_context *c, int32_t seq, uint32_t n_ke
     const hl_hparams *hp = &m->hp;
     /* every layer's backend must have the K-shift before anything moves */
     for (int32_t il = 0; il < hp->n_layer; il++) {
+        hl_backend *b = hl_context_layer_backend(c, il);
         const hl_op_desc d = {.op = HL_OP_ROPE_SHIFT, .t = {&c->k_cache[il], layer_freq_factors(c, il)},
-                              .n_head = hp->n_head_kv, .rope = layer_rope(c, il)};
-        if (!hl_supports_op(layer_backend(c, il), &d))
-            return hl_op_refuse(layer_backend(c, il), &d, HEARTH_ERR_UNSUPPORTED, "no K-shift for this cache or rope: "
+                              .n_head = hp->n_head_kv, .rope = hl_layer_rope(hp, &c->work, il)};
+        if (!hl_supports_op(b, &d))
+            return hl_op_refuse(b, &d, HEARTH_ERR_UNSUPPORTED, "no K-shift for this cache or rope: "
                                 "context shift is not available");
     }
     const int64_t row0 = (int64_t)seq * c->n_ctx_seq, keep = row0 + n_keep, n_move = len - n_keep - n_discard;
     c->seq_len[seq] = n_keep; /* until the moved rows are in place */
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        hl_backend *b = layer_backend(c, il);
+        hl_backend *b = hl_context_layer_backend(c, il);
         HL_TRY(move_rows(b, &c->k_cache[il], keep, keep + n_discard, n_move));
         HL_TRY(move_rows(b, &c->v_cache[il], keep, keep + n_discard, n_move));
-        const hl_rope_params *rope = layer_rope(c, il);
+        const hl_rope_params *rope = hl_layer_rope(hp, &c->work, il);
         HL_TRY(hl_rope_shift(b, &c->k_cache[il], keep, n_move, hp->n_head_kv, -(int32_t)n_discard, rope,
                              layer_freq_factors(c, il)));
         /* llama.cpp's K-shift ropes every cell, the unmoved ones by 0, which
