@@ -34,7 +34,8 @@
 # Other settings: HEARTH_GPU_REPS (bench repetitions, default 3),
 # HEARTH_GPU_MODELS (model folder; default: /dev/shm if it has room, else the
 # cache), HEARTH_GPU_SHAPES (default "llama-3.2-1b llama-3-8b"),
-# HEARTH_GPU_TYPES (default "Q4_K_M Q8_0 F16"), HEARTH_GPU_RESUME_ONLY=1
+# HEARTH_GPU_TYPES (default "Q4_K_M Q8_0 F16"), HEARTH_GPU_ENGINES (default
+# "llama.cpp hearth": the bench's engines), HEARTH_GPU_RESUME_ONLY=1
 # (`all` on a fresh machine stops after check instead of starting over),
 # HEARTH_GPU_N_LAYER (models with only that many layers, to try the stages on
 # a small machine).
@@ -48,6 +49,7 @@ budget=${HEARTH_GPU_BUDGET_S:-540}
 reps=${HEARTH_GPU_REPS:-3}
 shapes=${HEARTH_GPU_SHAPES:-llama-3.2-1b llama-3-8b}
 types=${HEARTH_GPU_TYPES:-Q4_K_M Q8_0 F16}
+engines=${HEARTH_GPU_ENGINES:-llama.cpp hearth}
 jobs=$(nproc)
 hb="$cache/build-hearth"
 lb="$cache/build-llama"
@@ -205,11 +207,12 @@ for t in json.load(sys.stdin)["tests"]:
 # A GPU test binary, run with ctest's environment and the overrides given
 # (NAME=VALUE ...: models/ does not travel); it must not skip.
 gpu_test() {
-    local name=$1 envs
+    local name=$1 envs tag
     shift
     echo "--- $name $*"
     mapfile -t envs < <(ctest_env "$name")
-    local log="$cache/logs/test-$name.log" rc
+    tag=$(printf '%s\n' "$@" | sed -n 's|^HEARTH_MODEL=.*/\(.*\)\.gguf$|-\1|p')
+    local log="$cache/logs/test-$name$tag.log" rc
     timeout "$(tlimit 300)" env "${envs[@]}" HEARTH_TEST_DIR="$top/tests" "$@" "$hb/tests/$name" >"$log" 2>&1
     rc=$?
     cat "$log"
@@ -223,7 +226,7 @@ gpu_test() {
 }
 
 stage_test() {
-    local fail=0 t tiny="$top/tests/reference/tiny/tiny-q8_0.gguf"
+    local fail=0 t m tiny="$top/tests/reference/tiny/tiny-q8_0.gguf"
     gpu_test test_backend_ops || fail=1
     grep -q '^testing cuda0' "$cache/logs/test-test_backend_ops.log" ||
         { echo "RESULT test_backend_ops: FAIL (no 'testing cuda0' line: the GPU part did not run)"; fail=1; }
@@ -231,13 +234,12 @@ stage_test() {
         case $(basename "$t") in test_gpu_offload) ;; *) gpu_test "$(basename "$t")" || fail=1 ;; esac
     done
     gpu_test test_placement HEARTH_MODEL="$tiny" || fail=1
-    if [ -f "$top/models/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
-        gpu_test test_gpu_offload HEARTH_MODEL="$top/models/SmolLM2-135M-Instruct.Q4_1.gguf" || fail=1
-    else # SmolLM2 (94 MiB) cannot travel: the tiny model runs every part of the test (a ChatML prompt is only text to it)
-        gpu_test test_gpu_offload HEARTH_MODEL="$tiny" || fail=1
-    fi
-    echo "--- greedy text, -ngl 0 vs half vs -1, on the tiny models of tests/reference (CPU vs GPU)"
-    timeout "$(tlimit 200)" python3 "$here/greedy_tiny.py" "$hb/hearth" "$top"/tests/reference/tiny/*.gguf "$top"/tests/reference/arch/*.gguf || fail=1
+    # SmolLM2 (94 MiB) cannot travel: the tiny models of tests/reference, one
+    # per weight type and architecture, run every part of the test (a ChatML
+    # prompt is only text to them)
+    for m in "$top"/models/SmolLM2-135M-Instruct.Q4_1.gguf "$top"/tests/reference/tiny/*.gguf "$top"/tests/reference/arch/*.gguf; do
+        [ -f "$m" ] && { gpu_test test_gpu_offload HEARTH_MODEL="$m" || fail=1; }
+    done
     if [ -n "${HEARTH_GPU_CTEST_ALL:-}" ]; then
         echo "--- the whole ctest suite (HEARTH_GPU_CTEST_ALL)"
         ctest --test-dir "$hb" -j"$jobs" --output-on-failure || fail=1
@@ -312,7 +314,7 @@ stage_bench() {
                     [ "$(state models)" = FAIL ] && fail=1 || later=1
                     continue
                 fi
-                for engine in llama.cpp hearth; do
+                for engine in $engines; do
                     if [ "$(left)" -lt 45 ]; then echo "out of time: the rest of the bench runs in the next call"; return 2; fi
                     bench_one "$engine" "$m" "$test" || fail=1
                 done

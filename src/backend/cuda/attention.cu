@@ -29,11 +29,29 @@
 #define ATT_WARPS (ATT_THREADS / 32)
 #define ATT_TILE 64            // keys per tile
 #define ATT_MAX_HEAD_DIM 512   // a lane holds at most 2 chunks of 8 dimensions of a key
-#define ATT_MAX_GROUP 64       // query heads per KV head
 #define ATT_MAX_GROUP_DIMS 4096 // group * head_dim: at most 2 (head, 8 dimensions) outputs per thread
-#define ATT_MAX_SPLITS 32
+#define ATT_MAX_SHARED 49152   // bytes of shared memory a block may take without opting in
+#define ATT_MAX_SPLITS 64
 #define ATT_SPLIT_KEYS 64      // a split per this many cache rows, up to ATT_MAX_SPLITS
 #define ATT_MAX_BLOCKS 1024    // fewer splits when KV heads x splits x tokens would exceed this
+
+// P V: the G * head_dim / 8 outputs (head, chunk of 8 dimensions) of a block,
+// each summed over the tile's keys by this many groups of threads (key j to
+// group j % groups), so that a small group does not leave most of the block
+// idle: ATT_THREADS / outputs groups when the outputs are fewer than the
+// threads, else one (a thread then holds up to 2 outputs).
+static __host__ __device__ __forceinline__ int att_key_groups(int outputs) {
+    return outputs >= ATT_THREADS ? 1 : ATT_THREADS / outputs;
+}
+
+// Shared memory of a block, in floats: the queries [G][hd], a tile's scores
+// [G][ATT_TILE], m, l and the rescaling [3][G], then (with several key
+// groups) the partial outputs [groups][outputs][8], 16-byte aligned.
+static __host__ __device__ __forceinline__ int att_shared_floats(int G, int hd) {
+    const int outputs = G * hd / 8, groups = att_key_groups(outputs);
+    const int head = (G * hd + G * ATT_TILE + 3 * G + 3) / 4 * 4;
+    return head + (groups > 1 ? groups * outputs * 8 : 0);
+}
 
 // 8 F16 values from a 16-byte aligned address.
 static __device__ __forceinline__ void load8(const hl_half *p, float *f) {
@@ -53,7 +71,7 @@ static __device__ __forceinline__ float dot8(const float *q, const float *f) {
 }
 
 // grid (n_head_kv, splits, n_tokens), block ATT_THREADS, shared
-// (G * hd + G * ATT_TILE + 3 * G) floats with G = n_head / n_head_kv.
+// att_shared_floats(G, hd) floats with G = n_head / n_head_kv.
 // q, out F32 {n_head * hd, n}; k, v F16 {n_head_kv * hd, n_ctx};
 // splits > 1: part_ml float2 {n_head, splits, n}, part_o F32 {n_head * hd, splits, n}.
 // At most 64 registers: 4 blocks, 32 warps per SM (no spills at that cap).
@@ -68,8 +86,11 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
     float *m_s = s_s + G * ATT_TILE;  // [G] running maximum
     float *l_s = m_s + G;             // [G] running sum
     float *c_s = l_s + G;             // [G] this tile's rescaling of the accumulators
+    float *r_s = (float *)smem4 + (G * hd + G * ATT_TILE + 3 * G + 3) / 4 * 4; // [groups][outputs][8] partials
     const int kh = blockIdx.x, sp = blockIdx.y, ns = gridDim.y, t = blockIdx.z;
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int n_out = G * nch, groups = att_key_groups(n_out);
+    const int kg = groups > 1 ? tid / n_out : 0, it0 = groups > 1 ? tid % n_out : tid; // P V: key group, output
     const int64_t q_dim = (int64_t)n_head * hd, kv_dim = (int64_t)n_head_kv * hd;
     const int pos = pos_of[t];
     const int lo = n_swa > 0 && pos - n_swa + 1 > 0 ? pos - n_swa + 1 : 0;
@@ -80,7 +101,7 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
 
     for (int i = tid; i < G * hd; i += ATT_THREADS) q_s[i] = qt[i] * scale;
     for (int g = tid; g < G; g += ATT_THREADS) m_s[g] = -INFINITY, l_s[g] = 0.0f;
-    float acc[2][8] = {}; // outputs (head, chunk of 8 dims) it = tid and tid + ATT_THREADS, it = g * nch + chunk
+    float acc[2][8] = {}; // outputs (head, chunk of 8 dims) it = it0 and it0 + ATT_THREADS, it = g * nch + chunk
     __syncthreads();
 
     // scores: LPK lanes per key (a power of two >= its chunks, at most 32),
@@ -117,6 +138,7 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
             sg[lane] = pa;
             sg[lane + 32] = pb;
             const float sum = warp_sum(pa + pb);
+            __syncwarp(); // every lane has read m_s[g] before lane 0 writes it
             if (lane == 0) {
                 const float c = expf(m_old - m_new); // 0 on the first tile
                 c_s[g] = c;
@@ -125,18 +147,18 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
             }
         }
         __syncthreads();
-        // P V: thread output (g, chunk) over the tile's V rows (coalesced across chunks)
+        // P V: thread output (g, chunk) over its key group's V rows of the tile (coalesced across chunks)
 #pragma unroll
         for (int i = 0; i < 2; i++) {
-            const int it = tid + i * ATT_THREADS;
-            if (it >= G * nch) break;
+            const int it = it0 + i * ATT_THREADS;
+            if (kg >= groups || it >= n_out) break;
             const int g = it / nch, ch = it % nch;
             const float c = c_s[g], *pg = s_s + g * ATT_TILE;
 #pragma unroll
             for (int e = 0; e < 8; e++) acc[i][e] *= c;
             const hl_half *vc = v + (int64_t)j0 * kv_dim + kv_off + 8 * ch;
 #pragma unroll 4 // 4 V loads in flight per thread
-            for (int j = 0; j < n; j++) {
+            for (int j = kg; j < n; j += groups) {
                 float f[8];
                 load8(vc + (int64_t)j * kv_dim, f);
                 const float p = pg[j];
@@ -147,11 +169,22 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
         __syncthreads(); // the tile's probabilities and c_s are used up
     }
 
+    // the key groups' partial outputs summed into group 0's threads
+    if (groups > 1) {
+        if (kg > 0 && kg < groups)
+#pragma unroll
+            for (int e = 0; e < 8; e++) r_s[((kg - 1) * n_out + it0) * 8 + e] = acc[0][e];
+        __syncthreads();
+        if (kg == 0)
+            for (int r = 0; r < groups - 1; r++)
+#pragma unroll
+                for (int e = 0; e < 8; e++) acc[0][e] += r_s[(r * n_out + it0) * 8 + e];
+    }
     const int h0 = kh * G;
 #pragma unroll
     for (int i = 0; i < 2; i++) {
-        const int it = tid + i * ATT_THREADS;
-        if (it >= G * nch) break;
+        const int it = it0 + i * ATT_THREADS;
+        if (kg > 0 || it >= n_out) break;
         const int g = it / nch, ch = it % nch;
         if (ns == 1) { // the range is not empty: l > 0
             const float inv = 1.0f / l_s[g];
@@ -195,14 +228,15 @@ static __global__ void attention_reduce(const float2 *__restrict__ part_ml, cons
 }
 
 // An F16 cache, heads of whole 16-byte chunks, a group and a head within
-// the per-thread outputs, and tokens within CUDA's 65535 blocks in z.
+// the per-thread outputs, the block's shared memory within the default
+// limit, and tokens within CUDA's 65535 blocks in z.
 bool hl_cuda_attention_runs(const hl_attn_args *a) {
     if (a->k_cache->type != GGML_TYPE_F16 || a->v_cache->type != GGML_TYPE_F16 || a->n_head_kv <= 0 ||
         a->n_head % a->n_head_kv != 0)
         return false;
     const int g = a->n_head / a->n_head_kv;
-    return a->head_dim % 8 == 0 && a->head_dim <= ATT_MAX_HEAD_DIM && g <= ATT_MAX_GROUP &&
-           g * a->head_dim <= ATT_MAX_GROUP_DIMS && a->q->ne[1] <= 65535;
+    return a->head_dim % 8 == 0 && a->head_dim <= ATT_MAX_HEAD_DIM && g * a->head_dim <= ATT_MAX_GROUP_DIMS &&
+           att_shared_floats(g, a->head_dim) * (int)sizeof(float) <= ATT_MAX_SHARED && a->q->ne[1] <= 65535;
 }
 
 // Splits per token: one per ATT_SPLIT_KEYS rows of the cache, at most
@@ -223,15 +257,15 @@ void hl_cuda_attention(hl_backend *b, const hl_attn_args *a) {
     if (!hl_cuda_enter(cu)) return;
     if (!hl_cuda_attention_runs(a) || (uintptr_t)a->k_cache->data % 16 || (uintptr_t)a->v_cache->data % 16) {
         hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: attention needs a 16-byte aligned F16 KV cache, head_dim "
-                       "a multiple of 8 up to %d, n_head a multiple of n_head_kv with at most %d query heads (and %d "
-                       "head dimensions) per KV head, and at most 65535 tokens", cu->index, ATT_MAX_HEAD_DIM,
-                       ATT_MAX_GROUP, ATT_MAX_GROUP_DIMS);
+                       "a multiple of 8 up to %d, n_head a multiple of n_head_kv with at most %d head dimensions "
+                       "(and %d KiB of shared memory) per KV head, and at most 65535 tokens", cu->index,
+                       ATT_MAX_HEAD_DIM, ATT_MAX_GROUP_DIMS, ATT_MAX_SHARED / 1024);
         return;
     }
     const int ns = attention_splits(cu, a), tokens = (int)a->q->ne[1], g = a->n_head / a->n_head_kv;
     float2 *part_ml = (float2 *)cu->w16;
     float *part_o = (float *)(part_ml + (int64_t)tokens * ns * a->n_head);
-    const size_t shared = ((size_t)g * a->head_dim + (size_t)g * ATT_TILE + 3 * (size_t)g) * sizeof(float);
+    const size_t shared = (size_t)att_shared_floats(g, a->head_dim) * sizeof(float);
     attention_split<<<dim3((unsigned)a->n_head_kv, (unsigned)ns, (unsigned)tokens), ATT_THREADS, shared,
                       cu->stream>>>((const float *)a->q->data, (const hl_half *)a->k_cache->data,
                                     (const hl_half *)a->v_cache->data, (float *)a->out->data, part_ml, part_o,
