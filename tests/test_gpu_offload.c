@@ -29,8 +29,14 @@ static const char *PROMPT = "<|im_start|>user\nWhat is the capital of France?<|i
 
 /* Logit tolerances against the CPU: at every step compared, the NMSE and
  * the largest difference; where the greedy tokens part, each run's margin
- * between its token and the other's (a near tie) in logits. */
-#define MAX_NMSE 1e-3
+ * between its token and the other's (a near tie) in logits. The NMSE bound
+ * is for the tiny random-weight models with quantized weights, whose logits
+ * move most: on an H200 (2026-11-26) up to 6e-4 on the Q8_0 ones, 1.6e-3
+ * (GPU vs CPU) and 4.6e-3 (token by token vs batched) on tiny-q4_1; the
+ * F16/F32/BF16 models stay under 3e-5. On the CPU alone, 8-bit activations
+ * against F32 ones on the same (dequantized) weights move them up to 8e-4.
+ * A wrong kernel moves them by 1e-1 and more. */
+#define MAX_NMSE 5e-3
 #define MAX_DIFF 1.0
 #define NEAR_TIE 0.5
 
@@ -148,9 +154,14 @@ static int too_large_case(const char *path) {
     cp.n_ctx = 1u << 24; /* 16M positions, the most n_ctx may be: 12 GiB of KV cache on the tiny model */
     hearth_context_memory plan;
     CHECK(hearth_context_memory_plan(m, &cp, &plan) == HEARTH_OK);
-    CHECK_MSG(plan.n_devices == 2 && plan.device[1].kv_cache > plan.device[1].available,
-              "the case needs a KV cache larger than cuda0's %llu MiB free",
-              (unsigned long long)(plan.device[1].available >> 20));
+    CHECK(plan.n_devices == 2);
+    if (plan.device[1].kv_cache <= plan.device[1].available) { /* the smallest tiny models */
+        printf("too-large context: not possible with this model: its 16M-position KV cache (%llu MiB) fits in cuda0's "
+               "%llu MiB\n", (unsigned long long)(plan.device[1].kv_cache >> 20),
+               (unsigned long long)(plan.device[1].available >> 20));
+        hearth_model_free(m);
+        return check_report();
+    }
     hearth_context *ctx;
     CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_ERR_OUT_OF_MEMORY);
     CHECK_MSG(strstr(hearth_last_error(), "MiB free") && strstr(hearth_last_error(), "lower n_gpu_layers"),

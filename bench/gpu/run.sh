@@ -236,8 +236,12 @@ stage_test() {
     gpu_test test_placement HEARTH_MODEL="$tiny" || fail=1
     # SmolLM2 (94 MiB) cannot travel: the tiny models of tests/reference, one
     # per weight type and architecture, run every part of the test (a ChatML
-    # prompt is only text to them)
+    # prompt is only text to them), except llama3-f32 and qwen2-f16, whose
+    # head_dim (10, 18) the CUDA attention does not take (its 16-byte loads
+    # need multiples of 8, as every real model has): their layers stay on the
+    # CPU, as the load's warning says
     for m in "$top"/models/SmolLM2-135M-Instruct.Q4_1.gguf "$top"/tests/reference/tiny/*.gguf "$top"/tests/reference/arch/*.gguf; do
+        case $(basename "$m") in llama3-f32.gguf | qwen2-f16.gguf) continue ;; esac
         [ -f "$m" ] && { gpu_test test_gpu_offload HEARTH_MODEL="$m" || fail=1; }
     done
     if [ -n "${HEARTH_GPU_CTEST_ALL:-}" ]; then

@@ -31,7 +31,7 @@
 #define ATT_MAX_HEAD_DIM 512   // a lane holds at most 2 chunks of 8 dimensions of a key
 #define ATT_MAX_GROUP_DIMS 4096 // group * head_dim: at most 2 (head, 8 dimensions) outputs per thread
 #define ATT_MAX_SHARED 49152   // bytes of shared memory a block may take without opting in
-#define ATT_MAX_SPLITS 64
+#define ATT_MAX_SPLITS 64      // attention_reduce's warp 0 weighs two splits per lane
 #define ATT_SPLIT_KEYS 64      // a split per this many cache rows, up to ATT_MAX_SPLITS
 #define ATT_MAX_BLOCKS 1024    // fewer splits when KV heads x splits x tokens would exceed this
 
@@ -202,28 +202,55 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
             part_ml[((int64_t)t * ns + sp) * n_head + h0 + g] = make_float2(m_s[g], l_s[g]);
 }
 
-// grid (n_head, n_tokens), block 128: combines the splits of one head.
-static __global__ void attention_reduce(const float2 *__restrict__ part_ml, const float *__restrict__ part_o,
-                                        float *__restrict__ out, int n_head, int hd, int ns) {
-    const int h = blockIdx.x, t = blockIdx.y;
+// grid (n_head, n_tokens), block ATT_THREADS: combines the splits of one
+// head. Warp 0 turns the splits' (m, l) into weights exp(m_s - M) (0 for a
+// split that saw no key) and 1 / sum_s w_s l_s; then the block sums w_s o_s
+// with the splits dealt over the threads as well as the dimensions (a
+// thread per (dimension, group of splits), the groups added in shared
+// memory), so that no thread walks all splits one load after another.
+static __global__ void __launch_bounds__(ATT_THREADS)
+attention_reduce(const float2 *__restrict__ part_ml, const float *__restrict__ part_o, float *__restrict__ out,
+                 int n_head, int hd, int ns) {
+    __shared__ float w_s[ATT_MAX_SPLITS];
+    __shared__ float sum_s[ATT_THREADS];
+    __shared__ float inv_s;
+    const int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x;
     const int64_t q_dim = (int64_t)n_head * hd;
     const float2 *ml = part_ml + (int64_t)t * ns * n_head + h;
-    float mx = -INFINITY;
-    for (int s = 0; s < ns; s++)
-        if (ml[(int64_t)s * n_head].y > 0.0f) mx = fmaxf(mx, ml[(int64_t)s * n_head].x);
-    float den = 0.0f;
-    for (int s = 0; s < ns; s++) {
-        const float2 e = ml[(int64_t)s * n_head];
-        if (e.y > 0.0f) den += expf(e.x - mx) * e.y;
+    if (tid < 32) { // two splits per lane (ATT_MAX_SPLITS <= 64)
+        const float2 none = make_float2(-INFINITY, 0.0f);
+        const float2 a = tid < ns ? ml[(int64_t)tid * n_head] : none;
+        const float2 b = tid + 32 < ns ? ml[(int64_t)(tid + 32) * n_head] : none;
+        float mx = fmaxf(a.y > 0.0f ? a.x : -INFINITY, b.y > 0.0f ? b.x : -INFINITY);
+        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        const float wa = a.y > 0.0f ? expf(a.x - mx) : 0.0f, wb = b.y > 0.0f ? expf(b.x - mx) : 0.0f;
+        if (tid < ns) w_s[tid] = wa;
+        if (tid + 32 < ns) w_s[tid + 32] = wb;
+        const float den = warp_sum(wa * a.y + wb * b.y); // > 0: the first split saw a key
+        if (tid == 0) inv_s = 1.0f / den;
     }
-    const float inv = 1.0f / den;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float num = 0.0f;
-        for (int s = 0; s < ns; s++) {
-            const float2 e = ml[(int64_t)s * n_head];
-            if (e.y > 0.0f) num += expf(e.x - mx) * part_o[((int64_t)t * ns + s) * q_dim + (int64_t)h * hd + d];
+    __syncthreads();
+    const float *po = part_o + (int64_t)t * ns * q_dim + (int64_t)h * hd;
+    const int groups = hd >= ATT_THREADS ? 1 : ATT_THREADS / hd; // of splits, uniform in the block
+    const int grp = tid / hd, d0 = tid % hd;
+    if (groups == 1) {
+        for (int d = tid; d < hd; d += ATT_THREADS) {
+            float num = 0.0f;
+#pragma unroll 8
+            for (int s = 0; s < ns; s++) num += w_s[s] * po[(int64_t)s * q_dim + d];
+            out[t * q_dim + (int64_t)h * hd + d] = num * inv_s;
         }
-        out[t * q_dim + (int64_t)h * hd + d] = num * inv;
+        return;
+    }
+    float num = 0.0f;
+    if (grp < groups)
+#pragma unroll 4
+        for (int s = grp; s < ns; s += groups) num += w_s[s] * po[(int64_t)s * q_dim + d0];
+    sum_s[tid] = num;
+    __syncthreads();
+    if (grp == 0) {
+        for (int g = 1; g < groups; g++) num += sum_s[g * hd + d0];
+        out[t * q_dim + (int64_t)h * hd + d0] = num * inv_s;
     }
 }
 
@@ -272,7 +299,7 @@ void hl_cuda_attention(hl_backend *b, const hl_attn_args *a) {
                                     a->n_head, a->n_head_kv, a->head_dim, cuda_pos(cu), cuda_row0(cu), a->n_swa,
                                     a->scale);
     if (!CU_LAUNCHED(cu) || ns == 1) return;
-    attention_reduce<<<dim3((unsigned)a->n_head, (unsigned)tokens), 128, 0, cu->stream>>>(
+    attention_reduce<<<dim3((unsigned)a->n_head, (unsigned)tokens), ATT_THREADS, 0, cu->stream>>>(
         part_ml, part_o, (float *)a->out->data, a->n_head, a->head_dim, ns);
     CU_LAUNCHED(cu);
 }
