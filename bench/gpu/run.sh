@@ -335,13 +335,13 @@ stage_summary() {
 
 # ---------------------------------------------------------------- driver
 # Seconds a stage needs to be worth starting (bench/gpu/README.md has the
-# expected times). The builds and the models resume where a call stopped them
+# times measured on an H200, with some room). The builds and the models resume where a call stopped them
 # (ninja; whole files), and the bench run by run, so they start whenever a
 # little time is left; the tests and the sanitizer start over, so they need
 # their whole time.
 est() {
-    case $1 in check) echo 5 ;; build | llama | models) echo 30 ;; test) echo 120 ;;
-        membw) echo 15 ;; sanitize) echo 200 ;; bench) echo 60 ;; esac
+    case $1 in check) echo 5 ;; build | llama | models) echo 30 ;; test) echo 60 ;;
+        membw) echo 15 ;; sanitize) echo 40 ;; bench) echo 30 ;; esac
 }
 
 # Runs a stage unless `all` finds it recorded already; logs to logs/STAGE.log.
