@@ -40,7 +40,7 @@
 
 /* What the backend instances are sized for: every case fits. */
 #define MAX_TOKENS 512
-#define MAX_ROW 1536
+#define MAX_ROW 4608
 #define MAX_CTX 1024
 #define GUARD 256    /* bytes before and after every tensor */
 #define SEQ1_ROW 48  /* first cache row of sequence 1 in the two-sequence cases; sequence 0's is 0 */
@@ -108,9 +108,12 @@ static const op_case cases[] = {
     WEIGHT(Q5_1, 160) WEIGHT(Q8_0, 160) WEIGHT(Q2_K, 512) WEIGHT(Q3_K, 512) WEIGHT(Q4_K, 512) WEIGHT(Q5_K, 512)
     WEIGHT(Q6_K, 512)
     /* the decode kernels' other paths (cuda/matvec.cu): plain rows of 16-byte chunks (F32, F16, BF16), longer
-     * rows, and 3 to 6 tokens (the kernels for up to 4 and 8 tokens with columns unused) */
+     * rows, and 3 to 6 tokens (the kernels for up to 4 and 8 tokens with columns unused); rows of 4608 take
+     * the chunk loop's second trip (past 128 chunks: 4096 elements of the K-quants, 2048 of the others),
+     * as every real model's matmuls do */
     MM(F32, 256, 2), MM(F16, 256, 1), MM(F16, 1536, 3), MM(BF16, 256, 5), MM(Q4_0, 1536, 6), MM(Q8_0, 1536, 5),
-    MM(Q4_K, 1536, 3), MM(Q5_K, 1536, 1), MM(Q6_K, 1536, 4),
+    MM(Q4_K, 1536, 3), MM(Q5_K, 1536, 1), MM(Q6_K, 1536, 4), MM(F16, 4608, 1), MM(Q4_0, 4608, 2),
+    MM(Q8_0, 4608, 1), MM(Q4_K, 4608, 1), MM(Q6_K, 4608, 5),
     NORM(579, 1, 3, false), NORM(579, 1, 3, true), NORM(64, 5, 3, false), NORM(64, 5, 3, true), NORM(1000, 1, 1, false),
     ROPE(NORMAL, 32, false), ROPE(NORMAL, 32, true), ROPE(NORMAL, 64, false), ROPE(NORMAL, 64, true),
     ROPE(NEOX, 32, false), ROPE(NEOX, 32, true), ROPE(NEOX, 64, false), ROPE(NEOX, 64, true),
