@@ -638,6 +638,20 @@ HEARTH_API hearth_status hearth_kv_seq_cp(hearth_context *ctx, int32_t src, int3
  * tokens. */
 HEARTH_API hearth_status hearth_context_shift(hearth_context *ctx, int32_t seq, uint32_t n_keep, uint32_t n_discard);
 
+/* The context shift llama-cli and llama-server make when a context fills
+ * (their n_discard = (n_past - n_keep) / 2): hearth_context_shift() of
+ * sequence `seq` dropping half of the tokens after its first n_keep, n_past
+ * being hearth_kv_seq_len(ctx, seq). The engine's context_shift and
+ * `hearth run --context-shift` use it. n_keep counts tokens from the
+ * sequence's start, BOS included. Writes the number of tokens dropped to
+ * *n_discard when n_discard is not NULL (0 on any error). Not thread-safe
+ * with other calls on ctx. Errors: INVALID_ARG (NULL ctx, seq out of [0,
+ * n_seq_max)), CONTEXT_FULL (n_keep leaves fewer than 2 tokens after it,
+ * so half of them is nothing; nothing changed), and hearth_context_shift()'s
+ * UNSUPPORTED and DEVICE. */
+HEARTH_API hearth_status hearth_context_shift_half(hearth_context *ctx, int32_t seq, uint32_t n_keep,
+                                                   uint32_t *n_discard);
+
 /* ------------------------------------------------------------- sampling -- */
 
 typedef struct hearth_sampler hearth_sampler;

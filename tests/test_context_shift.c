@@ -5,7 +5,8 @@
  * (tests/reference/shift/make_shift_reference.py). The sequence is decoded,
  * shifted three times (the BOS kept and dropped) with a batch decoded after
  * each shift, and the logits of each batch's last token are compared with
- * llama.cpp's; then the call's argument errors, which change nothing. */
+ * llama.cpp's; then the call's argument errors, which change nothing, and
+ * hearth_context_shift_half's count. */
 #include <math.h>
 #include <string.h>
 
@@ -91,7 +92,8 @@ static float check_model(const cJSON *ref, int n_ctx, int32_t flash_attn, float 
     return worst;
 }
 
-/* Refused calls change nothing; n_discard 0 is a no-op. */
+/* Refused calls change nothing; n_discard 0 is a no-op; hearth_context_shift_half
+ * drops (n_past - n_keep) / 2 and refuses when that is 0. */
 static void check_errors(const char *file) {
     hearth_model *m = NULL;
     if (hearth_model_load(check_test_path(file), NULL, &m) != HEARTH_OK) {
@@ -116,6 +118,23 @@ static void check_errors(const char *file) {
     CHECK(hearth_context_shift(ctx, 0, 3, 0) == HEARTH_OK && hearth_context_n_past(ctx) == 8);
     CHECK(hearth_context_shift(ctx, 0, 3, 5) == HEARTH_OK && hearth_context_n_past(ctx) == 3);
     CHECK(hearth_kv_seq_len(ctx, 1) == 0);
+
+    /* hearth_context_shift_half: (n_past - n_keep) / 2 of sequence 1 (8 -> 5 -> 3) */
+    uint32_t n_discard = 99;
+    CHECK(hearth_context_shift_half(NULL, 0, 0, &n_discard) == HEARTH_ERR_INVALID_ARG && n_discard == 0);
+    CHECK(hearth_context_shift_half(ctx, 2, 0, NULL) == HEARTH_ERR_INVALID_ARG);
+    CHECK(hearth_context_shift_half(ctx, 1, 0, NULL) == HEARTH_ERR_CONTEXT_FULL); /* empty */
+    const int32_t seq1[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    CHECK(hearth_decode_batch(ctx, &(hearth_batch){.n_tokens = 8, .token = toks, .seq_id = seq1}) == HEARTH_OK);
+    CHECK(hearth_context_shift_half(ctx, 1, 1, &n_discard) == HEARTH_OK && n_discard == 3);
+    CHECK(hearth_kv_seq_len(ctx, 1) == 5 && hearth_context_n_past(ctx) == 3);
+    CHECK(hearth_context_shift_half(ctx, 1, 2, &n_discard) == HEARTH_OK && n_discard == 1);
+    CHECK(hearth_kv_seq_len(ctx, 1) == 4);
+    n_discard = 99;
+    CHECK(hearth_context_shift_half(ctx, 1, 3, &n_discard) == HEARTH_ERR_CONTEXT_FULL && n_discard == 0);
+    CHECK(strstr(hearth_last_error(), "nothing to drop") != NULL);
+    CHECK(hearth_context_shift_half(ctx, 1, 9, NULL) == HEARTH_ERR_CONTEXT_FULL);
+    CHECK(hearth_kv_seq_len(ctx, 1) == 4);
     hearth_context_free(ctx);
     hearth_model_free(m);
 }

@@ -20,17 +20,16 @@ static int emit(const cli_gen *g, int32_t tok, const char *text, size_t len) {
 }
 
 /* With context_shift and a full context, drops half of what follows the
- * kept tokens (llama-cli's n_discard = (n_past - n_keep) / 2); false when
+ * kept tokens (hearth_context_shift_half, llama-cli's rule); false when
  * there is nothing to drop. */
 static bool make_room(const cli_gen *g, int *rc) {
-    const uint32_t n_past = hearth_context_n_past(g->ctx);
-    if (!g->context_shift || n_past < hearth_context_n_ctx(g->ctx)) return true;
-    const uint32_t n_discard = n_past > g->n_keep ? (n_past - g->n_keep) / 2 : 0;
-    if (n_discard == 0) {
+    if (!g->context_shift || hearth_context_n_past(g->ctx) < hearth_context_n_ctx(g->ctx)) return true;
+    const hearth_status st = hearth_context_shift_half(g->ctx, 0, g->n_keep, NULL);
+    if (st == HEARTH_ERR_CONTEXT_FULL) {
         fprintf(stderr, "\nhearth: the context is full and keeping %u tokens leaves nothing to drop: stopped\n", g->n_keep);
         return false;
     }
-    if (hearth_context_shift(g->ctx, 0, g->n_keep, n_discard) != HEARTH_OK) {
+    if (st != HEARTH_OK) {
         *rc = cli_fail("context shift");
         return false;
     }

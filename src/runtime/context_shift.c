@@ -3,7 +3,9 @@
  * keys re-rotated to the new positions by the backend's rope_shift (llama.cpp
  * llama-kv-cache.cpp build_rope_shift); values only move. A sequence owns
  * consecutive rows from seq * n_ctx_seq (token at position p in row p), so
- * the moved rows are copied down first, then turned. */
+ * the moved rows are copied down first, then turned. hearth_context_shift_half
+ * is the rule llama-cli and llama-server apply when the context fills (half
+ * of what follows n_keep goes), the one the engine and `hearth run` use. */
 #include "backend/ops.h"
 #include "runtime/context_impl.h"
 
@@ -68,5 +70,21 @@ hearth_status hearth_context_shift(hearth_context *c, int32_t seq, uint32_t n_ke
     for (int d = 0; d < HL_MAX_GPUS; d++)
         if (c->gpu[d]) HL_TRY(hl_synchronize(c->gpu[d]));
     c->seq_len[seq] = (uint32_t)(len - n_discard);
+    return HEARTH_OK;
+}
+
+hearth_status hearth_context_shift_half(hearth_context *c, int32_t seq, uint32_t n_keep, uint32_t *n_discard) {
+    if (n_discard) *n_discard = 0;
+    if (!c) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_context_shift_half: NULL context");
+    if (seq < 0 || (uint32_t)seq >= c->params.n_seq_max)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_context_shift_half: sequence %d is not in [0, %u)", (int)seq,
+                       c->params.n_seq_max);
+    /* llama.cpp tools/main and tools/server: n_discard = (n_past - n_keep) / 2 */
+    const uint32_t len = c->seq_len[seq], half = len > n_keep ? (len - n_keep) / 2 : 0;
+    if (half == 0)
+        return hl_fail(HEARTH_ERR_CONTEXT_FULL, "hearth_context_shift_half: sequence %d holds %u tokens and keeping %u "
+                       "leaves nothing to drop: keep fewer tokens or use a larger context", (int)seq, len, n_keep);
+    HL_TRY(hearth_context_shift(c, seq, n_keep, half));
+    if (n_discard) *n_discard = half;
     return HEARTH_OK;
 }

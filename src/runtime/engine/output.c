@@ -143,14 +143,14 @@ static void emit(hearth_engine *e, hl_slot *s, hearth_piece *pc) {
 }
 
 /* With context shift: makes room in a full slot by dropping half of what
- * follows its kept tokens (llama-server's n_discard = (n_past - n_keep) / 2;
- * n_keep after the BOS, -1 the whole prompt). False when it cannot. */
+ * follows its kept tokens (hearth_context_shift_half; n_keep after the BOS,
+ * -1 the whole prompt). False when it cannot. */
 static bool shift_slot(hearth_engine *e, hl_slot *s) {
     const hl_request *r = s->req;
     const uint32_t bos = r->prompt[0] == hearth_token_bos(e->model), n_prompt = (uint32_t)r->n_prompt;
     const uint32_t n_keep = e->n_keep < 0 || (uint32_t)e->n_keep + bos > n_prompt ? n_prompt : (uint32_t)e->n_keep + bos;
-    const uint32_t n_discard = s->n_past > n_keep ? (s->n_past - n_keep) / 2 : 0;
-    if (n_discard == 0 || hearth_context_shift(e->ctx, s->seq, n_keep, n_discard) != HEARTH_OK) return false;
+    uint32_t n_discard;
+    if (hearth_context_shift_half(e->ctx, s->seq, n_keep, &n_discard) != HEARTH_OK) return false;
     memmove(s->cache + n_keep, s->cache + n_keep + n_discard, (s->n_past - n_keep - n_discard) * sizeof *s->cache);
     s->n_past -= n_discard;
     s->n_exact = s->shifted && s->n_exact < n_keep ? s->n_exact : n_keep;
