@@ -82,6 +82,43 @@ export interface ModelOptions {
    */
   flashAttn?: 'auto' | 'on' | 'off' | boolean;
   /**
+   * How rotary positions stretch past the trained context (llama.cpp's
+   * --rope-scaling): 'none', 'linear' or 'yarn' (YaRN, arXiv:2309.00071).
+   * Default: the model's rope.scaling.type.
+   */
+  ropeScalingType?: 'none' | 'linear' | 'yarn';
+  /** The RoPE theta base (>= 0); 0 (default): the model's rope.freq_base. */
+  ropeFreqBase?: number;
+  /**
+   * The position scale, 1 / the context stretch (llama.cpp's
+   * --rope-freq-scale; --rope-scale 4 is 0.25), >= 0; 0 (default): the
+   * model's (1 / rope.scaling.factor, or 1). Ignored with ropeScalingType 'none'.
+   */
+  ropeFreqScale?: number;
+  /** YaRN's extrapolation mix (finite); negative (default -1): 1 with YaRN scaling, else 0 (off). */
+  yarnExtFactor?: number;
+  /** The attention magnitude factor without YaRN (YaRN computes its own; finite); negative (default -1): 1. */
+  yarnAttnFactor?: number;
+  /** YaRN's ramp end in rotations (finite); negative (default -1): 32. */
+  yarnBetaFast?: number;
+  /** YaRN's ramp start in rotations (finite); negative (default -1): 1. */
+  yarnBetaSlow?: number;
+  /**
+   * The context in tokens the model was trained with before its scaling, an
+   * integer >= 0; 0 (default): the model's rope.scaling.original_context_length,
+   * else its context length.
+   */
+  yarnOrigCtx?: number;
+  /**
+   * When a generation reaches the end of its slot's context: false (default)
+   * it ends (a chat's finish_reason 'length'); true drops the oldest half of the
+   * tokens after the first nKeep prompt tokens, re-rotating the cached keys,
+   * and goes on (llama-server's --context-shift).
+   */
+  contextShift?: boolean;
+  /** With contextShift: prompt tokens after the BOS always kept; -1 the whole prompt; default 0 (the BOS alone). */
+  nKeep?: number;
+  /**
    * A Jinja chat template (its text, Hugging Face's format) that chat()
    * renders conversations with, instead of the model's own
    * (tokenizer.chat_template, the default).

@@ -1,7 +1,8 @@
 /* A Model's loader options -> hearth_model_params and hearth_engine_params:
  * nGpuLayers, mainGpu, splitMode, tensorSplit, useMmap, useMlock (the
- * model), nCtx, nBatch, nUbatch, nThreads, nSeqMax, flashAttn (its engine's context)
- * and chatTemplate (the engine). Left-out options keep hearth's defaults. */
+ * model), nCtx, nBatch, nUbatch, nThreads, nSeqMax, flashAttn, the rope and
+ * YaRN overrides (its engine's context), chatTemplate, contextShift and
+ * nKeep (the engine). Left-out options keep hearth's defaults. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,50 @@ static bool read_flash_attn(napi_env env, napi_value opts, int32_t *out) {
     return false;
 }
 
+/* options.ropeScalingType: 'none' | 'linear' | 'yarn' (hearth_rope_scaling). */
+static bool read_rope_scaling(napi_env env, napi_value opts, int32_t *out) {
+    static const char *const names[] = {"none", "linear", "yarn"}; /* HEARTH_ROPE_SCALING_NONE + index */
+    napi_value v = hn_opt(env, opts, "ropeScalingType");
+    if (hn_is_nullish(env, v)) return true;
+    napi_valuetype t = napi_undefined;
+    napi_typeof(env, v, &t);
+    char *s = t == napi_string ? hn_string(env, v, "options.ropeScalingType", NULL) : NULL;
+    for (size_t i = 0; s && i < sizeof names / sizeof *names; i++) {
+        if (!strcmp(s, names[i])) {
+            *out = HEARTH_ROPE_SCALING_NONE + (int32_t)i;
+            free(s);
+            return true;
+        }
+    }
+    free(s);
+    hn_throw(env, "ERR_INVALID_ARG", "options.ropeScalingType must be 'none', 'linear' or 'yarn'");
+    return false;
+}
+
+/* A finite number option >= 0 (ropeFreqBase, ropeFreqScale: 0 the model's). */
+static bool read_nonnegative(napi_env env, napi_value opts, const char *name, float *out) {
+    float f = *out;
+    if (!hn_opt_float(env, opts, name, &f)) return false;
+    if (!(f >= 0.0f)) {
+        hn_throw(env, "ERR_INVALID_ARG", "options.%s must be >= 0 (0: the model's; got %g)", name, (double)f);
+        return false;
+    }
+    *out = f;
+    return true;
+}
+
+/* The rope and YaRN overrides of the context; yarnOrigCtx through *orig_ctx. */
+static bool read_rope(napi_env env, napi_value opts, hearth_context_params *cp, int32_t *orig_ctx) {
+    return read_rope_scaling(env, opts, &cp->rope_scaling_type) &&
+           read_nonnegative(env, opts, "ropeFreqBase", &cp->rope_freq_base) &&
+           read_nonnegative(env, opts, "ropeFreqScale", &cp->rope_freq_scale) &&
+           hn_opt_float(env, opts, "yarnExtFactor", &cp->yarn_ext_factor) &&
+           hn_opt_float(env, opts, "yarnAttnFactor", &cp->yarn_attn_factor) &&
+           hn_opt_float(env, opts, "yarnBetaFast", &cp->yarn_beta_fast) &&
+           hn_opt_float(env, opts, "yarnBetaSlow", &cp->yarn_beta_slow) &&
+           hn_opt_int(env, opts, "yarnOrigCtx", 0, INT32_MAX, orig_ctx);
+}
+
 /* A string option into *storage (NULL when left out); false after throwing. */
 static bool read_string(napi_env env, napi_value opts, const char *name, char **storage) {
     napi_value v = hn_opt(env, opts, name);
@@ -104,7 +149,7 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
     hearth_model_params *mp = &o->mp;
     hearth_engine_params *ep = &o->ep;
     int32_t n_ctx = (int32_t)ep->ctx.n_ctx, n_batch = (int32_t)ep->ctx.n_batch, n_seq = (int32_t)ep->ctx.n_seq_max;
-    int32_t n_ubatch = (int32_t)ep->ctx.n_ubatch;
+    int32_t n_ubatch = (int32_t)ep->ctx.n_ubatch, orig_ctx = (int32_t)ep->ctx.yarn_orig_ctx;
     bool ok = hn_opt_int(env, opts, "nGpuLayers", -1, INT32_MAX, &mp->n_gpu_layers) &&
               hn_opt_int(env, opts, "mainGpu", 0, INT32_MAX, &mp->main_gpu) && read_split_mode(env, opts, &mp->split_mode) &&
               hn_opt_bool(env, opts, "useMmap", &mp->use_mmap) && hn_opt_bool(env, opts, "useMlock", &mp->use_mlock) &&
@@ -112,6 +157,8 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
               hn_opt_int(env, opts, "nUbatch", 1, INT32_MAX, &n_ubatch) &&
               hn_opt_int(env, opts, "nThreads", 0, 1024, &ep->ctx.n_threads) &&
               hn_opt_int(env, opts, "nSeqMax", 1, 256, &n_seq) && read_flash_attn(env, opts, &ep->ctx.flash_attn) &&
+              read_rope(env, opts, &ep->ctx, &orig_ctx) && hn_opt_bool(env, opts, "contextShift", &ep->context_shift) &&
+              hn_opt_int(env, opts, "nKeep", -1, INT32_MAX, &ep->n_keep) &&
               read_string(env, opts, "chatTemplate", &o->chat_template) &&
               read_string(env, opts, "devices", &o->devices) && read_split(env, opts, &o->split);
     ep->chat_template = o->chat_template;
@@ -119,6 +166,7 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
     ep->ctx.n_ctx = (uint32_t)n_ctx * (uint32_t)n_seq; /* nCtx is each request's context */
     ep->ctx.n_batch = (uint32_t)n_batch;
     ep->ctx.n_ubatch = (uint32_t)n_ubatch;
+    ep->ctx.yarn_orig_ctx = (uint32_t)orig_ctx;
     ep->ctx.n_seq_max = (uint32_t)n_seq;
     mp->tensor_split = o->split;
     return ok;

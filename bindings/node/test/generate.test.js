@@ -1,6 +1,6 @@
 'use strict';
 // Generation through the engine: greedy text equal to `hearth run`'s (with
-// either flashAttn), the event loop running during generation, four streams
+// either flashAttn, the rope and YaRN overrides, a context shift), the event loop running during generation, four streams
 // at once equal to one at a time, ignoreEos, chat results in OpenAI's
 // shape, a chatTemplate of one's own.
 const test = require('node:test');
@@ -37,6 +37,66 @@ test('flashAttn off and on give `hearth run -fa off` and `-fa on`', { skip: !fs.
       m.dispose();
     }
   }
+});
+
+// Model options and the `hearth run` flags that mean the same (llama.cpp's
+// --rope-* / --yarn-*; SmolLM2's file says rope.freq_base 1e5, no scaling).
+const ROPE_OVERRIDES = [
+  [{ ropeFreqScale: 0.5 }, ['--rope-freq-scale', '0.5']],
+  [
+    { ropeScalingType: 'yarn', ropeFreqScale: 0.25, ropeFreqBase: 50000, yarnOrigCtx: 2048, yarnBetaFast: 16, yarnBetaSlow: 2 },
+    ['--rope-scaling', 'yarn', '--rope-freq-scale', '0.25', '--rope-freq-base', '50000', '--yarn-orig-ctx', '2048',
+      '--yarn-beta-fast', '16', '--yarn-beta-slow', '2'],
+  ],
+  [
+    { ropeScalingType: 'linear', ropeFreqScale: 0.5, yarnExtFactor: 0.5, yarnAttnFactor: 0.9 },
+    ['--rope-scaling', 'linear', '--rope-freq-scale', '0.5', '--yarn-ext-factor', '0.5', '--yarn-attn-factor', '0.9'],
+  ],
+];
+
+async function ropeText(prompt, opts) {
+  const m = new Model(MODEL, { flashAttn: 'off', ...opts });
+  try {
+    return await m.generate(prompt, { maxTokens: 32, temperature: 0 });
+  } finally {
+    m.dispose();
+  }
+}
+
+test('rope and YaRN options reach the library: other text, `hearth run`\'s with the same flags', async () => {
+  const prompt = 'The capital of France is';
+  const plain = await ropeText(prompt, {});
+  for (const [opts, flags] of ROPE_OVERRIDES) {
+    const text = await ropeText(prompt, opts);
+    assert.notStrictEqual(text, plain, JSON.stringify(opts));
+    if (!fs.existsSync(HEARTH_BIN)) continue;
+    const want = execFileSync(HEARTH_BIN, ['run', MODEL, prompt, '-n', '32', '--temp', '0', '-fa', 'off', ...flags], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    assert.strictEqual(text, want, JSON.stringify(opts));
+  }
+  // the model's own base, and a scale that scaling 'none' ignores: the plain text
+  assert.strictEqual(await ropeText(prompt, { ropeFreqBase: 100000, ropeScalingType: 'none', ropeFreqScale: 0.5 }), plain);
+});
+
+test('contextShift goes past a full context, as `hearth run --context-shift` does', async () => {
+  const prompt = 'Once upon a time';
+  const texts = [];
+  for (const contextShift of [false, true]) {
+    const m = new Model(MODEL, { nCtx: 64, nSeqMax: 1, contextShift, nKeep: 2 });
+    texts.push(await m.generate(prompt, { maxTokens: 150, temperature: 0 }));
+    // without the shift: every cell decoded, then one last token sampled
+    const room = 64 - m.tokenize(prompt).length + 1;
+    assert.strictEqual(m.stats().nGeneratedTokens, contextShift ? 150 : room, `contextShift ${contextShift}`);
+    m.dispose();
+  }
+  if (!fs.existsSync(HEARTH_BIN)) return;
+  const want = execFileSync(HEARTH_BIN, ['run', MODEL, prompt, '-n', '150', '--temp', '0', '-c', '64', '--context-shift', '--keep', '2'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  assert.strictEqual(texts[1], want);
 });
 
 test('a timer keeps firing while a generation runs', async () => {

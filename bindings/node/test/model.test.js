@@ -93,6 +93,11 @@ test('bad options and arguments throw ERR_INVALID_ARG naming them', async () => 
   assert.throws(() => new Model(MODEL, { nGpuLayers: 'all' }), { code: 'ERR_INVALID_ARG', message: /nGpuLayers/ });
   assert.throws(() => new Model(MODEL, { nCtx: -1 }), { code: 'ERR_INVALID_ARG', message: /nCtx/ });
   assert.throws(() => new Model(MODEL, { nUbatch: 0 }), { code: 'ERR_INVALID_ARG', message: /nUbatch/ });
+  for (const [name, value] of [['yarnOrigCtx', -1], ['yarnOrigCtx', 2 ** 31], ['ropeFreqScale', -0.5], ['ropeFreqBase', '1e4'],
+    ['yarnBetaFast', NaN], ['yarnExtFactor', Infinity], ['ropeScalingType', 'ntk'], ['ropeScalingType', 2], ['nKeep', -2],
+    ['contextShift', 'yes']]) {
+    assert.throws(() => new Model(MODEL, { [name]: value }), { code: 'ERR_INVALID_ARG', message: new RegExp(name) }, `${name}: ${value}`);
+  }
   assert.throws(() => new Model(MODEL, { splitMode: 'diagonal' }), { code: 'ERR_INVALID_ARG', message: /splitMode/ });
   assert.throws(() => new Model(42), { code: 'ERR_INVALID_ARG', message: /path must be a string/ });
   await assert.rejects(Model.load(MODEL, { useMmap: 'yes' }), { code: 'ERR_INVALID_ARG', message: /useMmap/ });

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import os
 import secrets
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
@@ -22,15 +23,37 @@ Prompt = Union[str, Sequence[int]]
 Message = Mapping[str, Any]
 
 
-def _check_int(name: str, value: Any, low: int, optional: bool = False) -> int:
+def _check_int(name: str, value: Any, low: int, optional: bool = False, high: Optional[int] = None) -> int:
     if value is None and optional:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InvalidArgumentError(f"{name} must be an int >= {low}{' or None' if optional else ''}, got {value!r}", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise InvalidArgumentError(f"{name} must be an int {bound}{' or None' if optional else ''}, got {value!r}", 1)
     return value
 
 
 _FLASH_ATTN = {None: -1, "auto": -1, True: 1, "on": 1, False: 0, "off": 0}  # hearth_flash_attn
+
+
+_ROPE_SCALING = {None: -1, "none": 0, "linear": 1, "yarn": 2}  # hearth_rope_scaling, llama.cpp's values
+
+
+def _rope_scaling(value: Union[None, int, str]) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value in _ROPE_SCALING.values():
+        return value  # llama-cpp-python's LLAMA_ROPE_SCALING_TYPE_*
+    if (value is None or isinstance(value, str)) and value in _ROPE_SCALING:
+        return _ROPE_SCALING[value]
+    raise InvalidArgumentError("rope_scaling_type must be None, 'none', 'linear', 'yarn' or -1, 0, 1, 2, "
+                               f"got {value!r}", 1)
+
+
+def _check_float(name: str, value: Any, low: Optional[float] = None) -> float:
+    """A finite real number (at least `low` when given)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or \
+            (low is not None and value < low):
+        bound = f" >= {low}" if low is not None else ""
+        raise InvalidArgumentError(f"{name} must be a finite number{bound}, got {value!r}", 1)
+    return float(value)
 
 
 def _flash_attn(value: Union[None, bool, str]) -> int:
@@ -96,13 +119,42 @@ class Model:
             path, fast on long contexts; False / "off" runs llama.cpp's
             order of operations without flash attention, bit for bit (for
             comparisons with llama.cpp). GPU layers ignore it.
+        rope_scaling_type: how rotary positions stretch past the trained
+            context (llama.cpp's ``--rope-scaling``): None (default) the
+            model's ``rope.scaling.type``, "none", "linear" or "yarn" (YaRN,
+            arXiv:2309.00071); llama-cpp-python's -1, 0, 1, 2 work too.
+        rope_freq_base: the RoPE theta base; 0.0 (default) the model's
+            ``rope.freq_base``.
+        rope_freq_scale: the position scale, 1 / the context stretch
+            (llama.cpp's ``--rope-freq-scale``; ``--rope-scale 4`` is 0.25);
+            0.0 (default) the model's (1 / ``rope.scaling.factor``, or 1).
+            Ignored with rope_scaling_type "none".
+        yarn_ext_factor: YaRN's extrapolation mix; negative (default -1.0):
+            1.0 with YaRN scaling, else 0.0 (off).
+        yarn_attn_factor: the attention magnitude factor without YaRN
+            (YaRN computes its own); negative (default -1.0): 1.0.
+        yarn_beta_fast: YaRN's ramp end, in rotations; negative (default
+            -1.0): 32.0.
+        yarn_beta_slow: YaRN's ramp start, in rotations; negative (default
+            -1.0): 1.0.
+        yarn_orig_ctx: the context, in tokens, the model was trained with
+            before its scaling; 0 (default) the model's
+            ``rope.scaling.original_context_length``, else its context length.
+        context_shift: when a generation reaches the end of its context:
+            False (default) it ends (finish reason "length"); True drops the
+            oldest half of the tokens after the first ``n_keep`` prompt
+            tokens, re-rotating the cached keys, and goes on (llama-server's
+            ``--context-shift``).
+        n_keep: with context_shift, the prompt tokens after the BOS that are
+            always kept; -1 the whole prompt; default 0 (the BOS alone).
 
     Raises:
         ModelFileError: the file is missing or unreadable.
         ModelFormatError: the file is not a valid GGUF model.
         UnsupportedError: an architecture or tensor type hearth cannot run.
         OutOfMemoryError: the weights or the KV cache do not fit (host or GPU).
-        InvalidArgumentError: a parameter is out of range.
+        InvalidArgumentError: a parameter is out of range or of the wrong
+            type (the message names it).
         DeviceError: the GPU driver failed.
 
     A Model may be shared by any number of threads; use it as a context
@@ -116,7 +168,10 @@ class Model:
                  chat_template: Optional[str] = None, n_seq_max: int = 4,
                  flash_attn: Union[None, bool, str] = None, devices: Optional[str] = None,
                  progress: Optional[Callable[[Dict[str, Any]], Optional[bool]]] = None,
-                 n_ubatch: int = 512) -> None:
+                 n_ubatch: int = 512, rope_scaling_type: Union[None, int, str] = None,
+                 rope_freq_base: float = 0.0, rope_freq_scale: float = 0.0, yarn_ext_factor: float = -1.0,
+                 yarn_attn_factor: float = -1.0, yarn_beta_fast: float = -1.0, yarn_beta_slow: float = -1.0,
+                 yarn_orig_ctx: int = 0, context_shift: bool = False, n_keep: int = 0) -> None:
         _check_int("n_gpu_layers", n_gpu_layers, -1)
         _check_int("main_gpu", main_gpu, 0)
         self._engine = _hearth.open(
@@ -126,7 +181,15 @@ class Model:
             n_batch=_check_int("n_batch", n_batch, 1), n_threads=_check_int("n_threads", n_threads, 1, True),
             n_seq_max=_check_int("n_seq_max", n_seq_max, 1), chat_template=chat_template,
             flash_attn=_flash_attn(flash_attn), devices=devices, progress=progress,
-            n_ubatch=_check_int("n_ubatch", n_ubatch, 1))
+            n_ubatch=_check_int("n_ubatch", n_ubatch, 1), rope_scaling_type=_rope_scaling(rope_scaling_type),
+            rope_freq_base=_check_float("rope_freq_base", rope_freq_base, 0.0),
+            rope_freq_scale=_check_float("rope_freq_scale", rope_freq_scale, 0.0),
+            yarn_ext_factor=_check_float("yarn_ext_factor", yarn_ext_factor),
+            yarn_attn_factor=_check_float("yarn_attn_factor", yarn_attn_factor),
+            yarn_beta_fast=_check_float("yarn_beta_fast", yarn_beta_fast),
+            yarn_beta_slow=_check_float("yarn_beta_slow", yarn_beta_slow),
+            yarn_orig_ctx=_check_int("yarn_orig_ctx", yarn_orig_ctx, 0, high=2**31 - 1),
+            context_shift=bool(context_shift), n_keep=_check_int("n_keep", n_keep, -1, high=2**31 - 1))
         self.path = os.fspath(path)
         self._info: Dict[str, Any] = self._engine.info()
         self._chat_template = chat_template

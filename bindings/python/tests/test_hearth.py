@@ -162,6 +162,64 @@ def test_greedy_equals_hearth_run(cases, flash_attn):
         hearth.Model(MODEL, flash_attn="sometimes")
 
 
+# Model keyword arguments and the `hearth run` flags that mean the same
+# (llama.cpp's --rope-* / --yarn-*; SmolLM2's file says rope.freq_base 1e5,
+# no scaling, context 8192)
+ROPE_OVERRIDES = [
+    (dict(rope_freq_scale=0.5), ["--rope-freq-scale", "0.5"]),
+    (dict(rope_scaling_type="yarn", rope_freq_scale=0.25, rope_freq_base=50000.0, yarn_orig_ctx=2048,
+          yarn_beta_fast=16.0, yarn_beta_slow=2.0),
+     ["--rope-scaling", "yarn", "--rope-freq-scale", "0.25", "--rope-freq-base", "50000", "--yarn-orig-ctx", "2048",
+      "--yarn-beta-fast", "16", "--yarn-beta-slow", "2"]),
+    (dict(rope_scaling_type="linear", rope_freq_scale=0.5, yarn_ext_factor=0.5, yarn_attn_factor=0.9),
+     ["--rope-scaling", "linear", "--rope-freq-scale", "0.5", "--yarn-ext-factor", "0.5", "--yarn-attn-factor", "0.9"]),
+]
+
+
+def rope_text(prompt, **kw):
+    with hearth.Model(MODEL, n_ctx=512, flash_attn=False, **kw) as m:
+        return m.generate(prompt, max_tokens=32, **greedy())
+
+
+@needs_model
+def test_rope_overrides_reach_the_library(model):
+    """Each set of overrides changes the greedy text, and gives `hearth run`'s
+    with the same flags; the model's own values, or a scale with scaling
+    "none", give the plain text; YaRN with no extrapolation is linear scaling."""
+    prompt = "The capital of France is"
+    plain = model.generate(prompt, max_tokens=32, **greedy())
+    exe = os.environ.get("HEARTH_BIN")
+    for kw, flags in ROPE_OVERRIDES:
+        text = rope_text(prompt, **kw)
+        assert text != plain, kw
+        if exe:
+            out = subprocess.run([exe, "run", MODEL, prompt, "-n", "32", "--temp", "0", "-fa", "off", *flags],
+                                 capture_output=True, check=True)
+            assert text == out.stdout.decode(), kw
+    assert rope_text(prompt, rope_freq_base=100000.0, rope_scaling_type=0, rope_freq_scale=0.5) == plain
+    assert rope_text(prompt, rope_scaling_type="yarn", rope_freq_scale=0.25, yarn_ext_factor=0.0) == \
+        rope_text(prompt, rope_scaling_type="linear", rope_freq_scale=0.25)
+
+
+@needs_model
+def test_context_shift_goes_past_a_full_context():
+    """With n_ctx 64 a generation ends when the context is full, unless
+    context_shift drops old tokens (then it runs to max_tokens); `hearth run
+    --context-shift --keep 2` gives the same text."""
+    prompt = "Once upon a time"
+    for shift in (False, True):
+        with hearth.Model(MODEL, n_ctx=64, n_seq_max=1, context_shift=shift, n_keep=2) as m:
+            text = m.generate(prompt, max_tokens=150, **greedy())
+            # without the shift: every cell decoded, then one last token sampled
+            n_gen, room = m.stats()["n_generated_tokens"], 64 - len(m.tokenize(prompt)) + 1
+        assert n_gen == (150 if shift else room), (shift, n_gen)
+    exe = os.environ.get("HEARTH_BIN")
+    if exe:
+        out = subprocess.run([exe, "run", MODEL, prompt, "-n", "150", "--temp", "0", "-c", "64",
+                              "--context-shift", "--keep", "2"], capture_output=True, check=True)
+        assert text == out.stdout.decode()
+
+
 @needs_model
 def test_stream_concatenates_to_generate(model, cases):
     prompt = cases[2]["prompt"]
@@ -363,6 +421,11 @@ def test_bad_arguments(model):
         hearth.Model(MODEL, n_batch=0)
     with pytest.raises(hearth.InvalidArgumentError, match="n_ubatch"):
         hearth.Model(MODEL, n_ubatch=0)
+    for name, value in (("yarn_orig_ctx", -1), ("yarn_orig_ctx", 2**31), ("rope_freq_scale", -0.5),
+                        ("rope_freq_base", "1e4"), ("yarn_beta_fast", float("nan")), ("yarn_ext_factor", float("inf")),
+                        ("rope_scaling_type", "ntk"), ("rope_scaling_type", 3), ("n_keep", -2)):
+        with pytest.raises(hearth.InvalidArgumentError, match=name):
+            hearth.Model(MODEL, **{name: value})
     with pytest.raises(hearth.InvalidArgumentError):
         model.generate("x", top_p=0)
     with pytest.raises(hearth.InvalidArgumentError):
