@@ -178,15 +178,30 @@ typedef enum hearth_split_mode {
     HEARTH_SPLIT_ROW = 2,   /* matrices split by rows over GPUs */
 } hearth_split_mode;
 
+/* n_gpu_layers: as many layers as fit (hearth_model_params.fit_n_ctx). */
+#define HEARTH_N_GPU_LAYERS_AUTO (-2)
+
 typedef struct hearth_model_params {
     /* Layers to place on GPUs: 0 = CPU only, N = the first N blocks (the
      * rest run on the CPU, the hidden state crossing between them), -1 or
      * more than n_layer = every block and the output layer (final norm and
-     * output matrix). Token embeddings stay in host memory. Without a usable
-     * GPU the model runs on the CPU, "CUDA unavailable (<reason>); running
-     * on CPU" is logged once per process (warn), and
-     * hearth_model_n_gpu_layers() reports 0. */
+     * output matrix), HEARTH_N_GPU_LAYERS_AUTO = the most layers (counting
+     * the output layer as the last) whose weights fit in the devices' free
+     * memory together with a context of fit_n_ctx tokens and a margin (see
+     * fit_n_ctx); hearth_model_n_gpu_layers() tells how many that was.
+     * Token embeddings stay in host memory. Without a usable GPU the model
+     * runs on the CPU, "CUDA unavailable (<reason>); running on CPU" is
+     * logged once per process (warn), and hearth_model_n_gpu_layers()
+     * reports 0. Values below -2 are INVALID_ARG. */
     int32_t n_gpu_layers;
+    /* With n_gpu_layers AUTO: the context, in tokens over all sequences,
+     * that must fit beside the layers; 0 (default) = the context default
+     * (n_ctx_train, at most 4096). Each offloaded block then needs its
+     * weights plus its F16 KV cache of fit_n_ctx positions (2 x fit_n_ctx x
+     * n_head_kv x head_dim x 2 bytes), and each device keeps 256 MiB more
+     * free for buffers (cuBLAS, scratch, activations) and 1/20 of its free
+     * memory as a margin. Ignored otherwise. */
+    uint32_t fit_n_ctx;
     /* How offloaded layers spread over several GPUs: NONE = all on main_gpu;
      * LAYER = consecutive runs of layers in tensor_split proportions; ROW is
      * not supported yet (UNSUPPORTED at load). */
@@ -213,7 +228,7 @@ typedef struct hearth_model_params {
     void *progress_user;
 } hearth_model_params;
 
-/* Defaults: n_gpu_layers 0, SPLIT_LAYER, main_gpu 0, tensor_split NULL, devices NULL,
+/* Defaults: n_gpu_layers 0, fit_n_ctx 0, SPLIT_LAYER, main_gpu 0, tensor_split NULL, devices NULL,
  * use_mmap true, use_mlock false, vocab_only false, no progress callback. */
 HEARTH_API hearth_model_params hearth_model_default_params(void);
 

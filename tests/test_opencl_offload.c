@@ -7,8 +7,9 @@
  * split over two OpenCL devices (tensor_split; the test asks PoCL for two
  * CPU devices, POCL_DEVICES="pthread pthread", unless the variable is set);
  * a device with too little memory (HEARTH_OPENCL_MEM_LIMIT) fails the load
- * with the one-line message and leaves nothing allocated; an unknown device
- * name is refused. */
+ * with the one-line message and leaves nothing allocated; n_gpu_layers auto
+ * on a 400 MiB device takes some of the layers, fewer for a longer context,
+ * and that context then fits; an unknown device name is refused. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,39 @@ static void test_too_little_memory(const char *path, const char *dev, int32_t in
     CHECK(hearth_model_load(path, &mp, &m) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), dev));
 }
 
+/* n_gpu_layers auto on a device of 400 MiB (HEARTH_OPENCL_MEM_LIMIT): the
+ * default model's 30 blocks do not all fit beside 256 MiB of buffers and the
+ * KV cache of fit_n_ctx tokens (6 MiB a block at 8192); the layers chosen
+ * leave room for that context, and a longer one gets fewer. */
+static void test_auto(const char *path, const char *dev) {
+    setenv("HEARTH_OPENCL_MEM_LIMIT", "400", 1);
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = HEARTH_N_GPU_LAYERS_AUTO;
+    mp.devices = dev;
+    int32_t n_fit[2] = {0, 0};
+    const uint32_t n_ctx[2] = {8192, 16384};
+    for (int i = 0; i < 2; i++) {
+        mp.fit_n_ctx = n_ctx[i];
+        hearth_model *m;
+        CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
+        n_fit[i] = hearth_model_n_gpu_layers(m);
+        CHECK_MSG(n_fit[i] > 0 && n_fit[i] <= hearth_model_n_layer(m), "auto placed %d layers for n_ctx %u",
+                  (int)n_fit[i], n_ctx[i]);
+        hearth_context_params cp = hearth_context_default_params();
+        cp.n_ctx = n_ctx[i];
+        hearth_context *ctx;
+        CHECK_MSG(hearth_context_init(m, &cp, &ctx) == HEARTH_OK, "n_ctx %u beside %d auto layers: %s", n_ctx[i],
+                  (int)n_fit[i], hearth_last_error());
+        int32_t tok = 1;
+        CHECK(hearth_decode(ctx, &tok, 1) == HEARTH_OK);
+        hearth_context_free(ctx);
+        hearth_model_free(m);
+    }
+    CHECK_MSG(n_fit[1] < n_fit[0], "auto: %d layers for n_ctx 8192, %d for 16384", (int)n_fit[0], (int)n_fit[1]);
+    printf("auto on %s of 400 MiB: %d layers for n_ctx 8192, %d for 16384\n", dev, (int)n_fit[0], (int)n_fit[1]);
+    unsetenv("HEARTH_OPENCL_MEM_LIMIT");
+}
+
 int main(void) {
     setenv("POCL_DEVICES", "pthread pthread", 0); /* before the first probe; a device list given outside stands */
     const char *path = check_model_path();
@@ -175,5 +209,6 @@ int main(void) {
     else printf("SKIP the split over two OpenCL devices: only %s is here (POCL_DEVICES=%s)\n", dev,
                 getenv("POCL_DEVICES"));
     test_too_little_memory(path, dev, index);
+    test_auto(path, dev);
     return check_report();
 }

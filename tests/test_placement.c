@@ -4,8 +4,10 @@
  * main_gpu or tensor_split), and too little device memory, whose message
  * must give the figures and the advice; blocks a device cannot run
  * (host_only) staying on the host, the others sharing the devices, and
- * past HL_MAX_STAGES runs the rest staying too. Then a real load on this machine:
- * with no usable GPU, -1 runs on the CPU and reports 0 layers offloaded. */
+ * past HL_MAX_STAGES runs the rest staying too; n_gpu_layers AUTO taking the
+ * most layers whose weights, context share and margin fit. Then a real load
+ * on this machine: with no usable GPU, -1 and auto run on the CPU and report
+ * 0 layers offloaded. */
 #include <string.h>
 
 #include "check.h"
@@ -99,6 +101,43 @@ static void test_too_little_memory(void) {
     CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK && count_on(0) == 10);
 }
 
+/* AUTO: 10 MiB blocks bringing 20 MiB of context each, a 50 MiB output
+ * layer, 100 MiB reserve and a twentieth of the free memory as margin. */
+static void test_auto(void) {
+    hl_placement pl;
+    const size_t big[1] = {(size_t)8 << 30};
+    hl_placement_in in = base(HEARTH_N_GPU_LAYERS_AUTO, 1, big);
+    in.layer_ctx_bytes = 20 * MIB;
+    CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK && count_on(0) == N_LAYER && pl.output_dev == 0 &&
+          pl.n_offloaded == N_LAYER + 1);
+    /* 1000 MiB: 1000 - 100 - 50 = 850 MiB for 30 MiB blocks: 28 (the output layer would need all 30 first) */
+    const size_t mid[1] = {1000 * MIB};
+    in.free_bytes = mid;
+    CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK && count_on(0) == 28 && dev[27] == 0 && dev[28] == -1 &&
+          pl.output_dev == -1 && pl.n_offloaded == 28 && pl.dev_blocks[0] == 28);
+    const size_t small[1] = {200 * MIB}; /* 200 - 100 - 10 = 90: 3 blocks exactly */
+    in.free_bytes = small;
+    CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK && count_on(0) == 3 && pl.n_offloaded == 3);
+    const size_t tiny[1] = {100 * MIB}; /* the reserve alone fills it: nothing offloaded, and no error */
+    in.free_bytes = tiny;
+    CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK && count_on(-1) == N_LAYER && pl.n_offloaded == 0 &&
+          pl.output_dev == -1);
+    /* two devices sharing the blocks by free memory: each device's share fits, one block more would not */
+    const size_t two[2] = {700 * MIB, 400 * MIB};
+    in = base(HEARTH_N_GPU_LAYERS_AUTO, 2, two);
+    in.layer_ctx_bytes = 20 * MIB;
+    CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK && pl.n_offloaded > 0 && pl.n_offloaded < N_LAYER);
+    const int32_t n_fit = pl.n_offloaded;
+    for (int d = 0; d < 2; d++)
+        CHECK_MSG(pl.dev_bytes[d] + pl.dev_blocks[d] * 20 * MIB + 100 * MIB + two[d] / 20 <= two[d],
+                  "device %d: %zu MiB of weights, %d blocks", d, pl.dev_bytes[d] / MIB, (int)pl.dev_blocks[d]);
+    in.n_gpu_layers = n_fit + 1;
+    CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK);
+    bool short_one = false;
+    for (int d = 0; d < 2; d++) short_one |= pl.dev_bytes[d] + pl.dev_blocks[d] * 20 * MIB + 100 * MIB + two[d] / 20 > two[d];
+    CHECK_MSG(short_one, "auto took %d blocks, and %d fit as well", (int)n_fit, (int)n_fit + 1);
+}
+
 static void test_host_only(void) {
     const size_t big[2] = {(size_t)8 << 30, (size_t)8 << 30};
     bool pinned[N_LAYER + 1] = {false};
@@ -153,6 +192,13 @@ static void test_load(void) {
     }
     CHECK(hearth_supports_mmap() && hearth_supports_mlock());
     hearth_model_free(m);
+    mp.n_gpu_layers = HEARTH_N_GPU_LAYERS_AUTO; /* a small model: every layer fits a GPU; none without one */
+    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
+    CHECK(hearth_model_n_gpu_layers(m) == (hearth_supports_gpu_offload() ? hearth_model_n_layer(m) + 1 : 0));
+    hearth_model_free(m);
+    mp.n_gpu_layers = -3;
+    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "auto"));
+    mp.n_gpu_layers = -1;
     mp.split_mode = HEARTH_SPLIT_ROW; /* refused only where there is a GPU to split over */
     hearth_status st = hearth_model_load(path, &mp, &m);
     CHECK(hearth_supports_gpu_offload() ? st == HEARTH_ERR_UNSUPPORTED : st == HEARTH_OK);
@@ -165,6 +211,7 @@ int main(void) {
     test_splits();
     test_refusals();
     test_too_little_memory();
+    test_auto();
     test_host_only();
     test_load();
     return check_report();

@@ -130,6 +130,11 @@ int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_con
         (*i)++;
         return 1;
     }
+    if ((!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) && val && !strcmp(val, "auto")) {
+        *n_gpu_layers = HEARTH_N_GPU_LAYERS_AUTO;
+        (*i)++;
+        return 1;
+    }
     if (!strcmp(a, "--device")) { /* the library reads HEARTH_DEVICE when the load names no devices */
         if (!val) {
             fprintf(stderr, "hearth: %s needs a value; see hearth %s --help\n", a, cmd);

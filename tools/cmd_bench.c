@@ -60,6 +60,7 @@ typedef struct bench_env {
     uint32_t n_batch;
     char type_k[8], type_v[8]; /* the KV cache's types */
     const char *backends;      /* where the layers run, llama-bench's names: "CPU", "CUDA", "OpenCL" */
+    int32_t n_gpu_layers;      /* the layers the load offloaded (what -ngl auto came to) */
 } bench_env;
 
 /* One test (ppN or tgN at depth n_depth) and its timings. */
@@ -93,7 +94,8 @@ static void bench_usage(FILE *out) {
             "  -c, --ctx-size N         the context's length (default: the longest depth + test needs)\n"
             "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
             "  -r, --repetitions N      timed runs of each test (default 5)\n"
-            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0; no GPU backend\n"
+            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all, auto = as many as fit beside the\n"
+            "                           context (default 0; no GPU backend\n"
             "                           in this build: accepted, and the model runs on the CPU)\n"
             "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (default: CUDA\n"
             "                           devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
@@ -242,7 +244,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             ok = cli_parse_int(a, val, 1, 1000, &o->reps);
         } else if (IS("-ngl", "--n-gpu-layers")) {
             NEED_VALUE();
-            ok = cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers);
+            if (!strcmp(val, "auto")) o->n_gpu_layers = HEARTH_N_GPU_LAYERS_AUTO;
+            else ok = cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers);
         } else if (IS("-ts", "--tensor-split") || IS("-mg", "--main-gpu") || IS("-sm", "--split-mode")) {
             ok = cli_parse_split_opt(argc, argv, &i, "bench", &o->split) > 0;
         } else if (!strcmp(a, "--device")) { /* read by the load as HEARTH_DEVICE */
@@ -458,7 +461,7 @@ static void field_values(const bench_env *e, const bench_opts *o, const bench_re
     snprintf(v[7], FIELD_LEN, "%u", e->n_batch);
     snprintf(v[8], FIELD_LEN, "%ld", r->n_ubatch);
     snprintf(v[9], FIELD_LEN, "%ld", o->n_threads);
-    snprintf(v[10], FIELD_LEN, "%ld", o->n_gpu_layers);
+    snprintf(v[10], FIELD_LEN, "%ld", o->n_gpu_layers == HEARTH_N_GPU_LAYERS_AUTO ? (long)e->n_gpu_layers : o->n_gpu_layers);
     snprintf(v[11], FIELD_LEN, "%s", e->type_k);
     snprintf(v[12], FIELD_LEN, "%s", e->type_v);
     snprintf(v[13], FIELD_LEN, "%ld", r->n_prompt);
@@ -566,11 +569,13 @@ static hearth_context_params context_params(const bench_opts *o, long n_ubatch, 
 }
 
 static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
+    const hearth_context_params cp = context_params(o, o->n_ubatch[0], HEARTH_FLASH_ATTN_AUTO);
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
+    mp.fit_n_ctx = cp.n_ctx;
     cli_split_apply(&o->split, &mp);
     if (cli_model_load(o->model, &mp, &s->model)) return 1;
-    const hearth_context_params cp = context_params(o, o->n_ubatch[0], HEARTH_FLASH_ATTN_AUTO);
+    e->n_gpu_layers = hearth_model_n_gpu_layers(s->model);
     hearth_context_memory mem;
     if (hearth_context_memory_plan(s->model, &cp, &mem) != HEARTH_OK) return cli_fail("context");
     s->tokens = random_tokens((long)cp.n_ctx, hearth_model_n_vocab(s->model));

@@ -72,6 +72,7 @@ static int print_memory(const hearth_model *m, const hearth_context_params *cp) 
 static int print_model(const char *path, int32_t n_gpu_layers, const hearth_context_params *cp) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = n_gpu_layers;
+    mp.fit_n_ctx = cp->n_ctx;
     hearth_model *m;
     if (cli_model_load(path, &mp, &m)) return 1;
     char name[256];
@@ -97,7 +98,7 @@ int cmd_info(int argc, char **argv) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: hearth info [MODEL [-ngl N] [-c N] [-b N] [-ub N] [-np N] [-fa MODE] [-t N]]\n\n"
                    "Prints the version, build features, devices and what the build supports; with MODEL, the "
-                   "model's facts,\nhow many of its layers a load places on the GPU (-ngl N, -1 = all), and the "
+                   "model's facts,\nhow many of its layers a load places on the GPU (-ngl N, -1 = all, auto), and the "
                    "memory a context needs\n(weights, KV cache, compute buffers; per device and in all) for the "
                    "context options of hearth run\n(-c, -b, -ub, -fa, -t) and -np, --parallel N sequences (the "
                    "slots of hearth serve; default 1).\n");

@@ -61,8 +61,9 @@ static void run_usage(FILE *out, bool chat) {
             "  -c, --ctx-size N         context length in tokens (default: the model's, at most 4096)\n"
             "  -b, --batch-size N       prompt tokens per decode call (default 512)\n"
             "  -ub, --ubatch-size N     tokens per forward pass, at most -b; the buffers are sized for it (default 512)\n"
-            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all and the output layer (default 0;\n"
-            "                           without a usable GPU the model runs on the CPU and says why)\n"
+            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all and the output layer, auto = as\n"
+            "                           many as fit beside the context -c (default 0; without a usable GPU\n"
+            "                           the model runs on the CPU and says why)\n"
             "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (hearth info lists\n"
             "                           them; default: CUDA devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
             CLI_SPLIT_HELP
@@ -273,6 +274,7 @@ static int run(const run_opts *o, run_state *s) {
     }
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
+    mp.fit_n_ctx = o->ctx.n_ctx;
     cli_split_apply(&o->split, &mp);
     double t0 = cli_now();
     if (cli_model_load(o->model, &mp, &s->model)) return 1;

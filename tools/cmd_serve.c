@@ -45,7 +45,8 @@ static void serve_usage(FILE *out) {
             "  -b, --batch-size N       most tokens of one step (default 512)\n"
             "  -ub, --ubatch-size N     tokens per forward pass, at most -b; a step runs in passes of it (default 512)\n"
             "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
-            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0)\n"
+            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all, auto = as many as fit beside a\n"
+            "                           context of -c tokens (give -c for all slots; default 0)\n"
             "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (default: CUDA\n"
             "                           devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
             CLI_SPLIT_HELP
@@ -198,6 +199,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
 static int load(const serve_opts *o, hearth_model **model, hearth_engine **engine) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
+    mp.fit_n_ctx = o->engine.ctx.n_ctx;
     cli_split_apply(&o->split, &mp);
     if (cli_model_load(o->model, &mp, model)) return 1;
     hearth_engine_params ep = o->engine;

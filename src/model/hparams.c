@@ -61,6 +61,8 @@ static hearth_status read_rope_scaling(const gguf_file *f, const char *arch, hl_
     return HEARTH_OK;
 }
 
+uint32_t hl_default_n_ctx(const hl_hparams *hp) { return hp->n_ctx_train < 4096 ? (uint32_t)hp->n_ctx_train : 4096; }
+
 hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode rope_mode, hl_hparams *hp) {
     HL_TRY(hl_arch_u32(f, arch, "context_length", true, &hp->n_ctx_train));
     HL_TRY(hl_arch_u32(f, arch, "embedding_length", true, &hp->n_embd));

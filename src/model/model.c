@@ -24,6 +24,7 @@ static const hl_arch *const archs[] = {&hl_arch_llama, &hl_arch_qwen2, &hl_arch_
 hearth_model_params hearth_model_default_params(void) {
     return (hearth_model_params){
         .n_gpu_layers = 0,
+        .fit_n_ctx = 0,
         .split_mode = HEARTH_SPLIT_LAYER,
         .main_gpu = 0,
         .tensor_split = NULL,
@@ -212,9 +213,9 @@ hearth_status hearth_model_load(const char *path, const hearth_model_params *par
     *out = NULL;
     if (!path) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_load: path is NULL");
     hearth_model_params p = params ? *params : hearth_model_default_params();
-    if (p.n_gpu_layers < -1)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "n_gpu_layers must be -1 (all), 0 or a layer count (got %d)",
-                       (int)p.n_gpu_layers);
+    if (p.n_gpu_layers < HEARTH_N_GPU_LAYERS_AUTO)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "n_gpu_layers must be -2 (auto: as many as fit), -1 (all), 0 or a "
+                       "layer count (got %d)", (int)p.n_gpu_layers);
     hearth_model *m = hl_calloc(1, sizeof *m);
     if (!m) return HEARTH_ERR_OUT_OF_MEMORY;
     m->output_dev = -1;

@@ -26,10 +26,11 @@ static int32_t split_device(const double *cum, int32_t n_dev, int32_t i, int32_t
 
 static bool host_only(const hl_placement_in *in, int32_t il) { return in->host_only && in->host_only[il]; }
 
-hearth_status hl_placement_plan(const hl_placement_in *in, int8_t *layer_dev, hl_placement *out) {
+/* The plan for n_gpu_layers = ngl (not AUTO), its memory unchecked. */
+static hearth_status plan_count(const hl_placement_in *in, int32_t ngl, int8_t *layer_dev, hl_placement *out) {
     *out = (hl_placement){.output_dev = -1};
     for (int32_t il = 0; il < in->n_layer; il++) layer_dev[il] = -1;
-    if (in->n_devices == 0 || in->n_gpu_layers == 0) return HEARTH_OK;
+    if (in->n_devices == 0 || ngl == 0) return HEARTH_OK;
     if (in->n_devices > HL_MAX_GPUS) return hl_fail(HEARTH_ERR_INVALID_ARG, "at most %d GPUs are supported", HL_MAX_GPUS);
     if (in->split_mode == HEARTH_SPLIT_ROW)
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "split_mode row (matrices split over GPUs) is not supported yet; use "
@@ -51,8 +52,8 @@ hearth_status hl_placement_plan(const hl_placement_in *in, int8_t *layer_dev, hl
     if (!(total > 0.0)) return hl_fail(HEARTH_ERR_INVALID_ARG, "tensor_split gives no device a share of the layers");
     for (int32_t d = 0; d < in->n_devices; d++) cum[d] /= total;
 
-    const bool output = in->n_gpu_layers < 0 || in->n_gpu_layers > in->n_layer;
-    const int32_t n_asked = output ? in->n_layer : in->n_gpu_layers;
+    const bool output = ngl < 0 || ngl > in->n_layer;
+    const int32_t n_asked = output ? in->n_layer : ngl;
     int32_t n_run = 0; /* the blocks asked for that the devices run */
     for (int32_t il = 0; il < n_asked; il++) n_run += !host_only(in, il);
     out->n_pinned = n_asked - n_run + (output && host_only(in, in->n_layer));
@@ -70,6 +71,7 @@ hearth_status hl_placement_plan(const hl_placement_in *in, int8_t *layer_dev, hl
         layer_dev[il] = (int8_t)d;
         if (d < 0) continue;
         out->dev_bytes[d] += in->layer_bytes[il];
+        out->dev_blocks[d]++;
         out->n_offloaded++;
         last = d;
     }
@@ -83,18 +85,41 @@ hearth_status hl_placement_plan(const hl_placement_in *in, int8_t *layer_dev, hl
             out->n_offloaded++;
         }
     }
-    for (int32_t d = 0; d < in->n_devices; d++) {
-        if (out->dev_bytes[d] == 0) continue;
-        const size_t need = out->dev_bytes[d] + in->reserve_bytes;
-        char dev[32];
-        if (in->names) snprintf(dev, sizeof dev, "%s", in->names[d]);
-        else snprintf(dev, sizeof dev, "device %d", (int)d);
-        if (need > in->free_bytes[d])
-            return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "%d offloaded layers need %.0f MiB on %s (%.0f MiB of weights + "
-                           "%.0f MiB for the context), %.0f MiB free: lower n_gpu_layers or n_ctx", (int)out->n_offloaded,
-                           MIB(need), dev, MIB(out->dev_bytes[d]), MIB(in->reserve_bytes), MIB(in->free_bytes[d]));
-    }
     return HEARTH_OK;
+}
+
+/* The first device used whose share does not fit its free memory, or -1;
+ * *need is that share: the weights and the reserve, and when fitting
+ * (AUTO) the blocks' context memory and a twentieth of the free memory. */
+static int32_t first_short(const hl_placement_in *in, const hl_placement *pl, bool fitting, size_t *need) {
+    for (int32_t d = 0; d < in->n_devices; d++) {
+        if (pl->dev_bytes[d] == 0) continue;
+        *need = pl->dev_bytes[d] + in->reserve_bytes;
+        if (fitting) *need += (size_t)pl->dev_blocks[d] * in->layer_ctx_bytes + in->free_bytes[d] / 20;
+        if (*need > in->free_bytes[d]) return d;
+    }
+    return -1;
+}
+
+hearth_status hl_placement_plan(const hl_placement_in *in, int8_t *layer_dev, hl_placement *out) {
+    size_t need = 0;
+    if (in->n_gpu_layers == HEARTH_N_GPU_LAYERS_AUTO) {
+        for (int32_t n = in->n_layer + 1; n > 0; n--) { /* n_layer + 1: every block and the output layer */
+            HL_TRY(plan_count(in, n, layer_dev, out));
+            if (first_short(in, out, true, &need) < 0) return HEARTH_OK;
+        }
+        return plan_count(in, 0, layer_dev, out);
+    }
+    HL_TRY(plan_count(in, in->n_gpu_layers, layer_dev, out));
+    const int32_t d = first_short(in, out, false, &need);
+    if (d < 0) return HEARTH_OK;
+    char dev[32];
+    if (in->names) snprintf(dev, sizeof dev, "%s", in->names[d]);
+    else snprintf(dev, sizeof dev, "device %d", (int)d);
+    return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "%d offloaded layers need %.0f MiB on %s (%.0f MiB of weights + %.0f MiB "
+                   "for the context), %.0f MiB free: lower n_gpu_layers or n_ctx, or use n_gpu_layers auto",
+                   (int)out->n_offloaded, MIB(need), dev, MIB(out->dev_bytes[d]), MIB(in->reserve_bytes),
+                   MIB(in->free_bytes[d]));
 }
 
 /* ------------------------------------------------------------ apply -- */
@@ -269,16 +294,20 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     const char *name_of[HL_MAX_GPUS];
     for (int32_t d = 0; d < HL_MAX_GPUS; d++) name_of[d] = names[d];
     hearth_status st = open_devices(m, n_dev, free_bytes, names);
-    const bool output = p->n_gpu_layers < 0 || p->n_gpu_layers > n_layer;
+    const bool output = p->n_gpu_layers < 0 || p->n_gpu_layers > n_layer; /* AUTO: may be every layer */
     if (st == HEARTH_OK) find_host_only(m, n_dev, output ? n_layer : p->n_gpu_layers, output, host_only);
     const hl_placement_in in = {
         .n_layer = n_layer, .layer_bytes = bytes,
+    const bool fit = p->n_gpu_layers == HEARTH_N_GPU_LAYERS_AUTO;
+    const uint32_t fit_n_ctx = p->fit_n_ctx ? p->fit_n_ctx : hl_default_n_ctx(&m->hp);
         .output_bytes = aligned(hl_tensor_nbytes(&m->output_norm)) + aligned(hl_tensor_nbytes(&m->output)),
         .n_gpu_layers = p->n_gpu_layers, .split_mode = p->split_mode, .main_gpu = p->main_gpu,
         .tensor_split = p->tensor_split, .n_devices = n_dev, .free_bytes = free_bytes,
         .reserve_bytes = HL_PLACEMENT_RESERVE, .host_only = host_only, .names = name_of,
     };
     hl_placement pl;
+        /* K and V of F16, fit_n_ctx positions of n_head_kv x head_dim */
+        .layer_ctx_bytes = 2 * (size_t)fit_n_ctx * (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim * 2,
     if (st == HEARTH_OK) st = hl_placement_plan(&in, m->layer_dev, &pl);
     free(bytes);
     free(host_only);
@@ -303,6 +332,10 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
         if (pl.dev_bytes[d] > 0) len += snprintf(used + len, sizeof used - (size_t)len, "%s%s", len ? ", " : "", names[d]);
     if (m->n_gpu_layers > 0)
         HL_INFO("placed %d/%d layers on %s (%.1f MiB of weights)%s", (int)m->n_gpu_layers, (int)n_layer + 1, used,
+    if (fit && n_dev > 0)
+        HL_INFO("n_gpu_layers auto: %d of %d layers fit with room for a context of %u tokens (%.1f MiB of KV cache a "
+                "layer) and %.0f MiB of buffers", (int)m->n_gpu_layers, (int)n_layer + 1, fit_n_ctx,
+                MIB(in.layer_ctx_bytes), MIB(HL_PLACEMENT_RESERVE));
                 MIB(m->gpu_bytes), pl.n_pinned ? "; see above for the layers kept on the CPU" : "");
     return HEARTH_OK;
 }

@@ -16,7 +16,6 @@
 #include "gguf/ggml_types.h"
 #include "runtime/context_impl.h"
 
-#define DEFAULT_N_CTX_CAP 4096
 #define MAX_SEQ 256
 #define GEMM_SCRATCH_CAP ((size_t)64 << 20) /* bytes of F16 weight tiles for GPU prompt matmuls */
 #define MIB(b) ((double)(b) / (1 << 20))
@@ -85,7 +84,7 @@ hearth_status hl_context_resolve(hearth_context *c, const hearth_context_params 
         return hl_fail(HEARTH_ERR_INVALID_ARG, "n_seq_max %u is too large (at most %d)", p->n_seq_max, MAX_SEQ);
     if (p->n_threads == 0) p->n_threads = hearth_cpu_physical_cores();
     if (p->n_ctx == 0)
-        p->n_ctx = (m->hp.n_ctx_train < DEFAULT_N_CTX_CAP ? (uint32_t)m->hp.n_ctx_train : DEFAULT_N_CTX_CAP) * p->n_seq_max;
+        p->n_ctx = hl_default_n_ctx(&m->hp) * p->n_seq_max;
     if (p->n_ctx > (1u << 24)) return hl_fail(HEARTH_ERR_INVALID_ARG, "n_ctx %u is too large (at most 16M)", p->n_ctx);
     c->n_ctx_seq = p->n_ctx / p->n_seq_max;
     if (c->n_ctx_seq == 0)
