@@ -18,28 +18,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "flash_check.h"
 #include "hearth.h"
 
 #define N_DECODE 16
 #define N_BATCH 512
-
-/* |on - off| <= REL_BOUND * max |logit|. The paths differ by the F16
- * rounding of the probabilities and the order of sums, which 8-bit
- * activations pass on to the logits. Measured (x86-64 AVX2, 2 threads,
- * 2026-11-25): 4e-5 (llama3 F32), 5e-4 and 6e-4 (qwen2, gemma3 F16), 0.011 to
- * 0.020 (Q8_0 models), 0.028 (SmolLM2 Q4_1). */
-#define REL_BOUND 0.05f
 #define TIE 0.05f /* relative gap between the exact path's best two under which the greedy tokens may differ */
-
-static float rel_diff(const float *a, const float *b, int32_t n) {
-    float d = 0.0f, mx = 1e-6f;
-    for (int32_t i = 0; i < n; i++) {
-        const float e = fabsf(a[i] - b[i]);
-        d = e > d || isnan(e) ? e : d;
-        mx = fabsf(b[i]) > mx ? fabsf(b[i]) : mx;
-    }
-    return d / mx;
-}
 
 /* argmax, and whether the runner-up is within TIE of it (relative to the largest |logit|). */
 static int32_t argmax(const float *x, int32_t n, bool *near_tie) {
@@ -85,7 +69,7 @@ static float long_context(hearth_model *m, const char *name, int32_t n_prompt) {
         CHECK(hearth_decode(off, tok, (uint32_t)n_prompt) == HEARTH_OK);
         for (int32_t step = 0; step <= N_DECODE; step++) {
             const float *a = hearth_get_logits(on), *b = hearth_get_logits(off);
-            const float d = rel_diff(a, b, n_vocab);
+            const float d = flash_rel_diff(a, b, n_vocab);
             worst = d > worst || isnan(d) ? d : worst;
             bool tie_a, tie_b;
             const bool same = argmax(a, n_vocab, &tie_a) == argmax(b, n_vocab, &tie_b);
@@ -98,8 +82,9 @@ static float long_context(hearth_model *m, const char *name, int32_t n_prompt) {
         }
     }
     printf("%-34s %d tokens: max |on - off| / max |logit| %.3g (bound %.3g); argmax equal %d/%d (%d near ties)\n",
-           name, (int)n, (double)worst, (double)REL_BOUND, n_same, N_DECODE + 1, n_ties);
-    CHECK_MSG(worst <= REL_BOUND, "%s: tiled attention moves the logits by %.3g of the largest", name, (double)worst);
+           name, (int)n, (double)worst, (double)FLASH_REL_BOUND, n_same, N_DECODE + 1, n_ties);
+    CHECK_MSG(worst <= FLASH_REL_BOUND, "%s: tiled attention moves the logits by %.3g of the largest", name,
+              (double)worst);
     hearth_context_free(on);
     hearth_context_free(off);
     free(tok);
@@ -152,7 +137,7 @@ static void two_sequences(hearth_model *m, const char *name, int32_t n0, int32_t
     const float *got0 = hearth_get_logits_ith(both, CHUNK - 1), *got1 = hearth_get_logits_ith(both, CHUNK);
     CHECK(got0 && got1);
     if (got0 && got1) {
-        const float d0 = rel_diff(got0, want0, n_vocab), d1 = rel_diff(got1, want1, n_vocab);
+        const float d0 = flash_rel_diff(got0, want0, n_vocab), d1 = flash_rel_diff(got1, want1, n_vocab);
         printf("%-34s two sequences (%d + %d, %d tokens): max |batched - alone| / max |logit| %.3g, %.3g\n", name,
                (int)(n0 + CHUNK), (int)(n1 + 1), CHUNK + 1, (double)d0, (double)d1);
         CHECK_MSG(d0 == 0.0f && d1 == 0.0f, "%s: batched sequences differ from alone", name);
