@@ -72,6 +72,8 @@ typedef struct op_case {
     MM(t, din, 67),
 #define NORM(dd, runs, nt, inplace) \
     {.op = HL_OP_RMS_NORM, .d = dd, .rows = runs, .n = nt, .variant = inplace, .max_nmse = 1e-6}
+/* LayerNorm over rows of dd (gpt2's 768, an odd row, a short one); in place or not */
+#define LNORM(dd, nt, inplace) {.op = HL_OP_LAYER_NORM, .d = dd, .n = nt, .variant = inplace, .max_nmse = 1e-6}
 #define ROPE(m, rot, ff)                                                                                           \
     {.op = HL_OP_ROPE, .n_head = 3, .head_dim = 64, .n = 5, .pos0 = 37, .n_rot = rot, .mode = HL_ROPE_##m, \
      .variant = ff, .max_nmse = 1e-5}
@@ -115,6 +117,7 @@ static const op_case cases[] = {
     MM(Q4_K, 1536, 3), MM(Q5_K, 1536, 1), MM(Q6_K, 1536, 4), MM(F16, 4608, 1), MM(Q4_0, 4608, 2),
     MM(Q8_0, 4608, 1), MM(Q4_K, 4608, 1), MM(Q6_K, 4608, 5),
     NORM(579, 1, 3, false), NORM(579, 1, 3, true), NORM(64, 5, 3, false), NORM(64, 5, 3, true), NORM(1000, 1, 1, false),
+    LNORM(579, 3, false), LNORM(579, 3, true), LNORM(768, 5, false), LNORM(40, 1, true), LNORM(1000, 1, false),
     ROPE(NORMAL, 32, false), ROPE(NORMAL, 32, true), ROPE(NORMAL, 64, false), ROPE(NORMAL, 64, true),
     ROPE(NEOX, 32, false), ROPE(NEOX, 32, true), ROPE(NEOX, 64, false), ROPE(NEOX, 64, true),
     ROPE_YARN(NORMAL, 64, false, 37), ROPE_YARN(NORMAL, 64, true, 9000), ROPE_YARN(NEOX, 64, false, 9000),
@@ -141,7 +144,7 @@ static const op_case cases[] = {
     ATTN_LONG(72, 1, 16, 3, 300, 0, 0, 0), ATTN_LONG(9, 3, 64, 30, 0, 0, 20, 700), ATTN_LONG(14, 2, 64, 3, 400, 0, 1, 800),
     ATTN_LONG(6, 3, 64, 50, 130, 100, 25, 600),
     ATTN_LONG(24, 1, 96, 1, 1000, 0, 0, 0), ATTN_LONG(2, 1, 512, 1, 900, 300, 0, 0),
-    EW(SWIGLU, false), EW(GEGLU, false), EW(ADD, false), EW(ADD, true), EW(SCALE, false),
+    EW(SWIGLU, false), EW(GEGLU, false), EW(GELU, false), EW(ADD, false), EW(ADD, true), EW(SCALE, false),
     /* perf: SmolLM2-135M's shapes (n_embd 576, n_ff 1536, 9 heads of 64, 3 KV heads) */
     PERF_MM(F16, 1), PERF_MM(Q8_0, 1), PERF_MM(Q4_1, 1), PERF_MM(Q4_K, 1), PERF_MM(Q6_K, 1),
     /* prompts: every weight type at 512 tokens, and where the prompt path starts to pay (8 .. 64 tokens) */
@@ -173,6 +176,9 @@ static void label_of(const op_case *c, char *buf, size_t size) {
     case HL_OP_RMS_NORM:
         snprintf(buf, size, "rms_norm d=%lld row=%lld n=%lld%s", (long long)c->d, (long long)(c->d * c->rows),
                  (long long)c->n, c->variant ? " in place" : "");
+        break;
+    case HL_OP_LAYER_NORM:
+        snprintf(buf, size, "layer_norm d=%lld n=%lld%s", (long long)c->d, (long long)c->n, c->variant ? " in place" : "");
         break;
     case HL_OP_ROPE:
         snprintf(buf, size, "rope %s n_rot=%d h=%d hd=%d n=%lld pos0=%d%s%s", c->mode == HL_ROPE_NEOX ? "neox" : "normal",
@@ -212,7 +218,7 @@ typedef struct prep {
     hl_tensor shape[HL_OP_MAX_TENSORS]; /* data NULL */
     void *host[HL_OP_MAX_TENSORS];
     int n_args, out;
-    bool y_is_x;                        /* rms_norm in place: argument 2 is argument 0 */
+    bool y_is_x;                        /* rms_norm, layer_norm in place: the last argument (y) is argument 0 */
     int32_t *ids;                       /* get_rows */
     int32_t pos[MAX_TOKENS], row0[MAX_TOKENS];
     int32_t n_pos;                      /* 0: the op takes no positions */
@@ -268,6 +274,15 @@ static void prepare(const op_case *c, size_t index, prep *p) {
         p->y_is_x = c->variant;
         p->out = c->variant ? 0 : 2;
         break;
+    case HL_OP_LAYER_NORM: /* rows around 0.5, so that the mean matters */
+        add_arg(p, shape_of(f32, c->d, c->n), random_rows(f32, c->d, c->n, 3.0f));
+        for (int64_t i = 0; i < c->d * c->n; i++) ((float *)p->host[0])[i] += 0.5f;
+        add_arg(p, shape_of(f32, c->d, 1), random_rows(f32, c->d, 1, 1.5f));
+        add_arg(p, shape_of(f32, c->d, 1), random_rows(f32, c->d, 1, 0.5f));
+        add_arg(p, shape_of(f32, c->d, c->n), NULL);
+        p->y_is_x = c->variant;
+        p->out = c->variant ? 0 : 3;
+        break;
     case HL_OP_ROPE:
     case HL_OP_ROPE_SHIFT:
         if (c->op == HL_OP_ROPE) add_arg(p, shape_of(f32, q_dim, c->n), random_rows(f32, q_dim, c->n, 2.0f));
@@ -300,7 +315,8 @@ static void prepare(const op_case *c, size_t index, prep *p) {
         add_arg(p, shape_of(f32, c->d, c->n), random_rows(f32, c->d, c->n, 4.0f));
         add_arg(p, shape_of(f32, c->d, c->variant ? 1 : c->n), random_rows(f32, c->d, c->variant ? 1 : c->n, 2.0f));
         break;
-    case HL_OP_SCALE: add_arg(p, shape_of(f32, c->d, c->n), random_rows(f32, c->d, c->n, 4.0f)); break;
+    case HL_OP_SCALE:
+    case HL_OP_GELU: add_arg(p, shape_of(f32, c->d, c->n), random_rows(f32, c->d, c->n, 4.0f)); break;
     default: break;
     }
     if (c->op == HL_OP_ROPE || c->op == HL_OP_STORE_ROWS || c->op == HL_OP_ATTENTION) {
@@ -361,8 +377,8 @@ static hearth_status setup(hl_backend *b, const prep *p, inst *in) {
     memset(in, 0, sizeof *in);
     in->b = b;
     for (int i = 0; i < p->n_args; i++) {
-        if (i == 2 && p->y_is_x) {
-            in->t[2] = in->t[0];
+        if (i == p->n_args - 1 && p->y_is_x) {
+            in->t[i] = in->t[0];
             continue;
         }
         HL_TRY(alloc_guarded(b, &p->shape[i], p->host[i], &in->t[i], &in->base[i]));
@@ -389,6 +405,7 @@ static hearth_status run_op(const op_case *c, const prep *p, inst *in) {
     switch (c->op) {
     case HL_OP_GET_ROWS: return hl_get_rows(b, &t[0], p->ids, &t[1]);
     case HL_OP_RMS_NORM: return hl_rms_norm(b, &t[0], &t[1], 1e-5f, &t[2]);
+    case HL_OP_LAYER_NORM: return hl_layer_norm(b, &t[0], &t[1], &t[2], 1e-5f, &t[3]);
     case HL_OP_MATMUL: return hl_matmul(b, &t[0], &t[1], &t[2]);
     case HL_OP_ROPE: return hl_rope(b, &t[0], c->n_head, &p->rope, c->variant ? &t[1] : NULL);
     case HL_OP_ROPE_SHIFT:
@@ -400,6 +417,7 @@ static hearth_status run_op(const op_case *c, const prep *p, inst *in) {
     }
     case HL_OP_SWIGLU: return hl_swiglu(b, &t[0], &t[1]);
     case HL_OP_GEGLU: return hl_geglu(b, &t[0], &t[1]);
+    case HL_OP_GELU: return hl_gelu(b, &t[0]);
     case HL_OP_ADD: return hl_add(b, &t[0], &t[1]);
     case HL_OP_SCALE: return hl_scale(b, &t[0], -1.25f);
     default: return hl_fail(HEARTH_ERR_INVALID_ARG, "no runner for op %d", (int)c->op);
@@ -413,7 +431,7 @@ static bool supported(const op_case *c, const prep *p, hl_backend *b) {
     hl_op_desc d = {.op = c->op, .n_head = c->op == HL_OP_ROPE_SHIFT ? c->n_head_kv : c->n_head, .rope = &p->rope,
                     .attn = &a};
     for (int i = 0; i < p->n_args; i++) d.t[i] = &fake.t[i];
-    if (c->op == HL_OP_RMS_NORM && p->y_is_x) d.t[2] = &fake.t[0];
+    if (p->y_is_x) d.t[p->n_args - 1] = &fake.t[0];
     return hl_supports_op(b, &d);
 }
 
@@ -541,7 +559,7 @@ static double now(void) {
 static double bytes_moved(const op_case *c, const prep *p) {
     double sum = 0.0;
     for (int i = 0; i < p->n_args; i++) sum += (double)hl_tensor_nbytes(&p->shape[i]);
-    if (c->op == HL_OP_RMS_NORM && !p->y_is_x) return sum;
+    if ((c->op == HL_OP_RMS_NORM || c->op == HL_OP_LAYER_NORM) && !p->y_is_x) return sum;
     const double kv_row = (double)hl_row_size(c->type, (int64_t)c->n_head_kv * c->head_dim);
     switch (c->op) {
     case HL_OP_GET_ROWS: /* the rows looked up, not the table */
@@ -707,6 +725,11 @@ static void test_refusals(hl_backend *b) {
     rows.ne[0] = 64;
     rows.ne[1] = 2;
     CHECK(hl_get_rows(b, w, ids, &rows) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "id 8"));
+    hl_tensor gain = *w, bias = *w; /* a bias shorter than the rows */
+    gain.ne[1] = bias.ne[1] = 1;
+    bias.ne[0] = 63;
+    CHECK(hl_layer_norm(b, x, &gain, &bias, 1e-5f, y) == HEARTH_ERR_INVALID_ARG &&
+          strstr(hearth_last_error(), "layer_norm on cpu") && strstr(hearth_last_error(), "b f32 {63, 1}"));
 
     /* positions: cells past the cache, tokens without positions, too many tokens */
     hl_tensor cache = shape_of(GGML_TYPE_F16, 64, 16), src = *x;

@@ -127,6 +127,7 @@ typedef struct hl_attn_args {
 #define HL_OPS(X)                                             \
     X(GET_ROWS, get_rows)     /* table, out */                \
     X(RMS_NORM, rms_norm)     /* x, w, y */                   \
+    X(LAYER_NORM, layer_norm) /* x, w, b, y */                \
     X(MATMUL, matmul)         /* w, x, y */                   \
     X(ROPE, rope)             /* x, freq_factors */           \
     X(ROPE_SHIFT, rope_shift) /* cache, freq_factors */       \
@@ -134,6 +135,7 @@ typedef struct hl_attn_args {
     X(ATTENTION, attention)   /* q, k_cache, v_cache, out */  \
     X(SWIGLU, swiglu)         /* gate, up */                  \
     X(GEGLU, geglu)           /* gate, up */                  \
+    X(GELU, gelu)             /* x */                         \
     X(ADD, add)               /* x, y */                      \
     X(SCALE, scale)           /* x */
 
@@ -193,6 +195,13 @@ typedef struct hl_backend_i {
      * ne[0] a multiple of d (a row, or every head of a row for QK-norm);
      * w F32 {d}; y may alias x */
     void (*rms_norm)(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
+    /* y = (x - mean(x)) / sqrt(var(x) + eps) * w + bias over each row of
+     * d = w->ne[0] elements, var the mean of (x - mean)^2 (LayerNorm, Ba et
+     * al. 2016, arXiv:1607.06450; ggml_norm then ggml_mul and ggml_add, as
+     * llama.cpp's build_norm LLM_NORM); x, y F32 {d, n}; w, bias F32 {d};
+     * y may alias x */
+    void (*layer_norm)(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias, float eps,
+                       hl_tensor *y);
     /* y {d_out, n} F32 = x {d_in, n} F32 times w {d_in, d_out}^T (any supported type) */
     void (*matmul)(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
     /* in place on x F32 {head_dim * n_head, n}; token t at position pos[t]
@@ -215,6 +224,10 @@ typedef struct hl_backend_i {
     /* gate = gelu(gate) * up with GELU's tanh approximation (GeGLU, Shazeer
      * 2020; Hendrycks & Gimpel 2016, arXiv:1606.08415), as swiglu */
     void (*geglu)(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+    /* x = gelu(x) in place, F32, with GELU's tanh approximation 0.5 x (1 +
+     * tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Hendrycks & Gimpel 2016; ggml_gelu,
+     * the feed-forward of gpt2, starcoder2, gptneox) */
+    void (*gelu)(hl_backend *b, hl_tensor *x);
     /* x += y; x F32 {d, n}; y F32 {d, n}, or {d} added to every column (a bias) */
     void (*add)(hl_backend *b, hl_tensor *x, const hl_tensor *y);
     /* x *= s, F32 */

@@ -114,6 +114,18 @@ static inline hearth_status hl_rms_norm(hl_backend *b, const hl_tensor *x, const
     return HEARTH_OK;
 }
 
+static inline hearth_status hl_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias,
+                                          float eps, hl_tensor *y) {
+    const hl_op_desc d = {.op = HL_OP_LAYER_NORM, .t = {x, w, bias, y}};
+    if (!hl_is_f32_mat(x) || !hl_is_f32_mat(w) || !hl_is_f32_mat(bias) || !hl_is_f32_mat(y) || w->ne[1] != 1 ||
+        !hl_same_shape(w, bias) || x->ne[0] != w->ne[0] || !hl_same_shape(x, y))
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "x, w, b, y must be F32, w and b {d}, x and y {d, n}");
+    HL_TRY(hl_check_tokens(b, &d, x->ne[1], false));
+    HL_TRY(hl_check_supported(b, &d));
+    b->iface->layer_norm(b, x, w, bias, eps, y);
+    return HEARTH_OK;
+}
+
 static inline hearth_status hl_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
     const hl_op_desc d = {.op = HL_OP_MATMUL, .t = {w, x, y}};
     if (!hl_is_mat(w) || !hl_is_f32_mat(x) || !hl_is_f32_mat(y) || x->ne[0] != w->ne[0] || y->ne[0] != w->ne[1] ||
@@ -205,6 +217,15 @@ static inline hearth_status hl_swiglu(hl_backend *b, hl_tensor *gate, const hl_t
 
 static inline hearth_status hl_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
     return hl_glu(b, HL_OP_GEGLU, gate, up);
+}
+
+static inline hearth_status hl_gelu(hl_backend *b, hl_tensor *x) {
+    const hl_op_desc d = {.op = HL_OP_GELU, .t = {x}};
+    if (!hl_is_f32_mat(x)) return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "x must be F32");
+    HL_TRY(hl_check_tokens(b, &d, x->ne[1], false));
+    HL_TRY(hl_check_supported(b, &d));
+    b->iface->gelu(b, x);
+    return HEARTH_OK;
 }
 
 static inline hearth_status hl_add(hl_backend *b, hl_tensor *x, const hl_tensor *y) {

@@ -49,12 +49,15 @@ size_t hl_cpu_flash_ws_floats(void);
 /* Ops, one file per family. */
 void hl_cpu_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
 void hl_cpu_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
+void hl_cpu_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias, float eps,
+                       hl_tensor *y);
 void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
 void hl_cpu_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
                        const hl_rope_params *p, const hl_tensor *freq_factors);
 void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
 void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_cpu_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+void hl_cpu_gelu(hl_backend *b, hl_tensor *x);
 void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cpu_scale(hl_backend *b, hl_tensor *x, float s);
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);

@@ -1,5 +1,5 @@
-/* CPU element-wise and row ops: embedding lookup, RMSNorm, RoPE, KV-cache
- * stores, SwiGLU, GeGLU, residual and bias add, scale. Each op splits its rows over the thread pool
+/* CPU element-wise and row ops: embedding lookup, RMSNorm, LayerNorm, RoPE,
+ * KV-cache stores, SwiGLU, GeGLU, GELU, residual and bias add, scale. Each op splits its rows over the thread pool
  * when there is enough work to pay for the hand-off. Formulas follow llama.cpp
  * (ggml-cpu/ops.cpp) rounding for rounding, so that results are its bits (see
  * vec_dot.h for why that matters). */
@@ -74,6 +74,50 @@ static void rms_norm_run(void *arg, int ith, int nth) {
 void hl_cpu_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y) {
     norm_task t = {x, w, eps, y};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(x)), rms_norm_run, &t);
+}
+
+/* ---- layer_norm */
+
+typedef struct layer_norm_task {
+    const hl_tensor *x, *w, *bias;
+    float eps;
+    hl_tensor *y;
+} layer_norm_task;
+
+static void layer_norm_run(void *arg, int ith, int nth) {
+    layer_norm_task *t = arg;
+    const int64_t d = t->w->ne[0];
+    const float *w = t->w->data, *bias = t->bias->data;
+    long long r0, r1;
+    hl_split(t->x->ne[1], ith, nth, &r0, &r1);
+    for (long long r = r0; r < r1; r++) {
+        const float *x = (const float *)t->x->data + r * d;
+        float *y = (float *)t->y->data + r * d;
+        /* ggml_compute_forward_norm_f32 (ggml-cpu/ops.cpp): the sum in
+         * double rounded to float, the mean in float; ggml_vec_cvar_f32's
+         * scalar form: each centred value and its square rounded to float,
+         * the squares summed in double, the variance rounded to float (its
+         * SIMD body adds a vector of squares in float before the double
+         * sum: a last-bit difference); then ggml's norm, mul and add ops,
+         * a rounding each. y may alias x: each pass reads what it writes. */
+        double sum = 0.0;
+        for (int64_t i = 0; i < d; i++) sum += (double)x[i];
+        const float mean = (float)sum / (float)d;
+        double sq = 0.0;
+        for (int64_t i = 0; i < d; i++) {
+            const float c = x[i] - mean;
+            y[i] = c;
+            sq += (double)(c * c);
+        }
+        const float scale = 1.0f / sqrtf((float)(sq / (double)d) + t->eps);
+        for (int64_t i = 0; i < d; i++) y[i] = y[i] * scale * w[i] + bias[i];
+    }
+}
+
+void hl_cpu_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias, float eps,
+                       hl_tensor *y) {
+    layer_norm_task t = {x, w, bias, eps, y};
+    hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(x)), layer_norm_run, &t);
 }
 
 /* ---- rope (normal and NEOX pairings, optional frequency factors, YaRN) */
@@ -243,16 +287,23 @@ static void gelu_table_init(void) {
     }
 }
 
+static inline float gelu_of(float x) {
+    return x <= -10.0f ? 0.0f : x >= 10.0f ? x : hl_fp16_to_fp32(gelu_table[hl_fp32_to_fp16(x)]);
+}
+
 static void geglu_run(void *arg, int ith, int nth) {
     swiglu_task *t = arg; /* same operands: gate, up, rows */
     long long i0, i1;
     hl_split(t->d * t->n_rows, ith, nth, &i0, &i1);
-    for (long long i = i0; i < i1; i++) {
-        const float x = t->gate[i];
-        if (x <= -10.0f) t->gate[i] = 0.0f;
-        else if (x >= 10.0f) t->gate[i] = x * t->up[i];
-        else t->gate[i] = hl_fp16_to_fp32(gelu_table[hl_fp32_to_fp16(x)]) * t->up[i];
-    }
+    for (long long i = i0; i < i1; i++) t->gate[i] = gelu_of(t->gate[i]) * t->up[i];
+}
+
+/* ggml_vec_gelu_f32 (vec.h, GGML_GELU_FP16): the same lookup */
+static void gelu_run(void *arg, int ith, int nth) {
+    binary_task *t = arg;
+    long long i0, i1;
+    hl_split(t->n, ith, nth, &i0, &i1);
+    for (long long i = i0; i < i1; i++) t->x[i] = gelu_of(t->x[i]);
 }
 
 static void add_run(void *arg, int ith, int nth) {
@@ -283,6 +334,12 @@ void hl_cpu_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
     const int64_t n = hl_tensor_nelements(gate);
     swiglu_task t = {gate->data, up->data, gate->ne[0], n / gate->ne[0], NULL};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, n), geglu_run, &t);
+}
+
+void hl_cpu_gelu(hl_backend *b, hl_tensor *x) {
+    pthread_once(&gelu_once, gelu_table_init);
+    binary_task t = {x->data, NULL, hl_tensor_nelements(x), 0, 0.0f};
+    hl_pool_run(cpu_of(b)->pool, threads_for(b, t.n), gelu_run, &t);
 }
 
 void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y) {

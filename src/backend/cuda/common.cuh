@@ -87,6 +87,8 @@ __device__ __forceinline__ float warp_sum(float v) {
 void hl_cuda_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
 void hl_cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
 void hl_cuda_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
+void hl_cuda_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias, float eps,
+                        hl_tensor *y);
 void hl_cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
 void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
 void hl_cuda_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
@@ -94,6 +96,7 @@ void hl_cuda_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n,
 void hl_cuda_attention(hl_backend *b, const hl_attn_args *args);
 void hl_cuda_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+void hl_cuda_gelu(hl_backend *b, hl_tensor *x);
 void hl_cuda_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cuda_scale(hl_backend *b, hl_tensor *x, float s);
 

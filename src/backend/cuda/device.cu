@@ -81,7 +81,7 @@ static bool whole_blocks(uint32_t type, int64_t n) {
 }
 
 // What the kernels handle (each op file answers for its own); the F32
-// element-wise ops and rms_norm run on any shape.
+// element-wise ops, rms_norm and layer_norm run on any shape.
 static bool cuda_supports_op(const hl_backend *b, const hl_op_desc *d) {
     (void)b;
     switch (d->op) {
@@ -236,6 +236,7 @@ static const hl_backend_i cuda_iface = {
     .set_positions = cuda_set_positions,
     .get_rows = hl_cuda_get_rows,
     .rms_norm = hl_cuda_rms_norm,
+    .layer_norm = hl_cuda_layer_norm,
     .matmul = hl_cuda_matmul,
     .rope = hl_cuda_rope,
     .rope_shift = hl_cuda_rope_shift,
@@ -243,6 +244,7 @@ static const hl_backend_i cuda_iface = {
     .attention = hl_cuda_attention,
     .swiglu = hl_cuda_swiglu,
     .geglu = hl_cuda_geglu,
+    .gelu = hl_cuda_gelu,
     .add = hl_cuda_add,
     .scale = hl_cuda_scale,
     .supports_op = cuda_supports_op,

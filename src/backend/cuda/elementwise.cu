@@ -1,5 +1,5 @@
 // Element-wise ops on F32 tensors, one thread per element: SwiGLU and GeGLU
-// gates, the residual add (with a broadcast bias), and scaling.
+// gates, GELU, the residual add (with a broadcast bias), and scaling.
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
@@ -12,14 +12,21 @@ static __global__ void swiglu_kernel(float *g, const float *__restrict__ u, int6
     if (i < n) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-// gate = gelu(gate) * up, GELU's tanh approximation (Hendrycks & Gimpel 2016,
-// arXiv:1606.08415): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// GELU's tanh approximation (Hendrycks & Gimpel 2016, arXiv:1606.08415):
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+static __device__ __forceinline__ float gelu_tanh(float x) {
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * x * (1.0f + 0.044715f * x * x)));
+}
+
+// gate = gelu(gate) * up
 static __global__ void geglu_kernel(float *g, const float *__restrict__ u, int64_t n) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const float x = g[i];
-    const float gelu = 0.5f * x * (1.0f + tanhf(0.7978845608028654f * x * (1.0f + 0.044715f * x * x)));
-    g[i] = gelu * u[i];
+    if (i < n) g[i] = gelu_tanh(g[i]) * u[i];
+}
+
+static __global__ void gelu_kernel(float *x, int64_t n) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = gelu_tanh(x[i]);
 }
 
 // x[i] += y[i % y_n]: y the same size as x, or a {d} bias repeated per column
@@ -48,6 +55,14 @@ void hl_cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
     const int64_t n = hl_tensor_nelements(gate);
     geglu_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cu->stream>>>((float *)gate->data,
                                                                             (const float *)up->data, n);
+    CU_LAUNCHED(cu);
+}
+
+void hl_cuda_gelu(hl_backend *b, hl_tensor *x) {
+    hl_cuda *cu = cuda_of(b);
+    if (!hl_cuda_enter(cu)) return;
+    const int64_t n = hl_tensor_nelements(x);
+    gelu_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cu->stream>>>((float *)x->data, n);
     CU_LAUNCHED(cu);
 }
 

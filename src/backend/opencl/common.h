@@ -48,7 +48,8 @@ typedef struct hl_ocl_dev {
 /* The kernels of the program (kernels/NAME.cl), one cl_kernel of each per
  * compute instance (clSetKernelArg is not safe across threads). */
 #define HL_OCL_KERNELS(X) \
-    X(get_rows) X(store_rows) X(rms_norm) X(rope) X(rope_shift) X(attention) X(swiglu) X(geglu) X(add) X(scale)
+    X(get_rows) X(store_rows) X(rms_norm) X(layer_norm) X(rope) X(rope_shift) X(attention) X(swiglu) X(geglu) \
+    X(gelu) X(add) X(scale)
 
 /* The weight types the kernels read (ops.c), in the order of hl_ocl.matmul:
  * kernels/matmul.cl has a kernel matmul_<ggml type name> for each. */
@@ -148,6 +149,8 @@ void hl_ocl_launch(hl_ocl *o, cl_kernel kern, const size_t global[2], const size
 void hl_ocl_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, hl_tensor *out);
 void hl_ocl_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
 void hl_ocl_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y);
+void hl_ocl_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias, float eps,
+                       hl_tensor *y);
 void hl_ocl_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
 void hl_ocl_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
 void hl_ocl_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
@@ -155,6 +158,7 @@ void hl_ocl_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, 
 void hl_ocl_attention(hl_backend *b, const hl_attn_args *args);
 void hl_ocl_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_ocl_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
+void hl_ocl_gelu(hl_backend *b, hl_tensor *x);
 void hl_ocl_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_ocl_scale(hl_backend *b, hl_tensor *x, float s);
 bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d);

@@ -98,6 +98,16 @@ void hl_ocl_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, floa
            (size_t[]){NORM_WG, 1}, 1, 5, args);
 }
 
+void hl_ocl_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias, float eps,
+                       hl_tensor *y) {
+    hl_ocl *o = ocl_of(b);
+    const cl_long d = w->ne[0];
+    const hl_ocl_arg args[] = {OCL_DATA(x->data), OCL_DATA(w->data), OCL_DATA(bias->data), OCL_DATA(y->data),
+                               OCL_VAL(d), OCL_VAL(eps)};
+    hl_ocl_launch(o, o->kernels[HL_OCL_K_layer_norm], (size_t[]){(size_t)x->ne[1] * NORM_WG, 1},
+                  (size_t[]){NORM_WG, 1}, 1, 6, args);
+}
+
 void hl_ocl_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
     hl_ocl *o = ocl_of(b);
     const cl_int hd = (cl_int)(x->ne[0] / n_head), n_rot = p->n_rot, neox = p->mode == HL_ROPE_NEOX;
@@ -153,6 +163,12 @@ static void glu(hl_backend *b, hl_ocl_kernel k, hl_tensor *gate, const hl_tensor
 void hl_ocl_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) { glu(b, HL_OCL_K_swiglu, gate, up); }
 
 void hl_ocl_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) { glu(b, HL_OCL_K_geglu, gate, up); }
+
+void hl_ocl_gelu(hl_backend *b, hl_tensor *x) {
+    const cl_long n = hl_tensor_nelements(x);
+    const hl_ocl_arg args[] = {OCL_DATA(x->data), OCL_VAL(n)};
+    launch_1d(ocl_of(b), HL_OCL_K_gelu, n, 2, args);
+}
 
 void hl_ocl_add(hl_backend *b, hl_tensor *x, const hl_tensor *y) {
     const cl_long n = hl_tensor_nelements(x), y_n = hl_tensor_nelements(y);

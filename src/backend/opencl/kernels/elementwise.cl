@@ -1,5 +1,5 @@
 /* Element-wise ops on F32 tensors, one work-item per element: the SwiGLU
- * and GeGLU gates, the residual add (with a broadcast bias), scaling. */
+ * and GeGLU gates, GELU, the residual add (with a broadcast bias), scaling. */
 
 /* gate = silu(gate) * up (Shazeer 2020, arXiv:2002.05202) */
 kernel void swiglu(global uchar *gb, ulong g_off, global const uchar *ub, ulong u_off, long n) {
@@ -9,14 +9,21 @@ kernel void swiglu(global uchar *gb, ulong g_off, global const uchar *ub, ulong 
     g[i] = g[i] / (1.0f + exp(-g[i])) * AT_C(float, ub, u_off)[i];
 }
 
-/* gate = gelu(gate) * up, GELU's tanh approximation (Hendrycks & Gimpel
- * 2016, arXiv:1606.08415): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+/* GELU's tanh approximation (Hendrycks & Gimpel 2016, arXiv:1606.08415):
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+float gelu_tanh(float x) { return 0.5f * x * (1.0f + tanh(0.7978845608028654f * x * (1.0f + 0.044715f * x * x))); }
+
+/* gate = gelu(gate) * up */
 kernel void geglu(global uchar *gb, ulong g_off, global const uchar *ub, ulong u_off, long n) {
     const long i = get_global_id(0);
     if (i >= n) return;
     global float *g = AT(float, gb, g_off);
-    const float x = g[i];
-    g[i] = 0.5f * x * (1.0f + tanh(0.7978845608028654f * x * (1.0f + 0.044715f * x * x))) * AT_C(float, ub, u_off)[i];
+    g[i] = gelu_tanh(g[i]) * AT_C(float, ub, u_off)[i];
+}
+
+kernel void gelu(global uchar *xb, ulong x_off, long n) {
+    const long i = get_global_id(0);
+    if (i < n) AT(float, xb, x_off)[i] = gelu_tanh(AT(float, xb, x_off)[i]);
 }
 
 /* x[i] += y[i % y_n]: y the size of x, or a {d} bias repeated per column */

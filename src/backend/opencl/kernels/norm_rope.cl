@@ -1,4 +1,5 @@
-/* RMSNorm (Zhang & Sennrich 2019, arXiv:1910.07467) and rotary position
+/* RMSNorm (Zhang & Sennrich 2019, arXiv:1910.07467), LayerNorm (Ba et al.
+ * 2016, arXiv:1607.06450) and rotary position
  * embeddings (RoFormer, Su et al. 2021, arXiv:2104.09864) with ggml's
  * conventions (backend.h hl_rope_params). */
 #define NORM_WG 64
@@ -22,6 +23,39 @@ kernel void rms_norm(global const uchar *xb, ulong x_off, global const uchar *wb
     }
     const float scale = rsqrt(part[0] / (float)d + eps);
     for (long i = lid; i < d; i += NORM_WG) y[i] = x[i] * scale * w[i];
+}
+
+/* The sum of v over the work-group of NORM_WG items, in every item. */
+float group_sum(float v, local float *part) {
+    const int lid = (int)get_local_id(0);
+    barrier(CLK_LOCAL_MEM_FENCE); /* part may still be read from an earlier call */
+    part[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = NORM_WG / 2; s > 0; s >>= 1) {
+        if (lid < s) part[lid] += part[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    return part[0];
+}
+
+/* y = (x - mean) / sqrt(var + eps) * w + b over each row of d elements, var
+ * the mean of the centred squares; one work-group per row (global rows *
+ * NORM_WG, local NORM_WG); y may alias x */
+kernel void layer_norm(global const uchar *xb, ulong x_off, global const uchar *wb, ulong w_off,
+                       global const uchar *bb, ulong b_off, global uchar *yb, ulong y_off, long d, float eps) {
+    local float part[NORM_WG];
+    const int lid = (int)get_local_id(0);
+    global const float *x = AT_C(float, xb, x_off) + get_group_id(0) * d;
+    global const float *w = AT_C(float, wb, w_off);
+    global const float *bias = AT_C(float, bb, b_off);
+    global float *y = AT(float, yb, y_off) + get_group_id(0) * d;
+    float sum = 0.0f;
+    for (long i = lid; i < d; i += NORM_WG) sum += x[i];
+    const float mean = group_sum(sum, part) / (float)d;
+    float sq = 0.0f;
+    for (long i = lid; i < d; i += NORM_WG) sq = fma(x[i] - mean, x[i] - mean, sq);
+    const float scale = rsqrt(group_sum(sq, part) / (float)d + eps);
+    for (long i = lid; i < d; i += NORM_WG) y[i] = (x[i] - mean) * scale * w[i] + bias[i];
 }
 
 /* cos and sin of pair i at position p (backend.h hl_rope_params):
