@@ -434,6 +434,35 @@ typedef enum hearth_rope_scaling {
     HEARTH_ROPE_SCALING_YARN = 2,         /* YaRN (Peng et al. 2023, arXiv:2309.00071) */
 } hearth_rope_scaling;
 
+/* Element types of the KV cache, llama.cpp's --cache-type-k/-v
+ * (llama_context_params.type_k/type_v): the values are ggml's type ids, so
+ * llama.cpp's numbers work unchanged. Per cell and KV head of head_dim
+ * elements: F16 and BF16 take 2 bytes an element, Q8_0 34 bytes per 32
+ * elements (8.5 bits), Q4_0 18 bytes per 32 (4.5 bits). A quantized cache
+ * needs head_dim a multiple of 32; a quantized V cache needs flash_attn ON
+ * or AUTO (llama.cpp refuses it without flash attention too). On the CPU
+ * attention reads the cache as it is stored: keys as llama.cpp's vec_dot
+ * for the type (the query converted once per head to Q8_0 for Q8_0 and
+ * Q4_0 keys, BF16 for BF16 keys), values converted to F32 a tile of keys
+ * at a time. GPU backends run F16 caches only: a context whose GPU layers
+ * would need another type fails (hearth_context_init). */
+typedef enum hearth_kv_type {
+    HEARTH_KV_F16 = 1,   /* the default */
+    HEARTH_KV_Q4_0 = 2,
+    HEARTH_KV_Q8_0 = 8,
+    HEARTH_KV_BF16 = 30,
+} hearth_kv_type;
+
+/* ggml's name of a hearth_kv_type ("f16", "bf16", "q8_0", "q4_0"); NULL for
+ * any other value. Pure. */
+HEARTH_API const char *hearth_kv_type_name(int32_t type);
+
+/* The hearth_kv_type named `name` (ggml's names, as llama.cpp's -ctk/-ctv
+ * take them: "f16", "bf16", "q8_0", "q4_0") into *out. Errors: INVALID_ARG
+ * (NULL argument, or another name; the message lists the accepted ones).
+ * Thread-safe. */
+HEARTH_API hearth_status hearth_kv_type_from_name(const char *name, int32_t *out);
+
 typedef struct hearth_context_params {
     uint32_t n_ctx;      /* KV cache length in tokens, over all sequences; 0 = the model's
                             n_ctx_train (capped at 4096) times n_seq_max */
@@ -474,18 +503,23 @@ typedef struct hearth_context_params {
     float yarn_beta_slow;      /* YaRN ramp start, rotations; < 0 (default -1) = 1 */
     uint32_t yarn_orig_ctx;    /* tokens; 0 (default) = the model's rope.scaling.original_context_length,
                                   else its context_length */
+    int32_t type_k;            /* hearth_kv_type of the K cache; default HEARTH_KV_F16 */
+    int32_t type_v;            /* hearth_kv_type of the V cache; default HEARTH_KV_F16 */
 } hearth_context_params;
 
 HEARTH_API hearth_context_params hearth_context_default_params(void);
 
-/* Creates an inference context: KV cache (F16, n_layer x 2 x n_ctx x n_head_kv
- * x head_dim x 2 bytes), every work buffer (sized for n_ubatch tokens) and n_threads - 1 worker threads,
+/* Creates an inference context: KV cache (n_layer x n_ctx x n_head_kv x
+ * head_dim elements each of type_k and of type_v: 2 bytes for F16), every work buffer (sized for n_ubatch tokens) and n_threads - 1 worker threads,
  * all made here so that decoding does not allocate. `params` may be NULL for
  * the defaults. The model must outlive the context; several contexts may share
  * one model. Errors: INVALID_ARG (NULL model, vocab-only model, n_batch 0,
  * n_threads < 0, n_ctx over 16M, flash_attn not a hearth_flash_attn, a
  * rope_scaling_type that is not a hearth_rope_scaling, a rope_freq_base or
- * rope_freq_scale < 0, a YaRN value not finite), OUT_OF_MEMORY (the message gives the bytes
+ * rope_freq_scale < 0, a YaRN value not finite, a type_k or type_v that is
+ * not a hearth_kv_type, a quantized type with head_dim not a multiple of
+ * 32, a quantized type_v with flash_attn OFF), UNSUPPORTED (a GPU that holds
+ * layers has no kernels for type_k/type_v: use F16 or n_gpu_layers 0), OUT_OF_MEMORY (the message gives the bytes
  * needed; for a GPU, the MiB of KV cache and buffers needed and free on it,
  * and the advice to lower n_gpu_layers or n_ctx; on the host, when the
  * plan of hearth_context_memory_plan() needs more than MemAvailable), IO (a worker thread could

@@ -10,7 +10,9 @@
  * HEARTH_FLASH_ATTN_OFF path is its arithmetic, so every token must equal.
  * With HEARTH_FLASH_ATTN_ON (the tiled path, equal within float rounding)
  * the tokens are counted, not required: the caller bounds how many steps
- * may differ. */
+ * may differ. A fixture with "type_k" and "type_v" (ggml's names) was made
+ * with those KV cache types and llama.cpp's flash attention; hearth's
+ * context takes the same types. */
 #ifndef HEARTH_TESTS_GREEDY_CHECK_H
 #define HEARTH_TESTS_GREEDY_CHECK_H
 
@@ -99,8 +101,12 @@ static inline greedy_result greedy_check(hearth_model *m, const char *fixture, b
     hearth_context_params cp = hearth_context_default_params();
     cp.n_ctx = (uint32_t)cJSON_GetObjectItem(ref, "n_ctx")->valueint;
     cp.flash_attn = flash_attn;
+    const cJSON *type_k = cJSON_GetObjectItem(ref, "type_k"), *type_v = cJSON_GetObjectItem(ref, "type_v");
+    hearth_status st = HEARTH_OK;
+    if (type_k) st = hearth_kv_type_from_name(type_k->valuestring, &cp.type_k);
+    if (type_v && st == HEARTH_OK) st = hearth_kv_type_from_name(type_v->valuestring, &cp.type_v);
     hearth_context *ctx = NULL;
-    hearth_status st = hearth_context_init(m, &cp, &ctx);
+    if (st == HEARTH_OK) st = hearth_context_init(m, &cp, &ctx);
     CHECK_MSG(st == HEARTH_OK, "context: %s", hearth_last_error());
     if (st != HEARTH_OK) {
         cJSON_Delete(ref);

@@ -112,8 +112,8 @@ static inline float hl_rope_ramp_mix(const hl_rope_consts *k, const hl_rope_para
  * head h / (n_head / n_head_kv) (Ainslie et al. 2023, arXiv:2305.13245). */
 typedef struct hl_attn_args {
     const hl_tensor *q;       /* F32 {head_dim * n_head, n_tokens} */
-    const hl_tensor *k_cache; /* F16 {head_dim * n_head_kv, n_ctx} */
-    const hl_tensor *v_cache; /* F16 {head_dim * n_head_kv, n_ctx} */
+    const hl_tensor *k_cache; /* {head_dim * n_head_kv, n_ctx}: F16, or what supports_op accepts */
+    const hl_tensor *v_cache; /* {head_dim * n_head_kv, n_ctx}: F16, or what supports_op accepts */
     hl_tensor *out;           /* F32 {head_dim * n_head, n_tokens} */
     int32_t n_head, n_head_kv, head_dim;
     int32_t n_swa;            /* sliding window: query at position p sees keys at
@@ -207,11 +207,12 @@ typedef struct hl_backend_i {
     /* in place on x F32 {head_dim * n_head, n}; token t at position pos[t]
      * (set_positions); freq_factors F32 {n_rot / 2} or NULL */
     void (*rope)(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
-    /* Rows [row, row + n) of an F16 KV cache {n_head * head_dim, n_ctx}
-     * rotated in place as rope does with position `delta` for every row:
-     * keys stored at position q then have position q + delta (llama.cpp's
-     * K-shift, llama-kv-cache.cpp build_rope_shift: each row converted to
-     * F32, rotated, rounded back to F16). */
+    /* Rows [row, row + n) of a KV cache {n_head * head_dim, n_ctx} (F16,
+     * or what supports_op accepts) rotated in place as rope does with
+     * position `delta` for every row: keys stored at position q then have
+     * position q + delta (llama.cpp's K-shift, llama-kv-cache.cpp
+     * build_rope_shift: each row converted to F32, rotated, converted back
+     * to the cache's type; a quantized head requantized whole). */
     void (*rope_shift)(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
                        const hl_rope_params *p, const hl_tensor *freq_factors);
     /* writes row t of src F32 {d, n} into row row0[t] + pos[t] (set_positions)

@@ -185,8 +185,7 @@ static inline hearth_status hl_attention(hl_backend *b, const hl_attn_args *a) {
     const int64_t q_dim = (int64_t)a->n_head * a->head_dim, kv_dim = (int64_t)a->n_head_kv * a->head_dim;
     if (!hl_is_f32_mat(a->q) || !hl_is_f32_mat(a->out) || !hl_same_shape(a->q, a->out) || !hl_is_mat(a->k_cache) ||
         a->n_head_kv < 1 || a->head_dim < 1 || a->n_head % a->n_head_kv || a->q->ne[0] != q_dim ||
-        a->k_cache->ne[0] != kv_dim || !hl_same_shape(a->k_cache, a->v_cache) || a->k_cache->type != a->v_cache->type ||
-        a->n_swa < 0)
+        a->k_cache->ne[0] != kv_dim || !hl_same_shape(a->k_cache, a->v_cache) || a->n_swa < 0)
         return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "q and out must be F32 {n_head * head_dim, n}, the caches "
                             "alike {n_head_kv * head_dim, n_ctx}, n_head a multiple of n_head_kv (n_head %d, n_head_kv "
                             "%d, head_dim %d)", (int)a->n_head, (int)a->n_head_kv, (int)a->head_dim);

@@ -24,7 +24,42 @@ hearth_context_params hearth_context_default_params(void) {
     return (hearth_context_params){.n_ctx = 0, .n_batch = 512, .n_threads = 0, .n_seq_max = 1,
                                    .flash_attn = HEARTH_FLASH_ATTN_AUTO, .n_ubatch = 512,
                                    .rope_scaling_type = HEARTH_ROPE_SCALING_UNSPECIFIED, .yarn_ext_factor = -1.0f,
-                                   .yarn_attn_factor = -1.0f, .yarn_beta_fast = -1.0f, .yarn_beta_slow = -1.0f};
+                                   .yarn_attn_factor = -1.0f, .yarn_beta_fast = -1.0f, .yarn_beta_slow = -1.0f,
+                                   .type_k = HEARTH_KV_F16, .type_v = HEARTH_KV_F16};
+}
+
+/* The KV cache types (hearth_kv_type), ggml's ids and names. */
+static const int32_t kv_types[] = {HEARTH_KV_F16, HEARTH_KV_BF16, HEARTH_KV_Q8_0, HEARTH_KV_Q4_0};
+#define KV_TYPE_NAMES "f16, bf16, q8_0 or q4_0"
+
+const char *hearth_kv_type_name(int32_t type) {
+    for (size_t i = 0; i < sizeof kv_types / sizeof kv_types[0]; i++)
+        if (kv_types[i] == type) return hl_ggml_type_get((uint32_t)type)->name;
+    return NULL;
+}
+
+hearth_status hearth_kv_type_from_name(const char *name, int32_t *out) {
+    hl_clear_error();
+    if (!name || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_kv_type_from_name: name or out is NULL");
+    for (size_t i = 0; i < sizeof kv_types / sizeof kv_types[0]; i++)
+        if (!strcmp(hearth_kv_type_name(kv_types[i]), name)) {
+            *out = kv_types[i];
+            return HEARTH_OK;
+        }
+    return hl_fail(HEARTH_ERR_INVALID_ARG, "KV cache type \"%s\" is not one hearth has: use " KV_TYPE_NAMES, name);
+}
+
+/* Checks type_k or type_v (`which`) of a model with heads of head_dim. */
+static hearth_status check_kv_type(const char *which, int32_t type, int32_t head_dim) {
+    const char *name = hearth_kv_type_name(type);
+    if (!name)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "%s %d is not a KV cache type: use %s (hearth_kv_type)", which,
+                       (int)type, KV_TYPE_NAMES);
+    const int64_t block = hl_ggml_type_get((uint32_t)type)->blck_size;
+    if (head_dim % block)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "%s %s stores blocks of %lld elements and the model's heads have %d: "
+                       "use f16 or bf16", which, name, (long long)block, (int)head_dim);
+    return HEARTH_OK;
 }
 
 /* Lays out F32 activations for n_ubatch tokens and the KV cache (types
@@ -94,7 +129,13 @@ hearth_status hl_context_resolve(hearth_context *c, const hearth_context_params 
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
     if (p->n_ubatch == 0 || p->n_ubatch > p->n_batch) p->n_ubatch = p->n_batch; /* llama.cpp's rule */
     c->n_out_max = p->n_seq_max < p->n_batch ? p->n_seq_max : p->n_batch;
-    c->type_k = c->type_v = GGML_TYPE_F16;
+    HL_TRY(check_kv_type("type_k", p->type_k, m->hp.head_dim));
+    HL_TRY(check_kv_type("type_v", p->type_v, m->hp.head_dim));
+    if (p->flash_attn == HEARTH_FLASH_ATTN_OFF && hl_ggml_type_get((uint32_t)p->type_v)->blck_size > 1)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "a quantized V cache (type_v %s) needs flash_attn on or auto, as in "
+                       "llama.cpp: use type_v f16 or bf16 with flash_attn off", hearth_kv_type_name(p->type_v));
+    c->type_k = (uint32_t)p->type_k;
+    c->type_v = (uint32_t)p->type_v;
     return hl_rope_resolve(&m->hp, p, &c->rope, &c->rope_swa);
 }
 
@@ -146,6 +187,27 @@ void hl_context_plan_dev(const hearth_context *c, int dev, hl_ctx_plan_dev *out)
     }
 }
 
+/* UNSUPPORTED unless GPU backend b stores and attends over caches of the
+ * context's types (placement, at load, asked about F16 ones). */
+static hearth_status check_gpu_cache(const hearth_context *c, const hl_backend *b) {
+    const hl_hparams *hp = &c->model->hp;
+    const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    const hl_tensor q = {.type = GGML_TYPE_F32, .ne = {q_dim, 1, 1, 1}}, k = {.type = GGML_TYPE_F32, .ne = {kv_dim, 1, 1, 1}};
+    const hl_tensor kc = {.type = c->type_k, .ne = {kv_dim, 1, 1, 1}}, vc = {.type = c->type_v, .ne = {kv_dim, 1, 1, 1}};
+    hl_tensor out = q;
+    const hl_attn_args a = {.q = &q, .k_cache = &kc, .v_cache = &vc, .out = &out, .n_head = hp->n_head,
+                            .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .scale = hp->attn_scale};
+    const hl_op_desc ops[] = {{.op = HL_OP_STORE_ROWS, .t = {&k, &kc}}, {.op = HL_OP_STORE_ROWS, .t = {&k, &vc}},
+                              {.op = HL_OP_ATTENTION, .t = {&q, &kc, &vc, &out}, .attn = &a}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!hl_supports_op(b, &ops[i]))
+            return hl_fail(HEARTH_ERR_UNSUPPORTED, "%s has no %s kernel for a %s K / %s V cache: use type_k and type_v "
+                           "f16 (-ctk f16 -ctv f16) with GPU layers, or n_gpu_layers 0", hl_backend_name(b),
+                           hl_op_name(ops[i].op), hearth_kv_type_name((int32_t)c->type_k),
+                           hearth_kv_type_name((int32_t)c->type_v));
+    return HEARTH_OK;
+}
+
 /* The compute instance and buffers of GPU d; checks the device's free
  * memory first so that a context too large for it fails with the figures. */
 static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
@@ -155,6 +217,7 @@ static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
     w->v_cache = c->v_cache;
     w->rope = c->rope;
     w->rope_swa = c->rope_swa;
+    w->rope_long = hl_rope_long_factors(&m->hp, c->n_ctx_seq);
     hl_ctx_plan_dev plan;
     hl_context_plan_dev(c, d, &plan);
     size_t scratch;
@@ -166,6 +229,7 @@ static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
                        "buffers), %.0f MiB free: lower n_gpu_layers, n_ctx or n_ubatch", MIB(plan.arena + scratch),
                        dev.id, MIB(plan.kv), MIB(plan.arena + scratch - plan.kv), MIB(dev.free_bytes));
     HL_TRY(hl_gpu_backend_init(m->gpu_id[d], &limits, &c->gpu[d]));
+    HL_TRY(check_gpu_cache(c, c->gpu[d]));
     HL_TRY(hl_buffer_alloc(c->gpu[d], plan.arena, &c->gpu_arena[d]));
     size_t kv;
     plan_work(c, d, c->gpu_arena[d], w, &kv);
@@ -192,6 +256,7 @@ static hearth_status init(hearth_context *c) {
     w->v_cache = c->v_cache;
     w->rope = c->rope;
     w->rope_swa = c->rope_swa;
+    w->rope_long = hl_rope_long_factors(&m->hp, c->n_ctx_seq);
     size_t kv_host = 0, kv_gpu = 0;
     hl_ctx_plan_dev plan;
     hl_context_plan_dev(c, -1, &plan);

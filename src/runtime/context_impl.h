@@ -28,7 +28,7 @@ struct hearth_context {
     int32_t *out_row;              /* [n_batch] the output row of each batch token, -1: none */
     int32_t n_last;                /* tokens of the last batch (hearth_get_logits_ith's range) */
     int32_t last_row;              /* output row hearth_get_logits() reads, -1: none */
-    uint32_t type_k, type_v;       /* the KV cache's ggml types (F16) */
+    uint32_t type_k, type_v;       /* the KV cache's ggml types (hearth_kv_type, resolved) */
     hl_rope_params rope, rope_swa; /* the rope of its layers: the model's with params' overrides */
 };
 

@@ -6,8 +6,14 @@
  * The arithmetic is llama.cpp's without flash attention (cpu_kernels.h):
  * the query rounded to F16, K.q in the order of the path llama.cpp takes for
  * this batch size, softmax(scale * K.q) with ggml's exp and a double sum, the
- * probabilities rounded to F16, then V^T.P. The KV cache is F16. Layers with
- * a sliding window mask the positions that fell out of it.
+ * probabilities rounded to F16, then V^T.P, over an F16 KV cache. Other
+ * cache types (BF16, Q8_0, Q4_0 keys; BF16 values: llama.cpp refuses a
+ * quantized V cache without flash attention) take llama.cpp's mul_mat
+ * for them: the query converted to the key type's vec-dot type and each
+ * score the type's vec_dot kernel (keys read as stored, block by block);
+ * the probabilities rounded to the value type's vec-dot type and summed
+ * over value rows converted to F32 one at a time. Layers with a sliding
+ * window mask the positions that fell out of it.
  *
  * A token reads only its own sequence's cells (from its row0 on), and its
  * dot products take the order llama.cpp takes for a batch of that
@@ -23,6 +29,7 @@
 typedef struct attn_task {
     const hl_attn_args *a;
     const hl_cpu_kernels *k;
+    const hl_cpu_type_ops *k_ops, *v_ops; /* the kernels of a K (V) cache that is not F16, else NULL */
     float *scores;   /* n_ctx floats per thread */
     hl_half *probs;  /* n_ctx halves per thread */
     int64_t n_ctx;
@@ -49,16 +56,38 @@ static float kq_scores(const attn_task *t, int64_t tok, const hl_half *q16, int3
     const hl_attn_args *a = t->a;
     const int32_t hd = a->head_dim;
     const hl_attn_order order = kq_order(a, t->run[tok]);
-    const size_t k_stride = hl_row_size(GGML_TYPE_F16, a->k_cache->ne[0]);
-    const uint8_t *k = (const uint8_t *)a->k_cache->data + (size_t)t->row0[tok] * k_stride + (size_t)kvh * hd * sizeof(hl_half);
+    const uint32_t type = a->k_cache->type;
+    const size_t k_stride = hl_row_size(type, a->k_cache->ne[0]);
+    const uint8_t *k = (const uint8_t *)a->k_cache->data + (size_t)t->row0[tok] * k_stride + hl_row_size(type, (int64_t)kvh * hd);
     float max = -INFINITY;
     for (int64_t j = j0; j < first; j++) scores[j - j0] = -INFINITY;
     for (int64_t j = first; j < span; j++) {
-        const float s = t->k->dot_f16(hd, (const hl_half *)(k + (size_t)j * k_stride), q16, order) * a->scale;
+        float s;
+        if (t->k_ops) t->k_ops->vec_dot(hd, &s, k + (size_t)j * k_stride, q16);
+        else s = t->k->dot_f16(hd, (const hl_half *)(k + (size_t)j * k_stride), q16, order);
+        s *= a->scale;
         scores[j - j0] = s;
         max = s > max ? s : max;
     }
     return max;
+}
+
+/* out = sum_j p_j v_j over n value rows of a cache that is not F16: the
+ * probabilities (scores, n floats) rounded through V's vec-dot type in
+ * place (probs holds the converted row: 2 bytes an element suffice for
+ * BF16), each row converted to F32. */
+static void pv_rows(const attn_task *t, int64_t n, float *p, hl_half *probs, const uint8_t *v, size_t v_stride,
+                    float *out) {
+    const int32_t hd = t->a->head_dim;
+    t->v_ops->act_from_float(p, probs, n);
+    hl_quant_get(t->v_ops->vec_dot_type)->to_float(probs, p, n);
+    const hl_to_float_fn to_float = hl_quant_get(t->a->v_cache->type)->to_float;
+    float row[HL_KERNELS_MAX_HEAD_DIM];
+    for (int32_t d = 0; d < hd; d++) out[d] = 0.0f;
+    for (int64_t j = 0; j < n; j++) {
+        to_float(v + (size_t)j * v_stride, row, hd);
+        for (int32_t d = 0; d < hd; d++) out[d] += p[j] * row[d];
+    }
 }
 
 /* Positions a query sees: [first, span) with span = its position + 1 and
@@ -82,16 +111,24 @@ static void attend_one(const attn_task *t, int64_t tok, int32_t h, float *scores
     const float *q = (const float *)a->q->data + tok * a->q->ne[0] + (int64_t)h * hd;
     float *out = (float *)a->out->data + tok * a->out->ne[0] + (int64_t)h * hd;
 
-    hl_half q16[HL_KERNELS_MAX_HEAD_DIM];
-    for (int32_t i = 0; i < hd; i++) q16[i] = hl_fp32_to_fp16(q[i]);
+    /* the query in K's vec-dot type: F16, BF16, or Q8_0 blocks (at most 2 bytes an element) */
+    _Alignas(64) hl_half q16[HL_KERNELS_MAX_HEAD_DIM];
+    if (t->k_ops) t->k_ops->act_from_float(q, q16, hd);
+    else for (int32_t i = 0; i < hd; i++) q16[i] = hl_fp32_to_fp16(q[i]);
     const float max = kq_scores(t, tok, q16, kvh, j0, first, span, scores);
     /* ggml_compute_forward_soft_max_f32: 1/sum in double, rounded to float */
     const float inv = (float)(1.0 / t->k->softmax_exp(n, scores, max));
-    for (int64_t j = 0; j < n; j++) probs[j] = hl_fp32_to_fp16(scores[j] * inv);
 
-    const size_t v_stride = hl_row_size(GGML_TYPE_F16, a->v_cache->ne[0]);
+    const uint32_t type = a->v_cache->type;
+    const size_t v_stride = hl_row_size(type, a->v_cache->ne[0]);
     const uint8_t *v = (const uint8_t *)a->v_cache->data + (size_t)(t->row0[tok] + j0) * v_stride +
-                       (size_t)kvh * hd * sizeof(hl_half);
+                       hl_row_size(type, (int64_t)kvh * hd);
+    if (t->v_ops) {
+        for (int64_t j = 0; j < n; j++) scores[j] *= inv;
+        pv_rows(t, n, scores, probs, v, v_stride, out);
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) probs[j] = hl_fp32_to_fp16(scores[j] * inv);
     t->k->pv(n, probs, v, v_stride, hd, out, pv_order(a, t->run[tok]));
 }
 
@@ -113,6 +150,9 @@ void hl_cpu_attention(hl_backend *b, const hl_attn_args *args) {
         hl_cpu_flash_attention(b, args);
         return;
     }
-    attn_task t = {args, hl_cpu_kernels_for(b), cpu->scores, cpu->probs, cpu->limits.n_ctx, cpu->pos, cpu->row0, cpu->run};
+    attn_task t = {args, hl_cpu_kernels_for(b), NULL, NULL, cpu->scores, cpu->probs, cpu->limits.n_ctx,
+                   cpu->pos, cpu->row0, cpu->run};
+    if (args->k_cache->type != GGML_TYPE_F16) t.k_ops = hl_cpu_ops_for(b, args->k_cache->type);
+    if (args->v_cache->type != GGML_TYPE_F16) t.v_ops = hl_cpu_ops_for(b, args->v_cache->type);
     hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), attn_run, &t);
 }

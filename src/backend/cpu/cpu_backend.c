@@ -84,6 +84,16 @@ static bool whole_blocks(uint32_t type, int64_t n) {
     return blck > 0 && n % blck == 0;
 }
 
+bool hl_cpu_kv_type_runs(uint32_t type, int64_t head_dim) {
+    const bool kv = type == GGML_TYPE_F16 || type == GGML_TYPE_BF16 || type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0;
+    return kv && head_dim <= HL_KERNELS_MAX_HEAD_DIM && whole_blocks(type, head_dim);
+}
+
+hl_from_float_fn hl_cpu_cache_from_float(hl_backend *b, uint32_t type) {
+    const hl_cpu_type_ops *ops = hl_cpu_ops_for(b, type);
+    return ops && ops->vec_dot_type == type ? ops->act_from_float : hl_quant_get(type)->from_float;
+}
+
 /* matmul_unit (cpu_impl.h): the largest of the blocks a row is cut into
  * (all are 1, 32 or 256, so the largest is a multiple of the others). */
 static void find_matmul_units(hl_cpu *cpu) {
@@ -100,8 +110,8 @@ static void find_matmul_units(hl_cpu *cpu) {
 
 /* The kernels answer: matmul for the weight types with vec-dot kernels at
  * this instance's level (its activations converted to whole blocks of the
- * vec-dot type), rows of any type with reference conversions, an F16 KV
- * cache for attention, and heads and rotations within the stack arrays
+ * vec-dot type), rows of any type with reference conversions, KV caches
+ * of the hearth_kv_type types for attention and the K-shift, and heads and rotations within the stack arrays
  * (HL_KERNELS_MAX_HEAD_DIM). The F32 element-wise ops always run. */
 static bool cpu_supports_op(const hl_backend *b, const hl_op_desc *d) {
     const hl_cpu *cpu = (const hl_cpu *)b->impl;
@@ -113,14 +123,16 @@ static bool cpu_supports_op(const hl_backend *b, const hl_op_desc *d) {
     }
     case HL_OP_GET_ROWS: return hl_quant_get(d->t[0]->type) && whole_blocks(d->t[0]->type, d->t[0]->ne[0]);
     case HL_OP_STORE_ROWS: return hl_quant_get(d->t[1]->type) && whole_blocks(d->t[1]->type, d->t[1]->ne[0]);
-    case HL_OP_ATTENTION:
-        return d->attn->k_cache->type == GGML_TYPE_F16 && d->attn->v_cache->type == GGML_TYPE_F16 &&
-               d->attn->head_dim <= HL_KERNELS_MAX_HEAD_DIM;
+    case HL_OP_ATTENTION: /* a quantized V cache on the tiled path only, as llama.cpp */
+        return hl_cpu_kv_type_runs(d->attn->k_cache->type, d->attn->head_dim) &&
+               hl_cpu_kv_type_runs(d->attn->v_cache->type, d->attn->head_dim) &&
+               (cpu->limits.flash_attn || block_of(d->attn->v_cache->type) == 1);
     case HL_OP_ROPE:
         return (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) &&
                d->rope->n_rot <= HL_KERNELS_MAX_HEAD_DIM;
     case HL_OP_ROPE_SHIFT:
-        return d->t[0]->type == GGML_TYPE_F16 && (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) &&
+        return hl_cpu_kv_type_runs(d->t[0]->type, d->t[0]->ne[0] / d->n_head) &&
+               (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) &&
                d->rope->n_rot <= HL_KERNELS_MAX_HEAD_DIM;
     default: return true;
     }

@@ -41,6 +41,18 @@ const hl_cpu_type_ops *hl_cpu_ops_for(hl_backend *b, uint32_t type);
 const struct hl_cpu_kernels *hl_cpu_kernels_for(hl_backend *b);
 const struct hl_flash_kernels *hl_flash_kernels_for(hl_backend *b);
 
+/* Whether attention and the K-shift read a KV cache of `type` with heads
+ * of head_dim elements: F16, BF16, Q8_0 or Q4_0 (hearth_kv_type), each
+ * head whole blocks of the type. */
+bool hl_cpu_kv_type_runs(uint32_t type, int64_t head_dim);
+
+/* How F32 rows become rows of a KV cache of `type` (store_rows, the
+ * K-shift), as ggml-cpu's from_float does for its set_rows and cpy: the
+ * CPU's own converter where the type is its own vec-dot type (Q8_0's
+ * round-half-even quantizer, F16, BF16), else the reference quantizer
+ * (ggml's quantize_row_q4_0 is its _ref). */
+hl_from_float_fn hl_cpu_cache_from_float(hl_backend *b, uint32_t type);
+
 /* Floats of one thread's scratch in the tiled attention. */
 size_t hl_cpu_flash_ws_floats(void);
 /* Split tasks the tiled attention keeps counters for, per thread. */

@@ -165,6 +165,8 @@ typedef struct rope_task {
     int32_t delta;
     const hl_rope_params *p;
     const float *freq_factors; /* [n_rot / 2] or NULL */
+    hl_to_float_fn to_float;     /* rope_shift: the cache's type to F32 and back */
+    hl_from_float_fn from_float;
 } rope_task;
 
 static void rope_run(void *arg, int ith, int nth) {
@@ -183,29 +185,30 @@ static void rope_run(void *arg, int ith, int nth) {
 }
 
 void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
-    rope_task t = {x, n_head, cpu_of(b)->pos, 0, 0, p, freq_factors ? freq_factors->data : NULL};
+    rope_task t = {x, n_head, cpu_of(b)->pos, 0, 0, p, freq_factors ? freq_factors->data : NULL, NULL, NULL};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(x)), rope_run, &t);
 }
 
 /* The K-shift: every row at the same position, so one table of cos, sin;
- * each F16 element widened, rotated in F32 and rounded back (ggml's
- * rotate_pairs<ggml_fp16_t>). */
+ * each head converted to F32, rotated and converted back (for F16 ggml's
+ * rotate_pairs<ggml_fp16_t>; for the quantized types llama.cpp's cast to
+ * F32, rope and copy back, which requantizes the whole head). */
 static void rope_shift_run(void *arg, int ith, int nth) {
     rope_task *t = arg;
     const int64_t d = t->x->ne[0], head_dim = d / t->n_head;
+    const size_t row_bytes = hl_row_size(t->x->type, d), head_bytes = hl_row_size(t->x->type, head_dim);
     const hl_rope_consts k = hl_rope_yarn_consts(t->p);
     const bool neox = t->p->mode == HL_ROPE_NEOX;
-    const int32_t n_rot = t->p->n_rot;
     float cos_sin[HL_KERNELS_MAX_HEAD_DIM], v[HL_KERNELS_MAX_HEAD_DIM];
     rope_cos_sin(t->p, &k, (float)t->delta, t->freq_factors, cos_sin);
     long long r0, r1;
     hl_split(t->x->ne[1], ith, nth, &r0, &r1);
     for (long long r = r0; r < r1; r++) {
         for (int32_t h = 0; h < t->n_head; h++) {
-            hl_half *head = (hl_half *)t->x->data + (t->row0 + r) * d + h * head_dim;
-            for (int32_t i = 0; i < n_rot; i++) v[i] = hl_fp16_to_fp32(head[i]);
-            rotate_head(v, n_rot, neox, cos_sin);
-            for (int32_t i = 0; i < n_rot; i++) head[i] = hl_fp32_to_fp16(v[i]);
+            uint8_t *head = (uint8_t *)t->x->data + (size_t)(t->row0 + r) * row_bytes + (size_t)h * head_bytes;
+            t->to_float(head, v, head_dim);
+            rotate_head(v, t->p->n_rot, neox, cos_sin);
+            t->from_float(v, head, head_dim);
         }
     }
 }
@@ -214,7 +217,8 @@ void hl_cpu_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, 
                        const hl_rope_params *p, const hl_tensor *freq_factors) {
     hl_tensor rows = *cache;
     rows.ne[1] = n; /* the task splits n rows, from row0 */
-    rope_task t = {&rows, n_head, NULL, row, delta, p, freq_factors ? freq_factors->data : NULL};
+    rope_task t = {&rows, n_head, NULL, row, delta, p, freq_factors ? freq_factors->data : NULL,
+                   hl_quant_get(cache->type)->to_float, hl_cpu_cache_from_float(b, cache->type)};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, n * cache->ne[0]), rope_shift_run, &t);
 }
 
@@ -224,23 +228,23 @@ typedef struct store_task {
     const hl_tensor *src;
     hl_tensor *cache;
     const int32_t *pos, *row0; /* [src->ne[1]] */
+    hl_from_float_fn from_float;
 } store_task;
 
 static void store_rows_run(void *arg, int ith, int nth) {
     store_task *t = arg;
     const int64_t d = t->src->ne[0];
     const size_t row_bytes = hl_row_size(t->cache->type, d);
-    const hl_quant_traits *q = hl_quant_get(t->cache->type);
     long long r0, r1;
     hl_split(t->src->ne[1], ith, nth, &r0, &r1);
     for (long long r = r0; r < r1; r++) {
         uint8_t *dst = (uint8_t *)t->cache->data + (size_t)(t->row0[r] + t->pos[r]) * row_bytes;
-        q->from_float((const float *)t->src->data + r * d, dst, d);
+        t->from_float((const float *)t->src->data + r * d, dst, d);
     }
 }
 
 void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache) {
-    store_task t = {src, cache, cpu_of(b)->pos, cpu_of(b)->row0};
+    store_task t = {src, cache, cpu_of(b)->pos, cpu_of(b)->row0, hl_cpu_cache_from_float(b, cache->type)};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(src)), store_rows_run, &t);
 }
 

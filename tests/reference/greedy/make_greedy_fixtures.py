@@ -5,7 +5,9 @@ tests/test_greedy_models.c (Gemma 3 270M; Qwen2.5-Coder 0.5B, a real qwen2)
 and tests/test_greedy_quantized.c (the default model requantized by llama.cpp's
 own quantizer to Q4_0, Q8_0 and Q4_K_M: presets smollm2-q4_0 ...; the C test
 requantizes with hearth, so it checks hearth's quantizer and the kernels of
-those types together).
+those types together) and tests/test_kv_cache_types.c (the default model
+with a Q8_0 K and V cache, llama.cpp's -ctk q8_0 -ctv q8_0, with its flash
+attention, which a quantized V cache requires: preset smollm2-kv-q8_0).
 
 For each prompt: tokenize it with llama.cpp (add_bos as the model says, special
 tokens parsed), evaluate it, then take the argmax token 64 times (never stopping
@@ -14,7 +16,8 @@ llama.cpp's argmax and its TOP_K largest logits (id, value), which the C test
 compares with hearth's logits for the same sequence.
 
 Usage: python3 tests/reference/greedy/make_greedy_fixtures.py [PRESET] [MODEL] [OUT]
-(presets: smollm2, gemma3, qwen2, smollm2-q4_0, smollm2-q8_0, smollm2-q4_k_m)
+(presets: smollm2, gemma3, qwen2, smollm2-q4_0, smollm2-q8_0, smollm2-q4_k_m,
+smollm2-kv-q8_0)
 (defaults: smollm2; the preset's model under models/ and its JSON in this folder)
 """
 import json
@@ -62,11 +65,17 @@ SHORT_PROMPTS = [PROMPTS[0], PROMPTS[1], PROMPTS[2], PROMPTS[9]]
 # llama.cpp's ftype numbers (llama.h) for the requantized presets.
 REQUANTIZED = {"smollm2-q4_0": 2, "smollm2-q8_0": 7, "smollm2-q4_k_m": 15}
 
+# KV cache types (ggml type ids, llama_context_params.type_k/type_v) of the
+# presets that set them; a quantized V cache needs llama.cpp's flash attention.
+GGML_TYPE_NAMES = {1: "f16", 2: "q4_0", 8: "q8_0", 30: "bf16"}
+KV_TYPES = {"smollm2-kv-q8_0": (8, 8)}
+
 PRESETS = {
     "smollm2": ("models/SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2.json", PROMPTS),
     "gemma3": ("models/gemma-3-270m-q4_k_m.gguf", "gemma3.json", GEMMA3_PROMPTS),
     "qwen2": ("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "qwen2.json", SHORT_PROMPTS),
-    **{name: ("models/SmolLM2-135M-Instruct.Q4_1.gguf", name + ".json", SHORT_PROMPTS) for name in REQUANTIZED},
+    **{name: ("models/SmolLM2-135M-Instruct.Q4_1.gguf", name + ".json", SHORT_PROMPTS)
+       for name in [*REQUANTIZED, *KV_TYPES]},
 }
 
 
@@ -92,12 +101,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         if preset in REQUANTIZED:
             model = requantize(model, REQUANTIZED[preset], tmp)
-        write_fixture(model, out, prompts)
+        write_fixture(model, out, prompts, *KV_TYPES.get(preset, (1, 1)))
 
 
-def write_fixture(model, out, prompts):
-    llm = Llama(model_path=model, n_ctx=N_CTX, n_batch=N_CTX, n_threads=2, logits_all=False, flash_attn=False,
-                verbose=False)
+def write_fixture(model, out, prompts, type_k, type_v):
+    flash_attn = (type_k, type_v) != (1, 1)
+    llm = Llama(model_path=model, n_ctx=N_CTX, n_batch=N_CTX, n_threads=2, logits_all=False, flash_attn=flash_attn,
+                type_k=type_k, type_v=type_v, verbose=False)
     cases = []
     for prompt in prompts:
         llm.reset()
@@ -118,6 +128,8 @@ def write_fixture(model, out, prompts):
                       "text": llm.detokenize([s["token"] for s in steps]).decode("utf-8", "replace")})
     ref = {"generator": f"llama-cpp-python {llama_cpp_version}, {Path(__file__).name}",
            "model": Path(model).name, "n_predict": N_PREDICT, "top_k": TOP_K, "n_ctx": N_CTX, "cases": cases}
+    if flash_attn:  # the fixtures without these keys are f16 caches without flash attention
+        ref.update(type_k=GGML_TYPE_NAMES[type_k], type_v=GGML_TYPE_NAMES[type_v], flash_attn=True)
     Path(out).write_text(json.dumps(ref, ensure_ascii=False, separators=(",", ":")) + "\n")
     print(f"wrote {out}: {len(cases)} prompts x {N_PREDICT} tokens")
 
