@@ -234,6 +234,10 @@ hearth_status hl_arch_f32(const gguf_file *f, const char *arch, const char *suff
  * rope scaling hearth does not run). */
 hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode rope_mode, hl_hparams *hp);
 
+/* The context length a context gets by default, per sequence: n_ctx_train,
+ * at most 4096 tokens. */
+uint32_t hl_default_n_ctx(const hl_hparams *hp);
+
 /* The rope a context runs (full-attention layers, sliding-window layers):
  * the file's values in hp with the overrides of `cp`, as llama.cpp's
  * llama_context resolves its cparams (llama-context.cpp): the scaling type,
@@ -250,10 +254,6 @@ hearth_status hl_rope_resolve(const hl_hparams *hp, const hearth_context_params 
 hearth_status hl_hparams_full_rope(const char *arch, const hl_hparams *hp);
 
 /* Which optional groups of block weights an architecture has. */
-/* The context length a context gets by default, per sequence: n_ctx_train,
- * at most 4096 tokens. */
-uint32_t hl_default_n_ctx(const hl_hparams *hp);
-
 enum {
     HL_BIND_QK_NORM = 1,    /* attn_q_norm, attn_k_norm {head_dim} (qwen3, gemma3) */
     HL_BIND_POST_NORMS = 2, /* post_attention_norm, post_ffw_norm {n_embd} (gemma3) */

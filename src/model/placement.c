@@ -296,18 +296,18 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     hearth_status st = open_devices(m, n_dev, free_bytes, names);
     const bool output = p->n_gpu_layers < 0 || p->n_gpu_layers > n_layer; /* AUTO: may be every layer */
     if (st == HEARTH_OK) find_host_only(m, n_dev, output ? n_layer : p->n_gpu_layers, output, host_only);
-    const hl_placement_in in = {
-        .n_layer = n_layer, .layer_bytes = bytes,
     const bool fit = p->n_gpu_layers == HEARTH_N_GPU_LAYERS_AUTO;
     const uint32_t fit_n_ctx = p->fit_n_ctx ? p->fit_n_ctx : hl_default_n_ctx(&m->hp);
+    const hl_placement_in in = {
+        .n_layer = n_layer, .layer_bytes = bytes,
         .output_bytes = aligned(hl_tensor_nbytes(&m->output_norm)) + aligned(hl_tensor_nbytes(&m->output)),
         .n_gpu_layers = p->n_gpu_layers, .split_mode = p->split_mode, .main_gpu = p->main_gpu,
         .tensor_split = p->tensor_split, .n_devices = n_dev, .free_bytes = free_bytes,
         .reserve_bytes = HL_PLACEMENT_RESERVE, .host_only = host_only, .names = name_of,
-    };
-    hl_placement pl;
         /* K and V of F16, fit_n_ctx positions of n_head_kv x head_dim */
         .layer_ctx_bytes = 2 * (size_t)fit_n_ctx * (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim * 2,
+    };
+    hl_placement pl;
     if (st == HEARTH_OK) st = hl_placement_plan(&in, m->layer_dev, &pl);
     free(bytes);
     free(host_only);
@@ -330,12 +330,12 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     char used[HL_MAX_GPUS * 26] = "";
     for (int32_t d = 0, len = 0; d < n_dev; d++)
         if (pl.dev_bytes[d] > 0) len += snprintf(used + len, sizeof used - (size_t)len, "%s%s", len ? ", " : "", names[d]);
-    if (m->n_gpu_layers > 0)
-        HL_INFO("placed %d/%d layers on %s (%.1f MiB of weights)%s", (int)m->n_gpu_layers, (int)n_layer + 1, used,
     if (fit && n_dev > 0)
         HL_INFO("n_gpu_layers auto: %d of %d layers fit with room for a context of %u tokens (%.1f MiB of KV cache a "
                 "layer) and %.0f MiB of buffers", (int)m->n_gpu_layers, (int)n_layer + 1, fit_n_ctx,
                 MIB(in.layer_ctx_bytes), MIB(HL_PLACEMENT_RESERVE));
+    if (m->n_gpu_layers > 0)
+        HL_INFO("placed %d/%d layers on %s (%.1f MiB of weights)%s", (int)m->n_gpu_layers, (int)n_layer + 1, used,
                 MIB(m->gpu_bytes), pl.n_pinned ? "; see above for the layers kept on the CPU" : "");
     return HEARTH_OK;
 }
