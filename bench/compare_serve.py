@@ -124,6 +124,7 @@ def main():
     ap.add_argument("--parallel", type=int, default=16, help="slots of each server (16)")
     ap.add_argument("--ctx", type=int, default=8192, help="-c of each server (8192)")
     ap.add_argument("--threads", type=int, default=2, help="-t of each server (2)")
+    ap.add_argument("--ngl", type=int, default=0, help="-ngl of each server: layers on the GPU (0)")
     ap.add_argument("--n-predict", type=int, default=64)
     ap.add_argument("--requests-per-client", type=int, default=4)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
@@ -141,7 +142,7 @@ def main():
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the servers
 
-    common = ["--host", "127.0.0.1", "-c", str(args.ctx), "-t", str(args.threads)]
+    common = ["--host", "127.0.0.1", "-c", str(args.ctx), "-t", str(args.threads), "-ngl", str(args.ngl)]
     engines = {}
     if args.only != "llama-server":
         engines["hearth"] = lambda port: [args.hearth, "serve", args.model, "--port", str(port),
@@ -202,7 +203,7 @@ def main():
     print(f"machine: {machine()}; date: {time.strftime('%Y-%m-%d %H:%M %Z')}; "
           f"1-min load average {os.getloadavg()[0]:.2f} at the end; other processes used at most "
           f"{100 * max(others):.1f}% of the CPUs during a measurement")
-    print(f"model: {Path(args.model).name}; {args.parallel} slots, -c {args.ctx}, -t {args.threads}; "
+    print(f"model: {Path(args.model).name}; {args.parallel} slots, -c {args.ctx}, -t {args.threads}, -ngl {args.ngl}; "
           f"streamed /v1/completions, temperature 0, max_tokens {args.n_predict}, "
           f"{args.requests_per_client} requests per client (bench/serve_load.py); {args.rounds} round(s), "
           "servers in turn at each level" + (f"; extra request fields {json.dumps(args.extra)}" if args.extra else ""))

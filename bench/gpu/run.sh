@@ -4,7 +4,7 @@
 # repository root with bench/gpu/carry/ (bench/gpu/prepare.sh) carried along.
 #
 #   bash bench/gpu/run.sh STAGE...     STAGE: check build llama models test
-#                                      membw sanitize bench summary, or all
+#                                      membw sanitize bench serve summary, or all
 #
 #   check     GPU, driver, memory, tools, disk; no GPU = exit 1 (never a skip)
 #   build     hearth, Release, CUDA for sm_90 only, tests on (own deps where
@@ -20,6 +20,9 @@
 #             -b cuda0, memcheck on a tiny model's generation
 #   bench     hearth bench vs llama-bench, -ngl 99: pp512 and tg128 on each
 #             model, tg128 at depth 4096 where `hearth bench` has -d
+#   serve     hearth serve vs llama-server, -ngl 99, 16 slots, on the 1B shape
+#             at Q4_K_M: aggregate tok/s at 1, 4 and 16 streams
+#             (bench/compare_serve.py)
 #   summary   $OUT/summary.md (bench/gpu/summary.py), printed last
 #   all       every stage above; llama.cpp's build and the models run in the
 #             background beside the tests and the sanitizer
@@ -153,8 +156,8 @@ stage_llama() {
         -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF || return 1
     time timeout "$(tlimit 900)" cmake --build "$lb" -j"$jobs" --target llama-bench || return $(($? == 124 ? 2 : 1)) # 2: stopped at the budget, resumable
     "$lb/bin/llama-bench" --list-devices 2>&1 | head
-    # llama-server (issue 10 item 7, batched decode) only when it costs little: time left over
-    if [ "$(left)" -gt 300 ]; then time timeout "$(tlimit 300)" cmake --build "$lb" -j"$jobs" --target llama-server; fi
+    # llama-server (issue 10 item 7, batched decode: the serve stage): most of it is built already
+    time timeout "$(tlimit 300)" cmake --build "$lb" -j"$jobs" --target llama-server || return $(($? == 124 ? 2 : 1))
     return 0
 }
 
@@ -329,6 +332,18 @@ stage_bench() {
     return $fail
 }
 
+# Batched decode (issue 10 item 7): both servers with 16 slots on the GPU,
+# driven by 1, 4 and 16 streaming clients (bench/compare_serve.py).
+stage_serve() {
+    [ -x "$lb/bin/llama-server" ] || { echo "no llama-server: the llama stage did not build it"; return 1; }
+    local m
+    m=$(model_path llama-3.2-1b Q4_K_M)
+    [ -f "$m" ] || { echo "no $m: models stage $(state models)"; return 1; }
+    timeout "$(tlimit 240)" python3 "$top/bench/compare_serve.py" "$m" --parallel 16 --ctx 16384 --threads 4 \
+        --ngl 99 --n-predict 128 --requests-per-client 4 --concurrency 1 4 16 --hearth "$hb/hearth" \
+        --llama-server "$lb/bin/llama-server" --save "$cache/results/serve.json" | tee "$cache/results/serve.txt"
+}
+
 stage_summary() {
     python3 "$here/summary.py" "$cache" >"$out/summary.md"
 }
@@ -341,7 +356,7 @@ stage_summary() {
 # their whole time.
 est() {
     case $1 in check) echo 5 ;; build | llama | models) echo 30 ;; test) echo 60 ;;
-        membw) echo 15 ;; sanitize) echo 40 ;; bench) echo 30 ;; esac
+        membw) echo 15 ;; sanitize) echo 40 ;; bench) echo 30 ;; serve) echo 90 ;; esac
 }
 
 # Runs a stage unless `all` finds it recorded already; logs to logs/STAGE.log.
@@ -430,15 +445,16 @@ if [ "$1" = all ]; then
     bg_wait llama
     bg_wait models
     [ "$(state build)" = ok ] && [ "$(state llama)" = ok ] && run_stage bench 0
+    [ "$(state build)" = ok ] && [ "$(state llama)" = ok ] && run_stage serve 0
     failed && exit 1
     exit 0
 fi
 for s in "$@"; do
     case $s in
         check) run_stage check 1 || exit 1 ;;
-        build | llama | models | test | membw | sanitize | bench) run_stage "$s" 1 ;;
+        build | llama | models | test | membw | sanitize | bench | serve) run_stage "$s" 1 ;;
         summary) ;; # always written at the end
-        *) echo "unknown stage $s (check build llama models test membw sanitize bench summary all)" >&2; exit 2 ;;
+        *) echo "unknown stage $s (check build llama models test membw sanitize bench serve summary all)" >&2; exit 2 ;;
     esac
 done
 failed && exit 1

@@ -137,7 +137,7 @@ def main():
     print()
     print("| stage | state | s | note |")
     print("| --- | --- | ---: | --- |")
-    for s in ("check", "build", "llama", "models", "test", "membw", "sanitize", "bench"):
+    for s in ("check", "build", "llama", "models", "test", "membw", "sanitize", "bench", "serve"):
         st = read(cache / "status" / s).rstrip("\n").split("\t")
         st = st if len(st) == 3 else ["not run", "", ""]
         print(f"| {s} | {st[0]} | {st[1]} | {st[2]} |")
@@ -174,6 +174,12 @@ def main():
             if c not in seen:
                 seen.add(c)
                 print(f"    {c}")
+    serve = read(res / "serve.txt").strip()
+    if serve:
+        print()
+        print("## Batched decode: hearth serve vs llama-server (bench/compare_serve.py)")
+        print()
+        print(serve)
 
 
 if __name__ == "__main__":
