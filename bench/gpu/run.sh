@@ -156,8 +156,10 @@ stage_llama() {
         -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF || return 1
     time timeout "$(tlimit 900)" cmake --build "$lb" -j"$jobs" --target llama-bench || return $(($? == 124 ? 2 : 1)) # 2: stopped at the budget, resumable
     "$lb/bin/llama-bench" --list-devices 2>&1 | head
-    # llama-server (issue 10 item 7, batched decode: the serve stage): most of it is built already
-    time timeout "$(tlimit 300)" cmake --build "$lb" -j"$jobs" --target llama-server || return $(($? == 124 ? 2 : 1))
+    # llama-server (issue 10 item 7, batched decode: the serve stage): most of it is built already; if it
+    # fails, the bench still has its baseline and the serve stage says so
+    time timeout "$(tlimit 300)" cmake --build "$lb" -j"$jobs" --target llama-server ||
+        echo "llama-server: not built (exit $?); the serve stage cannot run"
     return 0
 }
 
