@@ -130,6 +130,19 @@ int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_con
         (*i)++;
         return 1;
     }
+    const bool ctk = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
+    if (ctk || !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
+        if (!val) {
+            fprintf(stderr, "hearth: %s needs a value; see hearth %s --help\n", a, cmd);
+            return -2;
+        }
+        if (hearth_kv_type_from_name(val, ctk ? &ctx->type_k : &ctx->type_v) != HEARTH_OK) {
+            fprintf(stderr, "hearth: %s: %s\n", a, hearth_last_error());
+            return -2;
+        }
+        (*i)++;
+        return 1;
+    }
     if ((!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) && val && !strcmp(val, "auto")) {
         *n_gpu_layers = HEARTH_N_GPU_LAYERS_AUTO;
         (*i)++;

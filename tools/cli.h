@@ -31,11 +31,15 @@ bool cli_parse_u64(const char *opt, const char *val, uint64_t *out);
  * returns false. */
 bool cli_parse_flash_attn(const char *opt, const char *val, int32_t *out);
 
-/* The options `run`, `chat` and `serve` share: -t, -c, -b, -ub, -ngl, -fa at
+/* The options `run`, `chat` and `serve` share: -t, -c, -b, -ub, -ngl, -fa, -ctk, -ctv at
  * argv[*i]. Returns 1 when argv[*i] is one of them (its value parsed into
  * ctx or *n_gpu_layers, *i moved past it), 0 when it is not, -2 after
  * printing the error (a missing or bad value; `cmd` names the --help). */
 int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_context_params *ctx, long *n_gpu_layers);
+#define CLI_CACHE_TYPE_HELP                                                                                  \
+    "  -ctk, --cache-type-k T   KV cache type of the keys: f16, bf16, q8_0, q4_0 (default f16)\n"             \
+    "  -ctv, --cache-type-v T   KV cache type of the values, the same types; q8_0 and q4_0 need -fa on or\n"  \
+    "                           auto (default f16); GPU layers take f16 only\n"
 
 /* The RoPE options (cli_rope.c), llama.cpp's: --rope-scaling, --rope-scale,
  * --rope-freq-base, --rope-freq-scale, --yarn-orig-ctx, --yarn-ext-factor,

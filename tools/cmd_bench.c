@@ -25,7 +25,7 @@
 
 #include "cli.h"
 
-#define MAX_LIST 16          /* values in one -p / -n / -d / -ub / -fa list */
+#define MAX_LIST 16          /* values in one -p / -n / -d / -ub / -fa / -ctk / -ctv list */
 #define MAX_TOKENS (1L << 16) /* largest -p / -n */
 #define MAX_DEPTH (1L << 24)  /* largest -d: the library's largest n_ctx */
 #define N_BATCH_MIN 2048     /* n_batch at least (llama-bench's default): the depth's decode calls */
@@ -45,6 +45,9 @@ typedef struct bench_opts {
     int flash_attn_count;
     bool fa_column;               /* -fa given other than auto: the md table shows it, as llama-bench */
     bool ub_column;               /* -ub other than 512 or several: an n_ubatch column, as llama-bench */
+    int32_t type_k[MAX_LIST], type_v[MAX_LIST]; /* hearth_kv_type values (-ctk, -ctv), a context each */
+    int type_k_count, type_v_count;
+    bool ctk_column, ctv_column;  /* -ctk / -ctv other than f16 or several: type_k / type_v columns */
     bench_format format;
     bool progress, verbose;
     hearth_context_params ctx;    /* the defaults with the rope options (cli_rope.c) */
@@ -58,7 +61,6 @@ typedef struct bench_env {
     uint64_t model_n_params;
     char cpu_info[128];
     uint32_t n_batch;
-    char type_k[8], type_v[8]; /* the KV cache's types */
     const char *backends;      /* where the layers run, llama-bench's names: "CPU", "CUDA", "OpenCL" */
     int32_t n_gpu_layers;      /* the layers the load offloaded (what -ngl auto came to) */
 } bench_env;
@@ -69,6 +71,7 @@ typedef struct bench_result {
     long n_depth;         /* tokens in the context before the test */
     long n_ubatch;
     int32_t flash_attn;   /* as asked: -1 auto, 0 off, 1 on */
+    int32_t type_k, type_v; /* the KV cache's types (hearth_kv_type) */
     char test_time[32];   /* UTC, ISO 8601, when the test started */
     uint64_t *ns;         /* [reps] nanoseconds per repetition */
     long reps;
@@ -102,6 +105,10 @@ static void bench_usage(FILE *out) {
             CLI_SPLIT_HELP
             "  -fa, --flash-attn V[,V...]  attention on the CPU: on (tiled), off (llama.cpp's exact order) or\n"
             "                           auto (= on); 1, 0, -1 too, as llama-bench; each value is a run (default auto)\n"
+            "  -ctk, --cache-type-k T[,T...]  KV cache type of the keys: f16, bf16, q8_0, q4_0; each value is a\n"
+            "                           run (default f16)\n"
+            "  -ctv, --cache-type-v T[,T...]  of the values, the same types; q8_0 and q4_0 need -fa on or auto\n"
+            "                           (default f16)\n"
             "  -o, --output FORMAT      md (a table like llama-bench's), json or csv (default md)\n"
             CLI_ROPE_HELP
             "      --progress           print each step to stderr\n"
@@ -145,6 +152,33 @@ static bool parse_format(const char *opt, const char *val, bench_format *out) {
         }
     fprintf(stderr, "hearth: %s expects md, json or csv, got '%s'\n", opt, val);
     return false;
+}
+
+/* "T[,T...]" of -ctk or -ctv (hearth_kv_type names) into list[]; false
+ * (with a message) on error. *column: a value other than f16, or several. */
+static bool parse_kv_type_list(const char *opt, const char *val, int32_t *list, int *count, bool *column) {
+    char buf[256];
+    if (strlen(val) >= sizeof buf) {
+        fprintf(stderr, "hearth: %s: the list is too long\n", opt);
+        return false;
+    }
+    strcpy(buf, val);
+    *count = 0;
+    for (char *item = buf, *comma; item; item = comma ? comma + 1 : NULL) {
+        comma = strchr(item, ',');
+        if (comma) *comma = '\0';
+        if (*count == MAX_LIST) {
+            fprintf(stderr, "hearth: %s takes at most %d values\n", opt, MAX_LIST);
+            return false;
+        }
+        if (hearth_kv_type_from_name(item, &list[(*count)++]) != HEARTH_OK) {
+            fprintf(stderr, "hearth: %s: %s\n", opt, hearth_last_error());
+            return false;
+        }
+        *column |= list[*count - 1] != HEARTH_KV_F16;
+    }
+    *column |= *count > 1;
+    return true;
 }
 
 /* "V[,V...]" of -fa into o->flash_attn; false (with a message) on error. */
@@ -199,7 +233,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     *o = (bench_opts){.n_prompt = {512}, .n_gen = {128}, .n_prompt_count = 1, .n_gen_count = 1,
                       .n_depth = {0}, .n_depth_count = 1, .n_ubatch = {N_UBATCH_DEFAULT}, .n_ubatch_count = 1,
                       .n_threads = hearth_cpu_physical_cores(), .reps = 5, .flash_attn = {HEARTH_FLASH_ATTN_AUTO},
-                      .flash_attn_count = 1, .format = FMT_MD, .ctx = hearth_context_default_params()};
+                      .flash_attn_count = 1, .type_k = {HEARTH_KV_F16}, .type_v = {HEARTH_KV_F16},
+                      .type_k_count = 1, .type_v_count = 1, .format = FMT_MD, .ctx = hearth_context_default_params()};
     cli_split_init(&o->split);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -254,6 +289,12 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         } else if (IS("-fa", "--flash-attn")) {
             NEED_VALUE();
             ok = parse_flash_attn_list(a, val, o);
+        } else if (IS("-ctk", "--cache-type-k")) {
+            NEED_VALUE();
+            ok = parse_kv_type_list(a, val, o->type_k, &o->type_k_count, &o->ctk_column);
+        } else if (IS("-ctv", "--cache-type-v")) {
+            NEED_VALUE();
+            ok = parse_kv_type_list(a, val, o->type_v, &o->type_v_count, &o->ctv_column);
         } else if (!strncmp(a, "--rope-", 7) || !strncmp(a, "--yarn-", 7)) {
             const int rope = cli_parse_rope_opt(argc, argv, &i, "bench", &o->ctx);
             if (rope == 0) fprintf(stderr, "hearth: unknown option '%s'; see hearth bench --help\n", a);
@@ -380,14 +421,15 @@ static void mean_sd(const bench_result *r, bool ts, double *mean, double *sd) {
 
 /* ---------------------------------------------------------------- output -- */
 
-/* llama-bench's columns; n_ubatch (width 8) and fa (width 3) after threads
- * when -ub / -fa were given. */
+/* llama-bench's columns; n_ubatch (width 8), type_k, type_v (6) and fa (3)
+ * after threads when -ub / -ctk / -ctv / -fa were given. */
 static void md_header(const bench_opts *o) {
-    printf("| %-30s | %10s | %10s | %-10s | %7s |%s%s %15s | %20s |\n", "model", "size", "params", "backend", "threads",
-           o->ub_column ? " n_ubatch |" : "", o->fa_column ? "  fa |" : "", "test", "t/s");
-    printf("| %s | %s | %s | %s | %s |%s%s %s | %s |\n", "------------------------------", "---------:", "---------:",
-           "----------", "------:", o->ub_column ? " -------: |" : "", o->fa_column ? " --: |" : "", "--------------:",
-           "-------------------:");
+    printf("| %-30s | %10s | %10s | %-10s | %7s |%s%s%s%s %15s | %20s |\n", "model", "size", "params", "backend",
+           "threads", o->ub_column ? " n_ubatch |" : "", o->ctk_column ? " type_k |" : "",
+           o->ctv_column ? " type_v |" : "", o->fa_column ? "  fa |" : "", "test", "t/s");
+    printf("| %s | %s | %s | %s | %s |%s%s%s%s %s | %s |\n", "------------------------------", "---------:",
+           "---------:", "----------", "------:", o->ub_column ? " -------: |" : "", o->ctk_column ? " -----: |" : "",
+           o->ctv_column ? " -----: |" : "", o->fa_column ? " --: |" : "", "--------------:", "-------------------:");
 }
 
 static void md_row(const bench_env *e, const bench_opts *o, const bench_result *r) {
@@ -401,11 +443,13 @@ static void md_row(const bench_env *e, const bench_opts *o, const bench_result *
     mean_sd(r, true, &mean, &sd);
     snprintf(ts, sizeof ts, "%.2f ± %.2f", mean, sd);
     /* "±" is two bytes in UTF-8: one more byte of width keeps the column */
-    char fa[16] = "", ub[16] = "";
+    char fa[16] = "", ub[16] = "", tk[16] = "", tv[16] = "";
     if (o->fa_column) snprintf(fa, sizeof fa, " %3d |", (int)r->flash_attn);
     if (o->ub_column) snprintf(ub, sizeof ub, " %8ld |", r->n_ubatch);
-    printf("| %-30s | %10s | %10s | %-10s | %7ld |%s%s %15s | %21s |\n", e->model_type, size, params, e->backends,
-           o->n_threads, ub, fa, test_name(r, name, sizeof name), ts);
+    if (o->ctk_column) snprintf(tk, sizeof tk, " %6s |", hearth_kv_type_name(r->type_k));
+    if (o->ctv_column) snprintf(tv, sizeof tv, " %6s |", hearth_kv_type_name(r->type_v));
+    printf("| %-30s | %10s | %10s | %-10s | %7ld |%s%s%s%s %15s | %21s |\n", e->model_type, size, params, e->backends,
+           o->n_threads, ub, tk, tv, fa, test_name(r, name, sizeof name), ts);
 }
 
 /* A JSON string literal: quotes, backslashes and control characters escaped. */
@@ -462,8 +506,8 @@ static void field_values(const bench_env *e, const bench_opts *o, const bench_re
     snprintf(v[8], FIELD_LEN, "%ld", r->n_ubatch);
     snprintf(v[9], FIELD_LEN, "%ld", o->n_threads);
     snprintf(v[10], FIELD_LEN, "%ld", o->n_gpu_layers == HEARTH_N_GPU_LAYERS_AUTO ? (long)e->n_gpu_layers : o->n_gpu_layers);
-    snprintf(v[11], FIELD_LEN, "%s", e->type_k);
-    snprintf(v[12], FIELD_LEN, "%s", e->type_v);
+    snprintf(v[11], FIELD_LEN, "%s", hearth_kv_type_name(r->type_k));
+    snprintf(v[12], FIELD_LEN, "%s", hearth_kv_type_name(r->type_v));
     snprintf(v[13], FIELD_LEN, "%ld", r->n_prompt);
     snprintf(v[14], FIELD_LEN, "%ld", r->n_gen);
     snprintf(v[15], FIELD_LEN, "%ld", r->n_depth);
@@ -555,9 +599,10 @@ typedef struct bench_state {
     uint64_t *ns;
 } bench_state;
 
-/* The context of one -ub and -fa value: room for the deepest, longest test
- * (or -c), the whole prompt in one decode call. */
-static hearth_context_params context_params(const bench_opts *o, long n_ubatch, int32_t flash_attn) {
+/* The context of one -ub, -fa, -ctk and -ctv value: room for the deepest,
+ * longest test (or -c), the whole prompt in one decode call. */
+static hearth_context_params context_params(const bench_opts *o, long n_ubatch, int32_t flash_attn, int32_t type_k,
+                                            int32_t type_v) {
     const long max_p = list_max(o->n_prompt, o->n_prompt_count), max_n = list_max(o->n_gen, o->n_gen_count);
     hearth_context_params cp = o->ctx;
     cp.n_ctx = (uint32_t)(o->n_ctx ? o->n_ctx : list_max(o->n_depth, o->n_depth_count) + (max_p > max_n ? max_p : max_n));
@@ -565,11 +610,13 @@ static hearth_context_params context_params(const bench_opts *o, long n_ubatch, 
     cp.n_ubatch = (uint32_t)n_ubatch;
     cp.n_threads = (int32_t)o->n_threads;
     cp.flash_attn = flash_attn;
+    cp.type_k = type_k;
+    cp.type_v = type_v;
     return cp;
 }
 
 static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
-    const hearth_context_params cp = context_params(o, o->n_ubatch[0], HEARTH_FLASH_ATTN_AUTO);
+    const hearth_context_params cp = context_params(o, o->n_ubatch[0], HEARTH_FLASH_ATTN_AUTO, o->type_k[0], o->type_v[0]);
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
     mp.fit_n_ctx = cp.n_ctx;
@@ -587,8 +634,6 @@ static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
     *e = (bench_env){.model_path = o->model, .model_type = hearth_model_desc(s->model),
                      .model_size = hearth_model_size(s->model), .model_n_params = hearth_model_n_params(s->model),
                      .n_batch = mem.n_batch};
-    snprintf(e->type_k, sizeof e->type_k, "%s", mem.type_k);
-    snprintf(e->type_v, sizeof e->type_v, "%s", mem.type_v);
     bool cuda = false, opencl = false; /* device[0] is the host */
     for (int32_t i = 1; i < mem.n_devices; i++) {
         cuda |= !strncmp(mem.device[i].id, "cuda", 4);
@@ -599,37 +644,41 @@ static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
     return 0;
 }
 
-/* For each -ub and -fa value (a context each) and each depth, runs every
- * ppN, then every tgN (llama-bench's order), printing each row as soon as
- * it is measured. */
+/* For each -ub, -ctk, -ctv and -fa value (a context each) and each depth,
+ * runs every ppN, then every tgN (llama-bench's order), printing each row
+ * as soon as it is measured. */
 static int bench(const bench_opts *o, bench_state *s) {
     bench_env e;
     int rc = setup(o, s, &e);
     if (rc) return rc;
     bool first = true; /* the header waits for the first context: a failure prints only its line */
-    for (int u = 0; u < o->n_ubatch_count; u++)
-        for (int f = 0; f < o->flash_attn_count; f++) {
-            hearth_context_free(s->ctx);
-            s->ctx = NULL;
-            const hearth_context_params cp = context_params(o, o->n_ubatch[u], o->flash_attn[f]);
-            if (hearth_context_init(s->model, &cp, &s->ctx) != HEARTH_OK) return cli_fail("context");
-            if (first) print_header(o);
-            long filled = 0; /* the depth the context holds */
-            for (int d = 0; d < o->n_depth_count; d++)
-                for (int kind = 0; kind < 2; kind++) {
-                    const long *list = kind == 0 ? o->n_prompt : o->n_gen;
-                    const int count = kind == 0 ? o->n_prompt_count : o->n_gen_count;
-                    for (int i = 0; i < count; i++) {
-                        if (list[i] == 0) continue;
-                        bench_result r = {.n_prompt = kind == 0 ? list[i] : 0, .n_gen = kind == 1 ? list[i] : 0,
-                                          .n_depth = o->n_depth[d], .n_ubatch = o->n_ubatch[u],
-                                          .flash_attn = o->flash_attn[f], .ns = s->ns, .reps = o->reps};
-                        if ((rc = run_test(s->ctx, s->tokens, (long)cp.n_batch, &filled, o, &r))) return rc;
-                        print_result(&e, o, &r, first);
-                        first = false;
-                    }
+    for (int c = 0; c < o->n_ubatch_count * o->type_k_count * o->type_v_count * o->flash_attn_count; c++) {
+        const int u = c / (o->type_k_count * o->type_v_count * o->flash_attn_count);
+        const int k = c / (o->type_v_count * o->flash_attn_count) % o->type_k_count;
+        const int v = c / o->flash_attn_count % o->type_v_count, f = c % o->flash_attn_count;
+        hearth_context_free(s->ctx);
+        s->ctx = NULL;
+        const hearth_context_params cp =
+            context_params(o, o->n_ubatch[u], o->flash_attn[f], o->type_k[k], o->type_v[v]);
+        if (hearth_context_init(s->model, &cp, &s->ctx) != HEARTH_OK) return cli_fail("context");
+        if (first) print_header(o);
+        long filled = 0; /* the depth the context holds */
+        for (int d = 0; d < o->n_depth_count; d++)
+            for (int kind = 0; kind < 2; kind++) {
+                const long *list = kind == 0 ? o->n_prompt : o->n_gen;
+                const int count = kind == 0 ? o->n_prompt_count : o->n_gen_count;
+                for (int i = 0; i < count; i++) {
+                    if (list[i] == 0) continue;
+                    bench_result r = {.n_prompt = kind == 0 ? list[i] : 0, .n_gen = kind == 1 ? list[i] : 0,
+                                      .n_depth = o->n_depth[d], .n_ubatch = o->n_ubatch[u],
+                                      .flash_attn = o->flash_attn[f], .type_k = o->type_k[k], .type_v = o->type_v[v],
+                                      .ns = s->ns, .reps = o->reps};
+                    if ((rc = run_test(s->ctx, s->tokens, (long)cp.n_batch, &filled, o, &r))) return rc;
+                    print_result(&e, o, &r, first);
+                    first = false;
                 }
-        }
+            }
+    }
     print_footer(o);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "hearth: cannot write to stdout\n");

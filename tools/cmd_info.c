@@ -96,11 +96,12 @@ int cmd_info(int argc, char **argv) {
     hearth_context_params cp = hearth_context_default_params();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: hearth info [MODEL [-ngl N] [-c N] [-b N] [-ub N] [-np N] [-fa MODE] [-t N]]\n\n"
+            printf("usage: hearth info [MODEL [-ngl N] [-c N] [-b N] [-ub N] [-np N] [-fa MODE] [-ctk T] [-ctv T] "
+                   "[-t N]]\n\n"
                    "Prints the version, build features, devices and what the build supports; with MODEL, the "
                    "model's facts,\nhow many of its layers a load places on the GPU (-ngl N, -1 = all, auto), and the "
                    "memory a context needs\n(weights, KV cache, compute buffers; per device and in all) for the "
-                   "context options of hearth run\n(-c, -b, -ub, -fa, -t) and -np, --parallel N sequences (the "
+                   "context options of hearth run\n(-c, -b, -ub, -fa, -ctk, -ctv, -t) and -np, --parallel N sequences (the "
                    "slots of hearth serve; default 1).\n");
             return 0;
         }

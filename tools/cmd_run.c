@@ -69,6 +69,7 @@ static void run_usage(FILE *out, bool chat) {
             CLI_SPLIT_HELP
             "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
             "                           (llama.cpp's exact order without flash attention), auto = on (default auto)\n"
+            CLI_CACHE_TYPE_HELP
             CLI_ROPE_HELP
             "other:\n"
             "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"

@@ -52,6 +52,7 @@ static void serve_usage(FILE *out) {
             CLI_SPLIT_HELP
             "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
             "                           (llama.cpp's exact order without flash attention), auto = on (default auto)\n"
+            CLI_CACHE_TYPE_HELP
             CLI_ROPE_HELP
             "other:\n"
             "  -v, --verbose            log each request and loading details to stderr\n"

@@ -18,7 +18,8 @@ TINY = ROOT / "tests/reference/tiny/tiny-q8_0.gguf"
 LLAMA_BENCH = ROOT / "third_party/llama-cpp-python-0.3.36/build/bin/llama-bench"
 BENCH_OPTIONS = ["-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-d", "--n-depth", "-ub", "--ubatch-size",
                  "-c", "--ctx-size", "-t", "--threads", "-r", "--repetitions",
-                 "-ngl", "--n-gpu-layers", "--device", "-fa", "--flash-attn", "-o", "--output", "--progress", "-v", "--verbose", "-h", "--help"]
+                 "-ngl", "--n-gpu-layers", "--device", "-fa", "--flash-attn", "-ctk", "--cache-type-k", "-ctv",
+                 "--cache-type-v", "-o", "--output", "--progress", "-v", "--verbose", "-h", "--help"]
 MD_COLUMNS = ["model", "size", "params", "backend", "threads", "test", "t/s"]
 
 
@@ -136,6 +137,24 @@ def test_ubatch_column_and_field(run_hearth):
     assert [r["n_ubatch"] for r in rows] == [4]
 
 
+def test_cache_type_columns_and_fields(run_hearth):
+    """-ctk q8_0 -ctv f16,q4_0: a context each, type_k and type_v columns
+    after threads (llama-bench's, shown when not f16 or several) and the
+    type_k, type_v fields; on tiny-q4_0, whose heads are one q8_0 block."""
+    tiny = ROOT / "tests/reference/tiny/tiny-q4_0.gguf"
+    args = ["-p", "16", "-n", "4", "-r", "1", "-t", "1", "-ctk", "q8_0", "-ctv", "f16,q4_0"]
+    out = bench(run_hearth, tiny, *args)
+    rows = md_rows(out)
+    assert rows[0] == MD_COLUMNS[:5] + ["type_k", "type_v"] + MD_COLUMNS[5:]
+    assert [(r[5], r[6], r[7]) for r in rows[2:]] == [("q8_0", "f16", "pp16"), ("q8_0", "f16", "tg4"),
+                                                       ("q8_0", "q4_0", "pp16"), ("q8_0", "q4_0", "tg4")]
+    rows = json.loads(bench(run_hearth, tiny, *args, "-o", "json"))
+    assert [(r["type_k"], r["type_v"]) for r in rows] == [("q8_0", "f16")] * 2 + [("q8_0", "q4_0")] * 2
+    if LLAMA_BENCH.exists():
+        ref = subprocess.run([str(LLAMA_BENCH), "-m", str(tiny), *args], capture_output=True, timeout=60)
+        assert out.splitlines()[:2] == ref.stdout.decode().splitlines()[:2]
+
+
 def test_md_with_depth_equals_llama_bench(run_hearth):
     if not LLAMA_BENCH.exists():
         pytest.skip(f"{LLAMA_BENCH} not built (bench/build_llama_cpp.sh)")
@@ -192,6 +211,7 @@ def test_progress_goes_to_stderr(run_hearth):
     (["-d", "-1"], "-d"),
     (["-d", "16777217"], "-d"),
     (["-ub", "0"], "-ub"),
+    (["-ctk", "q4_1"], "f16, bf16, q8_0 or q4_0"),
     (["-c", "0"], "-c"),
     (["-p", "0", "-n", "0"], "nothing to measure"),
     (["--bogus"], "unknown option"),

@@ -58,6 +58,28 @@ def test_sequences_share_n_ctx(run_hearth, model_path):
     assert dev["cpu"]["kv"] == 30 * 2 * 8192 * 3 * 64 * 2
 
 
+@pytest.mark.parametrize("cache,bytes_per_32", [("q8_0", 34), ("q4_0", 18), ("bf16", 64)])
+def test_cache_types(run_hearth, model_path, cache, bytes_per_32):
+    """-ctk/-ctv (llama.cpp's --cache-type-k/-v): the KV cache in that type,
+    blocks of 32 elements of 34 (q8_0) or 18 bytes (q4_0); bf16 is f16's size."""
+    head, dev, _ = memory(run_hearth, model_path, "-c", "8192", "-ctk", cache, "--cache-type-v", cache)
+    assert head.endswith(f"KV cache {cache}/{cache}")
+    # info prints MiB to one decimal
+    assert dev["cpu"]["kv"] == pytest.approx(30 * 2 * 8192 * 3 * 64 // 32 * bytes_per_32, abs=0.05 * MIB)
+    head, dev, _ = memory(run_hearth, model_path, "-c", "8192", "--cache-type-k", cache)
+    assert head.endswith(f"KV cache {cache}/f16")
+    assert dev["cpu"]["kv"] == pytest.approx(30 * 8192 * 3 * 64 // 32 * (bytes_per_32 + 64), abs=0.05 * MIB)
+
+
+def test_cache_types_on_run(run_hearth, model_path):
+    res = run_hearth("run", model_path, "The capital of France is", "-n", "8", "--temp", "0", "-ctk", "q8_0", "-ctv",
+                     "q8_0")
+    assert res.returncode == 0 and "Paris" in res.stdout.decode(), res.stderr.decode()
+    res = run_hearth("run", model_path, "Hi", "-ctv", "q4_0", "-fa", "off")  # llama.cpp refuses it too
+    err = one_line_error(res)
+    assert res.returncode == 1 and "needs flash_attn on or auto" in err, err
+
+
 def test_ubatch_on_run(run_hearth, model_path):
     res = run_hearth("run", model_path, "The capital of France is", "-n", "4", "--temp", "0", "-ub", "4", "-v")
     assert res.returncode == 0, res.stderr.decode()
@@ -72,6 +94,8 @@ def test_ubatch_on_run(run_hearth, model_path):
     ("info", ["-np", "0"], "-np"),
     ("info", ["-ub"], "needs a value"),
     ("info", ["--bogus"], "unknown option"),
+    ("info", ["-ctk", "q5_0"], "f16, bf16, q8_0 or q4_0"),
+    ("run", ["Hi", "-ctv"], "needs a value"),
 ])
 def test_bad_options(run_hearth, model_path, cmd, args, needle):
     res = run_hearth(cmd, model_path, *args)
