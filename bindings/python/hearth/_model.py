@@ -37,6 +37,17 @@ _FLASH_ATTN = {None: -1, "auto": -1, True: 1, "on": 1, False: 0, "off": 0}  # he
 
 _ROPE_SCALING = {None: -1, "none": 0, "linear": 1, "yarn": 2}  # hearth_rope_scaling, llama.cpp's values
 
+_KV_TYPES = {"f16": 1, "q4_0": 2, "q8_0": 8, "bf16": 30}  # hearth_kv_type: ggml's type ids, as llama.cpp's
+
+
+def _kv_type(name: str, value: Union[int, str]) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value in _KV_TYPES.values():
+        return value  # llama-cpp-python's GGML_TYPE_* numbers
+    if isinstance(value, str) and value in _KV_TYPES:
+        return _KV_TYPES[value]
+    raise InvalidArgumentError(f"{name} must be 'f16', 'bf16', 'q8_0' or 'q4_0' (or ggml's 1, 30, 8, 2), "
+                               f"got {value!r}", 1)
+
 
 def _rope_scaling(value: Union[None, int, str]) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value in _ROPE_SCALING.values():
@@ -147,6 +158,15 @@ class Model:
             ``--context-shift``).
         n_keep: with context_shift, the prompt tokens after the BOS that are
             always kept; -1 the whole prompt; default 0 (the BOS alone).
+        type_k: the KV cache's element type for keys (llama.cpp's
+            ``--cache-type-k``): "f16" (default, 2 bytes an element), "bf16"
+            (2 bytes), "q8_0" (34 bytes per 32 elements) or "q4_0" (18 bytes
+            per 32); llama-cpp-python's ggml numbers 1, 30, 8, 2 work too.
+            The quantized types need the model's head size to be a multiple
+            of 32. GPU layers take "f16" only (another type raises
+            UnsupportedError when layers are offloaded).
+        type_v: the same for values (``--cache-type-v``); "q8_0" and "q4_0"
+            need flash_attn None, "auto", True or "on", as in llama.cpp.
 
     Raises:
         ModelFileError: the file is missing or unreadable.
@@ -171,7 +191,8 @@ class Model:
                  n_ubatch: int = 512, rope_scaling_type: Union[None, int, str] = None,
                  rope_freq_base: float = 0.0, rope_freq_scale: float = 0.0, yarn_ext_factor: float = -1.0,
                  yarn_attn_factor: float = -1.0, yarn_beta_fast: float = -1.0, yarn_beta_slow: float = -1.0,
-                 yarn_orig_ctx: int = 0, context_shift: bool = False, n_keep: int = 0) -> None:
+                 yarn_orig_ctx: int = 0, context_shift: bool = False, n_keep: int = 0,
+                 type_k: Union[int, str] = "f16", type_v: Union[int, str] = "f16") -> None:
         _check_int("n_gpu_layers", n_gpu_layers, -1)
         _check_int("main_gpu", main_gpu, 0)
         self._engine = _hearth.open(
@@ -189,7 +210,8 @@ class Model:
             yarn_beta_fast=_check_float("yarn_beta_fast", yarn_beta_fast),
             yarn_beta_slow=_check_float("yarn_beta_slow", yarn_beta_slow),
             yarn_orig_ctx=_check_int("yarn_orig_ctx", yarn_orig_ctx, 0, high=2**31 - 1),
-            context_shift=bool(context_shift), n_keep=_check_int("n_keep", n_keep, -1, high=2**31 - 1))
+            context_shift=bool(context_shift), n_keep=_check_int("n_keep", n_keep, -1, high=2**31 - 1),
+            type_k=_kv_type("type_k", type_k), type_v=_kv_type("type_v", type_v))
         self.path = os.fspath(path)
         self._info: Dict[str, Any] = self._engine.info()
         self._chat_template = chat_template

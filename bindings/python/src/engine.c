@@ -70,8 +70,8 @@ static bool progress_to_python(const hearth_progress *p, void *user) {
  * use_mlock, n_ctx, n_batch, n_threads, n_seq_max, chat_template,
  * flash_attn, devices, progress, n_ubatch, rope_scaling_type,
  * rope_freq_base, rope_freq_scale, yarn_ext_factor, yarn_attn_factor,
- * yarn_beta_fast, yarn_beta_slow, yarn_orig_ctx, context_shift, n_keep)
- * -> Engine. n_ctx is per sequence (each request's context); 0 for the
+ * yarn_beta_fast, yarn_beta_slow, yarn_orig_ctx, context_shift, n_keep,
+ * type_k, type_v) -> Engine. n_ctx is per sequence (each request's context); 0 for the
  * engine's default. hearth/_model.py checks the values' types and ranges. */
 PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     (void)module;
@@ -79,7 +79,7 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
                             "n_batch", "n_threads", "n_seq_max", "chat_template", "flash_attn", "devices", "progress",
                             "n_ubatch", "rope_scaling_type", "rope_freq_base", "rope_freq_scale", "yarn_ext_factor",
                             "yarn_attn_factor", "yarn_beta_fast", "yarn_beta_slow", "yarn_orig_ctx", "context_shift",
-                            "n_keep", NULL};
+                            "n_keep", "type_k", "type_v", NULL};
     PyObject *path_obj, *split = Py_None, *progress = Py_None;
     hearth_model_params mp = hearth_model_default_params();
     hearth_engine_params ep = hearth_engine_default_params();
@@ -87,12 +87,13 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     unsigned int n_ctx = 0;
     int use_mmap = 1, use_mlock = 0, context_shift = ep.context_shift;
     const char *tmpl = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iiOppIIiIzizOIiffffffIpi", names, PyUnicode_FSConverter, &path_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iiOppIIiIzizOIiffffffIpiii", names, PyUnicode_FSConverter, &path_obj,
                                      &mp.n_gpu_layers, &mp.main_gpu, &split, &use_mmap, &use_mlock, &n_ctx, &cp->n_batch,
                                      &cp->n_threads, &cp->n_seq_max, &tmpl, &cp->flash_attn, &mp.devices, &progress,
                                      &cp->n_ubatch, &cp->rope_scaling_type, &cp->rope_freq_base, &cp->rope_freq_scale,
                                      &cp->yarn_ext_factor, &cp->yarn_attn_factor, &cp->yarn_beta_fast,
-                                     &cp->yarn_beta_slow, &cp->yarn_orig_ctx, &context_shift, &ep.n_keep))
+                                     &cp->yarn_beta_slow, &cp->yarn_orig_ctx, &context_shift, &ep.n_keep,
+                                     &cp->type_k, &cp->type_v))
         return NULL;
     ep.context_shift = context_shift;
     hearth_fetch_params fp = hearth_fetch_default_params();

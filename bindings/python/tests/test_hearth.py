@@ -162,6 +162,28 @@ def test_greedy_equals_hearth_run(cases, flash_attn):
         hearth.Model(MODEL, flash_attn="sometimes")
 
 
+@needs_model
+def test_kv_cache_types(model):
+    """type_k / type_v (llama.cpp's --cache-type-k/-v): a q8_0 cache gives
+    `hearth run -ctk q8_0 -ctv q8_0`'s greedy text, which starts as the f16
+    cache's; bad types and a quantized V cache without flash attention are
+    refused, naming the parameter."""
+    prompt = "The capital of France is"
+    with hearth.Model(MODEL, n_ctx=512, type_k="q8_0", type_v=8) as m:
+        text = m.generate(prompt, max_tokens=16, **greedy())
+    assert text.split()[0] == model.generate(prompt, max_tokens=16, **greedy()).split()[0] == "Paris."
+    exe = os.environ.get("HEARTH_BIN")
+    if exe:
+        out = subprocess.run([exe, "run", MODEL, prompt, "-n", "16", "--temp", "0", "-ctk", "q8_0", "-ctv", "q8_0"],
+                             capture_output=True, check=True)
+        assert text == out.stdout.decode()
+    for name, value in (("type_k", "q5_0"), ("type_v", 3), ("type_k", True), ("type_v", None)):
+        with pytest.raises(hearth.InvalidArgumentError, match=name):
+            hearth.Model(MODEL, **{name: value})
+    with pytest.raises(hearth.InvalidArgumentError, match="flash_attn"):
+        hearth.Model(MODEL, type_v="q4_0", flash_attn=False)
+
+
 # Model keyword arguments and the `hearth run` flags that mean the same
 # (llama.cpp's --rope-* / --yarn-*; SmolLM2's file says rope.freq_base 1e5,
 # no scaling, context 8192)
