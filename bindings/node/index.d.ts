@@ -82,6 +82,20 @@ export interface ModelOptions {
    */
   flashAttn?: 'auto' | 'on' | 'off' | boolean;
   /**
+   * The KV cache's element type for keys (llama.cpp's --cache-type-k): 'f16'
+   * (default, 2 bytes an element), 'bf16' (2 bytes), 'q8_0' (34 bytes per 32
+   * elements) or 'q4_0' (18 bytes per 32); ggml's numbers 1, 30, 8, 2 too.
+   * The quantized types need the model's head size to be a multiple of 32.
+   * GPU layers take 'f16' only (another type fails with ERR_UNSUPPORTED when
+   * layers are offloaded).
+   */
+  typeK?: 'f16' | 'bf16' | 'q8_0' | 'q4_0' | number;
+  /**
+   * The same for values (llama.cpp's --cache-type-v); 'q8_0' and 'q4_0' need
+   * flashAttn 'auto' or 'on', as in llama.cpp (ERR_INVALID_ARG otherwise).
+   */
+  typeV?: 'f16' | 'bf16' | 'q8_0' | 'q4_0' | number;
+  /**
    * How rotary positions stretch past the trained context (llama.cpp's
    * --rope-scaling): 'none', 'linear' or 'yarn' (YaRN, arXiv:2309.00071).
    * Default: the model's rope.scaling.type.

@@ -1,6 +1,6 @@
 /* A Model's loader options -> hearth_model_params and hearth_engine_params:
  * nGpuLayers, mainGpu, splitMode, tensorSplit, useMmap, useMlock (the
- * model), nCtx, nBatch, nUbatch, nThreads, nSeqMax, flashAttn, the rope and
+ * model), nCtx, nBatch, nUbatch, nThreads, nSeqMax, flashAttn, typeK, typeV, the rope and
  * YaRN overrides (its engine's context), chatTemplate, contextShift and
  * nKeep (the engine). Left-out options keep hearth's defaults. */
 #include <stdio.h>
@@ -91,6 +91,28 @@ static bool read_flash_attn(napi_env env, napi_value opts, int32_t *out) {
     return false;
 }
 
+/* options.typeK / options.typeV: 'f16' | 'bf16' | 'q8_0' | 'q4_0', or ggml's
+ * number of one of them (hearth_kv_type: 1, 30, 8, 2). */
+static bool read_kv_type(napi_env env, napi_value opts, const char *name, int32_t *out) {
+    napi_value v = hn_opt(env, opts, name);
+    if (hn_is_nullish(env, v)) return true;
+    napi_valuetype t = napi_undefined;
+    napi_typeof(env, v, &t);
+    char what[32];
+    snprintf(what, sizeof what, "options.%s", name);
+    int32_t n = 0;
+    if (t == napi_number && napi_get_value_int32(env, v, &n) == napi_ok && hearth_kv_type_name(n)) {
+        *out = n;
+        return true;
+    }
+    char *s = t == napi_string ? hn_string(env, v, what, NULL) : NULL;
+    if (t == napi_string && !s) return false; /* hn_string threw */
+    const bool ok = s && hearth_kv_type_from_name(s, out) == HEARTH_OK;
+    free(s);
+    if (!ok) hn_throw(env, "ERR_INVALID_ARG", "%s must be 'f16', 'bf16', 'q8_0' or 'q4_0' (or ggml's 1, 30, 8, 2)", what);
+    return ok;
+}
+
 /* options.ropeScalingType: 'none' | 'linear' | 'yarn' (hearth_rope_scaling). */
 static bool read_rope_scaling(napi_env env, napi_value opts, int32_t *out) {
     static const char *const names[] = {"none", "linear", "yarn"}; /* HEARTH_ROPE_SCALING_NONE + index */
@@ -157,6 +179,7 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
               hn_opt_int(env, opts, "nUbatch", 1, INT32_MAX, &n_ubatch) &&
               hn_opt_int(env, opts, "nThreads", 0, 1024, &ep->ctx.n_threads) &&
               hn_opt_int(env, opts, "nSeqMax", 1, 256, &n_seq) && read_flash_attn(env, opts, &ep->ctx.flash_attn) &&
+              read_kv_type(env, opts, "typeK", &ep->ctx.type_k) && read_kv_type(env, opts, "typeV", &ep->ctx.type_v) &&
               read_rope(env, opts, &ep->ctx, &orig_ctx) && hn_opt_bool(env, opts, "contextShift", &ep->context_shift) &&
               hn_opt_int(env, opts, "nKeep", -1, INT32_MAX, &ep->n_keep) &&
               read_string(env, opts, "chatTemplate", &o->chat_template) &&

@@ -39,6 +39,22 @@ test('flashAttn off and on give `hearth run -fa off` and `-fa on`', { skip: !fs.
   }
 });
 
+test('typeK and typeV give `hearth run -ctk` and `-ctv`; bad types throw naming them', { skip: !fs.existsSync(HEARTH_BIN) && `${HEARTH_BIN} not built` }, async () => {
+  const prompt = PROMPTS[0];
+  const want = execFileSync(HEARTH_BIN, ['run', MODEL, prompt, '-n', '32', '--temp', '0', '-ctk', 'q8_0', '-ctv', 'q4_0'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const m = new Model(MODEL, { typeK: 'q8_0', typeV: 2 }); // ggml's number for q4_0
+  assert.strictEqual(await m.generate(prompt, { maxTokens: 32, temperature: 0 }), want);
+  m.dispose();
+  for (const [name, value] of [['typeK', 'q5_0'], ['typeV', 3], ['typeK', true]]) {
+    assert.throws(() => new Model(MODEL, { [name]: value }), { code: 'ERR_INVALID_ARG', message: new RegExp(name) }, `${name}: ${value}`);
+  }
+  // llama.cpp refuses a quantized V cache without flash attention too
+  assert.throws(() => new Model(MODEL, { typeV: 'q8_0', flashAttn: 'off' }), { code: 'ERR_INVALID_ARG', message: /flash_attn/ });
+});
+
 // Model options and the `hearth run` flags that mean the same (llama.cpp's
 // --rope-* / --yarn-*; SmolLM2's file says rope.freq_base 1e5, no scaling).
 const ROPE_OVERRIDES = [
