@@ -70,7 +70,8 @@ static float read_both(hearth_model *m, hearth_context *on, hearth_context *off,
 static void check_long_context(hearth_model *m, uint32_t n_ctx) {
     int n_warnings = 0;
     hearth_log_set(on_log, &n_warnings);
-    const hearth_context_params p_on = params(n_ctx, HEARTH_FLASH_ATTN_ON), p_off = params(n_ctx, HEARTH_FLASH_ATTN_OFF);
+    const hearth_context_params p_on = params(n_ctx, HEARTH_FLASH_ATTN_ON);
+    const hearth_context_params p_off = params(n_ctx, HEARTH_FLASH_ATTN_OFF);
     hearth_context *on = NULL, *off = NULL;
     CHECK_MSG(hearth_context_init(m, &p_on, &on) == HEARTH_OK, "flash_attn on: %s", hearth_last_error());
     CHECK_MSG(hearth_context_init(m, &p_off, &off) == HEARTH_OK, "flash_attn off: %s", hearth_last_error());
@@ -104,8 +105,9 @@ static void check_memory_plan(hearth_model *m) {
         /* the exact path's scores and probabilities: one n_ctx row (F32 and F16) per thread */
         const uint64_t rows = fa ? 0 : (uint64_t)N_THREADS * (N_CTX - 4096) * (sizeof(float) + 2);
         CHECK_MSG(big.compute >= small.compute && big.compute - small.compute <= rows,
-                  "flash_attn %s: compute %llu bytes at n_ctx %d, %llu at 4096: more than %llu apart", fa ? "on" : "off",
-                  (unsigned long long)big.compute, N_CTX, (unsigned long long)small.compute, (unsigned long long)rows);
+                  "flash_attn %s: compute %llu bytes at n_ctx %d, %llu at 4096: more than %llu apart",
+                  fa ? "on" : "off", (unsigned long long)big.compute, N_CTX, (unsigned long long)small.compute,
+                  (unsigned long long)rows);
     }
 }
 
