@@ -120,6 +120,30 @@ hearth_status hl_hparams_full_rope(const char *arch, const hl_hparams *hp) {
                    hp->rope.n_rot, hp->head_dim);
 }
 
+/* Binds the fused weight or bias `name` ({ne0, sum of n} for a matrix, {sum
+ * of n} for a bias) and makes parts[i] a view of its n[i] rows (elements of
+ * a bias) in order; with `required` false a missing tensor leaves the parts
+ * as they are. Rows are whole quantization blocks, so every view is a weight
+ * of its own type. */
+static hearth_status bind_split(hearth_model *m, const char *name, int64_t ne0, const int64_t *n, hl_tensor **parts,
+                                int n_parts, bool required) {
+    int64_t total = 0;
+    for (int i = 0; i < n_parts; i++) total += n[i];
+    const bool bias = ne0 == 1;
+    hl_tensor whole;
+    HL_TRY(hl_model_tensor(m, name, bias ? total : ne0, bias ? 1 : total, required, &whole));
+    if (!whole.data) return HEARTH_OK;
+    const size_t unit = hl_tensor_nbytes(&whole) / (size_t)total; /* bytes of a row (an element of a bias) */
+    int64_t at = 0;
+    for (int i = 0; i < n_parts; i++) {
+        *parts[i] = whole;
+        parts[i]->data = (uint8_t *)whole.data + (size_t)at * unit;
+        parts[i]->ne[bias ? 0 : 1] = n[i];
+        at += n[i];
+    }
+    return HEARTH_OK;
+}
+
 static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_layer *l) {
     const hl_hparams *hp = &m->hp;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
@@ -130,14 +154,27 @@ static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_
         HL_TRY(hl_model_tensor(m, name, ne0, ne1, required, &l->field));                                \
     } while (0)
     BIND(attn_norm, "attn_norm.weight", hp->n_embd, 1, true);
-    BIND(wq, "attn_q.weight", hp->n_embd, q_dim, true);
-    BIND(wk, "attn_k.weight", hp->n_embd, kv_dim, true);
-    BIND(wv, "attn_v.weight", hp->n_embd, kv_dim, true);
+    snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", (int)il);
+    const int64_t qkv[3] = {q_dim, kv_dim, kv_dim};
+    /* llama.cpp's create_tensor_qkv: the fused weight where the file has
+     * one, with its fused bias or else the optional separate ones */
+    const bool fused_qkv = (flags & HL_BIND_FUSED_QKV) && hl_gguf_find_tensor(m->gguf, name);
+    if (fused_qkv) {
+        HL_TRY(bind_split(m, name, hp->n_embd, qkv, (hl_tensor *[]){&l->wq, &l->wk, &l->wv}, 3, true));
+        snprintf(name, sizeof name, "blk.%d.attn_qkv.bias", (int)il);
+        HL_TRY(bind_split(m, name, 1, qkv, (hl_tensor *[]){&l->bq, &l->bk, &l->bv}, 3, false));
+    } else {
+        BIND(wq, "attn_q.weight", hp->n_embd, q_dim, true);
+        BIND(wk, "attn_k.weight", hp->n_embd, kv_dim, true);
+        BIND(wv, "attn_v.weight", hp->n_embd, kv_dim, true);
+    }
     BIND(wo, "attn_output.weight", q_dim, hp->n_embd, true);
     /* optional for every architecture, as llama.cpp's create_tensor_qkv */
-    BIND(bq, "attn_q.bias", q_dim, 1, false);
-    BIND(bk, "attn_k.bias", kv_dim, 1, false);
-    BIND(bv, "attn_v.bias", kv_dim, 1, false);
+    if (!l->bq.data) {
+        BIND(bq, "attn_q.bias", q_dim, 1, false);
+        BIND(bk, "attn_k.bias", kv_dim, 1, false);
+        BIND(bv, "attn_v.bias", kv_dim, 1, false);
+    }
     if (flags & HL_BIND_QK_NORM) {
         BIND(attn_q_norm, "attn_q_norm.weight", hp->head_dim, 1, true);
         BIND(attn_k_norm, "attn_k_norm.weight", hp->head_dim, 1, true);
@@ -147,13 +184,23 @@ static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_
         BIND(ffn_post_norm, "post_ffw_norm.weight", hp->n_embd, 1, true);
     }
     BIND(ffn_norm, "ffn_norm.weight", hp->n_embd, 1, true);
-    BIND(ffn_gate, "ffn_gate.weight", hp->n_embd, hp->n_ff, true);
-    BIND(ffn_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true);
+    if (flags & HL_BIND_FUSED_UP) {
+        snprintf(name, sizeof name, "blk.%d.ffn_up.weight", (int)il);
+        HL_TRY(bind_split(m, name, hp->n_embd, (const int64_t[]){hp->n_ff, hp->n_ff},
+                          (hl_tensor *[]){&l->ffn_gate, &l->ffn_up}, 2, true));
+    } else {
+        BIND(ffn_gate, "ffn_gate.weight", hp->n_embd, hp->n_ff, true);
+        BIND(ffn_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true);
+    }
     BIND(ffn_down, "ffn_down.weight", hp->n_ff, hp->n_embd, true);
 #undef BIND
     /* one tensor for all layers (llama.cpp binds it to each, TENSOR_DUPLICATED) */
     if (flags & HL_BIND_ROPE_FREQS)
         HL_TRY(hl_model_tensor(m, "rope_freqs.weight", hp->rope.n_rot / 2, 1, false, &l->rope_freqs));
+    if (flags & HL_BIND_LONGROPE) {
+        HL_TRY(hl_model_tensor(m, "rope_factors_long.weight", hp->rope.n_rot / 2, 1, false, &l->rope_long));
+        HL_TRY(hl_model_tensor(m, "rope_factors_short.weight", hp->rope.n_rot / 2, 1, false, &l->rope_short));
+    }
     return HEARTH_OK;
 }
 

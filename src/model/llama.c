@@ -7,8 +7,9 @@
  * architecture, hearth ignores their sliding-window metadata, and takes a
  * head size other than n_embd / n_head from attention.key_length.
  *
- * Its block is shared with qwen2 and qwen3, which add optional parts: q/k/v
- * biases and per-head QK-norm. */
+ * Its block is shared with qwen2, qwen3 and phi3, which add optional parts:
+ * q/k/v biases, per-head QK-norm, LongRoPE factors, the scale on the
+ * queries. */
 #include "backend/ops.h"
 #include "model/model.h"
 
@@ -22,18 +23,19 @@ static hearth_status llama_load(hearth_model *m) {
 hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
     const hl_hparams *hp = &m->hp;
     const hl_layer *l = &m->layers[il];
-    const hl_tensor *freq_factors = l->rope_freqs.data ? &l->rope_freqs : NULL;
+    const hl_tensor *freq_factors = hl_layer_freq_factors(l, w);
     /* attention block */
     HL_TRY(hl_rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb));
     HL_TRY(hl_attn_qkv(m, b, w, l));
     HL_TRY(hl_rope(b, &w->q, hp->n_head, &w->rope, freq_factors));
     HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, &w->rope, freq_factors));
+    if (hp->scale_q) HL_TRY(hl_scale(b, &w->q, hp->attn_scale));
     HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
     HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-        .n_swa = 0, .scale = hp->attn_scale,
+        .n_swa = 0, .scale = hp->scale_q ? 1.0f : hp->attn_scale,
     };
     HL_TRY(hl_attention(b, &args));
     HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));

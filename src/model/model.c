@@ -19,7 +19,7 @@
 #include "model/placement.h"
 #include "quant/quant.h"
 
-static const hl_arch *const archs[] = {&hl_arch_llama, &hl_arch_qwen2, &hl_arch_qwen3, &hl_arch_gemma3};
+static const hl_arch *const archs[] = {&hl_arch_llama, &hl_arch_qwen2, &hl_arch_qwen3, &hl_arch_gemma3, &hl_arch_phi3};
 
 hearth_model_params hearth_model_default_params(void) {
     return (hearth_model_params){

@@ -1,6 +1,6 @@
 /* A loaded model: the GGUF file, hyperparameters, weights bound as tensors,
  * the vocabulary, and the architecture that runs them. Architectures (one file
- * each: llama.c, qwen2.c, qwen3.c, gemma3.c) fill the hyperparameters and
+ * each: llama.c, qwen2.c, qwen3.c, gemma3.c, phi3.c) fill the hyperparameters and
  * weights from the GGUF metadata with the shared readers of hparams.c and
  * implement a transformer block over backend ops. */
 #ifndef HEARTH_MODEL_H
@@ -26,6 +26,8 @@ typedef struct hl_hparams {
     float norm_eps;       /* RMSNorm epsilon */
     float embd_scale;     /* token embeddings are multiplied by it (gemma: sqrt(n_embd)); 1 = none */
     float attn_scale;     /* multiplies K.q in attention; 1/sqrt(head_dim) unless the architecture says otherwise */
+    bool scale_q;         /* hl_llama_layer puts attn_scale on the queries (in F32, after rope) and runs
+                             attention with scale 1, as llama.cpp's phi3 graph does; false unless set */
     hl_rope_params rope;  /* rope of the full-attention layers */
     /* Sliding-window attention (gemma3): layers whose bit is set in swa_layers
      * see the last n_swa positions only and use rope_swa. n_swa 0 = none. */
@@ -56,11 +58,15 @@ static inline bool hl_layer_is_swa(const hl_hparams *hp, int32_t il) {
  *   attn_q_norm, attn_k_norm {hd}          F32 per-head RMSNorm (qwen3, gemma3)
  *   attn_post_norm, ffn_post_norm {n_embd} F32 norms after each block (gemma3)
  *   rope_freqs {n_rot/2}                   F32 rope frequency factors (llama 3)
+ *   rope_long, rope_short {n_rot/2}        F32 LongRoPE frequency factors (phi3)
+ * A fused weight of the file (phi3's attn_qkv, ffn_up holding gate and up)
+ * is bound as views of its row ranges: wq, wk, wv (bq, bk, bv) and ffn_gate,
+ * ffn_up point into it, each a weight of its own to the backends.
  * HL_LAYER_TENSORS lists every field, so code that moves whole layers
  * (placement, upload to a device) visits each without naming them. */
 #define HL_LAYER_TENSORS(X)                                                                              \
     X(attn_norm) X(wq) X(wk) X(wv) X(wo) X(bq) X(bk) X(bv) X(attn_q_norm) X(attn_k_norm) X(attn_post_norm) \
-    X(ffn_norm) X(ffn_gate) X(ffn_up) X(ffn_down) X(ffn_post_norm) X(rope_freqs)
+    X(ffn_norm) X(ffn_gate) X(ffn_up) X(ffn_down) X(ffn_post_norm) X(rope_freqs) X(rope_long) X(rope_short)
 
 typedef struct hl_layer {
 #define HL_LAYER_FIELD(name) hl_tensor name;
@@ -93,11 +99,20 @@ typedef struct hl_work {
     hl_tensor *k_cache;  /* per layer, F16 {n_head_kv*hd, n_ctx}: n_seq_max runs of n_ctx_seq cells */
     hl_tensor *v_cache;
     hl_rope_params rope, rope_swa; /* the context's rope of full and sliding-window layers (hl_rope_resolve) */
+    bool rope_long;      /* LongRoPE: the context runs the long factors (hl_rope_long_factors) */
 } hl_work;
 
 /* The rope of block il in a context: the sliding-window layers' or the others'. */
 static inline const hl_rope_params *hl_layer_rope(const hl_hparams *hp, const hl_work *w, int32_t il) {
     return hl_layer_is_swa(hp, il) ? &w->rope_swa : &w->rope;
+}
+
+/* The rope frequency factors of block l in a context, or NULL when it has
+ * none: rope_freqs where the file has it, else LongRoPE's long or short
+ * factors as the context chose (llama.cpp llama_model::get_rope_factors). */
+static inline const hl_tensor *hl_layer_freq_factors(const hl_layer *l, const hl_work *w) {
+    const hl_tensor *t = l->rope_freqs.data ? &l->rope_freqs : w->rope_long ? &l->rope_long : &l->rope_short;
+    return t->data ? t : NULL;
 }
 
 typedef struct hearth_model hearth_model;
@@ -143,11 +158,12 @@ struct hearth_model {
 };
 
 /* The architectures hearth knows, for lookup by name. */
-extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3;
+extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3, hl_arch_phi3;
 
-/* The pre-norm block of llama (llama.c), shared by qwen2 and qwen3: RMSNorm,
- * attention with the optional q/k/v biases, per-head QK-norm and rope
- * frequency factors the layer has, RMSNorm, SwiGLU feed-forward. */
+/* The pre-norm block of llama (llama.c), shared by qwen2, qwen3 and phi3:
+ * RMSNorm, attention with the optional q/k/v biases, per-head QK-norm and
+ * rope frequency factors the layer has (hl_layer_freq_factors), the scale on
+ * the queries where hp->scale_q says so, RMSNorm, SwiGLU feed-forward. */
 hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il);
 
 /* A run of consecutive blocks [il0, il1) on one backend, with that
@@ -249,6 +265,11 @@ uint32_t hl_default_n_ctx(const hl_hparams *hp);
 hearth_status hl_rope_resolve(const hl_hparams *hp, const hearth_context_params *cp, hl_rope_params *full,
                               hl_rope_params *swa);
 
+/* Whether a context of n_ctx_seq cells a sequence runs LongRoPE's long
+ * factors: llama.cpp's n_ctx_seq (padded to a multiple of 256) above
+ * rope.scaling.original_context_length (llama_model::get_rope_factors). */
+bool hl_rope_long_factors(const hl_hparams *hp, uint32_t n_ctx_seq);
+
 /* FORMAT unless rope turns whole heads (n_rot == head_dim), which llama.cpp
  * requires of llama (load_hparams) and asserts for qwen2 and qwen3. */
 hearth_status hl_hparams_full_rope(const char *arch, const hl_hparams *hp);
@@ -258,6 +279,10 @@ enum {
     HL_BIND_QK_NORM = 1,    /* attn_q_norm, attn_k_norm {head_dim} (qwen3, gemma3) */
     HL_BIND_POST_NORMS = 2, /* post_attention_norm, post_ffw_norm {n_embd} (gemma3) */
     HL_BIND_ROPE_FREQS = 4, /* optional rope_freqs {n_rot/2}, shared by all layers (llama 3) */
+    HL_BIND_FUSED_QKV = 8,  /* attn_qkv {n_embd, q_dim + 2 kv_dim} (and attn_qkv.bias) where the file has it
+                               instead of attn_q/k/v (phi3) */
+    HL_BIND_FUSED_UP = 16,  /* ffn_up {n_embd, 2 n_ff}: the gate's rows, then up's; no ffn_gate (phi3) */
+    HL_BIND_LONGROPE = 32,  /* optional rope_factors_long/short {n_rot/2}, shared by all layers (phi3) */
 };
 
 /* Binds token_embd, output_norm, output (tied to token_embd when absent) and

@@ -139,9 +139,10 @@ static size_t layer_bytes(const hl_layer *l) {
 
 /* Whether device b runs weight `t` of a block as the block uses it:
  * matrices in matmul, the q/k/v biases in add, norm weights in rms_norm
- * (rope_freqs is asked with rope, in runs_block). If not, `why` names it. */
+ * (the rope frequency factors are asked with rope, in runs_block). If not,
+ * `why` names it. */
 static bool runs_weight(const hl_backend *b, const hl_tensor *t, const char *name, char *why, size_t size) {
-    if (!t->data || strcmp(name, "rope_freqs") == 0) return true;
+    if (!t->data || strncmp(name, "rope_", 5) == 0) return true;
     const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {t->ne[0], 1, 1, 1}};
     const hl_tensor y = {.type = GGML_TYPE_F32, .ne = {t->ne[1], 1, 1, 1}};
     const bool bias = name[0] == 'b' && name[1] && !name[2]; /* bq, bk, bv */
@@ -176,7 +177,8 @@ static bool runs_block(const hearth_model *m, const hl_backend *b, int32_t il, c
                             .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .n_swa = swa ? hp->n_swa : 0,
                             .scale = hp->attn_scale};
     const hl_op_desc ops[] = {
-        {.op = HL_OP_ROPE, .t = {&q, l->rope_freqs.data ? &l->rope_freqs : NULL}, .n_head = hp->n_head,
+        {.op = HL_OP_ROPE, .t = {&q, l->rope_freqs.data ? &l->rope_freqs : l->rope_long.data ? &l->rope_long : NULL},
+         .n_head = hp->n_head,
          .rope = swa ? &hp->rope_swa : &hp->rope},
         {.op = HL_OP_STORE_ROWS, .t = {&k, &cache}},
         {.op = HL_OP_ATTENTION, .t = {&q, &cache, &cache, &out}, .attn = &a},

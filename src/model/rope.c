@@ -2,7 +2,8 @@
  * context's overrides, resolved as llama.cpp resolves its context parameters
  * (llama-context.cpp, llama_context::llama_context), YaRN's attention factor
  * included (Peng et al. 2023, arXiv:2309.00071, eq. 22: sqrt(1/t) = 0.1 ln s
- * + 1). The backends then apply it (backend.h hl_rope_params). */
+ * + 1). The backends then apply it (backend.h hl_rope_params). Also which
+ * of LongRoPE's two sets of frequency factors a context runs. */
 #include <math.h>
 
 #include "model/model.h"
@@ -48,4 +49,9 @@ hearth_status hl_rope_resolve(const hl_hparams *hp, const hearth_context_params 
     swa->freq_scale = hp->rope_swa.freq_scale;
     *full = r;
     return HEARTH_OK;
+}
+
+bool hl_rope_long_factors(const hl_hparams *hp, uint32_t n_ctx_seq) {
+    /* llama-context.cpp pads n_ctx_seq to a multiple of 256 (GGML_PAD) */
+    return (uint64_t)(n_ctx_seq + 255u) / 256u * 256u > (uint64_t)hp->n_ctx_orig_yarn;
 }

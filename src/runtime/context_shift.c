@@ -9,10 +9,9 @@
 #include "backend/ops.h"
 #include "runtime/context_impl.h"
 
-/* The rope frequency factors of block il, or NULL. */
+/* The rope frequency factors of block il in this context, or NULL. */
 static const hl_tensor *layer_freq_factors(const hearth_context *c, int32_t il) {
-    const hl_tensor *ff = &c->model->layers[il].rope_freqs;
-    return ff->data ? ff : NULL;
+    return hl_layer_freq_factors(&c->model->layers[il], &c->work);
 }
 
 /* Rows [from, from + n) of `cache` to [to, to + n), to < from, in chunks no

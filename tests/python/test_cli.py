@@ -171,7 +171,50 @@ def test_unsupported_architecture(run_hearth, tmp_path):
     w.close()
     err = one_line_error(run_hearth("run", p, "hi"))
     assert "mamba9" in err
-    assert "supported: llama, qwen2, qwen3, gemma3" in err
+    supported = err.split("supported: ")[1].rstrip(")").split(", ")
+    assert {"llama", "qwen2", "qwen3", "gemma3", "phi3"} <= set(supported), err
+
+
+def arch_model_spec(arch):
+    """The first tiny model of `arch` in make_arch_models.py, and write_model."""
+    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
+    from make_arch_models import MODELS, PHI3_MODELS, prepare
+    from make_tiny_models import write_model
+    return prepare(next(m for m in MODELS + PHI3_MODELS if m["arch"] == arch)), write_model
+
+
+@pytest.mark.parametrize("arch,key", [
+    ("llama", "llama.attention.head_count"),
+    ("qwen2", "qwen2.block_count"),
+    ("qwen3", "qwen3.feed_forward_length"),
+    ("gemma3", "gemma3.embedding_length"),
+    ("phi3", "phi3.attention.layer_norm_rms_epsilon"),
+    ("phi3", "phi3.context_length"),
+])
+def test_missing_metadata_key(run_hearth, tmp_path, arch, key):
+    """A file whose metadata lacks a key its family needs names the key."""
+    pytest.importorskip("gguf")
+    import numpy as np
+    spec, write_model = arch_model_spec(arch)
+    p = write_model(dict(spec, name=f"{arch}-without-key", omit_keys=[key]), tmp_path, np.random.default_rng(0))
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert f"missing key '{key}'" in err, err
+
+
+def test_phi3_without_attention_weights(run_hearth, tmp_path):
+    """A phi3 file with neither the fused attn_qkv nor attn_q/k/v names the
+    tensor it lacks and the architecture."""
+    pytest.importorskip("gguf")
+    import numpy as np
+    spec, write_model = arch_model_spec("phi3")
+    assert spec["fused_qkv"]
+    # sliding_window 0: no warning that the window is ignored before the error
+    p = write_model(dict(spec, name="phi3-no-qkv", sliding_window=0), tmp_path, np.random.default_rng(0))
+    data = p.read_bytes()
+    assert data.count(b"blk.1.attn_qkv.weight") == 1
+    p.write_bytes(data.replace(b"blk.1.attn_qkv.weight", b"blk.1.attn_xyz.weight"))  # same length
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert "blk.1.attn_q.weight" in err and "phi3" in err, err
 
 
 def test_tensor_the_architecture_lacks(run_hearth, tmp_path):

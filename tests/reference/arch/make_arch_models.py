@@ -26,6 +26,18 @@ and YARN_MODELS (references in yarn_reference.json, make_yarn_reference.py):
                 head 32 so the ramp spans pairs 0..5 of 16
   qwen2-yarn-f16  qwen2 with YaRN (factor 2.5, original context 40): NEOX
                 pairs, head 24, base 1e6
+and PHI3_MODELS (references in phi3_reference.json, make_phi3_reference.py):
+  tinyphi-f16   phi3: fused attn_qkv with its bias, fused ffn_up (gate rows
+                then up rows), rope on 16 of the 24 dimensions of a head
+                (Phi-4-mini's partial rotary), LongRoPE factors with an
+                original context of 64, so llama.cpp's padded context (256)
+                takes rope_factors_long, and the converter's attention factor
+                sqrt(1 + ln(256 / 64) / ln 64); sliding_window 16 in the
+                metadata, which llama.cpp disables for phi3 (and hearth too);
+                n_embd 72, 3 heads, 1 KV head, n_ff 136
+  tinyphi-q8_0  phi3: separate attn_q/k/v, fused ffn_up, an original context
+                of 256 (context_length 1024), so rope_factors_short, GQA 2:1,
+                tied output, sliding_window 0 (as Phi-4 files write it)
 The reference sequence (90 tokens) is longer than every window and than the
 first 64 positions, so masking matters and reaches past a whole block of 64.
 
@@ -74,6 +86,33 @@ YARN_MODELS = [
          tied=False, freq_base=1000000.0, norm_eps=1e-6, bias=True, rope_scaling=("yarn", 2.5), yarn_orig_ctx=40),
 ]
 
+# phi3 models: written after the others from a seed of their own (SEED +
+# 300 + i), so that models added to the lists above do not change them.
+# Their names (general.name) avoid "phi3" and "phi-3": llama.cpp gives a
+# model so named Phi-3's special-token attributes, which look up tokens
+# ("</s>") this vocabulary lacks.
+PHI3_MODELS = [
+    dict(name="tinyphi-f16", arch="phi3", type="F16", n_embd=72, n_head=3, n_head_kv=1, n_ff=136, n_layer=2,
+         tied=False, n_rot=16, fused_qkv=True, bias=True, fused_up=True, n_ctx_train=256, yarn_orig_ctx=64,
+         longrope=dict(long=(1.0, 6.0), short=(1.0, 1.3)), sliding_window=16),
+    dict(name="tinyphi-q8_0", arch="phi3", type="Q8_0", n_embd=64, n_head=4, n_head_kv=2, n_ff=160, n_layer=3,
+         tied=True, fused_up=True, n_ctx_train=1024, yarn_orig_ctx=256,
+         longrope=dict(long=(1.0, 9.0), short=(0.9, 1.4)), sliding_window=0),
+]
+
+
+def longrope_factors(n_rot, long, short, n_ctx_train, orig_ctx):
+    """LongRoPE (Ding et al. 2024, arXiv:2402.13753) as Phi-3 files carry it:
+    one long and one short frequency factor per rotated pair (here geometric
+    ramps between the given ends), and the attention factor the converter
+    (convert_hf_to_gguf.py, Phi3MiniModel) writes for a context of
+    n_ctx_train over an original one of orig_ctx."""
+    def ramp(lo, hi):
+        return np.geomspace(lo, hi, n_rot // 2).astype(np.float32)
+    scale = n_ctx_train / orig_ctx
+    attn_factor = math.sqrt(1 + math.log(scale) / math.log(orig_ctx)) if scale > 1.0 else 1.0
+    return (ramp(*long), ramp(*short)), attn_factor
+
 
 def llama3_rope_factors(head_dim, base, factor, low, high, orig_ctx):
     """Llama 3's frequency factors, one per rotated pair, as
@@ -95,7 +134,12 @@ def llama3_rope_factors(head_dim, base, factor, low, high, orig_ctx):
 
 
 def prepare(spec):
-    """spec with the frequency factors of its llama3_rope, if it has one."""
+    """spec with the frequency factors of its llama3_rope or longrope, if it has one."""
+    if "longrope" in spec:
+        head_dim = spec["n_embd"] // spec["n_head"]
+        factors, attn_factor = longrope_factors(spec.get("n_rot", head_dim), **spec["longrope"],
+                                                n_ctx_train=spec["n_ctx_train"], orig_ctx=spec["yarn_orig_ctx"])
+        return dict(spec, rope_factors=factors, rope_attn_factor=attn_factor)
     if "llama3_rope" not in spec:
         return spec
     head_dim = spec.get("head_dim", spec["n_embd"] // spec["n_head"])
@@ -105,3 +149,4 @@ def prepare(spec):
 
 if __name__ == "__main__":
     write_all(MODELS + YARN_MODELS, SEED, __file__, prepare)
+    write_all(PHI3_MODELS, SEED + 300, __file__, prepare)

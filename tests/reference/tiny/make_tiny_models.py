@@ -133,7 +133,12 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
     arch, sliding_window, swa_pattern, freq_base_swa, rope_freqs (the
     frequency factors), yarn_orig_ctx and rope_attn_factor (rope.scaling.
     original_context_length and attn_factor), bias, qk_norm and post_norms
-    are optional) to
+    are optional; so are phi3's: n_ctx_train, n_rot (rope.dimension_count
+    below the head size), fused_qkv (attn_qkv.weight: the q, k and v rows in
+    that order, and attn_qkv.bias with bias), fused_up (ffn_up.weight: the
+    gate rows, then the up rows; no ffn_gate), rope_factors ((long, short):
+    rope_factors_long/short.weight); omit_keys drops metadata keys, for the
+    error tests) to
     OUT_DIR/NAME.gguf with weights drawn from rng; returns the path."""
     tokens, types, merges, eot = vocabulary()
     n_vocab = len(tokens)
@@ -146,7 +151,7 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
     w = gguf.GGUFWriter(str(path), spec.get("arch", "llama"))
     w.add_name(spec["name"])
     w.add_description(f"random weights for hearth's tests ({script}, seed {seed})")
-    w.add_context_length(N_CTX_TRAIN)
+    w.add_context_length(spec.get("n_ctx_train", N_CTX_TRAIN))
     w.add_embedding_length(n_embd)
     w.add_block_count(spec["n_layer"])
     w.add_feed_forward_length(n_ff)
@@ -156,7 +161,7 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     w.add_layer_norm_rms_eps(spec.get("norm_eps", 1e-5))
-    w.add_rope_dimension_count(head_dim)
+    w.add_rope_dimension_count(spec.get("n_rot", head_dim))
     w.add_rope_freq_base(spec.get("freq_base", 10000.0))
     if "rope_scaling" in spec:
         kind, factor = spec["rope_scaling"]
@@ -187,7 +192,9 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
 
     def weight(name, rows, cols, sigma):
         """A [rows, cols] matrix (GGUF shape {cols, rows}) in the model's type."""
-        data = rng.normal(0.0, sigma, size=(rows, cols)).astype(np.float32)
+        add_weight(name, rng.normal(0.0, sigma, size=(rows, cols)).astype(np.float32))
+
+    def add_weight(name, data):
         if qtype == gguf.GGMLQuantizationType.F32:
             w.add_tensor(name, data)
         else:
@@ -196,6 +203,15 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
     def vector(name, n, mean, sigma):
         w.add_tensor(name, (mean + rng.normal(0.0, sigma, size=n)).astype(np.float32))
 
+    def fused(on, name, parts):
+        """parts' rows, drawn in order, as one matrix `name` (on) or each its own."""
+        if not on:
+            for part in parts:
+                weight(*part)
+            return
+        add_weight(name, np.concatenate([rng.normal(0.0, sigma, size=(rows, cols)).astype(np.float32)
+                                         for _, rows, cols, sigma in parts]))
+
     # embeddings of rms 0.4 rather than ~0.02 as trained models have: with a
     # tiny residual stream, rms_norm would amplify every rounding difference
     # (F16 / 8-bit activations, F16 KV cache) tenfold and the comparison
@@ -203,12 +219,18 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
     weight("token_embd.weight", n_vocab, n_embd, 0.4)
     if "rope_freqs" in spec:
         w.add_tensor("rope_freqs.weight", spec["rope_freqs"])
+    if "rope_factors" in spec:
+        w.add_tensor("rope_factors_long.weight", spec["rope_factors"][0])
+        w.add_tensor("rope_factors_short.weight", spec["rope_factors"][1])
     for il in range(spec["n_layer"]):
         vector(f"blk.{il}.attn_norm.weight", n_embd, 1.0, 0.1)
-        weight(f"blk.{il}.attn_q.weight", q_dim, n_embd, 1.2 / np.sqrt(n_embd))
-        weight(f"blk.{il}.attn_k.weight", kv_dim, n_embd, 1.2 / np.sqrt(n_embd))
-        weight(f"blk.{il}.attn_v.weight", kv_dim, n_embd, 1.0 / np.sqrt(n_embd))
-        if spec.get("bias"):
+        fused(spec.get("fused_qkv"), f"blk.{il}.attn_qkv.weight",
+              [(f"blk.{il}.attn_q.weight", q_dim, n_embd, 1.2 / np.sqrt(n_embd)),
+               (f"blk.{il}.attn_k.weight", kv_dim, n_embd, 1.2 / np.sqrt(n_embd)),
+               (f"blk.{il}.attn_v.weight", kv_dim, n_embd, 1.0 / np.sqrt(n_embd))])
+        if spec.get("bias") and spec.get("fused_qkv"):
+            vector(f"blk.{il}.attn_qkv.bias", q_dim + 2 * kv_dim, 0.0, 0.3)
+        elif spec.get("bias"):
             vector(f"blk.{il}.attn_q.bias", q_dim, 0.0, 0.3)
             vector(f"blk.{il}.attn_k.bias", kv_dim, 0.0, 0.3)
             vector(f"blk.{il}.attn_v.bias", kv_dim, 0.0, 0.3)
@@ -219,8 +241,9 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
         if spec.get("post_norms"):
             vector(f"blk.{il}.post_attention_norm.weight", n_embd, 1.0, 0.1)
         vector(f"blk.{il}.ffn_norm.weight", n_embd, 1.0, 0.1)
-        weight(f"blk.{il}.ffn_gate.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd))
-        weight(f"blk.{il}.ffn_up.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd))
+        fused(spec.get("fused_up"), f"blk.{il}.ffn_up.weight",
+              [(f"blk.{il}.ffn_gate.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd)),
+               (f"blk.{il}.ffn_up.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd))])
         weight(f"blk.{il}.ffn_down.weight", n_embd, n_ff, 0.5 / np.sqrt(n_ff))
         if spec.get("post_norms"):
             vector(f"blk.{il}.post_ffw_norm.weight", n_embd, 1.0, 0.1)
@@ -228,6 +251,8 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
     if not spec["tied"]:
         weight("output.weight", n_vocab, n_embd, 1.5 / np.sqrt(n_embd))
 
+    for key in spec.get("omit_keys", ()):
+        del w.kv_data[0][key]
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

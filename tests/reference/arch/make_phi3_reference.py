@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Reference logits from llama.cpp (through llama-cpp-python) for the phi3
+models of make_arch_models.py (PHI3_MODELS: fused QKV and gate/up,
+LongRoPE's long and short frequency factors with the attention factor,
+partial rotary), checked by tests/test_tiny_models.c against ARCH_MAX_DIFF.
+
+As make_arch_reference.py (the same sequence length, record points and
+chunks, n_ctx 128, which llama.cpp pads to 256 before it chooses the long or
+short factors), into phi3_reference.json: a file of its own, so that
+regenerating one fixture leaves the other's records as they were. Each
+model also gets llama.cpp's greedy continuation ("greedy": GREEDY_N tokens
+after the sequence's first GREEDY_PROMPT, each fed back), which hearth's
+must equal token for token.
+
+Usage: python3 tests/reference/arch/make_phi3_reference.py
+(needs llama-cpp-python==0.3.36; writes phi3_reference.json next to this script)
+"""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from llama_cpp import Llama
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tiny"))
+from make_arch_models import PHI3_MODELS, SEED  # noqa: E402
+from make_arch_reference import CHUNKS, N_CTX, N_TOKENS, SINGLE_AT  # noqa: E402
+from make_tiny_reference import last_logits, write_references  # noqa: E402
+
+GREEDY_PROMPT = 21
+GREEDY_N = 32
+
+
+def greedy(path, prompt):
+    """llama.cpp's argmax after `prompt`, GREEDY_N times, each fed back."""
+    llm = Llama(model_path=str(path), n_ctx=N_CTX, n_batch=N_CTX, n_threads=2, logits_all=False,
+                flash_attn=False, verbose=False)
+    llm.eval(prompt)
+    out = []
+    for _ in range(GREEDY_N):
+        out.append(int(np.argmax(last_logits(llm))))
+        llm.eval(out[-1:])
+    return out
+
+
+if __name__ == "__main__":
+    write_references(PHI3_MODELS, SEED + 300, __file__, "phi3_reference.json",
+                     lambda spec: {"arch": spec["arch"], "type": spec["type"]}, N_CTX, N_TOKENS, SINGLE_AT, CHUNKS)
+    here = Path(__file__).resolve().parent
+    out = here / "phi3_reference.json"
+    doc = json.loads(out.read_text())
+    for model in doc["models"]:
+        model["greedy"] = {"n_prompt": GREEDY_PROMPT,
+                           "tokens": greedy(here.parent.parent / model["file"], model["tokens"][:GREEDY_PROMPT])}
+    out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
