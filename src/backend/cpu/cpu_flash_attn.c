@@ -8,11 +8,13 @@
  * rows at a time, converted to F32 once per tile. Queries are rounded to
  * F16 as llama.cpp rounds them (with or without its flash attention);
  * scores, probabilities and sums stay in F32. A cache of another type
- * (BF16, Q8_0, Q4_0) is read as llama.cpp's flash attention reads it
- * (ggml-cpu ops.cpp, flash_attn_ext_f16_one_chunk): each query converted
- * once to the key type's vec-dot type (Q8_0 for Q8_0 and Q4_0 keys) and
- * every score the type's vec_dot kernel on the stored blocks; value rows
- * converted to F32 a tile at a time (llama.cpp's v_to_float). Tiles no query of the
+ * (BF16, Q8_0, Q4_0) is converted to F32 a tile at a time, as it is read
+ * (llama.cpp's flash attention converts each value row with v_to_float);
+ * the queries are rounded as llama.cpp's flash attention converts them for
+ * the key type's vec_dot (ggml-cpu ops.cpp, flash_attn_ext_f16_one_chunk):
+ * to Q8_0 blocks for Q8_0 and Q4_0 keys, to BF16 for BF16 keys. So each
+ * score is llama.cpp's sum of the same products, in the F32 tile kernels'
+ * order rather than its integer sums per block. Tiles no query of the
  * block sees (before a sliding window, after the last position) are never
  * read; the keys a query does not see within a read tile (its causal or
  * window edge) get probability 0.
@@ -49,8 +51,7 @@
 typedef struct fa_call {
     const hl_attn_args *a;
     const hl_flash_kernels *k;
-    const hl_cpu_type_ops *k_ops; /* the kernels of a K cache that is not F16, else NULL */
-    size_t q_row;                 /* with k_ops: bytes of a query in its vec-dot type */
+    const hl_cpu_type_ops *k_ops; /* the kernels of a K cache that is not F16 (its query rounding), else NULL */
     const int32_t *pos, *row0;
     const int32_t *blocks; /* first token of each block; blocks[n_blocks] = the pass's tokens */
     int32_t n_blocks;
@@ -88,8 +89,7 @@ static void block_range(const fa_call *f, int32_t b, int64_t *lo, int64_t *hi) {
 
 /* One thread's scratch for a task of `rows` rows (hl_cpu_flash_ws_floats). */
 typedef struct fa_ws {
-    float *q;        /* [rows][hd_pad] scaled queries, 0 past head_dim; with k_ops the
-                        queries in K's vec-dot type, q_row bytes apart (at most 2 bytes an element) */
+    float *q;        /* [rows][hd_pad] scaled queries, 0 past head_dim */
     float *o, *m, *l; /* the merged chunks so far */
     float *oc, *mc, *lc, *c; /* the chunk being read; c: a tile's rescaling per row */
     float *s;        /* [rows][FA_TILE] scores, then probabilities */
@@ -121,18 +121,6 @@ size_t hl_cpu_flash_ws_floats(void) {
 /* Reads the cells [klo, khi) of one chunk for rows [0, rows) of a task
  * (their queries in w->q): leaves the chunk's mc, lc (0 for a row that sees
  * none of them) and unnormalized oc. Tiles start at multiples of FA_TILE. */
-/* s[r * FA_TILE + j] = scale * (k_j . q_r) for r < rows, j < nk, the nk
- * keys at k, k_stride bytes apart, in a type with kernels f->k_ops. */
-static void scores_typed(const fa_call *f, int32_t rows, int32_t nk, const uint8_t *k, size_t k_stride, const fa_ws *w) {
-    const int32_t hd = f->a->head_dim;
-    for (int32_t j = 0; j < nk; j++)
-        for (int32_t r = 0; r < rows; r++) {
-            float s;
-            f->k_ops->vec_dot(hd, &s, k + (size_t)j * k_stride, (const uint8_t *)w->q + (size_t)r * f->q_row);
-            w->s[r * FA_TILE + j] = s * f->a->scale;
-        }
-}
-
 /* dst [n_pad][hd_pad] = the n cache rows at src, stride bytes apart, as
  * floats, zero past them (flash_kernels.h load_tile, any cache type). */
 static void load_rows(const fa_call *f, uint32_t type, int32_t n, int32_t n_pad, const uint8_t *src, size_t stride,
@@ -173,12 +161,8 @@ static void read_chunk(const fa_call *f, int32_t t0, int32_t nh, int32_t rows, i
     for (int64_t j0 = klo / FA_TILE * FA_TILE; j0 < khi; j0 += FA_TILE) {
         const int32_t nk = (int32_t)(khi - j0 < FA_TILE ? khi - j0 : FA_TILE);
         const int32_t nk_pad = (nk + FA_KEY_PAD - 1) / FA_KEY_PAD * FA_KEY_PAD;
-        if (f->k_ops) {
-            scores_typed(f, rows, nk, kbase + (size_t)j0 * k_stride, k_stride, w);
-        } else {
-            load_rows(f, k_type, nk, nk_pad, kbase + (size_t)j0 * k_stride, k_stride, w->kt);
-            f->k->qk(rows_pad, nk_pad, hd_pad, w->q, w->kt, w->s);
-        }
+        load_rows(f, k_type, nk, nk_pad, kbase + (size_t)j0 * k_stride, k_stride, w->kt);
+        f->k->qk(rows_pad, nk_pad, hd_pad, w->q, w->kt, w->s);
         for (int32_t r = 0; r < rows_pad; r++) {
             float *sr = w->s + r * FA_TILE;
             int64_t lo = 0, hi = 0; /* the keys of this tile row r sees, relative to j0 */
@@ -263,14 +247,17 @@ static void run_item(fa_call *f, float *base, int64_t item) {
     const int32_t t0 = f->blocks[b], rows = (f->blocks[b + 1] - t0) * nh;
     const int32_t hd = a->head_dim, hd_pad = f->hd_pad, rows_pad = (rows + 1) & ~1;
     const fa_ws w = ws_of(base, hd_pad);
-    for (int32_t r = 0; f->k_ops && r < rows; r++) /* the unscaled query, as llama.cpp converts it */
-        f->k_ops->act_from_float((const float *)a->q->data + (t0 + r / nh) * a->q->ne[0] + (int64_t)(h0 + r % nh) * hd,
-                                 (uint8_t *)w.q + (size_t)r * f->q_row, hd);
-    for (int32_t r = 0; !f->k_ops && r < rows_pad; r++) {
+    for (int32_t r = 0; r < rows_pad; r++) {
         float *qr = w.q + (size_t)r * hd_pad;
         int32_t d = 0;
         if (r < rows) {
             const float *src = (const float *)a->q->data + (t0 + r / nh) * a->q->ne[0] + (int64_t)(h0 + r % nh) * hd;
+            if (f->k_ops) { /* the query converted to K's vec-dot type and back: Q8_0 at most 2 bytes an element */
+                _Alignas(64) uint8_t qv[HL_KERNELS_MAX_HEAD_DIM * 2];
+                f->k_ops->act_from_float(src, qv, hd);
+                hl_quant_get(f->k_ops->vec_dot_type)->to_float(qv, qr, hd);
+                for (; d < hd; d++) qr[d] *= a->scale;
+            }
             for (; d < hd; d++) qr[d] = hl_fp16_to_fp32(hl_fp32_to_fp16(src[d])) * a->scale;
         }
         for (; d < hd_pad; d++) qr[d] = 0.0f;
@@ -322,10 +309,7 @@ void hl_cpu_flash_attention(hl_backend *b, const hl_attn_args *args) {
     fa_call f = {.a = args, .k = hl_flash_kernels_for(b), .pos = cpu->pos, .row0 = cpu->row0, .blocks = cpu->fa_blocks,
                  .heads = group < FA_ROWS ? group : FA_ROWS, .n_split = 1, .ws = cpu->fa_ws,
                  .partial = cpu->fa_partial, .done = cpu->fa_done};
-    if (args->k_cache->type != GGML_TYPE_F16) {
-        f.k_ops = hl_cpu_ops_for(b, args->k_cache->type);
-        f.q_row = hl_row_size(f.k_ops->vec_dot_type, args->head_dim);
-    }
+    if (args->k_cache->type != GGML_TYPE_F16) f.k_ops = hl_cpu_ops_for(b, args->k_cache->type);
     f.n_hsub = (group + f.heads - 1) / f.heads;
     f.hd_pad = (args->head_dim + FA_HD_ALIGN - 1) / FA_HD_ALIGN * FA_HD_ALIGN;
     f.n_blocks = cut_blocks(cpu, (int32_t)args->q->ne[1], FA_ROWS / f.heads, cpu->fa_blocks);
