@@ -205,7 +205,8 @@ static void label_of(const op_case *c, char *buf, size_t size) {
                  (long long)c->n, c->variant ? " in place" : "");
         break;
     case HL_OP_LAYER_NORM:
-        snprintf(buf, size, "layer_norm d=%lld n=%lld%s", (long long)c->d, (long long)c->n, c->variant ? " in place" : "");
+        snprintf(buf, size, "layer_norm d=%lld n=%lld%s", (long long)c->d, (long long)c->n,
+                 c->variant ? " in place" : "");
         break;
     case HL_OP_ROPE:
         snprintf(buf, size, "rope %s n_rot=%d h=%d hd=%d n=%lld pos0=%d%s%s", c->mode == HL_ROPE_NEOX ? "neox" : "normal",

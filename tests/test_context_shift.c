@@ -5,8 +5,9 @@
  * (tests/reference/shift/make_shift_reference.py). The sequence is decoded,
  * shifted three times (the BOS kept and dropped) with a batch decoded after
  * each shift, and the logits of each batch's last token are compared with
- * llama.cpp's; then the call's argument errors, which change nothing, and
- * hearth_context_shift_half's count. */
+ * llama.cpp's; then the call's argument errors, which change nothing,
+ * hearth_context_shift_half's count, and gpt2's learned positions (no
+ * shift, no position past its table). */
 #include <math.h>
 #include <string.h>
 
@@ -139,6 +140,27 @@ static void check_errors(const char *file) {
     hearth_model_free(m);
 }
 
+/* gpt2's learned positions (reference/arch/gpt2-f16.gguf, context_length
+ * 128): no rope, so no K-shift, as llama.cpp cannot shift it either; and a
+ * position past its table is refused with a message naming the limit. */
+static void check_learned_positions(void) {
+    hearth_model *m = NULL;
+    hearth_context *ctx = NULL;
+    if (!tiny_open("reference/arch/gpt2-f16.gguf", 256, HEARTH_FLASH_ATTN_OFF, &m, &ctx)) return;
+    int32_t toks[128];
+    for (int i = 0; i < 128; i++) toks[i] = 1 + i % 200;
+    CHECK(hearth_decode(ctx, toks, 8) == HEARTH_OK);
+    CHECK(hearth_context_shift(ctx, 0, 0, 4) == HEARTH_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(hearth_last_error(), "context shift is not available") != NULL, "%s", hearth_last_error());
+    CHECK(hearth_context_n_past(ctx) == 8);
+    CHECK(hearth_decode(ctx, toks, 120) == HEARTH_OK && hearth_context_n_past(ctx) == 128);
+    CHECK(hearth_decode(ctx, toks, 1) == HEARTH_ERR_CONTEXT_FULL);
+    CHECK_MSG(strstr(hearth_last_error(), "learned position embeddings for 128 positions") != NULL, "%s",
+              hearth_last_error());
+    hearth_context_free(ctx);
+    hearth_model_free(m);
+}
+
 int main(void) {
     cJSON *ref = json_file_read(check_test_path("reference/shift/shift_reference.json"));
     CHECK_MSG(ref != NULL, "cannot read reference/shift/shift_reference.json");
@@ -159,6 +181,7 @@ int main(void) {
            (double)MAX_DIFF, (double)worst_fa, (double)FA_MAX_DIFF);
     CHECK_MSG(n_models == 4, "%d models in the fixture, expected 4", n_models);
     check_errors(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "models"), 0), "file")->valuestring);
+    check_learned_positions();
     cJSON_Delete(ref);
     return check_report();
 }

@@ -35,6 +35,7 @@ typedef struct hl_tensor {
 
 /* How rotary embeddings pair dimensions, with ggml's mode numbers. */
 typedef enum hl_rope_mode {
+    HL_ROPE_NONE = -1,  /* no rotary embedding (learned positions: gpt2); no backend ropes it */
     HL_ROPE_NORMAL = 0, /* pairs (x[2i], x[2i+1]): llama, mistral */
     HL_ROPE_NEOX = 2,   /* pairs (x[i], x[i + n_rot/2]): GPT-NeoX, qwen2, qwen3, gemma3 */
 } hl_rope_mode;

@@ -1,5 +1,6 @@
 /* The forward pass shared by every architecture: embedding lookup on the
- * host, the blocks in order on the backends of their stages (each
+ * host (plus learned position embeddings where the model has them), the
+ * blocks in order on the backends of their stages (each
  * architecture supplies its block), then the final norm and output matrix
  * for the last token; the pipeline of stages a placement implies; and the
  * query/key/value projections the blocks share. */
@@ -63,7 +64,8 @@ static hearth_status issue_stage(void *arg) {
     const int32_t r0 = p->pass->out_row0, n_out = p->pass->n_out;
     for (int32_t j = 0; j < n_out; j++) {
         hl_tensor in = rows_of(&w->x, p->pass->out[j], 1), out = rows_of(&w->last, r0 + j, 1);
-        HL_TRY(hl_rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out));
+        HL_TRY(m->output_norm_b.data ? hl_layer_norm(b, &in, &m->output_norm, &m->output_norm_b, m->hp.norm_eps, &out)
+                                     : hl_rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out));
     }
     const hl_tensor last = rows_of(&w->last, r0, n_out);
     hl_tensor logits = rows_of(&w->logits, r0, n_out);
@@ -94,6 +96,15 @@ hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, cons
     set_tokens(p->host_work, n, pass->n_out);
     HL_TRY(hl_get_rows(host, &m->tok_embd, pass->tokens, &p->host_work->x));
     if (m->hp.embd_scale != 1.0f) HL_TRY(hl_scale(host, &p->host_work->x, m->hp.embd_scale));
+    if (m->pos_embd.data) { /* learned position embeddings (gpt2), by way of xb */
+        for (int32_t t = 0; t < n; t++)
+            if (pass->pos[t] >= m->pos_embd.ne[1])
+                return hl_fail(HEARTH_ERR_CONTEXT_FULL, "position %d: %s has learned position embeddings for %lld "
+                               "positions only (its context_length); use n_ctx <= %lld per sequence", (int)pass->pos[t],
+                               m->arch->name, (long long)m->pos_embd.ne[1], (long long)m->pos_embd.ne[1]);
+        HL_TRY(hl_get_rows(host, &m->pos_embd, pass->pos, &p->host_work->xb));
+        HL_TRY(hl_add(host, &p->host_work->x, &p->host_work->xb));
+    }
     const hl_stage *prev = NULL;
     for (int32_t i = 0; i < p->n_stages; i++) {
         const hl_stage *s = &p->stage[i];

@@ -71,7 +71,8 @@ hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode
     HL_TRY(hl_arch_u32(f, arch, "attention.head_count", true, &hp->n_head));
     hp->n_head_kv = hp->n_head;
     HL_TRY(hl_arch_u32(f, arch, "attention.head_count_kv", false, &hp->n_head_kv));
-    HL_TRY(hl_arch_f32(f, arch, "attention.layer_norm_rms_epsilon", true, &hp->norm_eps));
+    const char *eps_key = hp->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon";
+    HL_TRY(hl_arch_f32(f, arch, eps_key, true, &hp->norm_eps));
 
     if (hp->n_embd < 1 || hp->n_layer < 1 || hp->n_layer > HL_MAX_LAYERS || hp->n_ff < 1 || hp->n_head < 1 ||
         hp->n_head_kv < 1 || hp->n_ctx_train < 1)
@@ -84,7 +85,7 @@ hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: n_head %d must be a multiple of n_head_kv %d", hp->n_head,
                        hp->n_head_kv);
     if (!(hp->norm_eps > 0.0f) || !isfinite(hp->norm_eps))
-        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.attention.layer_norm_rms_epsilon = %g must be > 0", arch,
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.%s = %g must be > 0", arch, eps_key,
                        hp->norm_eps);
     /* both default to n_embd / n_head, as in llama.cpp */
     hp->head_dim = hp->n_embd / hp->n_head;
@@ -189,10 +190,17 @@ static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_
         HL_TRY(bind_split(m, name, hp->n_embd, (const int64_t[]){hp->n_ff, hp->n_ff},
                           (hl_tensor *[]){&l->ffn_gate, &l->ffn_up}, 2, true));
     } else {
-        BIND(ffn_gate, "ffn_gate.weight", hp->n_embd, hp->n_ff, true);
+        if (!(flags & HL_BIND_LAYER_NORM)) BIND(ffn_gate, "ffn_gate.weight", hp->n_embd, hp->n_ff, true);
         BIND(ffn_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true);
     }
     BIND(ffn_down, "ffn_down.weight", hp->n_ff, hp->n_embd, true);
+    if (flags & HL_BIND_LAYER_NORM) { /* required, as llama.cpp's gpt2, starcoder2 and gptneox loaders ask */
+        BIND(attn_norm_b, "attn_norm.bias", hp->n_embd, 1, true);
+        BIND(bo, "attn_output.bias", hp->n_embd, 1, true);
+        BIND(ffn_norm_b, "ffn_norm.bias", hp->n_embd, 1, true);
+        BIND(ffn_up_b, "ffn_up.bias", hp->n_ff, 1, true);
+        BIND(ffn_down_b, "ffn_down.bias", hp->n_embd, 1, true);
+    }
 #undef BIND
     /* one tensor for all layers (llama.cpp binds it to each, TENSOR_DUPLICATED) */
     if (flags & HL_BIND_ROPE_FREQS)
@@ -208,6 +216,10 @@ hearth_status hl_model_bind(hearth_model *m, unsigned flags) {
     hl_hparams *hp = &m->hp;
     HL_TRY(hl_model_tensor(m, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &m->tok_embd));
     HL_TRY(hl_model_tensor(m, "output_norm.weight", hp->n_embd, 1, true, &m->output_norm));
+    if (flags & HL_BIND_LAYER_NORM)
+        HL_TRY(hl_model_tensor(m, "output_norm.bias", hp->n_embd, 1, true, &m->output_norm_b));
+    if (flags & HL_BIND_POS_EMBD)
+        HL_TRY(hl_model_tensor(m, "position_embd.weight", hp->n_embd, hp->n_ctx_train, true, &m->pos_embd));
     HL_TRY(hl_model_tensor(m, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output));
     if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
     m->layers = hl_calloc((size_t)hp->n_layer, sizeof *m->layers);

@@ -1,6 +1,7 @@
 /* A loaded model: the GGUF file, hyperparameters, weights bound as tensors,
  * the vocabulary, and the architecture that runs them. Architectures (one file
- * each: llama.c, qwen2.c, qwen3.c, gemma3.c, phi3.c) fill the hyperparameters and
+ * each: llama.c, qwen2.c, qwen3.c, gemma3.c, phi3.c, gpt2.c, starcoder2.c,
+ * gptneox.c) fill the hyperparameters and
  * weights from the GGUF metadata with the shared readers of hparams.c and
  * implement a transformer block over backend ops. */
 #ifndef HEARTH_MODEL_H
@@ -23,7 +24,10 @@ typedef struct hl_hparams {
     int32_t n_head_kv;
     int32_t head_dim;     /* n_embd / n_head unless the file says otherwise */
     int32_t n_ff;
-    float norm_eps;       /* RMSNorm epsilon */
+    float norm_eps;       /* RMSNorm epsilon, or LayerNorm's where layer_norm is set */
+    bool layer_norm;      /* LayerNorm with bias instead of RMSNorm (gpt2, starcoder2, gptneox): set before
+                             hl_hparams_read, which then reads attention.layer_norm_epsilon */
+    bool parallel_residual; /* gptneox's use_parallel_residual: x + attn(ln1(x)) + ffn(ln2(x)) */
     float embd_scale;     /* token embeddings are multiplied by it (gemma: sqrt(n_embd)); 1 = none */
     float attn_scale;     /* multiplies K.q in attention; 1/sqrt(head_dim) unless the architecture says otherwise */
     bool scale_q;         /* hl_llama_layer puts attn_scale on the queries (in F32, after rope) and runs
@@ -59,6 +63,8 @@ static inline bool hl_layer_is_swa(const hl_hparams *hp, int32_t il) {
  *   attn_post_norm, ffn_post_norm {n_embd} F32 norms after each block (gemma3)
  *   rope_freqs {n_rot/2}                   F32 rope frequency factors (llama 3)
  *   rope_long, rope_short {n_rot/2}        F32 LongRoPE frequency factors (phi3)
+ *   attn_norm_b, ffn_norm_b, bo {n_embd}, ffn_up_b {n_ff}, ffn_down_b {n_embd}
+ *                                          F32 LayerNorm and projection biases (gpt2, starcoder2, gptneox)
  * A fused weight of the file (phi3's attn_qkv, ffn_up holding gate and up)
  * is bound as views of its row ranges: wq, wk, wv (bq, bk, bv) and ffn_gate,
  * ffn_up point into it, each a weight of its own to the backends.
@@ -66,7 +72,8 @@ static inline bool hl_layer_is_swa(const hl_hparams *hp, int32_t il) {
  * (placement, upload to a device) visits each without naming them. */
 #define HL_LAYER_TENSORS(X)                                                                              \
     X(attn_norm) X(wq) X(wk) X(wv) X(wo) X(bq) X(bk) X(bv) X(attn_q_norm) X(attn_k_norm) X(attn_post_norm) \
-    X(ffn_norm) X(ffn_gate) X(ffn_up) X(ffn_down) X(ffn_post_norm) X(rope_freqs) X(rope_long) X(rope_short)
+    X(ffn_norm) X(ffn_gate) X(ffn_up) X(ffn_down) X(ffn_post_norm) X(rope_freqs) X(rope_long) X(rope_short)   \
+    X(attn_norm_b) X(bo) X(ffn_norm_b) X(ffn_up_b) X(ffn_down_b)
 
 typedef struct hl_layer {
 #define HL_LAYER_FIELD(name) hl_tensor name;
@@ -138,6 +145,8 @@ struct hearth_model {
     hl_hparams hp;
     hl_tensor tok_embd;    /* {n_embd, n_vocab} */
     hl_tensor output_norm; /* F32 {n_embd} */
+    hl_tensor output_norm_b; /* F32 {n_embd}: the final LayerNorm's bias (hp.layer_norm), else absent */
+    hl_tensor pos_embd;    /* {n_embd, n_ctx_train}: learned position embeddings (gpt2), or absent */
     hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */
     hl_layer *layers;      /* [n_layer] */
     /* a CPU instance that holds no scratch: load asks it (supports_op)
@@ -158,7 +167,21 @@ struct hearth_model {
 };
 
 /* The architectures hearth knows, for lookup by name. */
-extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3, hl_arch_phi3;
+extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3, hl_arch_phi3, hl_arch_gpt2,
+    hl_arch_starcoder2, hl_arch_gptneox;
+
+/* The block of the LayerNorm families (gpt2.c), shared by starcoder2 and
+ * gptneox: LayerNorm with bias, attention with q/k/v biases and rope where
+ * the model has one (hp.rope.mode), output projection with bias, LayerNorm,
+ * GELU feed-forward with biases; sequential residuals, or gptneox's parallel
+ * one (hp.parallel_residual). */
+hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il);
+
+/* The hyperparameters of the LayerNorm families: hl_hparams_read with
+ * hp.layer_norm set (epsilon from attention.layer_norm_epsilon) and
+ * `rope_mode`, and n_head * head size = n_embd, as their {n_embd, n_embd}
+ * attn_output needs. Errors: as hl_hparams_read; FORMAT. */
+hearth_status hl_layer_norm_hparams(hearth_model *m, const char *arch, hl_rope_mode rope_mode);
 
 /* The pre-norm block of llama (llama.c), shared by qwen2, qwen3 and phi3:
  * RMSNorm, attention with the optional q/k/v biases, per-head QK-norm and
@@ -239,7 +262,8 @@ hearth_status hl_arch_f32(const gguf_file *f, const char *arch, const char *suff
  * "<arch>.*" with llama.cpp's defaults (llama-model.cpp load_hparams):
  * context_length, embedding_length, block_count, feed_forward_length,
  * attention.head_count[_kv], attention.layer_norm_rms_epsilon (required, as
- * each of llama.cpp's llama/qwen2/qwen3/gemma3 loaders asks), attention.
+ * each of llama.cpp's llama/qwen2/qwen3/gemma3 loaders asks; attention.
+ * layer_norm_epsilon instead where hp->layer_norm is set), attention.
  * key_length / value_length (head size, default n_embd / n_head),
  * rope.dimension_count (default the head size), rope.freq_base (10000) and
  * rope.scaling.{type,factor,original_context_length,attn_factor} (none,
@@ -283,6 +307,9 @@ enum {
                                instead of attn_q/k/v (phi3) */
     HL_BIND_FUSED_UP = 16,  /* ffn_up {n_embd, 2 n_ff}: the gate's rows, then up's; no ffn_gate (phi3) */
     HL_BIND_LONGROPE = 32,  /* optional rope_factors_long/short {n_rot/2}, shared by all layers (phi3) */
+    HL_BIND_LAYER_NORM = 64, /* LayerNorm families: attn_norm.bias, ffn_norm.bias, attn_output.bias,
+                                ffn_up.bias, ffn_down.bias, output_norm.bias; no ffn_gate (gpt2, starcoder2, gptneox) */
+    HL_BIND_POS_EMBD = 128, /* position_embd {n_embd, n_ctx_train} (gpt2) */
 };
 
 /* Binds token_embd, output_norm, output (tied to token_embd when absent) and

@@ -162,7 +162,9 @@ static bool runs_weight(const hl_backend *b, const hl_tensor *t, const char *nam
 static bool runs_block(const hearth_model *m, const hl_backend *b, int32_t il, char *why, size_t size) {
     const hl_hparams *hp = &m->hp;
     if (il == hp->n_layer)
-        return runs_weight(b, &m->output_norm, "output_norm", why, size) && runs_weight(b, &m->output, "output", why, size);
+        return runs_weight(b, &m->output_norm, "output_norm", why, size) &&
+               runs_weight(b, &m->output_norm_b, "output_norm_b", why, size) &&
+               runs_weight(b, &m->output, "output", why, size);
     const hl_layer *l = &m->layers[il];
 #define RUNS(name) if (!runs_weight(b, &l->name, #name, why, size)) return false;
     HL_LAYER_TENSORS(RUNS)
@@ -183,7 +185,7 @@ static bool runs_block(const hearth_model *m, const hl_backend *b, int32_t il, c
         {.op = HL_OP_STORE_ROWS, .t = {&k, &cache}},
         {.op = HL_OP_ATTENTION, .t = {&q, &cache, &cache, &out}, .attn = &a},
     };
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    for (size_t i = hp->rope.mode == HL_ROPE_NONE; i < sizeof ops / sizeof ops[0]; i++) /* ops[0]: rope */
         if (!hl_supports_op(b, &ops[i])) {
             snprintf(why, size, "no %s kernel for this model's shapes (%d heads of %d, %d KV heads)",
                      hl_op_name(ops[i].op), (int)hp->n_head, (int)hp->head_dim, (int)hp->n_head_kv);
@@ -256,6 +258,7 @@ static hearth_status upload_all(hearth_model *m, const hl_placement *pl, int32_t
     }
     if (pl->output_dev >= 0) {
         HL_TRY(upload(&cur[pl->output_dev], &m->output_norm));
+        HL_TRY(upload(&cur[pl->output_dev], &m->output_norm_b));
         HL_TRY(upload(&cur[pl->output_dev], &m->output));
     }
     hl_progress_report(&progress, done, true);
@@ -302,7 +305,8 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     const uint32_t fit_n_ctx = p->fit_n_ctx ? p->fit_n_ctx : hl_default_n_ctx(&m->hp);
     const hl_placement_in in = {
         .n_layer = n_layer, .layer_bytes = bytes,
-        .output_bytes = aligned(hl_tensor_nbytes(&m->output_norm)) + aligned(hl_tensor_nbytes(&m->output)),
+        .output_bytes = aligned(hl_tensor_nbytes(&m->output_norm)) + aligned(hl_tensor_nbytes(&m->output_norm_b)) +
+                        aligned(hl_tensor_nbytes(&m->output)),
         .n_gpu_layers = p->n_gpu_layers, .split_mode = p->split_mode, .main_gpu = p->main_gpu,
         .tensor_split = p->tensor_split, .n_devices = n_dev, .free_bytes = free_bytes,
         .reserve_bytes = HL_PLACEMENT_RESERVE, .host_only = host_only, .names = name_of,

@@ -1,0 +1,83 @@
+/* The gpt2 architecture (GPT-2, Radford et al. 2019), as llama.cpp builds it
+ * (src/models/gpt2.cpp and its tensor loading): learned position embeddings
+ * (position_embd, one row per position up to context_length) added to the
+ * token embeddings; pre-norm blocks with LayerNorm (weight and bias, epsilon
+ * attention.layer_norm_epsilon); attention from the fused attn_qkv with its
+ * bias (bound as q, k and v views, hl_model_bind), no rotary embedding, an
+ * output projection with bias; a feed-forward of up (bias), tanh GELU, down
+ * (bias); a final LayerNorm with bias; the output matrix tied to the token
+ * embeddings unless the file has output.weight.
+ *
+ * Its block, hl_gpt2_layer, is shared with starcoder2 (the same block with
+ * NEOX rope) and gptneox (partial NEOX rope, parallel residual). Without
+ * rope (rope mode NONE) no backend has a K-shift for its cache, so a context
+ * shift refuses, as llama.cpp cannot shift it either. */
+#include "backend/ops.h"
+#include "model/model.h"
+
+hearth_status hl_layer_norm_hparams(hearth_model *m, const char *arch, hl_rope_mode rope_mode) {
+    hl_hparams *hp = &m->hp;
+    hp->layer_norm = true;
+    HL_TRY(hl_hparams_read(m->gguf, arch, rope_mode, hp));
+    /* llama.cpp's attn_output is {n_embd, n_embd}; the block keeps the
+     * attention output's row (n_head * head size) as a row of n_embd */
+    if ((int64_t)hp->n_head * hp->head_dim != hp->n_embd)
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s needs n_head * head size = n_embd (here %d * %d != %d)", arch,
+                       hp->n_head, hp->head_dim, hp->n_embd);
+    return HEARTH_OK;
+}
+
+static hearth_status gpt2_load(hearth_model *m) {
+    HL_TRY(hl_layer_norm_hparams(m, "gpt2", HL_ROPE_NONE));
+    return hl_model_bind(m, HL_BIND_FUSED_QKV | HL_BIND_LAYER_NORM | HL_BIND_POS_EMBD);
+}
+
+/* out {n_embd, n} = down(gelu(up(in) + up_b)) + down_b, by way of w->up {n_ff, n} (LLM_FFN_GELU, LLM_FFN_SEQ) */
+static hearth_status gelu_ffn(hl_backend *b, const hl_layer *l, hl_work *w, const hl_tensor *in, hl_tensor *out) {
+    HL_TRY(hl_matmul(b, &l->ffn_up, in, &w->up));
+    HL_TRY(hl_add(b, &w->up, &l->ffn_up_b));
+    HL_TRY(hl_gelu(b, &w->up));
+    HL_TRY(hl_matmul(b, &l->ffn_down, &w->up, out));
+    return hl_add(b, out, &l->ffn_down_b);
+}
+
+hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
+    const hl_hparams *hp = &m->hp;
+    const hl_layer *l = &m->layers[il];
+    /* attention block: its output, with the projection's bias, in xb */
+    HL_TRY(hl_layer_norm(b, &w->x, &l->attn_norm, &l->attn_norm_b, hp->norm_eps, &w->xb));
+    HL_TRY(hl_attn_qkv(m, b, w, l));
+    if (hp->rope.mode != HL_ROPE_NONE) {
+        HL_TRY(hl_rope(b, &w->q, hp->n_head, &w->rope, NULL));
+        HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, &w->rope, NULL));
+    }
+    HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
+    HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
+    hl_attn_args args = {
+        .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
+        .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
+        .n_swa = 0, .scale = hp->attn_scale,
+    };
+    HL_TRY(hl_attention(b, &args));
+    HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));
+    HL_TRY(hl_add(b, &w->xb, &l->bo));
+    if (hp->parallel_residual) {
+        /* x + ffn(ln2(x)) + attn, in llama.cpp's order of adds; att (free
+         * now, n_embd wide) holds ln2(x), then the feed-forward's output */
+        HL_TRY(hl_layer_norm(b, &w->x, &l->ffn_norm, &l->ffn_norm_b, hp->norm_eps, &w->att));
+        HL_TRY(gelu_ffn(b, l, w, &w->att, &w->att));
+        HL_TRY(hl_add(b, &w->x, &w->att));
+        return hl_add(b, &w->x, &w->xb);
+    }
+    HL_TRY(hl_add(b, &w->x, &w->xb));
+    /* feed-forward block */
+    HL_TRY(hl_layer_norm(b, &w->x, &l->ffn_norm, &l->ffn_norm_b, hp->norm_eps, &w->xb));
+    HL_TRY(gelu_ffn(b, l, w, &w->xb, &w->xb));
+    return hl_add(b, &w->x, &w->xb);
+}
+
+const hl_arch hl_arch_gpt2 = {
+    .name = "gpt2",
+    .load = gpt2_load,
+    .layer = hl_gpt2_layer,
+};
