@@ -134,7 +134,7 @@ static void test_limits(hearth_model *m) {
     CHECK(hearth_context_init(vm, NULL, &ctx) == HEARTH_ERR_INVALID_ARG);
     hearth_model_free(vm);
     mp = hearth_model_default_params();
-    mp.n_gpu_layers = -2;
+    mp.n_gpu_layers = -3; /* -2 is HEARTH_N_GPU_LAYERS_AUTO */
     CHECK(hearth_model_load(getenv("HEARTH_MODEL"), &mp, &vm) == HEARTH_ERR_INVALID_ARG && vm == NULL);
     CHECK(hearth_model_load(NULL, NULL, &vm) == HEARTH_ERR_INVALID_ARG);
 }
