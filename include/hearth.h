@@ -441,11 +441,13 @@ typedef enum hearth_rope_scaling {
  * elements (8.5 bits), Q4_0 18 bytes per 32 (4.5 bits). A quantized cache
  * needs head_dim a multiple of 32; a quantized V cache needs flash_attn ON
  * or AUTO (llama.cpp refuses it without flash attention too). On the CPU
- * attention reads the cache as it is stored: keys as llama.cpp's vec_dot
- * for the type (the query converted once per head to Q8_0 for Q8_0 and
- * Q4_0 keys, BF16 for BF16 keys), values converted to F32 a tile of keys
- * at a time. GPU backends run F16 caches only: a context whose GPU layers
- * would need another type fails (hearth_context_init). */
+ * attention reads the cache as it is stored, with the query rounded as
+ * llama.cpp converts it for the key type's dot product (Q8_0 blocks for
+ * Q8_0 and Q4_0 keys, BF16 for BF16 keys): flash_attn OFF dots each key
+ * row with the type's vec_dot kernel; ON converts a tile of 64 key and
+ * value rows at a time to F32 for its tile kernels. GPU backends run F16
+ * caches only: a context whose GPU layers would need another type fails
+ * (hearth_context_init). */
 typedef enum hearth_kv_type {
     HEARTH_KV_F16 = 1,   /* the default */
     HEARTH_KV_Q4_0 = 2,

@@ -35,10 +35,14 @@ export class HearthError extends Error {
 export interface ModelOptions {
   /**
    * Layers to place on GPUs: 0 (default) none, N the first N blocks, -1 all
-   * of them and the output layer. Without a usable GPU the model runs on the
-   * CPU and `gpuLayers` reports 0 (see supportsGpuOffload(), systemInfo()).
+   * of them and the output layer, 'auto' as many as fit in the GPUs' free
+   * memory beside the KV cache of nCtx x nSeqMax tokens (nCtx unset: one
+   * request's default context), 256 MiB of buffers and a 5% margin
+   * (`gpuLayers` then says how many). Without a usable GPU the model runs on
+   * the CPU and `gpuLayers` reports 0 (see supportsGpuOffload(),
+   * systemInfo()). Anything else throws ERR_INVALID_ARG.
    */
-  nGpuLayers?: number;
+  nGpuLayers?: number | 'auto';
   /** With several GPUs: 'layer' (default) spreads runs of layers over them, 'none' puts all on mainGpu; 'row' is not supported yet (ERR_UNSUPPORTED). */
   splitMode?: 'none' | 'layer' | 'row';
   /** With splitMode 'layer': proportions of the offloaded layers per GPU (default: by free memory). */

@@ -62,6 +62,20 @@ static bool read_split_mode(napi_env env, napi_value opts, hearth_split_mode *mo
     return false;
 }
 
+/* options.nGpuLayers: an integer >= -1, or 'auto' (HEARTH_N_GPU_LAYERS_AUTO). */
+static bool read_gpu_layers(napi_env env, napi_value opts, int32_t *out) {
+    napi_value v = hn_opt(env, opts, "nGpuLayers");
+    napi_valuetype t = napi_undefined;
+    napi_typeof(env, v, &t);
+    if (t != napi_string) return hn_opt_int(env, opts, "nGpuLayers", -1, INT32_MAX, out);
+    char *s = hn_string(env, v, "options.nGpuLayers", NULL);
+    const bool is_auto = s && !strcmp(s, "auto");
+    free(s);
+    if (is_auto) *out = HEARTH_N_GPU_LAYERS_AUTO;
+    else hn_throw(env, "ERR_INVALID_ARG", "options.nGpuLayers must be an integer >= -1 or 'auto'");
+    return is_auto;
+}
+
 /* options.flashAttn: 'auto' | 'on' | 'off', or true (on) / false (off). */
 static bool read_flash_attn(napi_env env, napi_value opts, int32_t *out) {
     static const struct {
@@ -172,7 +186,7 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
     hearth_engine_params *ep = &o->ep;
     int32_t n_ctx = (int32_t)ep->ctx.n_ctx, n_batch = (int32_t)ep->ctx.n_batch, n_seq = (int32_t)ep->ctx.n_seq_max;
     int32_t n_ubatch = (int32_t)ep->ctx.n_ubatch, orig_ctx = (int32_t)ep->ctx.yarn_orig_ctx;
-    bool ok = hn_opt_int(env, opts, "nGpuLayers", -1, INT32_MAX, &mp->n_gpu_layers) &&
+    bool ok = read_gpu_layers(env, opts, &mp->n_gpu_layers) &&
               hn_opt_int(env, opts, "mainGpu", 0, INT32_MAX, &mp->main_gpu) && read_split_mode(env, opts, &mp->split_mode) &&
               hn_opt_bool(env, opts, "useMmap", &mp->use_mmap) && hn_opt_bool(env, opts, "useMlock", &mp->use_mlock) &&
               hn_opt_int(env, opts, "nCtx", 0, 1 << 24, &n_ctx) && hn_opt_int(env, opts, "nBatch", 1, INT32_MAX, &n_batch) &&
@@ -187,6 +201,7 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
     ep->chat_template = o->chat_template;
     mp->devices = o->devices;
     ep->ctx.n_ctx = (uint32_t)n_ctx * (uint32_t)n_seq; /* nCtx is each request's context */
+    mp->fit_n_ctx = ep->ctx.n_ctx;                     /* nGpuLayers 'auto': room for every request's */
     ep->ctx.n_batch = (uint32_t)n_batch;
     ep->ctx.n_ubatch = (uint32_t)n_ubatch;
     ep->ctx.yarn_orig_ctx = (uint32_t)orig_ctx;

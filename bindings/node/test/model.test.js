@@ -69,6 +69,9 @@ test('devices picks where layers go: a tiny model on an OpenCL device gives the 
   cpu.dispose();
   dev.dispose();
   assert.throws(() => new Model(tiny, { nGpuLayers: -1, devices: 'nosuchdevice0' }), { code: 'ERR_INVALID_ARG' });
+  const fit = new Model(tiny, { nCtx: 64, nGpuLayers: 'auto', devices: ocl.id });
+  assert.strictEqual(fit.gpuLayers, fit.nLayer + 1); // a tiny model fits whole
+  fit.dispose();
 });
 
 test('a missing file rejects with HearthError ERR_IO', async () => {

@@ -33,6 +33,7 @@ def _check_int(name: str, value: Any, low: int, optional: bool = False, high: Op
 
 
 _FLASH_ATTN = {None: -1, "auto": -1, True: 1, "on": 1, False: 0, "off": 0}  # hearth_flash_attn
+_N_GPU_LAYERS_AUTO = -2  # HEARTH_N_GPU_LAYERS_AUTO
 
 
 _ROPE_SCALING = {None: -1, "none": 0, "linear": 1, "yarn": 2}  # hearth_rope_scaling, llama.cpp's values
@@ -97,8 +98,12 @@ class Model:
             "ollama:NAME:TAG", an http(s) URL), downloaded into the model store
             (HEARTH_MODELS, default ~/.cache/hearth) first when it is not there.
         n_gpu_layers: blocks to place on GPUs: 0 (default) CPU only, N the
-            first N, -1 every block and the output layer. Without a usable
-            GPU the model runs on the CPU (``gpu_layers`` then reads 0).
+            first N, -1 every block and the output layer, "auto" as many as
+            fit in the GPUs' free memory beside the KV cache of
+            ``n_ctx * n_seq_max`` tokens (n_ctx None: one sequence's default
+            context), 256 MiB of buffers and a 5% margin (``gpu_layers``
+            then says how many). Without a usable GPU the model runs on the
+            CPU (``gpu_layers`` then reads 0).
         n_ctx: the context of each request in tokens (prompt plus generated
             text); None: the model's training context, capped at 4096.
         n_batch: the most tokens one engine step decodes (default 512).
@@ -182,7 +187,8 @@ class Model:
     once.
     """
 
-    def __init__(self, path: Union[str, "os.PathLike[str]"], n_gpu_layers: int = 0, n_ctx: Optional[int] = None,
+    def __init__(self, path: Union[str, "os.PathLike[str]"], n_gpu_layers: Union[int, str] = 0,
+                 n_ctx: Optional[int] = None,
                  n_batch: int = 512, n_threads: Optional[int] = None, main_gpu: int = 0,
                  tensor_split: Optional[Sequence[float]] = None, use_mmap: bool = True, use_mlock: bool = False,
                  chat_template: Optional[str] = None, n_seq_max: int = 4,
@@ -193,7 +199,12 @@ class Model:
                  yarn_attn_factor: float = -1.0, yarn_beta_fast: float = -1.0, yarn_beta_slow: float = -1.0,
                  yarn_orig_ctx: int = 0, context_shift: bool = False, n_keep: int = 0,
                  type_k: Union[int, str] = "f16", type_v: Union[int, str] = "f16") -> None:
-        _check_int("n_gpu_layers", n_gpu_layers, -1)
+        if n_gpu_layers == "auto":
+            n_gpu_layers = _N_GPU_LAYERS_AUTO
+        elif isinstance(n_gpu_layers, str):
+            raise InvalidArgumentError(f"n_gpu_layers must be an int >= -1 or 'auto', got {n_gpu_layers!r}", 1)
+        else:
+            _check_int("n_gpu_layers", n_gpu_layers, -1)
         _check_int("main_gpu", main_gpu, 0)
         self._engine = _hearth.open(
             os.fspath(path), n_gpu_layers=n_gpu_layers, main_gpu=main_gpu,

@@ -109,6 +109,7 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
         return hp_raise(HEARTH_ERR_INVALID_ARG, "n_seq_max must be at least 1 and n_ctx * n_seq_max below 2^32");
     }
     ep.ctx.n_ctx = n_ctx * ep.ctx.n_seq_max;
+    mp.fit_n_ctx = ep.ctx.n_ctx; /* n_gpu_layers auto: room for every sequence's context */
     float *ts = NULL;
     if (split != Py_None && !(ts = float_list(split, hearth_gpu_device_count()))) {
         Py_DECREF(path_obj);

@@ -90,6 +90,27 @@ def test_offload_to_a_named_device():
         assert dev.generate(prompt, max_tokens=8, **greedy()) == cpu.generate(prompt, max_tokens=8, **greedy())
     with pytest.raises(hearth.InvalidArgumentError, match="opencl"):
         hearth.Model(tiny, n_gpu_layers=-1, devices="nosuchdevice0")
+    with hearth.Model(tiny, n_ctx=64, n_gpu_layers="auto", devices=ocl[0]["id"]) as dev:
+        assert dev.gpu_layers == dev.n_layer + 1  # a tiny model fits whole
+    with pytest.raises(hearth.InvalidArgumentError, match="n_gpu_layers"):
+        hearth.Model(tiny, n_gpu_layers="all")
+
+
+@needs_model
+def test_gpu_layers_auto_leaves_room_for_the_context(monkeypatch):
+    """n_gpu_layers="auto" on an OpenCL device limited to 400 MiB: fewer of
+    SmolLM2's layers for a longer context (n_ctx * n_seq_max tokens), as
+    the library plans them (15 and 8 of 31 in test_opencl_offload)."""
+    ocl = [d for d in hearth.gpu_devices() if d["id"].startswith("opencl")]
+    if not ocl:
+        pytest.skip("no OpenCL device")
+    monkeypatch.setenv("HEARTH_OPENCL_MEM_LIMIT", "400")
+    layers = []
+    for n_ctx in (4096, 8192):
+        with hearth.Model(MODEL, n_ctx=n_ctx, n_seq_max=2, n_gpu_layers="auto", devices=ocl[0]["id"]) as m:
+            layers.append(m.gpu_layers)
+            assert m.generate([1, 5, 9], max_tokens=2, **greedy())  # the context fits beside them
+    assert 0 < layers[1] < layers[0] <= 31, layers
 
 
 @needs_model

@@ -10,7 +10,9 @@ short factors), into phi3_reference.json: a file of its own, so that
 regenerating one fixture leaves the other's records as they were. Each
 model also gets llama.cpp's greedy continuation ("greedy": GREEDY_N tokens
 after the sequence's first GREEDY_PROMPT, each fed back), which hearth's
-must equal token for token.
+must equal token for token. The last model is run again at n_ctx LONG_N_CTX
+(a model entry of its own with "n_ctx"): past its original context of 256,
+so there it takes the long factors.
 
 Usage: python3 tests/reference/arch/make_phi3_reference.py
 (needs llama-cpp-python==0.3.36; writes phi3_reference.json next to this script)
@@ -25,15 +27,16 @@ from llama_cpp import Llama
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tiny"))
 from make_arch_models import PHI3_MODELS, SEED  # noqa: E402
 from make_arch_reference import CHUNKS, N_CTX, N_TOKENS, SINGLE_AT  # noqa: E402
-from make_tiny_reference import last_logits, write_references  # noqa: E402
+from make_tiny_reference import last_logits, reference, write_references  # noqa: E402
 
 GREEDY_PROMPT = 21
 GREEDY_N = 32
+LONG_N_CTX = 512
 
 
-def greedy(path, prompt):
+def greedy(path, prompt, n_ctx):
     """llama.cpp's argmax after `prompt`, GREEDY_N times, each fed back."""
-    llm = Llama(model_path=str(path), n_ctx=N_CTX, n_batch=N_CTX, n_threads=2, logits_all=False,
+    llm = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, n_threads=2, logits_all=False,
                 flash_attn=False, verbose=False)
     llm.eval(prompt)
     out = []
@@ -49,7 +52,12 @@ if __name__ == "__main__":
     here = Path(__file__).resolve().parent
     out = here / "phi3_reference.json"
     doc = json.loads(out.read_text())
+    spec, last = PHI3_MODELS[-1], doc["models"][-1]
+    doc["models"].append({"file": last["file"], "arch": spec["arch"], "type": spec["type"], "n_ctx": LONG_N_CTX,
+                          **reference(here / f"{spec['name']}.gguf", SEED + 300 + 1000 + len(PHI3_MODELS),
+                                      LONG_N_CTX, N_TOKENS, SINGLE_AT, CHUNKS)})
     for model in doc["models"]:
         model["greedy"] = {"n_prompt": GREEDY_PROMPT,
-                           "tokens": greedy(here.parent.parent / model["file"], model["tokens"][:GREEDY_PROMPT])}
+                           "tokens": greedy(here.parent.parent / model["file"], model["tokens"][:GREEDY_PROMPT],
+                                            model.get("n_ctx", N_CTX))}
     out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
