@@ -201,6 +201,30 @@ def test_missing_metadata_key(run_hearth, tmp_path, arch, key):
     assert f"missing key '{key}'" in err, err
 
 
+@pytest.mark.parametrize("arch,key,tensor", [
+    ("gpt2", "gpt2.attention.layer_norm_epsilon", "position_embd.weight"),
+    ("starcoder2", "starcoder2.attention.head_count", "blk.1.ffn_up.bias"),
+    ("gptneox", "gptneox.use_parallel_residual", "output_norm.bias"),
+])
+def test_layer_norm_family_incomplete(run_hearth, tmp_path, arch, key, tensor):
+    """A gpt2, starcoder2 or gptneox file (make_classic_models.py) without a
+    metadata key or a tensor its family needs names the key or the tensor."""
+    pytest.importorskip("gguf")
+    import numpy as np
+    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
+    from make_classic_models import MODELS, write_model
+    spec = next(m for m in MODELS if m["arch"] == arch)
+    p = write_model(dict(spec, name=f"{arch}-without-key", omit_keys=[key]), tmp_path, np.random.default_rng(0), 0)
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert f"missing key '{key}'" in err, err
+    p = write_model(dict(spec, name=f"{arch}-without-tensor"), tmp_path, np.random.default_rng(0), 0)
+    data = p.read_bytes()
+    assert data.count(tensor.encode()) == 1
+    p.write_bytes(data.replace(tensor.encode(), tensor[:-1].encode() + b"X"))  # same length
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert f"'{tensor}' is missing" in err and arch in err, err
+
+
 def test_phi3_without_attention_weights(run_hearth, tmp_path):
     """A phi3 file with neither the fused attn_qkv nor attn_q/k/v names the
     tensor it lacks and the architecture."""
