@@ -7,7 +7,8 @@
  * logits tie often); token-by-token decoding, which replays the recorded
  * decode graph, agrees with the batched pass likewise; a context too large
  * for the device fails with the figures and leaves the process able to make
- * a smaller one.
+ * a smaller one; what a model and its context take from the GPU's free
+ * memory agrees with hearth_context_memory_plan (issue 10 item 8).
  *
  * Two cases run in child processes forked before anything probes CUDA
  * (the probe reads HEARTH_CUDA_SPLIT once): the same GPU shown as two
@@ -198,6 +199,39 @@ static int split_case(const char *path) {
     return check_report();
 }
 
+/* The memory plan of a model with every layer on GPU 0 and a context of
+ * 4096 tokens against what the load and the context took from the GPU's
+ * free memory (after one decode): no less than the plan's weights, KV cache
+ * and compute buffers less 16 MiB, and no more than those plus the 256 MiB a
+ * load leaves for the backend's own allocations (cuBLAS, kernels, scratch:
+ * HL_PLACEMENT_RESERVE, which n_gpu_layers auto counts on). */
+static void test_plan_vs_used(const char *path) {
+    hearth_gpu_info before = {0}, after = {0};
+    CHECK(hearth_gpu_device_info(0, &before) == HEARTH_OK);
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = -1;
+    mp.devices = before.id;
+    hearth_model *m;
+    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
+    hearth_context_params cp = hearth_context_default_params();
+    cp.n_ctx = 4096;
+    hearth_context_memory plan;
+    CHECK(hearth_context_memory_plan(m, &cp, &plan) == HEARTH_OK && plan.n_devices == 2);
+    hearth_context *ctx;
+    CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_OK);
+    int32_t tok = 1;
+    CHECK(hearth_decode(ctx, &tok, 1) == HEARTH_OK);
+    CHECK(hearth_gpu_device_info(0, &after) == HEARTH_OK);
+    const hearth_memory_device *g = &plan.device[1];
+    const double mib = 1 << 20, planned = (double)(g->weights + g->kv_cache + g->compute) / mib;
+    const double used = ((double)before.free_bytes - (double)after.free_bytes) / mib;
+    printf("plan vs used on %s: planned %.1f MiB (weights %.1f, KV %.1f, compute %.1f), used %.1f MiB\n", g->id,
+           planned, (double)g->weights / mib, (double)g->kv_cache / mib, (double)g->compute / mib, used);
+    CHECK_MSG(used >= planned - 16 && used <= planned + 256, "planned %.1f MiB, used %.1f MiB", planned, used);
+    hearth_context_free(ctx);
+    hearth_model_free(m);
+}
+
 /* Runs case_fn(path) in a child process; its exit status (1 if it died). */
 static int in_child(int (*case_fn)(const char *), const char *path) {
     fflush(stdout);
@@ -230,5 +264,6 @@ int main(void) {
     compare("-1 token by token vs batched", &all_steps, &all, n_vocab);
     run_out *runs[] = {&cpu, &half, &all, &all_steps};
     for (int i = 0; i < 4; i++) free(runs[i]->logits);
+    test_plan_vs_used(path);
     return check_report();
 }
