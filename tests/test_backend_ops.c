@@ -61,6 +61,8 @@ typedef struct op_case {
     bool variant;      /* rms_norm: y is x (in place); rope: with frequency factors; add: y is a bias {d} */
     bool perf;         /* a real model's shape, timed in perf mode only */
     bool yarn;         /* rope, rope_shift: YaRN (ext_factor 1, freq_scale 1/4, 4096 original tokens) */
+    bool no_bias;      /* layer_norm without its bias (mpt's) */
+    float max_bias;    /* attention: ALiBi's (hl_attn_args.max_bias) */
     double max_nmse;
     double max_abs;    /* and, when nonzero, the largest |y - ref| of an element */
 } op_case;
@@ -75,6 +77,8 @@ typedef struct op_case {
     {.op = HL_OP_RMS_NORM, .d = dd, .rows = runs, .n = nt, .variant = inplace, .max_nmse = 1e-6}
 /* LayerNorm over rows of dd (gpt2's 768, an odd row, a short one); in place or not */
 #define LNORM(dd, nt, inplace) {.op = HL_OP_LAYER_NORM, .d = dd, .n = nt, .variant = inplace, .max_nmse = 1e-6}
+#define LNORM_NO_BIAS(dd, nt, inplace) \
+    {.op = HL_OP_LAYER_NORM, .d = dd, .n = nt, .variant = inplace, .no_bias = true, .max_nmse = 1e-6}
 #define ROPE(m, rot, ff)                                                                                           \
     {.op = HL_OP_ROPE, .n_head = 3, .head_dim = 64, .n = 5, .pos0 = 37, .n_rot = rot, .mode = HL_ROPE_##m, \
      .variant = ff, .max_nmse = 1e-5}
@@ -118,6 +122,11 @@ typedef struct op_case {
     {.op = HL_OP_ATTENTION, .type = GGML_TYPE_##tk, .type_v = GGML_TYPE_##tv, .n_head = h, .n_head_kv = hkv,       \
      .head_dim = hd, .n = nt, .pos0 = p0, .n_swa = swa, .split = sp, .pos1 = p1, .n_ctx = ctx, .max_nmse = 5e-4,  \
      .max_abs = GGML_TYPE_##tv == GGML_TYPE_BF16 ? ATTN_KV_BF16_MAX_ABS : ATTN_MAX_ABS}
+/* ALiBi (max_bias 8, bloom's; 4, 0.5) over head counts that are no power of two (6, 12: ggml's second run of
+ * slopes), MHA, GQA and MQA, short and long spans, two sequences */
+#define ATTN_ALIBI(h, hkv, hd, nt, p0, sp, p1, ctx, mb)                                                              \
+    {.op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, \
+     .split = sp, .pos1 = p1, .n_ctx = ctx, .max_bias = mb, .max_nmse = 5e-4, .max_abs = ATTN_MAX_ABS}
 #define EW(o, v) {.op = HL_OP_##o, .d = 1003, .n = 3, .variant = v, .max_nmse = 1e-5}
 /* ffn_down's shape: rows of n_ff = 1536, whole blocks of every type */
 #define PERF_MM(t, nt) {.op = HL_OP_MATMUL, .type = GGML_TYPE_##t, .d = 1536, .rows = 576, .n = nt, .perf = true, .max_nmse = 5e-4}
@@ -135,6 +144,7 @@ static const op_case cases[] = {
     MM(Q8_0, 4608, 1), MM(Q4_K, 4608, 1), MM(Q6_K, 4608, 5),
     NORM(579, 1, 3, false), NORM(579, 1, 3, true), NORM(64, 5, 3, false), NORM(64, 5, 3, true), NORM(1000, 1, 1, false),
     LNORM(579, 3, false), LNORM(579, 3, true), LNORM(768, 5, false), LNORM(40, 1, true), LNORM(1000, 1, false),
+    LNORM_NO_BIAS(579, 3, false), LNORM_NO_BIAS(40, 2, true),
     ROPE(NORMAL, 32, false), ROPE(NORMAL, 32, true), ROPE(NORMAL, 64, false), ROPE(NORMAL, 64, true),
     ROPE(NEOX, 32, false), ROPE(NEOX, 32, true), ROPE(NEOX, 64, false), ROPE(NEOX, 64, true),
     ROPE_YARN(NORMAL, 64, false, 37), ROPE_YARN(NORMAL, 64, true, 9000), ROPE_YARN(NEOX, 64, false, 9000),
@@ -161,6 +171,12 @@ static const op_case cases[] = {
     ATTN_LONG(72, 1, 16, 3, 300, 0, 0, 0), ATTN_LONG(9, 3, 64, 30, 0, 0, 20, 700), ATTN_LONG(14, 2, 64, 3, 400, 0, 1, 800),
     ATTN_LONG(6, 3, 64, 50, 130, 100, 25, 600),
     ATTN_LONG(24, 1, 96, 1, 1000, 0, 0, 0), ATTN_LONG(2, 1, 512, 1, 900, 300, 0, 0),
+    /* n_head, n_head_kv, head_dim, tokens, pos0, split, pos1, cache rows, max_bias */
+    ATTN_ALIBI(6, 6, 64, 1, 70, 0, 0, 96, 8.0f), ATTN_ALIBI(6, 2, 64, 5, 37, 0, 0, 96, 8.0f),
+    ATTN_ALIBI(12, 12, 32, 7, 20, 0, 0, 96, 8.0f), ATTN_ALIBI(12, 1, 64, 3, 61, 0, 0, 96, 4.0f),
+    ATTN_ALIBI(6, 3, 64, 6, 0, 5, 44, 96, 8.0f), ATTN_ALIBI(5, 5, 80, 9, 0, 0, 0, 96, 0.5f),
+    ATTN_ALIBI(12, 4, 64, 1, 1000, 0, 0, MAX_CTX, 8.0f), ATTN_ALIBI(6, 2, 64, 40, 500, 0, 0, MAX_CTX, 8.0f),
+    ATTN_ALIBI(12, 12, 64, 30, 0, 20, 700, MAX_CTX, 8.0f),
     /* KV cache types: K, V, then as ATTN; short and long spans, a window, two sequences, decode at depth */
     ATTN_KV(Q8_0, Q8_0, 6, 2, 64, 5, 37, 0, 0, 0, 96), ATTN_KV(Q4_0, Q4_0, 6, 2, 64, 5, 37, 0, 0, 0, 96),
     ATTN_KV(BF16, BF16, 6, 2, 64, 5, 37, 0, 0, 0, 96), ATTN_KV(Q8_0, F16, 6, 2, 64, 1, 70, 0, 0, 0, 96),
@@ -172,6 +188,7 @@ static const op_case cases[] = {
     SHIFT_KV(BF16, NEOX, 1, 128, 128, 3, 90, -1), SHIFT_KV(Q8_0, NEOX, 3, 64, 32, 17, 5, 1000),
     STORE_KV(Q8_0, 2, 64, 5, 37), STORE_KV(Q4_0, 3, 64, 7, 20), STORE_KV(BF16, 1, 128, 3, 61),
     EW(SWIGLU, false), EW(GEGLU, false), EW(GELU, false), EW(ADD, false), EW(ADD, true), EW(SCALE, false),
+    EW(CLAMP, false),
     /* perf: SmolLM2-135M's shapes (n_embd 576, n_ff 1536, 9 heads of 64, 3 KV heads) */
     PERF_MM(F16, 1), PERF_MM(Q8_0, 1), PERF_MM(Q4_1, 1), PERF_MM(Q4_K, 1), PERF_MM(Q6_K, 1),
     /* prompts: every weight type at 512 tokens, and where the prompt path starts to pay (8 .. 64 tokens) */
@@ -205,8 +222,8 @@ static void label_of(const op_case *c, char *buf, size_t size) {
                  (long long)c->n, c->variant ? " in place" : "");
         break;
     case HL_OP_LAYER_NORM:
-        snprintf(buf, size, "layer_norm d=%lld n=%lld%s", (long long)c->d, (long long)c->n,
-                 c->variant ? " in place" : "");
+        snprintf(buf, size, "layer_norm d=%lld n=%lld%s%s", (long long)c->d, (long long)c->n,
+                 c->variant ? " in place" : "", c->no_bias ? " no bias" : "");
         break;
     case HL_OP_ROPE:
         snprintf(buf, size, "rope %s n_rot=%d h=%d hd=%d n=%lld pos0=%d%s%s", c->mode == HL_ROPE_NEOX ? "neox" : "normal",
@@ -223,12 +240,15 @@ static void label_of(const op_case *c, char *buf, size_t size) {
         snprintf(buf, size, "store_rows %s kv_dim=%d n=%lld pos0=%d", type, (int)(c->n_head_kv * c->head_dim),
                  (long long)c->n, (int)c->pos0);
         break;
-    case HL_OP_ATTENTION:
-        snprintf(buf, size, "attention %s/%s h=%d/%d hd=%d n=%lld pos0=%d swa=%d seq1=[%d..) at %d", type,
+    case HL_OP_ATTENTION: {
+        char alibi[32] = "";
+        if (c->max_bias > 0.0f) snprintf(alibi, sizeof alibi, " alibi %g", (double)c->max_bias);
+        snprintf(buf, size, "attention %s/%s h=%d/%d hd=%d n=%lld pos0=%d swa=%d seq1=[%d..) at %d%s", type,
                  hl_ggml_type_get(c->type_v ? c->type_v : c->type)->name, (int)c->n_head,
                  (int)c->n_head_kv, (int)c->head_dim, (long long)c->n, (int)c->pos0, (int)c->n_swa, (int)c->split,
-                 (int)c->pos1);
+                 (int)c->pos1, alibi);
         break;
+    }
     default:
         snprintf(buf, size, "%s%s {%lld, %lld}", hl_op_name(c->op), c->op == HL_OP_ADD && c->variant ? " bias" : "",
                  (long long)c->d, (long long)c->n);
@@ -346,6 +366,7 @@ static void prepare(const op_case *c, size_t index, prep *p) {
         add_arg(p, shape_of(f32, c->d, c->variant ? 1 : c->n), random_rows(f32, c->d, c->variant ? 1 : c->n, 2.0f));
         break;
     case HL_OP_SCALE:
+    case HL_OP_CLAMP:
     case HL_OP_GELU: add_arg(p, shape_of(f32, c->d, c->n), random_rows(f32, c->d, c->n, 4.0f)); break;
     default: break;
     }
@@ -426,7 +447,7 @@ static void teardown(inst *in) {
 static hl_attn_args attn_of(const op_case *c, inst *in) {
     return (hl_attn_args){.q = &in->t[0], .k_cache = &in->t[1], .v_cache = &in->t[2], .out = &in->t[3],
                           .n_head = c->n_head, .n_head_kv = c->n_head_kv, .head_dim = c->head_dim, .n_swa = c->n_swa,
-                          .scale = 1.0f / sqrtf((float)c->head_dim)};
+                          .scale = 1.0f / sqrtf((float)c->head_dim), .max_bias = c->max_bias};
 }
 
 static hearth_status run_op(const op_case *c, const prep *p, inst *in) {
@@ -435,7 +456,7 @@ static hearth_status run_op(const op_case *c, const prep *p, inst *in) {
     switch (c->op) {
     case HL_OP_GET_ROWS: return hl_get_rows(b, &t[0], p->ids, &t[1]);
     case HL_OP_RMS_NORM: return hl_rms_norm(b, &t[0], &t[1], 1e-5f, &t[2]);
-    case HL_OP_LAYER_NORM: return hl_layer_norm(b, &t[0], &t[1], &t[2], 1e-5f, &t[3]);
+    case HL_OP_LAYER_NORM: return hl_layer_norm(b, &t[0], &t[1], c->no_bias ? NULL : &t[2], 1e-5f, &t[3]);
     case HL_OP_MATMUL: return hl_matmul(b, &t[0], &t[1], &t[2]);
     case HL_OP_ROPE: return hl_rope(b, &t[0], c->n_head, &p->rope, c->variant ? &t[1] : NULL);
     case HL_OP_ROPE_SHIFT:
@@ -450,6 +471,7 @@ static hearth_status run_op(const op_case *c, const prep *p, inst *in) {
     case HL_OP_GELU: return hl_gelu(b, &t[0]);
     case HL_OP_ADD: return hl_add(b, &t[0], &t[1]);
     case HL_OP_SCALE: return hl_scale(b, &t[0], -1.25f);
+    case HL_OP_CLAMP: return hl_clamp(b, &t[0], -1.5f, 2.25f); /* inputs in [-4, 4): both bounds bite */
     default: return hl_fail(HEARTH_ERR_INVALID_ARG, "no runner for op %d", (int)c->op);
     }
 }

@@ -30,6 +30,7 @@ static const char *const op_tensors[HL_OP_COUNT][HL_OP_MAX_TENSORS] = {
     [HL_OP_STORE_ROWS] = {"src", "cache"},   [HL_OP_ATTENTION] = {"q", "k_cache", "v_cache", "out"},
     [HL_OP_SWIGLU] = {"gate", "up"},         [HL_OP_GEGLU] = {"gate", "up"},
     [HL_OP_ADD] = {"x", "y"},                [HL_OP_SCALE] = {"x"},
+    [HL_OP_CLAMP] = {"x"},
 };
 
 const char *hl_op_name(hl_op op) { return (unsigned)op < HL_OP_COUNT ? op_names[op] : NULL; }

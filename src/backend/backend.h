@@ -120,7 +120,25 @@ typedef struct hl_attn_args {
     int32_t n_swa;            /* sliding window: query at position p sees keys at
                                  positions > p - n_swa; 0 = the whole causal past */
     float scale;              /* usually 1/sqrt(head_dim) */
+    float max_bias;           /* ALiBi (hl_alibi_slope): > 0 adds slope(h) * -(p - j) to the
+                                 score of a query at position p for the key at position j;
+                                 0 = none */
 } hl_attn_args;
+
+/* ALiBi's slope of query head h of n_head (Press, Smith & Lewis 2022,
+ * arXiv:2108.12409) as ggml computes it (ggml-cpu ops.cpp soft_max and
+ * flash_attn_ext): with n = the largest power of two <= n_head, m0 =
+ * 2^(-max_bias / n) and m1 = 2^(-max_bias / 2 / n), head h < n has m0^(h+1)
+ * and the others m1^(2 (h - n) + 1), the heads a power-of-two count leaves
+ * out interleaved between the first ones' slopes. llama.cpp's mask holds
+ * -|p - j| (llama-kv-cache.cpp set_input_kq_mask with use_alibi), times this
+ * slope. 1 when max_bias is 0 (unused then). */
+static inline float hl_alibi_slope(int32_t n_head, float max_bias, int32_t h) {
+    if (max_bias <= 0.0f) return 1.0f;
+    const uint32_t n_log2 = 1u << (uint32_t)floor(log2((double)n_head));
+    const float m0 = powf(2.0f, -max_bias / (float)n_log2), m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n_log2);
+    return (uint32_t)h < n_log2 ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * ((uint32_t)h - n_log2) + 1));
+}
 
 /* The ops of the interface, with the tensors each one takes in the order of
  * its slot's arguments (hl_op_desc.t): supports_op is asked about them,
@@ -138,7 +156,8 @@ typedef struct hl_attn_args {
     X(GEGLU, geglu)           /* gate, up */                  \
     X(GELU, gelu)             /* x */                         \
     X(ADD, add)               /* x, y */                      \
-    X(SCALE, scale)           /* x */
+    X(SCALE, scale)           /* x */                         \
+    X(CLAMP, clamp)           /* x */
 
 typedef enum hl_op {
 #define HL_OP_ENUM(id, name) HL_OP_##id,
@@ -199,8 +218,8 @@ typedef struct hl_backend_i {
     /* y = (x - mean(x)) / sqrt(var(x) + eps) * w + bias over each row of
      * d = w->ne[0] elements, var the mean of (x - mean)^2 (LayerNorm, Ba et
      * al. 2016, arXiv:1607.06450; ggml_norm then ggml_mul and ggml_add, as
-     * llama.cpp's build_norm LLM_NORM); x, y F32 {d, n}; w, bias F32 {d};
-     * y may alias x */
+     * llama.cpp's build_norm LLM_NORM); x, y F32 {d, n}; w, bias F32 {d},
+     * bias NULL for none (mpt's: norm times w only); y may alias x */
     void (*layer_norm)(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias, float eps,
                        hl_tensor *y);
     /* y {d_out, n} F32 = x {d_in, n} F32 times w {d_in, d_out}^T (any supported type) */
@@ -234,6 +253,9 @@ typedef struct hl_backend_i {
     void (*add)(hl_backend *b, hl_tensor *x, const hl_tensor *y);
     /* x *= s, F32 */
     void (*scale)(hl_backend *b, hl_tensor *x, float s);
+    /* x = min(max(x, lo), hi) in place, F32 (ggml_clamp: mpt's clamp_kqv on
+     * the q, k and v projections, [-c, c]) */
+    void (*clamp)(hl_backend *b, hl_tensor *x, float lo, float hi);
     /* Whether this backend runs `op` with the types and shapes of its
      * tensors: the weight, table and cache types it has kernels for, head
      * sizes, rope modes. What an instance was sized for (tokens, row

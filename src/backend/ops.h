@@ -117,9 +117,10 @@ static inline hearth_status hl_rms_norm(hl_backend *b, const hl_tensor *x, const
 static inline hearth_status hl_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias,
                                           float eps, hl_tensor *y) {
     const hl_op_desc d = {.op = HL_OP_LAYER_NORM, .t = {x, w, bias, y}};
-    if (!hl_is_f32_mat(x) || !hl_is_f32_mat(w) || !hl_is_f32_mat(bias) || !hl_is_f32_mat(y) || w->ne[1] != 1 ||
-        !hl_same_shape(w, bias) || x->ne[0] != w->ne[0] || !hl_same_shape(x, y))
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "x, w, b, y must be F32, w and b {d}, x and y {d, n}");
+    if (!hl_is_f32_mat(x) || !hl_is_f32_mat(w) || (bias && (!hl_is_f32_mat(bias) || !hl_same_shape(w, bias))) ||
+        !hl_is_f32_mat(y) || w->ne[1] != 1 || x->ne[0] != w->ne[0] || !hl_same_shape(x, y))
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "x, w, b, y must be F32, w and b {d} (b may be absent), x "
+                            "and y {d, n}");
     HL_TRY(hl_check_tokens(b, &d, x->ne[1], false));
     HL_TRY(hl_check_supported(b, &d));
     b->iface->layer_norm(b, x, w, bias, eps, y);
@@ -185,10 +186,10 @@ static inline hearth_status hl_attention(hl_backend *b, const hl_attn_args *a) {
     const int64_t q_dim = (int64_t)a->n_head * a->head_dim, kv_dim = (int64_t)a->n_head_kv * a->head_dim;
     if (!hl_is_f32_mat(a->q) || !hl_is_f32_mat(a->out) || !hl_same_shape(a->q, a->out) || !hl_is_mat(a->k_cache) ||
         a->n_head_kv < 1 || a->head_dim < 1 || a->n_head % a->n_head_kv || a->q->ne[0] != q_dim ||
-        a->k_cache->ne[0] != kv_dim || !hl_same_shape(a->k_cache, a->v_cache) || a->n_swa < 0)
+        a->k_cache->ne[0] != kv_dim || !hl_same_shape(a->k_cache, a->v_cache) || a->n_swa < 0 || !(a->max_bias >= 0.0f))
         return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "q and out must be F32 {n_head * head_dim, n}, the caches "
                             "alike {n_head_kv * head_dim, n_ctx}, n_head a multiple of n_head_kv (n_head %d, n_head_kv "
-                            "%d, head_dim %d)", (int)a->n_head, (int)a->n_head_kv, (int)a->head_dim);
+                            "%d, head_dim %d), n_swa and max_bias >= 0", (int)a->n_head, (int)a->n_head_kv, (int)a->head_dim);
     HL_TRY(hl_check_tokens(b, &d, a->q->ne[1], true));
     HL_TRY(hl_check_cells(b, &d, a->k_cache));
     if (b->pass.span > b->limits.max_span)
@@ -243,6 +244,17 @@ static inline hearth_status hl_scale(hl_backend *b, hl_tensor *x, float s) {
     HL_TRY(hl_check_tokens(b, &d, x->ne[1], false));
     HL_TRY(hl_check_supported(b, &d));
     b->iface->scale(b, x, s);
+    return HEARTH_OK;
+}
+
+static inline hearth_status hl_clamp(hl_backend *b, hl_tensor *x, float lo, float hi) {
+    const hl_op_desc d = {.op = HL_OP_CLAMP, .t = {x}};
+    if (!hl_is_f32_mat(x) || !(lo <= hi))
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "x must be F32 and lo <= hi (here %g, %g)", (double)lo,
+                            (double)hi);
+    HL_TRY(hl_check_tokens(b, &d, x->ne[1], false));
+    HL_TRY(hl_check_supported(b, &d));
+    b->iface->clamp(b, x, lo, hi);
     return HEARTH_OK;
 }
 

@@ -13,7 +13,8 @@
  * score the type's vec_dot kernel (keys read as stored, block by block);
  * the probabilities rounded to the value type's vec-dot type and summed
  * over value rows converted to F32 one at a time. Layers with a sliding
- * window mask the positions that fell out of it.
+ * window mask the positions that fell out of it; ALiBi (max_bias > 0) adds
+ * its per-head linear bias to the scaled scores.
  *
  * A token reads only its own sequence's cells (from its row0 on), and its
  * dot products take the order llama.cpp takes for a batch of that
@@ -48,11 +49,13 @@ static hl_attn_order pv_order(const hl_attn_args *a, int32_t run) {
     return run > 1 && a->head_dim % 4 == 0 ? HL_ATTN_TINYBLAS : HL_ATTN_VEC_DOT;
 }
 
-/* scores[j - j0] = scale * (K_j . q) for j0 <= j < span, -inf for the
- * positions before `first` (outside the sliding window); returns the
- * maximum. */
+/* scores[j - j0] = scale * (K_j . q) + slope * (j - p) for j0 <= j < span
+ * (p = span - 1, the query's position; slope 0 without ALiBi: ggml's
+ * soft_max adds slope * mask after scaling, the F32 mask holding -|p - j|),
+ * -inf for the positions before `first` (outside the sliding window);
+ * returns the maximum. */
 static float kq_scores(const attn_task *t, int64_t tok, const hl_half *q16, int32_t kvh, int64_t j0, int64_t first,
-                       int64_t span, float *scores) {
+                       int64_t span, float slope, float *scores) {
     const hl_attn_args *a = t->a;
     const int32_t hd = a->head_dim;
     const hl_attn_order order = kq_order(a, t->run[tok]);
@@ -66,6 +69,7 @@ static float kq_scores(const attn_task *t, int64_t tok, const hl_half *q16, int3
         if (t->k_ops) t->k_ops->vec_dot(hd, &s, k + (size_t)j * k_stride, q16);
         else s = t->k->dot_f16(hd, (const hl_half *)(k + (size_t)j * k_stride), q16, order);
         s *= a->scale;
+        if (slope != 0.0f) s += slope * (float)(j - (span - 1));
         scores[j - j0] = s;
         max = s > max ? s : max;
     }
@@ -115,7 +119,8 @@ static void attend_one(const attn_task *t, int64_t tok, int32_t h, float *scores
     _Alignas(64) hl_half q16[HL_KERNELS_MAX_HEAD_DIM];
     if (t->k_ops) t->k_ops->act_from_float(q, q16, hd);
     else for (int32_t i = 0; i < hd; i++) q16[i] = hl_fp32_to_fp16(q[i]);
-    const float max = kq_scores(t, tok, q16, kvh, j0, first, span, scores);
+    const float slope = a->max_bias > 0.0f ? hl_alibi_slope(a->n_head, a->max_bias, h) : 0.0f;
+    const float max = kq_scores(t, tok, q16, kvh, j0, first, span, slope, scores);
     /* ggml_compute_forward_soft_max_f32: 1/sum in double, rounded to float */
     const float inv = (float)(1.0 / t->k->softmax_exp(n, scores, max));
 

@@ -160,6 +160,7 @@ static const hl_backend_i cpu_iface = {
     .gelu = hl_cpu_gelu,
     .add = hl_cpu_add,
     .scale = hl_cpu_scale,
+    .clamp = hl_cpu_clamp,
     .supports_op = cpu_supports_op,
     .synchronize = cpu_synchronize,
 };

@@ -17,7 +17,8 @@
  * order rather than its integer sums per block. Tiles no query of the
  * block sees (before a sliding window, after the last position) are never
  * read; the keys a query does not see within a read tile (its causal or
- * window edge) get probability 0.
+ * window edge) get probability 0. ALiBi (max_bias > 0) adds its per-head
+ * linear bias to the scaled scores of the keys a query sees.
  *
  * A row's keys are cut at fixed positions: chunks of FA_CHUNK cells, tiles
  * of FA_TILE, counted from its sequence's first cell. Within a chunk the
@@ -118,9 +119,6 @@ size_t hl_cpu_flash_ws_floats(void) {
     return 3 * FA_ROWS * hd + FA_ROWS * FA_TILE + 2 * FA_TILE * hd + 5 * FA_ROWS;
 }
 
-/* Reads the cells [klo, khi) of one chunk for rows [0, rows) of a task
- * (their queries in w->q): leaves the chunk's mc, lc (0 for a row that sees
- * none of them) and unnormalized oc. Tiles start at multiples of FA_TILE. */
 /* dst [n_pad][hd_pad] = the n cache rows at src, stride bytes apart, as
  * floats, zero past them (flash_kernels.h load_tile, any cache type). */
 static void load_rows(const fa_call *f, uint32_t type, int32_t n, int32_t n_pad, const uint8_t *src, size_t stride,
@@ -142,8 +140,20 @@ static void load_rows(const fa_call *f, uint32_t type, int32_t n, int32_t n_pad,
     }
 }
 
-static void read_chunk(const fa_call *f, int32_t t0, int32_t nh, int32_t rows, int32_t kvh, int64_t klo, int64_t khi,
-                       const fa_ws *w) {
+/* ALiBi: s[j] += slope(h) * -(p - (j0 + j)) for the keys [lo, hi) of the
+ * tile that token t (position p) sees with head h; llama.cpp's flash
+ * attention adds the slope times its F16 mask, so the distance goes through
+ * F16 (exact up to 2048). */
+static void alibi(const fa_call *f, int32_t t, int32_t h, int64_t j0, int64_t lo, int64_t hi, float *s) {
+    const float slope = hl_alibi_slope(f->a->n_head, f->a->max_bias, h);
+    for (int64_t j = lo; j < hi; j++) s[j] += slope * hl_fp16_to_fp32(hl_fp32_to_fp16((float)(j0 + j - f->pos[t])));
+}
+
+/* Reads the cells [klo, khi) of one chunk for rows [0, rows) of a task
+ * (tokens from t0, heads from h0; their queries in w->q): leaves the chunk's mc, lc (0 for a row that sees
+ * none of them) and unnormalized oc. Tiles start at multiples of FA_TILE. */
+static void read_chunk(const fa_call *f, int32_t t0, int32_t h0, int32_t nh, int32_t rows, int32_t kvh, int64_t klo,
+                       int64_t khi, const fa_ws *w) {
     const hl_attn_args *a = f->a;
     const int32_t hd = a->head_dim, hd_pad = f->hd_pad, rows_pad = (rows + 1) & ~1;
     const uint32_t k_type = a->k_cache->type, v_type = a->v_cache->type;
@@ -179,6 +189,7 @@ static void read_chunk(const fa_call *f, int32_t t0, int32_t nh, int32_t rows, i
             }
             for (int64_t j = 0; j < lo; j++) sr[j] = -INFINITY;
             for (int64_t j = hi; j < nk_pad; j++) sr[j] = -INFINITY;
+            if (a->max_bias > 0.0f) alibi(f, t0 + r / nh, h0 + r % nh, j0, lo, hi, sr);
             w->c[r] = f->k->softmax(nk_pad, sr, &w->mc[r], &w->lc[r]);
         }
         load_rows(f, v_type, nk, nk_pad, vbase + (size_t)j0 * v_stride, v_stride, w->vt);
@@ -271,7 +282,7 @@ static void run_item(fa_call *f, float *base, int64_t item) {
     clear_rows(rows, hd_pad, w.m, w.l, w.o);
     for (int64_t ch = c0; ch < c1; ch++) {
         const int64_t cs = (c_first + ch) * FA_CHUNK;
-        read_chunk(f, t0, nh, rows, kvh, lo > cs ? lo : cs, hi < cs + FA_CHUNK ? hi : cs + FA_CHUNK, &w);
+        read_chunk(f, t0, h0, nh, rows, kvh, lo > cs ? lo : cs, hi < cs + FA_CHUNK ? hi : cs + FA_CHUNK, &w);
         if (f->n_split == 1) merge(rows, hd_pad, w.m, w.l, w.o, w.mc, w.lc, w.oc);
         else put_slot(f->partial + ((size_t)task * f->n_chunks + ch) * f->slot, rows, hd_pad, &w);
     }

@@ -72,6 +72,7 @@ void hl_cpu_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_cpu_gelu(hl_backend *b, hl_tensor *x);
 void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cpu_scale(hl_backend *b, hl_tensor *x, float s);
+void hl_cpu_clamp(hl_backend *b, hl_tensor *x, float lo, float hi);
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
 void hl_cpu_attention(hl_backend *b, const hl_attn_args *args);
 void hl_cpu_flash_attention(hl_backend *b, const hl_attn_args *args);

@@ -1,8 +1,9 @@
 /* CPU element-wise and row ops: embedding lookup, RMSNorm, LayerNorm, RoPE,
- * KV-cache stores, SwiGLU, GeGLU, GELU, residual and bias add, scale. Each op splits its rows over the thread pool
- * when there is enough work to pay for the hand-off. Formulas follow llama.cpp
- * (ggml-cpu/ops.cpp) rounding for rounding, so that results are its bits (see
- * vec_dot.h for why that matters). */
+ * KV-cache stores, SwiGLU, GeGLU, GELU, residual and bias add, scale, clamp.
+ * Each op splits its rows over the thread pool when there is enough work to
+ * pay for the hand-off. Formulas follow llama.cpp (ggml-cpu/ops.cpp)
+ * rounding for rounding, so that results are its bits (see vec_dot.h for
+ * why that matters). */
 #include <math.h>
 #include <pthread.h>
 
@@ -87,7 +88,7 @@ typedef struct layer_norm_task {
 static void layer_norm_run(void *arg, int ith, int nth) {
     layer_norm_task *t = arg;
     const int64_t d = t->w->ne[0];
-    const float *w = t->w->data, *bias = t->bias->data;
+    const float *w = t->w->data, *bias = t->bias ? t->bias->data : NULL;
     long long r0, r1;
     hl_split(t->x->ne[1], ith, nth, &r0, &r1);
     for (long long r = r0; r < r1; r++) {
@@ -110,7 +111,8 @@ static void layer_norm_run(void *arg, int ith, int nth) {
             sq += (double)(c * c);
         }
         const float scale = 1.0f / sqrtf((float)(sq / (double)d) + t->eps);
-        for (int64_t i = 0; i < d; i++) y[i] = y[i] * scale * w[i] + bias[i];
+        if (bias) for (int64_t i = 0; i < d; i++) y[i] = y[i] * scale * w[i] + bias[i];
+        else for (int64_t i = 0; i < d; i++) y[i] = y[i] * scale * w[i];
     }
 }
 
@@ -248,13 +250,13 @@ void hl_cpu_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache) {
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(src)), store_rows_run, &t);
 }
 
-/* ---- element-wise: swiglu, geglu, add, scale */
+/* ---- element-wise: swiglu, geglu, add, scale, clamp */
 
 typedef struct binary_task {
     float *x;
     const float *y;
     int64_t n, y_n; /* y repeats every y_n elements (a bias) or y_n == n */
-    float s;
+    float s, hi;    /* scale's factor; clamp's bounds [s, hi] */
 } binary_task;
 
 /* silu(gate) * up row by row, as ggml_vec_swiglu_f32 is applied per row:
@@ -327,6 +329,17 @@ static void scale_run(void *arg, int ith, int nth) {
     for (long long i = i0; i < i1; i++) t->x[i] *= t->s;
 }
 
+/* ggml_compute_forward_clamp_f32: max(min(x, hi), lo) */
+static void clamp_run(void *arg, int ith, int nth) {
+    binary_task *t = arg;
+    long long i0, i1;
+    hl_split(t->n, ith, nth, &i0, &i1);
+    for (long long i = i0; i < i1; i++) {
+        const float v = t->x[i] < t->hi ? t->x[i] : t->hi;
+        t->x[i] = v > t->s ? v : t->s;
+    }
+}
+
 void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
     const int64_t n = hl_tensor_nelements(gate);
     swiglu_task t = {gate->data, up->data, gate->ne[0], n / gate->ne[0], hl_cpu_kernels_for(b)};
@@ -342,16 +355,21 @@ void hl_cpu_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
 
 void hl_cpu_gelu(hl_backend *b, hl_tensor *x) {
     pthread_once(&gelu_once, gelu_table_init);
-    binary_task t = {x->data, NULL, hl_tensor_nelements(x), 0, 0.0f};
+    binary_task t = {x->data, NULL, hl_tensor_nelements(x), 0, 0.0f, 0.0f};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, t.n), gelu_run, &t);
 }
 
 void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y) {
-    binary_task t = {x->data, y->data, hl_tensor_nelements(x), hl_tensor_nelements(y), 0.0f};
+    binary_task t = {x->data, y->data, hl_tensor_nelements(x), hl_tensor_nelements(y), 0.0f, 0.0f};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, t.n), add_run, &t);
 }
 
 void hl_cpu_scale(hl_backend *b, hl_tensor *x, float s) {
-    binary_task t = {x->data, NULL, hl_tensor_nelements(x), 0, s};
+    binary_task t = {x->data, NULL, hl_tensor_nelements(x), 0, s, 0.0f};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, t.n), scale_run, &t);
+}
+
+void hl_cpu_clamp(hl_backend *b, hl_tensor *x, float lo, float hi) {
+    binary_task t = {x->data, NULL, hl_tensor_nelements(x), 0, lo, hi};
+    hl_pool_run(cpu_of(b)->pool, threads_for(b, t.n), clamp_run, &t);
 }

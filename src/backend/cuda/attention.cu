@@ -15,7 +15,9 @@
 //
 // Query token t sits at position p = pos[t] of the sequence whose cells start
 // at row row0[t], and sees that sequence's positions [lo, p]: lo = 0, or
-// p - n_swa + 1 with a sliding window; split s of S takes the s-th of S
+// p - n_swa + 1 with a sliding window; with max_bias > 0, ALiBi adds
+// slope(h) * -(p - j) to the score of position j (backend.h hl_alibi_slope:
+// ggml's m0/m1 rule); split s of S takes the s-th of S
 // equal parts of [lo, p]. Positions come from device memory (cuda_pos,
 // cuda_row0), and the grid (the number of splits) depends only on the
 // cache's size, the token count and the instance's scratch, so a recorded
@@ -78,7 +80,8 @@ static __device__ __forceinline__ float dot8(const float *q, const float *f) {
 static __global__ void __launch_bounds__(ATT_THREADS, 4)
 attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, const hl_half *__restrict__ v,
                 float *__restrict__ out, float2 *__restrict__ part_ml, float *__restrict__ part_o, int n_head,
-                int n_head_kv, int hd, const int32_t *pos_of, const int32_t *row0_of, int n_swa, float scale) {
+                int n_head_kv, int hd, const int32_t *pos_of, const int32_t *row0_of, int n_swa, float scale,
+                float max_bias) {
     extern __shared__ float4 smem4[];
     const int G = n_head / n_head_kv, nch = hd / 8;
     float *q_s = (float *)smem4;      // [G][hd] the queries, times scale
@@ -100,6 +103,9 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
     const float *qt = q + t * q_dim + (int64_t)kh * G * hd; // the group's heads are consecutive
 
     for (int i = tid; i < G * hd; i += ATT_THREADS) q_s[i] = qt[i] * scale;
+    int nl2 = 1; // ALiBi: the largest power of two <= n_head
+    while (nl2 * 2 <= n_head) nl2 *= 2;
+    const float m0 = powf(2.0f, -max_bias / (float)nl2), m1 = powf(2.0f, -(max_bias / 2.0f) / (float)nl2);
     for (int g = tid; g < G; g += ATT_THREADS) m_s[g] = -INFINITY, l_s[g] = 0.0f;
     float acc[2][8] = {}; // outputs (head, chunk of 8 dims) it = it0 and it0 + ATT_THREADS, it = g * nch + chunk
     __syncthreads();
@@ -127,10 +133,15 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
             }
         }
         __syncthreads();
-        // online softmax: a warp per head, two keys per lane
+        // online softmax: a warp per head, two keys per lane (ALiBi's bias added here)
         for (int g = warp; g < G; g += ATT_WARPS) {
             float *sg = s_s + g * ATT_TILE;
-            const float a = lane < n ? sg[lane] : -INFINITY, b = lane + 32 < n ? sg[lane + 32] : -INFINITY;
+            const int h = kh * G + g;
+            const float slope = max_bias <= 0.0f ? 0.0f
+                                : h < nl2        ? powf(m0, (float)(h + 1))
+                                                 : powf(m1, (float)(2 * (h - nl2) + 1));
+            const float a = lane < n ? sg[lane] + slope * (float)(j0 + lane - pos) : -INFINITY;
+            const float b = lane + 32 < n ? sg[lane + 32] + slope * (float)(j0 + lane + 32 - pos) : -INFINITY;
             float mx = fmaxf(a, b);
             for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
             const float m_old = m_s[g], m_new = fmaxf(m_old, mx); // finite: the tile has a key
@@ -297,7 +308,7 @@ void hl_cuda_attention(hl_backend *b, const hl_attn_args *a) {
                       cu->stream>>>((const float *)a->q->data, (const hl_half *)a->k_cache->data,
                                     (const hl_half *)a->v_cache->data, (float *)a->out->data, part_ml, part_o,
                                     a->n_head, a->n_head_kv, a->head_dim, cuda_pos(cu), cuda_row0(cu), a->n_swa,
-                                    a->scale);
+                                    a->scale, a->max_bias);
     if (!CU_LAUNCHED(cu) || ns == 1) return;
     attention_reduce<<<dim3((unsigned)a->n_head, (unsigned)tokens), ATT_THREADS, 0, cu->stream>>>(
         part_ml, part_o, (float *)a->out->data, a->n_head, a->head_dim, ns);

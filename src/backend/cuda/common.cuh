@@ -99,6 +99,7 @@ void hl_cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_cuda_gelu(hl_backend *b, hl_tensor *x);
 void hl_cuda_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cuda_scale(hl_backend *b, hl_tensor *x, float s);
+void hl_cuda_clamp(hl_backend *b, hl_tensor *x, float lo, float hi);
 
 // What the kernels handle, for supports_op (device.cu) and the ops' own
 // refusals: the one place each answer is written.

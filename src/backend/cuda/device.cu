@@ -247,6 +247,7 @@ static const hl_backend_i cuda_iface = {
     .gelu = hl_cuda_gelu,
     .add = hl_cuda_add,
     .scale = hl_cuda_scale,
+    .clamp = hl_cuda_clamp,
     .supports_op = cuda_supports_op,
     .synchronize = cuda_synchronize,
     .graph_run = cuda_graph_run,

@@ -1,5 +1,6 @@
 // Element-wise ops on F32 tensors, one thread per element: SwiGLU and GeGLU
-// gates, GELU, the residual add (with a broadcast bias), and scaling.
+// gates, GELU, the residual add (with a broadcast bias), scaling and
+// clamping.
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
@@ -38,6 +39,12 @@ static __global__ void add_kernel(float *x, const float *__restrict__ y, int64_t
 static __global__ void scale_kernel(float *x, float s, int64_t n) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] *= s;
+}
+
+// x = max(min(x, hi), lo), as ggml_clamp
+static __global__ void clamp_kernel(float *x, float lo, float hi, int64_t n) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = fmaxf(fminf(x[i], hi), lo);
 }
 
 void hl_cuda_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
@@ -80,5 +87,13 @@ void hl_cuda_scale(hl_backend *b, hl_tensor *x, float s) {
     if (!hl_cuda_enter(cu)) return;
     const int64_t n = hl_tensor_nelements(x);
     scale_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cu->stream>>>((float *)x->data, s, n);
+    CU_LAUNCHED(cu);
+}
+
+void hl_cuda_clamp(hl_backend *b, hl_tensor *x, float lo, float hi) {
+    hl_cuda *cu = cuda_of(b);
+    if (!hl_cuda_enter(cu)) return;
+    const int64_t n = hl_tensor_nelements(x);
+    clamp_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cu->stream>>>((float *)x->data, lo, hi, n);
     CU_LAUNCHED(cu);
 }

@@ -45,7 +45,7 @@ static __device__ float block_sum(float v, float *partial) {
     return total;
 }
 
-// grid n_rows, block NORM_THREADS; x, y F32 [n_rows * d]; w, bias F32 [d]; y may
+// grid n_rows, block NORM_THREADS; x, y F32 [n_rows * d]; w, bias F32 [d] (bias NULL: none); y may
 // alias x (each thread rewrites only the elements it read). The variance is
 // the mean of the centred squares (two passes over the row, as ggml_norm).
 static __global__ void __launch_bounds__(NORM_THREADS)
@@ -60,7 +60,7 @@ layer_norm_kernel(const float *x, const float *__restrict__ w, const float *__re
     float sq = 0.0f;
     for (int64_t i = threadIdx.x; i < d; i += NORM_THREADS) sq = fmaf(xr[i] - mean, xr[i] - mean, sq);
     const float scale = rsqrtf(block_sum(sq, partial) / (float)d + eps);
-    for (int64_t i = threadIdx.x; i < d; i += NORM_THREADS) yr[i] = (xr[i] - mean) * scale * w[i] + bias[i];
+    for (int64_t i = threadIdx.x; i < d; i += NORM_THREADS) yr[i] = (xr[i] - mean) * scale * w[i] + (bias ? bias[i] : 0.0f);
 }
 
 void hl_cuda_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias, float eps,
@@ -69,6 +69,7 @@ void hl_cuda_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, c
     if (!hl_cuda_enter(cu)) return;
     const int64_t d = w->ne[0], rows = hl_tensor_nelements(x) / d;
     layer_norm_kernel<<<(unsigned)rows, NORM_THREADS, 0, cu->stream>>>(
-        (const float *)x->data, (const float *)w->data, (const float *)bias->data, (float *)y->data, d, eps);
+        (const float *)x->data, (const float *)w->data, bias ? (const float *)bias->data : NULL, (float *)y->data, d,
+        eps);
     CU_LAUNCHED(cu);
 }

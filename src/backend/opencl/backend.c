@@ -60,6 +60,7 @@ static const hl_backend_i ocl_iface = {
     .gelu = hl_ocl_gelu,
     .add = hl_ocl_add,
     .scale = hl_ocl_scale,
+    .clamp = hl_ocl_clamp,
     .supports_op = hl_ocl_supports_op,
     .synchronize = ocl_synchronize,
     .graph_run = NULL,

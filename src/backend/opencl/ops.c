@@ -102,10 +102,12 @@ void hl_ocl_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, co
                        hl_tensor *y) {
     hl_ocl *o = ocl_of(b);
     const cl_long d = w->ne[0];
-    const hl_ocl_arg args[] = {OCL_DATA(x->data), OCL_DATA(w->data), OCL_DATA(bias->data), OCL_DATA(y->data),
-                               OCL_VAL(d), OCL_VAL(eps)};
+    const cl_int has_b = bias != NULL;
+    /* without a bias the kernel never reads it: w stands in for the buffer */
+    const hl_ocl_arg args[] = {OCL_DATA(x->data), OCL_DATA(w->data), OCL_DATA(bias ? bias->data : w->data),
+                               OCL_VAL(has_b), OCL_DATA(y->data), OCL_VAL(d), OCL_VAL(eps)};
     hl_ocl_launch(o, o->kernels[HL_OCL_K_layer_norm], (size_t[]){(size_t)x->ne[1] * NORM_WG, 1},
-                  (size_t[]){NORM_WG, 1}, 1, 6, args);
+                  (size_t[]){NORM_WG, 1}, 1, 7, args);
 }
 
 void hl_ocl_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
@@ -144,12 +146,13 @@ void hl_ocl_attention(hl_backend *b, const hl_attn_args *a) {
     hl_ocl *o = ocl_of(b);
     const cl_int n_head = a->n_head, n_head_kv = a->n_head_kv, hd = a->head_dim, n_swa = a->n_swa;
     const cl_long max_tokens = o->limits.max_tokens;
-    const float scale = a->scale;
+    const float scale = a->scale, max_bias = a->max_bias;
     const hl_ocl_arg args[] = {OCL_DATA(a->q->data), OCL_DATA(a->k_cache->data), OCL_DATA(a->v_cache->data),
                                OCL_DATA(a->out->data), OCL_VAL(n_head), OCL_VAL(n_head_kv), OCL_VAL(hd),
-                               OCL_VAL(o->pos), OCL_VAL(max_tokens), OCL_VAL(n_swa), OCL_VAL(scale)};
+                               OCL_VAL(o->pos), OCL_VAL(max_tokens), OCL_VAL(n_swa), OCL_VAL(scale),
+                               OCL_VAL(max_bias)};
     hl_ocl_launch(o, o->kernels[HL_OCL_K_attention], (size_t[]){(size_t)n_head * ATT_TILE, (size_t)a->q->ne[1]},
-           (size_t[]){ATT_TILE, 1}, 2, 11, args);
+           (size_t[]){ATT_TILE, 1}, 2, 12, args);
 }
 
 /* ---------------------------------------------------------- element-wise -- */
@@ -180,6 +183,12 @@ void hl_ocl_scale(hl_backend *b, hl_tensor *x, float s) {
     const cl_long n = hl_tensor_nelements(x);
     const hl_ocl_arg args[] = {OCL_DATA(x->data), OCL_VAL(s), OCL_VAL(n)};
     launch_1d(ocl_of(b), HL_OCL_K_scale, n, 3, args);
+}
+
+void hl_ocl_clamp(hl_backend *b, hl_tensor *x, float lo, float hi) {
+    const cl_long n = hl_tensor_nelements(x);
+    const hl_ocl_arg args[] = {OCL_DATA(x->data), OCL_VAL(lo), OCL_VAL(hi), OCL_VAL(n)};
+    launch_1d(ocl_of(b), HL_OCL_K_clamp_f32, n, 4, args);
 }
 
 /* ---------------------------------------------------------- supports_op -- */

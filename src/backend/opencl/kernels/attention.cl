@@ -9,7 +9,9 @@
  * Token t sits at position p = pos[t] of the sequence whose cells start at
  * row0[t] and sees its positions [lo, p] (lo = p - n_swa + 1 with a sliding
  * window). Query head h reads KV head h / (n_head / n_head_kv) (grouped-query
- * attention, Ainslie et al. 2023, arXiv:2305.13245). */
+ * attention, Ainslie et al. 2023, arXiv:2305.13245). With max_bias > 0,
+ * ALiBi adds slope(h) * -(p - j) to the score of position j (backend.h
+ * hl_alibi_slope: ggml's m0/m1 rule). */
 #define ATT_TILE 64 /* = the work-group size: work-item j scores position j of a tile */
 #define ATT_MAX_HEAD_DIM 512
 #define ATT_DIMS (ATT_MAX_HEAD_DIM / ATT_TILE) /* output dims per work-item */
@@ -18,7 +20,7 @@
  * k, v F16 {n_head_kv * hd, n_ctx}; pos[0..max_tokens) then row0[...] */
 kernel void attention(global const uchar *qb, ulong q_off, global const uchar *kb, ulong k_off, global const uchar *vb,
                       ulong v_off, global uchar *ob, ulong o_off, int n_head, int n_head_kv, int hd,
-                      global const int *pos_of, long max_tokens, int n_swa, float scale) {
+                      global const int *pos_of, long max_tokens, int n_swa, float scale, float max_bias) {
     local float q_s[ATT_MAX_HEAD_DIM];
     local float p_s[ATT_TILE];
     const int h = (int)get_group_id(0), t = (int)get_group_id(1), tid = (int)get_local_id(0);
@@ -33,6 +35,13 @@ kernel void attention(global const uchar *qb, ulong q_off, global const uchar *k
     float acc[ATT_DIMS];
     for (int i = 0; i < ATT_DIMS; i++) acc[i] = 0.0f;
     float m = -INFINITY, l = 0.0f; /* the same in every work-item */
+    float slope = 0.0f;
+    if (max_bias > 0.0f) {
+        int nl2 = 1; /* the largest power of two <= n_head */
+        while (nl2 * 2 <= n_head) nl2 *= 2;
+        slope = h < nl2 ? pow(pow(2.0f, -max_bias / (float)nl2), (float)(h + 1))
+                        : pow(pow(2.0f, -(max_bias / 2.0f) / (float)nl2), (float)(2 * (h - nl2) + 1));
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int j0 = lo; j0 <= pos; j0 += ATT_TILE) {
         const int n = pos + 1 - j0 < ATT_TILE ? pos + 1 - j0 : ATT_TILE;
@@ -40,7 +49,7 @@ kernel void attention(global const uchar *qb, ulong q_off, global const uchar *k
             global const half *kr = k + (long)(j0 + tid) * kv_dim;
             float dot = 0.0f;
             for (int d = 0; d < hd; d++) dot = fma(q_s[d], vload_half(d, kr), dot);
-            p_s[tid] = dot * scale;
+            p_s[tid] = dot * scale + slope * (float)(j0 + tid - pos);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         float tile_max = -INFINITY;

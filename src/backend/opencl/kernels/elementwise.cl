@@ -1,5 +1,6 @@
 /* Element-wise ops on F32 tensors, one work-item per element: the SwiGLU
- * and GeGLU gates, GELU, the residual add (with a broadcast bias), scaling. */
+ * and GeGLU gates, GELU, the residual add (with a broadcast bias), scaling,
+ * clamping. */
 
 /* gate = silu(gate) * up (Shazeer 2020, arXiv:2002.05202) */
 kernel void swiglu(global uchar *gb, ulong g_off, global const uchar *ub, ulong u_off, long n) {
@@ -35,4 +36,10 @@ kernel void add(global uchar *xb, ulong x_off, global const uchar *yb, ulong y_o
 kernel void scale(global uchar *xb, ulong x_off, float s, long n) {
     const long i = get_global_id(0);
     if (i < n) AT(float, xb, x_off)[i] *= s;
+}
+
+/* x = max(min(x, hi), lo), as ggml_clamp (clamp is a built-in name) */
+kernel void clamp_f32(global uchar *xb, ulong x_off, float lo, float hi, long n) {
+    const long i = get_global_id(0);
+    if (i < n) AT(float, xb, x_off)[i] = fmax(fmin(AT(float, xb, x_off)[i], hi), lo);
 }

@@ -38,11 +38,12 @@ float group_sum(float v, local float *part) {
     return part[0];
 }
 
-/* y = (x - mean) / sqrt(var + eps) * w + b over each row of d elements, var
- * the mean of the centred squares; one work-group per row (global rows *
- * NORM_WG, local NORM_WG); y may alias x */
+/* y = (x - mean) / sqrt(var + eps) * w + b over each row of d elements (no
+ * b unless has_b), var the mean of the centred squares; one work-group per
+ * row (global rows * NORM_WG, local NORM_WG); y may alias x */
 kernel void layer_norm(global const uchar *xb, ulong x_off, global const uchar *wb, ulong w_off,
-                       global const uchar *bb, ulong b_off, global uchar *yb, ulong y_off, long d, float eps) {
+                       global const uchar *bb, ulong b_off, int has_b, global uchar *yb, ulong y_off, long d,
+                       float eps) {
     local float part[NORM_WG];
     const int lid = (int)get_local_id(0);
     global const float *x = AT_C(float, xb, x_off) + get_group_id(0) * d;
@@ -55,7 +56,7 @@ kernel void layer_norm(global const uchar *xb, ulong x_off, global const uchar *
     float sq = 0.0f;
     for (long i = lid; i < d; i += NORM_WG) sq = fma(x[i] - mean, x[i] - mean, sq);
     const float scale = rsqrt(group_sum(sq, part) / (float)d + eps);
-    for (long i = lid; i < d; i += NORM_WG) y[i] = (x[i] - mean) * scale * w[i] + bias[i];
+    for (long i = lid; i < d; i += NORM_WG) y[i] = (x[i] - mean) * scale * w[i] + (has_b ? bias[i] : 0.0f);
 }
 
 /* cos and sin of pair i at position p (backend.h hl_rope_params):
