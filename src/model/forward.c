@@ -64,8 +64,9 @@ static hearth_status issue_stage(void *arg) {
     const int32_t r0 = p->pass->out_row0, n_out = p->pass->n_out;
     for (int32_t j = 0; j < n_out; j++) {
         hl_tensor in = rows_of(&w->x, p->pass->out[j], 1), out = rows_of(&w->last, r0 + j, 1);
-        HL_TRY(m->output_norm_b.data ? hl_layer_norm(b, &in, &m->output_norm, &m->output_norm_b, m->hp.norm_eps, &out)
-                                     : hl_rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out));
+        const hl_tensor *bias = m->output_norm_b.data ? &m->output_norm_b : NULL; /* mpt's may be absent */
+        HL_TRY(m->hp.layer_norm ? hl_layer_norm(b, &in, &m->output_norm, bias, m->hp.norm_eps, &out)
+                                : hl_rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out));
     }
     const hl_tensor last = rows_of(&w->last, r0, n_out);
     hl_tensor logits = rows_of(&w->logits, r0, n_out);
@@ -105,6 +106,8 @@ hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, cons
         HL_TRY(hl_get_rows(host, &m->pos_embd, pass->pos, &p->host_work->xb));
         HL_TRY(hl_add(host, &p->host_work->x, &p->host_work->xb));
     }
+    if (m->tok_norm.data) /* bloom: LayerNorm of the embeddings (llama.cpp's inp_norm) */
+        HL_TRY(hl_layer_norm(host, &p->host_work->x, &m->tok_norm, &m->tok_norm_b, m->hp.norm_eps, &p->host_work->x));
     const hl_stage *prev = NULL;
     for (int32_t i = 0; i < p->n_stages; i++) {
         const hl_stage *s = &p->stage[i];

@@ -1,7 +1,7 @@
 /* A loaded model: the GGUF file, hyperparameters, weights bound as tensors,
  * the vocabulary, and the architecture that runs them. Architectures (one file
  * each: llama.c, qwen2.c, qwen3.c, gemma3.c, phi3.c, gpt2.c, starcoder2.c,
- * gptneox.c) fill the hyperparameters and
+ * gptneox.c, mpt.c, bloom.c) fill the hyperparameters and
  * weights from the GGUF metadata with the shared readers of hparams.c and
  * implement a transformer block over backend ops. */
 #ifndef HEARTH_MODEL_H
@@ -29,6 +29,8 @@ typedef struct hl_hparams {
                              hl_hparams_read, which then reads attention.layer_norm_epsilon */
     bool parallel_residual; /* gptneox's use_parallel_residual: x + attn(ln1(x)) + ffn(ln2(x)) */
     float embd_scale;     /* token embeddings are multiplied by it (gemma: sqrt(n_embd)); 1 = none */
+    float max_alibi_bias; /* ALiBi's (hl_attn_args.max_bias: mpt's attention.max_alibi_bias, bloom's 8); 0 = none */
+    float clamp_kqv;      /* q, k and v clamped to [-c, c] after their biases (mpt's attention.clamp_kqv); 0 = none */
     float attn_scale;     /* multiplies K.q in attention; 1/sqrt(head_dim) unless the architecture says otherwise */
     bool scale_q;         /* hl_llama_layer puts attn_scale on the queries (in F32, after rope) and runs
                              attention with scale 1, as llama.cpp's phi3 graph does; false unless set */
@@ -147,6 +149,7 @@ struct hearth_model {
     hl_tensor output_norm; /* F32 {n_embd} */
     hl_tensor output_norm_b; /* F32 {n_embd}: the final LayerNorm's bias (hp.layer_norm), else absent */
     hl_tensor pos_embd;    /* {n_embd, n_ctx_train}: learned position embeddings (gpt2), or absent */
+    hl_tensor tok_norm, tok_norm_b; /* F32 {n_embd}: LayerNorm of the token embeddings (bloom), or absent */
     hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */
     hl_layer *layers;      /* [n_layer] */
     /* a CPU instance that holds no scratch: load asks it (supports_op)
@@ -168,7 +171,8 @@ struct hearth_model {
 
 /* The architectures hearth knows, for lookup by name. */
 extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3, hl_arch_phi3, hl_arch_gpt2,
-    hl_arch_starcoder2, hl_arch_gptneox;
+    hl_arch_starcoder2, hl_arch_gptneox, hl_arch_mpt,
+    hl_arch_bloom;
 
 /* The block of the LayerNorm families (gpt2.c), shared by starcoder2 and
  * gptneox: LayerNorm with bias, attention with q/k/v biases and rope where
@@ -310,6 +314,8 @@ enum {
     HL_BIND_LAYER_NORM = 64, /* LayerNorm families: attn_norm.bias, ffn_norm.bias, attn_output.bias,
                                 ffn_up.bias, ffn_down.bias, output_norm.bias; no ffn_gate (gpt2, starcoder2, gptneox) */
     HL_BIND_POS_EMBD = 128, /* position_embd {n_embd, n_ctx_train} (gpt2) */
+    HL_BIND_OPTIONAL_BIASES = 512, /* with HL_BIND_LAYER_NORM, mpt's: each LayerNorm and projection bias (and
+                                      output_norm.bias) bound where the file has it, absent where not */
 };
 
 /* Binds token_embd, output_norm, output (tied to token_embd when absent) and
