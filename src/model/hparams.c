@@ -148,7 +148,6 @@ static hearth_status bind_split(hearth_model *m, const char *name, int64_t ne0, 
 static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_layer *l) {
     const hl_hparams *hp = &m->hp;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
-    const bool biases = !(flags & HL_BIND_OPTIONAL_BIASES); /* the LayerNorm families' biases required */
     char name[96];
 #define BIND(field, suffix, ne0, ne1, required)                                                         \
     do {                                                                                                \
@@ -185,7 +184,7 @@ static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_
         BIND(attn_post_norm, "post_attention_norm.weight", hp->n_embd, 1, true);
         BIND(ffn_post_norm, "post_ffw_norm.weight", hp->n_embd, 1, true);
     }
-    BIND(ffn_norm, "ffn_norm.weight", hp->n_embd, 1, true);
+    if (!(flags & HL_BIND_ATTN_NORM_2)) BIND(ffn_norm, "ffn_norm.weight", hp->n_embd, 1, true);
     if (flags & HL_BIND_FUSED_UP) {
         snprintf(name, sizeof name, "blk.%d.ffn_up.weight", (int)il);
         HL_TRY(bind_split(m, name, hp->n_embd, (const int64_t[]){hp->n_ff, hp->n_ff},
@@ -195,12 +194,24 @@ static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_
         BIND(ffn_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true);
     }
     BIND(ffn_down, "ffn_down.weight", hp->n_ff, hp->n_embd, true);
-    if (flags & HL_BIND_LAYER_NORM) { /* required, as llama.cpp's gpt2, starcoder2 and gptneox loaders ask */
-        BIND(attn_norm_b, "attn_norm.bias", hp->n_embd, 1, biases);
-        BIND(bo, "attn_output.bias", hp->n_embd, 1, biases);
-        BIND(ffn_norm_b, "ffn_norm.bias", hp->n_embd, 1, biases);
-        BIND(ffn_up_b, "ffn_up.bias", hp->n_ff, 1, biases);
-        BIND(ffn_down_b, "ffn_down.bias", hp->n_embd, 1, biases);
+    if (flags & HL_BIND_LAYER_NORM) BIND(attn_norm_b, "attn_norm.bias", hp->n_embd, 1, true);
+    if ((flags & HL_BIND_LAYER_NORM) && !(flags & HL_BIND_ATTN_NORM_2)) {
+        /* required, as llama.cpp's gpt2, starcoder2 and gptneox loaders ask */
+        BIND(bo, "attn_output.bias", hp->n_embd, 1, true);
+        BIND(ffn_norm_b, "ffn_norm.bias", hp->n_embd, 1, true);
+        BIND(ffn_up_b, "ffn_up.bias", hp->n_ff, 1, true);
+        BIND(ffn_down_b, "ffn_down.bias", hp->n_embd, 1, true);
+    }
+    if (flags & HL_BIND_ATTN_NORM_2) {
+        /* Falcon-40B: the attention reads attn_norm_2's output, the
+         * feed-forward attn_norm's; the block reads them from these fields */
+        snprintf(name, sizeof name, "blk.%d.attn_norm_2.weight", (int)il);
+        if (hl_gguf_find_tensor(m->gguf, name)) {
+            l->ffn_norm = l->attn_norm;
+            l->ffn_norm_b = l->attn_norm_b;
+            BIND(attn_norm, "attn_norm_2.weight", hp->n_embd, 1, true);
+            BIND(attn_norm_b, "attn_norm_2.bias", hp->n_embd, 1, true);
+        }
     }
 #undef BIND
     /* one tensor for all layers (llama.cpp binds it to each, TENSOR_DUPLICATED) */
@@ -218,7 +229,7 @@ hearth_status hl_model_bind(hearth_model *m, unsigned flags) {
     HL_TRY(hl_model_tensor(m, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &m->tok_embd));
     HL_TRY(hl_model_tensor(m, "output_norm.weight", hp->n_embd, 1, true, &m->output_norm));
     if (flags & HL_BIND_LAYER_NORM)
-        HL_TRY(hl_model_tensor(m, "output_norm.bias", hp->n_embd, 1, !(flags & HL_BIND_OPTIONAL_BIASES), &m->output_norm_b));
+        HL_TRY(hl_model_tensor(m, "output_norm.bias", hp->n_embd, 1, true, &m->output_norm_b));
     if (flags & HL_BIND_POS_EMBD)
         HL_TRY(hl_model_tensor(m, "position_embd.weight", hp->n_embd, hp->n_ctx_train, true, &m->pos_embd));
     HL_TRY(hl_model_tensor(m, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output));

@@ -1,7 +1,7 @@
 /* A loaded model: the GGUF file, hyperparameters, weights bound as tensors,
  * the vocabulary, and the architecture that runs them. Architectures (one file
  * each: llama.c, qwen2.c, qwen3.c, gemma3.c, phi3.c, gpt2.c, starcoder2.c,
- * gptneox.c, mpt.c, bloom.c) fill the hyperparameters and
+ * gptneox.c, falcon.c) fill the hyperparameters and
  * weights from the GGUF metadata with the shared readers of hparams.c and
  * implement a transformer block over backend ops. */
 #ifndef HEARTH_MODEL_H
@@ -28,9 +28,9 @@ typedef struct hl_hparams {
     bool layer_norm;      /* LayerNorm with bias instead of RMSNorm (gpt2, starcoder2, gptneox): set before
                              hl_hparams_read, which then reads attention.layer_norm_epsilon */
     bool parallel_residual; /* gptneox's use_parallel_residual: x + attn(ln1(x)) + ffn(ln2(x)) */
+    bool sum_branches_first; /* with parallel_residual, falcon's order of adds x + (ffn + attn) instead of
+                                gptneox's (x + ffn) + attn */
     float embd_scale;     /* token embeddings are multiplied by it (gemma: sqrt(n_embd)); 1 = none */
-    float max_alibi_bias; /* ALiBi's (hl_attn_args.max_bias: mpt's attention.max_alibi_bias, bloom's 8); 0 = none */
-    float clamp_kqv;      /* q, k and v clamped to [-c, c] after their biases (mpt's attention.clamp_kqv); 0 = none */
     float attn_scale;     /* multiplies K.q in attention; 1/sqrt(head_dim) unless the architecture says otherwise */
     bool scale_q;         /* hl_llama_layer puts attn_scale on the queries (in F32, after rope) and runs
                              attention with scale 1, as llama.cpp's phi3 graph does; false unless set */
@@ -66,7 +66,8 @@ static inline bool hl_layer_is_swa(const hl_hparams *hp, int32_t il) {
  *   rope_freqs {n_rot/2}                   F32 rope frequency factors (llama 3)
  *   rope_long, rope_short {n_rot/2}        F32 LongRoPE frequency factors (phi3)
  *   attn_norm_b, ffn_norm_b, bo {n_embd}, ffn_up_b {n_ff}, ffn_down_b {n_embd}
- *                                          F32 LayerNorm and projection biases (gpt2, starcoder2, gptneox)
+ *                                          F32 LayerNorm and projection biases (gpt2, starcoder2, gptneox;
+ *                                          falcon's LayerNorm biases only, its ffn_norm as HL_BIND_ATTN_NORM_2 says)
  * A fused weight of the file (phi3's attn_qkv, ffn_up holding gate and up)
  * is bound as views of its row ranges: wq, wk, wv (bq, bk, bv) and ffn_gate,
  * ffn_up point into it, each a weight of its own to the backends.
@@ -149,7 +150,6 @@ struct hearth_model {
     hl_tensor output_norm; /* F32 {n_embd} */
     hl_tensor output_norm_b; /* F32 {n_embd}: the final LayerNorm's bias (hp.layer_norm), else absent */
     hl_tensor pos_embd;    /* {n_embd, n_ctx_train}: learned position embeddings (gpt2), or absent */
-    hl_tensor tok_norm, tok_norm_b; /* F32 {n_embd}: LayerNorm of the token embeddings (bloom), or absent */
     hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */
     hl_layer *layers;      /* [n_layer] */
     /* a CPU instance that holds no scratch: load asks it (supports_op)
@@ -171,14 +171,16 @@ struct hearth_model {
 
 /* The architectures hearth knows, for lookup by name. */
 extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3, hl_arch_phi3, hl_arch_gpt2,
-    hl_arch_starcoder2, hl_arch_gptneox, hl_arch_mpt,
-    hl_arch_bloom;
+    hl_arch_starcoder2, hl_arch_gptneox, hl_arch_falcon;
 
-/* The block of the LayerNorm families (gpt2.c), shared by starcoder2 and
- * gptneox: LayerNorm with bias, attention with q/k/v biases and rope where
- * the model has one (hp.rope.mode), output projection with bias, LayerNorm,
- * GELU feed-forward with biases; sequential residuals, or gptneox's parallel
- * one (hp.parallel_residual). */
+/* The block of the LayerNorm families (gpt2.c), shared by starcoder2,
+ * gptneox and falcon: LayerNorm with bias, attention with the q/k/v biases
+ * the layer has and rope where the model has one (hp.rope.mode), output
+ * projection with its bias where the layer has one, LayerNorm, GELU
+ * feed-forward with the biases it has; sequential residuals, or a parallel
+ * one (hp.parallel_residual) in gptneox's or falcon's order of adds
+ * (hp.sum_branches_first), the feed-forward reading attn_norm's output where
+ * the layer has no ffn_norm (falcon). */
 hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il);
 
 /* The hyperparameters of the LayerNorm families: hl_hparams_read with
@@ -314,8 +316,10 @@ enum {
     HL_BIND_LAYER_NORM = 64, /* LayerNorm families: attn_norm.bias, ffn_norm.bias, attn_output.bias,
                                 ffn_up.bias, ffn_down.bias, output_norm.bias; no ffn_gate (gpt2, starcoder2, gptneox) */
     HL_BIND_POS_EMBD = 128, /* position_embd {n_embd, n_ctx_train} (gpt2) */
-    HL_BIND_OPTIONAL_BIASES = 512, /* with HL_BIND_LAYER_NORM, mpt's: each LayerNorm and projection bias (and
-                                      output_norm.bias) bound where the file has it, absent where not */
+    HL_BIND_ATTN_NORM_2 = 256, /* with HL_BIND_LAYER_NORM, falcon's: no ffn_norm and no projection biases; where
+                                  the file has attn_norm_2 (and .bias), it is bound as attn_norm (the attention's
+                                  input) and attn_norm as ffn_norm (the feed-forward's); else ffn_norm is absent
+                                  and the feed-forward reads attn_norm's output too */
 };
 
 /* Binds token_embd, output_norm, output (tied to token_embd when absent) and

@@ -1,0 +1,32 @@
+/* The falcon architecture (Falcon-7B/40B, Almazrouei et al. 2023,
+ * arXiv:2311.16867), as llama.cpp builds it (src/models/falcon.cpp and its
+ * tensor loading): gpt2's block (hl_gpt2_layer) with attention and
+ * feed-forward side by side on the same input, x + (ffn + attn) in
+ * llama.cpp's order of adds; LayerNorm with weight and bias (attn_norm);
+ * Falcon-40B's files add a second one, attn_norm_2, whose output the
+ * attention reads while the feed-forward reads attn_norm's (Falcon-7B's
+ * both read attn_norm's); the fused attn_qkv with multi-query (7B: one KV
+ * head) or grouped (40B) attention; rotary embeddings in NEOX mode over
+ * whole heads (llama.cpp refuses another rope.dimension_count); no
+ * projection biases; a feed-forward of up, tanh GELU, down; a final
+ * LayerNorm with bias; the output matrix tied to the token embeddings
+ * unless the file has output.weight.
+ *
+ * Falcon-7B's 71 query heads share one KV head: where a GPU's attention
+ * cannot take a group that large (the CUDA kernel bounds it by its shared
+ * memory), placement keeps those layers on the CPU with a warning. */
+#include "model/model.h"
+
+static hearth_status falcon_load(hearth_model *m) {
+    HL_TRY(hl_layer_norm_hparams(m, "falcon", HL_ROPE_NEOX));
+    HL_TRY(hl_hparams_full_rope("falcon", &m->hp)); /* llama.cpp: "invalid n_rot" */
+    m->hp.parallel_residual = true;
+    m->hp.sum_branches_first = true;
+    return hl_model_bind(m, HL_BIND_FUSED_QKV | HL_BIND_LAYER_NORM | HL_BIND_ATTN_NORM_2);
+}
+
+const hl_arch hl_arch_falcon = {
+    .name = "falcon",
+    .load = falcon_load,
+    .layer = hl_gpt2_layer,
+};
