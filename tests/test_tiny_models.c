@@ -9,7 +9,8 @@
  * rope frequency factors, Mistral-style files, qwen2's biases, qwen3's
  * QK-norm, gemma3's sliding-window and global layers, phi3's fused weights and
  * LongRoPE ...; make_arch_models.py says which) and the LayerNorm families
- * gpt2, starcoder2 and gptneox (make_classic_models.py) and falcon
+ * gpt2, starcoder2 and gptneox (make_classic_models.py), mpt
+ * and bloom (make_alibi_models.py, ALiBi) and falcon
  * (make_falcon_models.py); 90 tokens, longer than every sliding window.
  *
  * For each model the same token sequence is decoded as llama.cpp did in the
@@ -281,6 +282,7 @@ int main(void) {
         {"reference/arch/yarn_reference.json", 2, YARN_MAX_DIFF},
         {"reference/arch/phi3_reference.json", 3, 0.0f},
         {"reference/arch/classic_reference.json", 6, 0.0f},
+        {"reference/arch/alibi_reference.json", 4, 0.0f},
         {"reference/arch/falcon_reference.json", 2, 0.0f},
     };
     for (size_t f = 0; f < sizeof fixtures / sizeof fixtures[0]; f++) {

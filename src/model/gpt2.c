@@ -8,9 +8,11 @@
  * (bias); a final LayerNorm with bias; the output matrix tied to the token
  * embeddings unless the file has output.weight.
  *
- * Its block, hl_gpt2_layer, is shared with starcoder2 (the same block with
- * NEOX rope), gptneox (partial NEOX rope, parallel residual) and falcon
- * (parallel residual, no projection biases, one or two norms). Without
+ * Its block, hl_gpt2_layer, is shared with mpt and bloom (no rope: ALiBi
+ * in the attention, hp.max_alibi_bias; mpt's clamp_kqv and missing biases),
+ * starcoder2 (the same block with NEOX rope), gptneox (partial NEOX rope,
+ * parallel residual) and falcon (parallel residual, no projection biases,
+ * one or two norms). Without
  * rope (rope mode NONE) no backend has a K-shift for its cache, so a context
  * shift refuses, as llama.cpp cannot shift it either. */
 #include "backend/ops.h"
@@ -43,12 +45,20 @@ static hearth_status gelu_ffn(hl_backend *b, const hl_layer *l, hl_work *w, cons
     return l->ffn_down_b.data ? hl_add(b, out, &l->ffn_down_b) : HEARTH_OK;
 }
 
+/* A bias the layer may lack (mpt's), as the ops take it: NULL when absent. */
+static const hl_tensor *opt(const hl_tensor *t) { return t->data ? t : NULL; }
+
 hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
     const hl_hparams *hp = &m->hp;
     const hl_layer *l = &m->layers[il];
     /* attention block: its output, with the projection's bias, in xb */
-    HL_TRY(hl_layer_norm(b, &w->x, &l->attn_norm, &l->attn_norm_b, hp->norm_eps, &w->xb));
+    HL_TRY(hl_layer_norm(b, &w->x, &l->attn_norm, opt(&l->attn_norm_b), hp->norm_eps, &w->xb));
     HL_TRY(hl_attn_qkv(m, b, w, l));
+    if (hp->clamp_kqv > 0.0f) { /* mpt: the fused QKV output clamped before its split, here each part */
+        HL_TRY(hl_clamp(b, &w->q, -hp->clamp_kqv, hp->clamp_kqv));
+        HL_TRY(hl_clamp(b, &w->k, -hp->clamp_kqv, hp->clamp_kqv));
+        HL_TRY(hl_clamp(b, &w->v, -hp->clamp_kqv, hp->clamp_kqv));
+    }
     if (hp->rope.mode != HL_ROPE_NONE) {
         HL_TRY(hl_rope(b, &w->q, hp->n_head, &w->rope, NULL));
         HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, &w->rope, NULL));
@@ -58,7 +68,7 @@ hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, in
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-        .n_swa = 0, .scale = hp->attn_scale,
+        .n_swa = 0, .scale = hp->attn_scale, .max_bias = hp->max_alibi_bias,
     };
     HL_TRY(hl_attention(b, &args));
     HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));
@@ -82,7 +92,7 @@ hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, in
     }
     HL_TRY(hl_add(b, &w->x, &w->xb));
     /* feed-forward block */
-    HL_TRY(hl_layer_norm(b, &w->x, &l->ffn_norm, &l->ffn_norm_b, hp->norm_eps, &w->xb));
+    HL_TRY(hl_layer_norm(b, &w->x, &l->ffn_norm, opt(&l->ffn_norm_b), hp->norm_eps, &w->xb));
     HL_TRY(gelu_ffn(b, l, w, &w->xb, &w->xb));
     return hl_add(b, &w->x, &w->xb);
 }

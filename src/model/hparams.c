@@ -148,6 +148,7 @@ static hearth_status bind_split(hearth_model *m, const char *name, int64_t ne0, 
 static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_layer *l) {
     const hl_hparams *hp = &m->hp;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    const bool biases = !(flags & HL_BIND_OPTIONAL_BIASES); /* the LayerNorm families' biases required */
     char name[96];
 #define BIND(field, suffix, ne0, ne1, required)                                                         \
     do {                                                                                                \
@@ -194,13 +195,13 @@ static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_
         BIND(ffn_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true);
     }
     BIND(ffn_down, "ffn_down.weight", hp->n_ff, hp->n_embd, true);
-    if (flags & HL_BIND_LAYER_NORM) BIND(attn_norm_b, "attn_norm.bias", hp->n_embd, 1, true);
+    if (flags & HL_BIND_LAYER_NORM) BIND(attn_norm_b, "attn_norm.bias", hp->n_embd, 1, biases);
     if ((flags & HL_BIND_LAYER_NORM) && !(flags & HL_BIND_ATTN_NORM_2)) {
         /* required, as llama.cpp's gpt2, starcoder2 and gptneox loaders ask */
-        BIND(bo, "attn_output.bias", hp->n_embd, 1, true);
-        BIND(ffn_norm_b, "ffn_norm.bias", hp->n_embd, 1, true);
-        BIND(ffn_up_b, "ffn_up.bias", hp->n_ff, 1, true);
-        BIND(ffn_down_b, "ffn_down.bias", hp->n_embd, 1, true);
+        BIND(bo, "attn_output.bias", hp->n_embd, 1, biases);
+        BIND(ffn_norm_b, "ffn_norm.bias", hp->n_embd, 1, biases);
+        BIND(ffn_up_b, "ffn_up.bias", hp->n_ff, 1, biases);
+        BIND(ffn_down_b, "ffn_down.bias", hp->n_embd, 1, biases);
     }
     if (flags & HL_BIND_ATTN_NORM_2) {
         /* Falcon-40B: the attention reads attn_norm_2's output, the
@@ -229,7 +230,7 @@ hearth_status hl_model_bind(hearth_model *m, unsigned flags) {
     HL_TRY(hl_model_tensor(m, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &m->tok_embd));
     HL_TRY(hl_model_tensor(m, "output_norm.weight", hp->n_embd, 1, true, &m->output_norm));
     if (flags & HL_BIND_LAYER_NORM)
-        HL_TRY(hl_model_tensor(m, "output_norm.bias", hp->n_embd, 1, true, &m->output_norm_b));
+        HL_TRY(hl_model_tensor(m, "output_norm.bias", hp->n_embd, 1, !(flags & HL_BIND_OPTIONAL_BIASES), &m->output_norm_b));
     if (flags & HL_BIND_POS_EMBD)
         HL_TRY(hl_model_tensor(m, "position_embd.weight", hp->n_embd, hp->n_ctx_train, true, &m->pos_embd));
     HL_TRY(hl_model_tensor(m, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output));

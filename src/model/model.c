@@ -20,7 +20,8 @@
 #include "quant/quant.h"
 
 static const hl_arch *const archs[] = {&hl_arch_llama, &hl_arch_qwen2, &hl_arch_qwen3, &hl_arch_gemma3, &hl_arch_phi3,
-                                       &hl_arch_gpt2, &hl_arch_starcoder2, &hl_arch_gptneox, &hl_arch_falcon};
+                                       &hl_arch_gpt2, &hl_arch_starcoder2, &hl_arch_gptneox, &hl_arch_mpt,
+                                       &hl_arch_bloom, &hl_arch_falcon};
 
 hearth_model_params hearth_model_default_params(void) {
     return (hearth_model_params){
@@ -120,7 +121,7 @@ static hearth_status check_all_bound(const hearth_model *m) {
 #define HL_COUNT_FIELD(name) +1
     const size_t per_layer = 0 HL_LAYER_TENSORS(HL_COUNT_FIELD);
 #undef HL_COUNT_FIELD
-    const size_t n = 5 + (size_t)m->hp.n_layer * per_layer;
+    const size_t n = 7 + (size_t)m->hp.n_layer * per_layer;
     uintptr_t *bound = hl_malloc(n * sizeof *bound);
     if (!bound) return HEARTH_ERR_OUT_OF_MEMORY;
     size_t k = 0;
@@ -129,6 +130,8 @@ static hearth_status check_all_bound(const hearth_model *m) {
     bound[k++] = (uintptr_t)m->output.data;
     bound[k++] = (uintptr_t)m->output_norm_b.data;
     bound[k++] = (uintptr_t)m->pos_embd.data;
+    bound[k++] = (uintptr_t)m->tok_norm.data;
+    bound[k++] = (uintptr_t)m->tok_norm_b.data;
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
 #define HL_ADDR_FIELD(name) bound[k++] = (uintptr_t)m->layers[il].name.data;
         HL_LAYER_TENSORS(HL_ADDR_FIELD)

@@ -1,7 +1,7 @@
 /* A loaded model: the GGUF file, hyperparameters, weights bound as tensors,
  * the vocabulary, and the architecture that runs them. Architectures (one file
  * each: llama.c, qwen2.c, qwen3.c, gemma3.c, phi3.c, gpt2.c, starcoder2.c,
- * gptneox.c, falcon.c) fill the hyperparameters and
+ * gptneox.c, mpt.c, bloom.c, falcon.c) fill the hyperparameters and
  * weights from the GGUF metadata with the shared readers of hparams.c and
  * implement a transformer block over backend ops. */
 #ifndef HEARTH_MODEL_H
@@ -31,6 +31,8 @@ typedef struct hl_hparams {
     bool sum_branches_first; /* with parallel_residual, falcon's order of adds x + (ffn + attn) instead of
                                 gptneox's (x + ffn) + attn */
     float embd_scale;     /* token embeddings are multiplied by it (gemma: sqrt(n_embd)); 1 = none */
+    float max_alibi_bias; /* ALiBi's (hl_attn_args.max_bias: mpt's attention.max_alibi_bias, bloom's 8); 0 = none */
+    float clamp_kqv;      /* q, k and v clamped to [-c, c] after their biases (mpt's attention.clamp_kqv); 0 = none */
     float attn_scale;     /* multiplies K.q in attention; 1/sqrt(head_dim) unless the architecture says otherwise */
     bool scale_q;         /* hl_llama_layer puts attn_scale on the queries (in F32, after rope) and runs
                              attention with scale 1, as llama.cpp's phi3 graph does; false unless set */
@@ -150,6 +152,7 @@ struct hearth_model {
     hl_tensor output_norm; /* F32 {n_embd} */
     hl_tensor output_norm_b; /* F32 {n_embd}: the final LayerNorm's bias (hp.layer_norm), else absent */
     hl_tensor pos_embd;    /* {n_embd, n_ctx_train}: learned position embeddings (gpt2), or absent */
+    hl_tensor tok_norm, tok_norm_b; /* F32 {n_embd}: LayerNorm of the token embeddings (bloom), or absent */
     hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */
     hl_layer *layers;      /* [n_layer] */
     /* a CPU instance that holds no scratch: load asks it (supports_op)
@@ -171,7 +174,8 @@ struct hearth_model {
 
 /* The architectures hearth knows, for lookup by name. */
 extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3, hl_arch_phi3, hl_arch_gpt2,
-    hl_arch_starcoder2, hl_arch_gptneox, hl_arch_falcon;
+    hl_arch_starcoder2, hl_arch_gptneox, hl_arch_mpt,
+    hl_arch_bloom, hl_arch_falcon;
 
 /* The block of the LayerNorm families (gpt2.c), shared by starcoder2,
  * gptneox and falcon: LayerNorm with bias, attention with the q/k/v biases
@@ -320,6 +324,8 @@ enum {
                                   the file has attn_norm_2 (and .bias), it is bound as attn_norm (the attention's
                                   input) and attn_norm as ffn_norm (the feed-forward's); else ffn_norm is absent
                                   and the feed-forward reads attn_norm's output too */
+    HL_BIND_OPTIONAL_BIASES = 512, /* with HL_BIND_LAYER_NORM, mpt's: each LayerNorm and projection bias (and
+                                      output_norm.bias) bound where the file has it, absent where not */
 };
 
 /* Binds token_embd, output_norm, output (tied to token_embd when absent) and
