@@ -63,6 +63,7 @@ typedef struct op_case {
     bool yarn;         /* rope, rope_shift: YaRN (ext_factor 1, freq_scale 1/4, 4096 original tokens) */
     bool no_bias;      /* layer_norm without its bias (mpt's) */
     float max_bias;    /* attention: ALiBi's (hl_attn_args.max_bias) */
+    int32_t n_expert, k_used; /* matmul_id, moe_route: experts, and experts per token (moe_sum too) */
     double max_nmse;
     double max_abs;    /* and, when nonzero, the largest |y - ref| of an element */
 } op_case;
@@ -129,6 +130,11 @@ typedef struct op_case {
      .split = sp, .pos1 = p1, .n_ctx = ctx, .max_bias = mb, .max_nmse = 5e-4, .max_abs = ATTN_MAX_ABS}
 #define EW(o, v) {.op = HL_OP_##o, .d = 1003, .n = 3, .variant = v, .max_nmse = 1e-5}
 /* ffn_down's shape: rows of n_ff = 1536, whole blocks of every type */
+/* weight type, d_in, tokens, experts, experts per token, x per slot ({d_in, k, n}) or per token */
+#define MMID(t, din, nt, ne, k, per_slot) {.op = HL_OP_MATMUL_ID, .type = GGML_TYPE_##t, .d = din, .rows = 37, \
+    .n = nt, .n_expert = ne, .k_used = k, .variant = per_slot, .max_nmse = 5e-4}
+#define ROUTE(ne, k, nt) {.op = HL_OP_MOE_ROUTE, .n = nt, .n_expert = ne, .k_used = k, .max_nmse = 1e-12}
+#define MOE_SUM(dd, k, nt) {.op = HL_OP_MOE_SUM, .d = dd, .n = nt, .k_used = k, .max_nmse = 1e-12}
 #define PERF_MM(t, nt) {.op = HL_OP_MATMUL, .type = GGML_TYPE_##t, .d = 1536, .rows = 576, .n = nt, .perf = true, .max_nmse = 5e-4}
 
 static const op_case cases[] = {
@@ -189,6 +195,13 @@ static const op_case cases[] = {
     STORE_KV(Q8_0, 2, 64, 5, 37), STORE_KV(Q4_0, 3, 64, 7, 20), STORE_KV(BF16, 1, 128, 3, 61),
     EW(SWIGLU, false), EW(GEGLU, false), EW(GELU, false), EW(ADD, false), EW(ADD, true), EW(SCALE, false),
     EW(CLAMP, false),
+    /* mixture of experts: 2 of 4 and of 8 experts, one token to a batch, quantized and float weights */
+    MMID(F16, 97, 1, 4, 2, false), MMID(F16, 97, 7, 8, 2, true), MMID(F32, 97, 4, 4, 2, true),
+    MMID(Q8_0, 160, 1, 4, 2, false), MMID(Q8_0, 160, 5, 4, 2, true), MMID(Q8_0, 160, 19, 8, 2, false),
+    MMID(Q4_0, 160, 3, 8, 2, true), MMID(Q4_K, 512, 2, 4, 2, false), MMID(Q4_K, 512, 9, 8, 2, true),
+    MMID(Q6_K, 512, 5, 8, 2, false), MMID(Q8_0, 160, 6, 8, 4, true),
+    ROUTE(4, 2, 1), ROUTE(4, 2, 7), ROUTE(8, 2, 19), ROUTE(8, 4, 3), MOE_SUM(1003, 2, 1), MOE_SUM(1003, 2, 7),
+    MOE_SUM(72, 4, 19),
     /* perf: SmolLM2-135M's shapes (n_embd 576, n_ff 1536, 9 heads of 64, 3 KV heads) */
     PERF_MM(F16, 1), PERF_MM(Q8_0, 1), PERF_MM(Q4_1, 1), PERF_MM(Q4_K, 1), PERF_MM(Q6_K, 1),
     /* prompts: every weight type at 512 tokens, and where the prompt path starts to pay (8 .. 64 tokens) */
@@ -235,6 +248,16 @@ static void label_of(const op_case *c, char *buf, size_t size) {
                  c->mode == HL_ROPE_NEOX ? "neox" : "normal", (int)c->n_rot, (int)c->n_head_kv, (int)c->head_dim,
                  (int)c->pos0, (long long)(c->pos0 + c->n), (int)c->pos1, c->variant ? " freq_factors" : "",
                  c->yarn ? " yarn" : "");
+        break;
+    case HL_OP_MATMUL_ID:
+        snprintf(buf, size, "matmul_id %s {%lld, %lld} x%d top %d n=%lld%s", type, (long long)c->d, (long long)c->rows,
+                 (int)c->n_expert, (int)c->k_used, (long long)c->n, c->variant ? " x per slot" : "");
+        break;
+    case HL_OP_MOE_ROUTE:
+        snprintf(buf, size, "moe_route experts=%d top %d n=%lld", (int)c->n_expert, (int)c->k_used, (long long)c->n);
+        break;
+    case HL_OP_MOE_SUM:
+        snprintf(buf, size, "moe_sum d=%lld top %d n=%lld", (long long)c->d, (int)c->k_used, (long long)c->n);
         break;
     case HL_OP_STORE_ROWS:
         snprintf(buf, size, "store_rows %s kv_dim=%d n=%lld pos0=%d", type, (int)(c->n_head_kv * c->head_dim),
@@ -294,6 +317,14 @@ static void *random_rows(uint32_t type, int64_t d, int64_t rows, float scale) {
 static void add_arg(prep *p, hl_tensor shape, void *host) {
     p->shape[p->n_args] = shape;
     p->host[p->n_args++] = host;
+}
+
+/* Each token's k distinct experts (I32 {k, n}; for k <= 2 of n_expert >= 4, and 4 of 8). */
+static int32_t *expert_ids(int32_t n_expert, int32_t k, int64_t n) {
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(k * n));
+    for (int64_t t = 0; t < n; t++)
+        for (int32_t j = 0; j < k; j++) ids[t * k + j] = (int32_t)((t * 3 + j * (1 + t % 2) + j) % n_expert);
+    return ids;
 }
 
 static void prepare(const op_case *c, size_t index, prep *p) {
@@ -364,6 +395,28 @@ static void prepare(const op_case *c, size_t index, prep *p) {
     case HL_OP_ADD:
         add_arg(p, shape_of(f32, c->d, c->n), random_rows(f32, c->d, c->n, 4.0f));
         add_arg(p, shape_of(f32, c->d, c->variant ? 1 : c->n), random_rows(f32, c->d, c->variant ? 1 : c->n, 2.0f));
+        break;
+    case HL_OP_MATMUL_ID: {
+        const int64_t n_x = c->variant ? c->k_used : 1;
+        add_arg(p, (hl_tensor){.type = c->type, .ne = {c->d, c->rows, c->n_expert, 1}},
+                random_rows(c->type, c->d, c->rows * c->n_expert, 1.0f));
+        add_arg(p, (hl_tensor){.type = f32, .ne = {c->d, n_x, c->n, 1}}, random_rows(f32, c->d, n_x * c->n, 2.0f));
+        add_arg(p, shape_of(GGML_TYPE_I32, c->k_used, c->n), expert_ids(c->n_expert, c->k_used, c->n));
+        add_arg(p, (hl_tensor){.type = f32, .ne = {c->rows, c->k_used, c->n, 1}}, NULL);
+        p->out = 3;
+        break;
+    }
+    case HL_OP_MOE_ROUTE: /* logits; the weights are compared, the experts in test_moe_route */
+        add_arg(p, shape_of(f32, c->n_expert, c->n), random_rows(f32, c->n_expert, c->n, 3.0f));
+        add_arg(p, shape_of(GGML_TYPE_I32, c->k_used, c->n), NULL);
+        add_arg(p, shape_of(f32, c->k_used, c->n), NULL);
+        p->out = 2;
+        break;
+    case HL_OP_MOE_SUM:
+        add_arg(p, (hl_tensor){.type = f32, .ne = {c->d, c->k_used, c->n, 1}}, random_rows(f32, c->d, c->k_used * c->n, 2.0f));
+        add_arg(p, shape_of(f32, c->k_used, c->n), random_rows(f32, c->k_used, c->n, 1.0f));
+        add_arg(p, shape_of(f32, c->d, c->n), NULL);
+        p->out = 2;
         break;
     case HL_OP_SCALE:
     case HL_OP_CLAMP:
@@ -472,6 +525,9 @@ static hearth_status run_op(const op_case *c, const prep *p, inst *in) {
     case HL_OP_ADD: return hl_add(b, &t[0], &t[1]);
     case HL_OP_SCALE: return hl_scale(b, &t[0], -1.25f);
     case HL_OP_CLAMP: return hl_clamp(b, &t[0], -1.5f, 2.25f); /* inputs in [-4, 4): both bounds bite */
+    case HL_OP_MATMUL_ID: return hl_matmul_id(b, &t[0], &t[1], &t[2], &t[3]);
+    case HL_OP_MOE_ROUTE: return hl_moe_route(b, &t[0], &t[1], &t[2]);
+    case HL_OP_MOE_SUM: return hl_moe_sum(b, &t[0], &t[1], &t[2]);
     default: return hl_fail(HEARTH_ERR_INVALID_ARG, "no runner for op %d", (int)c->op);
     }
 }
@@ -738,6 +794,54 @@ static void test_flash_invariance(hl_backend *fa2) {
     hl_backend_cpu_free(fa3);
 }
 
+/* ------------------------------------------------ the routing itself -- */
+
+/* moe_route's experts and weights on each backend that runs it, against
+ * the definition computed here in double: the k largest softmax
+ * probabilities, highest first, divided by their sum. */
+static void test_moe_route(void) {
+    static const op_case routes[] = {ROUTE(4, 2, 9), ROUTE(8, 2, 33), ROUTE(8, 4, 5)};
+    for (size_t r = 0; r < sizeof routes / sizeof *routes; r++) {
+        const op_case *c = &routes[r];
+        prep p;
+        prepare(c, 1000 + r, &p);
+        const float *logits = p.host[0];
+        for (int i = 0; i < n_backends; i++) {
+            inst in;
+            if (!supported(c, &p, backends[i])) continue;
+            CHECK(setup(backends[i], &p, &in) == HEARTH_OK && run_op(c, &p, &in) == HEARTH_OK &&
+                  hl_synchronize(backends[i]) == HEARTH_OK);
+            int32_t ids[4 * 33];
+            float w[4 * 33];
+            CHECK(hl_download(backends[i], ids, in.t[1].data, sizeof(int32_t) * (size_t)(c->k_used * c->n)) == HEARTH_OK);
+            CHECK(hl_download(backends[i], w, in.t[2].data, sizeof(float) * (size_t)(c->k_used * c->n)) == HEARTH_OK);
+            for (int64_t t = 0; t < c->n; t++) {
+                const float *x = logits + t * c->n_expert;
+                double pr[8], sum = 0.0, top = 0.0;
+                for (int e = 0; e < c->n_expert; e++) sum += pr[e] = exp((double)x[e]);
+                bool used[8] = {false};
+                int want[4];
+                for (int j = 0; j < c->k_used; j++) {
+                    int best = -1;
+                    for (int e = 0; e < c->n_expert; e++)
+                        if (!used[e] && (best < 0 || pr[e] > pr[best])) best = e;
+                    used[best] = true;
+                    want[j] = best;
+                    top += pr[best];
+                }
+                for (int j = 0; j < c->k_used; j++)
+                    CHECK_MSG(ids[t * c->k_used + j] == want[j] &&
+                                  fabs(w[t * c->k_used + j] - pr[want[j]] / top) < 1e-6,
+                              "moe_route on %s, token %lld slot %d: expert %d weight %g, want %d weight %g",
+                              backend_names[i], (long long)t, j, (int)ids[t * c->k_used + j],
+                              (double)w[t * c->k_used + j], want[j], pr[want[j]] / top);
+            }
+            teardown(&in);
+        }
+        unprepare(&p);
+    }
+}
+
 /* ----------------------------------------------------- the checked calls -- */
 
 /* Each refusal of ops.h on the CPU: the status, a message naming the op,
@@ -784,6 +888,21 @@ static void test_refusals(hl_backend *b) {
     bias.ne[0] = 63;
     CHECK(hl_layer_norm(b, x, &gain, &bias, 1e-5f, y) == HEARTH_ERR_INVALID_ARG &&
           strstr(hearth_last_error(), "layer_norm on cpu") && strstr(hearth_last_error(), "b f32 {63, 1}"));
+    /* experts: w as 2 experts {64, 4, 2}; more experts per token than the weight has, F32 ids, too many experts */
+    hl_tensor experts = *w, x3 = *x, y3 = *y, ids3 = shape_of(GGML_TYPE_I32, 3, 4), w3 = shape_of(f32, 3, 4);
+    experts.ne[1] = 4;
+    experts.ne[2] = 2;
+    x3.ne[1] = 1;
+    x3.ne[2] = 4;
+    y3.ne[0] = 4;
+    y3.ne[1] = 3;
+    y3.ne[2] = 4;
+    CHECK(hl_matmul_id(b, &experts, &x3, &ids3, &y3) == HEARTH_ERR_INVALID_ARG &&
+          strstr(hearth_last_error(), "matmul_id on cpu") && strstr(hearth_last_error(), "k <= n_expert"));
+    hl_tensor logits = shape_of(f32, HL_MOE_MAX_EXPERTS + 1, 4), ids_f32 = w3;
+    CHECK(hl_moe_route(b, &logits, &ids3, &w3) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "moe_route"));
+    logits.ne[0] = 8;
+    CHECK(hl_moe_route(b, &logits, &ids_f32, &w3) == HEARTH_ERR_INVALID_ARG);
 
     /* positions: cells past the cache, tokens without positions, too many tokens */
     hl_tensor cache = shape_of(GGML_TYPE_F16, 64, 16), src = *x;
@@ -886,6 +1005,7 @@ int main(int argc, char **argv) {
     }
     if (!perf) {
         if (only_op == HL_OP_COUNT && (!only_backend || !strcmp(only_backend, "cpu"))) test_refusals(cpu);
+        if (only_op == HL_OP_COUNT || only_op == HL_OP_MOE_ROUTE) test_moe_route();
         if ((only_op == HL_OP_COUNT || only_op == HL_OP_ATTENTION) && (!only_backend || !strcmp(only_backend, "cpu-fa")))
             test_flash_invariance(cpu_fa);
         printf("%d case runs passed, %d failed, %d skipped (not supported)\n", n_pass, n_fail, n_skip);

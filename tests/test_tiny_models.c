@@ -10,8 +10,9 @@
  * QK-norm, gemma3's sliding-window and global layers, phi3's fused weights and
  * LongRoPE ...; make_arch_models.py says which) and the LayerNorm families
  * gpt2, starcoder2 and gptneox (make_classic_models.py), mpt
- * and bloom (make_alibi_models.py, ALiBi) and falcon
- * (make_falcon_models.py); 90 tokens, longer than every sliding window.
+ * and bloom (make_alibi_models.py, ALiBi) falcon
+ * (make_falcon_models.py) and Mixtral-style llama files with a mixture of
+ * experts (make_moe_models.py); 90 tokens, longer than every sliding window.
  *
  * For each model the same token sequence is decoded as llama.cpp did in the
  * folder's make_*_reference.py (one batch; one token per call; two chunks, the
@@ -19,7 +20,7 @@
  * llama.cpp's, with flash attention off (llama.cpp's arithmetic) and on (the
  * tiled path), each with its bounds below. hearth's tokenization of a
  * few strings must also equal llama.cpp's for that vocabulary, and where a
- * fixture has one (the phi3 and falcon models) llama.cpp's greedy continuation of the
+ * fixture has one (the phi3, falcon and mixture-of-experts models) llama.cpp's greedy continuation of the
  * sequence's start hearth's, token for token. */
 #include <math.h>
 #include <string.h>
@@ -284,6 +285,7 @@ int main(void) {
         {"reference/arch/classic_reference.json", 6, 0.0f},
         {"reference/arch/alibi_reference.json", 4, 0.0f},
         {"reference/arch/falcon_reference.json", 2, 0.0f},
+        {"reference/arch/moe_reference.json", 2, 0.0f},
     };
     for (size_t f = 0; f < sizeof fixtures / sizeof fixtures[0]; f++) {
         cJSON *ref = json_file_read(check_test_path(fixtures[f].fixture));

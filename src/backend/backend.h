@@ -157,7 +157,10 @@ static inline float hl_alibi_slope(int32_t n_head, float max_bias, int32_t h) {
     X(GELU, gelu)             /* x */                         \
     X(ADD, add)               /* x, y */                      \
     X(SCALE, scale)           /* x */                         \
-    X(CLAMP, clamp)           /* x */
+    X(CLAMP, clamp)           /* x */                         \
+    X(MOE_ROUTE, moe_route)   /* logits, ids, weights */      \
+    X(MATMUL_ID, matmul_id)   /* w, x, ids, y */              \
+    X(MOE_SUM, moe_sum)       /* y, weights, out */
 
 typedef enum hl_op {
 #define HL_OP_ENUM(id, name) HL_OP_##id,
@@ -167,6 +170,9 @@ typedef enum hl_op {
 } hl_op;
 
 #define HL_OP_MAX_TENSORS 4
+
+/* Most experts a mixture-of-experts layer routes over (llama.cpp's LLAMA_MAX_EXPERTS). */
+#define HL_MOE_MAX_EXPERTS 512
 
 /* An op as supports_op sees it: its tensors (types and shapes; data is not
  * read and may be NULL) in the order HL_OPS lists, NULL past the last and
@@ -256,6 +262,24 @@ typedef struct hl_backend_i {
     /* x = min(max(x, lo), hi) in place, F32 (ggml_clamp: mpt's clamp_kqv on
      * the q, k and v projections, [-c, c]) */
     void (*clamp)(hl_backend *b, hl_tensor *x, float lo, float hi);
+    /* Mixture-of-experts routing (Mixtral, Jiang et al. 2024,
+     * arXiv:2401.04088), as llama.cpp's build_moe_ffn with softmax gating
+     * and norm_w (llama-graph.cpp): for each token t, p = softmax(logits
+     * F32 {n_expert, n} column t) (expf(x - max) times 1 / the sum taken in
+     * double, ggml_soft_max); ids I32 {k, n} column t = the k experts of
+     * highest p, highest first; weights F32 {k, n} column t = their p
+     * divided by max(their sum (in double, rounded to float), 6.103515625e-5). */
+    void (*moe_route)(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, hl_tensor *weights);
+    /* Expert matmul (ggml_mul_mat_id): y[:, j, t] = w[:, :, ids[j, t]]^T
+     * times x[:, j mod n_x, t]; w {d_in, d_out, n_expert} (any type matmul
+     * takes), x F32 {d_in, n_x, n} with n_x 1 or k, ids I32 {k, n}, y F32
+     * {d_out, k, n}. Each product is the matmul of one expert's slice. */
+    void (*matmul_id)(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const hl_tensor *ids, hl_tensor *y);
+    /* out[:, t] = y[:, 0, t] w[0, t] + y[:, 1, t] w[1, t] + ..., in F32 and
+     * in that order (llama.cpp: ggml_mul by the weights, then ggml_add of
+     * the expert views one by one); y F32 {d, k, n}, weights F32 {k, n},
+     * out F32 {d, n} */
+    void (*moe_sum)(hl_backend *b, const hl_tensor *y, const hl_tensor *weights, hl_tensor *out);
     /* Whether this backend runs `op` with the types and shapes of its
      * tensors: the weight, table and cache types it has kernels for, head
      * sizes, rope modes. What an instance was sized for (tokens, row

@@ -258,6 +258,60 @@ static inline hearth_status hl_clamp(hl_backend *b, hl_tensor *x, float lo, floa
     return HEARTH_OK;
 }
 
+/* ---- mixture of experts (backend.h moe_route, matmul_id, moe_sum) */
+
+/* An F32 or I32 tensor {ne0, ne1, n} (3-D) whose shape fits the buffer planned for it. */
+static inline bool hl_is_act3(const hl_tensor *t, uint32_t type, int64_t ne0, int64_t ne1, int64_t n) {
+    return t->type == type && t->ne[0] == ne0 && t->ne[1] == ne1 && t->ne[2] == n && t->ne[3] == 1 && ne0 > 0 &&
+           ne1 > 0 && (t->capacity == 0 || (size_t)(ne0 * ne1 * n) * 4 <= t->capacity);
+}
+
+static inline hearth_status hl_moe_route(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, hl_tensor *weights) {
+    const hl_op_desc d = {.op = HL_OP_MOE_ROUTE, .t = {logits, ids, weights}};
+    const int64_t n = logits->ne[1], k = ids->ne[0];
+    if (!hl_is_f32_mat(logits) || !hl_is_act3(ids, GGML_TYPE_I32, k, n, 1) ||
+        !hl_is_act3(weights, GGML_TYPE_F32, k, n, 1) || k > logits->ne[0] ||
+        logits->ne[0] > HL_MOE_MAX_EXPERTS)
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "logits must be F32 {n_expert, n}, ids I32 and weights "
+                            "F32 {k, n} with k <= n_expert <= %d", HL_MOE_MAX_EXPERTS);
+    HL_TRY(hl_check_tokens(b, &d, n, false));
+    HL_TRY(hl_check_supported(b, &d));
+    b->iface->moe_route(b, logits, ids, weights);
+    return HEARTH_OK;
+}
+
+/* The ids are read on the device that holds them: their range is the
+ * backend's to trust (the routing op writes only experts < n_expert). */
+static inline hearth_status hl_matmul_id(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const hl_tensor *ids,
+                                         hl_tensor *y) {
+    const hl_op_desc d = {.op = HL_OP_MATMUL_ID, .t = {w, x, ids, y}};
+    const int64_t k = ids->ne[0], n = ids->ne[1];
+    if (w->ne[0] < 1 || w->ne[1] < 1 || w->ne[2] < 1 || w->ne[3] != 1 || !hl_is_act3(ids, GGML_TYPE_I32, k, n, 1) ||
+        k > w->ne[2] || (x->ne[1] != 1 && x->ne[1] != k) || !hl_is_act3(x, GGML_TYPE_F32, w->ne[0], x->ne[1], n) ||
+        !hl_is_act3(y, GGML_TYPE_F32, w->ne[1], k, n))
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "w must be {d_in, d_out, n_expert}, ids I32 {k, n} with k "
+                            "<= n_expert, x F32 {d_in, 1 or k, n}, y F32 {d_out, k, n}");
+    HL_TRY(hl_check_tokens(b, &d, n, false));
+    if (x->ne[0] > b->limits.max_row)
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "rows of %lld, the instance was sized for %lld (max_row)",
+                            (long long)x->ne[0], (long long)b->limits.max_row);
+    HL_TRY(hl_check_supported(b, &d));
+    b->iface->matmul_id(b, w, x, ids, y);
+    return HEARTH_OK;
+}
+
+static inline hearth_status hl_moe_sum(hl_backend *b, const hl_tensor *y, const hl_tensor *weights, hl_tensor *out) {
+    const hl_op_desc d = {.op = HL_OP_MOE_SUM, .t = {y, weights, out}};
+    const int64_t k = weights->ne[0], n = weights->ne[1];
+    if (!hl_is_act3(weights, GGML_TYPE_F32, k, n, 1) || !hl_is_act3(y, GGML_TYPE_F32, out->ne[0], k, n) ||
+        !hl_is_f32_mat(out) || out->ne[1] != n)
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "y must be F32 {d, k, n}, weights F32 {k, n}, out F32 {d, n}");
+    HL_TRY(hl_check_tokens(b, &d, n, false));
+    HL_TRY(hl_check_supported(b, &d));
+    b->iface->moe_sum(b, y, weights, out);
+    return HEARTH_OK;
+}
+
 /* ---- the rest of the table, forwarded */
 
 static inline const char *hl_backend_name(const hl_backend *b) { return b->iface->name(b); }

@@ -190,11 +190,24 @@ static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_
         snprintf(name, sizeof name, "blk.%d.ffn_up.weight", (int)il);
         HL_TRY(bind_split(m, name, hp->n_embd, (const int64_t[]){hp->n_ff, hp->n_ff},
                           (hl_tensor *[]){&l->ffn_gate, &l->ffn_up}, 2, true));
-    } else {
+    } else if (hp->n_expert == 0) {
         if (!(flags & HL_BIND_LAYER_NORM)) BIND(ffn_gate, "ffn_gate.weight", hp->n_embd, hp->n_ff, true);
         BIND(ffn_up, "ffn_up.weight", hp->n_embd, hp->n_ff, true);
     }
-    BIND(ffn_down, "ffn_down.weight", hp->n_ff, hp->n_embd, true);
+    if (hp->n_expert > 0) { /* a mixture of experts in place of the dense feed-forward (llama.cpp's llama loader) */
+        BIND(ffn_gate_inp, "ffn_gate_inp.weight", hp->n_embd, hp->n_expert, true);
+#define BIND_EXPERTS(field, suffix, ne0, ne1)                                                           \
+    do {                                                                                                \
+        snprintf(name, sizeof name, "blk.%d.%s", (int)il, suffix);                                      \
+        HL_TRY(hl_model_experts(m, name, ne0, ne1, hp->n_expert, &l->field));                           \
+    } while (0)
+        BIND_EXPERTS(ffn_gate_exps, "ffn_gate_exps.weight", hp->n_embd, hp->n_ff);
+        BIND_EXPERTS(ffn_up_exps, "ffn_up_exps.weight", hp->n_embd, hp->n_ff);
+        BIND_EXPERTS(ffn_down_exps, "ffn_down_exps.weight", hp->n_ff, hp->n_embd);
+#undef BIND_EXPERTS
+    } else {
+        BIND(ffn_down, "ffn_down.weight", hp->n_ff, hp->n_embd, true);
+    }
     if (flags & HL_BIND_LAYER_NORM) BIND(attn_norm_b, "attn_norm.bias", hp->n_embd, 1, biases);
     if ((flags & HL_BIND_LAYER_NORM) && !(flags & HL_BIND_ATTN_NORM_2)) {
         /* required, as llama.cpp's gpt2, starcoder2 and gptneox loaders ask */

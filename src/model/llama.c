@@ -6,6 +6,11 @@
  * Mistral-style files use the same names; like llama.cpp for this
  * architecture, hearth ignores their sliding-window metadata, and takes a
  * head size other than n_embd / n_head from attention.key_length.
+ * Mixtral-style files (expert_count > 0) replace the feed-forward with a
+ * mixture of experts (Jiang et al. 2024, arXiv:2401.04088), as llama.cpp's
+ * build_moe_ffn runs it for llama: softmax over the router's logits, the
+ * top expert_used_count experts with their probabilities renormalized,
+ * each a SwiGLU feed-forward, their outputs summed with those weights.
  *
  * Its block is shared with qwen2, qwen3 and phi3, which add optional parts:
  * q/k/v biases, per-head QK-norm, LongRoPE factors, the scale on the
@@ -17,7 +22,43 @@ static hearth_status llama_load(hearth_model *m) {
     hl_hparams *hp = &m->hp;
     HL_TRY(hl_hparams_read(m->gguf, "llama", HL_ROPE_NORMAL, hp));
     HL_TRY(hl_hparams_full_rope("llama", hp));
+    HL_TRY(hl_arch_u32(m->gguf, "llama", "expert_count", false, &hp->n_expert));
+    if (hp->n_expert > 0) {
+        HL_TRY(hl_arch_u32(m->gguf, "llama", "expert_used_count", true, &hp->n_expert_used));
+        if (hp->n_expert > HL_MOE_MAX_EXPERTS || hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert)
+            return hl_fail(HEARTH_ERR_FORMAT, "GGUF: llama.expert_count = %d and expert_used_count = %d must satisfy "
+                           "1 <= expert_used_count <= expert_count <= %d", (int)hp->n_expert, (int)hp->n_expert_used,
+                           HL_MOE_MAX_EXPERTS);
+    }
     return hl_model_bind(m, HL_BIND_ROPE_FREQS);
+}
+
+/* A view of activation t {ne0 * ne1, n} as {ne0, ne1, n}. */
+static hl_tensor split_rows(const hl_tensor *t, int64_t ne0, int64_t ne1) {
+    hl_tensor v = *t;
+    v.ne[2] = t->ne[1];
+    v.ne[0] = ne0;
+    v.ne[1] = ne1;
+    return v;
+}
+
+/* xb {n_embd, n} = the mixture of experts of block l over xb (llama.cpp
+ * build_moe_ffn: LLM_FFN_SILU, norm_w, softmax gating): the router's logits,
+ * each token's top-k experts and weights, the experts' gate and up
+ * {n_ff, k, n}, SwiGLU, their down projections {n_embd, k, n}, the weighted sum. */
+static hearth_status moe_ffn(const hl_hparams *hp, hl_backend *b, hl_work *w, const hl_layer *l) {
+    const int64_t k = hp->n_expert_used;
+    HL_TRY(hl_matmul(b, &l->ffn_gate_inp, &w->xb, &w->moe_logits));
+    const hl_tensor *ids = &w->moe_ids; /* I32 {k, n} */
+    HL_TRY(hl_moe_route(b, &w->moe_logits, &w->moe_ids, &w->moe_w));
+    const hl_tensor in = split_rows(&w->xb, hp->n_embd, 1);
+    hl_tensor gate = split_rows(&w->moe_gate, hp->n_ff, k), up = split_rows(&w->moe_up, hp->n_ff, k);
+    hl_tensor out = split_rows(&w->moe_out, hp->n_embd, k);
+    HL_TRY(hl_matmul_id(b, &l->ffn_up_exps, &in, ids, &up));
+    HL_TRY(hl_matmul_id(b, &l->ffn_gate_exps, &in, ids, &gate));
+    HL_TRY(hl_swiglu(b, &w->moe_gate, &w->moe_up));
+    HL_TRY(hl_matmul_id(b, &l->ffn_down_exps, &gate, ids, &out));
+    return hl_moe_sum(b, &out, &w->moe_w, &w->xb);
 }
 
 hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
@@ -42,6 +83,10 @@ hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, i
     HL_TRY(hl_add(b, &w->x, &w->xb));
     /* feed-forward block */
     HL_TRY(hl_rms_norm(b, &w->x, &l->ffn_norm, hp->norm_eps, &w->xb));
+    if (l->ffn_gate_inp.data) {
+        HL_TRY(moe_ffn(hp, b, w, l));
+        return hl_add(b, &w->x, &w->xb);
+    }
     HL_TRY(hl_matmul(b, &l->ffn_gate, &w->xb, &w->gate));
     HL_TRY(hl_matmul(b, &l->ffn_up, &w->xb, &w->up));
     HL_TRY(hl_swiglu(b, &w->gate, &w->up));

@@ -108,6 +108,26 @@ hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, in
     return HEARTH_OK;
 }
 
+hearth_status hl_model_experts(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, int64_t n_expert,
+                               hl_tensor *t) {
+    const gguf_tensor *gt = hl_gguf_find_tensor(m->gguf, name);
+    if (!gt) return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' is missing: the file is incomplete or not a %s model", name, m->arch->name);
+    if (gt->ne[0] != ne0 || gt->ne[1] != ne1 || gt->ne[2] != n_expert || gt->ne[3] != 1)
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' has shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld, %lld}",
+                       name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
+                       (long long)ne0, (long long)ne1, (long long)n_expert);
+    *t = (hl_tensor){.type = gt->type, .ne = {ne0, ne1, n_expert, 1}, .data = (void *)gt->data, .backend = m->host};
+    const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {ne0, 1, 1, 1}}, ids = {.type = GGML_TYPE_I32, .ne = {1, 1, 1, 1}},
+                    y = {.type = GGML_TYPE_F32, .ne = {ne1, 1, 1, 1}};
+    const hl_op_desc mm = {.op = HL_OP_MATMUL_ID, .t = {t, &x, &ids, &y}};
+    if (!hl_quant_get(gt->type) || !hl_supports_op(m->host, &mm)) {
+        *t = (hl_tensor){0};
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' has type %s, which hearth cannot compute yet", name,
+                       hl_ggml_type_get(gt->type)->name);
+    }
+    return HEARTH_OK;
+}
+
 static int cmp_addr(const void *a, const void *b) {
     const uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
     return (x > y) - (x < y);

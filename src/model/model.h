@@ -24,6 +24,9 @@ typedef struct hl_hparams {
     int32_t n_head_kv;
     int32_t head_dim;     /* n_embd / n_head unless the file says otherwise */
     int32_t n_ff;
+    int32_t n_expert;     /* mixture of experts (Mixtral-style llama): experts per block, 0 = a dense
+                             feed-forward; n_expert_used of them (top-k) run for each token */
+    int32_t n_expert_used;
     float norm_eps;       /* RMSNorm epsilon, or LayerNorm's where layer_norm is set */
     bool layer_norm;      /* LayerNorm with bias instead of RMSNorm (gpt2, starcoder2, gptneox): set before
                              hl_hparams_read, which then reads attention.layer_norm_epsilon */
@@ -70,6 +73,9 @@ static inline bool hl_layer_is_swa(const hl_hparams *hp, int32_t il) {
  *   attn_norm_b, ffn_norm_b, bo {n_embd}, ffn_up_b {n_ff}, ffn_down_b {n_embd}
  *                                          F32 LayerNorm and projection biases (gpt2, starcoder2, gptneox;
  *                                          falcon's LayerNorm biases only, its ffn_norm as HL_BIND_ATTN_NORM_2 says)
+ *   ffn_gate_inp {n_embd, n_expert}       the router of a mixture of experts (hp.n_expert > 0),
+ *   ffn_gate_exps, ffn_up_exps {n_embd, n_ff, n_expert}, ffn_down_exps {n_ff, n_embd, n_expert}
+ *                                          its stacked experts, in place of ffn_gate, ffn_up, ffn_down
  * A fused weight of the file (phi3's attn_qkv, ffn_up holding gate and up)
  * is bound as views of its row ranges: wq, wk, wv (bq, bk, bv) and ffn_gate,
  * ffn_up point into it, each a weight of its own to the backends.
@@ -78,7 +84,8 @@ static inline bool hl_layer_is_swa(const hl_hparams *hp, int32_t il) {
 #define HL_LAYER_TENSORS(X)                                                                              \
     X(attn_norm) X(wq) X(wk) X(wv) X(wo) X(bq) X(bk) X(bv) X(attn_q_norm) X(attn_k_norm) X(attn_post_norm) \
     X(ffn_norm) X(ffn_gate) X(ffn_up) X(ffn_down) X(ffn_post_norm) X(rope_freqs) X(rope_long) X(rope_short)   \
-    X(attn_norm_b) X(bo) X(ffn_norm_b) X(ffn_up_b) X(ffn_down_b)
+    X(attn_norm_b) X(bo) X(ffn_norm_b) X(ffn_up_b) X(ffn_down_b) X(ffn_gate_inp) X(ffn_gate_exps) X(ffn_up_exps)     \
+    X(ffn_down_exps)
 
 typedef struct hl_layer {
 #define HL_LAYER_FIELD(name) hl_tensor name;
@@ -96,10 +103,16 @@ typedef struct hl_layer {
  * up, the feed-forward's. HL_WORK_ACTIVATIONS lists them once for the code
  * that plans, sizes and views them all. */
 #define HL_WORK_ACTIVATIONS(X) X(x, n_embd) X(xb, n_embd) X(q, q_dim) X(k, kv_dim) X(v, kv_dim) X(att, q_dim) \
-    X(gate, n_ff) X(up, n_ff)
+    X(gate, n_ff) X(up, n_ff) X(moe_logits, n_expert) X(moe_ids, n_expert_used) X(moe_w, n_expert_used)          \
+    X(moe_gate, ff_exp) X(moe_up, ff_exp) X(moe_out, embd_exp)
 
 typedef struct hl_work_widths {
     int64_t n_embd, q_dim, kv_dim, n_ff; /* q_dim = n_head * head_dim, kv_dim = n_head_kv * head_dim */
+    /* a mixture of experts' (0 without): the router's logits, each token's
+     * experts (moe_ids, I32) and their weights, the experts' gate and up
+     * {n_ff, n_expert_used} (ff_exp = n_ff * n_expert_used) and outputs
+     * {n_embd, n_expert_used} (embd_exp) */
+    int64_t n_expert, n_expert_used, ff_exp, embd_exp;
 } hl_work_widths;
 
 typedef struct hl_work {
@@ -260,6 +273,12 @@ hearth_status hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, cons
  * missing tensor leaves *t zeroed (data NULL) and returns OK. Errors: FORMAT
  * (missing tensor, wrong shape), UNSUPPORTED (type). */
 hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, bool required, hl_tensor *t);
+
+/* Binds the stacked expert weights `name` {ne0, ne1, n_expert} to *t (as
+ * hl_model_tensor, with the host's supports_op asked for matmul_id).
+ * Errors: FORMAT (missing tensor, wrong shape), UNSUPPORTED (type). */
+hearth_status hl_model_experts(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, int64_t n_expert,
+                               hl_tensor *t);
 
 /* ---- hparams.c: metadata and weights shared by the architectures */
 

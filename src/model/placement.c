@@ -138,7 +138,7 @@ static size_t layer_bytes(const hl_layer *l) {
 /* ------------------------------------------------ what a device runs -- */
 
 /* Whether device b runs weight `t` of a block as the block uses it:
- * matrices in matmul, the q/k/v biases in add, norm weights in rms_norm
+ * stacked experts in matmul_id, matrices in matmul, the q/k/v biases in add, norm weights in rms_norm
  * (the rope frequency factors are asked with rope, in runs_block). If not,
  * `why` names it. */
 static bool runs_weight(const hl_backend *b, const hl_tensor *t, const char *name, char *why, size_t size) {
@@ -146,7 +146,9 @@ static bool runs_weight(const hl_backend *b, const hl_tensor *t, const char *nam
     const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {t->ne[0], 1, 1, 1}};
     const hl_tensor y = {.type = GGML_TYPE_F32, .ne = {t->ne[1], 1, 1, 1}};
     const bool bias = name[0] == 'b' && name[1] && !name[2]; /* bq, bk, bv */
-    const hl_op_desc d = t->ne[1] > 1 ? (hl_op_desc){.op = HL_OP_MATMUL, .t = {t, &x, &y}}
+    const hl_tensor ids = {.type = GGML_TYPE_I32, .ne = {1, 1, 1, 1}};
+    const hl_op_desc d = t->ne[2] > 1 ? (hl_op_desc){.op = HL_OP_MATMUL_ID, .t = {t, &x, &ids, &y}} /* experts */
+                         : t->ne[1] > 1 ? (hl_op_desc){.op = HL_OP_MATMUL, .t = {t, &x, &y}}
                          : bias      ? (hl_op_desc){.op = HL_OP_ADD, .t = {&x, t}}
                                      : (hl_op_desc){.op = HL_OP_RMS_NORM, .t = {&x, t, &x}};
     if (hl_supports_op(b, &d)) return true;

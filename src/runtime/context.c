@@ -73,7 +73,9 @@ static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work
     size_t off = 0;
     const int64_t kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     const hl_work_widths wd = {.n_embd = hp->n_embd, .q_dim = (int64_t)hp->n_head * hp->head_dim, .kv_dim = kv_dim,
-                               .n_ff = hp->n_ff};
+                               .n_ff = hp->n_ff, .n_expert = hp->n_expert, .n_expert_used = hp->n_expert_used,
+                               .ff_exp = (int64_t)hp->n_ff * hp->n_expert_used,
+                               .embd_exp = (int64_t)hp->n_embd * hp->n_expert_used};
 /* n rows of d floats; each pass sets ne[1] to its tokens, and the checked
  * calls hold it to the planned capacity */
 #define ACT(field, d, n)                                                                                   \
@@ -87,6 +89,7 @@ static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work
 #define ACT_TOKENS(field, width) ACT(field, wd.width, n_ubatch);
     HL_WORK_ACTIVATIONS(ACT_TOKENS)
 #undef ACT_TOKENS
+    if (w) w->moe_ids.type = GGML_TYPE_I32; /* the experts each token is routed to */
     ACT(last, hp->n_embd, c->n_out_max);
     ACT(logits, hp->n_vocab, c->n_out_max);
 #undef ACT

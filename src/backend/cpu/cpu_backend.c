@@ -116,7 +116,8 @@ static void find_matmul_units(hl_cpu *cpu) {
 static bool cpu_supports_op(const hl_backend *b, const hl_op_desc *d) {
     const hl_cpu *cpu = (const hl_cpu *)b->impl;
     switch (d->op) {
-    case HL_OP_MATMUL: {
+    case HL_OP_MATMUL:
+    case HL_OP_MATMUL_ID: { /* matmul_id: the matmul of each expert's slice */
         const hl_tensor *w = d->t[0];
         const int32_t unit = w->type < GGML_TYPE_COUNT ? cpu->matmul_unit[w->type] : 0;
         return unit > 0 && w->ne[0] % unit == 0;
@@ -160,6 +161,9 @@ static const hl_backend_i cpu_iface = {
     .gelu = hl_cpu_gelu,
     .add = hl_cpu_add,
     .scale = hl_cpu_scale,
+    .moe_route = hl_cpu_moe_route,
+    .matmul_id = hl_cpu_matmul_id,
+    .moe_sum = hl_cpu_moe_sum,
     .clamp = hl_cpu_clamp,
     .supports_op = cpu_supports_op,
     .synchronize = cpu_synchronize,

@@ -74,6 +74,9 @@ void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cpu_scale(hl_backend *b, hl_tensor *x, float s);
 void hl_cpu_clamp(hl_backend *b, hl_tensor *x, float lo, float hi);
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+void hl_cpu_moe_route(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, hl_tensor *weights);
+void hl_cpu_matmul_id(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const hl_tensor *ids, hl_tensor *y);
+void hl_cpu_moe_sum(hl_backend *b, const hl_tensor *y, const hl_tensor *weights, hl_tensor *out);
 void hl_cpu_attention(hl_backend *b, const hl_attn_args *args);
 void hl_cpu_flash_attention(hl_backend *b, const hl_attn_args *args);
 

@@ -91,6 +91,9 @@ static bool cuda_supports_op(const hl_backend *b, const hl_op_desc *d) {
     case HL_OP_ATTENTION: return hl_cuda_attention_runs(d->attn);
     case HL_OP_ROPE: return hl_cuda_rope_runs(d->rope);
     case HL_OP_ROPE_SHIFT: return hl_cuda_rope_runs(d->rope) && d->t[0]->type == GGML_TYPE_F16;
+    case HL_OP_MOE_ROUTE: // no mixture-of-experts kernels yet: such blocks stay on the CPU
+    case HL_OP_MATMUL_ID:
+    case HL_OP_MOE_SUM: return false;
     default: return true;
     }
 }
@@ -248,6 +251,9 @@ static const hl_backend_i cuda_iface = {
     .add = hl_cuda_add,
     .scale = hl_cuda_scale,
     .clamp = hl_cuda_clamp,
+    .moe_route = nullptr, // no mixture-of-experts kernels: supports_op says no
+    .matmul_id = nullptr,
+    .moe_sum = nullptr,
     .supports_op = cuda_supports_op,
     .synchronize = cuda_synchronize,
     .graph_run = cuda_graph_run,

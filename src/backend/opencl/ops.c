@@ -217,6 +217,9 @@ bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d) {
     case HL_OP_ROPE: return d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX;
     case HL_OP_ROPE_SHIFT:
         return d->t[0]->type == GGML_TYPE_F16 && (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX);
+    case HL_OP_MOE_ROUTE: /* no mixture-of-experts kernels yet: such blocks stay on the CPU */
+    case HL_OP_MATMUL_ID:
+    case HL_OP_MOE_SUM: return false;
     default: return true;
     }
 }
