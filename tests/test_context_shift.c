@@ -1,8 +1,9 @@
 /* hearth_context_shift against llama.cpp's context shift (llama_memory_seq_rm
  * then llama_memory_seq_add, and its K-shift on the next decode) on tiny
  * random-weight models: normal rope with YaRN, NEOX rope, gemma3's
- * sliding-window layers with their own rope base, NEOX with YaRN
- * (tests/reference/shift/make_shift_reference.py). The sequence is decoded,
+ * sliding-window layers with their own rope base, NEOX with YaRN, and the
+ * ALiBi families mpt and bloom, whose keys carry no position (rows moved, no
+ * K-shift) (tests/reference/shift/make_shift_reference.py). The sequence is decoded,
  * shifted three times (the BOS kept and dropped) with a batch decoded after
  * each shift, and the logits of each batch's last token are compared with
  * llama.cpp's; then the call's argument errors, which change nothing,
@@ -179,7 +180,7 @@ int main(void) {
     }
     printf("worst max |dlogit|: %.3g with flash attention off (bound %.3g), %.3g on (bound %.3g)\n", (double)worst,
            (double)MAX_DIFF, (double)worst_fa, (double)FA_MAX_DIFF);
-    CHECK_MSG(n_models == 4, "%d models in the fixture, expected 4", n_models);
+    CHECK_MSG(n_models == 6, "%d models in the fixture, expected 6", n_models);
     check_errors(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "models"), 0), "file")->valuestring);
     check_learned_positions();
     cJSON_Delete(ref);

@@ -242,8 +242,9 @@ hearth_status hl_model_bind(hearth_model *m, unsigned flags) {
     hl_hparams *hp = &m->hp;
     HL_TRY(hl_model_tensor(m, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &m->tok_embd));
     HL_TRY(hl_model_tensor(m, "output_norm.weight", hp->n_embd, 1, true, &m->output_norm));
-    if (flags & HL_BIND_LAYER_NORM)
-        HL_TRY(hl_model_tensor(m, "output_norm.bias", hp->n_embd, 1, !(flags & HL_BIND_OPTIONAL_BIASES), &m->output_norm_b));
+    if (flags & HL_BIND_LAYER_NORM) /* optional for mpt (HL_BIND_OPTIONAL_BIASES) */
+        HL_TRY(hl_model_tensor(m, "output_norm.bias", hp->n_embd, 1, !(flags & HL_BIND_OPTIONAL_BIASES),
+                               &m->output_norm_b));
     if (flags & HL_BIND_POS_EMBD)
         HL_TRY(hl_model_tensor(m, "position_embd.weight", hp->n_embd, hp->n_ctx_train, true, &m->pos_embd));
     HL_TRY(hl_model_tensor(m, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output));

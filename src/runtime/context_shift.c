@@ -3,7 +3,11 @@
  * keys re-rotated to the new positions by the backend's rope_shift (llama.cpp
  * llama-kv-cache.cpp build_rope_shift); values only move. A sequence owns
  * consecutive rows from seq * n_ctx_seq (token at position p in row p), so
- * the moved rows are copied down first, then turned. hearth_context_shift_half
+ * the moved rows are copied down first, then turned. A model with neither
+ * rope nor learned positions (the ALiBi families mpt and bloom) keeps no
+ * position in its keys: moving the rows is the whole shift, as llama.cpp's
+ * K-shift does nothing without rope (its ALiBi mask reads the cells' new
+ * positions, as hearth's attention reads the rows'). hearth_context_shift_half
  * is the rule llama-cli and llama-server apply when the context fills (half
  * of what follows n_keep goes), the one the engine and `hearth run` use. */
 #include "backend/ops.h"
@@ -40,8 +44,9 @@ hearth_status hearth_context_shift(hearth_context *c, int32_t seq, uint32_t n_ke
     if (n_discard == 0) return HEARTH_OK;
     const hearth_model *m = c->model;
     const hl_hparams *hp = &m->hp;
+    const bool turn = hp->rope.mode != HL_ROPE_NONE || m->pos_embd.data; /* gpt2's positions: refused below */
     /* every layer's backend must have the K-shift before anything moves */
-    for (int32_t il = 0; il < hp->n_layer; il++) {
+    for (int32_t il = 0; turn && il < hp->n_layer; il++) {
         hl_backend *b = hl_context_layer_backend(c, il);
         const hl_op_desc d = {.op = HL_OP_ROPE_SHIFT, .t = {&c->k_cache[il], layer_freq_factors(c, il)},
                               .n_head = hp->n_head_kv, .rope = hl_layer_rope(hp, &c->work, il)};
@@ -55,6 +60,7 @@ hearth_status hearth_context_shift(hearth_context *c, int32_t seq, uint32_t n_ke
         hl_backend *b = hl_context_layer_backend(c, il);
         HL_TRY(move_rows(b, &c->k_cache[il], keep, keep + n_discard, n_move));
         HL_TRY(move_rows(b, &c->v_cache[il], keep, keep + n_discard, n_move));
+        if (!turn) continue;
         const hl_rope_params *rope = hl_layer_rope(hp, &c->work, il);
         HL_TRY(hl_rope_shift(b, &c->k_cache[il], keep, n_move, hp->n_head_kv, -(int32_t)n_discard, rope,
                              layer_freq_factors(c, il)));

@@ -11,7 +11,8 @@ position delta). hearth does both in hearth_context_shift().
 
 For each model (tiny random-weight models of tests/reference/arch/: normal
 rope with YaRN, NEOX rope, gemma3's sliding-window layers with their own
-rope base), one fixed sequence of tokens is decoded in one batch (N_FIRST
+rope base; mpt and bloom, whose ALiBi needs no K-shift: llama.cpp only moves
+their cells' positions), one fixed sequence of tokens is decoded in one batch (N_FIRST
 tokens); then, per step of STEPS, the context is shifted by (n_keep,
 n_discard) and the next tokens of the sequence are decoded in one batch, and
 the logits of the last token are recorded (6 significant digits). Positions
@@ -36,7 +37,8 @@ N_CTX = 128
 N_FIRST = 90
 # (n_keep, n_discard, tokens decoded after the shift)
 STEPS = [(10, 40, 30), (10, 35, 1), (0, 20, 7)]
-MODELS = ["llama-yarn-f32.gguf", "qwen2-f16.gguf", "gemma3-f16.gguf", "qwen2-yarn-f16.gguf"]
+MODELS = ["llama-yarn-f32.gguf", "qwen2-f16.gguf", "gemma3-f16.gguf", "qwen2-yarn-f16.gguf", "mpt-f16.gguf",
+          "bloom-f16.gguf"]
 
 
 def rounded(x):
