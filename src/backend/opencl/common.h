@@ -49,7 +49,7 @@ typedef struct hl_ocl_dev {
  * compute instance (clSetKernelArg is not safe across threads). */
 #define HL_OCL_KERNELS(X) \
     X(get_rows) X(store_rows) X(rms_norm) X(layer_norm) X(rope) X(rope_shift) X(attention) X(swiglu) X(geglu) \
-    X(gelu) X(add) X(scale) X(clamp_f32)
+    X(gelu) X(add) X(scale) X(clamp_f32) X(moe_route) X(moe_sum)
 
 /* The weight types the kernels read (ops.c), in the order of hl_ocl.matmul:
  * kernels/matmul.cl has a kernel matmul_<ggml type name> for each. */
@@ -162,6 +162,9 @@ void hl_ocl_gelu(hl_backend *b, hl_tensor *x);
 void hl_ocl_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_ocl_scale(hl_backend *b, hl_tensor *x, float s);
 void hl_ocl_clamp(hl_backend *b, hl_tensor *x, float lo, float hi);
+void hl_ocl_moe_route(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, hl_tensor *weights);
+void hl_ocl_matmul_id(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const hl_tensor *ids, hl_tensor *y);
+void hl_ocl_moe_sum(hl_backend *b, const hl_tensor *y, const hl_tensor *weights, hl_tensor *out);
 bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d);
 
 /* gemm.c (with CLBlast, HEARTH_HAVE_CLBLAST): hl_ocl_gemm_init allocates

@@ -191,6 +191,55 @@ void hl_ocl_clamp(hl_backend *b, hl_tensor *x, float lo, float hi) {
     launch_1d(ocl_of(b), HL_OCL_K_clamp_f32, n, 4, args);
 }
 
+/* --------------------------------------------------- mixture of experts -- */
+
+void hl_ocl_moe_route(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, hl_tensor *weights) {
+    const cl_int n_expert = (cl_int)logits->ne[0], k = (cl_int)ids->ne[0];
+    const cl_long n = logits->ne[1];
+    const hl_ocl_arg args[] = {OCL_DATA(logits->data), OCL_DATA(ids->data), OCL_DATA(weights->data), OCL_VAL(n_expert),
+                               OCL_VAL(k), OCL_VAL(n)};
+    launch_1d(ocl_of(b), HL_OCL_K_moe_route, n, 6, args);
+}
+
+/* Each (token, slot)'s product is the matmul kernel over its expert's slice
+ * of w: the experts are read back first (a blocking read, in chunks of
+ * IDS_CHUNK), since the launches' offsets depend on them. */
+#define IDS_CHUNK 1024
+void hl_ocl_matmul_id(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const hl_tensor *ids, hl_tensor *y) {
+    hl_ocl *o = ocl_of(b);
+    const int64_t k = ids->ne[0], n_x = x->ne[1], n_slots = k * ids->ne[1];
+    const cl_long d_in = w->ne[0], d_out = w->ne[1], one = 1;
+    const cl_ulong stride = row_bytes(w->type, d_in);
+    int ti = 0;
+    while (ti < HL_OCL_N_TYPES - 1 && hl_ocl_types[ti] != w->type) ti++; /* supports_op admitted the type */
+    int32_t id[IDS_CHUNK];
+    for (int64_t s0 = 0; s0 < n_slots && o->status == HEARTH_OK; s0 += IDS_CHUNK) {
+        const int64_t m = n_slots - s0 < IDS_CHUNK ? n_slots - s0 : IDS_CHUNK;
+        const hearth_status st = hl_ocl_download(b, id, (const int32_t *)ids->data + s0, (size_t)m * sizeof *id);
+        if (st != HEARTH_OK) {
+            hl_ocl_record(o, st, "%s: matmul_id reading its experts back: %s", o->name, hearth_last_error());
+            return;
+        }
+        for (int64_t s = s0; s < s0 + m; s++) {
+            const int64_t t = s / k, j = s % k;
+            const hl_ocl_arg args[] = {OCL_DATA((const uint8_t *)w->data + (size_t)id[s - s0] * stride * (size_t)d_out),
+                                       OCL_VAL(stride), OCL_DATA((const float *)x->data + (t * n_x + j % n_x) * d_in),
+                                       OCL_DATA((float *)y->data + s * d_out), OCL_VAL(d_in), OCL_VAL(d_out),
+                                       OCL_VAL(one)};
+            hl_ocl_launch(o, o->matmul[ti], (size_t[]){(size_t)d_out * (size_t)hl_ocl_mv_lanes(o->dev), 1},
+                          (size_t[]){MV_WG, 1}, 2, 7, args);
+        }
+    }
+}
+
+void hl_ocl_moe_sum(hl_backend *b, const hl_tensor *y, const hl_tensor *weights, hl_tensor *out) {
+    const cl_long d = out->ne[0], n = out->ne[1];
+    const cl_int k = (cl_int)weights->ne[0];
+    const hl_ocl_arg args[] = {OCL_DATA(y->data), OCL_DATA(weights->data), OCL_DATA(out->data), OCL_VAL(d), OCL_VAL(k),
+                               OCL_VAL(n)};
+    launch_1d(ocl_of(b), HL_OCL_K_moe_sum, d * n, 6, args);
+}
+
 /* ---------------------------------------------------------- supports_op -- */
 
 const uint32_t hl_ocl_types[HL_OCL_N_TYPES] = {
@@ -209,6 +258,7 @@ bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d) {
     (void)b;
     switch (d->op) {
     case HL_OP_MATMUL:
+    case HL_OP_MATMUL_ID: /* the matmul kernels over each expert's slice */
     case HL_OP_GET_ROWS: return reads_type(d->t[0]);
     case HL_OP_STORE_ROWS: return d->t[1]->type == GGML_TYPE_F16 || d->t[1]->type == GGML_TYPE_F32;
     case HL_OP_ATTENTION: /* an F16 cache, a head within the work-items' accumulators */
@@ -217,9 +267,6 @@ bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d) {
     case HL_OP_ROPE: return d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX;
     case HL_OP_ROPE_SHIFT:
         return d->t[0]->type == GGML_TYPE_F16 && (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX);
-    case HL_OP_MOE_ROUTE: /* no mixture-of-experts kernels yet: such blocks stay on the CPU */
-    case HL_OP_MATMUL_ID:
-    case HL_OP_MOE_SUM: return false;
     default: return true;
     }
 }

@@ -26,12 +26,13 @@ _Static_assert(sizeof(block_q2_K) == 84 && sizeof(block_q3_K) == 110 && sizeof(b
 
 /* generated from kernels/NAME.cl (CMakeLists.txt); dequant first: the others use it */
 extern const char hl_ocl_src_dequant[], hl_ocl_src_matmul[], hl_ocl_src_rows[], hl_ocl_src_norm_rope[],
-    hl_ocl_src_attention[], hl_ocl_src_elementwise[];
+    hl_ocl_src_attention[], hl_ocl_src_elementwise[], hl_ocl_src_moe[];
 
-#define N_SOURCES 6
+#define N_SOURCES 7
 
 static const char *const sources[N_SOURCES] = {hl_ocl_src_dequant, hl_ocl_src_matmul, hl_ocl_src_rows,
-                                                hl_ocl_src_norm_rope, hl_ocl_src_attention, hl_ocl_src_elementwise};
+                                                hl_ocl_src_norm_rope, hl_ocl_src_attention, hl_ocl_src_elementwise,
+                                                hl_ocl_src_moe};
 
 /* -cl-std, the matmul's work-items per row and ggml's type ids, the T_* of dequant.cl. */
 static void build_options(const hl_ocl_dev *d, char *buf, size_t size) {
