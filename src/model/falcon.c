@@ -5,16 +5,18 @@
  * llama.cpp's order of adds; LayerNorm with weight and bias (attn_norm);
  * Falcon-40B's files add a second one, attn_norm_2, whose output the
  * attention reads while the feed-forward reads attn_norm's (Falcon-7B's
- * both read attn_norm's); the fused attn_qkv with multi-query (7B: one KV
- * head) or grouped (40B) attention; rotary embeddings in NEOX mode over
- * whole heads (llama.cpp refuses another rope.dimension_count); no
- * projection biases; a feed-forward of up, tanh GELU, down; a final
- * LayerNorm with bias; the output matrix tied to the token embeddings
- * unless the file has output.weight.
+ * both read attn_norm's); the fused attn_qkv (separate attn_q/k/v are taken
+ * too, by the binding phi3 shares, where llama.cpp's loader asks for the
+ * fused one) with multi-query (7B: one KV head) or grouped (40B) attention;
+ * rotary embeddings in NEOX mode over whole heads (llama.cpp refuses
+ * another rope.dimension_count); no projection biases; a feed-forward of
+ * up, tanh GELU, down; a final LayerNorm with bias; the output matrix tied
+ * to the token embeddings unless the file has output.weight.
  *
  * Falcon-7B's 71 query heads share one KV head: where a GPU's attention
- * cannot take a group that large (the CUDA kernel bounds it by its shared
- * memory), placement keeps those layers on the CPU with a warning. */
+ * cannot take a group that large (the CUDA kernel takes at most 4096 query
+ * dimensions per KV head, hl_cuda_attention_runs; 71 x 64 = 4544), placement
+ * keeps those layers on the CPU with a warning. */
 #include "model/model.h"
 
 static hearth_status falcon_load(hearth_model *m) {

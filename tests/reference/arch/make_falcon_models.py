@@ -21,6 +21,9 @@ Both outputs are untied: with output tied to the token embeddings these
 models' greedy text repeats one token, with near ties between candidates
 (llama.cpp's falcon ties them as every architecture does, TENSOR_DUPLICATED;
 gpt2-f16 and starcoder2-q8_0 of make_classic_models.py cover tied output).
+SEED is one whose models' greedy tokens after test_opencl_offload.c's
+prompt have no near ties (CPU top-2 margins >= 0.015 for F16, 0.24 for
+Q8_0), which the OpenCL path's 8-bit activations could break the other way.
 The vocabulary is tests/reference/tiny's byte-level BPE ("gpt2"). Weights are
 N(0, sigma) as in make_classic_models.py; norm weights ~1, norm biases
 ~N(0, 0.1).
