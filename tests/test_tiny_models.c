@@ -10,7 +10,7 @@
  * QK-norm, gemma3's sliding-window and global layers, phi3's fused weights and
  * LongRoPE ...; make_arch_models.py says which) and the LayerNorm families
  * gpt2, starcoder2 and gptneox (make_classic_models.py), mpt
- * and bloom (make_alibi_models.py, ALiBi) falcon
+ * and bloom (make_alibi_models.py, ALiBi), falcon
  * (make_falcon_models.py) and Mixtral-style llama files with a mixture of
  * experts (make_moe_models.py); 90 tokens, longer than every sliding window.
  *
