@@ -100,6 +100,9 @@ void hl_cuda_gelu(hl_backend *b, hl_tensor *x);
 void hl_cuda_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cuda_scale(hl_backend *b, hl_tensor *x, float s);
 void hl_cuda_clamp(hl_backend *b, hl_tensor *x, float lo, float hi);
+void hl_cuda_moe_route(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, hl_tensor *weights);
+void hl_cuda_matmul_id(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const hl_tensor *ids, hl_tensor *y);
+void hl_cuda_moe_sum(hl_backend *b, const hl_tensor *y, const hl_tensor *weights, hl_tensor *out);
 
 // What the kernels handle, for supports_op (device.cu) and the ops' own
 // refusals: the one place each answer is written.

@@ -86,14 +86,12 @@ static bool cuda_supports_op(const hl_backend *b, const hl_op_desc *d) {
     (void)b;
     switch (d->op) {
     case HL_OP_MATMUL: // matvec and the F16 tiles for cuBLAS dequantize the same types
+    case HL_OP_MATMUL_ID: // moe.cu's kernel dequantizes them too
     case HL_OP_GET_ROWS: return hl_cuda_supports_type(d->t[0]->type) && whole_blocks(d->t[0]->type, d->t[0]->ne[0]);
     case HL_OP_STORE_ROWS: return hl_cuda_store_rows_runs(d->t[1]->type);
     case HL_OP_ATTENTION: return hl_cuda_attention_runs(d->attn);
     case HL_OP_ROPE: return hl_cuda_rope_runs(d->rope);
     case HL_OP_ROPE_SHIFT: return hl_cuda_rope_runs(d->rope) && d->t[0]->type == GGML_TYPE_F16;
-    case HL_OP_MOE_ROUTE: // no mixture-of-experts kernels yet: such blocks stay on the CPU
-    case HL_OP_MATMUL_ID:
-    case HL_OP_MOE_SUM: return false;
     default: return true;
     }
 }
@@ -251,9 +249,9 @@ static const hl_backend_i cuda_iface = {
     .add = hl_cuda_add,
     .scale = hl_cuda_scale,
     .clamp = hl_cuda_clamp,
-    .moe_route = nullptr, // no mixture-of-experts kernels: supports_op says no
-    .matmul_id = nullptr,
-    .moe_sum = nullptr,
+    .moe_route = hl_cuda_moe_route,
+    .matmul_id = hl_cuda_matmul_id,
+    .moe_sum = hl_cuda_moe_sum,
     .supports_op = cuda_supports_op,
     .synchronize = cuda_synchronize,
     .graph_run = cuda_graph_run,
