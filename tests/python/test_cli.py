@@ -287,3 +287,35 @@ def test_prompt_longer_than_context(run_hearth, model_path):
 def test_empty_prompt_starts_from_bos(run_hearth, model_path):
     res = run_hearth("run", model_path, "", "-n", "4", "--temp", "0")
     assert res.returncode == 0 and "prompt 1 tokens" in res.stderr.decode()
+
+
+@pytest.mark.parametrize("model,key,tensor", [
+    ("mixtral-f16", "llama.expert_used_count", "blk.1.ffn_down_exps.weight"),
+    ("mixtral-q8_0", "llama.expert_used_count", "blk.0.ffn_gate_inp.weight"),
+])
+def test_moe_incomplete(run_hearth, tmp_path, model, key, tensor):
+    """A Mixtral-style llama file (make_moe_models.py) without
+    expert_used_count, a router or an expert stack names the key or the
+    tensor; without expert_count it is a dense llama file, which lacks
+    ffn_gate; more experts used than there are is refused with both counts."""
+    pytest.importorskip("gguf")
+    import numpy as np
+    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
+    from make_moe_models import MODELS, write_model
+    spec = next(m for m in MODELS if m["name"] == model)
+    p = write_model(dict(spec, name=f"{model}-without-key", omit_keys=[key]), tmp_path, np.random.default_rng(0), 0)
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert f"missing key '{key}'" in err, err
+    p = write_model(dict(spec, name=f"{model}-dense", omit_keys=["llama.expert_count"]), tmp_path,
+                    np.random.default_rng(0), 0)
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert "'blk.0.ffn_gate.weight' is missing" in err, err
+    p = write_model(dict(spec, name=f"{model}-too-many", n_expert_used=5), tmp_path, np.random.default_rng(0), 0)
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert "expert_count = 4 and expert_used_count = 5" in err, err
+    p = write_model(dict(spec, name=f"{model}-without-tensor"), tmp_path, np.random.default_rng(0), 0)
+    data = p.read_bytes()
+    assert data.count(tensor.encode()) == 1
+    p.write_bytes(data.replace(tensor.encode(), tensor[:-1].encode() + b"X"))  # same length
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert f"'{tensor}' is missing" in err and "llama" in err, err

@@ -41,8 +41,9 @@ MODELS = [
 
 
 def write_model(spec, out_dir, rng, seed):
-    """Writes the model `spec` describes (MODELS) to OUT_DIR/NAME.gguf with
-    weights drawn from rng; returns the path."""
+    """Writes the model `spec` describes (MODELS; omit_keys drops metadata
+    keys, for the error tests) to OUT_DIR/NAME.gguf with weights drawn from
+    rng; returns the path."""
     tokens, types, merges, eot = vocabulary()
     n_vocab = len(tokens)
     n_embd, n_head, n_head_kv, n_ff = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["n_ff"]
@@ -109,6 +110,8 @@ def write_model(spec, out_dir, rng, seed):
     if not spec["tied"]:
         add_weight("output.weight", matrix(n_vocab, n_embd, sigma=1.5 / np.sqrt(n_embd)))
 
+    for key in spec.get("omit_keys", ()):
+        del w.kv_data[0][key]
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
