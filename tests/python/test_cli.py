@@ -249,6 +249,32 @@ def test_falcon_incomplete(run_hearth, tmp_path, model, key, tensor):
     assert f"'{tensor}' is missing" in err and "falcon" in err, err
 
 
+@pytest.mark.parametrize("model,key,tensor", [
+    ("mpt-f16", "mpt.attention.layer_norm_epsilon", "blk.1.ffn_up.weight"),
+    ("mpt-q8_0", "mpt.block_count", "blk.1.attn_output.weight"),
+    ("bloom-f16", "bloom.attention.head_count", "token_embd_norm.bias"),
+    ("bloom-q8_0", "bloom.feed_forward_length", "blk.1.ffn_norm.bias"),
+])
+def test_alibi_family_incomplete(run_hearth, tmp_path, model, key, tensor):
+    """An mpt or bloom file (make_alibi_models.py) without a metadata key or a
+    tensor it needs (bloom's embedding norm and biases are required, as
+    llama.cpp asks) names the key or the tensor."""
+    pytest.importorskip("gguf")
+    import numpy as np
+    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
+    from make_alibi_models import MODELS, write_model
+    spec = next(m for m in MODELS if m["name"] == model)
+    p = write_model(dict(spec, name=f"{model}-without-key", omit_keys=[key]), tmp_path, np.random.default_rng(0), 0)
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert f"missing key '{key}'" in err, err
+    p = write_model(dict(spec, name=f"{model}-without-tensor"), tmp_path, np.random.default_rng(0), 0)
+    data = p.read_bytes()
+    assert data.count(tensor.encode()) == 1
+    p.write_bytes(data.replace(tensor.encode(), tensor[:-1].encode() + b"X"))  # same length
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert f"'{tensor}' is missing" in err and spec["arch"] in err, err
+
+
 def test_phi3_without_attention_weights(run_hearth, tmp_path):
     """A phi3 file with neither the fused attn_qkv nor attn_q/k/v names the
     tensor it lacks and the architecture."""
