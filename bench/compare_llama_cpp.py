@@ -12,8 +12,9 @@ figures and the ratio hearth / llama.cpp of the means for every model.
 
 --prompt/--gen change the test lengths, --depth D[,D...] passes -d to both
 (each test also on top of D tokens already in the context: pp512 @ d4096),
---flash-attn 1,0 passes -fa to both (a row per value) and --ubatch N passes
--ub; rows are matched by test, depth and flash attention.
+--flash-attn 1,0 passes -fa to both (a row per value), --ubatch N passes
+-ub and --cache-type T passes -ctk T -ctv T (the KV cache type: f16, bf16,
+q8_0, q4_0); rows are matched by test, depth and flash attention.
 
 With --bandwidth GB/s (measured with bench/membw.c), it also gives the
 memory traffic of generation: weight bytes read per token (the model's
@@ -129,7 +130,8 @@ def pool(runs):
 
 def bench_args(args):
     extra = [*(["-d", args.depth] if args.depth else []), *(["-fa", args.flash_attn] if args.flash_attn else []),
-             *(["-ub", str(args.ubatch)] if args.ubatch else [])]
+             *(["-ub", str(args.ubatch)] if args.ubatch else []),
+             *(["-ctk", args.cache_type, "-ctv", args.cache_type] if args.cache_type else [])]
     return ["-p", args.prompt, "-n", args.gen, *extra, "-t", str(args.threads), "-r", str(args.reps), "-o", "json"]
 
 
@@ -185,6 +187,7 @@ def main():
     ap.add_argument("--depth", default=None, help="-d of both engines, e.g. 0,4096 (default: none)")
     ap.add_argument("--flash-attn", default=None, help="-fa of both engines, e.g. 1,0 (default: each engine's own)")
     ap.add_argument("--ubatch", type=int, default=None, help="-ub of both engines (default: 512, both)")
+    ap.add_argument("--cache-type", default=None, help="-ctk and -ctv of both engines (default: f16, both)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--hearth", default=str(ROOT / "build/hearth"))
     ap.add_argument("--llama-bench", default=None, help="default: bench/build_llama_cpp.sh's binary")
