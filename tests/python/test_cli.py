@@ -1,5 +1,6 @@
 """The `hearth` command: help, info, generation output, and one-line errors with
 a non-zero exit for every kind of bad input (never a crash or a hang)."""
+import importlib
 import json
 import os
 import struct
@@ -201,80 +202,6 @@ def test_missing_metadata_key(run_hearth, tmp_path, arch, key):
     assert f"missing key '{key}'" in err, err
 
 
-@pytest.mark.parametrize("arch,key,tensor", [
-    ("gpt2", "gpt2.attention.layer_norm_epsilon", "position_embd.weight"),
-    ("starcoder2", "starcoder2.attention.head_count", "blk.1.ffn_up.bias"),
-    ("gptneox", "gptneox.use_parallel_residual", "output_norm.bias"),
-])
-def test_layer_norm_family_incomplete(run_hearth, tmp_path, arch, key, tensor):
-    """A gpt2, starcoder2 or gptneox file (make_classic_models.py) without a
-    metadata key or a tensor its family needs names the key or the tensor."""
-    pytest.importorskip("gguf")
-    import numpy as np
-    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
-    from make_classic_models import MODELS, write_model
-    spec = next(m for m in MODELS if m["arch"] == arch)
-    p = write_model(dict(spec, name=f"{arch}-without-key", omit_keys=[key]), tmp_path, np.random.default_rng(0), 0)
-    err = one_line_error(run_hearth("run", p, "hi"))
-    assert f"missing key '{key}'" in err, err
-    p = write_model(dict(spec, name=f"{arch}-without-tensor"), tmp_path, np.random.default_rng(0), 0)
-    data = p.read_bytes()
-    assert data.count(tensor.encode()) == 1
-    p.write_bytes(data.replace(tensor.encode(), tensor[:-1].encode() + b"X"))  # same length
-    err = one_line_error(run_hearth("run", p, "hi"))
-    assert f"'{tensor}' is missing" in err and arch in err, err
-
-
-@pytest.mark.parametrize("model,key,tensor", [
-    ("falcon-f16", "falcon.attention.layer_norm_epsilon", "blk.1.ffn_down.weight"),
-    ("falcon-q8_0", "falcon.block_count", "blk.1.attn_norm_2.bias"),
-])
-def test_falcon_incomplete(run_hearth, tmp_path, model, key, tensor):
-    """A falcon file (make_falcon_models.py) without a metadata key or a
-    tensor it needs (Falcon-40B's attn_norm_2 with its bias) names the key or
-    the tensor."""
-    pytest.importorskip("gguf")
-    import numpy as np
-    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
-    from make_falcon_models import MODELS, write_model
-    spec = next(m for m in MODELS if m["name"] == model)
-    p = write_model(dict(spec, name=f"{model}-without-key", omit_keys=[key]), tmp_path, np.random.default_rng(0), 0)
-    err = one_line_error(run_hearth("run", p, "hi"))
-    assert f"missing key '{key}'" in err, err
-    p = write_model(dict(spec, name=f"{model}-without-tensor"), tmp_path, np.random.default_rng(0), 0)
-    data = p.read_bytes()
-    assert data.count(tensor.encode()) == 1
-    p.write_bytes(data.replace(tensor.encode(), tensor[:-1].encode() + b"X"))  # same length
-    err = one_line_error(run_hearth("run", p, "hi"))
-    assert f"'{tensor}' is missing" in err and "falcon" in err, err
-
-
-@pytest.mark.parametrize("model,key,tensor", [
-    ("mpt-f16", "mpt.attention.layer_norm_epsilon", "blk.1.ffn_up.weight"),
-    ("mpt-q8_0", "mpt.block_count", "blk.1.attn_output.weight"),
-    ("bloom-f16", "bloom.attention.head_count", "token_embd_norm.bias"),
-    ("bloom-q8_0", "bloom.feed_forward_length", "blk.1.ffn_norm.bias"),
-])
-def test_alibi_family_incomplete(run_hearth, tmp_path, model, key, tensor):
-    """An mpt or bloom file (make_alibi_models.py) without a metadata key or a
-    tensor it needs (bloom's embedding norm and biases are required, as
-    llama.cpp asks) names the key or the tensor."""
-    pytest.importorskip("gguf")
-    import numpy as np
-    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
-    from make_alibi_models import MODELS, write_model
-    spec = next(m for m in MODELS if m["name"] == model)
-    p = write_model(dict(spec, name=f"{model}-without-key", omit_keys=[key]), tmp_path, np.random.default_rng(0), 0)
-    err = one_line_error(run_hearth("run", p, "hi"))
-    assert f"missing key '{key}'" in err, err
-    p = write_model(dict(spec, name=f"{model}-without-tensor"), tmp_path, np.random.default_rng(0), 0)
-    data = p.read_bytes()
-    assert data.count(tensor.encode()) == 1
-    p.write_bytes(data.replace(tensor.encode(), tensor[:-1].encode() + b"X"))  # same length
-    err = one_line_error(run_hearth("run", p, "hi"))
-    assert f"'{tensor}' is missing" in err and spec["arch"] in err, err
-
-
 def test_phi3_without_attention_weights(run_hearth, tmp_path):
     """A phi3 file with neither the fused attn_qkv nor attn_q/k/v names the
     tensor it lacks and the architecture."""
@@ -315,33 +242,59 @@ def test_empty_prompt_starts_from_bos(run_hearth, model_path):
     assert res.returncode == 0 and "prompt 1 tokens" in res.stderr.decode()
 
 
-@pytest.mark.parametrize("model,key,tensor", [
-    ("mixtral-f16", "llama.expert_used_count", "blk.1.ffn_down_exps.weight"),
-    ("mixtral-q8_0", "llama.expert_used_count", "blk.0.ffn_gate_inp.weight"),
+def family_model(generator, name):
+    """The model `name` (its name or its arch) of
+    tests/reference/arch/make_GENERATOR_models.py, and that module's
+    write_model."""
+    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
+    module = importlib.import_module(f"make_{generator}_models")
+    return next(m for m in module.MODELS if name in (m["name"], m.get("arch"))), module.write_model
+
+
+@pytest.mark.parametrize("generator,model,arch,key,tensor", [
+    ("classic", "gpt2", "gpt2", "gpt2.attention.layer_norm_epsilon", "position_embd.weight"),
+    ("classic", "starcoder2", "starcoder2", "starcoder2.attention.head_count", "blk.1.ffn_up.bias"),
+    ("classic", "gptneox", "gptneox", "gptneox.use_parallel_residual", "output_norm.bias"),
+    ("falcon", "falcon-f16", "falcon", "falcon.attention.layer_norm_epsilon", "blk.1.ffn_down.weight"),
+    ("falcon", "falcon-q8_0", "falcon", "falcon.block_count", "blk.1.attn_norm_2.bias"),
+    ("alibi", "mpt-f16", "mpt", "mpt.attention.layer_norm_epsilon", "blk.1.ffn_up.weight"),
+    ("alibi", "mpt-q8_0", "mpt", "mpt.block_count", "blk.1.attn_output.weight"),
+    ("alibi", "bloom-f16", "bloom", "bloom.attention.head_count", "token_embd_norm.bias"),
+    ("alibi", "bloom-q8_0", "bloom", "bloom.feed_forward_length", "blk.1.ffn_norm.bias"),
+    ("moe", "mixtral-f16", "llama", "llama.expert_used_count", "blk.1.ffn_down_exps.weight"),
+    ("moe", "mixtral-q8_0", "llama", "llama.expert_used_count", "blk.0.ffn_gate_inp.weight"),
 ])
-def test_moe_incomplete(run_hearth, tmp_path, model, key, tensor):
-    """A Mixtral-style llama file (make_moe_models.py) without
-    expert_used_count, a router or an expert stack names the key or the
-    tensor; without expert_count it is a dense llama file, which lacks
-    ffn_gate; more experts used than there are is refused with both counts."""
+def test_family_incomplete(run_hearth, tmp_path, generator, model, arch, key, tensor):
+    """A file of the families of make_classic/falcon/alibi/moe_models.py
+    without a metadata key or a tensor its family needs (Falcon-40B's
+    attn_norm_2 with its bias, bloom's embedding norm and biases, a Mixtral
+    router or expert stack: as llama.cpp asks) names the key or the tensor
+    and the architecture."""
     pytest.importorskip("gguf")
     import numpy as np
-    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
-    from make_moe_models import MODELS, write_model
-    spec = next(m for m in MODELS if m["name"] == model)
-    p = write_model(dict(spec, name=f"{model}-without-key", omit_keys=[key]), tmp_path, np.random.default_rng(0), 0)
+    spec, write_model = family_model(generator, model)
+    p = write_model(dict(spec, name=f"{model}-without-key", omit_keys=[key]), tmp_path, np.random.default_rng(0))
     err = one_line_error(run_hearth("run", p, "hi"))
     assert f"missing key '{key}'" in err, err
-    p = write_model(dict(spec, name=f"{model}-dense", omit_keys=["llama.expert_count"]), tmp_path,
-                    np.random.default_rng(0), 0)
-    err = one_line_error(run_hearth("run", p, "hi"))
-    assert "'blk.0.ffn_gate.weight' is missing" in err, err
-    p = write_model(dict(spec, name=f"{model}-too-many", n_expert_used=5), tmp_path, np.random.default_rng(0), 0)
-    err = one_line_error(run_hearth("run", p, "hi"))
-    assert "expert_count = 4 and expert_used_count = 5" in err, err
-    p = write_model(dict(spec, name=f"{model}-without-tensor"), tmp_path, np.random.default_rng(0), 0)
+    p = write_model(dict(spec, name=f"{model}-without-tensor"), tmp_path, np.random.default_rng(0))
     data = p.read_bytes()
     assert data.count(tensor.encode()) == 1
     p.write_bytes(data.replace(tensor.encode(), tensor[:-1].encode() + b"X"))  # same length
     err = one_line_error(run_hearth("run", p, "hi"))
-    assert f"'{tensor}' is missing" in err and "llama" in err, err
+    assert f"'{tensor}' is missing" in err and arch in err, err
+
+
+def test_moe_expert_counts(run_hearth, tmp_path):
+    """A Mixtral-style llama file without expert_count is a dense llama file,
+    which lacks ffn_gate; more experts used than there are is refused with
+    both counts."""
+    pytest.importorskip("gguf")
+    import numpy as np
+    spec, write_model = family_model("moe", "mixtral-f16")
+    p = write_model(dict(spec, name="mixtral-dense", omit_keys=["llama.expert_count"]), tmp_path,
+                    np.random.default_rng(0))
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert "'blk.0.ffn_gate.weight' is missing" in err, err
+    p = write_model(dict(spec, name="mixtral-too-many", n_expert_used=5), tmp_path, np.random.default_rng(0))
+    err = one_line_error(run_hearth("run", p, "hi"))
+    assert "expert_count = 4 and expert_used_count = 5" in err, err

@@ -128,6 +128,75 @@ def vocabulary():
 FILE_TYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "BF16": 32}
 
 
+def open_model(spec, out_dir, arch, script, seed, n_ctx_train):
+    """A GGUFWriter for OUT_DIR/NAME.gguf holding the keys every tiny model's
+    metadata starts with (n_head_kv: n_head unless the spec gives it), and its
+    path; the caller adds its architecture's keys, then add_vocabulary()."""
+    path = out_dir / f"{spec['name']}.gguf"
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name(spec["name"])
+    w.add_description(f"random weights for hearth's tests ({script}, seed {seed})")
+    w.add_context_length(n_ctx_train)
+    w.add_embedding_length(spec["n_embd"])
+    w.add_block_count(spec["n_layer"])
+    w.add_feed_forward_length(spec["n_ff"])
+    w.add_head_count(spec["n_head"])
+    w.add_head_count_kv(spec.get("n_head_kv", spec["n_head"]))
+    return w, path
+
+
+def add_vocabulary(w, spec):
+    """The vocabulary size, file type and byte-level BPE tokenizer
+    (vocabulary(); pre-tokenizer spec["pre"], default gpt-2); returns n_vocab."""
+    tokens, types, merges, eot = vocabulary()
+    w.add_vocab_size(len(tokens))
+    w.add_file_type(FILE_TYPE[spec["type"]])
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(spec.get("pre", "gpt-2"))
+    w.add_token_list(tokens)
+    w.add_token_types([int(t) for t in types])
+    w.add_token_merges(merges)
+    w.add_bos_token_id(eot)
+    w.add_eos_token_id(eot)
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+    return len(tokens)
+
+
+class Weights:
+    """Tensors drawn from rng into w: matrices N(0, sigma) in the model's type
+    (numpy shapes, the reverse of GGUF's), F32 vectors mean + N(0, sigma)."""
+
+    def __init__(self, w, rng, type_name):
+        self.w, self.rng, self.qtype = w, rng, gguf.GGMLQuantizationType[type_name]
+
+    def matrix(self, *shape, sigma):
+        return self.rng.normal(0.0, sigma, size=shape).astype(np.float32)
+
+    def add(self, name, data):
+        """A matrix in the model's type."""
+        if self.qtype == gguf.GGMLQuantizationType.F32:
+            self.w.add_tensor(name, data)
+        else:
+            self.w.add_tensor(name, gguf.quants.quantize(data, self.qtype), raw_dtype=self.qtype)
+
+    def weight(self, name, *shape, sigma):
+        self.add(name, self.matrix(*shape, sigma=sigma))
+
+    def vector(self, name, n, mean, sigma):
+        self.w.add_tensor(name, (mean + self.rng.normal(0.0, sigma, size=n)).astype(np.float32))
+
+
+def close_model(w, spec):
+    """Drops the spec's omit_keys (for the error tests) and writes the file."""
+    for key in spec.get("omit_keys", ()):
+        del w.kv_data[0][key]
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
     """Writes the model `spec` describes (MODELS here, or make_arch_models.py's:
     arch, sliding_window, swa_pattern, freq_base_swa, rope_freqs (the
@@ -140,23 +209,10 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
     rope_factors_long/short.weight); omit_keys drops metadata keys, for the
     error tests) to
     OUT_DIR/NAME.gguf with weights drawn from rng; returns the path."""
-    tokens, types, merges, eot = vocabulary()
-    n_vocab = len(tokens)
     n_embd, n_head, n_head_kv, n_ff = spec["n_embd"], spec["n_head"], spec["n_head_kv"], spec["n_ff"]
     head_dim = spec.get("head_dim", n_embd // n_head)
     q_dim, kv_dim = n_head * head_dim, n_head_kv * head_dim
-    qtype = gguf.GGMLQuantizationType[spec["type"]]
-
-    path = out_dir / f"{spec['name']}.gguf"
-    w = gguf.GGUFWriter(str(path), spec.get("arch", "llama"))
-    w.add_name(spec["name"])
-    w.add_description(f"random weights for hearth's tests ({script}, seed {seed})")
-    w.add_context_length(spec.get("n_ctx_train", N_CTX_TRAIN))
-    w.add_embedding_length(n_embd)
-    w.add_block_count(spec["n_layer"])
-    w.add_feed_forward_length(n_ff)
-    w.add_head_count(n_head)
-    w.add_head_count_kv(n_head_kv)
+    w, path = open_model(spec, out_dir, spec.get("arch", "llama"), script, seed, spec.get("n_ctx_train", N_CTX_TRAIN))
     if head_dim != n_embd // n_head:
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
@@ -177,31 +233,14 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
         w.add_sliding_window_pattern(spec["swa_pattern"])
     if "freq_base_swa" in spec:
         w.add_rope_freq_base_swa(spec["freq_base_swa"])
-    w.add_vocab_size(n_vocab)
-    w.add_file_type(FILE_TYPE[spec["type"]])
-
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre(spec.get("pre", "gpt-2"))
-    w.add_token_list(tokens)
-    w.add_token_types([int(t) for t in types])
-    w.add_token_merges(merges)
-    w.add_bos_token_id(eot)
-    w.add_eos_token_id(eot)
-    w.add_add_bos_token(True)
-    w.add_add_eos_token(False)
+    n_vocab = add_vocabulary(w, spec)
+    t = Weights(w, rng, spec["type"])
 
     def weight(name, rows, cols, sigma):
         """A [rows, cols] matrix (GGUF shape {cols, rows}) in the model's type."""
-        add_weight(name, rng.normal(0.0, sigma, size=(rows, cols)).astype(np.float32))
+        t.weight(name, rows, cols, sigma=sigma)
 
-    def add_weight(name, data):
-        if qtype == gguf.GGMLQuantizationType.F32:
-            w.add_tensor(name, data)
-        else:
-            w.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
-
-    def vector(name, n, mean, sigma):
-        w.add_tensor(name, (mean + rng.normal(0.0, sigma, size=n)).astype(np.float32))
+    vector = t.vector
 
     def fused(on, name, parts):
         """parts' rows, drawn in order, as one matrix `name` (on) or each its own."""
@@ -209,8 +248,7 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
             for part in parts:
                 weight(*part)
             return
-        add_weight(name, np.concatenate([rng.normal(0.0, sigma, size=(rows, cols)).astype(np.float32)
-                                         for _, rows, cols, sigma in parts]))
+        t.add(name, np.concatenate([t.matrix(rows, cols, sigma=sigma) for _, rows, cols, sigma in parts]))
 
     # embeddings of rms 0.4 rather than ~0.02 as trained models have: with a
     # tiny residual stream, rms_norm would amplify every rounding difference
@@ -250,24 +288,19 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
     vector("output_norm.weight", n_embd, 1.0, 0.1)
     if not spec["tied"]:
         weight("output.weight", n_vocab, n_embd, 1.5 / np.sqrt(n_embd))
-
-    for key in spec.get("omit_keys", ()):
-        del w.kv_data[0][key]
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    close_model(w, spec)
     return path
 
 
-def write_all(models, seed, script, prepare=lambda spec: spec):
+def write_all(models, seed, script, prepare=lambda spec: spec, writer=write_model):
     """The scripts' main: each model of `models` (through `prepare`) into
-    argv[1] or the script's folder, model i drawn from seed + i."""
+    argv[1] or the script's folder by writer(spec, out_dir, rng, script's
+    name, seed), model i drawn from seed + i."""
     out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(script).resolve().parent
     out_dir.mkdir(parents=True, exist_ok=True)
     for i, spec in enumerate(models):
         rng = np.random.default_rng(seed + i)
-        path = write_model(prepare(spec), out_dir, rng, Path(script).name, seed)
+        path = writer(prepare(spec), out_dir, rng, Path(script).name, seed)
         print(f"wrote {path} ({path.stat().st_size} bytes)")
 
 
