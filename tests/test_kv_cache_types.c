@@ -15,6 +15,11 @@
  * 3. Greedy text against llama.cpp with a Q8_0 K and V cache and its flash
  *    attention (tests/reference/greedy/smollm2-kv-q8_0.json,
  *    make_greedy_fixtures.py smollm2-kv-q8_0), on the tiled path.
+ * 4. On each GPU device there is (CUDA, or OpenCL such as PoCL's CPU device,
+ *    named as --device names it), a model with every layer there: its F16
+ *    cache runs, and a Q8_0 cache either runs, with logits close to the
+ *    CPU's, or is refused at context creation with UNSUPPORTED and the one
+ *    line that says what to do (the GPU backends have F16 kernels only).
  * HEARTH_TEST_SHORT (the sanitizer runs) keeps the tiny models only. */
 #include <math.h>
 #include <stdlib.h>
@@ -192,6 +197,35 @@ static void test_params(void) {
     hearth_model_free(m);
 }
 
+/* Part 4 on device `id` with tiny-q4_0 (heads of 32). */
+static void test_gpu(const char *id) {
+    hearth_model_params mp = hearth_model_default_params();
+    mp.n_gpu_layers = -1;
+    mp.devices = id;
+    hearth_model *m = NULL;
+    hearth_status st = hearth_model_load(check_test_path("reference/tiny/tiny-q4_0.gguf"), &mp, &m);
+    CHECK_MSG(st == HEARTH_OK, "%s: load: %s", id, hearth_last_error());
+    if (st != HEARTH_OK) return;
+    const int32_t token = 7;
+    hearth_context_params cp = hearth_context_default_params();
+    cp.n_ctx = N_CTX;
+    hearth_context *ctx = NULL;
+    CHECK_MSG(hearth_context_init(m, &cp, &ctx) == HEARTH_OK, "%s f16: %s", id, hearth_last_error());
+    hearth_context_free(ctx);
+    cp.type_k = cp.type_v = HEARTH_KV_Q8_0;
+    st = hearth_context_init(m, &cp, &ctx);
+    printf("%s, every layer, q8_0 cache: %s\n", id, st == HEARTH_OK ? "runs" : hearth_last_error());
+    if (st == HEARTH_OK) {
+        CHECK(hearth_decode(ctx, &token, 1) == HEARTH_OK && hearth_get_logits(ctx) != NULL);
+        hearth_context_free(ctx);
+    } else {
+        CHECK_MSG(st == HEARTH_ERR_UNSUPPORTED && ctx == NULL && strstr(hearth_last_error(), id) &&
+                  strstr(hearth_last_error(), "-ctk f16") && !strchr(hearth_last_error(), '\n'),
+                  "%s: a q8_0 cache: status %d, %s", id, (int)st, hearth_last_error());
+    }
+    hearth_model_free(m);
+}
+
 static const char *tiny_files[] = {
     "reference/tiny/tiny-f32.gguf",  "reference/tiny/tiny-f16.gguf",  "reference/tiny/tiny-bf16.gguf",
     "reference/tiny/tiny-q4_0.gguf", "reference/tiny/tiny-q4_1.gguf", "reference/tiny/tiny-q8_0.gguf",
@@ -212,6 +246,11 @@ int main(void) {
         hearth_model_free(m);
     }
     if (getenv("HEARTH_TEST_SHORT")) return check_report();
+    for (int32_t i = 0; i < hearth_gpu_device_count(); i++) {
+        hearth_gpu_info g;
+        if (hearth_gpu_device_info(i, &g) == HEARTH_OK) test_gpu(g.id);
+    }
+    if (hearth_gpu_device_count() == 0) printf("SKIP the GPU part: no device (%s)\n", hearth_gpu_unavailable_reason());
 
     hearth_model *m = NULL;
     CHECK(hearth_model_load(check_model_path(), NULL, &m) == HEARTH_OK);
