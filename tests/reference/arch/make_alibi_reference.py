@@ -8,30 +8,22 @@ As make_classic_reference.py (make_arch_reference.py's sequence length of 90
 tokens, record points and chunks, n_ctx 128), into alibi_reference.json: a
 file of its own, so that regenerating one fixture leaves the others' records
 as they were. Each model also gets llama.cpp's greedy continuation
-("greedy": make_phi3_reference.py's GREEDY_N tokens after the sequence's
+("greedy": make_tiny_reference.py's GREEDY_N tokens after the sequence's
 first GREEDY_PROMPT, each fed back), which hearth's must equal token for
 token.
 
 Usage: python3 tests/reference/arch/make_alibi_reference.py
 (needs llama-cpp-python==0.3.36; writes alibi_reference.json next to this script)
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tiny"))
 from make_arch_reference import CHUNKS, N_CTX, N_TOKENS, SINGLE_AT  # noqa: E402
 from make_alibi_models import MODELS, SEED  # noqa: E402
-from make_phi3_reference import GREEDY_PROMPT, greedy  # noqa: E402
-from make_tiny_reference import write_references  # noqa: E402
+from make_tiny_reference import add_greedy, write_references  # noqa: E402
 
 if __name__ == "__main__":
     write_references(MODELS, SEED, __file__, "alibi_reference.json",
                      lambda spec: {"arch": spec["arch"], "type": spec["type"]}, N_CTX, N_TOKENS, SINGLE_AT, CHUNKS)
-    here = Path(__file__).resolve().parent
-    out = here / "alibi_reference.json"
-    doc = json.loads(out.read_text())
-    for model in doc["models"]:
-        model["greedy"] = {"n_prompt": GREEDY_PROMPT,
-                           "tokens": greedy(here.parent.parent / model["file"], model["tokens"][:GREEDY_PROMPT], N_CTX)}
-    out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+    add_greedy(Path(__file__).resolve().parent / "alibi_reference.json", N_CTX)

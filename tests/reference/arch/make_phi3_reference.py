@@ -21,29 +21,12 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-from llama_cpp import Llama
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tiny"))
 from make_arch_models import PHI3_MODELS, SEED  # noqa: E402
 from make_arch_reference import CHUNKS, N_CTX, N_TOKENS, SINGLE_AT  # noqa: E402
-from make_tiny_reference import last_logits, reference, write_references  # noqa: E402
+from make_tiny_reference import add_greedy, reference, write_references  # noqa: E402
 
-GREEDY_PROMPT = 21
-GREEDY_N = 32
 LONG_N_CTX = 512
-
-
-def greedy(path, prompt, n_ctx):
-    """llama.cpp's argmax after `prompt`, GREEDY_N times, each fed back."""
-    llm = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, n_threads=2, logits_all=False,
-                flash_attn=False, verbose=False)
-    llm.eval(prompt)
-    out = []
-    for _ in range(GREEDY_N):
-        out.append(int(np.argmax(last_logits(llm))))
-        llm.eval(out[-1:])
-    return out
 
 
 if __name__ == "__main__":
@@ -56,8 +39,5 @@ if __name__ == "__main__":
     doc["models"].append({"file": last["file"], "arch": spec["arch"], "type": spec["type"], "n_ctx": LONG_N_CTX,
                           **reference(here / f"{spec['name']}.gguf", SEED + 300 + 1000 + len(PHI3_MODELS),
                                       LONG_N_CTX, N_TOKENS, SINGLE_AT, CHUNKS)})
-    for model in doc["models"]:
-        model["greedy"] = {"n_prompt": GREEDY_PROMPT,
-                           "tokens": greedy(here.parent.parent / model["file"], model["tokens"][:GREEDY_PROMPT],
-                                            model.get("n_ctx", N_CTX))}
     out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+    add_greedy(out, N_CTX)

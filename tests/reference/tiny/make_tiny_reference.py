@@ -104,5 +104,35 @@ def write_references(models, seed, script, out_name, fields, n_ctx=N_CTX, n_toke
     print(f"wrote {out} ({out.stat().st_size} bytes)")
 
 
+
+GREEDY_PROMPT = 21  # the first tokens of a model's sequence, then
+GREEDY_N = 32       # llama.cpp's greedy tokens after them
+
+
+def greedy(path, prompt, n_ctx):
+    """llama.cpp's argmax after `prompt`, GREEDY_N times, each fed back."""
+    llm = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, n_threads=2, logits_all=False,
+                flash_attn=False, verbose=False)
+    llm.eval(prompt)
+    out = []
+    for _ in range(GREEDY_N):
+        out.append(int(np.argmax(last_logits(llm))))
+        llm.eval(out[-1:])
+    return out
+
+
+def add_greedy(out, n_ctx):
+    """Adds to every model of the fixture OUT (a path) llama.cpp's greedy
+    continuation ("greedy": GREEDY_N tokens after the first GREEDY_PROMPT of
+    its sequence, at the model's own n_ctx or else n_ctx), which hearth's must
+    equal token for token, and writes the fixture back."""
+    doc = json.loads(out.read_text())
+    for model in doc["models"]:
+        model["greedy"] = {"n_prompt": GREEDY_PROMPT,
+                           "tokens": greedy(out.parents[2] / model["file"], model["tokens"][:GREEDY_PROMPT],
+                                            model.get("n_ctx", n_ctx))}
+    out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
+    print(f"wrote {out} with greedy continuations")
+
 if __name__ == "__main__":
     write_references(MODELS, SEED, __file__, "tiny_reference.json", lambda spec: {"type": spec["type"]})
