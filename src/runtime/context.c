@@ -284,10 +284,11 @@ static hearth_status init(hearth_context *c) {
     if (c->n_ctx_seq > (uint32_t)hp->n_ctx_train)
         HL_WARN("n_ctx %u per sequence is larger than the %d tokens the model was trained on; quality may drop past it",
                 c->n_ctx_seq, (int)hp->n_ctx_train);
-    HL_INFO("context: n_ctx %u (%u sequences of %u), n_batch %u, n_ubatch %u, n_threads %d, flash_attn %s, %.1f MiB "
-            "of buffers and KV cache", c->params.n_ctx, c->params.n_seq_max, c->n_ctx_seq, c->params.n_batch,
-            c->params.n_ubatch, (int)c->params.n_threads, c->params.flash_attn == HEARTH_FLASH_ATTN_ON ? "on" : "off",
-            MIB(bytes));
+    HL_INFO("context: n_ctx %u (%u sequences of %u), n_batch %u, n_ubatch %u, n_threads %d, flash_attn %s, KV cache "
+            "%s/%s, %.1f MiB of buffers and KV cache", c->params.n_ctx, c->params.n_seq_max, c->n_ctx_seq,
+            c->params.n_batch, c->params.n_ubatch, (int)c->params.n_threads,
+            c->params.flash_attn == HEARTH_FLASH_ATTN_ON ? "on" : "off", hearth_kv_type_name((int32_t)c->type_k),
+            hearth_kv_type_name((int32_t)c->type_v), MIB(bytes));
     return HEARTH_OK;
 }
 

@@ -73,8 +73,9 @@ def test_cache_types(run_hearth, model_path, cache, bytes_per_32):
 
 def test_cache_types_on_run(run_hearth, model_path):
     res = run_hearth("run", model_path, "The capital of France is", "-n", "8", "--temp", "0", "-ctk", "q8_0", "-ctv",
-                     "q8_0")
+                     "q8_0", "-v")
     assert res.returncode == 0 and "Paris" in res.stdout.decode(), res.stderr.decode()
+    assert "flash_attn on, KV cache q8_0/q8_0," in res.stderr.decode()
     res = run_hearth("run", model_path, "Hi", "-ctv", "q4_0", "-fa", "off")  # llama.cpp refuses it too
     err = one_line_error(res)
     assert res.returncode == 1 and "needs flash_attn on or auto" in err, err
