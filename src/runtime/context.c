@@ -211,16 +211,22 @@ static hearth_status check_gpu_cache(const hearth_context *c, const hl_backend *
     return HEARTH_OK;
 }
 
+/* What every work area of the context (the host's, each GPU's) reads of
+ * it: the KV cache tensors and the rope the context resolved. */
+static void share_context(const hearth_context *c, hl_work *w) {
+    w->k_cache = c->k_cache;
+    w->v_cache = c->v_cache;
+    w->rope = c->rope;
+    w->rope_swa = c->rope_swa;
+    w->rope_long = hl_rope_long_factors(&c->model->hp, c->n_ctx_seq);
+}
+
 /* The compute instance and buffers of GPU d; checks the device's free
  * memory first so that a context too large for it fails with the figures. */
 static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
     const hearth_model *m = c->model;
     hl_work *w = &c->gpu_work[d];
-    w->k_cache = c->k_cache;
-    w->v_cache = c->v_cache;
-    w->rope = c->rope;
-    w->rope_swa = c->rope_swa;
-    w->rope_long = hl_rope_long_factors(&m->hp, c->n_ctx_seq);
+    share_context(c, w);
     hl_ctx_plan_dev plan;
     hl_context_plan_dev(c, d, &plan);
     size_t scratch;
@@ -255,11 +261,7 @@ static hearth_status init(hearth_context *c) {
     if (!c->k_cache || !c->v_cache || !c->seq_len || !c->pos || !c->row0 || !c->out_row || !c->out)
         return HEARTH_ERR_OUT_OF_MEMORY;
     c->last_row = -1;
-    w->k_cache = c->k_cache;
-    w->v_cache = c->v_cache;
-    w->rope = c->rope;
-    w->rope_swa = c->rope_swa;
-    w->rope_long = hl_rope_long_factors(&m->hp, c->n_ctx_seq);
+    share_context(c, w);
     size_t kv_host = 0, kv_gpu = 0;
     hl_ctx_plan_dev plan;
     hl_context_plan_dev(c, -1, &plan);
