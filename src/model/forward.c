@@ -70,7 +70,8 @@ static hearth_status issue_stage(void *arg) {
     }
     const hl_tensor last = rows_of(&w->last, r0, n_out);
     hl_tensor logits = rows_of(&w->logits, r0, n_out);
-    return hl_matmul(b, &m->output, &last, &logits);
+    HL_TRY(hl_matmul(b, &m->output, &last, &logits));
+    return m->output_b.data ? hl_add(b, &logits, &m->output_b) : HEARTH_OK; /* gptj's lm_head bias */
 }
 
 static void set_tokens(hl_work *w, int32_t n, int32_t n_out) {

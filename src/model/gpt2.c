@@ -11,8 +11,9 @@
  * Its block, hl_gpt2_layer, is shared with mpt and bloom (no rope: ALiBi
  * in the attention, hp.max_alibi_bias; mpt's clamp_kqv and missing biases),
  * starcoder2 (the same block with NEOX rope), gptneox (partial NEOX rope,
- * parallel residual) and falcon (parallel residual, no projection biases,
- * one or two norms). Without
+ * parallel residual), falcon (parallel residual, no projection biases,
+ * one or two norms) and gptj (falcon's parallel residual from one norm,
+ * partial normal-mode rope, feed-forward biases only). Without
  * rope (rope mode NONE) no backend has a K-shift for its cache, so a context
  * shift refuses, as llama.cpp cannot shift it either. */
 #include "backend/ops.h"

@@ -185,7 +185,7 @@ static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_
         BIND(attn_post_norm, "post_attention_norm.weight", hp->n_embd, 1, true);
         BIND(ffn_post_norm, "post_ffw_norm.weight", hp->n_embd, 1, true);
     }
-    if (!(flags & HL_BIND_ATTN_NORM_2)) BIND(ffn_norm, "ffn_norm.weight", hp->n_embd, 1, true);
+    if (!(flags & (HL_BIND_ATTN_NORM_2 | HL_BIND_ONE_NORM))) BIND(ffn_norm, "ffn_norm.weight", hp->n_embd, 1, true);
     if (flags & HL_BIND_FUSED_UP) {
         snprintf(name, sizeof name, "blk.%d.ffn_up.weight", (int)il);
         HL_TRY(bind_split(m, name, hp->n_embd, (const int64_t[]){hp->n_ff, hp->n_ff},
@@ -210,9 +210,12 @@ static hearth_status bind_layer(hearth_model *m, int32_t il, unsigned flags, hl_
     }
     if (flags & HL_BIND_LAYER_NORM) BIND(attn_norm_b, "attn_norm.bias", hp->n_embd, 1, biases);
     if ((flags & HL_BIND_LAYER_NORM) && !(flags & HL_BIND_ATTN_NORM_2)) {
-        /* required, as llama.cpp's gpt2, starcoder2 and gptneox loaders ask */
-        BIND(bo, "attn_output.bias", hp->n_embd, 1, biases);
-        BIND(ffn_norm_b, "ffn_norm.bias", hp->n_embd, 1, biases);
+        /* required, as llama.cpp's gpt2, starcoder2 and gptneox loaders ask
+         * (gptj: the feed-forward's, which GPT-J always has) */
+        if (!(flags & HL_BIND_ONE_NORM)) {
+            BIND(bo, "attn_output.bias", hp->n_embd, 1, biases);
+            BIND(ffn_norm_b, "ffn_norm.bias", hp->n_embd, 1, biases);
+        }
         BIND(ffn_up_b, "ffn_up.bias", hp->n_ff, 1, biases);
         BIND(ffn_down_b, "ffn_down.bias", hp->n_embd, 1, biases);
     }
@@ -249,6 +252,7 @@ hearth_status hl_model_bind(hearth_model *m, unsigned flags) {
         HL_TRY(hl_model_tensor(m, "position_embd.weight", hp->n_embd, hp->n_ctx_train, true, &m->pos_embd));
     HL_TRY(hl_model_tensor(m, "output.weight", hp->n_embd, hp->n_vocab, false, &m->output));
     if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
+    if (flags & HL_BIND_OUTPUT_BIAS) HL_TRY(hl_model_tensor(m, "output.bias", hp->n_vocab, 1, true, &m->output_b));
     m->layers = hl_calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return HEARTH_ERR_OUT_OF_MEMORY;
     for (int32_t il = 0; il < hp->n_layer; il++) HL_TRY(bind_layer(m, il, flags, &m->layers[il]));

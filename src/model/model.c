@@ -21,7 +21,7 @@
 
 static const hl_arch *const archs[] = {&hl_arch_llama, &hl_arch_qwen2, &hl_arch_qwen3, &hl_arch_gemma3, &hl_arch_phi3,
                                        &hl_arch_gpt2, &hl_arch_starcoder2, &hl_arch_gptneox, &hl_arch_mpt,
-                                       &hl_arch_bloom, &hl_arch_falcon};
+                                       &hl_arch_bloom, &hl_arch_falcon, &hl_arch_gptj};
 
 hearth_model_params hearth_model_default_params(void) {
     return (hearth_model_params){
@@ -141,13 +141,14 @@ static hearth_status check_all_bound(const hearth_model *m) {
 #define HL_COUNT_FIELD(name) +1
     const size_t per_layer = 0 HL_LAYER_TENSORS(HL_COUNT_FIELD);
 #undef HL_COUNT_FIELD
-    const size_t n = 7 + (size_t)m->hp.n_layer * per_layer;
+    const size_t n = 8 + (size_t)m->hp.n_layer * per_layer;
     uintptr_t *bound = hl_malloc(n * sizeof *bound);
     if (!bound) return HEARTH_ERR_OUT_OF_MEMORY;
     size_t k = 0;
     bound[k++] = (uintptr_t)m->tok_embd.data;
     bound[k++] = (uintptr_t)m->output_norm.data;
     bound[k++] = (uintptr_t)m->output.data;
+    bound[k++] = (uintptr_t)m->output_b.data;
     bound[k++] = (uintptr_t)m->output_norm_b.data;
     bound[k++] = (uintptr_t)m->pos_embd.data;
     bound[k++] = (uintptr_t)m->tok_norm.data;

@@ -72,7 +72,8 @@ static inline bool hl_layer_is_swa(const hl_hparams *hp, int32_t il) {
  *   rope_long, rope_short {n_rot/2}        F32 LongRoPE frequency factors (phi3)
  *   attn_norm_b, ffn_norm_b, bo {n_embd}, ffn_up_b {n_ff}, ffn_down_b {n_embd}
  *                                          F32 LayerNorm and projection biases (gpt2, starcoder2, gptneox;
- *                                          falcon's LayerNorm biases only, its ffn_norm as HL_BIND_ATTN_NORM_2 says)
+ *                                          falcon's LayerNorm biases only, its ffn_norm as HL_BIND_ATTN_NORM_2 says;
+ *                                          gptj's attn_norm_b and feed-forward biases, HL_BIND_ONE_NORM)
  *   ffn_gate_inp {n_embd, n_expert}       the router of a mixture of experts (hp.n_expert > 0),
  *   ffn_gate_exps, ffn_up_exps {n_embd, n_ff, n_expert}, ffn_down_exps {n_ff, n_embd, n_expert}
  *                                          its stacked experts, in place of ffn_gate, ffn_up, ffn_down
@@ -167,6 +168,7 @@ struct hearth_model {
     hl_tensor pos_embd;    /* {n_embd, n_ctx_train}: learned position embeddings (gpt2), or absent */
     hl_tensor tok_norm, tok_norm_b; /* F32 {n_embd}: LayerNorm of the token embeddings (bloom), or absent */
     hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */
+    hl_tensor output_b;    /* F32 {n_vocab}: the output matrix's bias (gptj's lm_head), or absent */
     hl_layer *layers;      /* [n_layer] */
     /* a CPU instance that holds no scratch: load asks it (supports_op)
      * whether the host computes each weight */
@@ -188,16 +190,16 @@ struct hearth_model {
 /* The architectures hearth knows, for lookup by name. */
 extern const hl_arch hl_arch_llama, hl_arch_qwen2, hl_arch_qwen3, hl_arch_gemma3, hl_arch_phi3, hl_arch_gpt2,
     hl_arch_starcoder2, hl_arch_gptneox, hl_arch_mpt,
-    hl_arch_bloom, hl_arch_falcon;
+    hl_arch_bloom, hl_arch_falcon, hl_arch_gptj;
 
 /* The block of the LayerNorm families (gpt2.c), shared by starcoder2,
- * gptneox and falcon: LayerNorm with bias, attention with the q/k/v biases
+ * gptneox, falcon, mpt, bloom and gptj: LayerNorm with bias, attention with the q/k/v biases
  * the layer has and rope where the model has one (hp.rope.mode), output
  * projection with its bias where the layer has one, LayerNorm, GELU
  * feed-forward with the biases it has; sequential residuals, or a parallel
  * one (hp.parallel_residual) in gptneox's or falcon's order of adds
  * (hp.sum_branches_first), the feed-forward reading attn_norm's output where
- * the layer has no ffn_norm (falcon). */
+ * the layer has no ffn_norm (falcon, gptj). */
 hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il);
 
 /* The hyperparameters of the LayerNorm families: hl_hparams_read with
@@ -345,6 +347,10 @@ enum {
                                   and the feed-forward reads attn_norm's output too */
     HL_BIND_OPTIONAL_BIASES = 512, /* with HL_BIND_LAYER_NORM, mpt's: each LayerNorm and projection bias (and
                                       output_norm.bias) bound where the file has it, absent where not */
+    HL_BIND_ONE_NORM = 1024, /* with HL_BIND_LAYER_NORM, gptj's: one LayerNorm per block (no ffn_norm: the
+                                feed-forward reads attn_norm's output) and no attn_output.bias; the
+                                feed-forward biases stay required */
+    HL_BIND_OUTPUT_BIAS = 2048, /* output.bias {n_vocab}, required (gptj's lm_head) */
 };
 
 /* Binds token_embd, output_norm, output (tied to token_embd when absent) and

@@ -138,14 +138,14 @@ static size_t layer_bytes(const hl_layer *l) {
 /* ------------------------------------------------ what a device runs -- */
 
 /* Whether device b runs weight `t` of a block as the block uses it:
- * stacked experts in matmul_id, matrices in matmul, the q/k/v biases in add, norm weights in rms_norm
+ * stacked experts in matmul_id, matrices in matmul, the q/k/v and output biases in add, norm weights in rms_norm
  * (the rope frequency factors are asked with rope, in runs_block). If not,
  * `why` names it. */
 static bool runs_weight(const hl_backend *b, const hl_tensor *t, const char *name, char *why, size_t size) {
     if (!t->data || strncmp(name, "rope_", 5) == 0) return true;
     const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {t->ne[0], 1, 1, 1}};
     const hl_tensor y = {.type = GGML_TYPE_F32, .ne = {t->ne[1], 1, 1, 1}};
-    const bool bias = name[0] == 'b' && name[1] && !name[2]; /* bq, bk, bv */
+    const bool bias = (name[0] == 'b' && name[1] && !name[2]) || strcmp(name, "output_b") == 0; /* bq, bk, bv ... */
     const hl_tensor ids = {.type = GGML_TYPE_I32, .ne = {1, 1, 1, 1}};
     const hl_op_desc d = t->ne[2] > 1 ? (hl_op_desc){.op = HL_OP_MATMUL_ID, .t = {t, &x, &ids, &y}} /* experts */
                          : t->ne[1] > 1 ? (hl_op_desc){.op = HL_OP_MATMUL, .t = {t, &x, &y}}
@@ -166,7 +166,7 @@ static bool runs_block(const hearth_model *m, const hl_backend *b, int32_t il, c
     if (il == hp->n_layer)
         return runs_weight(b, &m->output_norm, "output_norm", why, size) &&
                runs_weight(b, &m->output_norm_b, "output_norm_b", why, size) &&
-               runs_weight(b, &m->output, "output", why, size);
+               runs_weight(b, &m->output, "output", why, size) && runs_weight(b, &m->output_b, "output_b", why, size);
     const hl_layer *l = &m->layers[il];
 #define RUNS(name) if (!runs_weight(b, &l->name, #name, why, size)) return false;
     HL_LAYER_TENSORS(RUNS)
@@ -262,6 +262,7 @@ static hearth_status upload_all(hearth_model *m, const hl_placement *pl, int32_t
         HL_TRY(upload(&cur[pl->output_dev], &m->output_norm));
         HL_TRY(upload(&cur[pl->output_dev], &m->output_norm_b));
         HL_TRY(upload(&cur[pl->output_dev], &m->output));
+        HL_TRY(upload(&cur[pl->output_dev], &m->output_b));
     }
     hl_progress_report(&progress, done, true);
     return HEARTH_OK;
@@ -308,7 +309,7 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     const hl_placement_in in = {
         .n_layer = n_layer, .layer_bytes = bytes,
         .output_bytes = aligned(hl_tensor_nbytes(&m->output_norm)) + aligned(hl_tensor_nbytes(&m->output_norm_b)) +
-                        aligned(hl_tensor_nbytes(&m->output)),
+                        aligned(hl_tensor_nbytes(&m->output)) + aligned(hl_tensor_nbytes(&m->output_b)),
         .n_gpu_layers = p->n_gpu_layers, .split_mode = p->split_mode, .main_gpu = p->main_gpu,
         .tensor_split = p->tensor_split, .n_devices = n_dev, .free_bytes = free_bytes,
         .reserve_bytes = HL_PLACEMENT_RESERVE, .host_only = host_only, .names = name_of,
