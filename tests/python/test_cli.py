@@ -263,13 +263,15 @@ def family_model(generator, name):
     ("alibi", "bloom-q8_0", "bloom", "bloom.feed_forward_length", "blk.1.ffn_norm.bias"),
     ("moe", "mixtral-f16", "llama", "llama.expert_used_count", "blk.1.ffn_down_exps.weight"),
     ("moe", "mixtral-q8_0", "llama", "llama.expert_used_count", "blk.0.ffn_gate_inp.weight"),
+    ("gptj", "gptj-f16", "gptj", "gptj.attention.layer_norm_epsilon", "output.bias"),
+    ("gptj", "gptj-q8_0", "gptj", "gptj.block_count", "blk.1.ffn_down.bias"),
 ])
 def test_family_incomplete(run_hearth, tmp_path, generator, model, arch, key, tensor):
-    """A file of the families of make_classic/falcon/alibi/moe_models.py
+    """A file of the families of make_classic/falcon/alibi/moe/gptj_models.py
     without a metadata key or a tensor its family needs (Falcon-40B's
     attn_norm_2 with its bias, bloom's embedding norm and biases, a Mixtral
-    router or expert stack: as llama.cpp asks) names the key or the tensor
-    and the architecture."""
+    router or expert stack: as llama.cpp asks; gptj's lm_head and fc_out
+    biases) names the key or the tensor and the architecture."""
     pytest.importorskip("gguf")
     import numpy as np
     spec, write_model = family_model(generator, model)
