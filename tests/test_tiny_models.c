@@ -124,9 +124,9 @@ static const tolerance tolerances[] = {
  * Measured (x86-64 AVX2, 2 threads, 2026-11-26): F16 2.8e-3, Q8_0 6.0e-2
  * (flash attention on: 2.6e-3, 5.9e-2); an F32 model of the same family,
  * made once to see where the F16 model's difference comes from, differed by
- * 2.4e-3: most of it is the roundings both share (GELU, the cache), not the
- * F16 activations. The F16 bound
- * is its type's; Q8_0's 0.15 is 2.5x the measured. Bugs land far above
+ * 2.4e-3, which points at the roundings both share (GELU, the cache), not
+ * the F16 activations (not isolated further). The F16 bound is its type's;
+ * Q8_0's 0.15 is 2.5x the measured. Bugs land far above
  * (planted in hearth; F16 / Q8_0): NEOX rope instead of GPT-J's adjacent
  * pairs 1.2 / 1.8, rope over the whole head instead of rotary_dim 1.2 / 2.3,
  * no lm_head bias 0.88 / 0.81; each also changes the greedy tokens within 2
