@@ -1,6 +1,6 @@
 /* Tests of the CPU matmul as a whole (src/backend/cpu/cpu_matmul.c): for
  * each weight type, on shapes that are not multiples of a panel (16 rows),
- * of a token group (4) or of the thread count, every output against the
+ * of a token group (4), of a block of panel tokens (64) or of the thread count, every output against the
  * scalar oracle's dot product within float rounding, and bit for bit the
  * same whatever the number of threads. Covers the one-token, few-token and
  * panel paths (vec_dot.h) and the rows left after the last whole panel. */
@@ -26,7 +26,7 @@ static float rng_float(void) { /* in [-1, 1) */
     return (float)((double)(rng_u64() >> 11) * 0x1p-52 - 1.0);
 }
 
-#define MAX_TOKENS 13
+#define MAX_TOKENS 70
 #define MAX_ROW 768
 #define MAX_OUT 53
 
@@ -87,7 +87,7 @@ int main(void) {
                                      GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
                                      GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
                                      GGML_TYPE_Q6_K};
-    static const int64_t tokens[] = {1, 3, 8, 11, 13};
+    static const int64_t tokens[] = {1, 3, 8, 11, 13, 70}; /* 70: two blocks of panel tokens (cpu_matmul.c) */
     static const int64_t outs[] = {16, 37, 53};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const bool k = hl_ggml_type_get(types[i])->blck_size == HL_QK_K;

@@ -63,11 +63,11 @@ static float tinyblas_dot(const float *w, const float *a, int64_t n) {
 
 /* ------------------------------------------------------------- kernels -- */
 
-#define N_MAX 2048
+#define N_MAX 2064
 
 typedef struct bufs {
-    uint8_t w[4][N_MAX * 4], a[4][N_MAX * 4];
-    float wf[4][N_MAX], af[4][N_MAX], x[N_MAX];
+    uint8_t w[4][N_MAX * 4], a[4][N_MAX * 4], ab[4][N_MAX * 4]; /* ab: a in the batch kernels' format */
+    float wf[4][N_MAX], af[4][N_MAX], x[N_MAX], xa[4][N_MAX];
 } bufs;
 
 static const char *type_name(uint32_t type) {
@@ -90,11 +90,11 @@ static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, 
     ops->pack_panel(n, panel, rows, w_stride);
     for (int n_tok = 1; n_tok <= 4; n_tok++) {
         memset(y, 0xff, sizeof y);
-        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, bf->a, sizeof bf->a[0], NULL, 0, n_tok);
+        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, bf->ab, sizeof bf->ab[0], NULL, 0, n_tok);
         for (int c = 0; c < 4; c++) {
             CHECK(isnan(y[c][HL_PANEL_ROWS]) && (c < n_tok || isnan(y[c][0])));
             for (int r = 0; c < n_tok && r < HL_PANEL_ROWS; r++) {
-                ops->vec_dot(n, &want, bf->w[r % 4], bf->a[c]);
+                ops->vec_dot(n, &want, bf->w[r % 4], bf->ab[c]);
                 check_same("batch panel_dot", lv, ops->type, n, y[c][r], want);
             }
         }
@@ -111,8 +111,8 @@ static void check_dot(uint32_t type, int64_t n, bufs *bf) {
         for (int64_t i = 0; i < n; i++) bf->x[i] = rng_value();
         hl_quant_get(type)->from_float(bf->x, bf->w[k], n);
         hl_quant_get(type)->to_float(bf->w[k], bf->wf[k], n);
-        for (int64_t i = 0; i < n; i++) bf->x[i] = 100.0f * rng_value();
-        scalar->act_from_float(bf->x, bf->a[k], n);
+        for (int64_t i = 0; i < n; i++) bf->xa[k][i] = 100.0f * rng_value();
+        scalar->act_from_float(bf->xa[k], bf->a[k], n);
         hl_quant_get(type)->to_float(bf->a[k], bf->af[k], n);
     }
     float ref[4][4], first[2][4][4]; /* scalar; the first level's 1x1 and batch 1x1 */
@@ -131,36 +131,45 @@ static void check_dot(uint32_t type, int64_t n, bufs *bf) {
         const hl_cpu_type_ops *ops = hl_cpu_type_ops_at(type, lv);
         if (!ops) continue;
         CHECK_MSG(ops->batch && !ops->batch->batch, "%s %s: no batch kernels", hl_cpu_level_name(lv), type_name(type));
-        if (!ops->batch) continue;
-        const hl_cpu_type_ops *bt = ops->batch;
-        float s[4];
         for (int r = 0; r < 4; r++) {
             for (int c = 0; c < 4; c++) {
-                float v[2];
-                ops->vec_dot(n, &v[0], bf->w[r], bf->a[c]);
-                bt->vec_dot(n, &v[1], bf->w[r], bf->a[c]);
-                for (int b = 0; b < 2; b++) {
-                    CHECK_MSG(fabs((double)v[b] - ref[r][c]) <= tol[r][c], "%s %s%s n %lld: %.9g, scalar %.9g",
-                              hl_cpu_level_name(lv), b ? "batch " : "", type_name(type), (long long)n, v[b], ref[r][c]);
-                    if (have_first) check_same(b ? "batch vec_dot (vs the first level)" : "vec_dot (vs the first level)",
-                                               lv, type, n, v[b], first[b][r][c]);
-                    first[b][r][c] = v[b];
-                }
-                check_same("batch vec_dot", lv, type, n, v[1],
-                           n % 16 == 0 ? tinyblas_dot(bf->wf[r], bf->af[c], n) : v[0]);
+                float v;
+                ops->vec_dot(n, &v, bf->w[r], bf->a[c]);
+                CHECK_MSG(fabs((double)v - ref[r][c]) <= tol[r][c], "%s %s n %lld: %.9g, scalar %.9g",
+                          hl_cpu_level_name(lv), type_name(type), (long long)n, v, ref[r][c]);
+                if (have_first) check_same("vec_dot (vs the first level)", lv, type, n, v, first[0][r][c]);
+                first[0][r][c] = v;
             }
         }
-        have_first = true;
+        float s[4];
         if (ops->vec_dot_4r) { /* weight rows 0..3 with activation row 1 */
             ops->vec_dot_4r(n, s, bf->w, sizeof bf->w[0], bf->a[1]);
             for (int r = 0; r < 4; r++) check_same("vec_dot_4r", lv, type, n, s[r], first[0][r][1]);
         }
+        /* the batch kernels, which take rows of a multiple of 16 only */
+        CHECK(hl_cpu_batch_applies(ops, n, 4, 2) == (n % 16 == 0));
+        if (!ops->batch || n % 16 != 0) {
+            have_first = true;
+            continue;
+        }
+        const hl_cpu_type_ops *bt = ops->batch;
+        for (int k = 0; k < 4; k++) bt->act_from_float(bf->xa[k], bf->ab[k], n);
+        for (int r = 0; r < 4; r++) {
+            for (int c = 0; c < 4; c++) {
+                float v;
+                bt->vec_dot(n, &v, bf->w[r], bf->ab[c]);
+                check_same("batch vec_dot", lv, type, n, v, tinyblas_dot(bf->wf[r], bf->af[c], n));
+                if (have_first) check_same("batch vec_dot (vs the first level)", lv, type, n, v, first[1][r][c]);
+                first[1][r][c] = v;
+            }
+        }
+        have_first = true;
         if (bt->vec_dot_4r) {
-            bt->vec_dot_4r(n, s, bf->w, sizeof bf->w[0], bf->a[1]);
+            bt->vec_dot_4r(n, s, bf->w, sizeof bf->w[0], bf->ab[1]);
             for (int r = 0; r < 4; r++) check_same("batch vec_dot_4r", lv, type, n, s[r], first[1][r][1]);
         }
         if (bt->vec_dot_4c) { /* weight row 2 with activation rows 0..3 */
-            bt->vec_dot_4c(n, s, bf->w[2], bf->a, sizeof bf->a[0]);
+            bt->vec_dot_4c(n, s, bf->w[2], bf->ab, sizeof bf->ab[0]);
             for (int c = 0; c < 4; c++) check_same("batch vec_dot_4c", lv, type, n, s[c], first[1][2][c]);
         }
         if (bt->pack_panel) check_panel(bt, lv, n, bf);
@@ -168,7 +177,7 @@ static void check_dot(uint32_t type, int64_t n, bufs *bf) {
 }
 
 static void test_dots(void) {
-    static const int64_t lengths[] = {16, 48, 64, 80, 200, 256, 1000, 2048};
+    static const int64_t lengths[] = {16, 48, 64, 80, 200, 256, 272, 1000, 2048, 2064};
     bufs *bf = malloc(sizeof *bf);
     for (size_t t = 0; t < N_TYPES; t++)
         for (int iter = 0; iter < 4; iter++)
@@ -179,11 +188,12 @@ static void test_dots(void) {
 static void test_batch_applies(void) {
     for (size_t t = 0; t < N_TYPES; t++) {
         const hl_cpu_type_ops *ops = hl_cpu_type_ops_scalar(types[t]);
-        CHECK(!hl_cpu_batch_applies(ops, 16, 1) && hl_cpu_batch_applies(ops, 16, 2));
-        CHECK(hl_cpu_batch_applies(ops, 4, 513) && !hl_cpu_batch_applies(ops, 18, 8) && !hl_cpu_batch_applies(ops, 5, 8));
+        CHECK(!hl_cpu_batch_applies(ops, 64, 16, 1) && hl_cpu_batch_applies(ops, 64, 16, 2));
+        CHECK(hl_cpu_batch_applies(ops, 16, 4, 513) && !hl_cpu_batch_applies(ops, 64, 18, 8) &&
+              !hl_cpu_batch_applies(ops, 64, 5, 8) && !hl_cpu_batch_applies(ops, 40, 16, 8));
     }
     const hl_cpu_type_ops *q6 = hl_cpu_type_ops_scalar(GGML_TYPE_Q6_K);
-    CHECK(!hl_cpu_batch_applies(q6, 16, HL_CPU_BATCH_MIN - 1) && hl_cpu_batch_applies(q6, 18, HL_CPU_BATCH_MIN));
+    CHECK(!hl_cpu_batch_applies(q6, 256, 16, HL_CPU_BATCH_MIN - 1) && hl_cpu_batch_applies(q6, 256, 18, HL_CPU_BATCH_MIN));
 }
 
 /* ------------------------------------------------------ llama.cpp fixture -- */
@@ -206,7 +216,7 @@ static void run_matmul(int n_threads, uint32_t type, const void *w, int64_t n, i
 static void check_case(uint32_t type, int64_t n, int64_t n_rows, int64_t n_tok, const uint8_t *wsrc,
                        const uint8_t *xsrc, const uint8_t *ysrc) {
     const size_t row = hl_row_size(type, n);
-    uint8_t *w = malloc(row * (size_t)n_rows), *a = malloc(row);
+    uint8_t *w = malloc(row * (size_t)n_rows), *a = malloc(sizeof(float) * (size_t)n); /* any act format */
     float *x = malloc(sizeof(float) * (size_t)(n * n_tok)), *y = malloc(sizeof(float) * (size_t)(n_rows * n_tok));
     float *mine = malloc(sizeof(float) * (size_t)(n_rows * n_tok));
     memcpy(w, wsrc, row * (size_t)n_rows);
@@ -216,7 +226,7 @@ static void check_case(uint32_t type, int64_t n, int64_t n_rows, int64_t n_tok, 
         const hl_cpu_level lv = (hl_cpu_level)level;
         const hl_cpu_type_ops *all = hl_cpu_type_ops_at(type, lv);
         if (!all) continue;
-        const hl_cpu_type_ops *ops = all->batch && hl_cpu_batch_applies(all, n_rows, n_tok) ? all->batch : all;
+        const hl_cpu_type_ops *ops = all->batch && hl_cpu_batch_applies(all, n, n_rows, n_tok) ? all->batch : all;
         int bad = 0;
         for (int64_t t = 0; t < n_tok; t++) {
             ops->act_from_float(x + t * n, a, n);

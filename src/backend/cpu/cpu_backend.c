@@ -180,7 +180,7 @@ typedef struct cpu_scratch {
 static cpu_scratch scratch_sizes(const hl_cpu_limits *limits) {
     const size_t n = (size_t)limits->n_threads, tokens = (size_t)limits->max_tokens;
     cpu_scratch s = {
-        .act = tokens * (size_t)limits->max_row * 2,
+        .act = tokens * (size_t)limits->max_row * 4, /* up to a float per element (vec_dot.h) */
         .aux = tokens * (size_t)(limits->max_row / HL_QK + 1) * sizeof(hl_act_aux),
         .panels = n * HL_PANEL_BYTES(limits->max_row),
         .positions = tokens * sizeof(int32_t),

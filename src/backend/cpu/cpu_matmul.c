@@ -13,6 +13,13 @@
 #include "quant/quant.h"
 
 #define ROW_BLOCK 16
+/* Panels run against the tokens PANEL_TOKENS at a time, every panel of the
+ * thread against one block of tokens before the next block, so that the
+ * block's activations stay in L2 instead of streaming from memory once per
+ * panel (each panel is packed once per block). A multiple of 4: the groups
+ * of 4 tokens that panel_dot gets are the same as without blocks. */
+#define PANEL_TOKENS 64
+_Static_assert(PANEL_TOKENS % 4 == 0, "panel_dot's token groups do not depend on the blocks");
 #define CONVERT_PARALLEL_MIN 16384 /* elements of x below which conversion runs on one thread */
 
 typedef struct matmul_task {
@@ -81,8 +88,8 @@ static void dot_block(const matmul_task *t, long long rb, long long re) {
 }
 
 /* Panels (vec_dot.h): the threads share out whole panels of HL_PANEL_ROWS
- * rows; each packs one panel at a time and runs every token against it, up
- * to four at once. The last thread also takes the rows after the last whole
+ * rows; per block of tokens, each packs one panel at a time and runs the
+ * block's tokens against it, up to four at once. The last thread also takes the rows after the last whole
  * panel, with the other kernels (which give the same bits). */
 static void panel_run(void *arg, int ith, int nth) {
     matmul_task *t = arg;
@@ -92,13 +99,17 @@ static void panel_run(void *arg, int ith, int nth) {
     float *y = t->y->data;
     long long p0, p1;
     hl_split(d_out / HL_PANEL_ROWS, ith, nth, &p0, &p1);
-    for (long long p = p0; p < p1; p++) {
-        const int64_t r = p * HL_PANEL_ROWS;
-        t->ops->pack_panel(d_in, panel, (const uint8_t *)t->w->data + (size_t)r * w_stride, w_stride);
-        for (int64_t tok = 0; tok < n; tok += 4) {
-            t->ops->panel_dot(d_in, y + tok * d_out + r, (size_t)d_out, panel, t->act + (size_t)tok * t->act_stride,
-                              t->act_stride, t->aux ? t->aux + (size_t)tok * t->aux_stride : NULL, t->aux_stride,
-                              n - tok < 4 ? (int)(n - tok) : 4);
+    for (int64_t tb = 0; tb < n; tb += PANEL_TOKENS) {
+        const int64_t te = n - tb < PANEL_TOKENS ? n : tb + PANEL_TOKENS;
+        for (long long p = p0; p < p1; p++) {
+            const int64_t r = p * HL_PANEL_ROWS;
+            t->ops->pack_panel(d_in, panel, (const uint8_t *)t->w->data + (size_t)r * w_stride, w_stride);
+            for (int64_t tok = tb; tok < te; tok += 4) {
+                t->ops->panel_dot(d_in, y + tok * d_out + r, (size_t)d_out, panel,
+                                  t->act + (size_t)tok * t->act_stride, t->act_stride,
+                                  t->aux ? t->aux + (size_t)tok * t->aux_stride : NULL, t->aux_stride,
+                                  te - tok < 4 ? (int)(te - tok) : 4);
+            }
         }
     }
     const int64_t tail = d_out / HL_PANEL_ROWS * HL_PANEL_ROWS;
@@ -121,7 +132,7 @@ void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_ten
     hl_cpu *cpu = cpu_of(b);
     matmul_task t = {.w = w, .x = x, .y = y, .ops = hl_cpu_ops_for(b, w->type)};
     /* llama.cpp multiplies some types in another order from some batch size on (vec_dot.h) */
-    if (t.ops->batch && hl_cpu_batch_applies(t.ops, w->ne[1], x->ne[1])) t.ops = t.ops->batch;
+    if (t.ops->batch && hl_cpu_batch_applies(t.ops, w->ne[0], w->ne[1], x->ne[1])) t.ops = t.ops->batch;
     const int64_t d_in = x->ne[0];
     const bool panels = t.ops->panel_dot && x->ne[1] >= HL_CPU_PANEL_MIN;
     if (panels && t.ops->act_aux) {
@@ -129,7 +140,7 @@ void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_ten
         t.aux_stride = (size_t)(d_in / HL_QK);
     }
     t.panels = cpu->panels;
-    if (t.ops->vec_dot_type == GGML_TYPE_F32) { /* dot the floats directly */
+    if (t.ops->act_from_float == hl_f32_from_float) { /* dot the floats directly */
         t.act = x->data;
         t.act_stride = (size_t)d_in * sizeof(float);
     } else {

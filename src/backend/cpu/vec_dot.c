@@ -171,9 +171,9 @@ static const hl_cpu_type_ops scalar_ops[] = {
     {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q5_1_q8_1, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
-bool hl_cpu_batch_applies(const hl_cpu_type_ops *ops, int64_t d_out, int64_t n_tok) {
+bool hl_cpu_batch_applies(const hl_cpu_type_ops *ops, int64_t d_in, int64_t d_out, int64_t n_tok) {
     if (ops->type == GGML_TYPE_F32 || ops->type == GGML_TYPE_F16 || ops->type == GGML_TYPE_BF16)
-        return n_tok >= 2 && d_out % 4 == 0;
+        return n_tok >= 2 && d_out % 4 == 0 && d_in % 16 == 0;
     return n_tok >= HL_CPU_BATCH_MIN;
 }
 

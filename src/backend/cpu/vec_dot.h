@@ -193,13 +193,14 @@ typedef struct hl_cpu_type_ops {
 /* The batch size from which hl_cpu_type_ops.batch applies to the K-quants (ggml_tiled_min_batch). */
 #define HL_CPU_BATCH_MIN 8
 
-/* Whether a matmul of n_tok tokens with d_out weight rows runs ops->batch
- * (where ops has one), as llama.cpp switches kernels: K-quants from
- * HL_CPU_BATCH_MIN tokens; the float types (F32, F16, BF16) from 2 tokens
- * where d_out is a multiple of 4 (llamafile_sgemm and tinyBLAS::matmul in
- * ggml-cpu/llamafile/sgemm.cpp; its third condition, a row length that is a
- * multiple of 16, the batch kernels check themselves). */
-bool hl_cpu_batch_applies(const hl_cpu_type_ops *ops, int64_t d_out, int64_t n_tok);
+/* Whether a matmul of n_tok tokens with weight rows of d_in elements and
+ * d_out rows runs ops->batch (where ops has one), as llama.cpp switches
+ * kernels: K-quants from HL_CPU_BATCH_MIN tokens; the float types (F32,
+ * F16, BF16) from 2 tokens where d_out is a multiple of 4 and d_in of 16
+ * (llamafile_sgemm and tinyBLAS::matmul in ggml-cpu/llamafile/sgemm.cpp).
+ * The float types' batch kernels take rows of a multiple of 16 elements
+ * only, and activations in their own act_from_float's format. */
+bool hl_cpu_batch_applies(const hl_cpu_type_ops *ops, int64_t d_in, int64_t d_out, int64_t n_tok);
 
 /* The fastest kernels for `type` on this CPU; NULL if hearth cannot multiply
  * with this weight type. Thread-safe. */

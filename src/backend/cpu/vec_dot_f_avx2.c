@@ -16,8 +16,11 @@
  *   fma(w[l .. l+15], a[l .. l+15], acc) for l = 0, 16, 32, ..., then
  *   _mm512_reduce_add_ps (v16_reduce). Its register tiles only choose which
  *   outputs are computed together. Where n % 16 != 0 tinyBLAS declines and
- *   ggml's vec_dot runs; so do these kernels. BF16 gets the same order (what
- *   tinyBLAS runs on AVX-512 CPUs without AVX512-BF16).
+ *   ggml's vec_dot runs (hl_cpu_batch_applies says no). BF16 gets the same
+ *   order (what tinyBLAS runs on AVX-512 CPUs without AVX512-BF16). The
+ *   activations of a batch are converted once per matmul to F16 (BF16), as
+ *   llama.cpp converts them, and held as the floats those values are, so
+ *   that no kernel converts them again.
  * (llama.cpp's AVX2-only build runs tinyBLAS<8, __m256> instead: 8 lanes,
  * another order, which this level does not follow.) */
 #include <immintrin.h>
@@ -58,6 +61,21 @@ static void act_bf16(const float *x, void *dst, int64_t n) {
         _mm_storeu_si128((__m128i *)(y + i), _mm256_castsi256_si128(packed));
     }
     for (; i < n; i++) y[i] = hl_fp32_to_bf16(x[i]);
+}
+
+/* The batch activations: x rounded to F16 (BF16) as act_f16 (act_bf16)
+ * rounds it, stored as floats (exact). */
+static void act_f16_f32(const float *x, void *dst, int64_t n) {
+    float *y = dst;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < n; i++) y[i] = hl_fp16_to_fp32(hl_fp32_to_fp16(x[i]));
+}
+
+static void act_bf16_f32(const float *x, void *dst, int64_t n) {
+    float *y = dst;
+    for (int64_t i = 0; i < n; i++) y[i] = hl_bf16_to_fp32(hl_fp32_to_bf16(x[i]));
 }
 
 /* ------------------------------------------------ one token: ggml's order -- */
@@ -122,27 +140,15 @@ static ALWAYS_INLINE v16 load16(uint32_t type, const void *row, int64_t i) {
     return (v16){load8_bf16(row, i), load8_bf16(row, i + 8)};
 }
 
-/* ggml's vec_dot of `type`: the order where n % 16 != 0. */
-static ALWAYS_INLINE void ggml_dot(uint32_t type, int64_t n, float *s, const void *w_row, const void *act_row) {
-    if (type == GGML_TYPE_F32) dot_f32(n, s, w_row, act_row);
-    else if (type == GGML_TYPE_F16) dot_f16(n, s, w_row, act_row);
-    else dot_bf16(n, s, w_row, act_row);
-}
-
 /* s[r * nc + c] = dot(weight row r, activation row c) for r < nr, c < nc
- * (nr * nc <= 4; constants after inlining), each in tinyBLAS's order. */
+ * (nr * nc <= 4; constants after inlining), each in tinyBLAS's order;
+ * n % 16 == 0. */
 static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, float *s, const void *w,
                                   size_t w_stride, const void *act, size_t act_stride) {
-    if (n % 16 != 0) {
-        for (int r = 0; r < nr; r++)
-            for (int c = 0; c < nc; c++)
-                ggml_dot(type, n, &s[r * nc + c], row_at(w, w_stride, r), row_at(act, act_stride, c));
-        return;
-    }
     v16 acc[4] = {v16_zero(), v16_zero(), v16_zero(), v16_zero()};
     for (int64_t i = 0; i < n; i += 16) {
         v16 a[4];
-        for (int c = 0; c < nc; c++) a[c] = load16(type, row_at(act, act_stride, c), i);
+        for (int c = 0; c < nc; c++) a[c] = v16_load((const float *)row_at(act, act_stride, c) + i);
         for (int r = 0; r < nr; r++) {
             const v16 x = load16(type, row_at(w, w_stride, r), i);
             for (int c = 0; c < nc; c++) acc[r * nc + c] = v16_fma(x, a[c], acc[r * nc + c]);
@@ -152,54 +158,68 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
 }
 
 /* Panels (vec_dot.h), laid out as the AVX-512 ones (vec_dot_f_avx512.c):
- * for n % 16 == 0, per step j of 16 elements the 16 rows' 16 floats, row r's
- * at 256 j + 16 r; else the rows as they are, one after the other. */
+ * per step j of 16 elements the 16 rows' 16 floats, row r's at 256 j + 16 r. */
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
-    if (n % 16 != 0) {
-        const size_t row = hl_row_size(type, n);
-        for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy((uint8_t *)panel + (size_t)r * row, row_at(w, w_stride, r), row);
-        return;
-    }
     float *p = panel;
     for (int64_t i = 0; i < n; i += 16, p += 16 * HL_PANEL_ROWS)
         for (int r = 0; r < HL_PANEL_ROWS; r++) v16_store(p + 16 * r, load16(type, row_at(w, w_stride, r), i));
 }
 
-/* Rows r0, r0 + 1 of a panel (n % 16 == 0) with nc (1 or 2, a constant
- * after inlining) tokens: y[c * y_stride + r] for each, in tinyBLAS's order. */
-static ALWAYS_INLINE void panel_tile(uint32_t type, int nc, int64_t n, float *y, size_t y_stride, const float *p,
-                                     int r0, const void *act, size_t act_stride) {
-    v16 acc[2][2] = {{v16_zero(), v16_zero()}, {v16_zero(), v16_zero()}};
-    p += 16 * r0;
-    for (int64_t i = 0; i < n; i += 16, p += 16 * HL_PANEL_ROWS) {
-        v16 a[2];
-        for (int c = 0; c < nc; c++) a[c] = load16(type, row_at(act, act_stride, c), i);
-        for (int r = 0; r < 2; r++) {
-            const v16 x = v16_load(p + 16 * r);
-            for (int c = 0; c < nc; c++) acc[r][c] = v16_fma(x, a[c], acc[r][c]);
+/* Panel products are blocked over the row length, PANEL_KB elements at a
+ * time, so that a block of the panel (16 rows: 16 KiB) and of the
+ * activations (4 tokens: 4 KiB) stay in L1 while every tile runs over them.
+ * tinyBLAS's 16-lane accumulator of a result is two independent 8-lane
+ * ones, elements 16j .. 16j+7 (half 0) and 16j+8 .. 16j+15 (half 1), each
+ * added in order of j: a tile runs one half at a time and keeps its
+ * accumulators in acc between blocks, which changes no rounding. */
+#define PANEL_KB 256
+
+/* Half h of the tile rows r0 .. r0+3 x tokens c0 .. c0+nc-1 (nc 1 or 2, a
+ * constant after inlining) over the kb elements from k0; p: the panel from
+ * step k0 / 16 on. */
+static ALWAYS_INLINE void panel_tile(int nc, int64_t k0, int64_t kb, const float *p, const void *act,
+                                     size_t act_stride, int r0, int c0, int h, __m256 acc[2][HL_PANEL_ROWS][4]) {
+    __m256 s[4][3];
+    const float *a[3];
+    for (int c = 0; c < nc; c++) a[c] = (const float *)row_at(act, act_stride, c0 + c) + k0 + 8 * h;
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < nc; c++) s[r][c] = acc[h][r0 + r][c0 + c];
+    p += 16 * r0 + 8 * h;
+    for (int64_t i = 0; i < kb; i += 16, p += 16 * HL_PANEL_ROWS) {
+        __m256 x[3];
+        for (int c = 0; c < nc; c++) x[c] = _mm256_loadu_ps(a[c] + i);
+        for (int r = 0; r < 4; r++) {
+            __m256 w = _mm256_loadu_ps(p + 16 * r);
+            __asm__("" : "+x"(w)); /* one load for nc FMAs: keeps GCC from folding it into each */
+            for (int c = 0; c < nc; c++) s[r][c] = _mm256_fmadd_ps(w, x[c], s[r][c]);
         }
     }
-    for (int c = 0; c < nc; c++)
-        for (int r = 0; r < 2; r++) y[(size_t)c * y_stride + r0 + r] = v16_reduce(acc[r][c]);
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < nc; c++) acc[h][r0 + r][c0 + c] = s[r][c];
 }
 
+/* The same for every type: the panel and the activations hold floats. */
 static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
                                       const void *act, size_t act_stride, int n_tok) {
-    if (n % 16 != 0) {
-        const size_t row = hl_row_size(type, n);
-        for (int c = 0; c < n_tok; c++)
-            for (int r = 0; r < HL_PANEL_ROWS; r++)
-                ggml_dot(type, n, &y[(size_t)c * y_stride + r], (const uint8_t *)panel + (size_t)r * row,
-                         row_at(act, act_stride, c));
-        return;
+    (void)type;
+    __m256 acc[2][HL_PANEL_ROWS][4];
+    for (int h = 0; h < 2; h++)
+        for (int r = 0; r < HL_PANEL_ROWS; r++)
+            for (int c = 0; c < 4; c++) acc[h][r][c] = _mm256_setzero_ps();
+    for (int64_t k0 = 0; k0 < n; k0 += PANEL_KB) {
+        const int64_t kb = n - k0 < PANEL_KB ? n - k0 : PANEL_KB;
+        const float *p = (const float *)panel + k0 * HL_PANEL_ROWS;
+        for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 4)
+            for (int h = 0; h < 2; h++) {
+                int c0 = 0;
+                if (n_tok >= 3) panel_tile(3, k0, kb, p, act, act_stride, r0, c0, h, acc), c0 = 3;
+                else if (n_tok == 2) panel_tile(2, k0, kb, p, act, act_stride, r0, c0, h, acc), c0 = 2;
+                if (c0 < n_tok) panel_tile(1, k0, kb, p, act, act_stride, r0, c0, h, acc);
+            }
     }
-    for (int c = 0; c < n_tok; c += 2) {
-        const void *at = row_at(act, act_stride, c);
-        for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 2) {
-            if (n_tok - c >= 2) panel_tile(type, 2, n, y + (size_t)c * y_stride, y_stride, panel, r0, at, act_stride);
-            else panel_tile(type, 1, n, y + (size_t)c * y_stride, y_stride, panel, r0, at, act_stride);
-        }
-    }
+    for (int c = 0; c < n_tok; c++)
+        for (int r = 0; r < HL_PANEL_ROWS; r++)
+            y[(size_t)c * y_stride + r] = hsum8_ggml(_mm256_add_ps(acc[0][r][c], acc[1][r][c]));
 }
 
 HL_FLOAT_BATCH_KERNELS(GGML_TYPE_F32, f32)
@@ -210,8 +230,8 @@ HL_FLOAT_BATCH_KERNELS(GGML_TYPE_BF16, bf16)
 
 static const hl_cpu_type_ops avx2_f_batch_ops[] = {
     {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, tb_dot_f32, tb_4r_f32, tb_4c_f32, NULL, pack_f32, panel_dot_f32, NULL},
-    {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, pack_f16, panel_dot_f16, NULL},
-    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, tb_dot_bf16, tb_4r_bf16, tb_4c_bf16, NULL, pack_bf16, panel_dot_bf16, NULL},
+    {GGML_TYPE_F16, GGML_TYPE_F32, act_f16_f32, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, pack_f16, panel_dot_f16, NULL},
+    {GGML_TYPE_BF16, GGML_TYPE_F32, act_bf16_f32, tb_dot_bf16, tb_4r_bf16, tb_4c_bf16, NULL, pack_bf16, panel_dot_bf16, NULL},
 };
 
 static const hl_cpu_type_ops avx2_f_ops[] = {

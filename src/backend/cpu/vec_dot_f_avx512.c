@@ -9,11 +9,13 @@
  * rows at a time (vec_dot_4r: rows far apart, vec_dot.h).
  *
  * Batches: panels (vec_dot.h) of 16 rows converted to floats once per
- * matmul, so that the inner loop converts only the activations: per step of
- * 16 elements the panel holds the 16 rows' 16 floats side by side (1 KiB).
- * panel_dot runs tiles of 4 rows x up to 4 tokens, 16 accumulators, one FMA
- * per row and token per step, each output in tinyBLAS's order. Where n % 16
- * != 0 (ggml's vec_dot order) the AVX2 kernels run. */
+ * matmul, and the activations in the AVX2 batch entry's format (floats, each
+ * an F16 / BF16 value for those types), so that the inner loop converts
+ * nothing: per step of 16 elements the panel holds the 16 rows' 16 floats
+ * side by side (1 KiB). panel_dot runs tiles of 4 rows x up to 4 tokens, 16
+ * accumulators, one FMA per row and token per step, each output in
+ * tinyBLAS's order. Rows of n % 16 != 0 elements never reach these kernels
+ * (hl_cpu_batch_applies). */
 #include <immintrin.h>
 #include <stdbool.h>
 
@@ -105,27 +107,14 @@ static void dot_4r_f16(int64_t n, float s[4], const void *w, size_t w_stride, co
 
 /* --------------------------------------------- batches: tinyBLAS order -- */
 
-/* The AVX2 level's batch kernels of `type`, which give the same bits: where
- * n % 16 != 0 (ggml's vec_dot order, and panels that hold the rows as they
- * are) these kernels hand the work to them. */
-static const hl_cpu_type_ops *avx2_batch(uint32_t type) {
-    return hl_cpu_ops_avx2_find(type)->batch;
-}
-
 /* s[r * nc + c] = dot(weight row r, activation row c) for r < nr, c < nc
  * (nr * nc <= 4; constants after inlining), each in tinyBLAS's order. */
 static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, float *s, const void *w,
                                   size_t w_stride, const void *act, size_t act_stride) {
-    if (n % 16 != 0) {
-        for (int r = 0; r < nr; r++)
-            for (int c = 0; c < nc; c++)
-                avx2_batch(type)->vec_dot(n, &s[r * nc + c], row_at(w, w_stride, r), row_at(act, act_stride, c));
-        return;
-    }
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int64_t i = 0; i < n; i += 16) {
         __m512 a[4];
-        for (int c = 0; c < nc; c++) a[c] = load16(type, row_at(act, act_stride, c), i);
+        for (int c = 0; c < nc; c++) a[c] = _mm512_loadu_ps((const float *)row_at(act, act_stride, c) + i);
         for (int r = 0; r < nr; r++) {
             const __m512 x = load16(type, row_at(w, w_stride, r), i);
             for (int c = 0; c < nc; c++) acc[r * nc + c] = _mm512_fmadd_ps(x, a[c], acc[r * nc + c]);
@@ -138,18 +127,15 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
  * n % 16 == 0, per step j of 16 elements 16 x 16 floats, row r's at 256 j +
  * 16 r. */
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
-    if (n % 16 != 0) {
-        avx2_batch(type)->pack_panel(n, panel, w, w_stride);
-        return;
-    }
     float *p = panel;
     for (int64_t i = 0; i < n; i += 16, p += 16 * HL_PANEL_ROWS)
         for (int r = 0; r < HL_PANEL_ROWS; r++) _mm512_storeu_ps(p + 16 * r, load16(type, row_at(w, w_stride, r), i));
 }
 
 /* Rows r0 .. r0+3 of a panel (n % 16 == 0) with nc tokens (a constant after
- * inlining): y[c * y_stride + r] for each. */
-static ALWAYS_INLINE void panel_tile(uint32_t type, int nc, int64_t n, float *y, size_t y_stride, const float *p,
+ * inlining): y[c * y_stride + r] for each. The same for every type: the
+ * panel and the activations hold floats. */
+static ALWAYS_INLINE void panel_tile(int nc, int64_t n, float *y, size_t y_stride, const float *p,
                                      int r0, const void *act, size_t act_stride) {
     __m512 acc[4][4];
     for (int r = 0; r < 4; r++)
@@ -157,7 +143,7 @@ static ALWAYS_INLINE void panel_tile(uint32_t type, int nc, int64_t n, float *y,
     p += 16 * r0;
     for (int64_t i = 0; i < n; i += 16, p += 16 * HL_PANEL_ROWS) {
         __m512 a[4];
-        for (int c = 0; c < nc; c++) a[c] = load16(type, row_at(act, act_stride, c), i);
+        for (int c = 0; c < nc; c++) a[c] = _mm512_loadu_ps((const float *)row_at(act, act_stride, c) + i);
         for (int r = 0; r < 4; r++) {
             const __m512 x = _mm512_loadu_ps(p + 16 * r);
             for (int c = 0; c < nc; c++) acc[r][c] = _mm512_fmadd_ps(x, a[c], acc[r][c]);
@@ -177,16 +163,13 @@ static ALWAYS_INLINE void panel_tile(uint32_t type, int nc, int64_t n, float *y,
 
 static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
                                       const void *act, size_t act_stride, int n_tok) {
-    if (n % 16 != 0) {
-        avx2_batch(type)->panel_dot(n, y, y_stride, panel, act, act_stride, NULL, 0, n_tok);
-        return;
-    }
+    (void)type;
     for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 4) {
         switch (n_tok) {
-        case 1: panel_tile(type, 1, n, y, y_stride, panel, r0, act, act_stride); break;
-        case 2: panel_tile(type, 2, n, y, y_stride, panel, r0, act, act_stride); break;
-        case 3: panel_tile(type, 3, n, y, y_stride, panel, r0, act, act_stride); break;
-        default: panel_tile(type, 4, n, y, y_stride, panel, r0, act, act_stride); break;
+        case 1: panel_tile(1, n, y, y_stride, panel, r0, act, act_stride); break;
+        case 2: panel_tile(2, n, y, y_stride, panel, r0, act, act_stride); break;
+        case 3: panel_tile(3, n, y, y_stride, panel, r0, act, act_stride); break;
+        default: panel_tile(4, n, y, y_stride, panel, r0, act, act_stride); break;
         }
     }
 }
