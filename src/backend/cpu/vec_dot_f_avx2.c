@@ -24,7 +24,6 @@
  * (llama.cpp's AVX2-only build runs tinyBLAS<8, __m256> instead: 8 lanes,
  * another order, which this level does not follow.) */
 #include <immintrin.h>
-#include <string.h>
 
 #include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
@@ -174,7 +173,7 @@ static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const vo
  * accumulators in acc between blocks, which changes no rounding. */
 #define PANEL_KB 256
 
-/* Half h of the tile rows r0 .. r0+3 x tokens c0 .. c0+nc-1 (nc 1 or 2, a
+/* Half h of the tile rows r0 .. r0+3 x tokens c0 .. c0+nc-1 (nc 1 to 3, a
  * constant after inlining) over the kb elements from k0; p: the panel from
  * step k0 / 16 on. */
 static ALWAYS_INLINE void panel_tile(int nc, int64_t k0, int64_t kb, const float *p, const void *act,
