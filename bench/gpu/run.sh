@@ -209,7 +209,7 @@ for t in json.load(sys.stdin)["tests"]:
             print("\n".join(p["value"] if isinstance(p["value"], list) else [p["value"]]))'
 }
 
-# A GPU test binary, run with ctest's environment and the overrides given
+# A test binary, run with ctest's environment and the overrides given
 # (NAME=VALUE ...: models/ does not travel); it must not skip.
 gpu_test() {
     local name=$1 envs tag
@@ -238,6 +238,10 @@ stage_test() {
     for t in "$hb"/tests/test_gpu_*; do # test_gpu_dequant, test_gpu_vecdot ... (test_gpu_offload below)
         case $(basename "$t") in test_gpu_offload) ;; *) gpu_test "$(basename "$t")" || fail=1 ;; esac
     done
+    # The CPU kernel tests at the host's best level (their logs name it): these
+    # hosts are the only AVX-512 machines the sessions get, and the AVX-512
+    # kernels run nowhere else.
+    for t in test_vec_dot_f test_vec_dot_k test_cpu_matmul test_cpu_kernels; do gpu_test "$t" || fail=1; done
     gpu_test test_placement HEARTH_MODEL="$tiny" || fail=1
     # SmolLM2 (94 MiB) cannot travel: the tiny models of tests/reference, one
     # per weight type and architecture, run every part of the test (a ChatML
