@@ -89,8 +89,9 @@ static void dot_block(const matmul_task *t, long long rb, long long re) {
 
 /* Panels (vec_dot.h): the threads share out whole panels of HL_PANEL_ROWS
  * rows; per block of tokens, each packs one panel at a time and runs the
- * block's tokens against it, up to four at once. The last thread also takes the rows after the last whole
- * panel, with the other kernels (which give the same bits). */
+ * block's tokens against it, up to four at once. The last thread also takes
+ * the rows after the last whole panel, with the other kernels (which give
+ * the same bits). */
 static void panel_run(void *arg, int ith, int nth) {
     matmul_task *t = arg;
     const int64_t d_in = t->w->ne[0], d_out = t->w->ne[1], n = t->x->ne[1];
