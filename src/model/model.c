@@ -140,16 +140,16 @@ static int cmp_addr(const void *a, const void *b) {
 static hearth_status check_all_bound(const hearth_model *m) {
 #define HL_COUNT_FIELD(name) +1
     const size_t per_layer = 0 HL_LAYER_TENSORS(HL_COUNT_FIELD);
+    /* tok_embd, pos_embd, tok_norm, tok_norm_b, the output layer's, the blocks' */
+    const size_t n = 4 HL_OUTPUT_TENSORS(HL_COUNT_FIELD) + (size_t)m->hp.n_layer * per_layer;
 #undef HL_COUNT_FIELD
-    const size_t n = 8 + (size_t)m->hp.n_layer * per_layer;
     uintptr_t *bound = hl_malloc(n * sizeof *bound);
     if (!bound) return HEARTH_ERR_OUT_OF_MEMORY;
     size_t k = 0;
     bound[k++] = (uintptr_t)m->tok_embd.data;
-    bound[k++] = (uintptr_t)m->output_norm.data;
-    bound[k++] = (uintptr_t)m->output.data;
-    bound[k++] = (uintptr_t)m->output_b.data;
-    bound[k++] = (uintptr_t)m->output_norm_b.data;
+#define HL_OUTPUT_ADDR(name) bound[k++] = (uintptr_t)m->name.data;
+    HL_OUTPUT_TENSORS(HL_OUTPUT_ADDR)
+#undef HL_OUTPUT_ADDR
     bound[k++] = (uintptr_t)m->pos_embd.data;
     bound[k++] = (uintptr_t)m->tok_norm.data;
     bound[k++] = (uintptr_t)m->tok_norm_b.data;

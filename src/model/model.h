@@ -88,6 +88,11 @@ static inline bool hl_layer_is_swa(const hl_hparams *hp, int32_t il) {
     X(attn_norm_b) X(bo) X(ffn_norm_b) X(ffn_up_b) X(ffn_down_b) X(ffn_gate_inp) X(ffn_gate_exps) X(ffn_up_exps)     \
     X(ffn_down_exps)
 
+/* The output layer's weights, which sit on one device together (fields of
+ * hearth_model), listed once for the code that places, sizes, uploads and
+ * checks them. */
+#define HL_OUTPUT_TENSORS(X) X(output_norm) X(output_norm_b) X(output) X(output_b)
+
 typedef struct hl_layer {
 #define HL_LAYER_FIELD(name) hl_tensor name;
     HL_LAYER_TENSORS(HL_LAYER_FIELD)

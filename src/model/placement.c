@@ -163,13 +163,15 @@ static bool runs_weight(const hl_backend *b, const hl_tensor *t, const char *nam
  * the context's F16 cache. If not, `why` says what it lacks. */
 static bool runs_block(const hearth_model *m, const hl_backend *b, int32_t il, char *why, size_t size) {
     const hl_hparams *hp = &m->hp;
-    if (il == hp->n_layer)
-        return runs_weight(b, &m->output_norm, "output_norm", why, size) &&
-               runs_weight(b, &m->output_norm_b, "output_norm_b", why, size) &&
-               runs_weight(b, &m->output, "output", why, size) && runs_weight(b, &m->output_b, "output_b", why, size);
+#define RUNS(name) if (!runs_weight(b, &m->name, #name, why, size)) return false;
+    if (il == hp->n_layer) {
+        HL_OUTPUT_TENSORS(RUNS)
+        return true;
+    }
     const hl_layer *l = &m->layers[il];
-#define RUNS(name) if (!runs_weight(b, &l->name, #name, why, size)) return false;
-    HL_LAYER_TENSORS(RUNS)
+#define RUNS_LAYER(name) if (!runs_weight(b, &l->name, #name, why, size)) return false;
+    HL_LAYER_TENSORS(RUNS_LAYER)
+#undef RUNS_LAYER
 #undef RUNS
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     const hl_tensor q = {.type = GGML_TYPE_F32, .ne = {q_dim, 1, 1, 1}};
@@ -259,10 +261,9 @@ static hearth_status upload_all(hearth_model *m, const hl_placement *pl, int32_t
 #undef UPLOAD
     }
     if (pl->output_dev >= 0) {
-        HL_TRY(upload(&cur[pl->output_dev], &m->output_norm));
-        HL_TRY(upload(&cur[pl->output_dev], &m->output_norm_b));
-        HL_TRY(upload(&cur[pl->output_dev], &m->output));
-        HL_TRY(upload(&cur[pl->output_dev], &m->output_b));
+#define UPLOAD_OUTPUT(name) HL_TRY(upload(&cur[pl->output_dev], &m->name));
+        HL_OUTPUT_TENSORS(UPLOAD_OUTPUT)
+#undef UPLOAD_OUTPUT
     }
     hl_progress_report(&progress, done, true);
     return HEARTH_OK;
@@ -308,8 +309,9 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     const uint32_t fit_n_ctx = p->fit_n_ctx ? p->fit_n_ctx : hl_default_n_ctx(&m->hp);
     const hl_placement_in in = {
         .n_layer = n_layer, .layer_bytes = bytes,
-        .output_bytes = aligned(hl_tensor_nbytes(&m->output_norm)) + aligned(hl_tensor_nbytes(&m->output_norm_b)) +
-                        aligned(hl_tensor_nbytes(&m->output)) + aligned(hl_tensor_nbytes(&m->output_b)),
+#define OUTPUT_BYTES(name) +aligned(hl_tensor_nbytes(&m->name))
+        .output_bytes = 0 HL_OUTPUT_TENSORS(OUTPUT_BYTES),
+#undef OUTPUT_BYTES
         .n_gpu_layers = p->n_gpu_layers, .split_mode = p->split_mode, .main_gpu = p->main_gpu,
         .tensor_split = p->tensor_split, .n_devices = n_dev, .free_bytes = free_bytes,
         .reserve_bytes = HL_PLACEMENT_RESERVE, .host_only = host_only, .names = name_of,

@@ -72,8 +72,7 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
 
     t.weight("token_embd.weight", n_vocab, n_embd, sigma=0.4)
     if arch == "bloom":
-        t.vector("token_embd_norm.weight", n_embd, 1.0, 0.1)
-        t.vector("token_embd_norm.bias", n_embd, 0.0, 0.1)
+        t.layer_norm("token_embd_norm", n_embd)
     for il in range(spec["n_layer"]):
         blk = f"blk.{il}"
         t.vector(f"{blk}.attn_norm.weight", n_embd, 1.0, 0.1)

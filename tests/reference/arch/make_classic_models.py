@@ -81,8 +81,7 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
         t.weight("position_embd.weight", N_CTX_TRAIN, n_embd, sigma=0.2)
     for il in range(spec["n_layer"]):
         blk = f"blk.{il}"
-        t.vector(f"{blk}.attn_norm.weight", n_embd, 1.0, 0.1)
-        t.vector(f"{blk}.attn_norm.bias", n_embd, 0.0, 0.1)
+        t.layer_norm(f"{blk}.attn_norm", n_embd)
         qkv = [t.matrix(q_dim, n_embd, sigma=1.2 / np.sqrt(n_embd)),
                t.matrix(kv_dim, n_embd, sigma=1.2 / np.sqrt(n_embd)),
                t.matrix(kv_dim, n_embd, sigma=1.0 / np.sqrt(n_embd))]
@@ -95,14 +94,12 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
                 t.vector(f"{blk}.attn_{part}.bias", n, 0.0, 0.3)
         t.weight(f"{blk}.attn_output.weight", n_embd, q_dim, sigma=0.5 / np.sqrt(q_dim))
         t.vector(f"{blk}.attn_output.bias", n_embd, 0.0, 0.1)
-        t.vector(f"{blk}.ffn_norm.weight", n_embd, 1.0, 0.1)
-        t.vector(f"{blk}.ffn_norm.bias", n_embd, 0.0, 0.1)
+        t.layer_norm(f"{blk}.ffn_norm", n_embd)
         t.weight(f"{blk}.ffn_up.weight", n_ff, n_embd, sigma=1.5 / np.sqrt(n_embd))
         t.vector(f"{blk}.ffn_up.bias", n_ff, 0.0, 0.3)
         t.weight(f"{blk}.ffn_down.weight", n_embd, n_ff, sigma=0.5 / np.sqrt(n_ff))
         t.vector(f"{blk}.ffn_down.bias", n_embd, 0.0, 0.1)
-    t.vector("output_norm.weight", n_embd, 1.0, 0.1)
-    t.vector("output_norm.bias", n_embd, 0.0, 0.1)
+    t.layer_norm("output_norm", n_embd)
     if not spec["tied"]:
         t.weight("output.weight", n_vocab, n_embd, sigma=1.5 / np.sqrt(n_embd))
     close_model(w, spec)

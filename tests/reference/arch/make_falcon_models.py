@@ -65,11 +65,9 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
     t.weight("token_embd.weight", n_vocab, n_embd, sigma=0.4)
     for il in range(spec["n_layer"]):
         blk = f"blk.{il}"
-        t.vector(f"{blk}.attn_norm.weight", n_embd, 1.0, 0.1)
-        t.vector(f"{blk}.attn_norm.bias", n_embd, 0.0, 0.1)
+        t.layer_norm(f"{blk}.attn_norm", n_embd)
         if spec["norm_2"]:
-            t.vector(f"{blk}.attn_norm_2.weight", n_embd, 1.0, 0.1)
-            t.vector(f"{blk}.attn_norm_2.bias", n_embd, 0.0, 0.1)
+            t.layer_norm(f"{blk}.attn_norm_2", n_embd)
         t.add(f"{blk}.attn_qkv.weight",
               np.concatenate([t.matrix(n_embd, n_embd, sigma=1.2 / np.sqrt(n_embd)),
                               t.matrix(kv_dim, n_embd, sigma=1.2 / np.sqrt(n_embd)),
@@ -77,8 +75,7 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
         t.weight(f"{blk}.attn_output.weight", n_embd, n_embd, sigma=0.5 / np.sqrt(n_embd))
         t.weight(f"{blk}.ffn_up.weight", n_ff, n_embd, sigma=1.5 / np.sqrt(n_embd))
         t.weight(f"{blk}.ffn_down.weight", n_embd, n_ff, sigma=0.5 / np.sqrt(n_ff))
-    t.vector("output_norm.weight", n_embd, 1.0, 0.1)
-    t.vector("output_norm.bias", n_embd, 0.0, 0.1)
+    t.layer_norm("output_norm", n_embd)
     if not spec["tied"]:
         t.weight("output.weight", n_vocab, n_embd, sigma=1.5 / np.sqrt(n_embd))
     close_model(w, spec)

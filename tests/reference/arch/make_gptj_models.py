@@ -63,8 +63,7 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
     t.weight("token_embd.weight", n_vocab, n_embd, sigma=0.4)
     for il in range(spec["n_layer"]):
         blk = f"blk.{il}"
-        t.vector(f"{blk}.attn_norm.weight", n_embd, 1.0, 0.1)
-        t.vector(f"{blk}.attn_norm.bias", n_embd, 0.0, 0.1)
+        t.layer_norm(f"{blk}.attn_norm", n_embd)
         t.weight(f"{blk}.attn_q.weight", n_embd, n_embd, sigma=1.2 / np.sqrt(n_embd))
         t.weight(f"{blk}.attn_k.weight", n_embd, n_embd, sigma=1.2 / np.sqrt(n_embd))
         t.weight(f"{blk}.attn_v.weight", n_embd, n_embd, sigma=1.0 / np.sqrt(n_embd))
@@ -73,8 +72,7 @@ def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
         t.vector(f"{blk}.ffn_up.bias", n_ff, 0.0, 0.3)
         t.weight(f"{blk}.ffn_down.weight", n_embd, n_ff, sigma=0.5 / np.sqrt(n_ff))
         t.vector(f"{blk}.ffn_down.bias", n_embd, 0.0, 0.1)
-    t.vector("output_norm.weight", n_embd, 1.0, 0.1)
-    t.vector("output_norm.bias", n_embd, 0.0, 0.1)
+    t.layer_norm("output_norm", n_embd)
     t.weight("output.weight", n_vocab, n_embd, sigma=1.5 / np.sqrt(n_embd))
     t.vector("output.bias", n_vocab, 0.0, 0.3)
     close_model(w, spec)

@@ -186,6 +186,11 @@ class Weights:
     def vector(self, name, n, mean, sigma):
         self.w.add_tensor(name, (mean + self.rng.normal(0.0, sigma, size=n)).astype(np.float32))
 
+    def layer_norm(self, name, n):
+        """A LayerNorm's NAME.weight ~N(1, 0.1) and NAME.bias ~N(0, 0.1)."""
+        self.vector(f"{name}.weight", n, 1.0, 0.1)
+        self.vector(f"{name}.bias", n, 0.0, 0.1)
+
 
 def close_model(w, spec):
     """Drops the spec's omit_keys (for the error tests) and writes the file."""
