@@ -35,7 +35,6 @@ imports).
 Usage: /tmp/gptj-venv/bin/python tests/reference/arch/make_gptj_reference.py
 (writes gptj_reference.json next to this script; run make_gptj_models.py first)
 """
-import json
 import sys
 from pathlib import Path
 
@@ -50,7 +49,7 @@ from transformers import FlaxGPTJForCausalLM, GPTJConfig
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tiny"))
 from make_arch_reference import CHUNKS, N_CTX, N_TOKENS, SINGLE_AT  # noqa: E402
 from make_gptj_models import MODELS, SEED  # noqa: E402
-from make_tiny_reference import GREEDY_N, GREEDY_PROMPT, rounded  # noqa: E402
+from make_tiny_reference import GREEDY_N, GREEDY_PROMPT, rounded, write_references  # noqa: E402
 
 
 def load(path):
@@ -82,43 +81,37 @@ def load(path):
     return model, key("tokenizer.ggml.bos_token_id")
 
 
-def all_logits(model, tokens):
+def all_logits(model, tokens, n_ctx):
     """The logits {len(tokens), n_vocab} of one forward pass over `tokens`,
-    padded to N_CTX so that jax compiles one shape per model (a causal
+    padded to n_ctx so that jax compiles one shape per model (a causal
     model's logits do not depend on the padding after them)."""
     if not hasattr(model, "forward"):
         model.forward = jax.jit(lambda params, ids: model(ids, params=params).logits)
-    ids = np.zeros((1, N_CTX), dtype=np.int32)
+    ids = np.zeros((1, n_ctx), dtype=np.int32)
     ids[0, :len(tokens)] = tokens
     return np.asarray(model.forward(model.params, ids)[0, :len(tokens)], dtype=np.float32)
 
 
-def reference(path, seq_seed):
+def reference(path, seq_seed, n_ctx, n_tokens, single_at, chunks):
+    """make_tiny_reference.py's reference() (the same sequence and points),
+    from transformers' GPT-J, with its greedy continuation."""
     model, bos = load(path)
     n_vocab = model.config.vocab_size
     rng = np.random.default_rng(seq_seed)  # as make_tiny_reference.py's reference()
-    tokens = [bos] + [int(t) for t in rng.integers(0, n_vocab, size=N_TOKENS - 1)]
-    logits = all_logits(model, tokens)
-    points = [("batch", N_TOKENS)] + [("single", n) for n in SINGLE_AT] + [("chunks", n) for n in np.cumsum(CHUNKS)]
+    tokens = [bos] + [int(t) for t in rng.integers(0, n_vocab, size=n_tokens - 1)]
+    logits = all_logits(model, tokens, n_ctx)
+    points = [("batch", n_tokens)] + [("single", n) for n in single_at] + [("chunks", n) for n in np.cumsum(chunks)]
     records = [{"mode": mode, "n_past": int(n), "logits": rounded(logits[n - 1])} for mode, n in points]
     seq = tokens[:GREEDY_PROMPT]
     for _ in range(GREEDY_N):
-        seq.append(int(np.argmax(all_logits(model, seq)[-1])))
+        seq.append(int(np.argmax(all_logits(model, seq, n_ctx)[-1])))
     greedy = {"n_prompt": GREEDY_PROMPT, "tokens": seq[GREEDY_PROMPT:]}
     return {"n_vocab": n_vocab, "tokens": tokens, "records": records, "greedy": greedy}
 
 
 if __name__ == "__main__":
-    here = Path(__file__).resolve().parent
-    models = []
-    for i, spec in enumerate(MODELS):
-        path = here / f"{spec['name']}.gguf"
-        models.append({"file": f"reference/{here.name}/{path.name}", "arch": spec["arch"], "type": spec["type"],
-                       **reference(path, SEED + 1000 + i)})
-        print(f"{path.name}: {len(models[-1]['records'])} logit records, greedy {models[-1]['greedy']['tokens']}")
-    out = here / "gptj_reference.json"
-    doc = {"generator": f"transformers {transformers.__version__} FlaxGPTJForCausalLM (jax {jax.__version__}, CPU, "
-                        f"float32), {Path(__file__).name}",
-           "n_ctx": N_CTX, "chunks": CHUNKS, "models": models}
-    out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
-    print(f"wrote {out} ({out.stat().st_size} bytes)")
+    write_references(MODELS, SEED, __file__, "gptj_reference.json",
+                     lambda spec: {"arch": spec["arch"], "type": spec["type"]}, N_CTX, N_TOKENS, SINGLE_AT, CHUNKS,
+                     make=reference,
+                     generator=f"transformers {transformers.__version__} FlaxGPTJForCausalLM "
+                               f"(jax {jax.__version__}, CPU, float32)")

@@ -86,19 +86,20 @@ def reference(path, seq_seed, n_ctx=N_CTX, n_tokens=N_TOKENS, single_at=SINGLE_A
 
 
 def write_references(models, seed, script, out_name, fields, n_ctx=N_CTX, n_tokens=N_TOKENS, single_at=SINGLE_AT,
-                     chunks=CHUNKS):
-    """The scripts' main: reference() of each model of `models` in the folder
-    of `script` (model i's sequence drawn from seed + 1000 + i), with the
-    fields(spec) keys, into OUT_NAME there."""
+                     chunks=CHUNKS, make=reference, generator=f"llama-cpp-python {llama_cpp_version}"):
+    """The scripts' main: make() (llama.cpp's reference() unless another
+    implementation's, which `generator` then names) of each model of
+    `models` in the folder of `script` (model i's sequence drawn from seed +
+    1000 + i), with the fields(spec) keys, into OUT_NAME there."""
     here = Path(script).resolve().parent
     models_out = []
     for i, spec in enumerate(models):
         path = here / f"{spec['name']}.gguf"
-        ref = reference(path, seed + 1000 + i, n_ctx, n_tokens, single_at, chunks)
+        ref = make(path, seed + 1000 + i, n_ctx, n_tokens, single_at, chunks)
         models_out.append({"file": f"reference/{here.name}/{path.name}", **fields(spec), **ref})
         print(f"{path.name}: {len(ref['records'])} logit records")
     out = here / out_name
-    doc = {"generator": f"llama-cpp-python {llama_cpp_version}, {Path(script).name}",
+    doc = {"generator": f"{generator}, {Path(script).name}",
            "n_ctx": n_ctx, "chunks": chunks, "models": models_out}
     out.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n")
     print(f"wrote {out} ({out.stat().st_size} bytes)")
