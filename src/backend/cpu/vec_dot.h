@@ -6,7 +6,8 @@
  * Q8_1; the K-quants Q2_K .. Q6_K -> Q8_K; F16 -> F16, BF16 -> BF16, F32 ->
  * F32); the dot product then runs on integers block by block and applies the
  * scales per block. BF16 keeps BF16 activations, as ggml does, so that
- * results track llama.cpp's. The K-quant kernels live in vec_dot_k*.c
+ * results track llama.cpp's; the batch kernels of F16 and BF16 hold those
+ * F16 / BF16 values as floats (vec_dot_f_avx2.c), converted once. The K-quant kernels live in vec_dot_k*.c
  * (the generic AVX-512 parts in k_avx512.h).
  *
  * Kernels exist per level (cpu_features.h): the scalar ones are the oracle;
