@@ -50,28 +50,11 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
+#include "backend/cpu/k_unpack.h"
 #include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/simd_k_scales.h"
 #include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
-
-/* ------------------------------------------------------ type constants -- */
-
-static ALWAYS_INLINE int pk_n_sub(uint32_t type) { /* sub-blocks per super-block */
-    return type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K ? 8 : 16;
-}
-
-static ALWAYS_INLINE bool pk_has_min(uint32_t type) {
-    return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K;
-}
-
-static ALWAYS_INLINE int pk_bias(uint32_t type) {
-    return type == GGML_TYPE_Q3_K ? 4 : type == GGML_TYPE_Q6_K ? 32 : 0;
-}
-
-static ALWAYS_INLINE bool pk_repacked(uint32_t type) { /* llama.cpp's repacked order, not the tiled one */
-    return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q4_K;
-}
 
 /* Byte offsets in a super-block of a panel. */
 #define PK_SCALES (64 * 64)
@@ -266,86 +249,6 @@ static ALWAYS_INLINE void kd_repacked_4r(uint32_t type, int64_t n, float s[4], c
 
 /* ------------------------------------------------------------- packing -- */
 
-/* The scales and mins of the sub-blocks of one super-block of a row, d and dmin. */
-typedef struct pk_row {
-    int32_t sc[16];
-    int16_t m[16];
-    float d, dmin;
-} pk_row;
-
-/* One super-block of a row: the quants of chunk c (elements 32c .. 32c + 31)
- * as the panel's bytes u into chunk[c], the rest into *row. */
-static ALWAYS_INLINE void pk_unpack(uint32_t type, const void *blk, __m256i chunk[8], pk_row *row) {
-    const __m256i m2 = _mm256_set1_epi8(0x03), m4 = _mm256_set1_epi8(0x0f);
-    if (type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K) { /* 2 bits: bits 2 (c % 4) of qs[32 (c / 4) + b] */
-        const uint8_t *qs = type == GGML_TYPE_Q2_K ? ((const block_q2_K *)blk)->qs : ((const block_q3_K *)blk)->qs;
-        __m256i low[8];
-        for (int c = 0; c < 8; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * (c / 4)));
-            low[c] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * (c % 4)), m2);
-        }
-        if (type == GGML_TYPE_Q2_K) {
-            const block_q2_K *w = blk;
-            for (int j = 0; j < 16; j++) row->sc[j] = w->scales[j] & 15, row->m[j] = (int16_t)(w->scales[j] >> 4);
-            for (int c = 0; c < 8; c++) { /* u = sc * q by table: bytes 0, sc, 2 sc, 3 sc per sub-block */
-                const __m256i tab = _mm256_set_m128i(_mm_cvtsi32_si128(row->sc[2 * c + 1] * 0x03020100),
-                                                     _mm_cvtsi32_si128(row->sc[2 * c] * 0x03020100));
-                chunk[c] = _mm256_shuffle_epi8(tab, low[c]);
-            }
-            row->d = _cvtsh_ss(w->d);
-            row->dmin = _cvtsh_ss(w->dmin);
-        } else { /* Q3_K: u = low + 4 hbit, hbit = bit c of hmask[b] */
-            const block_q3_K *w = blk;
-            const __m256i hm = _mm256_loadu_si256((const __m256i *)w->hmask);
-            for (int c = 0; c < 8; c++) {
-                const __mmask32 h = _mm256_test_epi8_mask(hm, _mm256_set1_epi8((char)(1 << c)));
-                chunk[c] = _mm256_mask_add_epi8(low[c], h, low[c], _mm256_set1_epi8(4));
-            }
-            for (int j = 0; j < 16; j++) row->sc[j] = hl_q3_K_scale(w->scales, j) - 32;
-            row->d = _cvtsh_ss(w->d);
-        }
-    } else if (type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K) { /* nibbles of qs[32 (c / 2) ..], low for even c */
-        const block_q4_K *w4 = blk;
-        const block_q5_K *w5 = blk;
-        const uint8_t *qs = type == GGML_TYPE_Q4_K ? w4->qs : w5->qs;
-        for (int h = 0; h < 4; h++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
-            chunk[2 * h] = _mm256_and_si256(q, m4);
-            chunk[2 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-        }
-        if (type == GGML_TYPE_Q5_K) { /* + 16 hbit, hbit = bit c of qh[b] */
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)w5->qh);
-            for (int c = 0; c < 8; c++) {
-                const __mmask32 h = _mm256_test_epi8_mask(qh, _mm256_set1_epi8((char)(1 << c)));
-                chunk[c] = _mm256_mask_add_epi8(chunk[c], h, chunk[c], _mm256_set1_epi8(16));
-            }
-        }
-        for (int j = 0; j < 8; j++) {
-            uint8_t s, m;
-            hl_q4_K_scale_min(type == GGML_TYPE_Q4_K ? w4->scales : w5->scales, j, &s, &m);
-            row->sc[j] = s, row->m[j] = m;
-        }
-        row->d = _cvtsh_ss(type == GGML_TYPE_Q4_K ? w4->d : w5->d);
-        row->dmin = _cvtsh_ss(type == GGML_TYPE_Q4_K ? w4->dmin : w5->dmin);
-    } else { /* Q6_K: elements 128h + 32i + b: nibble of ql, 2 bits of qh */
-        const block_q6_K *w = blk;
-        for (int h = 0; h < 2; h++) {
-            const __m256i l0 = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h));
-            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(w->ql + 64 * h + 32));
-            const __m256i hb = _mm256_loadu_si256((const __m256i *)(w->qh + 32 * h));
-            const __m256i lo[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
-            for (int i = 0; i < 4; i++) {
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * i), m2);
-                chunk[4 * h + i] = _mm256_or_si256(lo[i], _mm256_slli_epi16(hi, 4));
-            }
-        }
-        for (int j = 0; j < 16; j++) row->sc[j] = w->scales[j];
-        row->d = _cvtsh_ss(w->d);
-    }
-}
-
 /* The panel of the 16 rows at w, w + w_stride, ... */
 static ALWAYS_INLINE void pk_pack(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     const size_t blk_size = hl_row_size(type, HL_QK_K);
@@ -374,13 +277,11 @@ static ALWAYS_INLINE void pk_pack(uint32_t type, int64_t n, void *panel, const v
 
 /* ------------------------------------------------------------ products -- */
 
-typedef enum pk_order { PK_GEMV, PK_GEMM, PK_TILED } pk_order;
-
 /* n_tok tokens (a constant after inlining), lane r of acc[t] for row r. */
 static ALWAYS_INLINE void pk_panel_t(uint32_t type, pk_order order, int n_tok, int64_t n, float *y, size_t y_stride,
                                  const uint8_t *p, const void *act, size_t act_stride) {
     const int n_sub = pk_n_sub(type), vecs = 64 / n_sub; /* quant vectors per sub-block */
-    const int part = order == PK_GEMM ? (type == GGML_TYPE_Q4_K ? 2 : 8) : n_sub; /* sub-blocks per part */
+    const int part = pk_part(type, order);
     const int bias = pk_bias(type);
     const bool has_min = pk_has_min(type);
     __m512 acc[4], accm[4];
@@ -442,13 +343,7 @@ static ALWAYS_INLINE void pk_panel_t(uint32_t type, pk_order order, int n_tok, i
 /* hl_panel_dot_fn for `type`; K-quant panels need no hl_act_aux. */
 static ALWAYS_INLINE void pk_panel_dot(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
                                    const void *act, size_t act_stride, int n_tok) {
-    const pk_order few = pk_repacked(type) ? PK_GEMV : PK_TILED, four = pk_repacked(type) ? PK_GEMM : PK_TILED;
-    switch (n_tok) {
-    case 1: pk_panel_t(type, few, 1, n, y, y_stride, panel, act, act_stride); break;
-    case 2: pk_panel_t(type, few, 2, n, y, y_stride, panel, act, act_stride); break;
-    case 3: pk_panel_t(type, few, 3, n, y, y_stride, panel, act, act_stride); break;
-    default: pk_panel_t(type, four, 4, n, y, y_stride, panel, act, act_stride); break;
-    }
+    PK_DISPATCH(pk_panel_t, type, n_tok, n, y, y_stride, panel, act, act_stride);
 }
 
 #endif

@@ -20,6 +20,7 @@
 #include <immintrin.h>
 
 #include "backend/cpu/simd16_avx2.h"
+#include "backend/cpu/simd_avx2.h"
 #include "backend/cpu/vec_dot.h"
 
 /* --------------------------------------------------------------- helpers -- */
@@ -269,26 +270,6 @@ static void dot_4c_q4_0(int64_t n, float s[4], const void *w_row, const void *ac
  * activations with w's sign, as dot_i8_i8. */
 #define PANEL_BLOCK (8 * 64 + 16 * 4)
 
-/* rows[r] = 8 dwords of row r (r < 8); out + 64 k = [dword k of rows 0..7]
- * (the classic 8 x 8 transpose). */
-static inline void transpose_8x8(const __m256i rows[8], uint8_t *out) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(_mm256_castsi256_ps(rows[i]), _mm256_castsi256_ps(rows[i + 1]));
-        t[i + 1] = _mm256_unpackhi_ps(_mm256_castsi256_ps(rows[i]), _mm256_castsi256_ps(rows[i + 1]));
-    }
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
-        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-    }
-    for (int j = 0; j < 4; j++) {
-        _mm256_storeu_ps((float *)(out + 64 * j), _mm256_permute2f128_ps(u[j], u[j + 4], 0x20));
-        _mm256_storeu_ps((float *)(out + 64 * (j + 4)), _mm256_permute2f128_ps(u[j], u[j + 4], 0x31));
-    }
-}
-
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     uint8_t *p = panel;
     for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
@@ -303,8 +284,8 @@ static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const vo
                 rows[r] = signed_quants(type, row, b, &d[r]);
             }
         }
-        transpose_8x8(rows, p);
-        transpose_8x8(rows + 8, p + 32);
+        transpose_8x8(rows, p, 64);
+        transpose_8x8(rows + 8, p + 32, 64);
         memcpy(p + 8 * 64, d, sizeof d);
     }
 }

@@ -1,5 +1,7 @@
 /* AVX2 + FMA + F16C kernels for the K-quants: the Q8_K activation quantizer
- * and the dot products of Q2_K .. Q6_K weights with Q8_K activations.
+ * and the dot products of Q2_K .. Q6_K weights with Q8_K activations, and
+ * the entry points of their panels (k_panel_avx2.h), which prompts of 8
+ * tokens or more run.
  * Compiled with -mavx2 -mfma -mf16c; called only after hl_cpu_level_best()
  * says the CPU has them.
  *
@@ -41,6 +43,7 @@
  *   or more must use instead. */
 #include <immintrin.h>
 
+#include "backend/cpu/k_panel_avx2.h"
 #include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/simd_k_scales.h"
 #include "backend/cpu/vec_dot.h"
@@ -625,18 +628,37 @@ static void tdot_4c_q6_K(int64_t n, float s[4], const void *w_row, const void *a
     t_dot_4c(GGML_TYPE_Q6_K, n, s, w_row, act, act_stride);
 }
 
+/* pack_panel and panel_dot of type T (k_panel_avx2.h; no hl_act_aux): Q2_K
+ * and Q4_K in the repacked orders, the others in the tiled one (their batch
+ * entries). */
+#define PANELS(T, name)                                                                                    \
+    static void pack_##name(int64_t n, void *panel, const void *w, size_t w_stride) {                      \
+        kp_pack(T, n, panel, w, w_stride);                                                                 \
+    }                                                                                                      \
+    static void panel_dot_##name(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,  \
+                                 size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {  \
+        (void)aux, (void)aux_stride;                                                                       \
+        kp_panel_dot(T, n, y, y_stride, panel, act, act_stride, n_tok);                                    \
+    }
+
+PANELS(GGML_TYPE_Q2_K, q2_K)
+PANELS(GGML_TYPE_Q3_K, q3_K)
+PANELS(GGML_TYPE_Q4_K, q4_K)
+PANELS(GGML_TYPE_Q5_K, q5_K)
+PANELS(GGML_TYPE_Q6_K, q6_K)
+
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops avx2_k_batch_ops[] = {
-    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q3_K, NULL, tdot_4c_q3_K, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q5_K, tdot_4r_q5_K, tdot_4c_q5_K, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q6_K, tdot_4r_q6_K, tdot_4c_q6_K, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q3_K, NULL, tdot_4c_q3_K, NULL, pack_q3_K, panel_dot_q3_K, NULL},
+    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q5_K, tdot_4r_q5_K, tdot_4c_q5_K, NULL, pack_q5_K, panel_dot_q5_K, NULL},
+    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q6_K, tdot_4r_q6_K, tdot_4c_q6_K, NULL, pack_q6_K, panel_dot_q6_K, NULL},
 };
 
 static const hl_cpu_type_ops avx2_k_ops[] = {
-    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, act_q8_K, dot_q2_K, dot_4r_q2_K, dot_4c_q2_K, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, act_q8_K, dot_q2_K, dot_4r_q2_K, dot_4c_q2_K, NULL, pack_q2_K, panel_dot_q2_K, NULL},
     {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, dot_q3_K, NULL, dot_4c_q3_K, &avx2_k_batch_ops[0], NULL, NULL, NULL},
-    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, act_q8_K, dot_q4_K, dot_4r_q4_K, dot_4c_q4_K, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, act_q8_K, dot_q4_K, dot_4r_q4_K, dot_4c_q4_K, NULL, pack_q4_K, panel_dot_q4_K, NULL},
     {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, dot_q5_K, dot_4r_q5_K, dot_4c_q5_K, &avx2_k_batch_ops[1], NULL, NULL, NULL},
     {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, dot_q6_K, NULL, dot_4c_q6_K, &avx2_k_batch_ops[2], NULL, NULL, NULL},
 };
