@@ -172,8 +172,11 @@ static const hl_backend_i cpu_iface = {
 /* The scratch buffers an instance with these limits allocates, in bytes:
  * hl_backend_cpu_init allocates exactly these, hl_cpu_scratch_bytes sums
  * them (a context's memory plan). */
+/* Arrays of one int32 per token: pos, row0, run, moe_x_rows, moe_y_rows. */
+#define N_TOKEN_INTS 5
+
 typedef struct cpu_scratch {
-    size_t act, aux, panels, scores, probs, positions; /* positions: each of pos, row0, run */
+    size_t act, aux, panels, scores, probs, token_ints; /* token_ints: each of N_TOKEN_INTS arrays */
     size_t fa_ws, fa_blocks, fa_partial, fa_done;      /* the tiled attention's (flash_attn only) */
 } cpu_scratch;
 
@@ -183,7 +186,7 @@ static cpu_scratch scratch_sizes(const hl_cpu_limits *limits) {
         .act = tokens * (size_t)limits->max_row * 4, /* up to a float per element (vec_dot.h) */
         .aux = tokens * (size_t)(limits->max_row / HL_QK + 1) * sizeof(hl_act_aux),
         .panels = n * HL_PANEL_BYTES(limits->max_row),
-        .positions = tokens * sizeof(int32_t),
+        .token_ints = tokens * sizeof(int32_t),
     };
     if (!limits->flash_attn) {
         s.scores = n * (size_t)limits->n_ctx * sizeof(float);
@@ -202,8 +205,8 @@ static cpu_scratch scratch_sizes(const hl_cpu_limits *limits) {
 size_t hl_cpu_scratch_bytes(const hl_cpu_limits *limits) {
     if (limits->max_tokens == 0) return 0;
     const cpu_scratch s = scratch_sizes(limits);
-    return s.act + s.aux + s.panels + s.scores + s.probs + 3 * s.positions + s.fa_ws + s.fa_blocks + s.fa_partial +
-           s.fa_done;
+    return s.act + s.aux + s.panels + s.scores + s.probs + N_TOKEN_INTS * s.token_ints + s.fa_ws + s.fa_blocks +
+           s.fa_partial + s.fa_done;
 }
 
 hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out) {
@@ -234,8 +237,8 @@ hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out)
     if (st == HEARTH_OK) st = cpu_alloc(b, sz.panels, (void **)&cpu->panels);
     if (st == HEARTH_OK && !limits->flash_attn) st = cpu_alloc(b, sz.scores, (void **)&cpu->scores);
     if (st == HEARTH_OK && !limits->flash_attn) st = cpu_alloc(b, sz.probs, (void **)&cpu->probs);
-    int32_t **positions[] = {&cpu->pos, &cpu->row0, &cpu->run};
-    for (size_t i = 0; i < 3 && st == HEARTH_OK; i++) st = cpu_alloc(b, sz.positions, (void **)positions[i]);
+    int32_t **token_ints[N_TOKEN_INTS] = {&cpu->pos, &cpu->row0, &cpu->run, &cpu->moe_x_rows, &cpu->moe_y_rows};
+    for (size_t i = 0; i < N_TOKEN_INTS && st == HEARTH_OK; i++) st = cpu_alloc(b, sz.token_ints, (void **)token_ints[i]);
     if (limits->flash_attn) {
         cpu->fa_partial_floats = sz.fa_partial / sizeof(float);
         if (st == HEARTH_OK) st = cpu_alloc(b, sz.fa_ws, (void **)&cpu->fa_ws);
@@ -263,6 +266,8 @@ void hl_backend_cpu_free(hl_backend *b) {
     free(cpu->pos);
     free(cpu->row0);
     free(cpu->run);
+    free(cpu->moe_x_rows);
+    free(cpu->moe_y_rows);
     free(cpu->fa_ws);
     free(cpu->fa_blocks);
     free(cpu->fa_partial);

@@ -20,6 +20,8 @@ typedef struct hl_cpu {
      * pass belong to the same sequence */
     int32_t *pos, *row0, *run;
     int32_t n_pos;
+    /* one expert's rows of a matmul_id (cpu_moe.c), max_tokens each: x and y row of each */
+    int32_t *moe_x_rows, *moe_y_rows;
     /* the tiled attention's scratch (limits.flash_attn only): per thread
      * hl_cpu_flash_ws_floats() floats; block starts (max_tokens + 1);
      * partial results of split tasks and their counters */
@@ -74,6 +76,13 @@ void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cpu_scale(hl_backend *b, hl_tensor *x, float s);
 void hl_cpu_clamp(hl_backend *b, hl_tensor *x, float lo, float hi);
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+/* y row y_rows[t] = W . (x row x_rows[t]) for t < n (n <= max_tokens), each
+ * token through the one-token kernels (their bits do not depend on n): the
+ * tokens that a matmul_id routes to one expert, gathered and scattered as
+ * llama.cpp's mul_mat_id gathers them, and multiplied as it does, row by
+ * row with vec_dot. */
+void hl_cpu_matmul_rows(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const int32_t *x_rows, hl_tensor *y,
+                        const int32_t *y_rows, int64_t n);
 void hl_cpu_moe_route(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, hl_tensor *weights);
 void hl_cpu_matmul_id(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const hl_tensor *ids, hl_tensor *y);
 void hl_cpu_moe_sum(hl_backend *b, const hl_tensor *y, const hl_tensor *weights, hl_tensor *out);

@@ -26,6 +26,9 @@ typedef struct matmul_task {
     const hl_tensor *w;
     const hl_tensor *x;
     hl_tensor *y;
+    int64_t n;             /* tokens */
+    const int32_t *x_rows; /* gathered (hl_cpu_matmul_rows): token t's x row, else NULL (row t) */
+    const int32_t *y_rows; /* and its y row */
     const hl_cpu_type_ops *ops;
     const uint8_t *act;  /* x converted: n rows of act_stride bytes */
     size_t act_stride;
@@ -35,13 +38,18 @@ typedef struct matmul_task {
     uint8_t *panels;     /* for panels: one of HL_PANEL_BYTES(d_in) per thread */
 } matmul_task;
 
+/* The x row of token tok. */
+static const float *x_row(const matmul_task *t, int64_t tok) {
+    return (const float *)t->x->data + (t->x_rows ? t->x_rows[tok] : tok) * t->x->ne[0];
+}
+
 static void convert_run(void *arg, int ith, int nth) {
     matmul_task *t = arg;
     const int64_t d = t->x->ne[0];
     long long r0, r1;
-    hl_split(t->x->ne[1], ith, nth, &r0, &r1);
+    hl_split(t->n, ith, nth, &r0, &r1);
     for (long long r = r0; r < r1; r++) {
-        t->ops->act_from_float((const float *)t->x->data + r * d, t->act_out + (size_t)r * t->act_stride, d);
+        t->ops->act_from_float(x_row(t, r), t->act_out + (size_t)r * t->act_stride, d);
         if (t->aux) t->ops->act_aux(d, t->aux + (size_t)r * t->aux_stride, t->act_out + (size_t)r * t->act_stride);
     }
 }
@@ -70,7 +78,7 @@ static void dot_rows(const matmul_task *t, long long r0, long long r1, const uin
  * and runs every token against a block while its weights are in L1, four
  * tokens per weight row with vec_dot_4c. */
 static void dot_block(const matmul_task *t, long long rb, long long re) {
-    const int64_t d_in = t->w->ne[0], d_out = t->w->ne[1], n = t->x->ne[1];
+    const int64_t d_in = t->w->ne[0], d_out = t->w->ne[1], n = t->n;
     const size_t w_stride = hl_row_size(t->w->type, d_in);
     const uint8_t *w = t->w->data;
     float *y = t->y->data;
@@ -94,7 +102,7 @@ static void dot_block(const matmul_task *t, long long rb, long long re) {
  * the same bits). */
 static void panel_run(void *arg, int ith, int nth) {
     matmul_task *t = arg;
-    const int64_t d_in = t->w->ne[0], d_out = t->w->ne[1], n = t->x->ne[1];
+    const int64_t d_in = t->w->ne[0], d_out = t->w->ne[1], n = t->n;
     const size_t w_stride = hl_row_size(t->w->type, d_in);
     uint8_t *panel = t->panels + (size_t)ith * HL_PANEL_BYTES(d_in);
     float *y = t->y->data;
@@ -121,35 +129,70 @@ static void dot_run(void *arg, int ith, int nth) {
     matmul_task *t = arg;
     long long r0, r1;
     hl_split(t->w->ne[1], ith, nth, &r0, &r1);
-    if (t->x->ne[1] < 4) {
-        for (int64_t tok = 0; tok < t->x->ne[1]; tok++)
+    if (t->n < 4) {
+        for (int64_t tok = 0; tok < t->n; tok++)
             dot_rows(t, r0, r1, t->act + (size_t)tok * t->act_stride, (float *)t->y->data + tok * t->w->ne[1]);
         return;
     }
     for (long long rb = r0; rb < r1; rb += ROW_BLOCK) dot_block(t, rb, rb + ROW_BLOCK < r1 ? rb + ROW_BLOCK : r1);
 }
 
+/* Gathered rows (hl_cpu_matmul_rows): every token through the one-token
+ * kernels. A few tokens each take the thread's whole share of rows (four
+ * long streams, dot_rows); more run against each block of ROW_BLOCK rows
+ * while its weights are in L1. */
+static void gather_run(void *arg, int ith, int nth) {
+    matmul_task *t = arg;
+    const int64_t d_out = t->w->ne[1];
+    long long r0, r1;
+    hl_split(d_out, ith, nth, &r0, &r1);
+    const long long block = t->n < 4 ? r1 - r0 : ROW_BLOCK;
+    for (long long rb = r0; rb < r1; rb += block) {
+        const long long re = rb + block < r1 ? rb + block : r1;
+        for (int64_t tok = 0; tok < t->n; tok++) {
+            const uint8_t *a = t->act ? t->act + (size_t)tok * t->act_stride : (const uint8_t *)x_row(t, tok);
+            dot_rows(t, rb, re, a, (float *)t->y->data + (int64_t)t->y_rows[tok] * d_out);
+        }
+    }
+}
+
+/* Converts the task's tokens to its kernels' activation type into cpu->act,
+ * or, for F32 activations of an ungathered matmul, points at x itself; a
+ * gathered one reads F32 rows in place (act NULL). */
+static void convert(hl_cpu *cpu, matmul_task *t) {
+    const int64_t d_in = t->x->ne[0];
+    if (t->ops->act_from_float == hl_f32_from_float) { /* dot the floats directly */
+        t->act = t->x_rows ? NULL : t->x->data;
+        t->act_stride = (size_t)d_in * sizeof(float);
+        return;
+    }
+    t->act_stride = hl_row_size(t->ops->vec_dot_type, d_in);
+    t->act_out = cpu->act;
+    t->act = cpu->act;
+    int nth = t->n * d_in < CONVERT_PARALLEL_MIN ? 1 : hl_pool_n_threads(cpu->pool);
+    hl_pool_run(cpu->pool, nth, convert_run, t);
+}
+
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
     hl_cpu *cpu = cpu_of(b);
-    matmul_task t = {.w = w, .x = x, .y = y, .ops = hl_cpu_ops_for(b, w->type)};
+    matmul_task t = {.w = w, .x = x, .y = y, .n = x->ne[1], .ops = hl_cpu_ops_for(b, w->type)};
     /* llama.cpp multiplies some types in another order from some batch size on (vec_dot.h) */
     if (t.ops->batch && hl_cpu_batch_applies(t.ops, w->ne[0], w->ne[1], x->ne[1])) t.ops = t.ops->batch;
-    const int64_t d_in = x->ne[0];
     const bool panels = t.ops->panel_dot && x->ne[1] >= HL_CPU_PANEL_MIN;
     if (panels && t.ops->act_aux) {
         t.aux = cpu->act_aux;
-        t.aux_stride = (size_t)(d_in / HL_QK);
+        t.aux_stride = (size_t)(x->ne[0] / HL_QK);
     }
     t.panels = cpu->panels;
-    if (t.ops->act_from_float == hl_f32_from_float) { /* dot the floats directly */
-        t.act = x->data;
-        t.act_stride = (size_t)d_in * sizeof(float);
-    } else {
-        t.act_stride = hl_row_size(t.ops->vec_dot_type, d_in);
-        t.act_out = cpu->act;
-        t.act = cpu->act;
-        int nth = hl_tensor_nelements(x) < CONVERT_PARALLEL_MIN ? 1 : hl_pool_n_threads(cpu->pool);
-        hl_pool_run(cpu->pool, nth, convert_run, &t);
-    }
+    convert(cpu, &t);
     hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), panels ? panel_run : dot_run, &t);
+}
+
+void hl_cpu_matmul_rows(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const int32_t *x_rows, hl_tensor *y,
+                        const int32_t *y_rows, int64_t n) {
+    hl_cpu *cpu = cpu_of(b);
+    matmul_task t = {.w = w, .x = x, .y = y, .n = n, .x_rows = x_rows, .y_rows = y_rows,
+                     .ops = hl_cpu_ops_for(b, w->type)};
+    convert(cpu, &t);
+    hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), gather_run, &t);
 }

@@ -44,21 +44,30 @@ void hl_cpu_moe_route(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, hl
     }
 }
 
+/* Expert by expert: its tokens gathered (hl_cpu_matmul_rows), so that a
+ * prompt reads each expert's weights once per call rather than once per
+ * token routed to it. */
 void hl_cpu_matmul_id(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const hl_tensor *ids, hl_tensor *y) {
-    const int64_t d_in = w->ne[0], d_out = w->ne[1], k = ids->ne[0], n = ids->ne[1], n_x = x->ne[1];
+    hl_cpu *cpu = cpu_of(b);
+    const int64_t d_in = w->ne[0], d_out = w->ne[1], n_expert = w->ne[2], k = ids->ne[0], n = ids->ne[1];
+    const int64_t n_x = x->ne[1]; /* x rows per token: 1 (shared by its experts) or k */
     const size_t slice = hl_row_size(w->type, d_in) * (size_t)d_out; /* bytes of one expert's matrix */
-    for (int64_t t = 0; t < n; t++)
-        for (int64_t j = 0; j < k; j++) {
-            /* one token's row times one expert's {d_in, d_out} slice: the matvec of matmul */
-            const int32_t e = ((const int32_t *)ids->data)[t * k + j];
-            const hl_tensor we = {.type = w->type, .ne = {d_in, d_out, 1, 1},
-                                  .data = (uint8_t *)w->data + (size_t)e * slice, .backend = b};
-            const hl_tensor xr = {.type = GGML_TYPE_F32, .ne = {d_in, 1, 1, 1},
-                                  .data = (float *)x->data + (t * n_x + j % n_x) * d_in, .backend = b};
-            hl_tensor yr = {.type = GGML_TYPE_F32, .ne = {d_out, 1, 1, 1},
-                            .data = (float *)y->data + (t * k + j) * d_out, .backend = b};
-            hl_cpu_matmul(b, &we, &xr, &yr);
+    const int32_t *id = ids->data;
+    for (int64_t e = 0; e < n_expert; e++) {
+        const hl_tensor we = {.type = w->type, .ne = {d_in, d_out, 1, 1}, .data = (uint8_t *)w->data + (size_t)e * slice,
+                              .backend = b};
+        int64_t m = 0;
+        for (int64_t i = 0; i < n * k; i++) { /* result i: token i / k, its expert number i % k */
+            if (id[i] != e) continue;
+            cpu->moe_x_rows[m] = (int32_t)(i / k * n_x + i % k % n_x);
+            cpu->moe_y_rows[m] = (int32_t)i;
+            if (++m == cpu->limits.max_tokens) { /* only if ids repeat an expert within a token */
+                hl_cpu_matmul_rows(b, &we, x, cpu->moe_x_rows, y, cpu->moe_y_rows, m);
+                m = 0;
+            }
         }
+        if (m > 0) hl_cpu_matmul_rows(b, &we, x, cpu->moe_x_rows, y, cpu->moe_y_rows, m);
+    }
 }
 
 void hl_cpu_moe_sum(hl_backend *b, const hl_tensor *y, const hl_tensor *weights, hl_tensor *out) {
