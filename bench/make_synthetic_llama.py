@@ -12,6 +12,14 @@ Shapes (--shape; from each model's config.json):
   llama-3-8b  n_embd 4096, 32 layers, n_head 32, n_head_kv 8, head_dim 128,
       n_ff 14336, n_vocab 128256, rope base 500000, rms_norm_eps 1e-5, context
       8192, untied output.weight. 8.03 B parameters.
+  mixtral-8x7b  Mixtral-8x7B's layers (Jiang et al. 2024): n_embd 4096, 32
+      layers, n_head 32, n_head_kv 8, head_dim 128, a mixture of 8 experts of
+      n_ff 14336 per layer, 2 used per token (llama.expert_count,
+      expert_used_count; ffn_gate_inp F32, as llama-quantize leaves it, and
+      the stacked ffn_{gate,up,down}_exps), rope base 1e6, rms_norm_eps 1e-5,
+      context 32768, untied output.weight; with the synthetic vocabulary of
+      128256 tokens below (Mixtral's has 32000). 46.7 B parameters in the
+      layers: take --n-layer 1 or 2 for the CPU (1.4 B each).
 --n-layer N keeps only the first N layers (to try the writer quickly).
 
 Left out: Llama 3.2's rope scaling. It uses rope type "llama3" (factor 32,
@@ -67,6 +75,9 @@ SHAPES = {
                          n_ff=8192, n_ctx_train=131072, rope_base=500000.0, norm_eps=1e-5, tied=True),
     "llama-3-8b": dict(name="Llama-3-8B", n_embd=4096, n_layer=32, n_head=32, n_head_kv=8, head_dim=128,
                        n_ff=14336, n_ctx_train=8192, rope_base=500000.0, norm_eps=1e-5, tied=False),
+    "mixtral-8x7b": dict(name="Mixtral-8x7B", n_embd=4096, n_layer=32, n_head=32, n_head_kv=8, head_dim=128,
+                         n_ff=14336, n_ctx_train=32768, rope_base=1e6, norm_eps=1e-5, tied=False,
+                         n_expert=8, n_expert_used=2),
 }
 POOL = 1 << 26  # values drawn once; a multiple of every block size
 N_NORMAL_TOKENS = 128000
@@ -176,6 +187,9 @@ def add_metadata(w, hp, type_name, recipe, seed, n_vocab):
     w.add_rope_freq_base(hp["rope_base"])
     w.add_vocab_size(n_vocab)
     w.add_file_type(int(recipe.file_type))
+    if hp.get("n_expert"):
+        w.add_expert_count(hp["n_expert"])
+        w.add_expert_used_count(hp["n_expert_used"])
 
 
 def add_vocabulary(w):
@@ -236,10 +250,12 @@ def add_weights(w, hp, recipe, pool, n_vocab):
     n_embd, n_ff = hp["n_embd"], hp["n_ff"]
     q_dim, kv_dim = hp["n_head"] * hp["head_dim"], hp["n_head_kv"] * hp["head_dim"]
 
-    def weight(name, rows, cols):
-        """A [rows, cols] matrix (GGUF shape {cols, rows}) of the recipe's type."""
-        qtype = recipe.type_of(name)
-        w.add_tensor(name, pool.window(qtype, rows, cols), raw_dtype=qtype)
+    def weight(name, rows, cols, n_expert=0, qtype=None):
+        """A [rows, cols] matrix (GGUF shape {cols, rows}) of the recipe's type,
+        or n_expert of them stacked (GGUF shape {cols, rows, n_expert})."""
+        qtype = qtype or recipe.type_of(name)
+        raw = pool.window(qtype, max(n_expert, 1) * rows, cols)
+        w.add_tensor(name, raw.reshape(n_expert, rows, -1) if n_expert else raw, raw_dtype=qtype)
 
     def norm(name):
         w.add_tensor(name, np.ones(n_embd, dtype=np.float32))
@@ -252,6 +268,13 @@ def add_weights(w, hp, recipe, pool, n_vocab):
         weight(f"blk.{il}.attn_v.weight", kv_dim, n_embd)
         weight(f"blk.{il}.attn_output.weight", n_embd, q_dim)
         norm(f"blk.{il}.ffn_norm.weight")
+        if hp.get("n_expert"):
+            n_expert = hp["n_expert"]
+            weight(f"blk.{il}.ffn_gate_inp.weight", n_expert, n_embd, qtype=T.F32)
+            weight(f"blk.{il}.ffn_gate_exps.weight", n_ff, n_embd, n_expert)
+            weight(f"blk.{il}.ffn_up_exps.weight", n_ff, n_embd, n_expert)
+            weight(f"blk.{il}.ffn_down_exps.weight", n_embd, n_ff, n_expert)
+            continue
         weight(f"blk.{il}.ffn_gate.weight", n_ff, n_embd)
         weight(f"blk.{il}.ffn_up.weight", n_ff, n_embd)
         weight(f"blk.{il}.ffn_down.weight", n_embd, n_ff)
