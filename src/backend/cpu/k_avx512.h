@@ -291,12 +291,7 @@ static ALWAYS_INLINE void pk_panel_t(uint32_t type, pk_order order, int n_tok, i
         int32_t msum[4][8]; /* per token, the int16 pairs of activation sums that min pair i multiplies */
         for (int t = 0; t < n_tok; t++) {
             a[t] = (const block_q8_K *)((const char *)act + (size_t)t * act_stride) + b;
-            if (type == GGML_TYPE_Q2_K) memcpy(msum[t], a[t]->bsums, sizeof a[t]->bsums);
-            if (type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K) { /* sums of sub-blocks of 32 */
-                const __m128i s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)a[t]->bsums),
-                                                 _mm_loadu_si128((const __m128i *)(a[t]->bsums + 8)));
-                _mm_storeu_si128((__m128i *)msum[t], s);
-            }
+            if (has_min) pk_act_pairs(type, a[t], msum[t]);
         }
         const __m512 d = _mm512_loadu_ps(p + pk_d_at(type));
         const __m512 dmin = has_min ? _mm512_loadu_ps(p + pk_d_at(type) + 64) : _mm512_setzero_ps();

@@ -106,13 +106,7 @@ static ALWAYS_INLINE void kp_half_t(uint32_t type, pk_order order, int n_tok, in
         int32_t apair[4][8]; /* per token, the int16 pairs of activation sums that pair vector i multiplies */
         for (int t = 0; t < n_tok; t++) {
             a[t] = (const block_q8_K *)((const char *)act + (size_t)t * act_stride) + b;
-            if (type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K) { /* sums of sub-blocks of 32 */
-                const __m128i s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)a[t]->bsums),
-                                                 _mm_loadu_si128((const __m128i *)(a[t]->bsums + 8)));
-                _mm_storeu_si128((__m128i *)apair[t], s);
-            } else {
-                memcpy(apair[t], a[t]->bsums, sizeof a[t]->bsums);
-            }
+            pk_act_pairs(type, a[t], apair[t]);
         }
         const __m256 d = _mm256_loadu_ps((const float *)(p + kp_d_at(type)));
         const __m256 dmin = has_min ? _mm256_loadu_ps((const float *)(p + kp_d_at(type) + 32)) : _mm256_setzero_ps();

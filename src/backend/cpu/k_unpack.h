@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend/cpu/vec_dot.h"
 #include "quant/quant.h"
@@ -55,6 +56,20 @@ static ALWAYS_INLINE int pk_part(uint32_t type, pk_order order) {
         default: kernel(type, four_, 4, __VA_ARGS__); break;                                                 \
         }                                                                                                    \
     } while (0)
+
+/* The activation sums that a panel's pair vectors multiply, as int16 pairs
+ * (pairs[i] for sub-blocks 2i and 2i + 1): the block's bsums (sub-blocks of
+ * 16), or for Q4_K/Q5_K neighbouring bsums added (sub-blocks of 32; pairs[0
+ * .. 3] only). */
+static ALWAYS_INLINE void pk_act_pairs(uint32_t type, const block_q8_K *a, int32_t pairs[8]) {
+    if (type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K) {
+        const __m128i s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)a->bsums),
+                                         _mm_loadu_si128((const __m128i *)(a->bsums + 8)));
+        _mm_storeu_si128((__m128i *)pairs, s);
+    } else {
+        memcpy(pairs, a->bsums, sizeof a->bsums);
+    }
+}
 
 /* v where bit `bit` of the byte of `bits` is set, else 0, per byte. */
 static ALWAYS_INLINE __m256i bit_as(__m256i bits, int bit, char v) {

@@ -69,6 +69,20 @@ static inline const void *row_at(const void *rows, size_t stride, int r) {
     return (const char *)rows + (size_t)r * stride;
 }
 
+/* The entry points pack_NAME and panel_dot_NAME of type T's panels, given a
+ * kernel file's generic pack(type, n, panel, w, w_stride) and
+ * panel_dot(type, n, y, y_stride, panel, act, act_stride, n_tok), for panels
+ * that need no hl_act_aux. */
+#define HL_PANEL_ENTRIES(T, name, pack, panel_dot)                                                           \
+    static void pack_##name(int64_t n, void *panel, const void *w, size_t w_stride) {                        \
+        pack(T, n, panel, w, w_stride);                                                                      \
+    }                                                                                                        \
+    static void panel_dot_##name(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,    \
+                                 size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {    \
+        (void)aux, (void)aux_stride;                                                                         \
+        panel_dot(T, n, y, y_stride, panel, act, act_stride, n_tok);                                         \
+    }
+
 /* The batch kernels of float type T (suffix `name`) of a float kernel file
  * (vec_dot_f_avx2.c, vec_dot_f_avx512.c), which defines the generic
  * tb_tile (nr rows x nc tokens), pack_t and panel_dot_t they call:
@@ -83,14 +97,7 @@ static inline const void *row_at(const void *rows, size_t stride, int r) {
     static void tb_4c_##name(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {  \
         tb_tile(T, 1, 4, n, s, w_row, 0, act, act_stride);                                                   \
     }                                                                                                        \
-    static void pack_##name(int64_t n, void *panel, const void *w, size_t w_stride) {                        \
-        pack_t(T, n, panel, w, w_stride);                                                                    \
-    }                                                                                                        \
-    static void panel_dot_##name(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,    \
-                                 size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {    \
-        (void)aux, (void)aux_stride;                                                                         \
-        panel_dot_t(T, n, y, y_stride, panel, act, act_stride, n_tok);                                       \
-    }
+    HL_PANEL_ENTRIES(T, name, pack_t, panel_dot_t)
 
 /* The activation quantizers of llama.cpp's x86 CPU backend
  * (ggml-cpu/arch/x86/quants.c, quantize_row_q8_0 / quantize_row_q8_1), the

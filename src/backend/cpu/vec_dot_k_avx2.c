@@ -646,15 +646,7 @@ static void tdot_4c_q6_K(int64_t n, float s[4], const void *w_row, const void *a
 /* pack_panel and panel_dot of type T (k_panel_avx2.h; no hl_act_aux): Q2_K
  * and Q4_K in the repacked orders, the others in the tiled one (their batch
  * entries). */
-#define PANELS(T, name)                                                                                    \
-    static void pack_##name(int64_t n, void *panel, const void *w, size_t w_stride) {                      \
-        kp_pack(T, n, panel, w, w_stride);                                                                 \
-    }                                                                                                      \
-    static void panel_dot_##name(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,  \
-                                 size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {  \
-        (void)aux, (void)aux_stride;                                                                       \
-        kp_panel_dot(T, n, y, y_stride, panel, act, act_stride, n_tok);                                    \
-    }
+#define PANELS(T, name) HL_PANEL_ENTRIES(T, name, kp_pack, kp_panel_dot)
 
 PANELS(GGML_TYPE_Q2_K, q2_K)
 PANELS(GGML_TYPE_Q3_K, q3_K)

@@ -76,15 +76,7 @@ static ALWAYS_INLINE void g_rows(uint32_t type, int n_rows, int64_t n, float *ou
     }
 
 /* pack_panel and panel_dot of type T (k_avx512.h; no hl_act_aux). */
-#define PANELS(T, name)                                                                                    \
-    static void pack_##name(int64_t n, void *panel, const void *w, size_t w_stride) {                      \
-        pk_pack(T, n, panel, w, w_stride);                                                                 \
-    }                                                                                                      \
-    static void panel_dot_##name(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,  \
-                                 size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {  \
-        (void)aux, (void)aux_stride;                                                                       \
-        pk_panel_dot(T, n, y, y_stride, panel, act, act_stride, n_tok);                                    \
-    }
+#define PANELS(T, name) HL_PANEL_ENTRIES(T, name, pk_pack, pk_panel_dot)
 
 REPACKED_DECODE(GGML_TYPE_Q2_K, q2_K)
 REPACKED_DECODE(GGML_TYPE_Q4_K, q4_K)
