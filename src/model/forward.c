@@ -30,6 +30,27 @@ static hl_tensor rows_of(const hl_tensor *t, int64_t r, int64_t n) {
     return v;
 }
 
+hl_work *hl_work_outputs(hl_work *w, hl_work *view) {
+    if (w->out_tail == 0) return w;
+    *view = *w;
+    const int64_t n = w->x.ne[1] - w->out_tail;
+#define VIEW_ROWS(name, width) view->name = rows_of(&w->name, w->out_tail, n);
+    HL_WORK_ACTIVATIONS(VIEW_ROWS)
+#undef VIEW_ROWS
+    view->out_tail = 0;
+    return view;
+}
+
+/* The first of the pass's output rows where they are its last n_out rows
+ * and 1 <= n_out < n, else 0 (hl_work.out_tail). */
+static int32_t out_tail(const hl_pass *pass) {
+    if (pass->n_out < 1 || pass->n_out >= pass->n) return 0;
+    const int32_t first = pass->n - pass->n_out;
+    for (int32_t j = 0; j < pass->n_out; j++)
+        if (pass->out[j] != first + j) return 0;
+    return first;
+}
+
 void hl_pipeline_init(const hearth_model *m, hl_backend *host, hl_work *host_work, hl_backend *const *gpu,
                       hl_work *gpu_work, hl_pipeline *out) {
     *out = (hl_pipeline){.host = host, .host_work = host_work};
@@ -74,11 +95,12 @@ static hearth_status issue_stage(void *arg) {
     return m->output_b.data ? hl_add(b, &logits, &m->output_b) : HEARTH_OK; /* gptj's lm_head bias */
 }
 
-static void set_tokens(hl_work *w, int32_t n, int32_t n_out) {
-#define SET_N(name, width) w->name.ne[1] = n;
+static void set_tokens(hl_work *w, const hl_pass *pass) {
+#define SET_N(name, width) w->name.ne[1] = pass->n;
     HL_WORK_ACTIVATIONS(SET_N)
 #undef SET_N
-    w->last.ne[1] = w->logits.ne[1] = n_out;
+    w->last.ne[1] = w->logits.ne[1] = pass->n_out;
+    w->out_tail = out_tail(pass);
 }
 
 /* Moves the hidden state to the next stage's activations, through the host. */
@@ -95,7 +117,7 @@ static hearth_status cross(const hl_pipeline *p, const hl_stage *from, const hl_
 hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, const hl_pass *pass) {
     hl_backend *host = p->host;
     const int32_t n = pass->n;
-    set_tokens(p->host_work, n, pass->n_out);
+    set_tokens(p->host_work, pass);
     HL_TRY(hl_get_rows(host, &m->tok_embd, pass->tokens, &p->host_work->x));
     if (m->hp.embd_scale != 1.0f) HL_TRY(hl_scale(host, &p->host_work->x, m->hp.embd_scale));
     if (m->pos_embd.data) { /* learned position embeddings (gpt2), by way of xb */
@@ -112,7 +134,7 @@ hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, cons
     const hl_stage *prev = NULL;
     for (int32_t i = 0; i < p->n_stages; i++) {
         const hl_stage *s = &p->stage[i];
-        set_tokens(s->w, n, pass->n_out);
+        set_tokens(s->w, pass);
         if (s->w != (prev ? prev->w : p->host_work)) HL_TRY(cross(p, prev, s));
         HL_TRY(hl_set_positions(s->b, pass->pos, pass->row0, n));
         stage_pass sp = {m, s, pass, pass->n_out > 0 && i == p->n_stages - 1};
