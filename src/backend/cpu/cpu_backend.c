@@ -169,12 +169,12 @@ static const hl_backend_i cpu_iface = {
     .synchronize = cpu_synchronize,
 };
 
-/* The scratch buffers an instance with these limits allocates, in bytes:
- * hl_backend_cpu_init allocates exactly these, hl_cpu_scratch_bytes sums
- * them (a context's memory plan). */
 /* Arrays of one int32 per token: pos, row0, run, moe_x_rows, moe_y_rows. */
 #define N_TOKEN_INTS 5
 
+/* The scratch buffers an instance with these limits allocates, in bytes:
+ * hl_backend_cpu_init allocates exactly these, hl_cpu_scratch_bytes sums
+ * them (a context's memory plan). */
 typedef struct cpu_scratch {
     size_t act, aux, panels, scores, probs, token_ints; /* token_ints: each of N_TOKEN_INTS arrays */
     size_t fa_ws, fa_blocks, fa_partial, fa_done;      /* the tiled attention's (flash_attn only) */

@@ -117,12 +117,13 @@ static ALWAYS_INLINE void kp_half_t(uint32_t type, pk_order order, int n_tok, in
                                                       : _mm256_loadu_si256((const __m256i *)(p + KP_SCALES + 32 * j));
             for (int g = 0; g < vecs; g += group) {
                 __m256i s16[4];
+                for (int t = 0; t < n_tok; t++) s16[t] = _mm256_setzero_si256();
                 for (int k = g; k < g + group; k++) {
                     const int v = vecs * j + k;
                     const __m256i u = _mm256_loadu_si256((const __m256i *)(p + 32 * v));
                     for (int t = 0; t < n_tok; t++) {
                         const __m256i m = _mm256_maddubs_epi16(u, kp_bcast32(a[t]->qs + 4 * v));
-                        s16[t] = k == g ? m : _mm256_add_epi16(s16[t], m);
+                        s16[t] = _mm256_add_epi16(s16[t], m);
                         __asm__("" : "+x"(s16[t])); /* keeps GCC from regrouping the sums and spilling */
                     }
                 }
