@@ -30,8 +30,8 @@ static hl_tensor rows_of(const hl_tensor *t, int64_t r, int64_t n) {
     return v;
 }
 
-hl_work *hl_work_outputs(hl_work *w, hl_work *view) {
-    if (w->out_tail == 0) return w;
+hl_work *hl_work_outputs(const hearth_model *m, int32_t il, hl_work *w, hl_work *view) {
+    if (il != m->hp.n_layer - 1 || w->out_tail == 0) return w;
     *view = *w;
     const int64_t n = w->x.ne[1] - w->out_tail;
 #define VIEW_ROWS(name, width) view->name = rows_of(&w->name, w->out_tail, n);

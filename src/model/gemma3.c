@@ -89,7 +89,7 @@ static hearth_status gemma3_layer(const hearth_model *m, hl_backend *b, hl_work 
     HL_TRY(hl_attention(b, &args));
     HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));
     hl_work outputs;
-    if (il == hp->n_layer - 1) w = hl_work_outputs(w, &outputs); /* the last block: output rows only */
+    w = hl_work_outputs(m, il, w, &outputs); /* the last block: its output rows only */
     HL_TRY(hl_rms_norm(b, &w->xb, &l->attn_post_norm, hp->norm_eps, &w->xb));
     HL_TRY(hl_add(b, &w->x, &w->xb));
     /* feed-forward block */

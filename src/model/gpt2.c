@@ -75,7 +75,7 @@ hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, in
     HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));
     if (l->bo.data) HL_TRY(hl_add(b, &w->xb, &l->bo));
     hl_work outputs;
-    if (il == hp->n_layer - 1) w = hl_work_outputs(w, &outputs); /* the last block: output rows only */
+    w = hl_work_outputs(m, il, w, &outputs); /* the last block: its output rows only */
     if (hp->parallel_residual) {
         /* x + attn + ffn(ln2(x)) in llama.cpp's order of adds: gptneox's
          * (x + ffn) + attn or falcon's x + (ffn + attn); att (free now,

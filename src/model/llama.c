@@ -82,7 +82,7 @@ hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, i
     HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));
     HL_TRY(hl_add(b, &w->x, &w->xb));
     hl_work outputs;
-    if (il == hp->n_layer - 1) w = hl_work_outputs(w, &outputs); /* the last block: output rows only */
+    w = hl_work_outputs(m, il, w, &outputs); /* the last block: its output rows only */
     /* feed-forward block */
     HL_TRY(hl_rms_norm(b, &w->x, &l->ffn_norm, hp->norm_eps, &w->xb));
     if (l->ffn_gate_inp.data) {

@@ -135,16 +135,17 @@ typedef struct hl_work {
                             them (hl_work_outputs), else 0; set per pass by hl_model_forward */
 } hl_work;
 
-/* The last block from its attention output on (after the output projection
- * and its bias): llama.cpp carries on only with the rows whose logits the
- * pass asks for (ggml_get_rows(cur, inp_out_ids) in each model's graph), so
- * the feed-forward of a prompt runs for its last token alone. Where those
- * rows are the pass's last ones (w->out_tail > 0), writes into *view the
- * activations of *w from that row on (the same buffers: results land in
- * the rows the output layer reads) and returns view; else returns w. Every
- * op after the switch works row by row, so the kept rows get what llama.cpp
- * computes for them, batch size included. */
-hl_work *hl_work_outputs(hl_work *w, hl_work *view);
+/* What block il works on from its attention output on (after the output
+ * projection and its bias). In the last block llama.cpp carries on only
+ * with the rows whose logits the pass asks for (ggml_get_rows(cur,
+ * inp_out_ids) in each model's graph), so the feed-forward of a prompt runs
+ * for its last token alone: there, where those rows are the pass's last
+ * ones (w->out_tail > 0), writes into *view the activations of *w from that
+ * row on (the same buffers: results land in the rows the output layer
+ * reads) and returns view; otherwise returns w. Every op after the switch
+ * works row by row, so the kept rows get what llama.cpp computes for them,
+ * batch size included. */
+hl_work *hl_work_outputs(const hearth_model *m, int32_t il, hl_work *w, hl_work *view);
 
 /* The rope of block il in a context: the sliding-window layers' or the others'. */
 static inline const hl_rope_params *hl_layer_rope(const hl_hparams *hp, const hl_work *w, int32_t il) {

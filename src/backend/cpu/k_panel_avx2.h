@@ -30,7 +30,6 @@
 #define HEARTH_BACKEND_CPU_K_PANEL_AVX2_H
 
 #include <immintrin.h>
-#include <string.h>
 
 #include "backend/cpu/k_unpack.h"
 #include "backend/cpu/simd_avx2.h"
@@ -85,13 +84,6 @@ static ALWAYS_INLINE void kp_pack(uint32_t type, int64_t n, void *panel, const v
     }
 }
 
-/* The 4 bytes at p in every lane. */
-static inline __m256i kp_bcast32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm256_set1_epi32(v);
-}
-
 /* n_tok tokens (a constant after inlining) against one half of a panel;
  * lane r of acc[t] for row r. */
 static ALWAYS_INLINE void kp_half_t(uint32_t type, pk_order order, int n_tok, int64_t n, float *y, size_t y_stride,
@@ -122,7 +114,7 @@ static ALWAYS_INLINE void kp_half_t(uint32_t type, pk_order order, int n_tok, in
                     const int v = vecs * j + k;
                     const __m256i u = _mm256_loadu_si256((const __m256i *)(p + 32 * v));
                     for (int t = 0; t < n_tok; t++) {
-                        const __m256i m = _mm256_maddubs_epi16(u, kp_bcast32(a[t]->qs + 4 * v));
+                        const __m256i m = _mm256_maddubs_epi16(u, bcast32x8(a[t]->qs + 4 * v));
                         s16[t] = _mm256_add_epi16(s16[t], m);
                         __asm__("" : "+x"(s16[t])); /* keeps GCC from regrouping the sums and spilling */
                     }

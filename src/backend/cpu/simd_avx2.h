@@ -1,11 +1,13 @@
 /* Helpers shared by the AVX2 kernel files (*_avx2.c, compiled with -mavx2
- * -mfma -mf16c): the dword transpose that builds panels (vec_dot.h). */
+ * -mfma -mf16c): the dword transpose that builds panels (vec_dot.h) and the
+ * 4-byte broadcast that panel kernels multiply them with. */
 #ifndef HEARTH_BACKEND_CPU_SIMD_AVX2_H
 #define HEARTH_BACKEND_CPU_SIMD_AVX2_H
 
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* rows[r] holds 8 dwords of row r (r < 8); writes 8 vectors of 32 bytes,
  * out + stride * k = [dword k of rows 0, 1, ..., 7]. The classic 8 x 8
@@ -26,6 +28,13 @@ static inline void transpose_8x8(const __m256i rows[8], uint8_t *out, size_t str
         _mm256_storeu_ps((float *)(out + stride * j), _mm256_permute2f128_ps(u[j], u[j + 4], 0x20));
         _mm256_storeu_ps((float *)(out + stride * (j + 4)), _mm256_permute2f128_ps(u[j], u[j + 4], 0x31));
     }
+}
+
+/* The 4 bytes at p in every 32-bit lane. */
+static inline __m256i bcast32x8(const void *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
 }
 
 #endif

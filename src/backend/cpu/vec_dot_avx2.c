@@ -314,9 +314,7 @@ static void q8_panel_half(int64_t n, float *y, const uint8_t *p, int h, const bl
                                            _mm256_set1_ps(_cvtsh_ss(a[b].d)));
         for (int k = 0; k < 8; k++) {
             const __m256i wq = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * h));
-            int32_t quad;
-            memcpy(&quad, a[b].qs + 4 * k, sizeof quad);
-            const __m256i sa = _mm256_sign_epi8(_mm256_set1_epi32(quad), wq);
+            const __m256i sa = _mm256_sign_epi8(bcast32x8(a[b].qs + 4 * k), wq);
             const __m256i isum = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), sa), ones);
             acc[k] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[k]);
         }
@@ -351,9 +349,7 @@ static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_
             for (int h = 0; h < 2; h++) {
                 const __m256i u = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * h));
                 for (int t = 0; t < n_tok; t++) {
-                    int32_t quad;
-                    memcpy(&quad, a[t]->qs + 4 * k, sizeof quad);
-                    const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(u, _mm256_set1_epi32(quad)), ones);
+                    const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(u, bcast32x8(a[t]->qs + 4 * k)), ones);
                     isum[t][h] = _mm256_add_epi32(isum[t][h], dot);
                 }
             }
