@@ -80,27 +80,34 @@ static void check_same(const char *what, hl_cpu_level lv, uint32_t type, int64_t
 }
 
 /* A panel of HL_PANEL_ROWS rows (the four weight rows again and again, at a
- * stride not theirs) with 1..4 activation rows: each result the batch
- * vec_dot's bits, nothing written outside. */
+ * stride not theirs) with 1..4 activation rows, or 1..PANEL_TOKENS_MAX
+ * (the four again and again: every split into tiles) where panel_dot takes
+ * them all (panel_block): each result the batch vec_dot's bits, nothing
+ * written outside. */
+#define PANEL_TOKENS_MAX 14
 static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, const bufs *bf) {
-    const size_t row = hl_row_size(ops->type, n), w_stride = row + 64;
+    const size_t row = hl_row_size(ops->type, n), w_stride = row + 64, a_stride = sizeof bf->ab[0];
+    const int max_tok = ops->panel_block ? PANEL_TOKENS_MAX : 4;
     uint8_t *rows = calloc(HL_PANEL_ROWS, w_stride), *panel = malloc(HL_PANEL_BYTES(n));
-    float y[4][HL_PANEL_ROWS + 1], want;
+    uint8_t *act = malloc(PANEL_TOKENS_MAX * a_stride);
+    float y[PANEL_TOKENS_MAX][HL_PANEL_ROWS + 1], want;
     for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy(rows + (size_t)r * w_stride, bf->w[r % 4], row);
+    for (int c = 0; c < PANEL_TOKENS_MAX; c++) memcpy(act + (size_t)c * a_stride, bf->ab[c % 4], a_stride);
     ops->pack_panel(n, panel, rows, w_stride);
-    for (int n_tok = 1; n_tok <= 4; n_tok++) {
+    for (int n_tok = 1; n_tok <= max_tok; n_tok++) {
         memset(y, 0xff, sizeof y);
-        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, bf->ab, sizeof bf->ab[0], NULL, 0, n_tok);
-        for (int c = 0; c < 4; c++) {
+        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, act, a_stride, NULL, 0, n_tok);
+        for (int c = 0; c < PANEL_TOKENS_MAX; c++) {
             CHECK(isnan(y[c][HL_PANEL_ROWS]) && (c < n_tok || isnan(y[c][0])));
             for (int r = 0; c < n_tok && r < HL_PANEL_ROWS; r++) {
-                ops->vec_dot(n, &want, bf->w[r % 4], bf->ab[c]);
+                ops->vec_dot(n, &want, bf->w[r % 4], bf->ab[c % 4]);
                 check_same("batch panel_dot", lv, ops->type, n, y[c][r], want);
             }
         }
     }
     free(rows);
     free(panel);
+    free(act);
 }
 
 /* One type at one length: four weight rows by four activation rows through

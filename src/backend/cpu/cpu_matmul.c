@@ -96,10 +96,11 @@ static void dot_block(const matmul_task *t, long long rb, long long re) {
 }
 
 /* Panels (vec_dot.h): the threads share out whole panels of HL_PANEL_ROWS
- * rows; per block of tokens, each packs one panel at a time and runs the
- * block's tokens against it, up to four at once. The last thread also takes
- * the rows after the last whole panel, with the other kernels (which give
- * the same bits). */
+ * rows; per block of PANEL_TOKENS tokens, each packs one panel at a time
+ * and runs the block's tokens against it, up to four at once; kernels that
+ * take every token at once (panel_block) get one block of all. The last
+ * thread also takes the rows after the last whole panel, with the other
+ * kernels (which give the same bits). */
 static void panel_run(void *arg, int ith, int nth) {
     matmul_task *t = arg;
     const int64_t d_in = t->w->ne[0], d_out = t->w->ne[1], n = t->n;
@@ -108,16 +109,17 @@ static void panel_run(void *arg, int ith, int nth) {
     float *y = t->y->data;
     long long p0, p1;
     hl_split(d_out / HL_PANEL_ROWS, ith, nth, &p0, &p1);
-    for (int64_t tb = 0; tb < n; tb += PANEL_TOKENS) {
-        const int64_t te = n - tb < PANEL_TOKENS ? n : tb + PANEL_TOKENS;
+    const int64_t block = t->ops->panel_block ? n : PANEL_TOKENS, group = t->ops->panel_block ? n : 4;
+    for (int64_t tb = 0; tb < n; tb += block) {
+        const int64_t te = n - tb < block ? n : tb + block;
         for (long long p = p0; p < p1; p++) {
             const int64_t r = p * HL_PANEL_ROWS;
             t->ops->pack_panel(d_in, panel, (const uint8_t *)t->w->data + (size_t)r * w_stride, w_stride);
-            for (int64_t tok = tb; tok < te; tok += 4) {
+            for (int64_t tok = tb; tok < te; tok += group) {
                 t->ops->panel_dot(d_in, y + tok * d_out + r, (size_t)d_out, panel,
                                   t->act + (size_t)tok * t->act_stride, t->act_stride,
                                   t->aux ? t->aux + (size_t)tok * t->aux_stride : NULL, t->aux_stride,
-                                  te - tok < 4 ? (int)(te - tok) : 4);
+                                  (int)(te - tok < group ? te - tok : group));
             }
         }
     }

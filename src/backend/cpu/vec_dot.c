@@ -161,14 +161,14 @@ static void dot_q8_0_q8_0(int64_t n, float *s, const void *w_row, const void *ac
 }
 
 static const hl_cpu_type_ops scalar_ops[] = {
-    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_F16, GGML_TYPE_F16, hl_f16_from_float, dot_f16, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_BF16, GGML_TYPE_BF16, hl_bf16_from_float, dot_bf16, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q4_0_q8_0, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q4_1_q8_1, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q8_0_q8_0, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q5_0_q8_0, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q5_1_q8_1, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_F16, GGML_TYPE_F16, hl_f16_from_float, dot_f16, NULL, NULL, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_BF16, GGML_TYPE_BF16, hl_bf16_from_float, dot_bf16, NULL, NULL, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q4_0_q8_0, NULL, NULL, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q4_1_q8_1, NULL, NULL, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q8_0_q8_0, NULL, NULL, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, hl_act_q8_0_from_float, dot_q5_0_q8_0, NULL, NULL, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, hl_act_q8_1_from_float, dot_q5_1_q8_1, NULL, NULL, NULL, NULL, NULL, NULL, false},
 };
 
 bool hl_cpu_batch_applies(const hl_cpu_type_ops *ops, int64_t d_in, int64_t d_out, int64_t n_tok) {

@@ -151,7 +151,9 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
  * panel_dot computes y[t * y_stride + r] = dot(row r, activation row t) for
  * r < HL_PANEL_ROWS and t < n_tok (1..4), the activation rows act_stride
  * bytes apart with their per-block extras (hl_act_aux, n / 32 per row,
- * written by act_aux; NULL where act_aux is) aux_stride entries apart. */
+ * written by act_aux; NULL where act_aux is) aux_stride entries apart.
+ * n_tok is 1..4, or any number from 1 where the kernel set says
+ * panel_block. */
 #define HL_PANEL_ROWS 16
 #define HL_CPU_PANEL_MIN 8
 #define HL_PANEL_BYTES(n) ((size_t)(n) * 4 * HL_PANEL_ROWS) /* 16 rows of floats; 64-byte multiples */
@@ -196,6 +198,9 @@ typedef struct hl_cpu_type_ops {
     /* The hl_act_aux of an activation row, for panel_dot; NULL where it
      * needs none. Writes what hl_act_q8_0_aux writes. */
     void (*act_aux)(int64_t n, hl_act_aux *aux, const void *act_row);
+    /* Whether panel_dot takes every token of a matmul at once (it blocks
+     * them itself, and each panel is packed once) rather than at most 4. */
+    bool panel_block;
 } hl_cpu_type_ops;
 
 /* The batch size from which hl_cpu_type_ops.batch applies to the K-quants (ggml_tiled_min_batch). */

@@ -20,9 +20,12 @@
  *   order (what tinyBLAS runs on AVX-512 CPUs without AVX512-BF16). The
  *   activations of a batch are converted once per matmul to F16 (BF16), as
  *   llama.cpp converts them, and held as the floats those values are, so
- *   that no kernel converts them again.
+ *   that no kernel converts them again; each row split in the halves that
+ *   the two 8-lane parts of the 16-lane accumulator read (act_split), so
+ *   that every load reads 32 contiguous bytes.
  * (llama.cpp's AVX2-only build runs tinyBLAS<8, __m256> instead: 8 lanes,
- * another order, which this level does not follow.) */
+ * another order, which this level does not follow; the panel kernels below
+ * use its 4 x 3 register tile, one 8-lane half of the results at a time.) */
 #include <immintrin.h>
 
 #include "backend/cpu/simd16_avx2.h"
@@ -41,19 +44,24 @@ static void act_f16(const float *x, void *dst, int64_t n) {
     for (; i < n; i++) y[i] = hl_fp32_to_fp16(x[i]);
 }
 
-/* hl_fp32_to_bf16 on 8 lanes: round to nearest even, NaN -> quiet NaN. */
+/* hl_fp32_to_bf16 on 8 lanes: round to nearest even, NaN -> quiet NaN;
+ * the BF16 bits in the low half of each lane. */
+static inline __m256i bf16_round8(__m256 x) {
+    const __m256i u = _mm256_castps_si256(x);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
+    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    const __m256i is_nan =
+        _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    return _mm256_blendv_epi8(rounded, quiet, is_nan);
+}
+
 static void act_bf16(const float *x, void *dst, int64_t n) {
     hl_bf16 *y = dst;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256i u = _mm256_loadu_si256((const __m256i *)(x + i));
-        const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-        const __m256i rounded = _mm256_srli_epi32(
-            _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
-        const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-        const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                                  _mm256_set1_epi32(0x7f800000));
-        const __m256i r = _mm256_blendv_epi8(rounded, quiet, is_nan);
+        const __m256i r = bf16_round8(_mm256_loadu_ps(x + i));
         /* packus works within 128-bit lanes; permute restores element order */
         const __m256i packed =
             _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), _MM_SHUFFLE(3, 1, 2, 0));
@@ -62,20 +70,27 @@ static void act_bf16(const float *x, void *dst, int64_t n) {
     for (; i < n; i++) y[i] = hl_fp32_to_bf16(x[i]);
 }
 
-/* The batch activations: x rounded to F16 (BF16) as act_f16 (act_bf16)
- * rounds it, stored as floats (exact). */
-static void act_f16_f32(const float *x, void *dst, int64_t n) {
+/* The batch activations (hl_cpu_type_ops.batch; n % 16 == 0, see
+ * hl_cpu_batch_applies): x rounded to F16 (BF16) as act_f16 (act_bf16)
+ * rounds it, F32 as it is, stored as floats (exact) in the split layout
+ * that the batch kernels read: per step j of 16 elements, elements 16j ..
+ * 16j+7 at 8j (the row's first half) and 16j+8 .. 16j+15 at n/2 + 8j (its
+ * second), so that each of the two 8-lane accumulators of a tinyBLAS<16>
+ * result (below) reads contiguous floats. */
+static ALWAYS_INLINE void act_split(uint32_t type, const float *x, void *dst, int64_t n) {
     float *y = dst;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
-    for (; i < n; i++) y[i] = hl_fp16_to_fp32(hl_fp32_to_fp16(x[i]));
+    for (int64_t j = 0; j < n / 16; j++)
+        for (int h = 0; h < 2; h++) {
+            __m256 v = _mm256_loadu_ps(x + 16 * j + 8 * h);
+            if (type == GGML_TYPE_F16) v = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+            if (type == GGML_TYPE_BF16) v = _mm256_castsi256_ps(_mm256_slli_epi32(bf16_round8(v), 16));
+            _mm256_storeu_ps(y + h * (n / 2) + 8 * j, v);
+        }
 }
 
-static void act_bf16_f32(const float *x, void *dst, int64_t n) {
-    float *y = dst;
-    for (int64_t i = 0; i < n; i++) y[i] = hl_bf16_to_fp32(hl_fp32_to_bf16(x[i]));
-}
+static void act_f32_split(const float *x, void *dst, int64_t n) { act_split(GGML_TYPE_F32, x, dst, n); }
+static void act_f16_split(const float *x, void *dst, int64_t n) { act_split(GGML_TYPE_F16, x, dst, n); }
+static void act_bf16_split(const float *x, void *dst, int64_t n) { act_split(GGML_TYPE_BF16, x, dst, n); }
 
 /* ------------------------------------------------ one token: ggml's order -- */
 
@@ -141,13 +156,16 @@ static ALWAYS_INLINE v16 load16(uint32_t type, const void *row, int64_t i) {
 
 /* s[r * nc + c] = dot(weight row r, activation row c) for r < nr, c < nc
  * (nr * nc <= 4; constants after inlining), each in tinyBLAS's order;
- * n % 16 == 0. */
+ * n % 16 == 0, the activations split (act_split). */
 static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, float *s, const void *w,
                                   size_t w_stride, const void *act, size_t act_stride) {
     v16 acc[4] = {v16_zero(), v16_zero(), v16_zero(), v16_zero()};
     for (int64_t i = 0; i < n; i += 16) {
         v16 a[4];
-        for (int c = 0; c < nc; c++) a[c] = v16_load((const float *)row_at(act, act_stride, c) + i);
+        for (int c = 0; c < nc; c++) {
+            const float *row = row_at(act, act_stride, c);
+            a[c] = (v16){_mm256_loadu_ps(row + i / 2), _mm256_loadu_ps(row + n / 2 + i / 2)};
+        }
         for (int r = 0; r < nr; r++) {
             const v16 x = load16(type, row_at(w, w_stride, r), i);
             for (int c = 0; c < nc; c++) acc[r * nc + c] = v16_fma(x, a[c], acc[r * nc + c]);
@@ -156,69 +174,95 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
     for (int k = 0; k < nr * nc; k++) s[k] = v16_reduce(acc[k]);
 }
 
-/* Panels (vec_dot.h), laid out as the AVX-512 ones (vec_dot_f_avx512.c):
- * per step j of 16 elements the 16 rows' 16 floats, row r's at 256 j + 16 r. */
+/* Panels (vec_dot.h): the 16 rows one after another (row r at r * n
+ * elements), each split as the activations are, as F16 for F16 weights
+ * (converted in the kernel, which costs about nothing next to the FMAs and
+ * halves the panel) and as floats for F32 and BF16 weights. */
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
-    float *p = panel;
-    for (int64_t i = 0; i < n; i += 16, p += 16 * HL_PANEL_ROWS)
-        for (int r = 0; r < HL_PANEL_ROWS; r++) v16_store(p + 16 * r, load16(type, row_at(w, w_stride, r), i));
-}
-
-/* Panel products are blocked over the row length, PANEL_KB elements at a
- * time, so that a block of the panel (16 rows: 16 KiB) and of the
- * activations (4 tokens: 4 KiB) stay in L1 while every tile runs over them.
- * tinyBLAS's 16-lane accumulator of a result is two independent 8-lane
- * ones, elements 16j .. 16j+7 (half 0) and 16j+8 .. 16j+15 (half 1), each
- * added in order of j: a tile runs one half at a time and keeps its
- * accumulators in acc between blocks, which changes no rounding. */
-#define PANEL_KB 256
-
-/* Half h of the tile rows r0 .. r0+3 x tokens c0 .. c0+nc-1 (nc 1 to 3, a
- * constant after inlining) over the kb elements from k0; p: the panel from
- * step k0 / 16 on. */
-static ALWAYS_INLINE void panel_tile(int nc, int64_t k0, int64_t kb, const float *p, const void *act,
-                                     size_t act_stride, int r0, int c0, int h, __m256 acc[2][HL_PANEL_ROWS][4]) {
-    __m256 s[4][3];
-    const float *a[3];
-    for (int c = 0; c < nc; c++) a[c] = (const float *)row_at(act, act_stride, c0 + c) + k0 + 8 * h;
-    for (int r = 0; r < 4; r++)
-        for (int c = 0; c < nc; c++) s[r][c] = acc[h][r0 + r][c0 + c];
-    p += 16 * r0 + 8 * h;
-    for (int64_t i = 0; i < kb; i += 16, p += 16 * HL_PANEL_ROWS) {
-        __m256 x[3];
-        for (int c = 0; c < nc; c++) x[c] = _mm256_loadu_ps(a[c] + i);
-        for (int r = 0; r < 4; r++) {
-            __m256 w = _mm256_loadu_ps(p + 16 * r);
-            __asm__("" : "+x"(w)); /* one load for nc FMAs: keeps GCC from folding it into each */
-            for (int c = 0; c < nc; c++) s[r][c] = _mm256_fmadd_ps(w, x[c], s[r][c]);
+    for (int r = 0; r < HL_PANEL_ROWS; r++) {
+        const void *row = row_at(w, w_stride, r);
+        for (int64_t j = 0; j < n / 16; j++) {
+            if (type == GGML_TYPE_F16) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)((const hl_half *)row + 16 * j));
+                hl_half *p = (hl_half *)panel + r * n;
+                _mm_storeu_si128((__m128i *)(p + 8 * j), _mm256_castsi256_si128(v));
+                _mm_storeu_si128((__m128i *)(p + n / 2 + 8 * j), _mm256_extracti128_si256(v, 1));
+            } else {
+                const v16 v = load16(type, row, 16 * j);
+                float *p = (float *)panel + r * n;
+                _mm256_storeu_ps(p + 8 * j, v.lo);
+                _mm256_storeu_ps(p + n / 2 + 8 * j, v.hi);
+            }
         }
     }
-    for (int r = 0; r < 4; r++)
-        for (int c = 0; c < nc; c++) acc[h][r0 + r][c0 + c] = s[r][c];
 }
 
-/* The same for every type: the panel and the activations hold floats. */
+/* Elements i .. i+7 of panel row part p as floats. */
+static ALWAYS_INLINE __m256 panel_load8(uint32_t type, const void *p, int64_t i) {
+    if (type == GGML_TYPE_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const hl_half *)p + i)));
+    return _mm256_loadu_ps((const float *)p + i);
+}
+
+/* Half h of the results of panel rows r0 .. r0+3 with nc tokens (1 to 3, a
+ * constant after inlining): s[r][c] = the 8-lane accumulator of elements
+ * 16j + 8h .. 16j + 8h + 7, added in order of j, over the whole row: 12
+ * accumulators in registers, 7 loads per 12 FMAs, every load 32
+ * contiguous bytes (llamafile's tinyBLAS<8> tile on AVX2). */
+static ALWAYS_INLINE void half_tile(uint32_t type, int nc, int64_t n, const void *panel, int r0, int h,
+                                    const void *act, size_t act_stride, __m256 s[4][3]) {
+    const size_t esize = type == GGML_TYPE_F16 ? 2 : 4;
+    const char *w = (const char *)panel + ((size_t)r0 * n + (size_t)h * (n / 2)) * esize;
+    const float *a[3];
+    for (int c = 0; c < nc; c++) a[c] = (const float *)row_at(act, act_stride, c) + h * (n / 2);
+    __m256 zero = _mm256_setzero_ps();
+    __asm__ volatile("" : "+x"(zero)); /* else GCC keeps a zero register through the loop and spills an accumulator */
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < nc; c++) s[r][c] = zero;
+    for (int64_t i = 0; i < n / 2; i += 8) {
+        __m256 x[3];
+        for (int c = 0; c < nc; c++) {
+            x[c] = _mm256_loadu_ps(a[c] + i);
+            __asm__("" : "+x"(x[c])); /* one load for 4 FMAs: keeps GCC from folding it into each */
+        }
+        for (int r = 0; r < 4; r++) {
+            __m256 v = panel_load8(type, w + (size_t)r * n * esize, i);
+            if (type != GGML_TYPE_F16) __asm__("" : "+x"(v)); /* and one for nc (vcvtph2ps is one anyway) */
+            for (int c = 0; c < nc; c++) s[r][c] = _mm256_fmadd_ps(v, x[c], s[r][c]);
+        }
+    }
+}
+
+/* Rows r0 .. r0+3 with the nc tokens from act: both halves, then
+ * tinyBLAS's sum of the 16 lanes (v16_reduce's order). */
+static ALWAYS_INLINE void panel_tile(uint32_t type, int nc, int64_t n, float *y, size_t y_stride,
+                                     const void *panel, int r0, const void *act, size_t act_stride) {
+    __m256 s[2][4][3];
+    for (int h = 0; h < 2; h++) half_tile(type, nc, n, panel, r0, h, act, act_stride, s[h]);
+    for (int c = 0; c < nc; c++)
+        for (int r = 0; r < 4; r++) y[(size_t)c * y_stride + r0 + r] = hsum8_ggml(_mm256_add_ps(s[0][r][c], s[1][r][c]));
+}
+
+/* The 16 rows with nc tokens (1 to 3) from act. */
+static ALWAYS_INLINE void panel_tokens(uint32_t type, int nc, int64_t n, float *y, size_t y_stride,
+                                       const void *panel, const void *act, size_t act_stride) {
+    for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 4) panel_tile(type, nc, n, y, y_stride, panel, r0, act, act_stride);
+}
+
+/* Any number of tokens (panel_block: the whole batch, so that each panel is
+ * packed once per matmul), in tiles of 3 (the rest as 2 + 2, 2 or 1), each
+ * against the whole panel: the tile's activations stay in L1 or L2 while
+ * the panel (64 KiB of F16 for rows of 2048) comes from L2, 16 bytes per 12
+ * FMAs. */
 static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
                                       const void *act, size_t act_stride, int n_tok) {
-    (void)type;
-    __m256 acc[2][HL_PANEL_ROWS][4];
-    for (int h = 0; h < 2; h++)
-        for (int r = 0; r < HL_PANEL_ROWS; r++)
-            for (int c = 0; c < 4; c++) acc[h][r][c] = _mm256_setzero_ps();
-    for (int64_t k0 = 0; k0 < n; k0 += PANEL_KB) {
-        const int64_t kb = n - k0 < PANEL_KB ? n - k0 : PANEL_KB;
-        const float *p = (const float *)panel + k0 * HL_PANEL_ROWS;
-        for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 4)
-            for (int h = 0; h < 2; h++) {
-                int c0 = 0;
-                if (n_tok >= 3) panel_tile(3, k0, kb, p, act, act_stride, r0, c0, h, acc), c0 = 3;
-                else if (n_tok == 2) panel_tile(2, k0, kb, p, act, act_stride, r0, c0, h, acc), c0 = 2;
-                if (c0 < n_tok) panel_tile(1, k0, kb, p, act, act_stride, r0, c0, h, acc);
-            }
-    }
-    for (int c = 0; c < n_tok; c++)
-        for (int r = 0; r < HL_PANEL_ROWS; r++)
-            y[(size_t)c * y_stride + r] = hsum8_ggml(_mm256_add_ps(acc[0][r][c], acc[1][r][c]));
+    const int n3 = n_tok % 3 == 1 && n_tok > 3 ? n_tok - 4 : n_tok - n_tok % 3; /* tokens in tiles of 3 */
+    int c = 0;
+    for (; c < n3; c += 3)
+        panel_tokens(type, 3, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
+    for (; c + 2 <= n_tok; c += 2)
+        panel_tokens(type, 2, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
+    if (c < n_tok)
+        panel_tokens(type, 1, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
 }
 
 HL_FLOAT_BATCH_KERNELS(GGML_TYPE_F32, f32)
@@ -228,15 +272,15 @@ HL_FLOAT_BATCH_KERNELS(GGML_TYPE_BF16, bf16)
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops avx2_f_batch_ops[] = {
-    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, tb_dot_f32, tb_4r_f32, tb_4c_f32, NULL, pack_f32, panel_dot_f32, NULL},
-    {GGML_TYPE_F16, GGML_TYPE_F32, act_f16_f32, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, pack_f16, panel_dot_f16, NULL},
-    {GGML_TYPE_BF16, GGML_TYPE_F32, act_bf16_f32, tb_dot_bf16, tb_4r_bf16, tb_4c_bf16, NULL, pack_bf16, panel_dot_bf16, NULL},
+    {GGML_TYPE_F32, GGML_TYPE_F32, act_f32_split, tb_dot_f32, tb_4r_f32, tb_4c_f32, NULL, pack_f32, panel_dot_f32, NULL, true},
+    {GGML_TYPE_F16, GGML_TYPE_F32, act_f16_split, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, pack_f16, panel_dot_f16, NULL, true},
+    {GGML_TYPE_BF16, GGML_TYPE_F32, act_bf16_split, tb_dot_bf16, tb_4r_bf16, tb_4c_bf16, NULL, pack_bf16, panel_dot_bf16, NULL, true},
 };
 
 static const hl_cpu_type_ops avx2_f_ops[] = {
-    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, &avx2_f_batch_ops[0], NULL, NULL, NULL},
-    {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, &avx2_f_batch_ops[1], NULL, NULL, NULL},
-    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, dot_4r_bf16, NULL, &avx2_f_batch_ops[2], NULL, NULL, NULL},
+    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, &avx2_f_batch_ops[0], NULL, NULL, NULL, false},
+    {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, &avx2_f_batch_ops[1], NULL, NULL, NULL, false},
+    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, dot_4r_bf16, NULL, &avx2_f_batch_ops[2], NULL, NULL, NULL, false},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_f_find(uint32_t type) {

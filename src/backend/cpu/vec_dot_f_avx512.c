@@ -9,8 +9,8 @@
  * rows at a time (vec_dot_4r: rows far apart, vec_dot.h).
  *
  * Batches: panels (vec_dot.h) of 16 rows converted to floats once per
- * matmul, and the activations in the AVX2 batch entry's format (floats, each
- * an F16 / BF16 value for those types), so that the inner loop converts
+ * matmul, and the activations as floats (each an F16 / BF16 value for
+ * those types) in element order, so that the inner loop converts
  * nothing: per step of 16 elements the panel holds the 16 rows' 16 floats
  * side by side (1 KiB). panel_dot runs tiles of 4 rows x up to 4 tokens, 16
  * accumulators, one FMA per row and token per step, each output in
@@ -107,6 +107,22 @@ static void dot_4r_f16(int64_t n, float s[4], const void *w, size_t w_stride, co
 
 /* --------------------------------------------- batches: tinyBLAS order -- */
 
+/* The batch activations: x rounded to F16 (BF16) as the AVX2 level rounds
+ * it, stored as floats (exact), in element order (the AVX2 level splits
+ * each row in halves, which 16-lane loads need not). */
+static void act_f16_f32(const float *x, void *dst, int64_t n) {
+    float *y = dst;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < n; i++) y[i] = hl_fp16_to_fp32(hl_fp32_to_fp16(x[i]));
+}
+
+static void act_bf16_f32(const float *x, void *dst, int64_t n) {
+    float *y = dst;
+    for (int64_t i = 0; i < n; i++) y[i] = hl_bf16_to_fp32(hl_fp32_to_bf16(x[i]));
+}
+
 /* s[r * nc + c] = dot(weight row r, activation row c) for r < nr, c < nc
  * (nr * nc <= 4; constants after inlining), each in tinyBLAS's order. */
 static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, float *s, const void *w,
@@ -183,15 +199,19 @@ HL_FLOAT_BATCH_KERNELS(GGML_TYPE_BF16, bf16)
 void hl_cpu_ops_avx512_f_patch(hl_cpu_type_ops *ops, bool batch) {
     if (!batch && ops->type == GGML_TYPE_F32) ops->vec_dot = dot_f32, ops->vec_dot_4r = dot_4r_f32;
     if (!batch && ops->type == GGML_TYPE_F16) ops->vec_dot = dot_f16, ops->vec_dot_4r = dot_4r_f16;
+    if (batch) ops->panel_block = false;
     if (batch && ops->type == GGML_TYPE_F32) {
+        ops->act_from_float = hl_f32_from_float;
         ops->vec_dot = tb_dot_f32, ops->vec_dot_4r = tb_4r_f32, ops->vec_dot_4c = tb_4c_f32;
         ops->pack_panel = pack_f32, ops->panel_dot = panel_dot_f32;
     }
     if (batch && ops->type == GGML_TYPE_F16) {
+        ops->act_from_float = act_f16_f32;
         ops->vec_dot = tb_dot_f16, ops->vec_dot_4r = tb_4r_f16, ops->vec_dot_4c = tb_4c_f16;
         ops->pack_panel = pack_f16, ops->panel_dot = panel_dot_f16;
     }
     if (batch && ops->type == GGML_TYPE_BF16) {
+        ops->act_from_float = act_bf16_f32;
         ops->vec_dot = tb_dot_bf16, ops->vec_dot_4r = tb_4r_bf16, ops->vec_dot_4c = tb_4c_bf16;
         ops->pack_panel = pack_bf16, ops->panel_dot = panel_dot_bf16;
     }

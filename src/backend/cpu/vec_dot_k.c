@@ -145,11 +145,11 @@ static void dot_q6_K(int64_t n, float *s, const void *w_row, const void *act_row
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops scalar_k_ops[] = {
-    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, hl_act_q8_K_from_float, dot_q2_K, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, hl_act_q8_K_from_float, dot_q3_K, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, hl_act_q8_K_from_float, dot_q4_K, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, hl_act_q8_K_from_float, dot_q5_K, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, hl_act_q8_K_from_float, dot_q6_K, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, hl_act_q8_K_from_float, dot_q2_K, NULL, NULL, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, hl_act_q8_K_from_float, dot_q3_K, NULL, NULL, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, hl_act_q8_K_from_float, dot_q4_K, NULL, NULL, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, hl_act_q8_K_from_float, dot_q5_K, NULL, NULL, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, hl_act_q8_K_from_float, dot_q6_K, NULL, NULL, NULL, NULL, NULL, NULL, false},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type) {
