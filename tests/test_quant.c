@@ -329,15 +329,23 @@ static void check_near(const char *what, hl_cpu_level level, uint32_t type, int6
 }
 
 /* A panel of HL_PANEL_ROWS rows (the four weight rows, again and again, at
- * a stride that is not theirs) against 1..4 activation rows: each result
- * bit for bit vec_dot's. */
+ * a stride that is not theirs) against 1..4 activation rows, or more where
+ * the kernels take a whole block (panel_block): each result bit for bit
+ * vec_dot's, nothing written outside. */
+#define PANEL_TOKENS_MAX 9
 static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, const dot_bufs *bf) {
     const size_t w_stride = hl_row_size(ops->type, n) + 2 * sizeof(hl_half), a_stride = sizeof bf->a[0];
     uint8_t *rows = calloc(HL_PANEL_ROWS, w_stride), *panel = malloc(HL_PANEL_BYTES(n));
     /* the activations' extras where the kernels take them, else NULL, as in a matmul */
-    hl_act_aux *aux = ops->act_aux ? malloc(4 * (size_t)(n / HL_QK) * sizeof *aux) : NULL;
-    float y[4][HL_PANEL_ROWS + 1], one;
+    hl_act_aux *aux = ops->act_aux ? malloc(PANEL_TOKENS_MAX * (size_t)(n / HL_QK) * sizeof *aux) : NULL;
+    /* 1..4 tokens, or 1..PANEL_TOKENS_MAX (the four rows again and again) where panel_dot takes them all */
+    const int max_tok = ops->panel_block ? PANEL_TOKENS_MAX : 4;
+    uint8_t *act = malloc(PANEL_TOKENS_MAX * a_stride);
+    float y[PANEL_TOKENS_MAX][HL_PANEL_ROWS + 1], one;
     for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy(rows + (size_t)r * w_stride, bf->w[r % 4], hl_row_size(ops->type, n));
+    for (int c = 0; c < PANEL_TOKENS_MAX; c++) memcpy(act + (size_t)c * a_stride, bf->a[c % 4], a_stride);
+    for (int c = 4; aux && c < PANEL_TOKENS_MAX; c++)
+        hl_act_q8_0_aux(n, aux + (size_t)c * (size_t)(n / HL_QK), bf->a[c % 4]);
     for (int c = 0; aux && c < 4; c++) {
         hl_act_aux *ac = aux + (size_t)c * (size_t)(n / HL_QK);
         hl_act_q8_0_aux(n, ac, bf->a[c]);
@@ -349,15 +357,15 @@ static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, 
         }
     }
     ops->pack_panel(n, panel, rows, w_stride);
-    for (int n_tok = 1; n_tok <= 4; n_tok++) {
+    for (int n_tok = 1; n_tok <= max_tok; n_tok++) {
         memset(y, 0xff, sizeof y);
-        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, bf->a, a_stride, aux, aux ? (size_t)(n / HL_QK) : 0,
+        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, act, a_stride, aux, aux ? (size_t)(n / HL_QK) : 0,
                        n_tok);
-        for (int c = 0; c < 4; c++) {
+        for (int c = 0; c < PANEL_TOKENS_MAX; c++) {
             CHECK_MSG(isnan(y[c][HL_PANEL_ROWS]) && (c < n_tok || isnan(y[c][0])), "%s panel_dot type %u n %lld: "
                       "wrote outside its %d tokens", hl_cpu_level_name(lv), ops->type, (long long)n, n_tok);
             for (int r = 0; c < n_tok && r < HL_PANEL_ROWS; r++) {
-                ops->vec_dot(n, &one, bf->w[r % 4], bf->a[c]);
+                ops->vec_dot(n, &one, bf->w[r % 4], bf->a[c % 4]);
                 CHECK_MSG(memcmp(&one, &y[c][r], sizeof one) == 0, "%s panel_dot type %u n %lld row %d token %d/%d: "
                           "%.9g, 1x1 %.9g", hl_cpu_level_name(lv), ops->type, (long long)n, r, c, n_tok, y[c][r], one);
             }
@@ -366,6 +374,7 @@ static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, 
     free(rows);
     free(panel);
     free(aux);
+    free(act);
 }
 
 /* Checks one weight type at one length on four random weight rows and four

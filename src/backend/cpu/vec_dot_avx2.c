@@ -324,6 +324,7 @@ static void q8_panel_half(int64_t n, float *y, const uint8_t *p, int h, const bl
     _mm256_storeu_ps(y + 8 * h, s);
 }
 
+/* Any number of tokens (panel_block), one after another. */
 static void panel_dot_q8(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
                          size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
     (void)aux, (void)aux_stride;
@@ -508,8 +509,8 @@ static const hl_cpu_type_ops avx2_ops[] = {
     {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL, pack_q4_0, panel_dot_q4_0,
      hl_act_q8_0_aux, false},
     {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, NULL, NULL, NULL, false},
-    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, pack_q8_0, panel_dot_q8, NULL, false},
-    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, pack_q5_0, panel_dot_q8, NULL, false},
+    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, pack_q8_0, panel_dot_q8, NULL, true},
+    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, pack_q5_0, panel_dot_q8, NULL, true},
     {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1, NULL, NULL, NULL, NULL, false},
 };
 

@@ -221,6 +221,7 @@ static void table_init(void) {
         const hl_cpu_type_ops *base = hl_cpu_ops_avx2_find(table_types[i]);
         if (!base) continue;
         hl_cpu_type_ops ops = *base;
+        ops.panel_block = false; /* this level's panel kernels take up to 4 tokens */
         if (ops.type == GGML_TYPE_Q4_0) {
             ops.vec_dot_4r = dot_4r_q4_0;
             ops.pack_panel = pack_q4_0;
