@@ -391,29 +391,39 @@ static void check_dot(uint32_t type, int64_t n, bufs *bf) {
 }
 
 /* A panel of HL_PANEL_ROWS rows (the four weight rows again and again) with
- * 1..4 activation rows: 4 in the order of vec_dot_4c, fewer in vec_dot's,
+ * 1..4 activation rows, or 1..PANEL_TOKENS_MAX (the four again and again)
+ * where panel_dot takes them all (panel_block): each group of 4 tokens from
+ * the first in the order of vec_dot_4c, a last group of fewer in vec_dot's,
  * bit for bit (as llama.cpp's gemm and gemv). */
+#define PANEL_TOKENS_MAX 11
 static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, const bufs *bf) {
     const size_t w_stride = hl_row_size(ops->type, n) + 8, a_stride = sizeof bf->a[0];
+    const int max_tok = ops->panel_block ? PANEL_TOKENS_MAX : 4;
     uint8_t *rows = calloc(HL_PANEL_ROWS, w_stride), *panel = malloc(HL_PANEL_BYTES(n));
-    float y[4][HL_PANEL_ROWS + 1], want[4];
+    uint8_t *act = malloc(PANEL_TOKENS_MAX * a_stride);
+    float y[PANEL_TOKENS_MAX][HL_PANEL_ROWS + 1], want[4];
     for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy(rows + (size_t)r * w_stride, bf->w[r % 4], hl_row_size(ops->type, n));
+    for (int c = 0; c < PANEL_TOKENS_MAX; c++) memcpy(act + (size_t)c * a_stride, bf->a[c % 4], a_stride);
     ops->pack_panel(n, panel, rows, w_stride);
-    for (int n_tok = 1; n_tok <= 4; n_tok++) {
+    for (int n_tok = 1; n_tok <= max_tok; n_tok++) {
         memset(y, 0xff, sizeof y);
-        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, bf->a, a_stride, NULL, 0, n_tok);
-        for (int r = 0; r < HL_PANEL_ROWS; r++) {
-            if (n_tok == 4) ops->vec_dot_4c(n, want, bf->w[r % 4], bf->a, a_stride);
-            for (int c = 0; c < n_tok; c++) {
-                if (n_tok < 4) ops->vec_dot(n, &want[c], bf->w[r % 4], bf->a[c]);
-                check_same(n_tok == 4 ? "panel_dot (gemm order)" : "panel_dot (gemv order)", lv, ops->type, n,
-                           y[c][r], want[c]);
+        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, act, a_stride, NULL, 0, n_tok);
+        for (int g = 0; g < n_tok; g += 4) { /* token g + c is activation row c */
+            const int group = n_tok - g < 4 ? n_tok - g : 4;
+            for (int r = 0; r < HL_PANEL_ROWS; r++) {
+                if (group == 4) ops->vec_dot_4c(n, want, bf->w[r % 4], bf->a, a_stride);
+                for (int c = 0; c < group; c++) {
+                    if (group < 4) ops->vec_dot(n, &want[c], bf->w[r % 4], bf->a[c]);
+                    check_same(group == 4 ? "panel_dot (gemm order)" : "panel_dot (gemv order)", lv, ops->type, n,
+                               y[g + c][r], want[c]);
+                }
             }
         }
-        for (int c = 0; c < 4; c++) CHECK(isnan(y[c][HL_PANEL_ROWS]) && (c < n_tok || isnan(y[c][0])));
+        for (int c = 0; c < PANEL_TOKENS_MAX; c++) CHECK(isnan(y[c][HL_PANEL_ROWS]) && (c < n_tok || isnan(y[c][0])));
     }
     free(rows);
     free(panel);
+    free(act);
 }
 
 /* One level's kernels (or its batch kernels) on the rows of check_dot: near

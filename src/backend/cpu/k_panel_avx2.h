@@ -157,10 +157,16 @@ static ALWAYS_INLINE void kp_panel_t(uint32_t type, pk_order order, int n_tok, i
     }
 }
 
-/* hl_panel_dot_fn for `type`; K-quant panels need no hl_act_aux. */
+/* hl_panel_dot_fn for `type`; K-quant panels need no hl_act_aux. Any
+ * number of tokens (panel_block), in groups of 4 from the first: the groups
+ * a matmul of 4 tokens per call would make, so the same bits. */
 static ALWAYS_INLINE void kp_panel_dot(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
                                        const void *act, size_t act_stride, int n_tok) {
-    PK_DISPATCH(kp_panel_t, type, n_tok, n, y, y_stride, panel, act, act_stride);
+    for (int t = 0; t < n_tok; t += 4) {
+        const int nt = n_tok - t < 4 ? n_tok - t : 4;
+        PK_DISPATCH(kp_panel_t, type, nt, n, y + (size_t)t * y_stride, y_stride, panel, row_at(act, act_stride, t),
+                    act_stride);
+    }
 }
 
 #endif

@@ -369,6 +369,7 @@ static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_
     }
 }
 
+/* Any number of tokens (panel_block), two at a time. */
 static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
                            size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
     for (int t = 0; t < n_tok; t += 2) {
@@ -507,7 +508,7 @@ static void dot_4c_q5_1(int64_t n, float s[4], const void *w_row, const void *ac
 
 static const hl_cpu_type_ops avx2_ops[] = {
     {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL, pack_q4_0, panel_dot_q4_0,
-     hl_act_q8_0_aux, false},
+     hl_act_q8_0_aux, true},
     {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, NULL, NULL, NULL, false},
     {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, pack_q8_0, panel_dot_q8, NULL, true},
     {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, pack_q5_0, panel_dot_q8, NULL, true},

@@ -221,7 +221,7 @@ static void table_init(void) {
         const hl_cpu_type_ops *base = hl_cpu_ops_avx2_find(table_types[i]);
         if (!base) continue;
         hl_cpu_type_ops ops = *base;
-        ops.panel_block = false; /* this level's panel kernels take up to 4 tokens */
+        ops.panel_block = false; /* this level's panel kernels take up to 4 tokens (below too) */
         if (ops.type == GGML_TYPE_Q4_0) {
             ops.vec_dot_4r = dot_4r_q4_0;
             ops.pack_panel = pack_q4_0;
@@ -243,6 +243,7 @@ static void table_init(void) {
         hl_cpu_ops_avx512_f_patch(&ops, false);
         if (ops.batch) {
             avx512_batch_ops[n_avx512_ops] = *ops.batch;
+            avx512_batch_ops[n_avx512_ops].panel_block = false;
             hl_cpu_ops_avx512_k_patch(&avx512_batch_ops[n_avx512_ops], true);
             hl_cpu_ops_avx512_f_patch(&avx512_batch_ops[n_avx512_ops], true);
             ops.batch = &avx512_batch_ops[n_avx512_ops];

@@ -199,7 +199,6 @@ HL_FLOAT_BATCH_KERNELS(GGML_TYPE_BF16, bf16)
 void hl_cpu_ops_avx512_f_patch(hl_cpu_type_ops *ops, bool batch) {
     if (!batch && ops->type == GGML_TYPE_F32) ops->vec_dot = dot_f32, ops->vec_dot_4r = dot_4r_f32;
     if (!batch && ops->type == GGML_TYPE_F16) ops->vec_dot = dot_f16, ops->vec_dot_4r = dot_4r_f16;
-    if (batch) ops->panel_block = false;
     if (batch && ops->type == GGML_TYPE_F32) {
         ops->act_from_float = hl_f32_from_float;
         ops->vec_dot = tb_dot_f32, ops->vec_dot_4r = tb_4r_f32, ops->vec_dot_4c = tb_4c_f32;

@@ -657,15 +657,15 @@ PANELS(GGML_TYPE_Q6_K, q6_K)
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops avx2_k_batch_ops[] = {
-    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q3_K, NULL, tdot_4c_q3_K, NULL, pack_q3_K, panel_dot_q3_K, NULL, false},
-    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q5_K, tdot_4r_q5_K, tdot_4c_q5_K, NULL, pack_q5_K, panel_dot_q5_K, NULL, false},
-    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q6_K, tdot_4r_q6_K, tdot_4c_q6_K, NULL, pack_q6_K, panel_dot_q6_K, NULL, false},
+    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q3_K, NULL, tdot_4c_q3_K, NULL, pack_q3_K, panel_dot_q3_K, NULL, true},
+    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q5_K, tdot_4r_q5_K, tdot_4c_q5_K, NULL, pack_q5_K, panel_dot_q5_K, NULL, true},
+    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q6_K, tdot_4r_q6_K, tdot_4c_q6_K, NULL, pack_q6_K, panel_dot_q6_K, NULL, true},
 };
 
 static const hl_cpu_type_ops avx2_k_ops[] = {
-    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, act_q8_K, dot_q2_K, dot_4r_q2_K, dot_4c_q2_K, NULL, pack_q2_K, panel_dot_q2_K, NULL, false},
+    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, act_q8_K, dot_q2_K, dot_4r_q2_K, dot_4c_q2_K, NULL, pack_q2_K, panel_dot_q2_K, NULL, true},
     {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, dot_q3_K, NULL, dot_4c_q3_K, &avx2_k_batch_ops[0], NULL, NULL, NULL, false},
-    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, act_q8_K, dot_q4_K, dot_4r_q4_K, dot_4c_q4_K, NULL, pack_q4_K, panel_dot_q4_K, NULL, false},
+    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, act_q8_K, dot_q4_K, dot_4r_q4_K, dot_4c_q4_K, NULL, pack_q4_K, panel_dot_q4_K, NULL, true},
     {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, dot_q5_K, dot_4r_q5_K, dot_4c_q5_K, &avx2_k_batch_ops[1], NULL, NULL, NULL, false},
     {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, dot_q6_K, NULL, dot_4c_q6_K, &avx2_k_batch_ops[2], NULL, NULL, NULL, false},
 };
