@@ -504,15 +504,76 @@ static void dot_4c_q5_1(int64_t n, float s[4], const void *w_row, const void *ac
     q8_1_dot_4c(GGML_TYPE_Q5_1, n, s, w_row, act, act_stride);
 }
 
+/* Panels of Q4_1 and Q5_1 (vec_dot.h): per block, the unsigned quants as
+ * the other panels lay out the signed ones (eight 64-byte vectors, dword r
+ * of vector k: elements 4k..4k+3 of row r, two halves of 8 rows), then the
+ * 16 row scales d and the 16 mins m as floats. */
+#define Q1_PANEL_BLOCK (8 * 64 + 2 * 16 * 4)
+
+static ALWAYS_INLINE void q1_pack(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
+    uint8_t *p = panel;
+    for (int64_t b = 0; b < n / HL_QK; b++, p += Q1_PANEL_BLOCK) {
+        __m256i rows[HL_PANEL_ROWS];
+        float dm[2][HL_PANEL_ROWS];
+        for (int r = 0; r < HL_PANEL_ROWS; r++) {
+            __m128 wdm;
+            rows[r] = unsigned_quants(type, row_at(w, w_stride, r), b, &wdm);
+            dm[0][r] = _mm_cvtss_f32(wdm);
+            dm[1][r] = _mm_cvtss_f32(_mm_movehdup_ps(wdm));
+        }
+        transpose_8x8(rows, p, 64);
+        transpose_8x8(rows + 8, p + 32, 64);
+        memcpy(p + 8 * 64, dm, sizeof dm);
+    }
+}
+
+static void pack_q4_1(int64_t n, void *panel, const void *w, size_t w_stride) {
+    q1_pack(GGML_TYPE_Q4_1, n, panel, w, w_stride);
+}
+
+static void pack_q5_1(int64_t n, void *panel, const void *w, size_t w_stride) {
+    q1_pack(GGML_TYPE_Q5_1, n, panel, w, w_stride);
+}
+
+/* One token with the 8 rows of half h, in q8_1_dot's order: lane r of
+ * acc[k] is lane k of row r's 8-lane accumulator, lane r of ms its summs
+ * chain. (Two or four tokens per pass, sharing the weight loads, measured
+ * no faster: their 16 or 32 accumulators spill.) */
+static void q1_panel_half(int64_t n, float *y, const uint8_t *p, int h, const block_q8_1 *a) {
+    __m256 acc[8], ms = _mm256_setzero_ps();
+    for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / HL_QK; b++, p += Q1_PANEL_BLOCK) {
+        const float *dm = (const float *)(p + 8 * 64);
+        const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(dm + 8 * h), _mm256_set1_ps(_cvtsh_ss(a[b].d)));
+        ms = _mm256_fmadd_ps(_mm256_loadu_ps(dm + HL_PANEL_ROWS + 8 * h), _mm256_set1_ps(_cvtsh_ss(a[b].s)), ms);
+        for (int k = 0; k < 8; k++) {
+            const __m256i u = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * h));
+            acc[k] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot_u8_i8(u, bcast32x8(a[b].qs + 4 * k))), acc[k]);
+        }
+    }
+    const __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
+                                     _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
+    _mm256_storeu_ps(y + 8 * h, _mm256_add_ps(sum, ms));
+}
+
+/* Any number of tokens (panel_block), one after another. */
+static void panel_dot_q8_1(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    for (int t = 0; t < n_tok; t++) {
+        for (int h = 0; h < 2; h++) q1_panel_half(n, y + (size_t)t * y_stride, panel, h, row_at(act, act_stride, t));
+    }
+}
+
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops avx2_ops[] = {
     {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL, pack_q4_0, panel_dot_q4_0,
      hl_act_q8_0_aux, true},
-    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, pack_q4_1, panel_dot_q8_1, NULL, true},
     {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, pack_q8_0, panel_dot_q8, NULL, true},
     {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, pack_q5_0, panel_dot_q8, NULL, true},
-    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1, NULL, NULL, NULL, NULL, false},
+    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1, NULL, pack_q5_1, panel_dot_q8_1, NULL, true},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type) {
