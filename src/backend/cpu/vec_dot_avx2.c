@@ -176,6 +176,19 @@ static ALWAYS_INLINE __m256i signed_quants(uint32_t type, const void *row, int64
     return load_256(w->qs);
 }
 
+/* The unsigned quants and [d, m, 0, 0] of block b of a Q4_1 or Q5_1 row. */
+static ALWAYS_INLINE __m256i unsigned_quants(uint32_t type, const void *row, int64_t b, __m128 *wdm) {
+    if (type == GGML_TYPE_Q4_1) {
+        const block_q4_1 *w = (const block_q4_1 *)row + b;
+        *wdm = load_half2(&w->d);
+        return unpack_nibbles(w->qs);
+    }
+    const block_q5_1 *w = (const block_q5_1 *)row + b;
+    *wdm = load_half2(&w->d);
+    const __m256i bit4 = _mm256_and_si256(bits_to_bytes(w->qh), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(unpack_nibbles(w->qs), bit4);
+}
+
 static ALWAYS_INLINE __m256 q8_block(uint32_t type, const void *w_row, const block_q8_0 *a,
                                      int64_t b, __m256 acc) {
     float dw;
@@ -261,32 +274,42 @@ static void dot_4c_q4_0(int64_t n, float s[4], const void *w_row, const void *ac
     _mm_storeu_ps(s, acc);
 }
 
-/* Panels (vec_dot.h) of Q4_0, Q5_0 and Q8_0, laid out as the AVX-512 ones
- * (panel_avx512.h): per block, eight 64-byte vectors whose dword r holds
- * elements 4k..4k+3 of row r, then the 16 row scales; each vector is two
- * halves of 8 rows here. maddubs and madd with ones stand in for vpdpbusd.
- * Q4_0 stores the nibbles 0..15, which cannot saturate maddubs' int16
- * pairs; Q5_0 and Q8_0 store the signed quants and multiply |w| by the
- * activations with w's sign, as dot_i8_i8. */
-#define PANEL_BLOCK (8 * 64 + 16 * 4)
+/* Panels (vec_dot.h) of Q4_0, Q5_0, Q8_0, Q4_1 and Q5_1, laid out as the
+ * AVX-512 ones (panel_avx512.h): per block, eight 64-byte vectors whose
+ * dword r holds elements 4k..4k+3 of row r, then the 16 row scales (and
+ * for Q4_1/Q5_1 the 16 mins); each vector is two halves of 8 rows here.
+ * maddubs and madd with ones stand in for vpdpbusd. Q4_0 stores the
+ * nibbles 0..15 and Q4_1/Q5_1 their unsigned quants (at most 31), which
+ * cannot saturate maddubs' int16 pairs; Q5_0 and Q8_0 store the signed
+ * quants and multiply |w| by the activations with w's sign, as dot_i8_i8. */
+static ALWAYS_INLINE bool has_min(uint32_t type) { return type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1; }
+
+/* Bytes per block of a panel: the quants, the 16 scales, for Q4_1/Q5_1 the
+ * 16 mins. */
+#define PANEL_BLOCK(type) (8 * 64 + (has_min(type) ? 2 : 1) * HL_PANEL_ROWS * 4)
 
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     uint8_t *p = panel;
-    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK(type)) {
         __m256i rows[HL_PANEL_ROWS];
-        float d[HL_PANEL_ROWS];
+        float dm[2][HL_PANEL_ROWS]; /* the scales, the mins */
         for (int r = 0; r < HL_PANEL_ROWS; r++) {
             const void *row = row_at(w, w_stride, r);
             if (type == GGML_TYPE_Q4_0) {
                 rows[r] = unpack_nibbles(((const block_q4_0 *)row)[b].qs);
-                d[r] = _cvtsh_ss(((const block_q4_0 *)row)[b].d);
+                dm[0][r] = _cvtsh_ss(((const block_q4_0 *)row)[b].d);
+            } else if (has_min(type)) {
+                __m128 wdm;
+                rows[r] = unsigned_quants(type, row, b, &wdm);
+                dm[0][r] = _mm_cvtss_f32(wdm);
+                dm[1][r] = _mm_cvtss_f32(_mm_movehdup_ps(wdm));
             } else {
-                rows[r] = signed_quants(type, row, b, &d[r]);
+                rows[r] = signed_quants(type, row, b, &dm[0][r]);
             }
         }
         transpose_8x8(rows, p, 64);
         transpose_8x8(rows + 8, p + 32, 64);
-        memcpy(p + 8 * 64, d, sizeof d);
+        memcpy(p + 8 * 64, dm, (has_min(type) ? 2 : 1) * sizeof dm[0]);
     }
 }
 
@@ -309,7 +332,7 @@ static void q8_panel_half(int64_t n, float *y, const uint8_t *p, int h, const bl
     __m256 acc[8];
     for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK(GGML_TYPE_Q8_0)) {
         const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps((const float *)(p + 8 * 64) + 8 * h),
                                            _mm256_set1_ps(_cvtsh_ss(a[b].d)));
         for (int k = 0; k < 8; k++) {
@@ -339,7 +362,7 @@ static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_
                                        const void *act, size_t act_stride, const hl_act_aux *aux, size_t aux_stride) {
     __m256 acc[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
     const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK) {
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK(GGML_TYPE_Q4_0)) {
         __m256i isum[2][2];
         const block_q8_0 *a[2];
         for (int t = 0; t < n_tok; t++) {
@@ -424,19 +447,6 @@ static inline __m256 q8_1_step(__m256i q, __m128 wdm, const block_q8_1 *a, __m25
     return _mm256_fmadd_ps(_mm256_broadcastss_ps(scales), _mm256_cvtepi32_ps(sum), acc);
 }
 
-/* The unsigned quants and [d, m, 0, 0] of block b of a Q4_1 or Q5_1 row. */
-static ALWAYS_INLINE __m256i unsigned_quants(uint32_t type, const void *row, int64_t b, __m128 *wdm) {
-    if (type == GGML_TYPE_Q4_1) {
-        const block_q4_1 *w = (const block_q4_1 *)row + b;
-        *wdm = load_half2(&w->d);
-        return unpack_nibbles(w->qs);
-    }
-    const block_q5_1 *w = (const block_q5_1 *)row + b;
-    *wdm = load_half2(&w->d);
-    const __m256i bit4 = _mm256_and_si256(bits_to_bytes(w->qh), _mm256_set1_epi8(0x10));
-    return _mm256_or_si256(unpack_nibbles(w->qs), bit4);
-}
-
 static ALWAYS_INLINE __m256 q8_1_block(uint32_t type, const void *w_row, const block_q8_1 *a, int64_t b,
                                        __m256 acc, __m128 *acc_ms) {
     __m128 wdm;
@@ -504,35 +514,12 @@ static void dot_4c_q5_1(int64_t n, float s[4], const void *w_row, const void *ac
     q8_1_dot_4c(GGML_TYPE_Q5_1, n, s, w_row, act, act_stride);
 }
 
-/* Panels of Q4_1 and Q5_1 (vec_dot.h): per block, the unsigned quants as
- * the other panels lay out the signed ones (eight 64-byte vectors, dword r
- * of vector k: elements 4k..4k+3 of row r, two halves of 8 rows), then the
- * 16 row scales d and the 16 mins m as floats. */
-#define Q1_PANEL_BLOCK (8 * 64 + 2 * 16 * 4)
-
-static ALWAYS_INLINE void q1_pack(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
-    uint8_t *p = panel;
-    for (int64_t b = 0; b < n / HL_QK; b++, p += Q1_PANEL_BLOCK) {
-        __m256i rows[HL_PANEL_ROWS];
-        float dm[2][HL_PANEL_ROWS];
-        for (int r = 0; r < HL_PANEL_ROWS; r++) {
-            __m128 wdm;
-            rows[r] = unsigned_quants(type, row_at(w, w_stride, r), b, &wdm);
-            dm[0][r] = _mm_cvtss_f32(wdm);
-            dm[1][r] = _mm_cvtss_f32(_mm_movehdup_ps(wdm));
-        }
-        transpose_8x8(rows, p, 64);
-        transpose_8x8(rows + 8, p + 32, 64);
-        memcpy(p + 8 * 64, dm, sizeof dm);
-    }
-}
-
 static void pack_q4_1(int64_t n, void *panel, const void *w, size_t w_stride) {
-    q1_pack(GGML_TYPE_Q4_1, n, panel, w, w_stride);
+    pack_t(GGML_TYPE_Q4_1, n, panel, w, w_stride);
 }
 
 static void pack_q5_1(int64_t n, void *panel, const void *w, size_t w_stride) {
-    q1_pack(GGML_TYPE_Q5_1, n, panel, w, w_stride);
+    pack_t(GGML_TYPE_Q5_1, n, panel, w, w_stride);
 }
 
 /* One token with the 8 rows of half h, in q8_1_dot's order: lane r of
@@ -542,7 +529,7 @@ static void pack_q5_1(int64_t n, void *panel, const void *w, size_t w_stride) {
 static void q1_panel_half(int64_t n, float *y, const uint8_t *p, int h, const block_q8_1 *a) {
     __m256 acc[8], ms = _mm256_setzero_ps();
     for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / HL_QK; b++, p += Q1_PANEL_BLOCK) {
+    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK(GGML_TYPE_Q4_1)) {
         const float *dm = (const float *)(p + 8 * 64);
         const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(dm + 8 * h), _mm256_set1_ps(_cvtsh_ss(a[b].d)));
         ms = _mm256_fmadd_ps(_mm256_loadu_ps(dm + HL_PANEL_ROWS + 8 * h), _mm256_set1_ps(_cvtsh_ss(a[b].s)), ms);
