@@ -149,7 +149,7 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
  * one SIMD lane holds one row (the quantized types) or converted to floats
  * (the float types), and then multiplied with every token of the batch. pack_panel writes the panel of the rows at w, w + w_stride, ...;
  * panel_dot computes y[t * y_stride + r] = dot(row r, activation row t) for
- * r < HL_PANEL_ROWS and t < n_tok (1..4), the activation rows act_stride
+ * r < HL_PANEL_ROWS and t < n_tok, the activation rows act_stride
  * bytes apart with their per-block extras (hl_act_aux, n / 32 per row,
  * written by act_aux; NULL where act_aux is) aux_stride entries apart.
  * n_tok is 1..4, or any number from 1 where the kernel set says

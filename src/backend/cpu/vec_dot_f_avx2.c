@@ -251,8 +251,8 @@ static ALWAYS_INLINE void panel_tokens(uint32_t type, int nc, int64_t n, float *
 /* Any number of tokens (panel_block: the whole batch, so that each panel is
  * packed once per matmul), in tiles of 3 (the rest as 2 + 2, 2 or 1), each
  * against the whole panel: the tile's activations stay in L1 or L2 while
- * the panel (64 KiB of F16 for rows of 2048) comes from L2, 16 bytes per 12
- * FMAs. */
+ * the panel (64 KiB of F16 for rows of 2048) comes from L2, 64 bytes of F16
+ * per 12 FMAs. */
 static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
                                       const void *act, size_t act_stride, int n_tok) {
     const int n3 = n_tok % 3 == 1 && n_tok > 3 ? n_tok - 4 : n_tok - n_tok % 3; /* tokens in tiles of 3 */

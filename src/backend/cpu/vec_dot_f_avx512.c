@@ -139,9 +139,8 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
     for (int k = 0; k < nr * nc; k++) s[k] = reduce16(acc[k]);
 }
 
-/* The panel of rows w, w + w_stride, ... (vec_dot_f_avx2.c's layout): for
- * n % 16 == 0, per step j of 16 elements 16 x 16 floats, row r's at 256 j +
- * 16 r. */
+/* The panel of rows w, w + w_stride, ...: for n % 16 == 0, per step j of 16
+ * elements 16 x 16 floats, row r's at 256 j + 16 r. */
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     float *p = panel;
     for (int64_t i = 0; i < n; i += 16, p += 16 * HL_PANEL_ROWS)
