@@ -83,11 +83,15 @@ static inline float v16_reduce(v16 v) { return hsum8_ggml(_mm256_add_ps(v.lo, v.
  * (acc0 + acc2) + (acc1 + acc3) reduced by _mm512_reduce_add_ps; the tail of
  * n % 64 one product at a time, for F16 in double (ggml adds
  * (ggml_float)(x*y)), for F32 in float (GCC vectorises ggml's loop into
- * products and in-order sums, so no FMA there). */
-static inline float ggml_dot_f16(int64_t n, const hl_half *x, const hl_half *y) {
+ * products and in-order sums, so no FMA there). ggml_dot_f16_ahead also
+ * prefetches x `ahead` elements ahead (a constant; 0: not at all). */
+static inline __attribute__((always_inline)) float ggml_dot_f16_ahead(int64_t n, const hl_half *x, const hl_half *y,
+                                                                   int64_t ahead) {
     v16 acc[4] = {v16_zero(), v16_zero(), v16_zero(), v16_zero()};
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
+        if (ahead) _mm_prefetch((const char *)(x + i + ahead), _MM_HINT_T0);
+        if (ahead) _mm_prefetch((const char *)(x + i + ahead + 32), _MM_HINT_T0);
         for (int k = 0; k < 4; k++) {
             acc[k] = v16_fma(v16_load_f16(x + i + 16 * k), v16_load_f16(y + i + 16 * k), acc[k]);
         }
@@ -95,6 +99,10 @@ static inline float ggml_dot_f16(int64_t n, const hl_half *x, const hl_half *y) 
     double sum = v16_reduce(v16_add(v16_add(acc[0], acc[2]), v16_add(acc[1], acc[3])));
     for (; i < n; i++) sum += (double)(hl_fp16_to_fp32(x[i]) * hl_fp16_to_fp32(y[i]));
     return (float)sum;
+}
+
+static inline float ggml_dot_f16(int64_t n, const hl_half *x, const hl_half *y) {
+    return ggml_dot_f16_ahead(n, x, y, 0);
 }
 
 static inline float ggml_dot_f32(int64_t n, const float *x, const float *y) {

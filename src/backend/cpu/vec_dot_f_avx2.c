@@ -99,8 +99,13 @@ static void dot_f32(int64_t n, float *s, const void *w_row, const void *act_row)
     *s = ggml_dot_f32(n, w_row, act_row);
 }
 
+/* F16 decode runs row by row (four rows of ggml's AVX-512 layout would need
+ * 32 accumulators): one stream per thread, which runs 3-13% faster (1B
+ * shape, tg, paired runs) prefetching F16_AHEAD elements (1 KiB) ahead,
+ * into the next row at the end of one. */
+#define F16_AHEAD 512
 static void dot_f16(int64_t n, float *s, const void *w_row, const void *act_row) {
-    *s = ggml_dot_f16(n, w_row, act_row);
+    *s = ggml_dot_f16_ahead(n, w_row, act_row, F16_AHEAD);
 }
 
 /* Elements i..i+7 of a BF16 row as floats. */
