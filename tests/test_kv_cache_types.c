@@ -19,7 +19,7 @@
  *    named as --device names it), a model with every layer there: its F16
  *    cache runs, and a Q8_0 cache either runs, with logits close to the
  *    CPU's, or is refused at context creation with UNSUPPORTED and the one
- *    line that says what to do (the GPU backends have F16 kernels only).
+ *    line that says what to do (OpenCL has F16 kernels only; CUDA runs it).
  * HEARTH_TEST_SHORT (the sanitizer runs) keeps the tiny models only. */
 #include <math.h>
 #include <stdlib.h>
@@ -262,12 +262,16 @@ int main(void) {
         size_t n = 0;
         CHECK(hearth_tokenize(m, text, strlen(text), true, false, ids, MAX_TOKENS, &n) == HEARTH_OK && n >= 32);
         compare_types("SmolLM2", m, ids, (int)n, true);
-        /* llama.cpp with the same cache: tokens counted on the tiled path, as greedy_check_both does
-         * (measured 247 of 256 equal, 1 of the 4 prompts all 64; largest logit difference 1.2) */
+        /* llama.cpp with the same cache: tokens counted on the tiled path, as greedy_check_both does.
+         * Measured against the fixture (llama.cpp's AVX2 build): 247 of 256 equal at hearth's AVX2 level (Zen 3,
+         * and an AVX-512 Xeon with HEARTH_CPU=avx2), 242 at its AVX-512 level, whose matmuls add in other
+         * orders than the fixture's; 1 of the 4 prompts all 64 and largest logit difference 1.2 on both.
+         * A q8_0 cache moves the logits as far as -fa on moves them from off (README), so near ties part more
+         * often than with the f16 cache: the bound is 90% here rather than FA_MIN_EQUAL_PCT. */
         const greedy_result fa = greedy_check(m, "reference/greedy/smollm2-kv-q8_0.json", false, HEARTH_FLASH_ATTN_ON,
                                               FA_MAX_LOGIT_DIFF);
-        CHECK_MSG(fa.n_equal * 100 >= fa.n_steps * FA_MIN_EQUAL_PCT, "q8_0 cache: %d of %d greedy tokens equal "
-                  "llama.cpp's", fa.n_equal, fa.n_steps);
+        CHECK_MSG(fa.n_equal * 100 >= fa.n_steps * 90, "q8_0 cache: %d of %d greedy tokens equal llama.cpp's",
+                  fa.n_equal, fa.n_steps);
         hearth_model_free(m);
     }
     return check_report();
