@@ -161,9 +161,18 @@ static const op_case cases[] = {
     ATTN_KV(Q8_0, Q4_0, 6, 2, 64, 6, 0, 0, 5, 44, 96), ATTN_KV(Q8_0, Q8_0, 9, 3, 64, 1, 1000, 0, 0, 0, MAX_CTX),
     ATTN_KV(Q4_0, Q4_0, 9, 3, 64, 70, 600, 0, 0, 0, MAX_CTX), ATTN_KV(BF16, BF16, 4, 1, 256, 33, 600, 128, 0, 0, MAX_CTX),
     ATTN_KV(Q8_0, Q8_0, 14, 2, 64, 3, 400, 0, 1, 800, MAX_CTX),
+    /* the other pairings of cuda/attention.cu's instances (a K type and a V type each); decode at depth over
+     * many splits with heads of 128 and of 512 (a lane's second chunk of a key), and a group of more outputs than
+     * the block's threads, on quantized caches */
+    ATTN_KV(BF16, Q8_0, 6, 2, 64, 5, 37, 0, 0, 0, 96), ATTN_KV(F16, Q4_0, 6, 2, 64, 1, 70, 16, 0, 0, 96),
+    ATTN_KV(Q4_0, F16, 6, 3, 64, 7, 20, 8, 0, 0, 96), ATTN_KV(BF16, F16, 2, 1, 128, 3, 61, 0, 0, 0, 96),
+    ATTN_KV(F16, BF16, 6, 2, 64, 6, 0, 0, 5, 44, 96), ATTN_KV(Q4_0, Q8_0, 8, 2, 128, 1, 1000, 0, 0, 0, MAX_CTX),
+    ATTN_KV(Q8_0, Q4_0, 2, 1, 512, 1, 900, 300, 0, 0, MAX_CTX), ATTN_KV(Q8_0, BF16, 24, 1, 128, 2, 70, 0, 0, 0, 96),
     SHIFT_KV(Q8_0, NORMAL, 2, 64, 64, 40, 30, -25), SHIFT_KV(Q4_0, NEOX, 2, 64, 64, 40, 30, -25),
     SHIFT_KV(BF16, NEOX, 1, 128, 128, 3, 90, -1), SHIFT_KV(Q8_0, NEOX, 3, 64, 32, 17, 5, 1000),
+    SHIFT_KV(Q8_0, NEOX, 1, 512, 512, 4, 50, 9), SHIFT_KV(BF16, NORMAL, 2, 64, 32, 10, 0, 333),
     STORE_KV(Q8_0, 2, 64, 5, 37), STORE_KV(Q4_0, 3, 64, 7, 20), STORE_KV(BF16, 1, 128, 3, 61),
+    STORE_KV(Q4_0, 2, 128, 9, 80), STORE_KV(Q8_0, 8, 128, 40, 50),
     EW(SWIGLU, false), EW(GEGLU, false), EW(GELU, false), EW(ADD, false), EW(ADD, true), EW(SCALE, false),
     EW(CLAMP, false),
     /* mixture of experts: 2 of 4 and of 8 experts, one token to a batch, quantized and float weights */

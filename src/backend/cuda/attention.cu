@@ -1,9 +1,10 @@
-// Causal attention over the F16 KV cache by flash-decoding (Dao, Haziza,
-// Massa, Sizov, "Flash-Decoding for long-context inference", 2023, on
+// Causal attention over the KV cache by flash-decoding (Dao, Haziza, Massa,
+// Sizov, "Flash-Decoding for long-context inference", 2023, on
 // FlashAttention-2, arXiv:2307.08691): for a token, one block per (KV head,
 // split of the visible keys) in which all query heads of the grouped-query
-// group share each K and V row read (16-byte loads of the F16 cache). A block
-// walks its split in tiles of ATT_TILE keys with the online softmax
+// group share each K and V row read (kv.cuh's loads: 16 bytes of an F16 or
+// BF16 cache, a Q8_0 or Q4_0 block's bytes; an instance per K type and V
+// type). A block walks its split in tiles of ATT_TILE keys with the online softmax
 // (Milakov & Gimelshein 2018, arXiv:1805.02867): a running maximum m and sum
 // l of exp(s - m) per head, the output accumulator rescaled by exp(m_old -
 // m_new) whenever m grows. With one split the block writes the output; with
@@ -22,10 +23,21 @@
 // cuda_row0), and the grid (the number of splits) depends only on the
 // cache's size, the token count and the instance's scratch, so a recorded
 // decode step replays for any position and sequence.
+//
+// Quantized and BF16 keys meet the query rounded as the CPU rounds it
+// (kv_query: Q8_0 blocks for Q8_0 and Q4_0 keys, BF16 for BF16), so each
+// score sums the CPU's products, in F32 and in another order: the
+// dequantized Q8_0 query (an F16 scale times an integer up to 127) and key
+// are exact in F32, so only the sums' rounding (~1e-7 of a score) differs.
+// An F32 query would be up to half a Q8_0 step (amax / 254) off the CPU's
+// per element: for the op tests' random 64-dimension heads about 1e-3 of a
+// scaled score, which moves outputs by up to the test's 1e-3 bound. Values
+// are dequantized to F32, as the CPU's tiled path does (v_to_float), and the
+// probabilities stay in F32 as there.
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
-#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/kv.cuh"
 
 #define ATT_THREADS 256
 #define ATT_WARPS (ATT_THREADS / 32)
@@ -55,17 +67,6 @@ static __host__ __device__ __forceinline__ int att_shared_floats(int G, int hd) 
     return head + (groups > 1 ? groups * outputs * 8 : 0);
 }
 
-// 8 F16 values from a 16-byte aligned address.
-static __device__ __forceinline__ void load8(const hl_half *p, float *f) {
-    const uint4 u = *(const uint4 *)p;
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        const float2 v = __half22float2(*(const __half2 *)&w[k]);
-        f[2 * k] = v.x, f[2 * k + 1] = v.y;
-    }
-}
-
 // dot of 8 floats at q (shared, 16-byte aligned) with f
 static __device__ __forceinline__ float dot8(const float *q, const float *f) {
     const float4 a = *(const float4 *)q, b = *(const float4 *)(q + 4);
@@ -74,11 +75,15 @@ static __device__ __forceinline__ float dot8(const float *q, const float *f) {
 
 // grid (n_head_kv, splits, n_tokens), block ATT_THREADS, shared
 // att_shared_floats(G, hd) floats with G = n_head / n_head_kv.
-// q, out F32 {n_head * hd, n}; k, v F16 {n_head_kv * hd, n_ctx};
+// q, out F32 {n_head * hd, n}; k, v {n_head_kv * hd, n_ctx} of types TK, TV;
 // splits > 1: part_ml float2 {n_head, splits, n}, part_o F32 {n_head * hd, splits, n}.
-// At most 64 registers: 4 blocks, 32 warps per SM (no spills at that cap).
-static __global__ void __launch_bounds__(ATT_THREADS, 4)
-attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, const hl_half *__restrict__ v,
+// At most 64 registers: 4 blocks, 32 warps per SM (no spills at that cap);
+// with a Q8_0 or Q4_0 cache 80 and 3 blocks (at 64, nvcc 13 spilled 4-56
+// bytes: the blocks' byte-wise chunk reads keep more addresses live; at 80
+// none on sm_86/89/90, 4-12 bytes left with plain K and Q4_0 V on sm_75/80).
+template <uint32_t TK, uint32_t TV>
+static __global__ void __launch_bounds__(ATT_THREADS, kv<TK>::n == 1 && kv<TV>::n == 1 ? 4 : 3)
+attention_split(const float *__restrict__ q, const uint8_t *__restrict__ k, const uint8_t *__restrict__ v,
                 float *__restrict__ out, float2 *__restrict__ part_ml, float *__restrict__ part_o, int n_head,
                 int n_head_kv, int hd, const int32_t *pos_of, const int32_t *row0_of, int n_swa, float scale,
                 float max_bias) {
@@ -99,10 +104,13 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
     const int lo = n_swa > 0 && pos - n_swa + 1 > 0 ? pos - n_swa + 1 : 0;
     const int per = (pos - lo + 1 + ns - 1) / ns;
     const int j_begin = lo + sp * per, j_end = min(j_begin + per, pos + 1); // may be empty
-    const int64_t kv_off = (int64_t)row0_of[t] * kv_dim + (int64_t)kh * hd;
+    const int64_t k_row = kv_bytes<TK>(kv_dim), v_row = kv_bytes<TV>(kv_dim); // bytes of a cache row
+    const int64_t cell = (int64_t)row0_of[t] * kv_dim + (int64_t)kh * hd; // the sequence's row 0, head kh
+    const uint8_t *k0 = k + kv_bytes<TK>(cell), *v0 = v + kv_bytes<TV>(cell);
     const float *qt = q + t * q_dim + (int64_t)kh * G * hd; // the group's heads are consecutive
 
-    for (int i = tid; i < G * hd; i += ATT_THREADS) q_s[i] = qt[i] * scale;
+    // (a quantized K's kv_query takes a warp per block of 32: G * hd is whole blocks, so whole warps)
+    for (int i = tid; i < G * hd; i += ATT_THREADS) q_s[i] = kv_query<TK>(qt[i]) * scale;
     int nl2 = 1; // ALiBi: the largest power of two <= n_head
     while (nl2 * 2 <= n_head) nl2 *= 2;
     const float m0 = powf(2.0f, -max_bias / (float)nl2), m1 = powf(2.0f, -(max_bias / 2.0f) / (float)nl2);
@@ -121,9 +129,9 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
             const int jj = base + warp * kpw + lane / lpk;
             const bool valid = jj < n;
             float f0[8] = {}, f1[8] = {};
-            const hl_half *kr = k + (int64_t)(j0 + jj) * kv_dim + kv_off;
-            if (valid && c0 < nch) load8(kr + 8 * c0, f0);
-            if (valid && c0 + 32 < nch) load8(kr + 8 * (c0 + 32), f1);
+            const uint8_t *kr = k0 + (int64_t)(j0 + jj) * k_row;
+            if (valid && c0 < nch) kv_load8<TK>(kr, c0, f0);
+            if (valid && c0 + 32 < nch) kv_load8<TK>(kr, c0 + 32, f1);
             for (int g = 0; g < G; g++) {
                 const float *qg = q_s + g * hd;
                 float s = c0 < nch ? dot8(qg + 8 * c0, f0) : 0.0f;
@@ -167,11 +175,11 @@ attention_split(const float *__restrict__ q, const hl_half *__restrict__ k, cons
             const float c = c_s[g], *pg = s_s + g * ATT_TILE;
 #pragma unroll
             for (int e = 0; e < 8; e++) acc[i][e] *= c;
-            const hl_half *vc = v + (int64_t)j0 * kv_dim + kv_off + 8 * ch;
+            const uint8_t *vc = v0 + (int64_t)j0 * v_row;
 #pragma unroll 4 // 4 V loads in flight per thread
             for (int j = kg; j < n; j += groups) {
                 float f[8];
-                load8(vc + (int64_t)j * kv_dim, f);
+                kv_load8<TV>(vc + (int64_t)j * v_row, ch, f);
                 const float p = pg[j];
 #pragma unroll
                 for (int e = 0; e < 8; e++) acc[i][e] = fmaf(p, f[e], acc[i][e]);
@@ -265,12 +273,14 @@ attention_reduce(const float2 *__restrict__ part_ml, const float *__restrict__ p
     }
 }
 
-// An F16 cache, heads of whole 16-byte chunks, a group and a head within
-// the per-thread outputs, the block's shared memory within the default
-// limit, and tokens within CUDA's 65535 blocks in z.
+// K and V caches of F16, BF16, Q8_0 or Q4_0 (each on its own; heads of
+// whole 32-element blocks for the quantized ones), heads of whole 8-element
+// chunks, a group and a head within the per-thread outputs, the block's
+// shared memory within the default limit, and tokens within CUDA's 65535
+// blocks in z.
 bool hl_cuda_attention_runs(const hl_attn_args *a) {
-    if (a->k_cache->type != GGML_TYPE_F16 || a->v_cache->type != GGML_TYPE_F16 || a->n_head_kv <= 0 ||
-        a->n_head % a->n_head_kv != 0)
+    if (a->n_head_kv <= 0 || a->n_head % a->n_head_kv != 0 || !kv_type_runs(a->k_cache->type, a->head_dim) ||
+        !kv_type_runs(a->v_cache->type, a->head_dim))
         return false;
     const int g = a->n_head / a->n_head_kv;
     return a->head_dim % 8 == 0 && a->head_dim <= ATT_MAX_HEAD_DIM && g * a->head_dim <= ATT_MAX_GROUP_DIMS &&
@@ -290,25 +300,49 @@ static int attention_splits(const hl_cuda *cu, const hl_attn_args *a) {
     return (int)(ns < fit ? ns : fit > 1 ? fit : 1);
 }
 
+// Whether a cache's data suits kv_load8: 16-byte aligned for the 16-byte
+// loads of F16 and BF16, 2-byte for the quantized blocks' F16 scales.
+static bool kv_aligned(const hl_tensor *c) {
+    const bool plain = c->type == GGML_TYPE_F16 || c->type == GGML_TYPE_BF16;
+    return (uintptr_t)c->data % (plain ? 16 : 2) == 0;
+}
+
+namespace { // file-local: no symbol leaves the object
+// attention_split<TK, TV>: kv_dispatch on the K type, then on the V type.
+struct launch_split {
+    template <uint32_t TK> struct with_k {
+        template <uint32_t TV>
+        static void run(hl_cuda *cu, const hl_attn_args *a, dim3 grid, size_t shared, float2 *part_ml, float *part_o) {
+            attention_split<TK, TV><<<grid, ATT_THREADS, shared, cu->stream>>>(
+                (const float *)a->q->data, (const uint8_t *)a->k_cache->data, (const uint8_t *)a->v_cache->data,
+                (float *)a->out->data, part_ml, part_o, a->n_head, a->n_head_kv, a->head_dim, cuda_pos(cu),
+                cuda_row0(cu), a->n_swa, a->scale, a->max_bias);
+        }
+    };
+    template <uint32_t TK>
+    static void run(hl_cuda *cu, const hl_attn_args *a, dim3 grid, size_t shared, float2 *part_ml, float *part_o) {
+        kv_dispatch<with_k<TK>>(a->v_cache->type, cu, a, grid, shared, part_ml, part_o);
+    }
+};
+} // namespace
+
 void hl_cuda_attention(hl_backend *b, const hl_attn_args *a) {
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
-    if (!hl_cuda_attention_runs(a) || (uintptr_t)a->k_cache->data % 16 || (uintptr_t)a->v_cache->data % 16) {
-        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: attention needs a 16-byte aligned F16 KV cache, head_dim "
-                       "a multiple of 8 up to %d, n_head a multiple of n_head_kv with at most %d head dimensions "
-                       "(and %d KiB of shared memory) per KV head, and at most 65535 tokens", cu->index,
-                       ATT_MAX_HEAD_DIM, ATT_MAX_GROUP_DIMS, ATT_MAX_SHARED / 1024);
+    if (!hl_cuda_attention_runs(a) || !kv_aligned(a->k_cache) || !kv_aligned(a->v_cache)) {
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: attention needs an F16, BF16, Q8_0 or Q4_0 KV cache "
+                       "(16-byte aligned for F16 and BF16), head_dim a multiple of 8 (of 32 for Q8_0 and Q4_0) up "
+                       "to %d, n_head a multiple of n_head_kv with at most %d head dimensions (and %d KiB of shared "
+                       "memory) per KV head, and at most 65535 tokens", cu->index, ATT_MAX_HEAD_DIM,
+                       ATT_MAX_GROUP_DIMS, ATT_MAX_SHARED / 1024);
         return;
     }
     const int ns = attention_splits(cu, a), tokens = (int)a->q->ne[1], g = a->n_head / a->n_head_kv;
     float2 *part_ml = (float2 *)cu->w16;
     float *part_o = (float *)(part_ml + (int64_t)tokens * ns * a->n_head);
     const size_t shared = (size_t)att_shared_floats(g, a->head_dim) * sizeof(float);
-    attention_split<<<dim3((unsigned)a->n_head_kv, (unsigned)ns, (unsigned)tokens), ATT_THREADS, shared,
-                      cu->stream>>>((const float *)a->q->data, (const hl_half *)a->k_cache->data,
-                                    (const hl_half *)a->v_cache->data, (float *)a->out->data, part_ml, part_o,
-                                    a->n_head, a->n_head_kv, a->head_dim, cuda_pos(cu), cuda_row0(cu), a->n_swa,
-                                    a->scale, a->max_bias);
+    const dim3 grid((unsigned)a->n_head_kv, (unsigned)ns, (unsigned)tokens);
+    kv_dispatch<launch_split>(a->k_cache->type, cu, a, grid, shared, part_ml, part_o);
     if (!CU_LAUNCHED(cu) || ns == 1) return;
     attention_reduce<<<dim3((unsigned)a->n_head, (unsigned)tokens), ATT_THREADS, 0, cu->stream>>>(
         part_ml, part_o, (float *)a->out->data, a->n_head, a->head_dim, ns);

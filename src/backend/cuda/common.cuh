@@ -109,7 +109,8 @@ void hl_cuda_moe_sum(hl_backend *b, const hl_tensor *y, const hl_tensor *weights
 bool hl_cuda_supports_type(uint32_t type);                // device.cu: weights, tables
 bool hl_cuda_attention_runs(const hl_attn_args *a);       // attention.cu
 bool hl_cuda_rope_runs(const hl_rope_params *p);          // rope.cu
-bool hl_cuda_store_rows_runs(uint32_t cache_type);        // rows.cu
+bool hl_cuda_rope_shift_runs(const hl_rope_params *p, uint32_t cache_type, int64_t head_dim); // rope.cu
+bool hl_cuda_store_rows_runs(uint32_t cache_type, int64_t d); // rows.cu: rows of d elements
 
 // Matrix-vector products for batches of fewer than HL_CUDA_MMV_MAX tokens
 // (matvec.cu); larger batches go through cuBLAS (gemm.cu). Returns false if

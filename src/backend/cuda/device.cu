@@ -88,10 +88,12 @@ static bool cuda_supports_op(const hl_backend *b, const hl_op_desc *d) {
     case HL_OP_MATMUL: // matvec and the F16 tiles for cuBLAS dequantize the same types
     case HL_OP_MATMUL_ID: // moe.cu's kernel dequantizes them too
     case HL_OP_GET_ROWS: return hl_cuda_supports_type(d->t[0]->type) && whole_blocks(d->t[0]->type, d->t[0]->ne[0]);
-    case HL_OP_STORE_ROWS: return hl_cuda_store_rows_runs(d->t[1]->type);
+    case HL_OP_STORE_ROWS: return hl_cuda_store_rows_runs(d->t[1]->type, d->t[1]->ne[0]);
     case HL_OP_ATTENTION: return hl_cuda_attention_runs(d->attn);
     case HL_OP_ROPE: return hl_cuda_rope_runs(d->rope);
-    case HL_OP_ROPE_SHIFT: return hl_cuda_rope_runs(d->rope) && d->t[0]->type == GGML_TYPE_F16;
+    case HL_OP_ROPE_SHIFT:
+        return d->n_head > 0 && d->t[0]->ne[0] % d->n_head == 0 &&
+               hl_cuda_rope_shift_runs(d->rope, d->t[0]->type, d->t[0]->ne[0] / d->n_head);
     default: return true;
     }
 }

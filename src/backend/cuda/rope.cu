@@ -7,11 +7,14 @@
 // hl_rope_yarn_consts). The pair is (x[2i], x[2i+1]) in NORMAL mode and
 // (x[i], x[i + n_rot/2]) in NEOX mode; dimensions past n_rot are left alone.
 // theta is computed as ggml's CUDA kernel does: p * theta_scale^i. The
-// K-shift (rope_shift) rotates rows of the F16 KV cache the same way, every
-// row to one position.
+// K-shift (rope_shift) rotates rows of the KV cache (F16, BF16, Q8_0, Q4_0)
+// the same way, every row to one position.
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/kv.cuh"
 
 #define ROPE_THREADS 256
+#define SHIFT_THREADS 64
+#define SHIFT_MAX_HEAD_DIM 12288 // a head in floats within the 48 KiB of shared memory a block has by default
 
 // What every launch of the two kernels shares.
 struct rope_args {
@@ -52,24 +55,43 @@ static __global__ void rope_kernel(float *x, rope_args a, const int32_t *pos, in
     v[i1] = x0 * cs.y + x1 * cs.x;
 }
 
-// One thread per (row, head, pair) of rows [row0, ...) of an F16 cache
-// {n_head * hd, n_ctx}: widened, rotated to position delta, rounded back.
-static __global__ void rope_shift_kernel(__half *cache, rope_args a, int64_t row0, int delta, int64_t n_pairs) {
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= n_pairs) return;
+// A block per (row, head) of rows [row0, ...) of a cache {n_head * hd,
+// n_ctx} of type T, shared memory hd floats: the head converted to F32
+// (dequant.cuh), its pairs rotated to position delta as the CPU rotates
+// them (cpu_ops.c rotate_head: fma(x0, c, -(x1 s)), fma(x0, s, x1 c)), then
+// written back by kv<T>::put, which requantizes a quantized head whole with
+// the CPU's bytes (llama.cpp casts such a cache to F32 around its rope).
+template <uint32_t T> static __global__ void __launch_bounds__(SHIFT_THREADS)
+rope_shift_kernel(uint8_t *cache, rope_args a, int64_t row0, int delta) {
+    extern __shared__ float v[]; // [hd]
+    using K = kv<T>;
+    uint8_t *head = cache + kv_bytes<T>((row0 * a.n_head + blockIdx.x) * a.hd); // blockIdx.x: row * n_head + h
+    if constexpr (qtype<T>::plain) {
+        for (int i = threadIdx.x; i < a.hd; i += SHIFT_THREADS) v[i] = qtype<T>::get(head, i);
+    } else {
+        for (int c = threadIdx.x; c < a.hd / 8; c += SHIFT_THREADS) dequant_chunk<T>(head, a.hd, c, v + 8 * c);
+    }
+    __syncthreads();
     const int half = a.n_rot / 2;
-    const int i = (int)(idx % half);
-    const int64_t head = idx / half; // row * n_head + h, from row0
-    const float2 cs = rope_cos_sin(a, (float)delta, i);
-    __half *v = cache + (row0 * a.n_head + head) * a.hd;
-    const int i0 = a.neox ? i : 2 * i, i1 = a.neox ? i + half : 2 * i + 1;
-    const float x0 = __half2float(v[i0]), x1 = __half2float(v[i1]);
-    v[i0] = __float2half_rn(x0 * cs.x - x1 * cs.y);
-    v[i1] = __float2half_rn(x0 * cs.y + x1 * cs.x);
+    for (int i = threadIdx.x; i < half; i += SHIFT_THREADS) {
+        const float2 cs = rope_cos_sin(a, (float)delta, i);
+        const int i0 = a.neox ? i : 2 * i, i1 = a.neox ? i + half : 2 * i + 1;
+        const float x0 = v[i0], x1 = v[i1];
+        v[i0] = fmaf(x0, cs.x, -(x1 * cs.y));
+        v[i1] = fmaf(x0, cs.y, x1 * cs.x);
+    }
+    __syncthreads();
+    for (int u = threadIdx.x; u < a.hd / K::n; u += SHIFT_THREADS) K::put(v + u * K::n, (typename K::unit *)head + u);
 }
 
 // The two pairings the kernels know.
 bool hl_cuda_rope_runs(const hl_rope_params *p) { return p->mode == HL_ROPE_NORMAL || p->mode == HL_ROPE_NEOX; }
+
+// Those pairings on a cache type attention reads, heads of whole units
+// within the block's shared memory.
+bool hl_cuda_rope_shift_runs(const hl_rope_params *p, uint32_t cache_type, int64_t head_dim) {
+    return hl_cuda_rope_runs(p) && kv_type_runs(cache_type, head_dim) && head_dim <= SHIFT_MAX_HEAD_DIM;
+}
 
 static rope_args args_of(const hl_rope_params *p, int n_head, int hd, const hl_tensor *freq_factors) {
     const hl_rope_consts k = hl_rope_yarn_consts(p);
@@ -88,6 +110,17 @@ static rope_args args_of(const hl_rope_params *p, int n_head, int hd, const hl_t
     return a;
 }
 
+namespace { // file-local: no symbol leaves the object
+struct launch_shift {
+    template <uint32_t T>
+    static void run(hl_cuda *cu, void *cache, const rope_args &a, int64_t row0, int64_t n, int delta) {
+        rope_shift_kernel<T><<<(unsigned)(n * a.n_head), SHIFT_THREADS, (size_t)a.hd * sizeof(float), cu->stream>>>(
+            (uint8_t *)cache, a, row0, delta);
+        CU_LAUNCHED(cu);
+    }
+};
+} // namespace
+
 void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
@@ -105,13 +138,9 @@ void hl_cuda_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n,
                         const hl_rope_params *p, const hl_tensor *freq_factors) {
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
-    if (!hl_cuda_rope_runs(p) || cache->type != GGML_TYPE_F16) {
-        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: rope_shift of mode %d on cache type %u is not supported",
-                       cu->index, (int)p->mode, (unsigned)cache->type);
-        return;
-    }
-    const int64_t n_pairs = n * n_head * (p->n_rot / 2);
-    rope_shift_kernel<<<cuda_blocks(n_pairs, ROPE_THREADS), ROPE_THREADS, 0, cu->stream>>>(
-        (__half *)cache->data, args_of(p, n_head, (int)(cache->ne[0] / n_head), freq_factors), row, delta, n_pairs);
-    CU_LAUNCHED(cu);
+    const int hd = (int)(cache->ne[0] / n_head);
+    if (!hl_cuda_rope_shift_runs(p, cache->type, hd) ||
+        !kv_dispatch<launch_shift>(cache->type, cu, cache->data, args_of(p, n_head, hd, freq_factors), row, n, delta))
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: rope_shift of mode %d on cache type %u with heads of %d "
+                       "is not supported", cu->index, (int)p->mode, (unsigned)cache->type, hd);
 }

@@ -1,8 +1,10 @@
 // Row movement: the embedding lookup (get_rows, any weight type, dequantized
-// with dequant.cuh) and the KV-cache store (store_rows: F32 rows into an F16
-// or F32 cache at the positions from device memory).
+// with dequant.cuh) and the KV-cache store (store_rows: F32 rows into an
+// F16, BF16, Q8_0, Q4_0 or F32 cache at the positions from device memory,
+// written by kv.cuh's kv<T>::put with the CPU backend's bytes).
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/kv.cuh"
 
 #define ROWS_THREADS 256
 
@@ -48,37 +50,44 @@ void hl_cuda_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids,
         hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: get_rows has no kernel for type %u", cu->index, table->type);
 }
 
-// One thread per element: cache row row0[t] + pos[t] = src row t.
-template <typename C> static __device__ C to_cache(float v);
-template <> __device__ __half to_cache<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ float to_cache<float>(float v) { return v; }
-
-template <typename C>
-static __global__ void store_rows_kernel(const float *__restrict__ src, C *__restrict__ cache, int64_t d, int64_t n,
-                                  const int32_t *pos, const int32_t *row0) {
+// One thread per unit of kv<T> (an element, or a block of 32): cache row
+// row0[t] + pos[t] {d} = src row t, src F32 {d, n}.
+template <uint32_t T>
+static __global__ void store_rows_kernel(const float *__restrict__ src, uint8_t *__restrict__ cache, int64_t d,
+                                         int64_t n, const int32_t *pos, const int32_t *row0) {
+    using K = kv<T>;
+    const int64_t units = d / K::n; // per row
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= d * n) return;
-    const int64_t t = i / d;
-    cache[(int64_t)(row0[t] + pos[t]) * d + i % d] = to_cache<C>(src[i]);
+    if (i >= units * n) return;
+    const int64_t t = i / units, u = i % units;
+    typename K::unit *row = (typename K::unit *)cache + (int64_t)(row0[t] + pos[t]) * units;
+    K::put(src + t * d + u * K::n, row + u);
 }
 
-bool hl_cuda_store_rows_runs(uint32_t cache_type) { return cache_type == GGML_TYPE_F16 || cache_type == GGML_TYPE_F32; }
+namespace { // file-local: no symbol leaves the object
+struct launch_store_rows {
+    template <uint32_t T> static void run(hl_cuda *cu, const hl_tensor *src, hl_tensor *cache) {
+        const int64_t d = src->ne[0], n = src->ne[1];
+        store_rows_kernel<T><<<cuda_blocks(d / kv<T>::n * n, ROWS_THREADS), ROWS_THREADS, 0, cu->stream>>>(
+            (const float *)src->data, (uint8_t *)cache->data, d, n, cuda_pos(cu), cuda_row0(cu));
+        CU_LAUNCHED(cu);
+    }
+};
+} // namespace
+
+// The cache types attention reads, and F32; rows of whole units.
+bool hl_cuda_store_rows_runs(uint32_t cache_type, int64_t d) {
+    return cache_type == GGML_TYPE_F32 ? d > 0 : kv_type_runs(cache_type, d);
+}
 
 void hl_cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache) {
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
-    const int64_t d = src->ne[0], n = src->ne[1];
-    const int32_t *pos = cuda_pos(cu), *row0 = cuda_row0(cu);
-    const unsigned blocks = cuda_blocks(d * n, ROWS_THREADS);
-    if (cache->type == GGML_TYPE_F16)
-        store_rows_kernel<__half><<<blocks, ROWS_THREADS, 0, cu->stream>>>((const float *)src->data,
-                                                                           (__half *)cache->data, d, n, pos, row0);
-    else if (cache->type == GGML_TYPE_F32)
-        store_rows_kernel<float><<<blocks, ROWS_THREADS, 0, cu->stream>>>((const float *)src->data,
-                                                                          (float *)cache->data, d, n, pos, row0);
-    else {
-        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: the KV cache must be F16 or F32", cu->index);
+    if (!hl_cuda_store_rows_runs(cache->type, src->ne[0])) {
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: store_rows needs an F16, BF16, Q8_0, Q4_0 or F32 cache "
+                       "(rows of whole 32-element blocks for Q8_0 and Q4_0)", cu->index);
         return;
     }
-    CU_LAUNCHED(cu);
+    if (cache->type == GGML_TYPE_F32) launch_store_rows::run<GGML_TYPE_F32>(cu, src, cache);
+    else kv_dispatch<launch_store_rows>(cache->type, cu, src, cache);
 }
