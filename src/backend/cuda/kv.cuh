@@ -113,32 +113,13 @@ template <uint32_t T> __host__ __device__ __forceinline__ int64_t kv_bytes(int64
 
 // ---- attention's reads
 
-// 8 F16 values from a 16-byte aligned address.
-__device__ __forceinline__ void load8(const hl_half *p, float *f) {
-    const uint4 u = *(const uint4 *)p;
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        const float2 v = __half22float2(*(const __half2 *)&w[k]);
-        f[2 * k] = v.x, f[2 * k + 1] = v.y;
-    }
-}
-
 // Chunk c (elements [8c, 8c + 8)) of a head that starts at byte `head` of a
 // cache of type T. F16 and BF16 chunks are 16 aligned bytes (heads of whole
 // chunks in a 16-byte aligned cache); Q8_0 and Q4_0 blocks (34 and 18 bytes)
 // are only 2-byte aligned, so dequant.cuh reads their bytes one by one.
 template <uint32_t T> __device__ __forceinline__ void kv_load8(const uint8_t *head, int c, float f[8]) {
-    if constexpr (T == GGML_TYPE_F16) {
-        load8((const hl_half *)head + 8 * c, f);
-    } else if constexpr (T == GGML_TYPE_BF16) {
-        const uint4 u = *(const uint4 *)(head + 16 * c);
-        const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            f[2 * k] = dq_bf16((hl_bf16)(w[k] & 0xffff));
-            f[2 * k + 1] = dq_bf16((hl_bf16)(w[k] >> 16));
-        }
+    if constexpr (qtype<T>::plain) {
+        plain<T>::get16(head + 16 * c, f);
     } else {
         using Q = qtype<T>;
         constexpr int per_block = Q::qk / 8;

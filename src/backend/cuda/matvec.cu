@@ -113,43 +113,6 @@ matvec_q(const uint8_t *__restrict__ w, size_t w_stride, const int8_t *__restric
 
 // ------------------------------------------------------------- plain --
 
-// Element i of a row of plain type T, and 16 bytes of it as floats.
-template <uint32_t T> struct plain;
-template <> struct plain<GGML_TYPE_F32> {
-    static constexpr int per16 = 4;
-    __device__ static float get(const uint8_t *row, int i) { return ((const float *)row)[i]; }
-    __device__ static void get16(const uint8_t *p, float *v) {
-        const float4 f = *(const float4 *)p;
-        v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
-    }
-};
-template <> struct plain<GGML_TYPE_F16> {
-    static constexpr int per16 = 8;
-    __device__ static float get(const uint8_t *row, int i) { return __half2float(((const __half *)row)[i]); }
-    __device__ static void get16(const uint8_t *p, float *v) {
-        const uint4 u = *(const uint4 *)p;
-        const uint32_t wd[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const float2 f = __half22float2(*(const __half2 *)&wd[k]);
-            v[2 * k] = f.x, v[2 * k + 1] = f.y;
-        }
-    }
-};
-template <> struct plain<GGML_TYPE_BF16> {
-    static constexpr int per16 = 8;
-    __device__ static float get(const uint8_t *row, int i) { return dq_bf16(((const hl_bf16 *)row)[i]); }
-    __device__ static void get16(const uint8_t *p, float *v) {
-        const uint4 u = *(const uint4 *)p;
-        const uint32_t wd[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            v[2 * k] = __uint_as_float(wd[k] << 16);
-            v[2 * k + 1] = __uint_as_float(wd[k] & 0xffff0000u);
-        }
-    }
-};
-
 // grid ceil(d_out / MV_ROWS(NCOLS)), block MV_THREADS; x F32 {d_in, n}. VEC: rows,
 // x and d_in allow 16-byte loads of both (checked by the launcher).
 template <uint32_t T, int NCOLS, bool VEC>

@@ -66,11 +66,7 @@ rope_shift_kernel(uint8_t *cache, rope_args a, int64_t row0, int delta) {
     extern __shared__ float v[]; // [hd]
     using K = kv<T>;
     uint8_t *head = cache + kv_bytes<T>((row0 * a.n_head + blockIdx.x) * a.hd); // blockIdx.x: row * n_head + h
-    if constexpr (qtype<T>::plain) {
-        for (int i = threadIdx.x; i < a.hd; i += SHIFT_THREADS) v[i] = qtype<T>::get(head, i);
-    } else {
-        for (int c = threadIdx.x; c < a.hd / 8; c += SHIFT_THREADS) dequant_chunk<T>(head, a.hd, c, v + 8 * c);
-    }
+    for (int c = threadIdx.x; c < dq_chunks(a.hd); c += SHIFT_THREADS) dequant_chunk<T>(head, a.hd, c, v + 8 * c);
     __syncthreads();
     const int half = a.n_rot / 2;
     for (int i = threadIdx.x; i < half; i += SHIFT_THREADS) {
