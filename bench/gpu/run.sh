@@ -4,7 +4,8 @@
 # repository root with bench/gpu/carry/ (bench/gpu/prepare.sh) carried along.
 #
 #   bash bench/gpu/run.sh STAGE...     STAGE: check build llama models test
-#                                      membw sanitize bench serve summary, or all
+#                                      membw sanitize bench serve profile plan
+#                                      summary, or all
 #
 #   check     GPU, driver, memory, tools, disk; no GPU = exit 1 (never a skip)
 #   build     hearth, Release, CUDA for sm_90 only, tests on (own deps where
@@ -23,6 +24,10 @@
 #   serve     hearth serve vs llama-server, -ngl 99, 16 slots, on the 1B shape
 #             at Q4_K_M: aggregate tok/s at 1, 4 and 16 streams
 #             (bench/compare_serve.py)
+#   profile   ncu kernel times of a pp512 pass, both engines, 8B F16 and Q8_0
+#             (bench/gpu/ncu_sum.py)
+#   plan      `hearth info` memory plans of the 8B shape: -ngl auto -c 32768,
+#             -ngl -1 -c 131072 -np 4
 #   summary   $OUT/summary.md (bench/gpu/summary.py), printed last
 #   all       every stage above; llama.cpp's build and the models run in the
 #             background beside the tests and the sanitizer
@@ -350,6 +355,49 @@ stage_serve() {
         --llama-server "$lb/bin/llama-server" --save "$cache/results/serve.json" | tee "$cache/results/serve.txt"
 }
 
+# Where a prompt pass's GPU time goes (issue 10 item 6: pp512 at F16 and Q8_0
+# trails llama.cpp): ncu's kernel durations (one metric: no replay; clocks and
+# caches left alone) over the first launches of `-p 512 -n 0 -r 1` (a warm-up
+# pass, then the timed one), summed by kernel (ncu_sum.py), both engines, 8B shape.
+stage_profile() {
+    local ncu t engine m log fail=0
+    ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    [ -n "$ncu" ] || { echo "no ncu"; return 1; }
+    for t in F16 Q8_0; do
+        m=$(model_path llama-3-8b "$t")
+        [ -f "$m" ] || { echo "no $m"; fail=1; continue; }
+        for engine in hearth llama.cpp; do
+            log="$cache/logs/profile-$engine-$(basename "$m" .gguf).csv"
+            [ -s "$log" ] && continue
+            if [ "$engine" = hearth ]; then set -- "$hb/hearth" bench "$m"; else set -- "$lb/bin/llama-bench" -m "$m"; fi
+            [ -x "$1" ] || continue
+            echo "=== $engine $(basename "$m"): $ncu ... $*"
+            timeout "$(tlimit 120)" "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --print-units base \
+                --launch-count "${HEARTH_GPU_PROFILE_LAUNCHES:-1500}" --csv --page raw --log-file "$log.part" \
+                "$@" -p 512 -n 0 -r 1 -ngl 99 >/dev/null 2>>"$cache/logs/profile-stderr.log" || { fail=1; continue; }
+            mv "$log.part" "$log"
+            python3 "$here/ncu_sum.py" "$log" 20 | tee "$cache/results/profile-$engine-$(basename "$m" .gguf).md"
+        done
+    done
+    return $fail
+}
+
+# Memory planning (issue 10 item 8): the plan `hearth info` prints for
+# -ngl auto with a long context, and for everything on the GPU.
+stage_plan() {
+    local t m fail=0
+    for t in Q4_K_M F16; do
+        m=$(model_path llama-3-8b "$t")
+        [ -f "$m" ] || continue
+        for a in "-ngl auto -c 32768" "-ngl -1 -c 131072 -np 4"; do
+            echo "=== hearth info $(basename "$m") $a"
+            # shellcheck disable=SC2086
+            timeout "$(tlimit 60)" "$hb/hearth" info "$m" $a || fail=1
+        done
+    done
+    return $fail
+}
+
 stage_summary() {
     python3 "$here/summary.py" "$cache" >"$out/summary.md"
 }
@@ -362,7 +410,7 @@ stage_summary() {
 # their whole time.
 est() {
     case $1 in check) echo 5 ;; build | llama | models) echo 30 ;; test) echo 60 ;;
-        membw) echo 15 ;; sanitize) echo 40 ;; bench) echo 30 ;; serve) echo 90 ;; esac
+        membw) echo 15 ;; sanitize) echo 40 ;; bench) echo 30 ;; serve) echo 90 ;; profile) echo 40 ;; plan) echo 10 ;; esac
 }
 
 # Runs a stage unless `all` finds it recorded already; logs to logs/STAGE.log.
@@ -452,15 +500,17 @@ if [ "$1" = all ]; then
     bg_wait models
     [ "$(state build)" = ok ] && [ "$(state llama)" = ok ] && run_stage bench 0
     [ "$(state build)" = ok ] && [ "$(state llama)" = ok ] && run_stage serve 0
+    [ "$(state build)" = ok ] && [ "$(state models)" = ok ] && run_stage profile 0
+    [ "$(state build)" = ok ] && [ "$(state models)" = ok ] && run_stage plan 0
     failed && exit 1
     exit 0
 fi
 for s in "$@"; do
     case $s in
         check) run_stage check 1 || exit 1 ;;
-        build | llama | models | test | membw | sanitize | bench | serve) run_stage "$s" 1 ;;
+        build | llama | models | test | membw | sanitize | bench | serve | profile | plan) run_stage "$s" 1 ;;
         summary) ;; # always written at the end
-        *) echo "unknown stage $s (check build llama models test membw sanitize bench serve summary all)" >&2; exit 2 ;;
+        *) echo "unknown stage $s (check build llama models test membw sanitize bench serve profile plan summary all)" >&2; exit 2 ;;
     esac
 done
 failed && exit 1
