@@ -36,15 +36,32 @@ static const char *PROMPT = "<|im_start|>user\nWhat is the capital of France?<|i
  * (GPU vs CPU) and 4.6e-3 (token by token vs batched) on tiny-q4_1; the
  * F16/F32/BF16 models stay under 3e-5. On the CPU alone, 8-bit activations
  * against F32 ones on the same (dequantized) weights move them up to 8e-4.
- * A wrong kernel moves them by 1e-1 and more. */
+ * A wrong kernel moves them by 1e-1 and more. Mixtures of experts move
+ * more: where two experts' router scores nearly tie, the top-k choice of a
+ * token in some layer follows the rounding. On the CPU alone, flash
+ * attention on against off (the same weights, another order of the
+ * attention sums) moves tiny mixtral-q8_0 by up to 2.8e-3 (NMSE; 0.56 max)
+ * against 2.2e-4 for the dense mistral-q8_0 beside it (2026-11-27); on an
+ * H100 (2026-11-27) the GPU moved mixtral-q8_0 by 9.9e-3 at one step of 32
+ * (0.81 max) where mistral-q8_0 stayed under 5.3e-4: MAX_NMSE_MOE. */
 #define MAX_NMSE 5e-3
+#define MAX_NMSE_MOE 2e-2
 #define MAX_DIFF 1.0
 #define NEAR_TIE 0.5
+
+static double max_nmse = MAX_NMSE; /* MAX_NMSE_MOE for a mixture of experts */
 
 typedef struct run_out {
     int32_t tokens[N_GEN];
     float *logits; /* [N_GEN][n_vocab]: the logits step g chose from ([0]: the prompt's) */
 } run_out;
+
+/* A failed load or context ends the test (what follows needs it) with the
+ * library's message. */
+static void stop_unless(hearth_status st, const char *what) {
+    CHECK_MSG(st == HEARTH_OK, "%s: %s", what, hearth_last_error());
+    if (st != HEARTH_OK) exit(check_report());
+}
 
 /* devices and split NULL: the default devices and proportions */
 static void greedy_on(const char *path, int32_t ngl, const char *devices, const float *split, uint32_t step,
@@ -55,13 +72,13 @@ static void greedy_on(const char *path, int32_t ngl, const char *devices, const 
     mp.tensor_split = split;
     if (split) mp.split_mode = HEARTH_SPLIT_LAYER;
     hearth_model *m;
-    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
+    stop_unless(hearth_model_load(path, &mp, &m), "load");
     const int32_t n_vocab = hearth_model_n_vocab(m);
     CHECK(hearth_model_n_gpu_layers(m) == (ngl < 0 ? hearth_model_n_layer(m) + 1 : ngl));
     hearth_context_params cp = hearth_context_default_params();
     cp.n_ctx = 256;
     hearth_context *ctx;
-    CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_OK);
+    stop_unless(hearth_context_init(m, &cp, &ctx), "context");
     int32_t toks[128];
     size_t n;
     CHECK(hearth_tokenize(m, PROMPT, strlen(PROMPT), true, true, toks, 128, &n) == HEARTH_OK);
@@ -102,7 +119,7 @@ static void compare(const char *what, const run_out *a, const run_out *b, int32_
         }
         worst_nmse = num / den > worst_nmse ? num / den : worst_nmse;
         worst_max = max > worst_max ? max : worst_max;
-        CHECK_MSG(num / den < MAX_NMSE && max < MAX_DIFF, "%s: step %d: logits NMSE %.3g, max |diff| %.3f", what, g,
+        CHECK_MSG(num / den < max_nmse && max < MAX_DIFF, "%s: step %d: logits NMSE %.3g, max |diff| %.3f", what, g,
                   num / den, max);
         const int32_t ta = a->tokens[g], tb = b->tokens[g];
         if (ta != tb) {
@@ -117,14 +134,22 @@ static void compare(const char *what, const run_out *a, const run_out *b, int32_
            g < N_GEN ? g : N_GEN, N_GEN, worst_nmse, worst_max);
 }
 
-/* The model's vocabulary size, and its layer count into *n_layer if asked. */
+/* The model's vocabulary size, and its layer count into *n_layer if asked;
+ * a mixture of experts (an ARCH.expert_count key) sets max_nmse. */
 static int32_t vocab_size(const char *path, int32_t *n_layer) {
     hearth_model_params mp = hearth_model_default_params();
     mp.vocab_only = true;
     hearth_model *m;
-    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
+    stop_unless(hearth_model_load(path, &mp, &m), "load");
     const int32_t n_vocab = hearth_model_n_vocab(m);
     if (n_layer) *n_layer = hearth_model_n_layer(m);
+    for (int32_t i = 0; i < hearth_model_meta_count(m); i++) {
+        char key[128];
+        size_t len;
+        if (hearth_model_meta_key_by_index(m, i, key, sizeof key, &len) == HEARTH_OK && len > 13 &&
+            strcmp(key + len - 13, ".expert_count") == 0)
+            max_nmse = MAX_NMSE_MOE;
+    }
     hearth_model_free(m);
     return n_vocab;
 }

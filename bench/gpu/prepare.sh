@@ -29,14 +29,16 @@ if [ ! -f "$carry/llama.cpp.tar.xz" ]; then
     trap 'rm -rf "$tmp"' EXIT
     cp -a "$src" "$tmp/llama.cpp"
     t="$tmp/llama.cpp"
-    rm -rf "${t:?}"/{docs,models,tests,examples,pocs,media,benches,gguf-py,conversion,app,scripts,skills,grammars,requirements,ci,.github,.git}
+    rm -rf "${t:?}"/{docs,models,tests,examples,pocs,media,benches,gguf-py,conversion,app,skills,grammars,requirements,ci,.github,.git}
+    # scripts/: only what llama-server's build runs (its UI asset step)
+    find "$t/scripts" -mindepth 1 ! -name ui-assets.cmake -exec rm -rf {} +
     rm -f "$t"/*.py "$t"/*.md "$t"/Makefile "$t"/flake.nix "$t"/*.toml "$t"/*.ini
     # ggml: the CPU and CUDA backends only (ggml_add_backend adds a folder only when its option is on)
     for d in "$t"/ggml/src/ggml-*/; do
         case "$(basename "$d")" in ggml-cpu|ggml-cuda) ;; *) rm -rf "$d" ;; esac
     done
-    # the web UI's sources (LLAMA_BUILD_UI=OFF: only its CMakeLists.txt is read)
-    find "$t/tools/ui" -mindepth 1 -maxdepth 1 ! -name CMakeLists.txt -exec rm -rf {} +
+    # the web UI's sources (LLAMA_BUILD_UI=OFF: only its CMakeLists.txt and the templates of ui.cpp/ui.h are read)
+    find "$t/tools/ui" -mindepth 1 -maxdepth 1 ! -name CMakeLists.txt ! -name "*.in" -exec rm -rf {} +
     tar -C "$tmp" -cJf "$carry/llama.cpp.tar.xz" llama.cpp
     rm -rf "$tmp"
     trap - EXIT
