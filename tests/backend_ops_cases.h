@@ -148,6 +148,10 @@ static const op_case cases[] = {
     ATTN_LONG(72, 1, 16, 3, 300, 0, 0, 0), ATTN_LONG(9, 3, 64, 30, 0, 0, 20, 700), ATTN_LONG(14, 2, 64, 3, 400, 0, 1, 800),
     ATTN_LONG(6, 3, 64, 50, 130, 100, 25, 600),
     ATTN_LONG(24, 1, 96, 1, 1000, 0, 0, 0), ATTN_LONG(2, 1, 512, 1, 900, 300, 0, 0),
+    /* prompts of one sequence (CUDA's tensor-core kernel, tiles of 64 tokens and 32 rows): head_dim 128 over two
+     * token tiles, the second partial; 80 from position 0; 96 at depth; a window inside one tile of 64 tokens */
+    ATTN_LONG(8, 2, 128, 100, 300, 0, 0, 0), ATTN(4, 4, 80, 20, 0, 0, 0, 0), ATTN_LONG(4, 4, 96, 17, 100, 0, 0, 0),
+    ATTN_LONG(8, 1, 64, 64, 0, 16, 0, 0),
     /* n_head, n_head_kv, head_dim, tokens, pos0, split, pos1, cache rows, max_bias */
     ATTN_ALIBI(6, 6, 64, 1, 70, 0, 0, 96, 8.0f), ATTN_ALIBI(6, 2, 64, 5, 37, 0, 0, 96, 8.0f),
     ATTN_ALIBI(12, 12, 32, 7, 20, 0, 0, 96, 8.0f), ATTN_ALIBI(12, 1, 64, 3, 61, 0, 0, 96, 4.0f),

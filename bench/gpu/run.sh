@@ -24,8 +24,8 @@
 #   serve     hearth serve vs llama-server, -ngl 99, 16 slots, on the 1B shape
 #             at Q4_K_M: aggregate tok/s at 1, 4 and 16 streams
 #             (bench/compare_serve.py)
-#   profile   ncu kernel times of a pp512 pass, both engines, 8B F16 and Q8_0
-#             (bench/gpu/ncu_sum.py)
+#   profile   ncu kernel times of pp512 (F16, Q8_0) and of generation
+#             (Q4_K_M, Q8_0), both engines, 8B shape (bench/gpu/ncu_sum.py)
 #   plan      `hearth info` memory plans of the 8B shape: -ngl auto -c 32768,
 #             -ngl -1 -c 131072 -np 4
 #   summary   $OUT/summary.md (bench/gpu/summary.py), printed last
@@ -372,37 +372,44 @@ stage_serve() {
         --llama-server "$lb/bin/llama-server" --save "$cache/results/serve.json" | tee "$cache/results/serve.txt"
 }
 
-# Where a prompt pass's GPU time goes (issue 10 item 6: pp512 at F16 and Q8_0
-# trails llama.cpp): ncu's kernel durations (one metric: no replay; clocks and
-# caches left alone) over the first launches of `-p 512 -n 0 -r 1` (a warm-up
-# pass, then the timed one), summed by kernel (ncu_sum.py), both engines, 8B shape.
+# Where a pass's GPU time goes (issue 10 item 6): ncu's kernel durations
+# (one metric: no replay; clocks and caches left alone) over the first
+# launches of a prompt run (`-p 512 -n 0 -r 1`: a warm-up pass, then the
+# timed one) at F16 and Q8_0 and of a generation run (`-p 0 -n 32 -r 1`: ~3
+# tokens of 1500 launches) at Q4_K_M and Q8_0, summed by kernel
+# (ncu_sum.py), both engines, 8B shape.
 stage_profile() {
-    local ncu t engine m log fail=0
+    local ncu spec t test engine m name log fail=0
     ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
     [ -n "$ncu" ] || { echo "no ncu"; return 1; }
-    for t in F16 Q8_0; do
+    for spec in F16:pp512 Q8_0:pp512 Q4_K_M:tg Q8_0:tg; do
+        t=${spec%:*} test=${spec#*:}
         m=$(model_path llama-3-8b "$t")
         [ -f "$m" ] || { echo "no $m"; fail=1; continue; }
         for engine in hearth llama.cpp; do
-            log="$cache/logs/profile-$engine-$(basename "$m" .gguf).csv"
+            name="profile-$engine-$(basename "$m" .gguf)-$test"
+            log="$cache/logs/$name.csv"
             [ -s "$log" ] && continue
             if [ "$engine" = hearth ]; then set -- "$hb/hearth" bench "$m"; else set -- "$lb/bin/llama-bench" -m "$m"; fi
             [ -x "$1" ] || continue
-            echo "=== $engine $(basename "$m"): $ncu ... $*"
+            if [ "$test" = pp512 ]; then set -- "$@" -p 512 -n 0; else set -- "$@" -p 0 -n 32; fi
+            echo "=== $engine $(basename "$m") $test: $ncu ... $*"
             timeout "$(tlimit 120)" "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --print-units base \
                 --launch-count "${HEARTH_GPU_PROFILE_LAUNCHES:-1500}" --csv --page raw --log-file "$log.part" \
-                "$@" -p 512 -n 0 -r 1 -ngl 99 >/dev/null 2>>"$cache/logs/profile-stderr.log" || { fail=1; continue; }
+                "$@" -r 1 -ngl 99 >/dev/null 2>>"$cache/logs/profile-stderr.log" || { fail=1; continue; }
             mv "$log.part" "$log"
-            python3 "$here/ncu_sum.py" "$log" 20 | tee "$cache/results/profile-$engine-$(basename "$m" .gguf).md"
+            python3 "$here/ncu_sum.py" "$log" 20 | tee "$cache/results/$name.md"
         done
     done
     return $fail
 }
 
 # Memory planning (issue 10 item 8): the plan `hearth info` prints for
-# -ngl auto with a long context, and for everything on the GPU.
+# -ngl auto with a long context and for everything on the GPU, then -ngl
+# auto where the model does not fit (the GPU shown as 16 devices: cuda0 is a
+# sixteenth, ~5 GB) and a generation with that plan.
 stage_plan() {
-    local t m fail=0
+    local t m a fail=0
     for t in Q4_K_M F16; do
         m=$(model_path llama-3-8b "$t")
         [ -f "$m" ] || continue
@@ -412,6 +419,13 @@ stage_plan() {
             timeout "$(tlimit 60)" "$hb/hearth" info "$m" $a || fail=1
         done
     done
+    m=$(model_path llama-3-8b F16)
+    [ -f "$m" ] || return $fail
+    echo "=== HEARTH_CUDA_SPLIT=16 hearth info $(basename "$m") -ngl auto -c 8192 --device cuda0"
+    HEARTH_CUDA_SPLIT=16 timeout "$(tlimit 60)" "$hb/hearth" info "$m" -ngl auto -c 8192 --device cuda0 || fail=1
+    echo "=== HEARTH_CUDA_SPLIT=16 hearth run $(basename "$m") -ngl auto -c 8192 --device cuda0"
+    HEARTH_CUDA_SPLIT=16 timeout "$(tlimit 90)" "$hb/hearth" run "$m" "Hello" -n 16 --temp 0 -ngl auto -c 8192 \
+        --device cuda0 || fail=1
     return $fail
 }
 
@@ -427,7 +441,7 @@ stage_summary() {
 # their whole time.
 est() {
     case $1 in check) echo 5 ;; build | llama | models) echo 30 ;; test) echo 60 ;;
-        membw) echo 15 ;; sanitize) echo 40 ;; bench) echo 30 ;; serve) echo 90 ;; profile) echo 40 ;; plan) echo 10 ;; esac
+        membw) echo 15 ;; sanitize) echo 40 ;; bench) echo 30 ;; serve) echo 90 ;; profile) echo 60 ;; plan) echo 10 ;; esac
 }
 
 # Runs a stage unless `all` finds it recorded already; logs to logs/STAGE.log.

@@ -11,8 +11,9 @@
 // several it writes its unnormalized output and (m, l) per head, and a small
 // kernel combines the splits: out = sum_s exp(m_s - M) o_s / sum_s exp(m_s -
 // M) l_s with M the largest m_s, splits that saw no key (l = 0) left out.
-// Prompts (many tokens) run the same kernel: a block per (KV head, split,
-// token), no query tile.
+// Prompts of one sequence take the tensor cores (attention_mma.cu); other
+// passes of several tokens (a server's batch of sequences) run this kernel,
+// a block per (KV head, split, token), no query tile.
 //
 // Query token t sits at position p = pos[t] of the sequence whose cells start
 // at row row0[t], and sees that sequence's positions [lo, p]: lo = 0, or
@@ -111,9 +112,6 @@ attention_split(const float *__restrict__ q, const uint8_t *__restrict__ k, cons
 
     // (a quantized K's kv_query takes a warp per block of 32: G * hd is whole blocks, so whole warps)
     for (int i = tid; i < G * hd; i += ATT_THREADS) q_s[i] = kv_query<TK>(qt[i]) * scale;
-    int nl2 = 1; // ALiBi: the largest power of two <= n_head
-    while (nl2 * 2 <= n_head) nl2 *= 2;
-    const float m0 = powf(2.0f, -max_bias / (float)nl2), m1 = powf(2.0f, -(max_bias / 2.0f) / (float)nl2);
     for (int g = tid; g < G; g += ATT_THREADS) m_s[g] = -INFINITY, l_s[g] = 0.0f;
     float acc[2][8] = {}; // outputs (head, chunk of 8 dims) it = it0 and it0 + ATT_THREADS, it = g * nch + chunk
     __syncthreads();
@@ -145,9 +143,7 @@ attention_split(const float *__restrict__ q, const uint8_t *__restrict__ k, cons
         for (int g = warp; g < G; g += ATT_WARPS) {
             float *sg = s_s + g * ATT_TILE;
             const int h = kh * G + g;
-            const float slope = max_bias <= 0.0f ? 0.0f
-                                : h < nl2        ? powf(m0, (float)(h + 1))
-                                                 : powf(m1, (float)(2 * (h - nl2) + 1));
+            const float slope = max_bias <= 0.0f ? 0.0f : att_alibi_slope(n_head, max_bias, h);
             const float a = lane < n ? sg[lane] + slope * (float)(j0 + lane - pos) : -INFINITY;
             const float b = lane + 32 < n ? sg[lane + 32] + slope * (float)(j0 + lane + 32 - pos) : -INFINITY;
             float mx = fmaxf(a, b);
@@ -337,6 +333,7 @@ void hl_cuda_attention(hl_backend *b, const hl_attn_args *a) {
                        ATT_MAX_GROUP_DIMS, ATT_MAX_SHARED / 1024);
         return;
     }
+    if (hl_cuda_attention_mma_runs(cu, a)) return hl_cuda_attention_mma(cu, a);
     const int ns = attention_splits(cu, a), tokens = (int)a->q->ne[1], g = a->n_head / a->n_head_kv;
     float2 *part_ml = (float2 *)cu->w16;
     float *part_o = (float *)(part_ml + (int64_t)tokens * ns * a->n_head);

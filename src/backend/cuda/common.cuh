@@ -32,6 +32,7 @@ struct hl_cuda {
     __half *w16;                // [w16_elems] weight tile in F16 (prompt matmuls); between
                                 // matmuls the attention's split partials (attention.cu)
     size_t w16_elems;
+    int smem_optin;             // shared memory a block may opt in to (bytes; attention_mma.cu)
     __half *x16;                // [max_tokens * max_row] activations in F16; in matvec
                                 // their Q8_1 form (matvec.cu, 1.25 bytes per element)
     void *staging[2];           // pinned host buffers for uploads, HL_CUDA_STAGING bytes each
@@ -78,6 +79,15 @@ static inline const int32_t *cuda_row0(const hl_cuda *cu) { return cu->d_pos + c
 
 static inline unsigned cuda_blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
+// ALiBi's slope of query head h of n_head for max_bias > 0, as backend.h's
+// hl_alibi_slope (ggml's m0/m1 rule; Press, Smith & Lewis 2022).
+__device__ __forceinline__ float att_alibi_slope(int n_head, float max_bias, int h) {
+    int n = 1; // the largest power of two <= n_head
+    while (n * 2 <= n_head) n *= 2;
+    return h < n ? powf(powf(2.0f, -max_bias / (float)n), (float)(h + 1))
+                 : powf(powf(2.0f, -(max_bias / 2.0f) / (float)n), (float)(2 * (h - n) + 1));
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
@@ -111,6 +121,11 @@ bool hl_cuda_attention_runs(const hl_attn_args *a);       // attention.cu
 bool hl_cuda_rope_runs(const hl_rope_params *p);          // rope.cu
 bool hl_cuda_rope_shift_runs(const hl_rope_params *p, uint32_t cache_type, int64_t head_dim); // rope.cu
 bool hl_cuda_store_rows_runs(uint32_t cache_type, int64_t d); // rows.cu: rows of d elements
+
+// Prompt attention on tensor cores (attention_mma.cu): whether it takes the
+// pass (one sequence, consecutive positions, an F16 cache ...), and the op.
+bool hl_cuda_attention_mma_runs(const hl_cuda *cu, const hl_attn_args *a);
+void hl_cuda_attention_mma(hl_cuda *cu, const hl_attn_args *a);
 
 // Matrix-vector products for batches of fewer than HL_CUDA_MMV_MAX tokens
 // (matvec.cu); larger batches go through cuBLAS (gemm.cu). Returns false if

@@ -276,6 +276,7 @@ static hearth_status init(hl_cuda *cu) {
         return hl_fail(HEARTH_ERR_DEVICE, "cuda%d: cublasCreate failed: %s", cu->index, cublasGetStatusString(s));
     if (cublasSetStream(cu->cublas, cu->stream) != CUBLAS_STATUS_SUCCESS)
         return hl_fail(HEARTH_ERR_DEVICE, "cuda%d: cublasSetStream failed", cu->index);
+    CUDA_TRY(cudaDeviceGetAttribute(&cu->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, cu->device));
     cu->w16_elems = l->gemm_scratch_bytes / sizeof(__half);
     CUDA_TRY(cudaMalloc(&cu->d_ids, (size_t)l->max_tokens * sizeof(int32_t)));
     CUDA_TRY(cudaMalloc(&cu->w16, cu->w16_elems * sizeof(__half) + 16));

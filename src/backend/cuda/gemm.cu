@@ -1,15 +1,18 @@
 // Matrix products of prompts (HL_CUDA_MMV_MAX tokens or more) through
-// cuBLAS: the weights are dequantized to F16 tiles of as many rows as the
-// scratch holds, the activations converted to F16 once, and
-// cublasGemmEx multiplies them with F32 accumulation and F32 output. Fewer
-// tokens take the matrix-vector kernels (matvec.cu), which read the
-// quantized weights directly.
+// cuBLAS. F16 and BF16 weights are read in place: one GemmEx over the whole
+// matrix, the activations converted once to the weights' type (as llama.cpp
+// does for BF16). Other types are dequantized to F16 tiles of as many rows as
+// the scratch holds, each multiplied as it is made. F32 accumulation and
+// output throughout. Fewer tokens take the matrix-vector kernels (matvec.cu),
+// which read the quantized weights directly.
 //
 // Layouts: cuBLAS is column-major. Row-major W {d_in, d_out} (d_out rows of
 // d_in) is the column-major d_in x d_out matrix A with lda = d_in; x {d_in, n}
 // is column-major d_in x n; y {d_out, n} is column-major d_out x n. So
 // y[:, r0:r1] = A[:, r0:r1]^T x: GemmEx(T, N, m = r1 - r0, n, k = d_in),
 // C = y + r0 with ldc = d_out.
+#include <type_traits>
+
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/dequant.cuh"
 
@@ -25,7 +28,14 @@ static __global__ void dequant_f16_kernel(const uint8_t *__restrict__ src, size_
     const int64_t r = i / per_row, c = i % per_row;
     float v[8];
     const int k = dequant_chunk<T>(src + r * stride, d, c, v);
-    for (int j = 0; j < k; j++) y[r * d + 8 * c + j] = __float2half_rn(v[j]);
+    __half *out = y + r * d + 8 * c;
+    if (k == 8 && d % 8 == 0) { // a whole chunk on a 16-byte boundary: one store (a warp writes 512 bytes at once)
+        __align__(16) __half2 h[4];
+        for (int j = 0; j < 4; j++) h[j] = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
+        *(uint4 *)out = *(const uint4 *)h;
+    } else {
+        for (int j = 0; j < k; j++) out[j] = __float2half_rn(v[j]);
+    }
 }
 
 namespace { // file-local: no symbol leaves the object
@@ -43,9 +53,26 @@ bool hl_cuda_dequant_f16(hl_cuda *cu, uint32_t type, const void *src, size_t str
     return dispatch_type<launch_dequant_f16>(type, cu, src, stride, d, rows, y);
 }
 
-static __global__ void f32_to_f16(const float *__restrict__ x, __half *__restrict__ y, int64_t n) {
+// x {n} F32 to F16 (__half) or BF16 (__nv_bfloat16), round to nearest even.
+template <typename H> static __global__ void f32_to(const float *__restrict__ x, H *__restrict__ y, int64_t n) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = __float2half_rn(x[i]);
+    if (i >= n) return;
+    if constexpr (std::is_same<H, __half>::value) y[i] = __float2half_rn(x[i]);
+    else y[i] = __float2bfloat16_rn(x[i]);
+}
+
+// y {d_out, n} = W^T x for F16 or BF16 weights, read where they are. The
+// activations go to x16's bytes in the weights' type.
+template <typename H>
+static void gemm_in_place(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y, cudaDataType_t type) {
+    const int64_t d_in = w->ne[0], d_out = w->ne[1], n = x->ne[1];
+    H *xh = (H *)cu->x16;
+    f32_to<H><<<cuda_blocks(d_in * n, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>((const float *)x->data, xh, d_in * n);
+    if (!CU_LAUNCHED(cu)) return;
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_OK(cu, cublasGemmEx(cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)d_out, (int)n, (int)d_in, &one, w->data, type,
+                               (int)d_in, xh, type, (int)d_in, &zero, y->data, CUDA_R_32F, (int)d_out,
+                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
@@ -56,7 +83,9 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
                     (long long)cu->limits.max_row);
         return;
     }
-    f32_to_f16<<<cuda_blocks(d_in * n, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>((const float *)x->data, cu->x16,
+    if (w->type == GGML_TYPE_F16) return gemm_in_place<__half>(cu, w, x, y, CUDA_R_16F);
+    if (w->type == GGML_TYPE_BF16) return gemm_in_place<__nv_bfloat16>(cu, w, x, y, CUDA_R_16BF);
+    f32_to<__half><<<cuda_blocks(d_in * n, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>((const float *)x->data, cu->x16,
                                                                                  d_in * n);
     if (!CU_LAUNCHED(cu)) return;
     const size_t stride = hl_row_size(w->type, d_in);

@@ -1,0 +1,181 @@
+// Prompt attention on tensor cores, after FlashAttention-2 (Dao 2023,
+// arXiv:2307.08691, Algorithm 1): a block per (query head, tile of
+// MMA_ROWS tokens) walks the cache rows its tokens see in tiles of MMA_KEYS,
+// S = Q K^T on tensor cores (WMMA 16x16x16: F16 in, F32 sums), then in F32
+// the scale, the mask and ALiBi's bias, the online softmax (Milakov &
+// Gimelshein 2018, arXiv:1805.02867: a running maximum m and sum l per
+// token, the output rescaled by exp(m_old - m_new) when m grows), and O = O
+// + P V on tensor cores with P rounded to F16 (as llama.cpp's exact path
+// rounds the probabilities) and O in F32 in shared memory. The query is
+// rounded to F16 as the CPU rounds a query for an F16 cache (ggml's
+// vec_dot_f16); the scale multiplies the F32 score.
+//
+// It takes what attention.cu's flash-decoding kernel does for a prompt, a
+// block per (KV head, token), on CUDA cores (~13x llama.cpp's time a layer
+// on the H100 profile of 2026-11-27): passes of at least MMA_MIN_TOKENS
+// tokens of one sequence at consecutive positions, an F16 K and V cache,
+// head_dim a multiple of 16 up to 256. A pass of several sequences (the
+// server's batches) stays with flash-decoding, whose blocks read only the
+// rows each token sees. Masks as attention.cu: token t at position p of the
+// sequence whose cells start at row0 sees rows [row0 + lo, row0 + p], lo = 0
+// or p - n_swa + 1, and ALiBi adds slope(h) * -(p - j) for position j.
+#include <limits.h>
+#include <math.h>
+#include <mma.h>
+
+#include "backend/cuda/common.cuh"
+
+#define MMA_ROWS 64       // query tokens per block: a warp per 16
+#define MMA_KEYS 32       // cache rows per tile: a lane per row in the softmax
+#define MMA_THREADS (MMA_ROWS / 16 * 32)
+#define MMA_MAX_HEAD_DIM 256
+#define MMA_MIN_TOKENS 16 // fewer: flash-decoding (attention.cu)
+
+using namespace nvcuda;
+
+// Shared memory of a block (bytes; each part a multiple of 32 bytes, as
+// WMMA's loads want): Q [ROWS][hd] F16, K and V [KEYS][hd] F16, O [ROWS][hd]
+// F32, S [ROWS][KEYS] F32, P [ROWS][KEYS] F16, then m, l [ROWS] F32 and the
+// visible rows lo, hi [ROWS] int.
+static __host__ __device__ __forceinline__ size_t mma_shared_bytes(int hd) {
+    return (size_t)hd * (2 * MMA_ROWS + 4 * MMA_KEYS + 4 * MMA_ROWS) + MMA_ROWS * MMA_KEYS * 6 + MMA_ROWS * 16;
+}
+
+// grid (n_head, tiles of MMA_ROWS tokens), block MMA_THREADS, shared
+// mma_shared_bytes(hd). q, out F32 {n_head * hd, n}; k, v F16 {n_head_kv * hd,
+// cache rows}.
+static __global__ void __launch_bounds__(MMA_THREADS)
+attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
+              float *__restrict__ out, int n, int n_head, int n_head_kv, int hd, const int32_t *pos_of,
+              const int32_t *row0_of, int n_swa, float scale, float max_bias) {
+    extern __shared__ float4 smem4[];
+    __half *q_s = (__half *)smem4;
+    __half *k_s = q_s + MMA_ROWS * hd;
+    __half *v_s = k_s + MMA_KEYS * hd;
+    float *o_s = (float *)(v_s + MMA_KEYS * hd);
+    float *s_s = o_s + MMA_ROWS * hd;
+    __half *p_s = (__half *)(s_s + MMA_ROWS * MMA_KEYS);
+    float *m_s = (float *)(p_s + MMA_ROWS * MMA_KEYS);
+    float *l_s = m_s + MMA_ROWS;
+    int *lo_s = (int *)(l_s + MMA_ROWS), *hi_s = lo_s + MMA_ROWS;
+    const int h = blockIdx.x, kh = h / (n_head / n_head_kv), t0 = blockIdx.y * MMA_ROWS;
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, rows = min(MMA_ROWS, n - t0);
+    const int64_t q_dim = (int64_t)n_head * hd, kv_dim = (int64_t)n_head_kv * hd;
+
+    // each token's visible rows (none past the pass's tokens), the query tile in F16, O = 0
+    for (int r = tid; r < MMA_ROWS; r += MMA_THREADS) {
+        int lo = INT_MAX, hi = -1;
+        if (r < rows) {
+            const int p = pos_of[t0 + r], row0 = row0_of[t0 + r];
+            lo = row0 + (n_swa > 0 && p - n_swa + 1 > 0 ? p - n_swa + 1 : 0);
+            hi = row0 + p;
+        }
+        lo_s[r] = lo, hi_s[r] = hi, m_s[r] = -INFINITY, l_s[r] = 0.0f;
+    }
+    for (int i = tid; i < MMA_ROWS * hd; i += MMA_THREADS) {
+        const int r = i / hd;
+        q_s[i] = __float2half_rn(r < rows ? q[(t0 + r) * q_dim + (int64_t)h * hd + i % hd] : 0.0f);
+        o_s[i] = 0.0f;
+    }
+    const float slope = max_bias > 0.0f ? att_alibi_slope(n_head, max_bias, h) : 0.0f;
+    __syncthreads();
+    // one sequence at consecutive positions: the first token sees the lowest row, the last the highest
+    const int j_lo = lo_s[0], j_hi = hi_s[rows - 1];
+
+    const int chunks = hd / 8; // 16 bytes of a row
+    const __half *kh0 = k + (int64_t)kh * hd, *vh0 = v + (int64_t)kh * hd;
+    __half *qw = q_s + warp * 16 * hd, *pw = p_s + warp * 16 * MMA_KEYS;
+    float *ow = o_s + warp * 16 * hd, *sw = s_s + warp * 16 * MMA_KEYS;
+    for (int j0 = j_lo; j0 <= j_hi; j0 += MMA_KEYS) {
+        // the K and V tile, zeros past the last row seen (the rows beyond may be unwritten)
+        for (int i = tid; i < MMA_KEYS * chunks; i += MMA_THREADS) {
+            const int jj = i / chunks, c = i % chunks;
+            const int64_t off = (int64_t)(j0 + jj) * kv_dim + 8 * c;
+            const bool in = j0 + jj <= j_hi;
+            ((uint4 *)k_s)[i] = in ? *(const uint4 *)(kh0 + off) : make_uint4(0, 0, 0, 0);
+            ((uint4 *)v_s)[i] = in ? *(const uint4 *)(vh0 + off) : make_uint4(0, 0, 0, 0);
+        }
+        __syncthreads();
+
+        // S = Q K^T for the warp's 16 tokens: K^T is K read column-major
+        for (int nb = 0; nb < MMA_KEYS / 16; nb++) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            wmma::fill_fragment(acc, 0.0f);
+            for (int kk = 0; kk < hd; kk += 16) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
+                wmma::load_matrix_sync(a, qw + kk, hd);
+                wmma::load_matrix_sync(b, k_s + nb * 16 * hd + kk, hd);
+                wmma::mma_sync(acc, a, b, acc);
+            }
+            wmma::store_matrix_sync(sw + nb * 16, acc, MMA_KEYS, wmma::mem_row_major);
+        }
+        __syncwarp();
+
+        // the online softmax, a token at a time, a lane per row of the tile; O's row rescaled
+        for (int rr = 0; rr < 16; rr++) {
+            const int r = warp * 16 + rr, j = j0 + lane;
+            const bool seen = j >= lo_s[r] && j <= hi_s[r];
+            const float s = seen ? sw[rr * MMA_KEYS + lane] * scale + slope * (float)(j - hi_s[r]) : -INFINITY;
+            float mx = s;
+            for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            const float m_old = m_s[r], m_new = fmaxf(m_old, mx);
+            const float p = seen ? expf(s - m_new) : 0.0f;
+            const float c = m_new == -INFINITY ? 1.0f : expf(m_old - m_new); // 0 on the first rows seen
+            const float sum = warp_sum(p);
+            pw[rr * MMA_KEYS + lane] = __float2half_rn(p);
+            if (c != 1.0f)
+                for (int d = lane; d < hd; d += 32) ow[rr * hd + d] *= c;
+            __syncwarp(); // every lane has read m_s[r] before lane 0 writes it
+            if (lane == 0) l_s[r] = l_s[r] * c + sum, m_s[r] = m_new;
+        }
+        __syncwarp();
+
+        // O += P V, a 16-column block of the warp's rows at a time
+        for (int nb = 0; nb < hd; nb += 16) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            wmma::load_matrix_sync(acc, ow + nb, hd, wmma::mem_row_major);
+            for (int kk = 0; kk < MMA_KEYS; kk += 16) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
+                wmma::load_matrix_sync(a, pw + kk, MMA_KEYS);
+                wmma::load_matrix_sync(b, v_s + kk * hd + nb, hd);
+                wmma::mma_sync(acc, a, b, acc);
+            }
+            wmma::store_matrix_sync(ow + nb, acc, hd, wmma::mem_row_major);
+        }
+        __syncthreads(); // K and V are used up
+    }
+
+    // out = O / l (l > 0: a token sees at least its own row)
+    for (int i = tid; i < rows * hd; i += MMA_THREADS) {
+        const int r = i / hd;
+        out[(t0 + r) * q_dim + (int64_t)h * hd + i % hd] = o_s[i] / l_s[r];
+    }
+}
+
+bool hl_cuda_attention_mma_runs(const hl_cuda *cu, const hl_attn_args *a) {
+    const int64_t n = a->q->ne[1];
+    if (n < MMA_MIN_TOKENS || a->k_cache->type != GGML_TYPE_F16 || a->v_cache->type != GGML_TYPE_F16 ||
+        a->head_dim % 16 != 0 || a->head_dim > MMA_MAX_HEAD_DIM || (int64_t)cu->limits.max_tokens < n ||
+        mma_shared_bytes(a->head_dim) > (size_t)cu->smem_optin)
+        return false;
+    // the pass's positions and rows, as set_positions left them (a pass of several tokens is never a recorded graph)
+    const int32_t *pos = cu->h_pos, *row0 = cu->h_pos + cu->limits.max_tokens;
+    for (int64_t t = 1; t < n; t++)
+        if (row0[t] != row0[0] || pos[t] != pos[t - 1] + 1) return false;
+    return true;
+}
+
+void hl_cuda_attention_mma(hl_cuda *cu, const hl_attn_args *a) {
+    const size_t shared = mma_shared_bytes(a->head_dim);
+    if (!CU_OK(cu, cudaFuncSetAttribute(attention_mma, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared)))
+        return;
+    const int n = (int)a->q->ne[1];
+    const dim3 grid((unsigned)a->n_head, (unsigned)((n + MMA_ROWS - 1) / MMA_ROWS));
+    attention_mma<<<grid, MMA_THREADS, shared, cu->stream>>>(
+        (const float *)a->q->data, (const __half *)a->k_cache->data, (const __half *)a->v_cache->data,
+        (float *)a->out->data, n, a->n_head, a->n_head_kv, a->head_dim, cuda_pos(cu), cuda_row0(cu), a->n_swa,
+        a->scale, a->max_bias);
+    CU_LAUNCHED(cu);
+}
