@@ -197,11 +197,17 @@ typedef struct hearth_model_params {
     /* With n_gpu_layers AUTO: the context, in tokens over all sequences,
      * that must fit beside the layers; 0 (default) = the context default
      * (n_ctx_train, at most 4096). Each offloaded block then needs its
-     * weights plus its F16 KV cache of fit_n_ctx positions (2 x fit_n_ctx x
-     * n_head_kv x head_dim x 2 bytes), and each device keeps 256 MiB more
-     * free for buffers (cuBLAS, scratch, activations) and 1/20 of its free
-     * memory as a margin. Ignored otherwise. */
+     * weights plus its KV cache of fit_n_ctx positions (fit_n_ctx rows of
+     * n_head_kv x head_dim elements for K in fit_type_k and for V in
+     * fit_type_v: 2 bytes an element for F16 and BF16, 34 bytes per 32 for
+     * Q8_0, 18 for Q4_0), and each device keeps 256 MiB more free for
+     * buffers (cuBLAS, scratch, activations) and 1/20 of its free memory as
+     * a margin. Ignored otherwise. */
     uint32_t fit_n_ctx;
+    /* With n_gpu_layers AUTO: the KV cache types (hearth_kv_type) the
+     * context will have (hearth_context_params.type_k / type_v); 0 (default)
+     * = F16. Another value is INVALID_ARG at load. Ignored otherwise. */
+    int32_t fit_type_k, fit_type_v;
     /* How offloaded layers spread over several GPUs: NONE = all on main_gpu;
      * LAYER = consecutive runs of layers in tensor_split proportions; ROW is
      * not supported yet (UNSUPPORTED at load). */
@@ -228,7 +234,7 @@ typedef struct hearth_model_params {
     void *progress_user;
 } hearth_model_params;
 
-/* Defaults: n_gpu_layers 0, fit_n_ctx 0, SPLIT_LAYER, main_gpu 0, tensor_split NULL, devices NULL,
+/* Defaults: n_gpu_layers 0, fit_n_ctx 0, fit_type_k and fit_type_v 0 (F16), SPLIT_LAYER, main_gpu 0, tensor_split NULL, devices NULL,
  * use_mmap true, use_mlock false, vocab_only false, no progress callback. */
 HEARTH_API hearth_model_params hearth_model_default_params(void);
 

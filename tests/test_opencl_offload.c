@@ -150,7 +150,8 @@ static void test_too_little_memory(const char *path, const char *dev, int32_t in
 /* n_gpu_layers auto on a device of 400 MiB (HEARTH_OPENCL_MEM_LIMIT): the
  * default model's 30 blocks do not all fit beside 256 MiB of buffers and the
  * KV cache of fit_n_ctx tokens (6 MiB a block at 8192); the layers chosen
- * leave room for that context, and a longer one gets fewer. */
+ * leave room for that context, a longer one gets fewer, and a quantized
+ * cache type (fit_type_k / fit_type_v) more. */
 static void test_auto(const char *path, const char *dev) {
     setenv("HEARTH_OPENCL_MEM_LIMIT", "400", 1);
     hearth_model_params mp = hearth_model_default_params();
@@ -176,7 +177,18 @@ static void test_auto(const char *path, const char *dev) {
         hearth_model_free(m);
     }
     CHECK_MSG(n_fit[1] < n_fit[0], "auto: %d layers for n_ctx 8192, %d for 16384", (int)n_fit[0], (int)n_fit[1]);
-    printf("auto on %s of 400 MiB: %d layers for n_ctx 8192, %d for 16384\n", dev, (int)n_fit[0], (int)n_fit[1]);
+    /* a q8_0 cache (0.53x the bytes) leaves room for more layers; the context is not made (OpenCL caches f16) */
+    mp.fit_type_k = mp.fit_type_v = HEARTH_KV_Q8_0;
+    hearth_model *m;
+    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_OK);
+    const int32_t n_q8 = m ? hearth_model_n_gpu_layers(m) : 0;
+    CHECK_MSG(n_q8 > n_fit[1], "auto: %d layers for n_ctx 16384 with a q8_0 cache, %d with f16", (int)n_q8,
+              (int)n_fit[1]);
+    hearth_model_free(m);
+    mp.fit_type_v = 7; /* no hearth_kv_type */
+    CHECK(hearth_model_load(path, &mp, &m) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "fit_type_v 7"));
+    printf("auto on %s of 400 MiB: %d layers for n_ctx 8192, %d for 16384, %d for 16384 with a q8_0 cache\n", dev,
+           (int)n_fit[0], (int)n_fit[1], (int)n_q8);
     unsetenv("HEARTH_OPENCL_MEM_LIMIT");
 }
 

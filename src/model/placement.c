@@ -10,6 +10,7 @@
 #include "backend/ops.h"
 #include "base/log.h"
 #include "base/progress.h"
+#include "quant/quant.h"
 
 #define MIB(b) ((double)(b) / (1 << 20))
 #define UPLOAD_ALIGN 256 /* bytes; cudaMalloc's alignment, for every tensor in a device buffer */
@@ -125,6 +126,9 @@ hearth_status hl_placement_plan(const hl_placement_in *in, int8_t *layer_dev, hl
 /* ------------------------------------------------------------ apply -- */
 
 static size_t aligned(size_t n) { return (n + UPLOAD_ALIGN - 1) & ~(size_t)(UPLOAD_ALIGN - 1); }
+
+/* Bytes of one KV cache row of n elements in hearth_kv_type t (0: F16). */
+static size_t kv_row_bytes(int32_t t, int64_t n) { return hl_row_size(t ? (uint32_t)t : GGML_TYPE_F16, n); }
 
 /* Bytes of a block's weights (absent optional tensors have no data). */
 static size_t layer_bytes(const hl_layer *l) {
@@ -307,6 +311,7 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     if (st == HEARTH_OK) find_host_only(m, n_dev, output ? n_layer : p->n_gpu_layers, output, host_only);
     const bool fit = p->n_gpu_layers == HEARTH_N_GPU_LAYERS_AUTO;
     const uint32_t fit_n_ctx = p->fit_n_ctx ? p->fit_n_ctx : hl_default_n_ctx(&m->hp);
+    const int64_t kv_dim = (int64_t)m->hp.n_head_kv * m->hp.head_dim;
     const hl_placement_in in = {
         .n_layer = n_layer, .layer_bytes = bytes,
 #define OUTPUT_BYTES(name) +aligned(hl_tensor_nbytes(&m->name))
@@ -315,8 +320,8 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
         .n_gpu_layers = p->n_gpu_layers, .split_mode = p->split_mode, .main_gpu = p->main_gpu,
         .tensor_split = p->tensor_split, .n_devices = n_dev, .free_bytes = free_bytes,
         .reserve_bytes = HL_PLACEMENT_RESERVE, .host_only = host_only, .names = name_of,
-        /* K and V of F16, fit_n_ctx positions of n_head_kv x head_dim */
-        .layer_ctx_bytes = 2 * (size_t)fit_n_ctx * (size_t)m->hp.n_head_kv * (size_t)m->hp.head_dim * 2,
+        /* K and V, fit_n_ctx rows of n_head_kv x head_dim in the fit types */
+        .layer_ctx_bytes = (size_t)fit_n_ctx * (kv_row_bytes(p->fit_type_k, kv_dim) + kv_row_bytes(p->fit_type_v, kv_dim)),
     };
     hl_placement pl;
     if (st == HEARTH_OK) st = hl_placement_plan(&in, m->layer_dev, &pl);

@@ -202,6 +202,7 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
     mp->devices = o->devices;
     ep->ctx.n_ctx = (uint32_t)n_ctx * (uint32_t)n_seq; /* nCtx is each request's context */
     mp->fit_n_ctx = ep->ctx.n_ctx;                     /* nGpuLayers 'auto': room for every request's */
+    mp->fit_type_k = ep->ctx.type_k, mp->fit_type_v = ep->ctx.type_v; /* ... in its cache types */
     ep->ctx.n_batch = (uint32_t)n_batch;
     ep->ctx.n_ubatch = (uint32_t)n_ubatch;
     ep->ctx.yarn_orig_ctx = (uint32_t)orig_ctx;

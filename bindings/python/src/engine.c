@@ -110,6 +110,7 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     }
     ep.ctx.n_ctx = n_ctx * ep.ctx.n_seq_max;
     mp.fit_n_ctx = ep.ctx.n_ctx; /* n_gpu_layers auto: room for every sequence's context */
+    mp.fit_type_k = ep.ctx.type_k, mp.fit_type_v = ep.ctx.type_v;
     float *ts = NULL;
     if (split != Py_None && !(ts = float_list(split, hearth_gpu_device_count()))) {
         Py_DECREF(path_obj);
