@@ -36,7 +36,7 @@ export interface ModelOptions {
   /**
    * Layers to place on GPUs: 0 (default) none, N the first N blocks, -1 all
    * of them and the output layer, 'auto' as many as fit in the GPUs' free
-   * memory beside the KV cache of nCtx x nSeqMax tokens (nCtx unset: one
+   * memory beside the KV cache of nCtx x nSeqMax tokens in typeK/typeV (nCtx unset: one
    * request's default context), 256 MiB of buffers and a 5% margin
    * (`gpuLayers` then says how many). Without a usable GPU the model runs on
    * the CPU and `gpuLayers` reports 0 (see supportsGpuOffload(),

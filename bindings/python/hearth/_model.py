@@ -100,8 +100,8 @@ class Model:
         n_gpu_layers: blocks to place on GPUs: 0 (default) CPU only, N the
             first N, -1 every block and the output layer, "auto" as many as
             fit in the GPUs' free memory beside the KV cache of
-            ``n_ctx * n_seq_max`` tokens (n_ctx None: one sequence's default
-            context), 256 MiB of buffers and a 5% margin (``gpu_layers``
+            ``n_ctx * n_seq_max`` tokens in ``type_k``/``type_v`` (n_ctx
+            None: one sequence's default context), 256 MiB of buffers and a 5% margin (``gpu_layers``
             then says how many). Without a usable GPU the model runs on the
             CPU (``gpu_layers`` then reads 0).
         n_ctx: the context of each request in tokens (prompt plus generated
