@@ -35,6 +35,14 @@ struct hl_cuda {
     int smem_optin;             // shared memory a block may opt in to (bytes; attention_mma.cu)
     __half *x16;                // [max_tokens * max_row] activations in F16; in matvec
                                 // their Q8_1 form (matvec.cu, 1.25 bytes per element)
+    // The Q8_1 activations in x16 (matvec.cu): ops so far (hl_cuda_enter;
+    // uploads and copies count too), and the activations (data, row length,
+    // tokens) that op number q8_op's matvec quantized. The next op, when it
+    // is a matvec of the same activations (Q, K and V of one input; gate and
+    // up), uses them as they are instead of quantizing again.
+    uint64_t op_count, q8_op;
+    const void *q8_x;
+    int64_t q8_d, q8_n;
     void *staging[2];           // pinned host buffers for uploads, HL_CUDA_STAGING bytes each
     cudaEvent_t staged[2];      // the copy out of staging[i] is done
     cudaGraphExec_t graph[HL_GRAPH_KEYS];

@@ -50,7 +50,10 @@ bool hl_cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *f
     return false;
 }
 
-bool hl_cuda_enter(hl_cuda *cu) { return CU_OK(cu, cudaSetDevice(cu->device)); }
+bool hl_cuda_enter(hl_cuda *cu) {
+    cu->op_count++;
+    return CU_OK(cu, cudaSetDevice(cu->device));
+}
 
 // Copies the pass's positions and rows0 to d_pos through pinned memory, in
 // stream order before the ops that read them.
@@ -141,6 +144,7 @@ static void cuda_free(hl_backend *b, void *ptr) {
 // of one chunk overlaps the memcpy into the other.
 static hearth_status cuda_upload(hl_backend *b, void *dst, const void *src, size_t bytes) {
     hl_cuda *cu = cuda_of(b);
+    cu->op_count++; // device memory changes outside the ops
     CUDA_TRY(cudaSetDevice(cu->device));
     for (size_t off = 0, k = 0; off < bytes; off += HL_CUDA_STAGING, k++) {
         const size_t n = bytes - off < HL_CUDA_STAGING ? bytes - off : HL_CUDA_STAGING;
@@ -164,6 +168,7 @@ static hearth_status cuda_download(hl_backend *b, void *dst, const void *src, si
 
 static hearth_status cuda_copy(hl_backend *b, void *dst, const void *src, size_t bytes) {
     hl_cuda *cu = cuda_of(b);
+    cu->op_count++; // device memory changes outside the ops
     CUDA_TRY(cudaSetDevice(cu->device));
     CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cu->stream));
     return HEARTH_OK;

@@ -226,7 +226,8 @@ template <uint32_t T> static void launch_plain(const mv_args &a) {
 
 // Quantizes the activations to Q8_1, then the product. They live in x16
 // (common.cuh): n * d_in quants, then the (d, s) pairs 16-byte aligned,
-// 1.25 bytes per element in all (x16 holds 2).
+// 1.25 bytes per element in all (x16 holds 2). When the op before was a
+// matvec of the same activations, x16 holds them already (hl_cuda.q8_op).
 static void launch_quantized(const mv_args &a) {
     hl_cuda *cu = a.cu;
     const int64_t d_in = a.w->ne[0], n = a.x->ne[1];
@@ -239,8 +240,14 @@ static void launch_quantized(const mv_args &a) {
     }
     int8_t *aq = (int8_t *)cu->x16;
     float2 *ads = (float2 *)(aq + ((n * d_in + 15) & ~(int64_t)15));
-    quantize_q8_1<<<cuda_blocks(n * d_in / 4, 256), 256, 0, cu->stream>>>((const float *)a.x->data, aq, ads, n * d_in);
-    if (CU_LAUNCHED(cu)) dispatch_vq<launch_q>(a.w->type, a, (const int8_t *)aq, (const float2 *)ads);
+    if (cu->q8_op + 1 != cu->op_count || cu->q8_x != a.x->data || cu->q8_d != d_in || cu->q8_n != n) {
+        quantize_q8_1<<<cuda_blocks(n * d_in / 4, 256), 256, 0, cu->stream>>>((const float *)a.x->data, aq, ads,
+                                                                              n * d_in);
+        if (!CU_LAUNCHED(cu)) return;
+        cu->q8_x = a.x->data, cu->q8_d = d_in, cu->q8_n = n;
+    }
+    cu->q8_op = cu->op_count;
+    dispatch_vq<launch_q>(a.w->type, a, (const int8_t *)aq, (const float2 *)ads);
 }
 } // namespace
 
