@@ -48,7 +48,7 @@ static __global__ void __launch_bounds__(MMA_THREADS)
 attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
               float *__restrict__ out, int n, int n_head, int n_head_kv, int hd, const int32_t *pos_of,
               const int32_t *row0_of, int n_swa, float scale, float max_bias) {
-    extern __shared__ float4 smem4[];
+    extern __shared__ __align__(128) float4 smem4[]; // WMMA's pointers: 32-byte aligned
     __half *q_s = (__half *)smem4;
     __half *k_s = q_s + MMA_ROWS * hd;
     __half *v_s = k_s + MMA_KEYS * hd;
