@@ -190,14 +190,10 @@ void hl_context_plan_dev(const hearth_context *c, int dev, hl_ctx_plan_dev *out)
     }
 }
 
-/* UNSUPPORTED unless GPU d's backend b stores and attends over caches of
- * the context's types (placement, at load, asked about F16 ones), where d
- * holds a block: a device with only the output layer keeps no cache. */
-static hearth_status check_gpu_cache(const hearth_context *c, int d, const hl_backend *b) {
+/* UNSUPPORTED unless GPU backend b stores and attends over caches of the
+ * context's types (placement, at load, asked about F16 ones). */
+static hearth_status check_gpu_cache(const hearth_context *c, const hl_backend *b) {
     const hl_hparams *hp = &c->model->hp;
-    int32_t il = 0;
-    while (il < hp->n_layer && c->model->layer_dev[il] != d) il++;
-    if (il == hp->n_layer) return HEARTH_OK;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     const hl_tensor q = {.type = GGML_TYPE_F32, .ne = {q_dim, 1, 1, 1}}, k = {.type = GGML_TYPE_F32, .ne = {kv_dim, 1, 1, 1}};
     const hl_tensor kc = {.type = c->type_k, .ne = {kv_dim, 1, 1, 1}}, vc = {.type = c->type_v, .ne = {kv_dim, 1, 1, 1}};
@@ -242,7 +238,7 @@ static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
                        "buffers), %.0f MiB free: lower n_gpu_layers, n_ctx or n_ubatch", MIB(plan.arena + scratch),
                        dev.id, MIB(plan.kv), MIB(plan.arena + scratch - plan.kv), MIB(dev.free_bytes));
     HL_TRY(hl_gpu_backend_init(m->gpu_id[d], &limits, &c->gpu[d]));
-    HL_TRY(check_gpu_cache(c, d, c->gpu[d]));
+    if (plan.kv > 0) HL_TRY(check_gpu_cache(c, c->gpu[d])); /* a device with only the output layer keeps no cache */
     HL_TRY(hl_buffer_alloc(c->gpu[d], plan.arena, &c->gpu_arena[d]));
     size_t kv;
     plan_work(c, d, c->gpu_arena[d], w, &kv);
