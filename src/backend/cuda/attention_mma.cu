@@ -154,26 +154,26 @@ attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const _
     }
 }
 
+hearth_status hl_cuda_attention_mma_init(hl_cuda *cu) {
+    CUDA_TRY(cudaDeviceGetAttribute(&cu->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, cu->device));
+    const size_t most = mma_shared_bytes(MMA_MAX_HEAD_DIM);
+    CUDA_TRY(cudaFuncSetAttribute(attention_mma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  (int)(most < (size_t)cu->smem_optin ? most : (size_t)cu->smem_optin)));
+    return HEARTH_OK;
+}
+
+// (A pass of several tokens is never a recorded graph: set_positions ran for this one.)
 bool hl_cuda_attention_mma_runs(const hl_cuda *cu, const hl_attn_args *a) {
     const int64_t n = a->q->ne[1];
-    if (n < MMA_MIN_TOKENS || a->k_cache->type != GGML_TYPE_F16 || a->v_cache->type != GGML_TYPE_F16 ||
-        a->head_dim % 16 != 0 || a->head_dim > MMA_MAX_HEAD_DIM || (int64_t)cu->limits.max_tokens < n ||
-        mma_shared_bytes(a->head_dim) > (size_t)cu->smem_optin)
-        return false;
-    // the pass's positions and rows, as set_positions left them (a pass of several tokens is never a recorded graph)
-    const int32_t *pos = cu->h_pos, *row0 = cu->h_pos + cu->limits.max_tokens;
-    for (int64_t t = 1; t < n; t++)
-        if (row0[t] != row0[0] || pos[t] != pos[t - 1] + 1) return false;
-    return true;
+    return n >= MMA_MIN_TOKENS && n == cu->one_seq_tokens && a->k_cache->type == GGML_TYPE_F16 &&
+           a->v_cache->type == GGML_TYPE_F16 && a->head_dim % 16 == 0 && a->head_dim <= MMA_MAX_HEAD_DIM &&
+           mma_shared_bytes(a->head_dim) <= (size_t)cu->smem_optin;
 }
 
 void hl_cuda_attention_mma(hl_cuda *cu, const hl_attn_args *a) {
-    const size_t shared = mma_shared_bytes(a->head_dim);
-    if (!CU_OK(cu, cudaFuncSetAttribute(attention_mma, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared)))
-        return;
     const int n = (int)a->q->ne[1];
     const dim3 grid((unsigned)a->n_head, (unsigned)((n + MMA_ROWS - 1) / MMA_ROWS));
-    attention_mma<<<grid, MMA_THREADS, shared, cu->stream>>>(
+    attention_mma<<<grid, MMA_THREADS, mma_shared_bytes(a->head_dim), cu->stream>>>(
         (const float *)a->q->data, (const __half *)a->k_cache->data, (const __half *)a->v_cache->data,
         (float *)a->out->data, n, a->n_head, a->n_head_kv, a->head_dim, cuda_pos(cu), cuda_row0(cu), a->n_swa,
         a->scale, a->max_bias);

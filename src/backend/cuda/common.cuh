@@ -27,12 +27,14 @@ struct hl_cuda {
     hl_gpu_limits limits;
     int32_t *d_pos;             // [2 * max_tokens] the pass's positions, then its rows0 (set_positions)
     int32_t *h_pos;             // pinned host copy d_pos is filled from
+    int32_t one_seq_tokens;     // the pass's token count when its tokens are one sequence at
+                                // consecutive positions, else 0 (set_positions; attention_mma.cu)
     cudaEvent_t pos_copied;     // the copy out of h_pos is done
     int32_t *d_ids;             // [max_tokens] row ids for get_rows
     __half *w16;                // [w16_elems] weight tile in F16 (prompt matmuls); between
                                 // matmuls the attention's split partials (attention.cu)
     size_t w16_elems;
-    int smem_optin;             // shared memory a block may opt in to (bytes; attention_mma.cu)
+    int smem_optin;             // shared memory a block may opt in to (bytes; hl_cuda_attention_mma_init)
     __half *x16;                // [max_tokens * max_row] activations in F16; in matvec
                                 // their Q8_1 form (matvec.cu, 1.25 bytes per element)
     // The Q8_1 activations in x16 (matvec.cu): ops so far (hl_cuda_enter;
@@ -130,8 +132,10 @@ bool hl_cuda_rope_runs(const hl_rope_params *p);          // rope.cu
 bool hl_cuda_rope_shift_runs(const hl_rope_params *p, uint32_t cache_type, int64_t head_dim); // rope.cu
 bool hl_cuda_store_rows_runs(uint32_t cache_type, int64_t d); // rows.cu: rows of d elements
 
-// Prompt attention on tensor cores (attention_mma.cu): whether it takes the
-// pass (one sequence, consecutive positions, an F16 cache ...), and the op.
+// Prompt attention on tensor cores (attention_mma.cu): at instance start,
+// the shared memory its blocks may take; whether it takes the pass (one
+// sequence, consecutive positions, an F16 cache ...); the op.
+hearth_status hl_cuda_attention_mma_init(hl_cuda *cu);
 bool hl_cuda_attention_mma_runs(const hl_cuda *cu, const hl_attn_args *a);
 void hl_cuda_attention_mma(hl_cuda *cu, const hl_attn_args *a);
 

@@ -63,6 +63,9 @@ static void cuda_set_positions(hl_backend *b, const int32_t *pos, const int32_t 
     const int64_t max = cu->limits.max_tokens;
     memcpy(cu->h_pos, pos, (size_t)n * sizeof *pos);
     memcpy(cu->h_pos + max, row0, (size_t)n * sizeof *row0);
+    int32_t t = 1;
+    while (t < n && row0[t] == row0[0] && pos[t] == pos[t - 1] + 1) t++;
+    cu->one_seq_tokens = t == n ? n : 0;
     if (CU_OK(cu, cudaMemcpyAsync(cu->d_pos, cu->h_pos, 2 * (size_t)max * sizeof(int32_t), cudaMemcpyHostToDevice,
                                   cu->stream)))
         CU_OK(cu, cudaEventRecord(cu->pos_copied, cu->stream));
@@ -281,7 +284,7 @@ static hearth_status init(hl_cuda *cu) {
         return hl_fail(HEARTH_ERR_DEVICE, "cuda%d: cublasCreate failed: %s", cu->index, cublasGetStatusString(s));
     if (cublasSetStream(cu->cublas, cu->stream) != CUBLAS_STATUS_SUCCESS)
         return hl_fail(HEARTH_ERR_DEVICE, "cuda%d: cublasSetStream failed", cu->index);
-    CUDA_TRY(cudaDeviceGetAttribute(&cu->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, cu->device));
+    HL_TRY(hl_cuda_attention_mma_init(cu));
     cu->w16_elems = l->gemm_scratch_bytes / sizeof(__half);
     CUDA_TRY(cudaMalloc(&cu->d_ids, (size_t)l->max_tokens * sizeof(int32_t)));
     CUDA_TRY(cudaMalloc(&cu->w16, cu->w16_elems * sizeof(__half) + 16));
