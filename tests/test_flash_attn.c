@@ -1,7 +1,8 @@
 /* The tiled attention (flash_attn ON) against the exact one (OFF) end to
  * end, on long contexts: the tiny models of every architecture
- * (tests/reference/arch/: GQA, qwen2, qwen3, Gemma 3's sliding windows) at
- * 4096 tokens and the default model (SmolLM2) at 2048. For each, a prompt
+ * (tests/reference/arch/: GQA, qwen2, qwen3, Gemma 3's sliding windows, a
+ * Mistral-style window in every layer) at 4096 tokens and the default model
+ * (SmolLM2) at 2048. For each, a prompt
  * of random tokens in passes of 512, then 16 tokens one at a time (the split
  * of a decode over the threads), with both paths; the logits after every
  * step must agree within a bound relative to the largest logit, and the
@@ -152,7 +153,7 @@ done:
 
 int main(void) {
     static const char *const tiny[] = {"llama3-f32", "mistral-q8_0", "qwen2-f16", "qwen3-q8_0", "gemma3-q8_0",
-                                       "gemma3-f16"};
+                                       "gemma3-f16", "mistral-window-q8_0"};
     hearth_log_set(NULL, NULL); /* n_ctx past the tiny models' training length: no warning */
     const int32_t div = getenv("HEARTH_TEST_SHORT") ? 4 : 1;
     for (size_t i = 0; i < sizeof tiny / sizeof *tiny; i++) {

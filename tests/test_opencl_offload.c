@@ -213,7 +213,8 @@ int main(void) {
                                        "gemma3-q8_0", "tinyphi-f16", "tinyphi-q8_0", "gpt2-f16", "gpt2-q8_0",
                                        "starcoder2-f16", "starcoder2-q8_0", "gptneox-f16", "gptneox-q8_0",
                                        "mpt-f16", "mpt-q8_0", "bloom-f16", "bloom-q8_0", "falcon-f16",
-                                       "falcon-q8_0", "mixtral-f16", "mixtral-q8_0", "gptj-f16", "gptj-q8_0"};
+                                       "falcon-q8_0", "mixtral-f16", "mixtral-q8_0", "gptj-f16", "gptj-q8_0",
+                                       "mistral-window-q8_0", "starcoder2-window-f16"};
     for (size_t i = 0; i < sizeof arch / sizeof arch[0]; i++) {
         char rel[64];
         snprintf(rel, sizeof rel, "reference/arch/%s.gguf", arch[i]);

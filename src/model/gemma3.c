@@ -51,6 +51,7 @@ static hearth_status gemma3_load(hearth_model *m) {
     HL_TRY(hl_arch_u32(f, "gemma3", "attention.sliding_window", false, &hp->n_swa));
     if (hp->n_swa > 0) {
         HL_TRY(read_swa_layers(f, hp));
+        hp->swa_own_rope = true;
         hp->rope_swa.freq_base = 10000.0f;
         hp->rope_swa.freq_scale = 1.0f;
         HL_TRY(hl_arch_f32(f, "gemma3", "rope.freq_base_swa", false, &hp->rope_swa.freq_base));
@@ -69,7 +70,6 @@ static hearth_status gemma3_load(hearth_model *m) {
 static hearth_status gemma3_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
     const hl_hparams *hp = &m->hp;
     const hl_layer *l = &m->layers[il];
-    const bool swa = hl_layer_is_swa(hp, il);
     const hl_rope_params *rope = hl_layer_rope(hp, w, il);
     /* attention block */
     HL_TRY(hl_rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb));
@@ -84,7 +84,7 @@ static hearth_status gemma3_layer(const hearth_model *m, hl_backend *b, hl_work 
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-        .n_swa = swa ? hp->n_swa : 0, .scale = 1.0f,
+        .n_swa = hl_layer_window(hp, il), .scale = 1.0f,
     };
     HL_TRY(hl_attention(b, &args));
     HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));

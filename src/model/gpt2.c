@@ -61,15 +61,16 @@ hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, in
         HL_TRY(hl_clamp(b, &w->v, -hp->clamp_kqv, hp->clamp_kqv));
     }
     if (hp->rope.mode != HL_ROPE_NONE) {
-        HL_TRY(hl_rope(b, &w->q, hp->n_head, &w->rope, NULL));
-        HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, &w->rope, NULL));
+        const hl_rope_params *rope = hl_layer_rope(hp, w, il);
+        HL_TRY(hl_rope(b, &w->q, hp->n_head, rope, NULL));
+        HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, rope, NULL));
     }
     HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
     HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-        .n_swa = 0, .scale = hp->attn_scale, .max_bias = hp->max_alibi_bias,
+        .n_swa = hl_layer_window(hp, il), .scale = hp->attn_scale, .max_bias = hp->max_alibi_bias,
     };
     HL_TRY(hl_attention(b, &args));
     HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "model/model.h"
 
 hearth_status hl_arch_u32(const gguf_file *f, const char *arch, const char *suffix, bool required, int32_t *out) {
@@ -99,6 +100,7 @@ hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode
     hp->embd_scale = 1.0f;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->n_swa = 0;
+    hp->swa_own_rope = false;
     memset(hp->swa_layers, 0, sizeof hp->swa_layers);
     hp->rope = (hl_rope_params){.n_rot = hp->head_dim, .mode = rope_mode, .freq_base = 10000.0f, .freq_scale = 1.0f};
     HL_TRY(hl_arch_u32(f, arch, "rope.dimension_count", false, &hp->rope.n_rot));
@@ -113,6 +115,15 @@ hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode
     const hearth_context_params defaults = hearth_context_default_params();
     hp->rope_swa = hp->rope;
     return hl_rope_resolve(hp, &defaults, &hp->rope, &hp->rope_swa);
+}
+
+hearth_status hl_hparams_sliding_window(const gguf_file *f, const char *arch, hl_hparams *hp) {
+    HL_TRY(hl_arch_u32(f, arch, "attention.sliding_window", false, &hp->n_swa));
+    memset(hp->swa_layers, hp->n_swa > 0 ? 0xff : 0, sizeof hp->swa_layers);
+    if (hp->n_swa > 0)
+        HL_INFO("%s.attention.sliding_window = %d: every layer attends over the last %d positions (llama.cpp 0.3.36 "
+                "ignores the key and differs past them)", arch, (int)hp->n_swa, (int)hp->n_swa);
+    return HEARTH_OK;
 }
 
 hearth_status hl_hparams_full_rope(const char *arch, const hl_hparams *hp) {

@@ -3,9 +3,10 @@
  * rotary position embeddings (normal mode), grouped-query attention and a
  * SwiGLU feed-forward; the output matrix may be tied to the token embeddings.
  * Llama 3's rope scaling comes as frequency factors (the rope_freqs tensor).
- * Mistral-style files use the same names; like llama.cpp for this
- * architecture, hearth ignores their sliding-window metadata, and takes a
- * head size other than n_embd / n_head from attention.key_length.
+ * Mistral-style files use the same names: a head size other than n_embd /
+ * n_head from attention.key_length, and where the file sets
+ * llama.attention.sliding_window, Mistral 7B's sliding-window attention in
+ * every layer (hl_hparams_sliding_window; llama.cpp ignores the key).
  * Mixtral-style files (expert_count > 0) replace the feed-forward with a
  * mixture of experts (Jiang et al. 2024, arXiv:2401.04088), as llama.cpp's
  * build_moe_ffn runs it for llama: softmax over the router's logits, the
@@ -22,6 +23,7 @@ static hearth_status llama_load(hearth_model *m) {
     hl_hparams *hp = &m->hp;
     HL_TRY(hl_hparams_read(m->gguf, "llama", HL_ROPE_NORMAL, hp));
     HL_TRY(hl_hparams_full_rope("llama", hp));
+    HL_TRY(hl_hparams_sliding_window(m->gguf, "llama", hp));
     HL_TRY(hl_arch_u32(m->gguf, "llama", "expert_count", false, &hp->n_expert));
     if (hp->n_expert > 0) {
         HL_TRY(hl_arch_u32(m->gguf, "llama", "expert_used_count", true, &hp->n_expert_used));
@@ -65,18 +67,19 @@ hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, i
     const hl_hparams *hp = &m->hp;
     const hl_layer *l = &m->layers[il];
     const hl_tensor *freq_factors = hl_layer_freq_factors(l, w);
+    const hl_rope_params *rope = hl_layer_rope(hp, w, il);
     /* attention block */
     HL_TRY(hl_rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb));
     HL_TRY(hl_attn_qkv(m, b, w, l));
-    HL_TRY(hl_rope(b, &w->q, hp->n_head, &w->rope, freq_factors));
-    HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, &w->rope, freq_factors));
+    HL_TRY(hl_rope(b, &w->q, hp->n_head, rope, freq_factors));
+    HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, rope, freq_factors));
     if (hp->scale_q) HL_TRY(hl_scale(b, &w->q, hp->attn_scale));
     HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
     HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-        .n_swa = 0, .scale = hp->scale_q ? 1.0f : hp->attn_scale,
+        .n_swa = hl_layer_window(hp, il), .scale = hp->scale_q ? 1.0f : hp->attn_scale,
     };
     HL_TRY(hl_attention(b, &args));
     HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));

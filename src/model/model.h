@@ -40,9 +40,15 @@ typedef struct hl_hparams {
     bool scale_q;         /* hl_llama_layer puts attn_scale on the queries (in F32, after rope) and runs
                              attention with scale 1, as llama.cpp's phi3 graph does; false unless set */
     hl_rope_params rope;  /* rope of the full-attention layers */
-    /* Sliding-window attention (gemma3): layers whose bit is set in swa_layers
-     * see the last n_swa positions only and use rope_swa. n_swa 0 = none. */
+    /* Sliding-window attention: layers whose bit is set in swa_layers see
+     * the last n_swa positions only (each query the n_swa keys up to its own
+     * position) and use rope_swa. n_swa 0 = none. swa_own_rope: rope_swa's
+     * base and scale are the file's own for those layers whatever a context
+     * asks (gemma3's rope.freq_base_swa, as llama.cpp's
+     * rope_freq_base_train_swa); otherwise rope_swa is the full layers' rope
+     * with the context's overrides (Mistral-style llama and starcoder2). */
     int32_t n_swa;
+    bool swa_own_rope;
     hl_rope_params rope_swa;
     uint8_t swa_layers[HL_MAX_LAYERS / 8];
     /* RoPE as the file gives it, with llama.cpp's defaults (llama-model.cpp
@@ -58,6 +64,11 @@ typedef struct hl_hparams {
 
 static inline bool hl_layer_is_swa(const hl_hparams *hp, int32_t il) {
     return hp->n_swa > 0 && (hp->swa_layers[il / 8] >> (il % 8) & 1);
+}
+
+/* The window layer il attends over (hl_attn_args.n_swa): 0 = the whole context. */
+static inline int32_t hl_layer_window(const hl_hparams *hp, int32_t il) {
+    return hl_layer_is_swa(hp, il) ? hp->n_swa : 0;
 }
 
 /* Weights of one transformer block. Shapes (ggml order, ne0 first):
@@ -323,6 +334,15 @@ hearth_status hl_arch_f32(const gguf_file *f, const char *arch, const char *suff
  * Errors: FORMAT (missing or out-of-range values), UNSUPPORTED (head sizes or
  * rope scaling hearth does not run). */
 hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode rope_mode, hl_hparams *hp);
+
+/* `<arch>.attention.sliding_window` when the file sets one (> 0): every
+ * layer attends over that many positions, with the full layers' rope, as
+ * Mistral 7B (Jiang et al. 2023, arXiv:2310.06825, section 2) and
+ * StarCoder 2 were trained and as Hugging Face transformers runs them (each
+ * query sees the window's keys up to its own position: q - k < n_swa).
+ * llama.cpp 0.3.36 ignores the key for llama and starcoder2; hearth differs
+ * from it past the window only. Errors: FORMAT (a window above INT32_MAX). */
+hearth_status hl_hparams_sliding_window(const gguf_file *f, const char *arch, hl_hparams *hp);
 
 /* The context length a context gets by default, per sequence: n_ctx_train,
  * at most 4096 tokens. */

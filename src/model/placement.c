@@ -182,14 +182,13 @@ static bool runs_block(const hearth_model *m, const hl_backend *b, int32_t il, c
     hl_tensor out = q;
     const hl_tensor k = {.type = GGML_TYPE_F32, .ne = {kv_dim, 1, 1, 1}};
     const hl_tensor cache = {.type = GGML_TYPE_F16, .ne = {kv_dim, 1, 1, 1}};
-    const bool swa = hl_layer_is_swa(hp, il);
     const hl_attn_args a = {.q = &q, .k_cache = &cache, .v_cache = &cache, .out = &out, .n_head = hp->n_head,
-                            .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .n_swa = swa ? hp->n_swa : 0,
+                            .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .n_swa = hl_layer_window(hp, il),
                             .scale = hp->attn_scale};
     const hl_op_desc ops[] = {
         {.op = HL_OP_ROPE, .t = {&q, l->rope_freqs.data ? &l->rope_freqs : l->rope_long.data ? &l->rope_long : NULL},
          .n_head = hp->n_head,
-         .rope = swa ? &hp->rope_swa : &hp->rope},
+         .rope = hl_layer_is_swa(hp, il) ? &hp->rope_swa : &hp->rope},
         {.op = HL_OP_STORE_ROWS, .t = {&k, &cache}},
         {.op = HL_OP_ATTENTION, .t = {&q, &cache, &cache, &out}, .attn = &a},
     };

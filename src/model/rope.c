@@ -45,8 +45,10 @@ hearth_status hl_rope_resolve(const hl_hparams *hp, const hearth_context_params 
     }
     r.attn_factor *= hp->rope_attn_factor;
     *swa = r;
-    swa->freq_base = hp->rope_swa.freq_base;
-    swa->freq_scale = hp->rope_swa.freq_scale;
+    if (hp->swa_own_rope) {
+        swa->freq_base = hp->rope_swa.freq_base;
+        swa->freq_scale = hp->rope_swa.freq_scale;
+    }
     *full = r;
     return HEARTH_OK;
 }

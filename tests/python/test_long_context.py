@@ -14,6 +14,7 @@ from conftest import ROOT
 ROPE_OPTIONS = ["--rope-scaling", "--rope-scale", "--rope-freq-base", "--rope-freq-scale", "--yarn-orig-ctx",
                 "--yarn-ext-factor", "--yarn-attn-factor", "--yarn-beta-fast", "--yarn-beta-slow"]
 YARN_TINY = ROOT / "tests" / "reference" / "arch" / "llama-yarn-f32.gguf"
+WINDOW_TINY = ROOT / "tests" / "reference" / "arch" / "mistral-window-q8_0.gguf"  # llama, sliding window 8
 YARN_FIXTURE = ROOT / "tests" / "reference" / "yarn" / "qwen2_yarn.json"
 QWEN2 = ROOT / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 GREEDY = ["--temp", "0", "-t", "2"]
@@ -52,11 +53,11 @@ def test_bench_takes_the_rope_options(run_hearth):
     assert "none, linear or yarn" in one_line_error(run_hearth("bench", YARN_TINY, "--rope-scaling", "x"))
 
 
-def sampled_text(run_hearth, *args):
+def sampled_text(run_hearth, *args, model=YARN_TINY):
     """Sampled at temperature 1 with a fixed seed: the text follows the whole
     distribution, so it changes with the logits (the tiny model's greedy text
     repeats one token)."""
-    res = run_hearth("run", YARN_TINY, "the quick brown fox", "-n", "48", "--temp", "1", "--top-k", "0", "--top-p", "1",
+    res = run_hearth("run", model, "the quick brown fox", "-n", "48", "--temp", "1", "--top-k", "0", "--top-p", "1",
                      "--min-p", "0", "--seed", "7", "-t", "2", *args)
     assert res.returncode == 0, res.stderr.decode()
     return res.stdout
@@ -74,6 +75,14 @@ def test_rope_options_reach_the_model(run_hearth):
                  ["--yarn-orig-ctx", "4096"], ["--yarn-ext-factor", "0"], ["--yarn-beta-fast", "2"],
                  ["--rope-freq-base", "500"]):
         assert sampled_text(run_hearth, *args) != default, args
+
+
+def test_rope_options_reach_windowed_layers(run_hearth):
+    # every layer of a Mistral-style window runs the full layers' rope, the
+    # context's overrides included (only gemma3's windowed layers keep their own)
+    default = sampled_text(run_hearth, model=WINDOW_TINY)
+    assert sampled_text(run_hearth, "--rope-freq-base", "10000", model=WINDOW_TINY) == default
+    assert sampled_text(run_hearth, "--rope-freq-base", "500", model=WINDOW_TINY) != default
 
 
 def summary(res):

@@ -10,9 +10,10 @@ multiples of 32), grouped-query attention, and a head size other than
 n_embd / n_head where the architecture takes one:
   llama3-f32    llama with Llama 3 rope scaling: rope_freqs.weight frequency
                 factors from the Llama 3 formula; n_embd 40, head 10, n_ff 136
-  mistral-q8_0  llama as Mistral-style files write it: sliding_window metadata
-                (ignored for llama, as llama.cpp does), head size from
-                attention.key_length (32, n_embd / n_head = 16)
+  mistral-q8_0  llama as Mistral-style files write it: head size from
+                attention.key_length (32, n_embd / n_head = 16); no
+                sliding_window (llama.cpp ignores one, hearth applies it:
+                make_window_models.py has the models with windows)
   qwen2-f16     qwen2: q/k/v biases, NEOX rope, base 1e6; n_embd 72, head 18
   qwen3-q8_0    qwen3: QK-norm, NEOX rope, head size 32 != 64 / 4
   gemma3-q8_0   gemma3: sliding window 20 with the period pattern (3: layers
@@ -63,7 +64,7 @@ MODELS = [
     dict(name="llama3-f32", arch="llama", type="F32", n_embd=40, n_head=4, n_head_kv=2, n_ff=136, n_layer=2,
          tied=True, freq_base=500000.0, llama3_rope=dict(factor=8.0, low=1.0, high=4.0, orig_ctx=32)),
     dict(name="mistral-q8_0", arch="llama", type="Q8_0", n_embd=64, n_head=4, n_head_kv=2, head_dim=32, n_ff=160,
-         n_layer=2, tied=False, sliding_window=8),
+         n_layer=2, tied=False),
     dict(name="qwen2-f16", arch="qwen2", type="F16", n_embd=72, n_head=4, n_head_kv=2, n_ff=200, n_layer=2,
          tied=True, freq_base=1000000.0, norm_eps=1e-6, bias=True),
     dict(name="qwen3-q8_0", arch="qwen3", type="Q8_0", n_embd=64, n_head=4, n_head_kv=2, head_dim=32, n_ff=160,

@@ -16,8 +16,9 @@ are multiples of 32):
   gpt2-q8_0        the same, untied output, 3 layers, 4 heads of 16
   starcoder2-f16   NEOX rope over whole heads (base 1e5), separate attn_q/k/v
                    with biases, GQA 3:1, untied output; n_embd 72, n_ff 136
-  starcoder2-q8_0  fused attn_qkv with bias, GQA 2:1, tied output, a
-                   sliding_window of 16 in the metadata (llama.cpp ignores it)
+  starcoder2-q8_0  fused attn_qkv with bias, GQA 2:1, tied output (no
+                   sliding_window: llama.cpp ignores one, hearth applies it;
+                   make_window_models.py has the models with windows)
   gptneox-f16      parallel residual, NEOX rope on 6 of the 24 dimensions of a
                    head (Pythia's 25%), untied output
   gptneox-q8_0     sequential residual (use_parallel_residual false), rope on
@@ -47,7 +48,7 @@ MODELS = [
     dict(name="starcoder2-f16", arch="starcoder2", type="F16", n_embd=72, n_head=3, n_head_kv=1, n_ff=136,
          n_layer=2, tied=False, fused_qkv=False, freq_base=100000.0),
     dict(name="starcoder2-q8_0", arch="starcoder2", type="Q8_0", n_embd=64, n_head=4, n_head_kv=2, n_ff=160,
-         n_layer=2, tied=True, fused_qkv=True, sliding_window=16),
+         n_layer=2, tied=True, fused_qkv=True),
     dict(name="gptneox-f16", arch="gptneox", type="F16", n_embd=72, n_head=3, n_ff=200, n_layer=2, tied=False,
          fused_qkv=True, n_rot=6, parallel_residual=True),
     dict(name="gptneox-q8_0", arch="gptneox", type="Q8_0", n_embd=64, n_head=4, n_ff=160, n_layer=3, tied=False,
