@@ -2,8 +2,8 @@
  * then llama_memory_seq_add, and its K-shift on the next decode) on tiny
  * random-weight models: normal rope with YaRN, NEOX rope, gemma3's
  * sliding-window layers with their own rope base, NEOX with YaRN, and the
- * ALiBi families mpt and bloom, whose keys carry no position (rows moved, no
- * K-shift) (tests/reference/shift/make_shift_reference.py). The sequence is decoded,
+ * ALiBi families mpt and bloom (F16 and Q8_0), whose keys carry no position
+ * (rows moved, no K-shift) (tests/reference/shift/make_shift_reference.py). The sequence is decoded,
  * shifted three times (the BOS kept and dropped) with a batch decoded after
  * each shift, and the logits of each batch's last token are compared with
  * llama.cpp's; then the call's argument errors, which change nothing,
@@ -34,8 +34,14 @@
 #define MAX_DIFF 1e-2f
 /* With flash attention on (the tiled path) against the same fixture, which
  * is llama.cpp without it: probabilities in F32 instead of F16 and another
- * order of sums, as test_tiny_models.c's F32/F16 bound. */
+ * order of sums, as test_tiny_models.c's F32/F16 bound. The Q8_0 models
+ * (mpt-q8_0, bloom-q8_0) equal llama.cpp's records to the fixture's digits
+ * with flash attention off (5e-6, before and after each shift), but with it
+ * on an F32 probability now and then flips the next layer's 8-bit
+ * activation rounding: up to 7.2e-2 measured (x86-64 AVX-512, 2026-11-27),
+ * under test_tiny_models.c's 8-bit bound FA_MAX_DIFF_Q8. */
 #define FA_MAX_DIFF 2.5e-2f
+#define FA_MAX_DIFF_Q8 0.5f
 
 static float max_abs_diff(const float *got, const cJSON *want, int32_t n_vocab) {
     float worst = 0.0f;
@@ -173,14 +179,15 @@ int main(void) {
     const cJSON *model;
     cJSON_ArrayForEach(model, cJSON_GetObjectItem(ref, "models")) {
         const float d = check_model(model, n_ctx, HEARTH_FLASH_ATTN_OFF, MAX_DIFF);
-        const float d_fa = check_model(model, n_ctx, HEARTH_FLASH_ATTN_ON, FA_MAX_DIFF);
+        const bool q8 = strstr(cJSON_GetObjectItem(model, "file")->valuestring, "q8_0") != NULL;
+        const float d_fa = check_model(model, n_ctx, HEARTH_FLASH_ATTN_ON, q8 ? FA_MAX_DIFF_Q8 : FA_MAX_DIFF);
         worst = d > worst ? d : worst;
         worst_fa = d_fa > worst_fa ? d_fa : worst_fa;
         n_models++;
     }
-    printf("worst max |dlogit|: %.3g with flash attention off (bound %.3g), %.3g on (bound %.3g)\n", (double)worst,
-           (double)MAX_DIFF, (double)worst_fa, (double)FA_MAX_DIFF);
-    CHECK_MSG(n_models == 6, "%d models in the fixture, expected 6", n_models);
+    printf("worst max |dlogit|: %.3g with flash attention off (bound %.3g), %.3g on (bound %.3g, Q8_0 %.3g)\n",
+           (double)worst, (double)MAX_DIFF, (double)worst_fa, (double)FA_MAX_DIFF, (double)FA_MAX_DIFF_Q8);
+    CHECK_MSG(n_models == 8, "%d models in the fixture, expected 8", n_models);
     check_errors(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "models"), 0), "file")->valuestring);
     check_learned_positions();
     cJSON_Delete(ref);

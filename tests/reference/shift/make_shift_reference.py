@@ -38,7 +38,7 @@ N_FIRST = 90
 # (n_keep, n_discard, tokens decoded after the shift)
 STEPS = [(10, 40, 30), (10, 35, 1), (0, 20, 7)]
 MODELS = ["llama-yarn-f32.gguf", "qwen2-f16.gguf", "gemma3-f16.gguf", "qwen2-yarn-f16.gguf", "mpt-f16.gguf",
-          "bloom-f16.gguf"]
+          "bloom-f16.gguf", "mpt-q8_0.gguf", "bloom-q8_0.gguf"]
 
 
 def rounded(x):
