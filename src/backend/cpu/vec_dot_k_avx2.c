@@ -173,7 +173,11 @@ static inline void split_scales16(__m128i sc8, __m256i sc16[2], __m256i *all) {
 #define ROW_PREFETCH 8
 
 static ALWAYS_INLINE void prefetch_ahead(uint32_t type, const void *row, int64_t b) {
-    const size_t size = hl_row_size(type, HL_QK_K);
+    /* a constant per kernel (hl_row_size, a call per super-block, took 4.5%
+     * of a decode at the AVX2 level) */
+    const size_t size = type == GGML_TYPE_Q3_K ? sizeof(block_q3_K)
+                        : type == GGML_TYPE_Q5_K ? sizeof(block_q5_K)
+                                                 : sizeof(block_q6_K);
     const char *ahead = (const char *)row + (size_t)(b + ROW_PREFETCH) * size;
     for (size_t i = 0; i < size; i += 64) _mm_prefetch(ahead + i, _MM_HINT_T0);
 }
