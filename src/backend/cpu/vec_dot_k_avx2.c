@@ -42,6 +42,7 @@
  *   these are the hl_cpu_type_ops.batch kernels, which a matmul of 8 tokens
  *   or more must use instead. */
 #include <immintrin.h>
+#include <string.h>
 
 #include "backend/cpu/k_panel_avx2.h"
 #include "backend/cpu/simd16_avx2.h"
@@ -485,23 +486,34 @@ static ALWAYS_INLINE float r_dot(uint32_t type, int64_t n, const void *w_row, co
     return _mm_cvtss_f32(_mm_sub_ss(sc, _mm_movehdup_ps(sc)));
 }
 
+/* [d, dmin, 0, 0] of super-block b of a Q2_K or Q4_K row: one conversion
+ * of the two adjacent halves. */
+static ALWAYS_INLINE __m128 k_d_dmin(uint32_t type, const void *row, int64_t b) {
+    const hl_half *d = type == GGML_TYPE_Q2_K ? &((const block_q2_K *)row)[b].d : &((const block_q4_K *)row)[b].d;
+    int32_t both;
+    memcpy(&both, d, sizeof both);
+    return _mm_cvtph_ps(_mm_cvtsi32_si128(both));
+}
+
 /* 4 rows x 1, gemv order: lane r for row r; one horizontal sum for all. */
 static ALWAYS_INLINE void r_dot_4r(uint32_t type, int64_t n, float out[4], const void *w, size_t w_stride,
                                    const block_q8_K *a) {
     __m128 acc = _mm_setzero_ps(), accm = _mm_setzero_ps();
     for (int64_t b = 0; b < n / HL_QK_K; b++) {
         __m256i v[8]; /* sumi of rows 0..3, then their mins */
-        float d[4], dmin[4];
+        __m128 dd[4]; /* [d, dmin, 0, 0] of each row */
         for (int r = 0; r < 4; r++) {
             const kblock k = k_decode(type, row_at(w, w_stride, r), b);
             v[r] = k_sumi(type, &k, a[b].qs, 0, N_CHUNKS);
             v[4 + r] = k_mins_dot(type, &k, &a[b]);
-            d[r] = k.d, dmin[r] = k.dmin;
+            dd[r] = k_d_dmin(type, row_at(w, w_stride, r), b);
         }
+        const __m128 d01 = _mm_unpacklo_ps(dd[0], dd[1]), d23 = _mm_unpacklo_ps(dd[2], dd[3]);
+        const __m128 d = _mm_movelh_ps(d01, d23), dmin = _mm_movehl_ps(d23, d01); /* rows 0..3 */
         const __m256i tot = hsum8x8_epi32(v); /* [isum 0..3, imin 0..3] */
         const __m128 da = _mm_set1_ps(a[b].d);
-        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm256_castsi256_si128(tot)), _mm_mul_ps(_mm_loadu_ps(d), da), acc);
-        accm = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm256_extracti128_si256(tot, 1)), _mm_mul_ps(_mm_loadu_ps(dmin), da), accm);
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm256_castsi256_si128(tot)), _mm_mul_ps(d, da), acc);
+        accm = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm256_extracti128_si256(tot, 1)), _mm_mul_ps(dmin, da), accm);
     }
     _mm_storeu_ps(out, _mm_sub_ps(acc, accm));
 }
