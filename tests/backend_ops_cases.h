@@ -119,6 +119,11 @@ static const op_case cases[] = {
     MM(F32, 256, 2), MM(F16, 256, 1), MM(F16, 1536, 3), MM(BF16, 256, 5), MM(Q4_0, 1536, 6), MM(Q8_0, 1536, 5),
     MM(Q4_K, 1536, 3), MM(Q5_K, 1536, 1), MM(Q6_K, 1536, 4), MM(F16, 4608, 1), MM(Q4_0, 4608, 2),
     MM(Q8_0, 4608, 1), MM(Q4_K, 4608, 1), MM(Q6_K, 4608, 5),
+    /* the prompt paths with rows of whole 16-byte chunks (cuda/gemm.cu: F16 and BF16 in place, cuBLAS's tensor-core
+     * kernels; F32's tiles written 16 bytes a thread) and over several dequantization tiles, the last one partial
+     * (the test's scratch holds 16 rows of 4608: 67 rows are five tiles) */
+    MM(F16, 1536, 19), MM(BF16, 1536, 67), MM(F16, 4608, 8), MM(F32, 256, 19), MM(Q4_K, 4608, 19),
+    MM(Q8_0, 4608, 67),
     NORM(579, 1, 3, false), NORM(579, 1, 3, true), NORM(64, 5, 3, false), NORM(64, 5, 3, true), NORM(1000, 1, 1, false),
     LNORM(579, 3, false), LNORM(579, 3, true), LNORM(768, 5, false), LNORM(40, 1, true), LNORM(1000, 1, false),
     LNORM_NO_BIAS(579, 3, false), LNORM_NO_BIAS(40, 2, true),
@@ -152,12 +157,20 @@ static const op_case cases[] = {
      * token tiles, the second partial; 80 from position 0; 96 at depth; a window inside one tile of 64 tokens */
     ATTN_LONG(8, 2, 128, 100, 300, 0, 0, 0), ATTN(4, 4, 80, 20, 0, 0, 0, 0), ATTN_LONG(4, 4, 96, 17, 100, 0, 0, 0),
     ATTN_LONG(8, 1, 64, 64, 0, 16, 0, 0),
+    /* and its edges: 16 tokens exactly, 65 (a last tile of one token), heads of 16 and 32, 256 over two token tiles
+     * without a window, a window narrower than a tile of rows and not aligned to it over three token tiles, and
+     * the largest pass */
+    ATTN_LONG(8, 2, 64, 16, 200, 0, 0, 0), ATTN_LONG(4, 2, 64, 65, 0, 0, 0, 0), ATTN_LONG(8, 8, 16, 40, 100, 0, 0, 0),
+    ATTN(12, 12, 32, 20, 0, 0, 0, 0), ATTN_LONG(4, 1, 256, 100, 300, 0, 0, 0), ATTN_LONG(8, 2, 64, 130, 37, 20, 0, 0),
+    ATTN_LONG(9, 3, 64, MAX_TOKENS, 400, 0, 0, 0),
     /* n_head, n_head_kv, head_dim, tokens, pos0, split, pos1, cache rows, max_bias */
     ATTN_ALIBI(6, 6, 64, 1, 70, 0, 0, 96, 8.0f), ATTN_ALIBI(6, 2, 64, 5, 37, 0, 0, 96, 8.0f),
     ATTN_ALIBI(12, 12, 32, 7, 20, 0, 0, 96, 8.0f), ATTN_ALIBI(12, 1, 64, 3, 61, 0, 0, 96, 4.0f),
     ATTN_ALIBI(6, 3, 64, 6, 0, 5, 44, 96, 8.0f), ATTN_ALIBI(5, 5, 80, 9, 0, 0, 0, 96, 0.5f),
     ATTN_ALIBI(12, 4, 64, 1, 1000, 0, 0, MAX_CTX, 8.0f), ATTN_ALIBI(6, 2, 64, 40, 500, 0, 0, MAX_CTX, 8.0f),
     ATTN_ALIBI(12, 12, 64, 30, 0, 20, 700, MAX_CTX, 8.0f),
+    /* ALiBi through the tensor-core kernel: heads of 80, and two token tiles at depth */
+    ATTN_ALIBI(5, 5, 80, 24, 0, 0, 0, 96, 0.5f), ATTN_ALIBI(6, 2, 64, 100, 300, 0, 0, MAX_CTX, 8.0f),
     /* KV cache types: K, V, then as ATTN; short and long spans, a window, two sequences, decode at depth */
     ATTN_KV(Q8_0, Q8_0, 6, 2, 64, 5, 37, 0, 0, 0, 96), ATTN_KV(Q4_0, Q4_0, 6, 2, 64, 5, 37, 0, 0, 0, 96),
     ATTN_KV(BF16, BF16, 6, 2, 64, 5, 37, 0, 0, 0, 96), ATTN_KV(Q8_0, F16, 6, 2, 64, 1, 70, 0, 0, 0, 96),

@@ -14,7 +14,9 @@
  * an op does not write fails it too. A case a backend's supports_op refuses
  * is reported and skipped. Then the checked calls themselves: each refusal
  * (shapes, limits, capacity, cache cells, unsupported types) with its
- * message, and nothing written.
+ * message, and nothing written; and sequences of ops whose results depend
+ * on what ran before (matmuls sharing their activations, against the
+ * oracle's sequence).
  *
  * perf: each case on each backend timed (the cases marked perf add shapes
  * of a real model, SmolLM2-135M), printing the time per op, the bytes it
@@ -556,6 +558,80 @@ static void test_flash_invariance(hl_backend *fa2) {
     hl_backend_cpu_free(fa3);
 }
 
+/* ------------------------------------- matmuls that share activations -- */
+
+/* One input through several matmuls in a row, as a layer runs Q, K and V
+ * (and gate and up) of one normed input: CUDA's matvec quantizes the
+ * activations to Q8_1 once for consecutive matmuls of the same input
+ * (hl_cuda.q8_op), so the second matmul must see the same numbers as the
+ * first, and a matmul after x changed (new contents uploaded, an op that
+ * writes it, another matmul of another length in between) must quantize
+ * afresh. The sequence on each backend against the scalar CPU's. Writes
+ * n_tok * 67 outputs per step into ys[step]. */
+#define SEQ_STEPS 5
+static bool matmul_sequence(hl_backend *b, int64_t n_tok, const void *w1, const void *w2, const void *w3,
+                            const float *x0, const float *x1, float *ys[SEQ_STEPS]) {
+    const int64_t d = 1536, rows = 67;
+    const hl_tensor s1 = shape_of(GGML_TYPE_Q4_K, d, rows), s2 = shape_of(GGML_TYPE_Q8_0, d, rows);
+    const hl_tensor s3 = shape_of(GGML_TYPE_Q8_0, 512, rows), sx = shape_of(GGML_TYPE_F32, d, n_tok);
+    const hl_tensor sy = shape_of(GGML_TYPE_F32, rows, n_tok), sx3 = shape_of(GGML_TYPE_F32, 512, n_tok);
+    hl_tensor t1, t2, t3, x, x3, y;
+    void *base[6] = {NULL};
+    bool ok = alloc_guarded(b, &s1, w1, &t1, &base[0]) == HEARTH_OK &&
+              alloc_guarded(b, &s2, w2, &t2, &base[1]) == HEARTH_OK &&
+              alloc_guarded(b, &s3, w3, &t3, &base[2]) == HEARTH_OK &&
+              alloc_guarded(b, &sx, x0, &x, &base[3]) == HEARTH_OK &&
+              alloc_guarded(b, &sx3, x0, &x3, &base[4]) == HEARTH_OK &&
+              alloc_guarded(b, &sy, NULL, &y, &base[5]) == HEARTH_OK;
+    const size_t y_bytes = hl_tensor_nbytes(&sy);
+    /* step 0: W1 x; 1: W2 x right after (the same activations); 2: after x's new contents, W2 x; 3: after
+     * scale(x), W1 x; 4: after a matmul of another row length, W2 x */
+    for (int step = 0; ok && step < SEQ_STEPS; step++) {
+        if (step == 2) ok = hl_upload(b, x.data, x1, hl_tensor_nbytes(&sx)) == HEARTH_OK;
+        if (step == 3) ok = ok && hl_scale(b, &x, -1.25f) == HEARTH_OK;
+        if (step == 4) ok = ok && hl_matmul(b, &t3, &x3, &y) == HEARTH_OK;
+        ok = ok && hl_matmul(b, step == 0 || step == 3 ? &t1 : &t2, &x, &y) == HEARTH_OK &&
+             hl_synchronize(b) == HEARTH_OK && hl_download(b, ys[step], y.data, y_bytes) == HEARTH_OK;
+    }
+    for (int i = 0; i < 6; i++)
+        if (base[i]) hl_buffer_free(b, base[i]);
+    return ok;
+}
+
+static void test_shared_activations(void) {
+    const int64_t d = 1536, rows = 67;
+    void *w1 = random_rows(GGML_TYPE_Q4_K, d, rows, 1.0f), *w2 = random_rows(GGML_TYPE_Q8_0, d, rows, 1.0f);
+    void *w3 = random_rows(GGML_TYPE_Q8_0, 512, rows, 1.0f);
+    for (int64_t n_tok = 1; n_tok <= 3; n_tok += 2) {
+        float *x0 = malloc(sizeof(float) * (size_t)(d * n_tok)), *x1 = malloc(sizeof(float) * (size_t)(d * n_tok));
+        for (int64_t i = 0; i < d * n_tok; i++) x0[i] = frand(), x1[i] = frand();
+        float *want[SEQ_STEPS], *got[SEQ_STEPS];
+        for (int k = 0; k < SEQ_STEPS; k++) {
+            want[k] = malloc(sizeof(float) * (size_t)(rows * n_tok));
+            got[k] = malloc(sizeof(float) * (size_t)(rows * n_tok));
+        }
+        CHECK_MSG(matmul_sequence(ref, n_tok, w1, w2, w3, x0, x1, want), "matmul sequence on the reference: %s",
+                  hearth_last_error());
+        for (int i = 0; i < n_backends; i++) {
+            if (!matmul_sequence(backends[i], n_tok, w1, w2, w3, x0, x1, got)) {
+                CHECK_MSG(false, "matmul sequence on %s: %s", backend_names[i], hearth_last_error());
+                continue;
+            }
+            for (int k = 0; k < SEQ_STEPS; k++) {
+                const double e = nmse(got[k], want[k], rows * n_tok);
+                CHECK_MSG(e <= 5e-4, "matmul sequence on %s, %lld tokens, step %d: NMSE %.3g", backend_names[i],
+                          (long long)n_tok, k, e);
+            }
+        }
+        for (int k = 0; k < SEQ_STEPS; k++) free(want[k]), free(got[k]);
+        free(x0);
+        free(x1);
+    }
+    free(w1);
+    free(w2);
+    free(w3);
+}
+
 /* ------------------------------------------------ the routing itself -- */
 
 /* moe_route's experts and weights on each backend that runs it, against
@@ -768,6 +844,7 @@ int main(int argc, char **argv) {
     if (!perf) {
         if (only_op == HL_OP_COUNT && (!only_backend || !strcmp(only_backend, "cpu"))) test_refusals(cpu);
         if (only_op == HL_OP_COUNT || only_op == HL_OP_MOE_ROUTE) test_moe_route();
+        if (only_op == HL_OP_COUNT || only_op == HL_OP_MATMUL) test_shared_activations();
         if ((only_op == HL_OP_COUNT || only_op == HL_OP_ATTENTION) && (!only_backend || !strcmp(only_backend, "cpu-fa")))
             test_flash_invariance(cpu_fa);
         printf("%d case runs passed, %d failed, %d skipped (not supported)\n", n_pass, n_fail, n_skip);

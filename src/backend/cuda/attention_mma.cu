@@ -33,12 +33,21 @@
 
 using namespace nvcuda;
 
+// Row strides in shared memory: a row of Q, K or V holds hd + 8 halves and
+// a row of O hd + 4 floats, so that the 16 rows a WMMA load or store touches
+// start 16 bytes apart in the banks instead of all in the same ones (an
+// unpadded row of 128..512 bytes put 8 rows on each bank). Both stay
+// multiples of 16 bytes, as WMMA's ldm wants.
+static __host__ __device__ __forceinline__ int mma_qkv_stride(int hd) { return hd + 8; }
+static __host__ __device__ __forceinline__ int mma_o_stride(int hd) { return hd + 4; }
+
 // Shared memory of a block (bytes; each part a multiple of 32 bytes, as
-// WMMA's loads want): Q [ROWS][hd] F16, K and V [KEYS][hd] F16, O [ROWS][hd]
-// F32, S [ROWS][KEYS] F32, P [ROWS][KEYS] F16, then m, l [ROWS] F32 and the
-// visible rows lo, hi [ROWS] int.
+// WMMA's pointers want): Q [ROWS] rows, K and V [KEYS] rows of F16, O [ROWS]
+// rows of F32, S [ROWS][KEYS] F32, P [ROWS][KEYS] F16, then m, l [ROWS] F32
+// and the visible rows lo, hi [ROWS] int: 512 hd + 16384 bytes.
 static __host__ __device__ __forceinline__ size_t mma_shared_bytes(int hd) {
-    return (size_t)hd * (2 * MMA_ROWS + 4 * MMA_KEYS + 4 * MMA_ROWS) + MMA_ROWS * MMA_KEYS * 6 + MMA_ROWS * 16;
+    return (size_t)mma_qkv_stride(hd) * 2 * (MMA_ROWS + 2 * MMA_KEYS) + (size_t)mma_o_stride(hd) * 4 * MMA_ROWS +
+           MMA_ROWS * MMA_KEYS * 6 + MMA_ROWS * 16;
 }
 
 // grid (n_head, tiles of MMA_ROWS tokens), block MMA_THREADS, shared
@@ -49,11 +58,12 @@ attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const _
               float *__restrict__ out, int n, int n_head, int n_head_kv, int hd, const int32_t *pos_of,
               const int32_t *row0_of, int n_swa, float scale, float max_bias) {
     extern __shared__ __align__(128) float4 smem4[]; // WMMA's pointers: 32-byte aligned
+    const int qs = mma_qkv_stride(hd), os = mma_o_stride(hd);
     __half *q_s = (__half *)smem4;
-    __half *k_s = q_s + MMA_ROWS * hd;
-    __half *v_s = k_s + MMA_KEYS * hd;
-    float *o_s = (float *)(v_s + MMA_KEYS * hd);
-    float *s_s = o_s + MMA_ROWS * hd;
+    __half *k_s = q_s + MMA_ROWS * qs;
+    __half *v_s = k_s + MMA_KEYS * qs;
+    float *o_s = (float *)(v_s + MMA_KEYS * qs);
+    float *s_s = o_s + MMA_ROWS * os;
     __half *p_s = (__half *)(s_s + MMA_ROWS * MMA_KEYS);
     float *m_s = (float *)(p_s + MMA_ROWS * MMA_KEYS);
     float *l_s = m_s + MMA_ROWS;
@@ -73,9 +83,9 @@ attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const _
         lo_s[r] = lo, hi_s[r] = hi, m_s[r] = -INFINITY, l_s[r] = 0.0f;
     }
     for (int i = tid; i < MMA_ROWS * hd; i += MMA_THREADS) {
-        const int r = i / hd;
-        q_s[i] = __float2half_rn(r < rows ? q[(t0 + r) * q_dim + (int64_t)h * hd + i % hd] : 0.0f);
-        o_s[i] = 0.0f;
+        const int r = i / hd, d = i % hd;
+        q_s[r * qs + d] = __float2half_rn(r < rows ? q[(t0 + r) * q_dim + (int64_t)h * hd + d] : 0.0f);
+        o_s[r * os + d] = 0.0f;
     }
     const float slope = max_bias > 0.0f ? att_alibi_slope(n_head, max_bias, h) : 0.0f;
     __syncthreads();
@@ -84,16 +94,17 @@ attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const _
 
     const int chunks = hd / 8; // 16 bytes of a row
     const __half *kh0 = k + (int64_t)kh * hd, *vh0 = v + (int64_t)kh * hd;
-    __half *qw = q_s + warp * 16 * hd, *pw = p_s + warp * 16 * MMA_KEYS;
-    float *ow = o_s + warp * 16 * hd, *sw = s_s + warp * 16 * MMA_KEYS;
+    __half *qw = q_s + warp * 16 * qs, *pw = p_s + warp * 16 * MMA_KEYS;
+    float *ow = o_s + warp * 16 * os, *sw = s_s + warp * 16 * MMA_KEYS;
     for (int j0 = j_lo; j0 <= j_hi; j0 += MMA_KEYS) {
         // the K and V tile, zeros past the last row seen (the rows beyond may be unwritten)
         for (int i = tid; i < MMA_KEYS * chunks; i += MMA_THREADS) {
             const int jj = i / chunks, c = i % chunks;
             const int64_t off = (int64_t)(j0 + jj) * kv_dim + 8 * c;
             const bool in = j0 + jj <= j_hi;
-            ((uint4 *)k_s)[i] = in ? *(const uint4 *)(kh0 + off) : make_uint4(0, 0, 0, 0);
-            ((uint4 *)v_s)[i] = in ? *(const uint4 *)(vh0 + off) : make_uint4(0, 0, 0, 0);
+            const int at = jj * (qs / 8) + c; // 16-byte units
+            ((uint4 *)k_s)[at] = in ? *(const uint4 *)(kh0 + off) : make_uint4(0, 0, 0, 0);
+            ((uint4 *)v_s)[at] = in ? *(const uint4 *)(vh0 + off) : make_uint4(0, 0, 0, 0);
         }
         __syncthreads();
 
@@ -104,8 +115,8 @@ attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const _
             for (int kk = 0; kk < hd; kk += 16) {
                 wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
                 wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
-                wmma::load_matrix_sync(a, qw + kk, hd);
-                wmma::load_matrix_sync(b, k_s + nb * 16 * hd + kk, hd);
+                wmma::load_matrix_sync(a, qw + kk, qs);
+                wmma::load_matrix_sync(b, k_s + nb * 16 * qs + kk, qs);
                 wmma::mma_sync(acc, a, b, acc);
             }
             wmma::store_matrix_sync(sw + nb * 16, acc, MMA_KEYS, wmma::mem_row_major);
@@ -125,7 +136,7 @@ attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const _
             const float sum = warp_sum(p);
             pw[rr * MMA_KEYS + lane] = __float2half_rn(p);
             if (c != 1.0f)
-                for (int d = lane; d < hd; d += 32) ow[rr * hd + d] *= c;
+                for (int d = lane; d < hd; d += 32) ow[rr * os + d] *= c;
             __syncwarp(); // every lane has read m_s[r] before lane 0 writes it
             if (lane == 0) l_s[r] = l_s[r] * c + sum, m_s[r] = m_new;
         }
@@ -134,23 +145,23 @@ attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const _
         // O += P V, a 16-column block of the warp's rows at a time
         for (int nb = 0; nb < hd; nb += 16) {
             wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-            wmma::load_matrix_sync(acc, ow + nb, hd, wmma::mem_row_major);
+            wmma::load_matrix_sync(acc, ow + nb, os, wmma::mem_row_major);
             for (int kk = 0; kk < MMA_KEYS; kk += 16) {
                 wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
                 wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
                 wmma::load_matrix_sync(a, pw + kk, MMA_KEYS);
-                wmma::load_matrix_sync(b, v_s + kk * hd + nb, hd);
+                wmma::load_matrix_sync(b, v_s + kk * qs + nb, qs);
                 wmma::mma_sync(acc, a, b, acc);
             }
-            wmma::store_matrix_sync(ow + nb, acc, hd, wmma::mem_row_major);
+            wmma::store_matrix_sync(ow + nb, acc, os, wmma::mem_row_major);
         }
         __syncthreads(); // K and V are used up
     }
 
     // out = O / l (l > 0: a token sees at least its own row)
     for (int i = tid; i < rows * hd; i += MMA_THREADS) {
-        const int r = i / hd;
-        out[(t0 + r) * q_dim + (int64_t)h * hd + i % hd] = o_s[i] / l_s[r];
+        const int r = i / hd, d = i % hd;
+        out[(t0 + r) * q_dim + (int64_t)h * hd + d] = o_s[r * os + d] / l_s[r];
     }
 }
 

@@ -35,6 +35,8 @@ struct hl_cuda {
                                 // matmuls the attention's split partials (attention.cu)
     size_t w16_elems;
     int smem_optin;             // shared memory a block may opt in to (bytes; hl_cuda_attention_mma_init)
+    bool bf16_gemm;             // cuBLAS multiplies BF16 in place here (compute capability 8.0 and up; on
+                                // Turing BF16 weights go through the F16 tiles, as every quantized type)
     __half *x16;                // [max_tokens * max_row] activations in F16; in matvec
                                 // their Q8_1 form (matvec.cu, 1.25 bytes per element)
     // The Q8_1 activations in x16 (matvec.cu): ops so far (hl_cuda_enter;

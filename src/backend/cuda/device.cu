@@ -206,6 +206,8 @@ static hearth_status record(hl_cuda *cu, int key, hearth_status (*issue)(void *)
     const bool ok = st == HEARTH_OK && captured && cudaGraphInstantiate(&cu->graph[key], g, 0) == cudaSuccess;
     if (g) cudaGraphDestroy(g);
     if (!ok) {
+        // the recorded matvecs never ran: no Q8_1 form of their activations is in x16
+        cu->q8_x = NULL;
         if (st == HEARTH_OK)
             HL_DEBUG("cuda%d: recording the decode step failed (%s); running it eagerly", cu->index,
                      cu->status != HEARTH_OK ? cu->err : cudaGetErrorString(cudaGetLastError()));
@@ -285,6 +287,9 @@ static hearth_status init(hl_cuda *cu) {
     if (cublasSetStream(cu->cublas, cu->stream) != CUBLAS_STATUS_SUCCESS)
         return hl_fail(HEARTH_ERR_DEVICE, "cuda%d: cublasSetStream failed", cu->index);
     HL_TRY(hl_cuda_attention_mma_init(cu));
+    int cc_major = 0;
+    CUDA_TRY(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, cu->device));
+    cu->bf16_gemm = cc_major >= 8;
     cu->w16_elems = l->gemm_scratch_bytes / sizeof(__half);
     CUDA_TRY(cudaMalloc(&cu->d_ids, (size_t)l->max_tokens * sizeof(int32_t)));
     CUDA_TRY(cudaMalloc(&cu->w16, cu->w16_elems * sizeof(__half) + 16));

@@ -1,7 +1,7 @@
 // Matrix products of prompts (HL_CUDA_MMV_MAX tokens or more) through
 // cuBLAS. F16 and BF16 weights are read in place: one GemmEx over the whole
 // matrix, the activations converted once to the weights' type (as llama.cpp
-// does for BF16). Other types are dequantized to F16 tiles of as many rows as
+// does for BF16; BF16 from compute capability 8.0, hl_cuda.bf16_gemm). Other types are dequantized to F16 tiles of as many rows as
 // the scratch holds, each multiplied as it is made. F32 accumulation and
 // output throughout. Fewer tokens take the matrix-vector kernels (matvec.cu),
 // which read the quantized weights directly.
@@ -84,7 +84,7 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
         return;
     }
     if (w->type == GGML_TYPE_F16) return gemm_in_place<__half>(cu, w, x, y, CUDA_R_16F);
-    if (w->type == GGML_TYPE_BF16) return gemm_in_place<__nv_bfloat16>(cu, w, x, y, CUDA_R_16BF);
+    if (w->type == GGML_TYPE_BF16 && cu->bf16_gemm) return gemm_in_place<__nv_bfloat16>(cu, w, x, y, CUDA_R_16BF);
     f32_to<__half><<<cuda_blocks(d_in * n, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>((const float *)x->data, cu->x16,
                                                                                  d_in * n);
     if (!CU_LAUNCHED(cu)) return;
