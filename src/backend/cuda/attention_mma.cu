@@ -123,22 +123,36 @@ attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const _
         }
         __syncwarp();
 
-        // the online softmax, a token at a time, a lane per row of the tile; O's row rescaled
-        for (int rr = 0; rr < 16; rr++) {
-            const int r = warp * 16 + rr, j = j0 + lane;
-            const bool seen = j >= lo_s[r] && j <= hi_s[r];
-            const float s = seen ? sw[rr * MMA_KEYS + lane] * scale + slope * (float)(j - hi_s[r]) : -INFINITY;
-            float mx = s;
-            for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        // the online softmax: lane l takes row rr = l % 16 of the warp's 16 tokens and half h = l / 16 of the
+        // tile's keys, visited from key rr on (rotated), so that at each step the lanes read S and write P in
+        // 32 different banks; the two lanes of a row meet by one shuffle for the maximum and one for the sum
+        // (a lane per key and the rows one after another cost two 5-step reductions per row: 160 dependent
+        // shuffles a tile). O's row rescaled, half by each of its lanes.
+        {
+            const int rr = lane & 15, h = lane >> 4, r = warp * 16 + rr;
+            const int lo = lo_s[r], hi = hi_s[r];
+            float s[16], mx = -INFINITY;
+#pragma unroll
+            for (int k = 0; k < 16; k++) {
+                const int kk = h * 16 + ((k + rr) & 15), j = j0 + kk;
+                s[k] = j >= lo && j <= hi ? sw[rr * MMA_KEYS + kk] * scale + slope * (float)(j - hi) : -INFINITY;
+                mx = fmaxf(mx, s[k]);
+            }
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
             const float m_old = m_s[r], m_new = fmaxf(m_old, mx);
-            const float p = seen ? expf(s - m_new) : 0.0f;
+            float sum = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 16; k++) {
+                const float p = s[k] == -INFINITY ? 0.0f : expf(s[k] - m_new); // unseen keys: 0
+                sum += p;
+                pw[rr * MMA_KEYS + h * 16 + ((k + rr) & 15)] = __float2half_rn(p);
+            }
+            sum += __shfl_xor_sync(0xffffffffu, sum, 16);
             const float c = m_new == -INFINITY ? 1.0f : expf(m_old - m_new); // 0 on the first rows seen
-            const float sum = warp_sum(p);
-            pw[rr * MMA_KEYS + lane] = __float2half_rn(p);
             if (c != 1.0f)
-                for (int d = lane; d < hd; d += 32) ow[rr * os + d] *= c;
-            __syncwarp(); // every lane has read m_s[r] before lane 0 writes it
-            if (lane == 0) l_s[r] = l_s[r] * c + sum, m_s[r] = m_new;
+                for (int d = h; d < hd; d += 2) ow[rr * os + d] *= c;
+            __syncwarp(); // both lanes of the row have read m_s[r] and l_s[r] before one writes them
+            if (h == 0) l_s[r] = l_s[r] * c + sum, m_s[r] = m_new;
         }
         __syncwarp();
 
