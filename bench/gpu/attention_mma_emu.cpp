@@ -116,14 +116,14 @@ static void block(const float *q, const half *k, const half *v, float *out, int 
                     for (int c = 0; c < 16; c++)
                         sw[m * MMA_KEYS + nb * 16 + c] = acc[m * 16 + c];
             }
-            { // lanes: rr = lane&15, h = lane>>4, keys rotated; phases separated where the kernel shuffles/syncs
+            { // lanes: rr = lane&15, e = lane>>4, keys rotated; phases separated where the kernel shuffles/syncs
                 float S[32][16], MX[32], SUM[32], MOLD[32], MNEW[32], C[32];
                 for (int lane = 0; lane < 32; lane++) {
-                    int rr = lane & 15, h = lane >> 4, r = warp * 16 + rr;
+                    int rr = lane & 15, e = lane >> 4, r = warp * 16 + rr;
                     int lo = lo_s[r], hi = hi_s[r];
                     float mx = -INFINITY;
                     for (int k = 0; k < 16; k++) {
-                        int kk = h * 16 + ((k + rr) & 15), j = j0 + kk;
+                        int kk = e * 16 + ((k + rr) & 15), j = j0 + kk;
                         S[lane][k] =
                             (j >= lo && j <= hi) ? sw[rr * MMA_KEYS + kk] * scale + slope * (float)(j - hi) : -INFINITY;
                         mx = fmaxf(mx, S[lane][k]);
@@ -138,12 +138,12 @@ static void block(const float *q, const half *k, const half *v, float *out, int 
                 }
                 float SUM0[32];
                 for (int lane = 0; lane < 32; lane++) {
-                    int rr = lane & 15, h = lane >> 4;
+                    int rr = lane & 15, e = lane >> 4;
                     float sum = 0;
                     for (int k = 0; k < 16; k++) {
                         float p = S[lane][k] == -INFINITY ? 0.f : expf(S[lane][k] - MNEW[lane]);
                         sum += p;
-                        pw[rr * MMA_KEYS + h * 16 + ((k + rr) & 15)] = (half)p;
+                        pw[rr * MMA_KEYS + e * 16 + ((k + rr) & 15)] = (half)p;
                     }
                     SUM0[lane] = sum;
                 }
@@ -152,14 +152,14 @@ static void block(const float *q, const half *k, const half *v, float *out, int 
                     C[lane] = MNEW[lane] == -INFINITY ? 1.f : expf(MOLD[lane] - MNEW[lane]);
                 }
                 for (int lane = 0; lane < 32; lane++) {
-                    int rr = lane & 15, h = lane >> 4;
+                    int rr = lane & 15, e = lane >> 4;
                     if (C[lane] != 1.f)
-                        for (int d = h; d < hd; d += 2)
+                        for (int d = e; d < hd; d += 2)
                             ow[rr * os + d] *= C[lane];
                 }
                 for (int lane = 0; lane < 32; lane++) {
-                    int rr = lane & 15, h = lane >> 4, r = warp * 16 + rr;
-                    if (h == 0) {
+                    int rr = lane & 15, e = lane >> 4, r = warp * 16 + rr;
+                    if (e == 0) {
                         l_s[r] = l_s[r] * C[lane] + SUM[lane];
                         m_s[r] = MNEW[lane];
                     }

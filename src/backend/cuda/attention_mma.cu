@@ -123,18 +123,18 @@ attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const _
         }
         __syncwarp();
 
-        // the online softmax: lane l takes row rr = l % 16 of the warp's 16 tokens and half h = l / 16 of the
+        // the online softmax: lane l takes row rr = l % 16 of the warp's 16 tokens and half e = l / 16 of the
         // tile's keys, visited from key rr on (rotated), so that at each step the lanes read S and write P in
         // 32 different banks; the two lanes of a row meet by one shuffle for the maximum and one for the sum
         // (a lane per key and the rows one after another cost two 5-step reductions per row: 160 dependent
         // shuffles a tile). O's row rescaled, half by each of its lanes.
         {
-            const int rr = lane & 15, h = lane >> 4, r = warp * 16 + rr;
+            const int rr = lane & 15, e = lane >> 4, r = warp * 16 + rr;
             const int lo = lo_s[r], hi = hi_s[r];
             float s[16], mx = -INFINITY;
 #pragma unroll
             for (int k = 0; k < 16; k++) {
-                const int kk = h * 16 + ((k + rr) & 15), j = j0 + kk;
+                const int kk = e * 16 + ((k + rr) & 15), j = j0 + kk;
                 s[k] = j >= lo && j <= hi ? sw[rr * MMA_KEYS + kk] * scale + slope * (float)(j - hi) : -INFINITY;
                 mx = fmaxf(mx, s[k]);
             }
@@ -145,14 +145,14 @@ attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const _
             for (int k = 0; k < 16; k++) {
                 const float p = s[k] == -INFINITY ? 0.0f : expf(s[k] - m_new); // unseen keys: 0
                 sum += p;
-                pw[rr * MMA_KEYS + h * 16 + ((k + rr) & 15)] = __float2half_rn(p);
+                pw[rr * MMA_KEYS + e * 16 + ((k + rr) & 15)] = __float2half_rn(p);
             }
             sum += __shfl_xor_sync(0xffffffffu, sum, 16);
             const float c = m_new == -INFINITY ? 1.0f : expf(m_old - m_new); // 0 on the first rows seen
             if (c != 1.0f)
-                for (int d = h; d < hd; d += 2) ow[rr * os + d] *= c;
+                for (int d = e; d < hd; d += 2) ow[rr * os + d] *= c;
             __syncwarp(); // both lanes of the row have read m_s[r] and l_s[r] before one writes them
-            if (h == 0) l_s[r] = l_s[r] * c + sum, m_s[r] = m_new;
+            if (e == 0) l_s[r] = l_s[r] * c + sum, m_s[r] = m_new;
         }
         __syncwarp();
 
