@@ -245,3 +245,9 @@ void cli_split_apply(const cli_split *s, hearth_model_params *mp) {
     mp->main_gpu = (int32_t)s->main_gpu;
     mp->tensor_split = s->has_tensor_split ? s->tensor_split : NULL;
 }
+
+void cli_fit_context(const hearth_context_params *cp, hearth_model_params *mp) {
+    mp->fit_n_ctx = cp->n_ctx;
+    mp->fit_type_k = cp->type_k;
+    mp->fit_type_v = cp->type_v;
+}

@@ -86,6 +86,9 @@ int cli_parse_split_opt(int argc, char **argv, int *i, const char *cmd, cli_spli
 /* Sets mp's split_mode, main_gpu and tensor_split (which points into s:
  * s must outlive the load). */
 void cli_split_apply(const cli_split *s, hearth_model_params *mp);
+/* Sets what -ngl auto must leave room for: the context cp will have, its
+ * tokens (fit_n_ctx) and cache types (fit_type_k, fit_type_v). */
+void cli_fit_context(const hearth_context_params *cp, hearth_model_params *mp);
 
 /* Sends library log messages at or above `min_level` to stderr. The level
  * comes from HEARTH_LOG (debug|info|warn|error) when set, else from `verbose`

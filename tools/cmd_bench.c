@@ -619,7 +619,7 @@ static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
     const hearth_context_params cp = context_params(o, o->n_ubatch[0], HEARTH_FLASH_ATTN_AUTO, o->type_k[0], o->type_v[0]);
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
-    mp.fit_n_ctx = cp.n_ctx;
+    mp.fit_n_ctx = cp.n_ctx; /* in F16 (fit_type 0), the largest of every -ctk/-ctv the contexts may take */
     cli_split_apply(&o->split, &mp);
     if (cli_model_load(o->model, &mp, &s->model)) return 1;
     e->n_gpu_layers = hearth_model_n_gpu_layers(s->model);

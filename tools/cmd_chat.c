@@ -218,8 +218,7 @@ static int turn(chat_state *s, const run_opts *o, const char *line, size_t line_
 static int chat(const run_opts *o, chat_state *s) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
-    mp.fit_n_ctx = o->ctx.n_ctx;
-    mp.fit_type_k = o->ctx.type_k, mp.fit_type_v = o->ctx.type_v;
+    cli_fit_context(&o->ctx, &mp);
     cli_split_apply(&o->split, &mp);
     if (cli_model_load(o->model, &mp, &s->model)) return 1;
     int rc = chat_template_load(s->model, o->chat_template, &s->tmpl);

@@ -72,8 +72,7 @@ static int print_memory(const hearth_model *m, const hearth_context_params *cp) 
 static int print_model(const char *path, int32_t n_gpu_layers, const hearth_context_params *cp) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = n_gpu_layers;
-    mp.fit_n_ctx = cp->n_ctx;
-    mp.fit_type_k = cp->type_k, mp.fit_type_v = cp->type_v;
+    cli_fit_context(cp, &mp);
     hearth_model *m;
     if (cli_model_load(path, &mp, &m)) return 1;
     char name[256];

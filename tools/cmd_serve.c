@@ -200,8 +200,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
 static int load(const serve_opts *o, hearth_model **model, hearth_engine **engine) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
-    mp.fit_n_ctx = o->engine.ctx.n_ctx;
-    mp.fit_type_k = o->engine.ctx.type_k, mp.fit_type_v = o->engine.ctx.type_v;
+    cli_fit_context(&o->engine.ctx, &mp);
     cli_split_apply(&o->split, &mp);
     if (cli_model_load(o->model, &mp, model)) return 1;
     hearth_engine_params ep = o->engine;

@@ -57,12 +57,11 @@ template <> struct qtype<GGML_TYPE_BF16> {
     __host__ __device__ static float get(const uint8_t *row, int64_t i) { return dq_bf16(((const hl_bf16 *)row)[i]); }
 };
 
-// Element i of a row of plain type T, and 16 bytes of it as floats (device
-// only: the vector loads of matvec_plain and of attention's F16/BF16 cache).
+// 16 bytes of a row of plain type T as floats (device only: the vector loads
+// of matvec_plain and of attention's F16/BF16 cache; one element: qtype<T>::get).
 template <uint32_t T> struct plain;
 template <> struct plain<GGML_TYPE_F32> {
     static constexpr int per16 = 4;
-    __device__ static float get(const uint8_t *row, int i) { return ((const float *)row)[i]; }
     __device__ static void get16(const uint8_t *p, float *v) {
         const float4 f = *(const float4 *)p;
         v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
@@ -70,7 +69,6 @@ template <> struct plain<GGML_TYPE_F32> {
 };
 template <> struct plain<GGML_TYPE_F16> {
     static constexpr int per16 = 8;
-    __device__ static float get(const uint8_t *row, int i) { return __half2float(((const __half *)row)[i]); }
     __device__ static void get16(const uint8_t *p, float *v) {
         const uint4 u = *(const uint4 *)p;
         const uint32_t wd[4] = {u.x, u.y, u.z, u.w};
@@ -83,7 +81,6 @@ template <> struct plain<GGML_TYPE_F16> {
 };
 template <> struct plain<GGML_TYPE_BF16> {
     static constexpr int per16 = 8;
-    __device__ static float get(const uint8_t *row, int i) { return dq_bf16(((const hl_bf16 *)row)[i]); }
     __device__ static void get16(const uint8_t *p, float *v) {
         const uint4 u = *(const uint4 *)p;
         const uint32_t wd[4] = {u.x, u.y, u.z, u.w};

@@ -153,7 +153,7 @@ matvec_plain(const uint8_t *__restrict__ w, size_t w_stride, const float *__rest
 #pragma unroll
             for (int r = 0; r < ROWS; r++) {
                 const int64_t row = row0 + r < d_out ? row0 + r : d_out - 1;
-                const float v = P::get(w + row * w_stride, e);
+                const float v = qtype<T>::get(w + row * w_stride, e);
 #pragma unroll
                 for (int j = 0; j < NCOLS; j++)
                     acc[j][r] = fmaf(v, x[(int64_t)(j < n ? j : n - 1) * d_in + e], acc[j][r]);
