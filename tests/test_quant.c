@@ -332,7 +332,7 @@ static void check_near(const char *what, hl_cpu_level level, uint32_t type, int6
  * a stride that is not theirs) against 1..4 activation rows, or more where
  * the kernels take a whole block (panel_block): each result bit for bit
  * vec_dot's, nothing written outside. */
-#define PANEL_TOKENS_MAX 9
+#define PANEL_TOKENS_MAX 19 /* more than vec_dot_avx2.c's token groups of 16 */
 static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, const dot_bufs *bf) {
     const size_t w_stride = hl_row_size(ops->type, n) + 2 * sizeof(hl_half), a_stride = sizeof bf->a[0];
     uint8_t *rows = calloc(HL_PANEL_ROWS, w_stride), *panel = malloc(HL_PANEL_BYTES(n));

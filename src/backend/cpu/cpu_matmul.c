@@ -5,6 +5,7 @@
  * its rows in small blocks and runs every token against a block while the
  * block's weights are still in L1; where the kernels have panels (vec_dot.h),
  * it repacks 16 rows at a time and runs every token against the panel. */
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "backend/cpu/cpu_impl.h"
@@ -36,6 +37,7 @@ typedef struct matmul_task {
     hl_act_aux *aux;     /* for panels: [n][aux_stride], else NULL */
     size_t aux_stride;
     uint8_t *panels;     /* for panels: one of HL_PANEL_BYTES(d_in) per thread */
+    _Atomic int64_t next; /* for panels: the next (token block, panel) item to take */
 } matmul_task;
 
 /* The x row of token tok. */
@@ -95,32 +97,33 @@ static void dot_block(const matmul_task *t, long long rb, long long re) {
     for (; tok < n; tok++) dot_rows(t, rb, re, t->act + (size_t)tok * t->act_stride, y + tok * d_out);
 }
 
-/* Panels (vec_dot.h): the threads share out whole panels of HL_PANEL_ROWS
- * rows; per block of PANEL_TOKENS tokens, each packs one panel at a time
- * and runs the block's tokens against it, up to four at once; kernels that
- * take every token at once (panel_block) get one block of all. The last
- * thread also takes the rows after the last whole panel, with the other
- * kernels (which give the same bits). */
+/* Panels (vec_dot.h): the work items are (block of PANEL_TOKENS tokens,
+ * panel of HL_PANEL_ROWS rows) pairs, block by block, which the threads
+ * take one at a time from a shared counter (as llama.cpp's matmul takes
+ * chunks), so that a thread slowed by something else on its core leaves
+ * its share to the others instead of holding up the matmul; the bits of a
+ * result do not depend on which thread computes it. An item packs its
+ * panel and runs the block's tokens against it, up to four at once;
+ * kernels that take every token at once (panel_block) get one block of
+ * all. The last thread also takes the rows after the last whole panel,
+ * with the other kernels (which give the same bits). */
 static void panel_run(void *arg, int ith, int nth) {
     matmul_task *t = arg;
     const int64_t d_in = t->w->ne[0], d_out = t->w->ne[1], n = t->n;
     const size_t w_stride = hl_row_size(t->w->type, d_in);
     uint8_t *panel = t->panels + (size_t)ith * HL_PANEL_BYTES(d_in);
     float *y = t->y->data;
-    long long p0, p1;
-    hl_split(d_out / HL_PANEL_ROWS, ith, nth, &p0, &p1);
+    const int64_t n_panels = d_out / HL_PANEL_ROWS;
     const int64_t block = t->ops->panel_block ? n : PANEL_TOKENS, group = t->ops->panel_block ? n : 4;
-    for (int64_t tb = 0; tb < n; tb += block) {
-        const int64_t te = n - tb < block ? n : tb + block;
-        for (long long p = p0; p < p1; p++) {
-            const int64_t r = p * HL_PANEL_ROWS;
-            t->ops->pack_panel(d_in, panel, (const uint8_t *)t->w->data + (size_t)r * w_stride, w_stride);
-            for (int64_t tok = tb; tok < te; tok += group) {
-                t->ops->panel_dot(d_in, y + tok * d_out + r, (size_t)d_out, panel,
-                                  t->act + (size_t)tok * t->act_stride, t->act_stride,
-                                  t->aux ? t->aux + (size_t)tok * t->aux_stride : NULL, t->aux_stride,
-                                  (int)(te - tok < group ? te - tok : group));
-            }
+    const int64_t n_items = (n + block - 1) / block * n_panels;
+    for (int64_t i; (i = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed)) < n_items;) {
+        const int64_t tb = i / n_panels * block, te = n - tb < block ? n : tb + block;
+        const int64_t r = i % n_panels * HL_PANEL_ROWS;
+        t->ops->pack_panel(d_in, panel, (const uint8_t *)t->w->data + (size_t)r * w_stride, w_stride);
+        for (int64_t tok = tb; tok < te; tok += group) {
+            t->ops->panel_dot(d_in, y + tok * d_out + r, (size_t)d_out, panel, t->act + (size_t)tok * t->act_stride,
+                              t->act_stride, t->aux ? t->aux + (size_t)tok * t->aux_stride : NULL, t->aux_stride,
+                              (int)(te - tok < group ? te - tok : group));
         }
     }
     const int64_t tail = d_out / HL_PANEL_ROWS * HL_PANEL_ROWS;

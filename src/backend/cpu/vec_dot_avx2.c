@@ -274,14 +274,13 @@ static void dot_4c_q4_0(int64_t n, float s[4], const void *w_row, const void *ac
     _mm_storeu_ps(s, acc);
 }
 
-/* Panels (vec_dot.h) of Q4_0, Q5_0, Q8_0, Q4_1 and Q5_1, laid out as the
- * AVX-512 ones (panel_avx512.h): per block, eight 64-byte vectors whose
- * dword r holds elements 4k..4k+3 of row r, then the 16 row scales (and
- * for Q4_1/Q5_1 the 16 mins); each vector is two halves of 8 rows here.
- * maddubs and madd with ones stand in for vpdpbusd. Q4_0 stores the
- * nibbles 0..15 and Q4_1/Q5_1 their unsigned quants (at most 31), which
- * cannot saturate maddubs' int16 pairs; Q5_0 and Q8_0 store the signed
- * quants and multiply |w| by the activations with w's sign, as dot_i8_i8. */
+/* Panels (vec_dot.h) of Q4_0, Q4_1 and Q5_1, laid out as the AVX-512 ones
+ * (panel_avx512.h): per block, eight 64-byte vectors whose dword r holds
+ * elements 4k..4k+3 of row r, then the 16 row scales (and for Q4_1/Q5_1
+ * the 16 mins); each vector is two halves of 8 rows here. maddubs and madd
+ * with ones stand in for vpdpbusd. Q4_0 stores the nibbles 0..15 and
+ * Q4_1/Q5_1 their unsigned quants (at most 31), which cannot saturate
+ * maddubs' int16 pairs. (Q5_0 and Q8_0, signed, have int16 panels: below.) */
 static ALWAYS_INLINE bool has_min(uint32_t type) { return type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1; }
 
 /* Bytes per block of a panel: the quants, the 16 scales, for Q4_1/Q5_1 the
@@ -298,13 +297,11 @@ static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const vo
             if (type == GGML_TYPE_Q4_0) {
                 rows[r] = unpack_nibbles(((const block_q4_0 *)row)[b].qs);
                 dm[0][r] = _cvtsh_ss(((const block_q4_0 *)row)[b].d);
-            } else if (has_min(type)) {
+            } else {
                 __m128 wdm;
                 rows[r] = unsigned_quants(type, row, b, &wdm);
                 dm[0][r] = _mm_cvtss_f32(wdm);
                 dm[1][r] = _mm_cvtss_f32(_mm_movehdup_ps(wdm));
-            } else {
-                rows[r] = signed_quants(type, row, b, &dm[0][r]);
             }
         }
         transpose_8x8(rows, p, 64);
@@ -317,42 +314,124 @@ static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
     pack_t(GGML_TYPE_Q4_0, n, panel, w, w_stride);
 }
 
+/* Q5_0 and Q8_0 have panels of their own, whose quants are widened to
+ * int16 when the panel is packed, and the activation quants per chunk of
+ * blocks in the kernel. The float order is q8_dot's (llama.cpp's
+ * ggml_vec_dot_q8_0_q8_0, and tinyBLAS_Q0_AVX for batches): per result one
+ * 8-lane accumulator, lane k summing group k (elements 4k .. 4k+3) of each
+ * block, acc = fma(d_w * d_a, float(isum_k), acc) per block, hsum8_ggml at
+ * the end, so every result has the bits of vec_dot. Only the exact
+ * integer sums are formed another way: dot_i8_i8 takes four ops that all
+ * need the FMA ports (psignb twice, pmaddubsw, pmaddwd) for 32 products,
+ * beside the cvtdq2ps and the FMA of the float order; here each group's
+ * sum is two pmaddwd of int16 pairs and a paddd (which any vector port
+ * runs): 4 ops on those ports per group instead of 6, the operands read by
+ * broadcasts and pmaddwd's memory operand. Measured in
+ * bench/results/2026-11-28-avx2-q8_0-f16-prompt-cpu.md.
+ *
+ * The panel holds the 16 rows as two halves of 8 rows, one after the
+ * other; a half is n / 32 blocks of HALF_BLOCK bytes: 16 vectors whose
+ * dword r holds elements 2j and 2j+1 of row r as int16 (vector j, j < 16),
+ * then the 8 rows' d_w as floats (34 bytes a row element, within
+ * HL_PANEL_BYTES' 64). */
+#define HALF_BLOCK (16 * 32 + 8 * 4)
+
+static ALWAYS_INLINE void pack_i16_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
+    for (int h = 0; h < 2; h++) {
+        uint8_t *p = (uint8_t *)panel + (size_t)h * (size_t)(n / HL_QK) * HALF_BLOCK;
+        for (int64_t b = 0; b < n / HL_QK; b++, p += HALF_BLOCK) {
+            __m256i lo[8], hi[8]; /* elements 0..15 and 16..31 of each row as int16 */
+            float *dw = (float *)(p + 16 * 32);
+            for (int r = 0; r < 8; r++) {
+                const __m256i q = signed_quants(type, row_at(w, w_stride, 8 * h + r), b, &dw[r]);
+                lo[r] = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q));
+                hi[r] = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1));
+            }
+            transpose_8x8(lo, p, 32);
+            transpose_8x8(hi, p + 8 * 32, 32);
+        }
+    }
+}
+
 static void pack_q5_0(int64_t n, void *panel, const void *w, size_t w_stride) {
-    pack_t(GGML_TYPE_Q5_0, n, panel, w, w_stride);
+    pack_i16_t(GGML_TYPE_Q5_0, n, panel, w, w_stride);
 }
 
 static void pack_q8_0(int64_t n, void *panel, const void *w, size_t w_stride) {
-    pack_t(GGML_TYPE_Q8_0, n, panel, w, w_stride);
+    pack_i16_t(GGML_TYPE_Q8_0, n, panel, w, w_stride);
 }
 
-/* Q5_0, Q8_0: ggml's 8-lane accumulator (q8_dot) of each result as eight
- * accumulators acc[k], lane r for row r, one token and one half of 8 rows
- * at a time; summed at the end in hsum8_ggml's order. */
-static void q8_panel_half(int64_t n, float *y, const uint8_t *p, int h, const block_q8_0 *a) {
+/* The kernel takes TOKEN_GROUP tokens at a time and CHUNK blocks at a
+ * time: the group's activations for the chunk widened into a buffer (16
+ * KiB) and the chunk of the panel (17 KiB) stay in L1 while every token of
+ * the group passes both halves; the accumulators wait in memory between
+ * chunks (8 KiB). */
+#define TOKEN_GROUP 16
+#define CHUNK 16
+
+typedef struct chunk_act {
+    int16_t q[TOKEN_GROUP][CHUNK * HL_QK]; /* the quants of blocks b0 .. b0 + CHUNK - 1 */
+    float d[TOKEN_GROUP][CHUNK];            /* and their scales */
+} chunk_act;
+
+static void widen(chunk_act *ca, int t, const block_q8_0 *a, int64_t nb) {
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)a[b].qs);
+        _mm256_storeu_si256((__m256i *)&ca->q[t][b * HL_QK], _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)));
+        _mm256_storeu_si256((__m256i *)&ca->q[t][b * HL_QK + 16], _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)));
+        ca->d[t][b] = _cvtsh_ss(a[b].d);
+    }
+}
+
+/* nb blocks of one half (p at the first) against one token's widened
+ * quants a and scales da, continuing its eight accumulators part[k]: lane r
+ * of part[k] is lane k of row r's 8-lane accumulator. Pausing a chain in
+ * memory does not change its bits. Each weight vector is an operand of
+ * pmaddwd straight from L1 (7 uops a group); loading it once into a
+ * register for two tokens measured slower. */
+static void half_blocks(int64_t nb, const uint8_t *p, const int16_t *a, const float *da, __m256 part[8]) {
     __m256 acc[8];
-    for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL_BLOCK(GGML_TYPE_Q8_0)) {
-        const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps((const float *)(p + 8 * 64) + 8 * h),
-                                           _mm256_set1_ps(_cvtsh_ss(a[b].d)));
+    for (int k = 0; k < 8; k++) acc[k] = part[k];
+    for (int64_t b = 0; b < nb; b++, p += HALF_BLOCK, a += HL_QK) {
+        const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps((const float *)(p + 16 * 32)), _mm256_set1_ps(da[b]));
         for (int k = 0; k < 8; k++) {
-            const __m256i wq = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32 * h));
-            const __m256i sa = _mm256_sign_epi8(bcast32x8(a[b].qs + 4 * k), wq);
-            const __m256i isum = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), sa), ones);
+            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(p + 64 * k));
+            const __m256i w1 = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32));
+            const __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(w0, bcast32x8(a + 4 * k)),
+                                                  _mm256_madd_epi16(w1, bcast32x8(a + 4 * k + 2)));
             acc[k] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[k]);
         }
     }
-    const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
-                                   _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
-    _mm256_storeu_ps(y + 8 * h, s);
+    for (int k = 0; k < 8; k++) part[k] = acc[k];
 }
 
-/* Any number of tokens (panel_block), one after another. */
-static void panel_dot_q8(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                         size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+/* Any number of tokens (panel_block); per result hsum8_ggml's order at the
+ * end. */
+static void panel_dot_i16(int64_t n, float *y, size_t y_stride, const void *panel, const void *act, size_t act_stride,
+                          const hl_act_aux *aux, size_t aux_stride, int n_tok) {
     (void)aux, (void)aux_stride;
-    for (int t = 0; t < n_tok; t++) {
-        for (int h = 0; h < 2; h++) q8_panel_half(n, y + (size_t)t * y_stride, panel, h, row_at(act, act_stride, t));
+    const int64_t nb = n / HL_QK;
+    chunk_act ca;
+    __m256 part[TOKEN_GROUP][2][8];
+    for (int t0 = 0; t0 < n_tok; t0 += TOKEN_GROUP) {
+        const int ng = n_tok - t0 < TOKEN_GROUP ? n_tok - t0 : TOKEN_GROUP;
+        for (int t = 0; t < ng; t++)
+            for (int k = 0; k < 16; k++) part[t][k / 8][k % 8] = _mm256_setzero_ps();
+        for (int64_t b0 = 0; b0 < nb; b0 += CHUNK) {
+            const int64_t cb = nb - b0 < CHUNK ? nb - b0 : CHUNK;
+            for (int t = 0; t < ng; t++) widen(&ca, t, (const block_q8_0 *)row_at(act, act_stride, t0 + t) + b0, cb);
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *p = (const uint8_t *)panel + ((size_t)h * (size_t)nb + (size_t)b0) * HALF_BLOCK;
+                for (int t = 0; t < ng; t++) half_blocks(cb, p, ca.q[t], ca.d[t], part[t][h]);
+            }
+        }
+        for (int t = 0; t < ng; t++)
+            for (int h = 0; h < 2; h++) {
+                const __m256 *q = part[t][h];
+                const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(q[0], q[4]), _mm256_add_ps(q[2], q[6])),
+                                               _mm256_add_ps(_mm256_add_ps(q[1], q[5]), _mm256_add_ps(q[3], q[7])));
+                _mm256_storeu_ps(y + (size_t)(t0 + t) * y_stride + 8 * h, s);
+            }
     }
 }
 
@@ -558,8 +637,8 @@ static const hl_cpu_type_ops avx2_ops[] = {
     {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL, pack_q4_0, panel_dot_q4_0,
      hl_act_q8_0_aux, true},
     {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, pack_q4_1, panel_dot_q8_1, NULL, true},
-    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, pack_q8_0, panel_dot_q8, NULL, true},
-    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, pack_q5_0, panel_dot_q8, NULL, true},
+    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, pack_q8_0, panel_dot_i16, NULL, true},
+    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, pack_q5_0, panel_dot_i16, NULL, true},
     {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1, NULL, pack_q5_1, panel_dot_q8_1, NULL, true},
 };
 

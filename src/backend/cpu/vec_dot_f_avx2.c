@@ -180,32 +180,22 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
 }
 
 /* Panels (vec_dot.h): the 16 rows one after another (row r at r * n
- * elements), each split as the activations are, as F16 for F16 weights
- * (converted in the kernel, which costs about nothing next to the FMAs and
- * halves the panel) and as floats for F32 and BF16 weights. */
+ * elements), each split as the activations are, as floats for every type.
+ * F16 rows converted here, once per matmul, leave the kernel FMAs and
+ * loads only: vcvtph2ps from memory in the kernel took one of the two FMA
+ * ports (4 conversions per 12 FMAs: at most 75% of their peak); as floats
+ * the panel kernel ran 18-50% faster (1 thread, rows of 2048 and 8192,
+ * this Xeon, 2026-11-28), at twice the panel's bytes. */
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     for (int r = 0; r < HL_PANEL_ROWS; r++) {
         const void *row = row_at(w, w_stride, r);
+        float *p = (float *)panel + r * n;
         for (int64_t j = 0; j < n / 16; j++) {
-            if (type == GGML_TYPE_F16) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)((const hl_half *)row + 16 * j));
-                hl_half *p = (hl_half *)panel + r * n;
-                _mm_storeu_si128((__m128i *)(p + 8 * j), _mm256_castsi256_si128(v));
-                _mm_storeu_si128((__m128i *)(p + n / 2 + 8 * j), _mm256_extracti128_si256(v, 1));
-            } else {
-                const v16 v = load16(type, row, 16 * j);
-                float *p = (float *)panel + r * n;
-                _mm256_storeu_ps(p + 8 * j, v.lo);
-                _mm256_storeu_ps(p + n / 2 + 8 * j, v.hi);
-            }
+            const v16 v = load16(type, row, 16 * j);
+            _mm256_storeu_ps(p + 8 * j, v.lo);
+            _mm256_storeu_ps(p + n / 2 + 8 * j, v.hi);
         }
     }
-}
-
-/* Elements i .. i+7 of panel row part p as floats. */
-static ALWAYS_INLINE __m256 panel_load8(uint32_t type, const void *p, int64_t i) {
-    if (type == GGML_TYPE_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const hl_half *)p + i)));
-    return _mm256_loadu_ps((const float *)p + i);
 }
 
 /* Half h of the results of panel rows r0 .. r0+3 with nc tokens (1 to 3, a
@@ -213,10 +203,9 @@ static ALWAYS_INLINE __m256 panel_load8(uint32_t type, const void *p, int64_t i)
  * 16j + 8h .. 16j + 8h + 7, added in order of j, over the whole row: 12
  * accumulators in registers, 7 loads per 12 FMAs, every load 32
  * contiguous bytes (llamafile's tinyBLAS<8> tile on AVX2). */
-static ALWAYS_INLINE void half_tile(uint32_t type, int nc, int64_t n, const void *panel, int r0, int h,
-                                    const void *act, size_t act_stride, __m256 s[4][3]) {
-    const size_t esize = type == GGML_TYPE_F16 ? 2 : 4;
-    const char *w = (const char *)panel + ((size_t)r0 * n + (size_t)h * (n / 2)) * esize;
+static ALWAYS_INLINE void half_tile(int nc, int64_t n, const float *panel, int r0, int h, const void *act,
+                                    size_t act_stride, __m256 s[4][3]) {
+    const float *w = panel + (size_t)r0 * n + (size_t)h * (n / 2);
     const float *a[3];
     for (int c = 0; c < nc; c++) a[c] = (const float *)row_at(act, act_stride, c) + h * (n / 2);
     __m256 zero = _mm256_setzero_ps();
@@ -230,8 +219,8 @@ static ALWAYS_INLINE void half_tile(uint32_t type, int nc, int64_t n, const void
             __asm__("" : "+x"(x[c])); /* one load for 4 FMAs: keeps GCC from folding it into each */
         }
         for (int r = 0; r < 4; r++) {
-            __m256 v = panel_load8(type, w + (size_t)r * n * esize, i);
-            if (type != GGML_TYPE_F16) __asm__("" : "+x"(v)); /* and one for nc (vcvtph2ps is one anyway) */
+            __m256 v = _mm256_loadu_ps(w + (size_t)r * n + i);
+            __asm__("" : "+x"(v)); /* and one for nc */
             for (int c = 0; c < nc; c++) s[r][c] = _mm256_fmadd_ps(v, x[c], s[r][c]);
         }
     }
@@ -239,35 +228,36 @@ static ALWAYS_INLINE void half_tile(uint32_t type, int nc, int64_t n, const void
 
 /* Rows r0 .. r0+3 with the nc tokens from act: both halves, then
  * tinyBLAS's sum of the 16 lanes (v16_reduce's order). */
-static ALWAYS_INLINE void panel_tile(uint32_t type, int nc, int64_t n, float *y, size_t y_stride,
+static ALWAYS_INLINE void panel_tile(int nc, int64_t n, float *y, size_t y_stride,
                                      const void *panel, int r0, const void *act, size_t act_stride) {
     __m256 s[2][4][3];
-    for (int h = 0; h < 2; h++) half_tile(type, nc, n, panel, r0, h, act, act_stride, s[h]);
+    for (int h = 0; h < 2; h++) half_tile(nc, n, panel, r0, h, act, act_stride, s[h]);
     for (int c = 0; c < nc; c++)
         for (int r = 0; r < 4; r++) y[(size_t)c * y_stride + r0 + r] = hsum8_ggml(_mm256_add_ps(s[0][r][c], s[1][r][c]));
 }
 
 /* The 16 rows with nc tokens (1 to 3) from act. */
-static ALWAYS_INLINE void panel_tokens(uint32_t type, int nc, int64_t n, float *y, size_t y_stride,
+static ALWAYS_INLINE void panel_tokens(int nc, int64_t n, float *y, size_t y_stride,
                                        const void *panel, const void *act, size_t act_stride) {
-    for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 4) panel_tile(type, nc, n, y, y_stride, panel, r0, act, act_stride);
+    for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 4) panel_tile(nc, n, y, y_stride, panel, r0, act, act_stride);
 }
 
 /* Any number of tokens (panel_block: the whole batch, so that each panel is
  * packed once per matmul), in tiles of 3 (the rest as 2 + 2, 2 or 1), each
  * against the whole panel: the tile's activations stay in L1 or L2 while
- * the panel (64 KiB of F16 for rows of 2048) comes from L2, 64 bytes of F16
- * per 12 FMAs. */
+ * the panel (128 KiB for rows of 2048) comes from L2, 128 bytes per 12
+ * FMAs. The same for every type (the panel holds floats). */
 static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
                                       const void *act, size_t act_stride, int n_tok) {
+    (void)type;
     const int n3 = n_tok % 3 == 1 && n_tok > 3 ? n_tok - 4 : n_tok - n_tok % 3; /* tokens in tiles of 3 */
     int c = 0;
     for (; c < n3; c += 3)
-        panel_tokens(type, 3, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
+        panel_tokens(3, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
     for (; c + 2 <= n_tok; c += 2)
-        panel_tokens(type, 2, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
+        panel_tokens(2, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
     if (c < n_tok)
-        panel_tokens(type, 1, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
+        panel_tokens(1, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
 }
 
 HL_FLOAT_BATCH_KERNELS(GGML_TYPE_F32, f32)
