@@ -4,7 +4,8 @@
  * integers; then threads split the output rows. For a batch, each thread walks
  * its rows in small blocks and runs every token against a block while the
  * block's weights are still in L1; where the kernels have panels (vec_dot.h),
- * it repacks 16 rows at a time and runs every token against the panel. */
+ * the threads take 16 rows at a time from a shared counter, repack them and
+ * run every token against the panel. */
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -14,8 +15,8 @@
 #include "quant/quant.h"
 
 #define ROW_BLOCK 16
-/* Panels run against the tokens PANEL_TOKENS at a time, every panel of the
- * thread against one block of tokens before the next block, so that the
+/* Panels run against the tokens PANEL_TOKENS at a time, every panel
+ * against one block of tokens before the next block, so that the
  * block's activations stay in L2 instead of streaming from memory once per
  * panel (each panel is packed once per block). A multiple of 4: the groups
  * of 4 tokens that panel_dot gets are the same as without blocks. */
