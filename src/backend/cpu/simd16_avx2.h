@@ -56,6 +56,14 @@ static inline float hsum8_ggml(__m256 v) {
     return _mm_cvtss_f32(x);
 }
 
+/* Eight results at once, for panels whose lane r is row r: lane r of
+ * acc[k] is lane k of row r's 8-lane accumulator; lane r of the result is
+ * hsum8_ggml of row r's, with hsum8_ggml's order of additions. */
+static inline __m256 hsum8_ggml_rows(const __m256 acc[8]) {
+    return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
+                         _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
+}
+
 /* [hsum8_ggml(a), hsum8_ggml(b), hsum8_ggml(c), hsum8_ggml(d)], each with
  * hsum8_ggml's order of additions: fold the halves, transpose, then
  * (0+2) + (1+3). */

@@ -426,12 +426,8 @@ static void panel_dot_i16(int64_t n, float *y, size_t y_stride, const void *pane
             }
         }
         for (int t = 0; t < ng; t++)
-            for (int h = 0; h < 2; h++) {
-                const __m256 *q = part[t][h];
-                const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(q[0], q[4]), _mm256_add_ps(q[2], q[6])),
-                                               _mm256_add_ps(_mm256_add_ps(q[1], q[5]), _mm256_add_ps(q[3], q[7])));
-                _mm256_storeu_ps(y + (size_t)(t0 + t) * y_stride + 8 * h, s);
-            }
+            for (int h = 0; h < 2; h++)
+                _mm256_storeu_ps(y + (size_t)(t0 + t) * y_stride + 8 * h, hsum8_ggml_rows(part[t][h]));
     }
 }
 
@@ -617,9 +613,7 @@ static void q1_panel_half(int64_t n, float *y, const uint8_t *p, int h, const bl
             acc[k] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot_u8_i8(u, bcast32x8(a[b].qs + 4 * k))), acc[k]);
         }
     }
-    const __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
-                                     _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
-    _mm256_storeu_ps(y + 8 * h, _mm256_add_ps(sum, ms));
+    _mm256_storeu_ps(y + 8 * h, _mm256_add_ps(hsum8_ggml_rows(acc), ms));
 }
 
 /* Any number of tokens (panel_block), one after another. */
