@@ -327,7 +327,8 @@ static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
  * sum is two pmaddwd of int16 pairs and a paddd (which any vector port
  * runs): 4 ops on those ports per group instead of 6, the operands read by
  * broadcasts and pmaddwd's memory operand. Measured in
- * bench/results/2026-11-28-avx2-q8_0-f16-prompt-cpu.md.
+ * bench/results/2026-11-28-avx2-q8_0-f16-prompt-cpu.md (an Intel Xeon)
+ * and 2026-11-28-avx2-zen3-cpu.md (Zen 3, the broadcasts shared).
  *
  * The panel holds the 16 rows as two halves of 8 rows, one after the
  * other; a half is n / 32 blocks of HALF_BLOCK bytes: 16 vectors whose
@@ -364,8 +365,8 @@ static void pack_q8_0(int64_t n, void *panel, const void *w, size_t w_stride) {
 /* The kernel takes TOKEN_GROUP tokens at a time and CHUNK blocks at a
  * time: the group's activations for the chunk widened into a buffer (16
  * KiB) and the chunk of the panel (17 KiB) stay in L1 while every token of
- * the group passes both halves; the accumulators wait in memory between
- * chunks (8 KiB). */
+ * the group passes both halves at once, four of the eight lanes at a time;
+ * the accumulators wait in memory between chunks (8 KiB). */
 #define TOKEN_GROUP 16
 #define CHUNK 16
 
@@ -383,26 +384,36 @@ static void widen(chunk_act *ca, int t, const block_q8_0 *a, int64_t nb) {
     }
 }
 
-/* nb blocks of one half (p at the first) against one token's widened
- * quants a and scales da, continuing its eight accumulators part[k]: lane r
- * of part[k] is lane k of row r's 8-lane accumulator. Pausing a chain in
- * memory does not change its bits. Each weight vector is an operand of
- * pmaddwd straight from L1 (7 uops a group); loading it once into a
- * register for two tokens measured slower. */
-static void half_blocks(int64_t nb, const uint8_t *p, const int16_t *a, const float *da, __m256 part[8]) {
-    __m256 acc[8];
-    for (int k = 0; k < 8; k++) acc[k] = part[k];
-    for (int64_t b = 0; b < nb; b++, p += HALF_BLOCK, a += HL_QK) {
-        const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps((const float *)(p + 16 * 32)), _mm256_set1_ps(da[b]));
-        for (int k = 0; k < 8; k++) {
-            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(p + 64 * k));
-            const __m256i w1 = _mm256_loadu_si256((const __m256i *)(p + 64 * k + 32));
-            const __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(w0, bcast32x8(a + 4 * k)),
-                                                  _mm256_madd_epi16(w1, bcast32x8(a + 4 * k + 2)));
-            acc[k] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[k]);
+/* nb blocks of both halves (p0, p1 at their first) against one token's
+ * widened quants a and scales da, continuing lanes k0 .. k0+3 of its
+ * accumulators: lane r of part[h][k] is lane k of row 8h + r's 8-lane
+ * accumulator. Pausing a chain in memory does not change its bits. One
+ * broadcast of an activation pair serves both halves: on Zen 3 a
+ * broadcast next to the pmaddwd it feeds costs about as much as the
+ * pmaddwd (a group of broadcast + pmaddwd + paddd measured 1.2 cycles
+ * against 0.7 with the operand loaded whole), and sharing it halves them;
+ * the weight vectors are operands of pmaddwd straight from L1. */
+static ALWAYS_INLINE void halves_lanes(int k0, int64_t nb, const uint8_t *p0, const uint8_t *p1, const int16_t *a,
+                                       const float *da, __m256 part[2][8]) {
+    __m256 acc[2][4];
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++) acc[h][k] = part[h][k0 + k];
+    for (int64_t b = 0; b < nb; b++, p0 += HALF_BLOCK, p1 += HALF_BLOCK, a += HL_QK) {
+        const __m256 d = _mm256_set1_ps(da[b]);
+        const __m256 scale[2] = {_mm256_mul_ps(_mm256_loadu_ps((const float *)(p0 + 16 * 32)), d),
+                                 _mm256_mul_ps(_mm256_loadu_ps((const float *)(p1 + 16 * 32)), d)};
+        for (int k = 0; k < 4; k++) {
+            const __m256i x0 = bcast32x8(a + 4 * (k0 + k)), x1 = bcast32x8(a + 4 * (k0 + k) + 2);
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *w = (h ? p1 : p0) + 64 * (k0 + k);
+                const __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)w), x0),
+                                                      _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(w + 32)), x1));
+                acc[h][k] = _mm256_fmadd_ps(scale[h], _mm256_cvtepi32_ps(isum), acc[h][k]);
+            }
         }
     }
-    for (int k = 0; k < 8; k++) part[k] = acc[k];
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++) part[h][k0 + k] = acc[h][k];
 }
 
 /* Any number of tokens (panel_block); per result hsum8_ggml's order at the
@@ -420,10 +431,9 @@ static void panel_dot_i16(int64_t n, float *y, size_t y_stride, const void *pane
         for (int64_t b0 = 0; b0 < nb; b0 += CHUNK) {
             const int64_t cb = nb - b0 < CHUNK ? nb - b0 : CHUNK;
             for (int t = 0; t < ng; t++) widen(&ca, t, (const block_q8_0 *)row_at(act, act_stride, t0 + t) + b0, cb);
-            for (int h = 0; h < 2; h++) {
-                const uint8_t *p = (const uint8_t *)panel + ((size_t)h * (size_t)nb + (size_t)b0) * HALF_BLOCK;
-                for (int t = 0; t < ng; t++) half_blocks(cb, p, ca.q[t], ca.d[t], part[t][h]);
-            }
+            const uint8_t *p0 = (const uint8_t *)panel + (size_t)b0 * HALF_BLOCK, *p1 = p0 + (size_t)nb * HALF_BLOCK;
+            for (int t = 0; t < ng; t++)
+                for (int k0 = 0; k0 < 8; k0 += 4) halves_lanes(k0, cb, p0, p1, ca.q[t], ca.d[t], part[t]);
         }
         for (int t = 0; t < ng; t++)
             for (int h = 0; h < 2; h++)
