@@ -388,11 +388,10 @@ static void widen(chunk_act *ca, int t, const block_q8_0 *a, int64_t nb) {
  * widened quants a and scales da, continuing lanes k0 .. k0+3 of its
  * accumulators: lane r of part[h][k] is lane k of row 8h + r's 8-lane
  * accumulator. Pausing a chain in memory does not change its bits. One
- * broadcast of an activation pair serves both halves: on Zen 3 a
- * broadcast next to the pmaddwd it feeds costs about as much as the
- * pmaddwd (a group of broadcast + pmaddwd + paddd measured 1.2 cycles
- * against 0.7 with the operand loaded whole), and sharing it halves them;
- * the weight vectors are operands of pmaddwd straight from L1. */
+ * broadcast of an activation pair serves both halves (3 loads per two
+ * pmaddwd instead of 4; the weight vectors are operands of pmaddwd
+ * straight from L1): on Zen 3 8-14% faster than a half at a time with all
+ * eight lanes, on an Intel Xeon 5% slower (2026-11-28-avx2-zen3-cpu.md). */
 static ALWAYS_INLINE void halves_lanes(int k0, int64_t nb, const uint8_t *p0, const uint8_t *p1, const int16_t *a,
                                        const float *da, __m256 part[2][8]) {
     __m256 acc[2][4];
