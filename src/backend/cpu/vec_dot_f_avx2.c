@@ -179,85 +179,111 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
     for (int k = 0; k < nr * nc; k++) s[k] = v16_reduce(acc[k]);
 }
 
-/* Panels (vec_dot.h): the 16 rows one after another (row r at r * n
- * elements), each split as the activations are, as floats for every type.
+/* The panel kernel's blocking: tokens TOK_BLOCK at a time, whose
+ * accumulators (48 KiB) wait in a buffer, and each half of the rows
+ * K_BLOCK floats at a time, so that the panel's block (16 rows x 256
+ * floats, 16 KiB, contiguous: rows a power of two apart would fall in the
+ * same few L1 sets) and a tile's activations (3 x 1 KiB) stay in L1 while
+ * the block's tokens pass: the panel comes from L2 once per TOK_BLOCK
+ * tokens instead of once per 3. */
+#define TOK_BLOCK 48
+#define K_BLOCK 256
+
+/* Panels (vec_dot.h) as floats for every type, split as the activations
+ * are (act_split), in blocks: per half h and per K_BLOCK floats k0 of it,
+ * the 16 rows' len floats one row after another, at h * 8n + 16 * k0.
  * F16 rows converted here, once per matmul, leave the kernel FMAs and
  * loads only: vcvtph2ps from memory in the kernel took one of the two FMA
  * ports (4 conversions per 12 FMAs: at most 75% of their peak); as floats
  * the panel kernel ran 18-50% faster (1 thread, rows of 2048 and 8192,
- * this Xeon, 2026-11-28), at twice the panel's bytes. */
+ * an Intel Xeon, 2026-11-28), at twice the panel's bytes. */
+static ALWAYS_INLINE float *panel_block_at(float *panel, int64_t n, int h, int64_t k0) {
+    return panel + (size_t)h * 8 * (size_t)n + 16 * (size_t)k0;
+}
+
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     for (int r = 0; r < HL_PANEL_ROWS; r++) {
         const void *row = row_at(w, w_stride, r);
-        float *p = (float *)panel + r * n;
         for (int64_t j = 0; j < n / 16; j++) {
             const v16 v = load16(type, row, 16 * j);
-            _mm256_storeu_ps(p + 8 * j, v.lo);
-            _mm256_storeu_ps(p + n / 2 + 8 * j, v.hi);
+            const int64_t k = 8 * j, k0 = k - k % K_BLOCK, len = n / 2 - k0 < K_BLOCK ? n / 2 - k0 : K_BLOCK;
+            for (int h = 0; h < 2; h++)
+                _mm256_storeu_ps(panel_block_at(panel, n, h, k0) + r * len + k - k0, h ? v.hi : v.lo);
         }
     }
 }
 
-/* Half h of the results of panel rows r0 .. r0+3 with nc tokens (1 to 3, a
- * constant after inlining): s[r][c] = the 8-lane accumulator of elements
- * 16j + 8h .. 16j + 8h + 7, added in order of j, over the whole row: 12
- * accumulators in registers, 7 loads per 12 FMAs, every load 32
- * contiguous bytes (llamafile's tinyBLAS<8> tile on AVX2). */
-static ALWAYS_INLINE void half_tile(int nc, int64_t n, const float *panel, int r0, int h, const void *act,
-                                    size_t act_stride, __m256 s[4][3]) {
-    const float *w = panel + (size_t)r0 * n + (size_t)h * (n / 2);
-    const float *a[3];
-    for (int c = 0; c < nc; c++) a[c] = (const float *)row_at(act, act_stride, c) + h * (n / 2);
-    __m256 zero = _mm256_setzero_ps();
-    __asm__ volatile("" : "+x"(zero)); /* else GCC keeps a zero register through the loop and spills an accumulator */
-    for (int r = 0; r < 4; r++)
-        for (int c = 0; c < nc; c++) s[r][c] = zero;
-    for (int64_t i = 0; i < n / 2; i += 8) {
+/* Rows r0 .. r0+3 of the panel from element k0 of half h, len floats,
+ * against the nc tokens a[c] (1 to 3, a constant after inlining): continue
+ * the 8-lane accumulators acc[c][h][r0 + r] of elements 16j + 8h .. 16j +
+ * 8h + 7, added in order of j (a chain paused in memory keeps its bits);
+ * the first block starts them at zero. 12 accumulators in registers, 7
+ * loads per 12 FMAs, every load 32 contiguous bytes (llamafile's
+ * tinyBLAS<8> tile on AVX2). */
+static ALWAYS_INLINE void tile_block(int nc, int64_t len, const float *w, const float *const a[3],
+                                     __m256 (*acc)[2][HL_PANEL_ROWS], int h, int r0, bool first) {
+    __m256 s[4][3];
+    if (first) {
+        __m256 zero = _mm256_setzero_ps();
+        __asm__ volatile("" : "+x"(zero)); /* else GCC keeps a zero register through the loop and spills an accumulator */
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < nc; c++) s[r][c] = zero;
+    } else {
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < nc; c++) s[r][c] = acc[c][h][r0 + r];
+    }
+    for (int64_t i = 0; i < len; i += 8) {
         __m256 x[3];
         for (int c = 0; c < nc; c++) {
             x[c] = _mm256_loadu_ps(a[c] + i);
             __asm__("" : "+x"(x[c])); /* one load for 4 FMAs: keeps GCC from folding it into each */
         }
         for (int r = 0; r < 4; r++) {
-            __m256 v = _mm256_loadu_ps(w + (size_t)r * n + i);
+            __m256 v = _mm256_loadu_ps(w + (size_t)r * len + i);
             __asm__("" : "+x"(v)); /* and one for nc */
             for (int c = 0; c < nc; c++) s[r][c] = _mm256_fmadd_ps(v, x[c], s[r][c]);
         }
     }
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < nc; c++) acc[c][h][r0 + r] = s[r][c];
 }
 
-/* Rows r0 .. r0+3 with the nc tokens from act: both halves, then
- * tinyBLAS's sum of the 16 lanes (v16_reduce's order). */
-static ALWAYS_INLINE void panel_tile(int nc, int64_t n, float *y, size_t y_stride,
-                                     const void *panel, int r0, const void *act, size_t act_stride) {
-    __m256 s[2][4][3];
-    for (int h = 0; h < 2; h++) half_tile(nc, n, panel, r0, h, act, act_stride, s[h]);
-    for (int c = 0; c < nc; c++)
-        for (int r = 0; r < 4; r++) y[(size_t)c * y_stride + r0 + r] = hsum8_ggml(_mm256_add_ps(s[0][r][c], s[1][r][c]));
-}
-
-/* The 16 rows with nc tokens (1 to 3) from act. */
-static ALWAYS_INLINE void panel_tokens(int nc, int64_t n, float *y, size_t y_stride,
-                                       const void *panel, const void *act, size_t act_stride) {
-    for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 4) panel_tile(nc, n, y, y_stride, panel, r0, act, act_stride);
+/* The 16 rows' block (w, from element k0 of half h) with the nc tokens
+ * from act. */
+static ALWAYS_INLINE void block_tokens(int nc, int64_t n, int64_t k0, int64_t len, const float *w, const void *act,
+                                       size_t act_stride, __m256 (*acc)[2][HL_PANEL_ROWS], int h) {
+    const float *a[3];
+    for (int c = 0; c < nc; c++) a[c] = (const float *)row_at(act, act_stride, c) + h * (n / 2) + k0;
+    for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 4)
+        tile_block(nc, len, w + (size_t)r0 * len, a, acc, h, r0, k0 == 0);
 }
 
 /* Any number of tokens (panel_block: the whole batch, so that each panel is
- * packed once per matmul), in tiles of 3 (the rest as 2 + 2, 2 or 1), each
- * against the whole panel: the tile's activations stay in L1 or L2 while
- * the panel (128 KiB for rows of 2048) comes from L2, 128 bytes per 12
- * FMAs. The same for every type (the panel holds floats). */
+ * packed once per matmul), per block of TOK_BLOCK in tiles of 3 (the rest
+ * as 2 + 2, 2 or 1); per result the two halves' accumulators added and
+ * summed in v16_reduce's order at the end. The same for every type (the
+ * panel holds floats). */
 static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
                                       const void *act, size_t act_stride, int n_tok) {
     (void)type;
-    const int n3 = n_tok % 3 == 1 && n_tok > 3 ? n_tok - 4 : n_tok - n_tok % 3; /* tokens in tiles of 3 */
-    int c = 0;
-    for (; c < n3; c += 3)
-        panel_tokens(3, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
-    for (; c + 2 <= n_tok; c += 2)
-        panel_tokens(2, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
-    if (c < n_tok)
-        panel_tokens(1, n, y + (size_t)c * y_stride, y_stride, panel, row_at(act, act_stride, c), act_stride);
+    __m256 acc[TOK_BLOCK][2][HL_PANEL_ROWS];
+    for (int t0 = 0; t0 < n_tok; t0 += TOK_BLOCK) {
+        const int nt = n_tok - t0 < TOK_BLOCK ? n_tok - t0 : TOK_BLOCK;
+        const int n3 = nt % 3 == 1 && nt > 3 ? nt - 4 : nt - nt % 3; /* tokens in tiles of 3 */
+        const void *a = row_at(act, act_stride, t0);
+        for (int h = 0; h < 2; h++)
+            for (int64_t k0 = 0; k0 < n / 2; k0 += K_BLOCK) {
+                const int64_t len = n / 2 - k0 < K_BLOCK ? n / 2 - k0 : K_BLOCK;
+                const float *w = panel_block_at((float *)panel, n, h, k0);
+                int c = 0;
+                for (; c < n3; c += 3) block_tokens(3, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
+                for (; c + 2 <= nt; c += 2) block_tokens(2, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
+                if (c < nt) block_tokens(1, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
+            }
+        for (int t = 0; t < nt; t++)
+            for (int r = 0; r < HL_PANEL_ROWS; r++)
+                y[(size_t)(t0 + t) * y_stride + r] = hsum8_ggml(_mm256_add_ps(acc[t][0][r], acc[t][1][r]));
+    }
 }
 
 HL_FLOAT_BATCH_KERNELS(GGML_TYPE_F32, f32)
