@@ -98,7 +98,7 @@ int main(void) {
             }
         }
         /* float activations of 2048-element rows (8 KiB each): two blocks
-         * of panel_block tokens (128 + 12, cpu_matmul.c) */
+         * of panel_block tokens (72 + 68, cpu_matmul.c) */
         if (types[i] == GGML_TYPE_F32 || types[i] == GGML_TYPE_F16 || types[i] == GGML_TYPE_BF16)
             check_type(types[i], 2048, 16, MAX_TOKENS);
     }

@@ -22,14 +22,17 @@
  * of 4 tokens that panel_dot gets are the same as without blocks. */
 #define PANEL_TOKENS 64
 _Static_assert(PANEL_TOKENS % 4 == 0, "panel_dot's token groups do not depend on the blocks");
-/* Kernels that take a block of tokens at once (panel_block) get the batch
- * in equal blocks (multiples of 4) of about PANEL_ACT_BYTES of activations
- * or fewer, but at least PANEL_TOKENS tokens, so that a block's activations
- * come from L2 or a near L3 slice for each panel while the panels of the
- * block pass, rather than the whole batch's streaming from far for every
- * panel; each panel is packed once per block. A 512-token batch of F32
- * activations of 2048-element rows runs in 4 blocks of 128, of 8-bit ones
- * (Q8_0, Q8_K) in 2 of 256. */
+/* Kernels that take a block of tokens at once (panel_block) get the whole
+ * batch when their activations are 8-bit (a weight panel, costly to
+ * unpack, is then packed once per matmul); with float activations (F32,
+ * F16 and BF16 weights: 4 bytes an element, 4 MiB for 512 tokens of
+ * 2048-element rows) they get it in equal blocks (multiples of 4) of about
+ * PANEL_ACT_BYTES, at least PANEL_TOKENS tokens where fewer fit, so that a
+ * block's activations come from L2 or a near L3 slice for each panel
+ * instead of streaming from far for every panel; each panel is packed once
+ * per block (512 tokens of 2048-element rows: 4 blocks of 128). Measured
+ * on Zen 3 (2026-11-28, pp512 of the 1B shape, alternated runs): F16 +10%;
+ * blocks for Q4_K_M too were 15% slower (pack_q4_K). */
 #define PANEL_ACT_BYTES (1 << 20)
 #define CONVERT_PARALLEL_MIN 16384 /* elements of x below which conversion runs on one thread */
 
@@ -107,6 +110,14 @@ static void dot_block(const matmul_task *t, long long rb, long long re) {
     for (; tok < n; tok++) dot_rows(t, rb, re, t->act + (size_t)tok * t->act_stride, y + tok * d_out);
 }
 
+/* The tokens of a block for panel_block kernels (see PANEL_ACT_BYTES). */
+static int64_t panel_block_tokens(const hl_cpu_type_ops *ops, int64_t n, size_t act_stride) {
+    if (ops->vec_dot_type != GGML_TYPE_F32) return n;
+    const int64_t fit = (int64_t)(PANEL_ACT_BYTES / act_stride), max = fit < PANEL_TOKENS ? PANEL_TOKENS : fit;
+    const int64_t n_blocks = (n + max - 1) / max;
+    return ((n + n_blocks - 1) / n_blocks + 3) / 4 * 4;
+}
+
 /* Panels (vec_dot.h): the work items are (block of PANEL_TOKENS tokens,
  * panel of HL_PANEL_ROWS rows) pairs, block by block, which the threads
  * take one at a time from a shared counter (as llama.cpp's matmul takes
@@ -114,15 +125,9 @@ static void dot_block(const matmul_task *t, long long rb, long long re) {
  * its share to the others instead of holding up the matmul; the bits of a
  * result do not depend on which thread computes it. An item packs its
  * panel and runs the block's tokens against it, up to four at once;
- * kernels that take every token at once (panel_block) get one block of
- * all. The last thread also takes the rows after the last whole panel,
- * with the other kernels (which give the same bits). */
-static int64_t panel_block_tokens(int64_t n, size_t act_stride) {
-    const int64_t fit = (int64_t)(PANEL_ACT_BYTES / act_stride), max = fit < PANEL_TOKENS ? PANEL_TOKENS : fit;
-    const int64_t n_blocks = (n + max - 1) / max;
-    return ((n + n_blocks - 1) / n_blocks + 3) / 4 * 4;
-}
-
+ * kernels that take a block at once (panel_block) get blocks of
+ * panel_block_tokens. The last thread also takes the rows after the last
+ * whole panel, with the other kernels (which give the same bits). */
 static void panel_run(void *arg, int ith, int nth) {
     matmul_task *t = arg;
     const int64_t d_in = t->w->ne[0], d_out = t->w->ne[1], n = t->n;
@@ -130,7 +135,7 @@ static void panel_run(void *arg, int ith, int nth) {
     uint8_t *panel = t->panels + (size_t)ith * HL_PANEL_BYTES(d_in);
     float *y = t->y->data;
     const int64_t n_panels = d_out / HL_PANEL_ROWS;
-    const int64_t block = t->ops->panel_block ? panel_block_tokens(n, t->act_stride) : PANEL_TOKENS;
+    const int64_t block = t->ops->panel_block ? panel_block_tokens(t->ops, n, t->act_stride) : PANEL_TOKENS;
     const int64_t group = t->ops->panel_block ? block : 4;
     const int64_t n_items = (n + block - 1) / block * n_panels;
     for (int64_t i; (i = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed)) < n_items;) {
