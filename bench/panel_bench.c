@@ -6,9 +6,12 @@
  * core (pin it with taskset); a model's speed is hearth bench's.
  * Build: cc -O2 -Isrc -Iinclude bench/panel_bench.c build/libhearth.a
  *        -lpcre2-8 -lcjson -lcurl -lssl -lcrypto -lm -lpthread -ldl -o build/panel_bench
- * Usage: build/panel_bench TYPE N [N_TOK] [LEVEL]
+ * Usage: build/panel_bench TYPE N [N_TOK] [LEVEL] [OFFSET]
  *   TYPE a ggml type number (1 F16, 8 Q8_0, 12 Q4_K ...), N the row length,
- *   N_TOK the tokens (default 64), LEVEL avx2 or avx512 (default avx2).
+ *   N_TOK the tokens (default 64), LEVEL avx2 or avx512 (default avx2),
+ *   OFFSET the panel's bytes past a 64-byte boundary (default 0, as the
+ *   engine's; 16, where glibc's mmapped blocks start, splits half of the
+ *   32-byte loads across cache lines).
  *   The level's batch kernels where it has them (hl_cpu_type_ops.batch). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,17 +34,22 @@ static int cmp_double(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s TYPE N [N_TOK] [avx2|avx512]\n", argv[0]);
+        fprintf(stderr, "usage: %s TYPE N [N_TOK] [avx2|avx512] [OFFSET]\n", argv[0]);
         return 2;
     }
     const uint32_t type = (uint32_t)atoi(argv[1]);
     const int64_t n = atoll(argv[2]);
     const int n_tok = argc > 3 ? atoi(argv[3]) : 64;
     const hl_cpu_level level = argc > 4 && strcmp(argv[4], "avx512") == 0 ? HL_CPU_AVX512 : HL_CPU_AVX2;
+    const int offset = argc > 5 ? atoi(argv[5]) : 0;
     const hl_cpu_type_ops *ops = hl_cpu_type_ops_at(type, level);
     if (ops && ops->batch) ops = ops->batch;
     const hl_quant_traits *q = hl_quant_get(type);
     const size_t w_row = hl_row_size(type, n);
+    if (offset < 0 || offset > 4096) {
+        fprintf(stderr, "%s: OFFSET must be 0..4096 bytes\n", argv[0]);
+        return 2;
+    }
     if (!ops || !ops->panel_dot || !q || w_row == 0 || n_tok < 1) {
         fprintf(stderr, "%s: no %s panel kernel for type %u at n %lld\n", argv[0], hl_cpu_level_name(level), type,
                 (long long)n);
@@ -52,10 +60,7 @@ int main(int argc, char **argv) {
     uint8_t *w = malloc(w_row * HL_PANEL_ROWS), *act = malloc(a_row * (size_t)n_tok);
     float *x = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * HL_PANEL_ROWS * (size_t)n_tok);
     hl_act_aux *aux = ops->act_aux ? malloc(sizeof *aux * (size_t)n_tok * (size_t)(n / HL_QK)) : NULL;
-    /* 64-byte aligned as the engine's (cpu_alloc): a panel malloc left at 16
-     * bytes past a page (glibc's mmap'd blocks) splits half its 32-byte
-     * loads across cache lines, 32 against 41 GMAC/s for Q8_0 on Zen 3 */
-    void *panel = aligned_alloc(64, HL_PANEL_BYTES(n));
+    uint8_t *panel_mem = aligned_alloc(64, HL_PANEL_BYTES(n) + 4096), *panel = panel_mem + offset;
     srand(1);
     for (int r = 0; r < HL_PANEL_ROWS + n_tok; r++) {
         for (int64_t i = 0; i < n; i++) x[i] = (float)rand() / (float)RAND_MAX - 0.5f;
@@ -76,13 +81,13 @@ int main(int argc, char **argv) {
         gmacs[k] = (double)reps * (double)n * HL_PANEL_ROWS * n_tok / (now() - t0) * 1e-9;
     }
     qsort(gmacs, 15, sizeof gmacs[0], cmp_double);
-    printf("%s %s panel, n %lld, %d tokens: median %.1f, best %.1f GMAC/s\n", hl_cpu_level_name(level),
-           hl_ggml_type_get(type)->name, (long long)n, n_tok, gmacs[7], gmacs[14]);
+    printf("%s %s panel, n %lld, %d tokens, offset %d: median %.1f, best %.1f GMAC/s\n", hl_cpu_level_name(level),
+           hl_ggml_type_get(type)->name, (long long)n, n_tok, offset, gmacs[7], gmacs[14]);
     free(w);
     free(act);
     free(x);
     free(y);
     free(aux);
-    free(panel);
+    free(panel_mem);
     return 0;
 }
