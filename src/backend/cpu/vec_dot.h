@@ -144,8 +144,8 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
                                  size_t act_stride);
 
 /* Panels, for matrix-matrix products of at least HL_CPU_PANEL_MIN tokens:
- * HL_PANEL_ROWS consecutive weight rows are repacked once per matmul into a
- * per-thread buffer (at most HL_PANEL_BYTES(n) bytes), in a layout where
+ * HL_PANEL_ROWS consecutive weight rows are repacked once per matmul (or
+ * per block of tokens, cpu_matmul.c) into a per-thread buffer (at most HL_PANEL_BYTES(n) bytes), in a layout where
  * one SIMD lane holds one row (the quantized types) or converted to floats
  * (the float types), and then multiplied with every token of the batch. pack_panel writes the panel of the rows at w, w + w_stride, ...;
  * panel_dot computes y[t * y_stride + r] = dot(row r, activation row t) for
@@ -198,8 +198,9 @@ typedef struct hl_cpu_type_ops {
     /* The hl_act_aux of an activation row, for panel_dot; NULL where it
      * needs none. Writes what hl_act_q8_0_aux writes. */
     void (*act_aux)(int64_t n, hl_act_aux *aux, const void *act_row);
-    /* Whether panel_dot takes every token of a matmul at once (it blocks
-     * them itself, and each panel is packed once) rather than at most 4. */
+    /* Whether panel_dot takes any number of tokens at once (the matmul's
+     * blocks, cpu_matmul.c; it blocks them further itself) rather than at
+     * most 4. */
     bool panel_block;
 } hl_cpu_type_ops;
 

@@ -180,7 +180,7 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
 }
 
 /* The panel kernel's blocking: tokens TOK_BLOCK at a time, whose
- * accumulators (48 KiB) wait in a buffer, and each half of the rows
+ * accumulators wait in a 48 KiB stack buffer, and each half of the rows
  * K_BLOCK floats at a time, so that the panel's block (16 rows x 256
  * floats, 16 KiB, contiguous: rows a power of two apart would fall in the
  * same few L1 sets) and a tile's activations (3 x 1 KiB) stay in L1 while
@@ -192,13 +192,13 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
 /* Panels (vec_dot.h) as floats for every type, split as the activations
  * are (act_split), in blocks: per half h and per K_BLOCK floats k0 of it,
  * the 16 rows' len floats one row after another, at h * 8n + 16 * k0.
- * F16 rows converted here, once per matmul, leave the kernel FMAs and
+ * F16 rows converted here, once per panel and block of tokens, leave the kernel FMAs and
  * loads only: vcvtph2ps from memory in the kernel took one of the two FMA
  * ports (4 conversions per 12 FMAs: at most 75% of their peak); as floats
  * the panel kernel ran 18-50% faster (1 thread, rows of 2048 and 8192,
  * an Intel Xeon, 2026-11-28), at twice the panel's bytes. */
-static ALWAYS_INLINE float *panel_block_at(float *panel, int64_t n, int h, int64_t k0) {
-    return panel + (size_t)h * 8 * (size_t)n + 16 * (size_t)k0;
+static ALWAYS_INLINE size_t block_at(int64_t n, int h, int64_t k0) {
+    return (size_t)h * 8 * (size_t)n + 16 * (size_t)k0;
 }
 
 /* Each row in order, prefetching PACK_AHEAD bytes ahead (the panel's rows
@@ -211,7 +211,7 @@ static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const vo
         const uint8_t *row = row_at(w, w_stride, r);
         for (int64_t k0 = 0; k0 < n / 2; k0 += K_BLOCK) {
             const int64_t len = n / 2 - k0 < K_BLOCK ? n / 2 - k0 : K_BLOCK;
-            float *lo = panel_block_at(panel, n, 0, k0) + r * len, *hi = panel_block_at(panel, n, 1, k0) + r * len;
+            float *lo = (float *)panel + block_at(n, 0, k0) + r * len, *hi = (float *)panel + block_at(n, 1, k0) + r * len;
             for (int64_t i = 0; i < len; i += 8) {
                 _mm_prefetch((const char *)row + 2 * (k0 + i) * esize + PACK_AHEAD, _MM_HINT_T0);
                 const v16 v = load16(type, row, 2 * (k0 + i));
@@ -267,8 +267,8 @@ static ALWAYS_INLINE void block_tokens(int nc, int64_t n, int64_t k0, int64_t le
         tile_block(nc, len, w + (size_t)r0 * len, a, acc, h, r0, k0 == 0);
 }
 
-/* Any number of tokens (panel_block: the whole batch, so that each panel is
- * packed once per matmul), per block of TOK_BLOCK in tiles of 3 (the rest
+/* Any number of tokens (panel_block: a block of the batch, cpu_matmul.c),
+ * per block of TOK_BLOCK in tiles of 3 (the rest
  * as 2 + 2, 2 or 1); per result the two halves' accumulators added and
  * summed in v16_reduce's order at the end. The same for every type (the
  * panel holds floats). */
@@ -283,7 +283,7 @@ static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t
         for (int h = 0; h < 2; h++)
             for (int64_t k0 = 0; k0 < n / 2; k0 += K_BLOCK) {
                 const int64_t len = n / 2 - k0 < K_BLOCK ? n / 2 - k0 : K_BLOCK;
-                const float *w = panel_block_at((float *)panel, n, h, k0);
+                const float *w = (const float *)panel + block_at(n, h, k0);
                 int c = 0;
                 for (; c < n3; c += 3) block_tokens(3, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
                 for (; c + 2 <= nt; c += 2) block_tokens(2, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
