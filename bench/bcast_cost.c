@@ -12,13 +12,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <time.h>
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "bench_time.h"
 
 static int16_t weights[8 * 32] __attribute__((aligned(64)));
 static int32_t acts[8 * 8] __attribute__((aligned(64)));
@@ -32,7 +27,7 @@ static double time_groups(int broadcast, __m256i sums[8]) {
     for (int rep = 0; rep < 5; rep++) {
         const int16_t *w = weights;
         const int32_t *a = acts;
-        const double t0 = now();
+        const double t0 = bench_now();
         for (long k = 0; k < STEPS; k++) {
             __asm__ volatile("" : "+r"(w), "+r"(a)); /* reload every step: nothing hoisted */
             for (int i = 0; i < 8; i++) {
@@ -42,7 +37,7 @@ static double time_groups(int broadcast, __m256i sums[8]) {
                 sums[i] = _mm256_add_epi32(sums[i], _mm256_add_epi32(p0, p1));
             }
         }
-        const double ns = (now() - t0) / ((double)STEPS * 8) * 1e9;
+        const double ns = (bench_now() - t0) / ((double)STEPS * 8) * 1e9;
         if (ns < best) best = ns;
     }
     return best;

@@ -9,7 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "bench_time.h"
 
 typedef struct share {
     const __m256i *p;
@@ -32,12 +33,6 @@ static void *reader(void *arg) {
     return NULL;
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 1024;
@@ -56,14 +51,14 @@ int main(int argc, char **argv) {
     for (int rep = 0; rep < 10; rep++) {
         pthread_t tid[256];
         share sh[256];
-        double t0 = now();
+        double t0 = bench_now();
         for (int t = 0; t < threads; t++) {
             size_t per = n / threads / 4 * 4;
             sh[t] = (share){buf + per * t, per, 0};
             pthread_create(&tid[t], NULL, reader, &sh[t]);
         }
         for (int t = 0; t < threads; t++) pthread_join(tid[t], NULL);
-        double gbs = (double)(n / threads / 4 * 4 * threads) * 32 / (now() - t0) / 1e9;
+        double gbs = (double)(n / threads / 4 * 4 * threads) * 32 / (bench_now() - t0) / 1e9;
         if (gbs > best) best = gbs;
     }
     printf("read bandwidth: %.1f GB/s (%d threads, %zu MiB, best of 10)\n", best, threads, mib);

@@ -16,16 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "bench_time.h"
 
 #include "backend/cpu/vec_dot.h"
 #include "quant/quant.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -72,13 +67,13 @@ int main(int argc, char **argv) {
     const int reps = (int)(3e8 / ((double)n * HL_PANEL_ROWS * n_tok)) + 1; /* about 0.01-0.03 s a timing */
     double gmacs[15];
     for (int k = 0; k < 15; k++) {
-        const double t0 = now();
+        const double t0 = bench_now();
         for (int i = 0; i < reps; i++)
             for (int t = 0; t < n_tok; t += group)
                 ops->panel_dot(n, y + (size_t)t * HL_PANEL_ROWS, HL_PANEL_ROWS, panel, act + (size_t)t * a_row, a_row,
                                aux ? aux + (size_t)t * (size_t)(n / HL_QK) : NULL, (size_t)(n / HL_QK),
                                n_tok - t < group ? n_tok - t : group);
-        gmacs[k] = (double)reps * (double)n * HL_PANEL_ROWS * n_tok / (now() - t0) * 1e-9;
+        gmacs[k] = (double)reps * (double)n * HL_PANEL_ROWS * n_tok / (bench_now() - t0) * 1e-9;
     }
     qsort(gmacs, 15, sizeof gmacs[0], cmp_double);
     printf("%s %s panel, n %lld, %d tokens, offset %d: median %.1f, best %.1f GMAC/s\n", hl_cpu_level_name(level),

@@ -9,7 +9,7 @@
  * delay of the windows, the ratio of the prefill's mean to that baseline,
  * and the long prompt's time to first token.
  * Build: cc -O2 -Iinclude bench/prefill_stall.c build/libhearth.a -o build/prefill_stall \
- *          $(pkg-config --libs libpcre2-8 libcurl libcrypto libcjson) -lOpenCL -lm -lpthread
+ *          $(pkg-config --libs libpcre2-8 libcurl libcrypto libcjson) -lclblast -lOpenCL -lm -lpthread
  *        (a build without CUDA, -DHEARTH_CUDA=OFF; with CUDA add the CUDA libraries of the README)
  * Usage: build/prefill_stall MODEL [streams=4] [prompt_tokens=2000] [threads=2] [flash_attn=auto]
  * (flash_attn: on, off or auto, as hearth_context_params.flash_attn) */
@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "bench_time.h"
 
 #include "hearth.h"
 
@@ -29,19 +31,13 @@ static int n_delays[3];
 static int window = -1;              /* -1: not recording, else the window */
 static double t_first = -1.0;        /* the long prompt's first token, seconds */
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 typedef struct stream {
     double last;
 } stream;
 
 static bool on_stream(const hearth_piece *p, void *user) {
     stream *s = user;
-    const double t = now();
+    const double t = bench_now();
     pthread_mutex_lock(&mu);
     if (s->last > 0 && window >= 0 && n_delays[window] < MAX_DELAYS) delays[window][n_delays[window]++] = t - s->last;
     pthread_mutex_unlock(&mu);
@@ -52,7 +48,7 @@ static bool on_stream(const hearth_piece *p, void *user) {
 static bool on_long(const hearth_piece *p, void *user) {
     (void)user;
     pthread_mutex_lock(&mu);
-    if (t_first < 0 && (p->token >= 0 || p->finish != HEARTH_FINISH_NONE)) t_first = now();
+    if (t_first < 0 && (p->token >= 0 || p->finish != HEARTH_FINISH_NONE)) t_first = bench_now();
     pthread_mutex_unlock(&mu);
     return false; /* one token is all it is for */
 }
@@ -133,7 +129,7 @@ int main(int argc, char **argv) {
     pthread_mutex_lock(&mu);
     window = 1;
     pthread_mutex_unlock(&mu);
-    const double t_submit = now();
+    const double t_submit = bench_now();
     if (hearth_engine_submit(e, &lp, NULL) != HEARTH_OK) {
         fprintf(stderr, "%s\n", hearth_last_error());
         return 1;
