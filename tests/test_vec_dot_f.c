@@ -86,6 +86,7 @@ static void check_same(const char *what, hl_cpu_level lv, uint32_t type, int64_t
  * (panel_block): each result the batch vec_dot's bits, nothing written
  * outside. */
 #define PANEL_TOKENS_MAX 98
+static const int panel_tokens[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 47, 64, 81, PANEL_TOKENS_MAX};
 static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, const bufs *bf) {
     const size_t row = hl_row_size(ops->type, n), w_stride = row + 64, a_stride = sizeof bf->ab[0];
     const int max_tok = ops->panel_block ? PANEL_TOKENS_MAX : 4;
@@ -95,7 +96,8 @@ static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, 
     for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy(rows + (size_t)r * w_stride, bf->w[r % 4], row);
     for (int c = 0; c < PANEL_TOKENS_MAX; c++) memcpy(act + (size_t)c * a_stride, bf->ab[c % 4], a_stride);
     ops->pack_panel(n, panel, rows, w_stride);
-    for (int n_tok = 1; n_tok <= max_tok; n_tok = n_tok < 14 ? n_tok + 1 : n_tok < 47 ? 47 : n_tok + 17) {
+    for (size_t i = 0; i < sizeof panel_tokens / sizeof panel_tokens[0] && panel_tokens[i] <= max_tok; i++) {
+        const int n_tok = panel_tokens[i];
         memset(y, 0xff, sizeof y);
         ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, act, a_stride, NULL, 0, n_tok);
         for (int c = 0; c < PANEL_TOKENS_MAX; c++) {

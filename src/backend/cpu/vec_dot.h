@@ -145,9 +145,11 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
 
 /* Panels, for matrix-matrix products of at least HL_CPU_PANEL_MIN tokens:
  * HL_PANEL_ROWS consecutive weight rows are repacked once per matmul (or
- * per block of tokens, cpu_matmul.c) into a per-thread buffer (at most HL_PANEL_BYTES(n) bytes), in a layout where
- * one SIMD lane holds one row (the quantized types) or converted to floats
- * (the float types), and then multiplied with every token of the batch. pack_panel writes the panel of the rows at w, w + w_stride, ...;
+ * per block of tokens, cpu_matmul.c) into a per-thread buffer (at most
+ * HL_PANEL_BYTES(n) bytes), in a layout where one SIMD lane holds one row
+ * (the quantized types) or converted to floats (the float types), and then
+ * multiplied with every token of the batch (or block). pack_panel writes
+ * the panel of the rows at w, w + w_stride, ...;
  * panel_dot computes y[t * y_stride + r] = dot(row r, activation row t) for
  * r < HL_PANEL_ROWS and t < n_tok, the activation rows act_stride
  * bytes apart with their per-block extras (hl_act_aux, n / 32 per row,

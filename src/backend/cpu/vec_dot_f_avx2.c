@@ -206,7 +206,7 @@ static ALWAYS_INLINE size_t block_at(int64_t n, int h, int64_t k0) {
  * the prefetchers alone left most of a row's misses exposed). */
 #define PACK_AHEAD 1024
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
-    const size_t esize = type == GGML_TYPE_F32 ? 4 : 2;
+    const size_t esize = hl_ggml_type_get(type)->type_size;
     for (int r = 0; r < HL_PANEL_ROWS; r++) {
         const uint8_t *row = row_at(w, w_stride, r);
         for (int64_t k0 = 0; k0 < n / 2; k0 += K_BLOCK) {
