@@ -12,6 +12,8 @@
 typedef struct hl_cpu_features {
     bool avx2, fma, f16c;
     bool avx512f, avx512bw, avx512vl, avx512vnni;
+    bool zen; /* an AMD Zen core (AuthenticAMD or HygonGenuine, family 17h or later): a
+                 kernel choice (vec_dot_f_avx2.c), not a feature */
 } hl_cpu_features;
 
 /* Kernel levels, each a superset of the one before. */

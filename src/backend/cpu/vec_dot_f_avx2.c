@@ -179,24 +179,33 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
     for (int k = 0; k < nr * nc; k++) s[k] = v16_reduce(acc[k]);
 }
 
+/* Panels (vec_dot.h) hold each weight type's values as floats, or F16 rows
+ * as their halves on AMD Zen (hl_cpu_features.zen): `pt`, the panel's
+ * element type, is GGML_TYPE_F32 or GGML_TYPE_F16. F16 as floats, converted
+ * once per panel and block of tokens, leave the kernel FMAs and loads only:
+ * on Intel cores vcvtph2ps from memory takes one of the two FMA ports (4
+ * conversions per 12 FMAs: at most 75% of their peak), and as floats the
+ * panel kernel ran 18-50% faster (1 thread, rows of 2048 and 8192, an
+ * Intel Xeon, 2026-11-28). Zen's conversions issue beside its FMAs: there
+ * the halves ran 4-6% faster in the kernel alone and a 1B F16 pp512 7%
+ * faster, the pack writing half the bytes
+ * (bench/results/2026-11-28-avx2-f16-halves-zen3-cpu.md). */
+static ALWAYS_INLINE size_t pe_size(uint32_t pt) { return pt == GGML_TYPE_F16 ? 2 : 4; }
+
 /* The panel kernel's blocking: tokens TOK_BLOCK at a time, whose
  * accumulators wait in a 48 KiB stack buffer, and each half of the rows
- * K_BLOCK floats at a time, so that the panel's block (16 rows x 256
- * floats, 16 KiB, contiguous: rows a power of two apart would fall in the
- * same few L1 sets) and a tile's activations (3 x 1 KiB) stay in L1 while
- * the block's tokens pass: the panel comes from L2 once per TOK_BLOCK
- * tokens instead of once per 3. */
+ * k_block(pt) elements (1 KiB) at a time, so that the panel's block (16
+ * rows of 1 KiB, contiguous: rows a power of two apart would fall in the
+ * same few L1 sets) and a tile's activations (3 x 1 or 2 KiB) stay in L1
+ * while the block's tokens pass: the panel comes from L2 once per
+ * TOK_BLOCK tokens instead of once per 3. */
 #define TOK_BLOCK 48
-#define K_BLOCK 256
+#define K_BLOCK_BYTES 1024
+static ALWAYS_INLINE int64_t k_block(uint32_t pt) { return K_BLOCK_BYTES / (int64_t)pe_size(pt); }
 
-/* Panels (vec_dot.h) as floats for every type, split as the activations
- * are (act_split), in blocks: per half h and per K_BLOCK floats k0 of it,
- * the 16 rows' len floats one row after another, at h * 8n + 16 * k0.
- * F16 rows converted here, once per panel and block of tokens, leave the kernel FMAs and
- * loads only: vcvtph2ps from memory in the kernel took one of the two FMA
- * ports (4 conversions per 12 FMAs: at most 75% of their peak); as floats
- * the panel kernel ran 18-50% faster (1 thread, rows of 2048 and 8192,
- * an Intel Xeon, 2026-11-28), at twice the panel's bytes. */
+/* The panel split as the activations are (act_split), in blocks: per half h
+ * and per k_block elements from k0 of it, the 16 rows' len elements one
+ * row after another, element h * 8n + 16 * k0 of the panel. */
 static ALWAYS_INLINE size_t block_at(int64_t n, int h, int64_t k0) {
     return (size_t)h * 8 * (size_t)n + 16 * (size_t)k0;
 }
@@ -205,31 +214,46 @@ static ALWAYS_INLINE size_t block_at(int64_t n, int h, int64_t k0) {
  * are one stream in the matrix, read from memory once per block of tokens;
  * the prefetchers alone left most of a row's misses exposed). */
 #define PACK_AHEAD 1024
-static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
-    const size_t esize = hl_ggml_type_get(type)->type_size;
+static ALWAYS_INLINE void pack_p(uint32_t type, uint32_t pt, int64_t n, void *panel, const void *w,
+                                 size_t w_stride) {
+    const size_t esize = hl_ggml_type_get(type)->type_size, pe = pe_size(pt);
+    const int64_t kb = k_block(pt);
     for (int r = 0; r < HL_PANEL_ROWS; r++) {
         const uint8_t *row = row_at(w, w_stride, r);
-        for (int64_t k0 = 0; k0 < n / 2; k0 += K_BLOCK) {
-            const int64_t len = n / 2 - k0 < K_BLOCK ? n / 2 - k0 : K_BLOCK;
-            float *lo = (float *)panel + block_at(n, 0, k0) + r * len, *hi = (float *)panel + block_at(n, 1, k0) + r * len;
+        for (int64_t k0 = 0; k0 < n / 2; k0 += kb) {
+            const int64_t len = n / 2 - k0 < kb ? n / 2 - k0 : kb;
+            uint8_t *lo = (uint8_t *)panel + (block_at(n, 0, k0) + (size_t)r * len) * pe;
+            uint8_t *hi = (uint8_t *)panel + (block_at(n, 1, k0) + (size_t)r * len) * pe;
             for (int64_t i = 0; i < len; i += 8) {
                 _mm_prefetch((const char *)row + 2 * (k0 + i) * esize + PACK_AHEAD, _MM_HINT_T0);
-                const v16 v = load16(type, row, 2 * (k0 + i));
-                _mm256_storeu_ps(lo + i, v.lo);
-                _mm256_storeu_ps(hi + i, v.hi);
+                if (pt == GGML_TYPE_F16) { /* type F16 too: the halves as they are */
+                    const hl_half *x = (const hl_half *)row + 2 * (k0 + i);
+                    _mm_storeu_si128((__m128i *)(lo + i * pe), _mm_loadu_si128((const __m128i *)x));
+                    _mm_storeu_si128((__m128i *)(hi + i * pe), _mm_loadu_si128((const __m128i *)(x + 8)));
+                } else {
+                    const v16 v = load16(type, row, 2 * (k0 + i));
+                    _mm256_storeu_ps((float *)(lo + i * pe), v.lo);
+                    _mm256_storeu_ps((float *)(hi + i * pe), v.hi);
+                }
             }
         }
     }
 }
 
-/* Rows r0 .. r0+3 of the panel from element k0 of half h, len floats,
+/* Panel elements i .. i+7 from w as floats. */
+static ALWAYS_INLINE __m256 panel_load8(uint32_t pt, const void *w, size_t i) {
+    if (pt == GGML_TYPE_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const hl_half *)w + i)));
+    return _mm256_loadu_ps((const float *)w + i);
+}
+
+/* Rows r0 .. r0+3 of the panel from element k0 of half h, len elements,
  * against the nc tokens a[c] (1 to 3, a constant after inlining): continue
  * the 8-lane accumulators acc[c][h][r0 + r] of elements 16j + 8h .. 16j +
  * 8h + 7, added in order of j (a chain paused in memory keeps its bits);
  * the first block starts them at zero. 12 accumulators in registers, 7
- * loads per 12 FMAs, every load 32 contiguous bytes (llamafile's
- * tinyBLAS<8> tile on AVX2). */
-static ALWAYS_INLINE void tile_block(int nc, int64_t len, const float *w, const float *const a[3],
+ * loads per 12 FMAs, every load 32 contiguous bytes (16 for halves)
+ * (llamafile's tinyBLAS<8> tile on AVX2). */
+static ALWAYS_INLINE void tile_block(uint32_t pt, int nc, int64_t len, const void *w, const float *const a[3],
                                      __m256 (*acc)[2][HL_PANEL_ROWS], int h, int r0, bool first) {
     __m256 s[4][3];
     if (first) {
@@ -248,7 +272,7 @@ static ALWAYS_INLINE void tile_block(int nc, int64_t len, const float *w, const 
             __asm__("" : "+x"(x[c])); /* one load for 4 FMAs: keeps GCC from folding it into each */
         }
         for (int r = 0; r < 4; r++) {
-            __m256 v = _mm256_loadu_ps(w + (size_t)r * len + i);
+            __m256 v = panel_load8(pt, w, (size_t)r * len + i);
             __asm__("" : "+x"(v)); /* and one for nc */
             for (int c = 0; c < nc; c++) s[r][c] = _mm256_fmadd_ps(v, x[c], s[r][c]);
         }
@@ -259,40 +283,62 @@ static ALWAYS_INLINE void tile_block(int nc, int64_t len, const float *w, const 
 
 /* The 16 rows' block (w, from element k0 of half h) with the nc tokens
  * from act. */
-static ALWAYS_INLINE void block_tokens(int nc, int64_t n, int64_t k0, int64_t len, const float *w, const void *act,
-                                       size_t act_stride, __m256 (*acc)[2][HL_PANEL_ROWS], int h) {
+static ALWAYS_INLINE void block_tokens(uint32_t pt, int nc, int64_t n, int64_t k0, int64_t len, const void *w,
+                                       const void *act, size_t act_stride, __m256 (*acc)[2][HL_PANEL_ROWS], int h) {
     const float *a[3];
     for (int c = 0; c < nc; c++) a[c] = (const float *)row_at(act, act_stride, c) + h * (n / 2) + k0;
     for (int r0 = 0; r0 < HL_PANEL_ROWS; r0 += 4)
-        tile_block(nc, len, w + (size_t)r0 * len, a, acc, h, r0, k0 == 0);
+        tile_block(pt, nc, len, (const uint8_t *)w + (size_t)r0 * (size_t)len * pe_size(pt), a, acc, h, r0, k0 == 0);
 }
 
 /* Any number of tokens (panel_block: a block of the batch, cpu_matmul.c),
- * per block of TOK_BLOCK in tiles of 3 (the rest
- * as 2 + 2, 2 or 1); per result the two halves' accumulators added and
- * summed in v16_reduce's order at the end. The same for every type (the
- * panel holds floats). */
-static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
+ * per block of TOK_BLOCK in tiles of 3 (the rest as 2 + 2, 2 or 1); per
+ * result the two halves' accumulators added and summed in v16_reduce's
+ * order at the end. The weight type no longer matters (the panel holds
+ * floats or halves). */
+static ALWAYS_INLINE void panel_dot_p(uint32_t pt, int64_t n, float *y, size_t y_stride, const void *panel,
                                       const void *act, size_t act_stride, int n_tok) {
-    (void)type;
+    const int64_t kb = k_block(pt);
     __m256 acc[TOK_BLOCK][2][HL_PANEL_ROWS];
     for (int t0 = 0; t0 < n_tok; t0 += TOK_BLOCK) {
         const int nt = n_tok - t0 < TOK_BLOCK ? n_tok - t0 : TOK_BLOCK;
         const int n3 = nt % 3 == 1 && nt > 3 ? nt - 4 : nt - nt % 3; /* tokens in tiles of 3 */
         const void *a = row_at(act, act_stride, t0);
         for (int h = 0; h < 2; h++)
-            for (int64_t k0 = 0; k0 < n / 2; k0 += K_BLOCK) {
-                const int64_t len = n / 2 - k0 < K_BLOCK ? n / 2 - k0 : K_BLOCK;
-                const float *w = (const float *)panel + block_at(n, h, k0);
+            for (int64_t k0 = 0; k0 < n / 2; k0 += kb) {
+                const int64_t len = n / 2 - k0 < kb ? n / 2 - k0 : kb;
+                const void *w = (const uint8_t *)panel + block_at(n, h, k0) * pe_size(pt);
                 int c = 0;
-                for (; c < n3; c += 3) block_tokens(3, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
-                for (; c + 2 <= nt; c += 2) block_tokens(2, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
-                if (c < nt) block_tokens(1, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
+                for (; c < n3; c += 3) block_tokens(pt, 3, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
+                for (; c + 2 <= nt; c += 2) block_tokens(pt, 2, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
+                if (c < nt) block_tokens(pt, 1, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
             }
         for (int t = 0; t < nt; t++)
             for (int r = 0; r < HL_PANEL_ROWS; r++)
                 y[(size_t)(t0 + t) * y_stride + r] = hsum8_ggml(_mm256_add_ps(acc[t][0][r], acc[t][1][r]));
     }
+}
+
+/* Panels of floats for every type (HL_FLOAT_BATCH_KERNELS' names), and of
+ * halves for F16 (pack_f16_halves, panel_dot_halves). */
+static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_p(type, GGML_TYPE_F32, n, panel, w, w_stride);
+}
+
+static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
+                                      const void *act, size_t act_stride, int n_tok) {
+    (void)type;
+    panel_dot_p(GGML_TYPE_F32, n, y, y_stride, panel, act, act_stride, n_tok);
+}
+
+static void pack_f16_halves(int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_p(GGML_TYPE_F16, GGML_TYPE_F16, n, panel, w, w_stride);
+}
+
+static void panel_dot_halves(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
+                             size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+    (void)aux, (void)aux_stride;
+    panel_dot_p(GGML_TYPE_F16, n, y, y_stride, panel, act, act_stride, n_tok);
 }
 
 HL_FLOAT_BATCH_KERNELS(GGML_TYPE_F32, f32)
@@ -307,12 +353,26 @@ static const hl_cpu_type_ops avx2_f_batch_ops[] = {
     {GGML_TYPE_BF16, GGML_TYPE_F32, act_bf16_split, tb_dot_bf16, tb_4r_bf16, tb_4c_bf16, NULL, pack_bf16, panel_dot_bf16, NULL, true},
 };
 
+static const hl_cpu_type_ops avx2_f16_halves_batch_ops = {
+    GGML_TYPE_F16, GGML_TYPE_F32, act_f16_split, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, pack_f16_halves, panel_dot_halves, NULL, true,
+};
+
 static const hl_cpu_type_ops avx2_f_ops[] = {
     {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, &avx2_f_batch_ops[0], NULL, NULL, NULL, false},
     {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, &avx2_f_batch_ops[1], NULL, NULL, NULL, false},
     {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, dot_4r_bf16, NULL, &avx2_f_batch_ops[2], NULL, NULL, NULL, false},
 };
 
+/* F16 on AMD Zen: the same but for panels of halves. */
+static const hl_cpu_type_ops avx2_f16_zen_ops = {
+    GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, &avx2_f16_halves_batch_ops, NULL, NULL, NULL, false,
+};
+
 const hl_cpu_type_ops *hl_cpu_ops_avx2_f_find(uint32_t type) {
+    if (type == GGML_TYPE_F16 && hl_cpu_features_get().zen) return &avx2_f16_zen_ops;
     return hl_cpu_ops_in(avx2_f_ops, sizeof avx2_f_ops / sizeof avx2_f_ops[0], type);
+}
+
+const hl_cpu_type_ops *hl_cpu_ops_avx2_f16_batch(bool halves) {
+    return halves ? &avx2_f16_halves_batch_ops : &avx2_f_batch_ops[1];
 }
