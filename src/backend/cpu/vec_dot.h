@@ -245,9 +245,10 @@ const hl_cpu_type_ops *hl_cpu_ops_scalar_k_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type);
 const hl_cpu_type_ops *hl_cpu_ops_avx2_f_find(uint32_t type);
 
-/* The AVX2 level's F16 batch kernels with either panel layout (floats, or
- * halves as on AMD Zen; vec_dot_f_avx2.c), whichever the CPU would get, for
- * tests. Call only where hl_cpu_level_best() >= HL_CPU_AVX2. */
+/* The AVX2 level's F16 batch kernels with the panel layout asked for
+ * (floats, or halves as AMD Zen gets them; vec_dot_f_avx2.c), whichever
+ * this CPU gets: for tests. Call only where hl_cpu_level_best() >=
+ * HL_CPU_AVX2. */
 const hl_cpu_type_ops *hl_cpu_ops_avx2_f16_batch(bool halves);
 
 /* Puts the AVX-512 K-quant kernels (vec_dot_k_avx512.c) into a copy of an

@@ -186,10 +186,10 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
  * on Intel cores vcvtph2ps from memory takes one of the two FMA ports (4
  * conversions per 12 FMAs: at most 75% of their peak), and as floats the
  * panel kernel ran 18-50% faster (1 thread, rows of 2048 and 8192, an
- * Intel Xeon, 2026-11-28). Zen's conversions issue beside its FMAs: there
- * the halves ran 4-6% faster in the kernel alone and a 1B F16 pp512 7%
- * faster, the pack writing half the bytes
- * (bench/results/2026-11-28-avx2-f16-halves-zen3-cpu.md). */
+ * Intel Xeon, 2026-11-28). On Zen the halves win: the kernel alone ran
+ * 41-43 GMAC/s against 38-40 as floats (best of 15, rows of 2048 and
+ * 8192) and a 1B F16 pp512 13% faster, the pack writing half the bytes
+ * (Zen 3, bench/results/2026-11-28-avx2-f16-halves-zen3-cpu.md). */
 static ALWAYS_INLINE size_t pe_size(uint32_t pt) { return pt == GGML_TYPE_F16 ? 2 : 4; }
 
 /* The panel kernel's blocking: tokens TOK_BLOCK at a time, whose
