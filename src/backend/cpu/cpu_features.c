@@ -16,18 +16,17 @@ static uint64_t xgetbv0(void) {
     return (uint64_t)hi << 32 | lo;
 }
 
-/* CPUID leaf 0's vendor string (EBX, EDX, ECX) and leaf 1's family (EAX
- * bits 8-11, plus bits 20-27 where those are 0xf; AMD's family 17h is Zen 1
- * and 2, 19h Zen 3 and 4, 1Ah Zen 5). */
-static bool is_zen(void) {
+/* CPUID leaf 0's vendor string (EBX, EDX, ECX) and the family in leaf 1's
+ * EAX, leaf1_eax (bits 8-11, plus bits 20-27 where those are 0xf; AMD's
+ * family 17h is Zen 1 and 2, 19h Zen 3 and 4, 1Ah Zen 5). */
+static bool is_zen(unsigned leaf1_eax) {
     unsigned a, b, c, d;
     if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
     char vendor[13];
     memcpy(vendor, &b, 4), memcpy(vendor + 4, &d, 4), memcpy(vendor + 8, &c, 4);
     vendor[12] = 0;
     if (strcmp(vendor, "AuthenticAMD") != 0 && strcmp(vendor, "HygonGenuine") != 0) return false;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-    const unsigned family = (a >> 8 & 0xf) == 0xf ? 0xf + (a >> 20 & 0xff) : a >> 8 & 0xf;
+    const unsigned base = leaf1_eax >> 8 & 0xf, family = base == 0xf ? 0xf + (leaf1_eax >> 20 & 0xff) : base;
     return family >= 0x17;
 }
 #endif
@@ -44,7 +43,7 @@ static hl_cpu_features detect(void) {
     if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & 1u << 27) || !(c & 1u << 28)) return f;
     const uint64_t xcr0 = xgetbv0();
     if ((xcr0 & 0x6) != 0x6) return f;
-    f.zen = is_zen();
+    f.zen = is_zen(a);
     f.fma = c >> 12 & 1;
     f.f16c = c >> 29 & 1;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;

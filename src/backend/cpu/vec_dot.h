@@ -147,7 +147,8 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
  * HL_PANEL_ROWS consecutive weight rows are repacked once per matmul (or
  * per block of tokens, cpu_matmul.c) into a per-thread buffer (at most
  * HL_PANEL_BYTES(n) bytes), in a layout where one SIMD lane holds one row
- * (the quantized types) or converted to floats (the float types), and then
+ * (the quantized types) or converted to floats (the float types; F16 stays
+ * halves at the AVX2 level on AMD Zen, vec_dot_f_avx2.c), and then
  * multiplied with every token of the batch (or block). pack_panel writes
  * the panel of the rows at w, w + w_stride, ...;
  * panel_dot computes y[t * y_stride + r] = dot(row r, activation row t) for

@@ -320,7 +320,8 @@ static ALWAYS_INLINE void panel_dot_p(uint32_t pt, int64_t n, float *y, size_t y
 }
 
 /* Panels of floats for every type (HL_FLOAT_BATCH_KERNELS' names), and of
- * halves for F16 (pack_f16_halves, panel_dot_halves). */
+ * halves for F16 (pack_f16_halves, panel_dot_f16_halves). The weight type
+ * matters to the pack only. */
 static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
     pack_p(type, GGML_TYPE_F32, n, panel, w, w_stride);
 }
@@ -331,16 +332,17 @@ static ALWAYS_INLINE void panel_dot_t(uint32_t type, int64_t n, float *y, size_t
     panel_dot_p(GGML_TYPE_F32, n, y, y_stride, panel, act, act_stride, n_tok);
 }
 
-static void pack_f16_halves(int64_t n, void *panel, const void *w, size_t w_stride) {
-    pack_p(GGML_TYPE_F16, GGML_TYPE_F16, n, panel, w, w_stride);
+static ALWAYS_INLINE void pack_halves_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
+    pack_p(type, GGML_TYPE_F16, n, panel, w, w_stride);
 }
 
-static void panel_dot_halves(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                             size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
-    (void)aux, (void)aux_stride;
+static ALWAYS_INLINE void panel_dot_halves_t(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
+                                             const void *act, size_t act_stride, int n_tok) {
+    (void)type;
     panel_dot_p(GGML_TYPE_F16, n, y, y_stride, panel, act, act_stride, n_tok);
 }
 
+HL_PANEL_ENTRIES(GGML_TYPE_F16, f16_halves, pack_halves_t, panel_dot_halves_t)
 HL_FLOAT_BATCH_KERNELS(GGML_TYPE_F32, f32)
 HL_FLOAT_BATCH_KERNELS(GGML_TYPE_F16, f16)
 HL_FLOAT_BATCH_KERNELS(GGML_TYPE_BF16, bf16)
@@ -354,7 +356,7 @@ static const hl_cpu_type_ops avx2_f_batch_ops[] = {
 };
 
 static const hl_cpu_type_ops avx2_f16_halves_batch_ops = {
-    GGML_TYPE_F16, GGML_TYPE_F32, act_f16_split, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, pack_f16_halves, panel_dot_halves, NULL, true,
+    GGML_TYPE_F16, GGML_TYPE_F32, act_f16_split, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, pack_f16_halves, panel_dot_f16_halves, NULL, true,
 };
 
 static const hl_cpu_type_ops avx2_f_ops[] = {
