@@ -14,7 +14,9 @@ figures and the ratio hearth / llama.cpp of the means for every model.
 (each test also on top of D tokens already in the context: pp512 @ d4096),
 --flash-attn 1,0 passes -fa to both (a row per value), --ubatch N passes
 -ub and --cache-type T passes -ctk T -ctv T (the KV cache type: f16, bf16,
-q8_0, q4_0); rows are matched by test, depth and flash attention.
+q8_0, q4_0); rows are matched by test, depth and flash attention. --no-mmap
+has both read the model into memory instead of mapping it (hearth's
+--no-mmap, llama-bench's -lm none).
 
 With --bandwidth GB/s (measured with bench/membw.c), it also gives the
 memory traffic of generation: weight bytes read per token (the model's
@@ -188,6 +190,8 @@ def main():
     ap.add_argument("--flash-attn", default=None, help="-fa of both engines, e.g. 1,0 (default: each engine's own)")
     ap.add_argument("--ubatch", type=int, default=None, help="-ub of both engines (default: 512, both)")
     ap.add_argument("--cache-type", default=None, help="-ctk and -ctv of both engines (default: f16, both)")
+    ap.add_argument("--no-mmap", action="store_true",
+                    help="both engines read the model into memory (hearth --no-mmap, llama-bench -lm none)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--hearth", default=str(ROOT / "build/hearth"))
     ap.add_argument("--llama-bench", default=None, help="default: bench/build_llama_cpp.sh's binary")
@@ -206,8 +210,8 @@ def main():
 
     results, commands, busy = [], [], []
     for model in args.models:
-        cmds = {"llama.cpp": [lb, "-m", str(model), *bench_args(args)],
-                "hearth": [args.hearth, "bench", str(model), *bench_args(args)]}
+        cmds = {"llama.cpp": [lb, "-m", str(model), *bench_args(args), *(["-lm", "none"] if args.no_mmap else [])],
+                "hearth": [args.hearth, "bench", str(model), *bench_args(args), *(["--no-mmap"] if args.no_mmap else [])]}
         commands += [shlex.join(c) for c in cmds.values()]
         runs = {"llama.cpp": [], "hearth": []}
         for rnd in range(args.rounds):

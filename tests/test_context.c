@@ -1,7 +1,9 @@
 /* The model and context API on the default model: model facts and metadata,
- * batched vs token-by-token decoding, thread counts, mmap vs read, context
- * limits and argument errors. */
+ * batched vs token-by-token decoding, thread counts, mmap vs read (read into
+ * transparent huge pages where the kernel offers them), context limits and
+ * argument errors. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "check.h"
@@ -71,6 +73,30 @@ static void test_facts(hearth_model *m) {
     CHECK(hearth_token_eos(m) == 2 && hearth_token_is_eog(m, 2));
 }
 
+/* The KiB of this process's memory in anonymous transparent huge pages
+ * (/proc/self/smaps_rollup), or -1 where the kernel does not say. */
+static long anon_huge_kib(void) {
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    if (!f) return -1;
+    char line[256];
+    long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "AnonHugePages: %ld kB", &kib) == 1) break;
+    fclose(f);
+    return kib;
+}
+
+/* Whether madvise(MADV_HUGEPAGE) gets huge pages here: THP "always" or
+ * "madvise" (not "never", not a kernel without THP). */
+static bool thp_advisable(void) {
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return false;
+    char line[128] = "";
+    const bool ok = fgets(line, sizeof line, f) && (strstr(line, "[always]") || strstr(line, "[madvise]"));
+    fclose(f);
+    return ok;
+}
+
 static void test_decode_paths(hearth_model *m) {
     const int32_t nv = hearth_model_n_vocab(m);
     float *a = malloc(sizeof(float) * (size_t)nv), *b = malloc(sizeof(float) * (size_t)nv);
@@ -92,7 +118,13 @@ static void test_decode_paths(hearth_model *m) {
     hearth_model_params mp = hearth_model_default_params();
     mp.use_mmap = false;
     hearth_model *m2;
+    const long huge0 = anon_huge_kib();
     CHECK(hearth_model_load(getenv("HEARTH_MODEL"), &mp, &m2) == HEARTH_OK);
+    /* the read file is advised as huge pages: most of it is in them */
+    const long huge_kib = anon_huge_kib() - huge0, model_kib = (long)(hearth_model_size(m2) >> 10);
+    if (thp_advisable() && huge0 >= 0)
+        CHECK_MSG(huge_kib >= model_kib / 2, "%ld KiB of a %ld KiB model in huge pages", huge_kib, model_kib);
+    else printf("note: no transparent huge pages here; their check skipped\n");
     logits_for(m2, 512, 2, 512, b);
     CHECK(max_diff(a, b, nv) == 0.0f);
     hearth_model_free(m2);

@@ -181,9 +181,9 @@ int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_con
     return 0;
 }
 
-void cli_split_init(cli_split *s) {
+void cli_load_init(cli_load *s) {
     const hearth_model_params d = hearth_model_default_params();
-    *s = (cli_split){.main_gpu = d.main_gpu, .split_mode = d.split_mode};
+    *s = (cli_load){.main_gpu = d.main_gpu, .split_mode = d.split_mode, .use_mmap = d.use_mmap, .use_mlock = d.use_mlock};
 }
 
 /* "A,B,..." or "A/B/..." (llama.cpp takes either) of proportions >= 0. */
@@ -212,8 +212,13 @@ static bool parse_tensor_split(const char *opt, const char *val, float *ts) {
     return true;
 }
 
-int cli_parse_split_opt(int argc, char **argv, int *i, const char *cmd, cli_split *s) {
+int cli_parse_load_opt(int argc, char **argv, int *i, const char *cmd, cli_load *s) {
     const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!strcmp(a, "--no-mmap") || !strcmp(a, "--mlock")) {
+        if (a[2] == 'n') s->use_mmap = false;
+        else s->use_mlock = true;
+        return 1;
+    }
     const int k = !strcmp(a, "-ts") || !strcmp(a, "--tensor-split") ? 0
                   : !strcmp(a, "-mg") || !strcmp(a, "--main-gpu")   ? 1
                   : !strcmp(a, "-sm") || !strcmp(a, "--split-mode") ? 2
@@ -240,10 +245,12 @@ int cli_parse_split_opt(int argc, char **argv, int *i, const char *cmd, cli_spli
     return -2;
 }
 
-void cli_split_apply(const cli_split *s, hearth_model_params *mp) {
+void cli_load_apply(const cli_load *s, hearth_model_params *mp) {
     mp->split_mode = s->split_mode;
     mp->main_gpu = (int32_t)s->main_gpu;
     mp->tensor_split = s->has_tensor_split ? s->tensor_split : NULL;
+    mp->use_mmap = s->use_mmap;
+    mp->use_mlock = s->use_mlock;
 }
 
 void cli_fit_context(const hearth_context_params *cp, hearth_model_params *mp) {

@@ -59,33 +59,40 @@ int cli_parse_rope_opt(int argc, char **argv, int *i, const char *cmd, hearth_co
     "  --yarn-beta-fast N       YaRN: low correction dim, rotations (-1 = 32)\n"                             \
     "  --yarn-beta-slow N       YaRN: high correction dim, rotations (-1 = 1)\n"
 
-/* How offloaded layers spread over the devices (--device): llama.cpp's
- * -ts/--tensor-split A,B,... (proportions, in the order of the devices; "/"
- * separates them too), -mg/--main-gpu N (the device of split mode none) and
+/* How the weights are held and how offloaded layers spread over the devices
+ * (--device): llama.cpp's --no-mmap (read the file into memory instead of
+ * mapping it), --mlock (lock the weights in RAM), -ts/--tensor-split
+ * A,B,... (proportions, in the order of the devices; "/" separates them
+ * too), -mg/--main-gpu N (the device of split mode none) and
  * -sm/--split-mode none|layer (row is refused: the library has no row
- * split). cli_split_init starts from hearth_model_default_params(). */
+ * split). cli_load_init starts from hearth_model_default_params(). */
 #define CLI_MAX_SPLIT 16 /* devices a model is offloaded to at most */
-typedef struct cli_split {
+typedef struct cli_load {
     float tensor_split[CLI_MAX_SPLIT]; /* 0 for the devices past those given */
     bool has_tensor_split;
     long main_gpu;
     hearth_split_mode split_mode;
-} cli_split;
+    bool use_mmap, use_mlock;
+} cli_load;
 
 /* Their lines of each command's --help, after --device's. */
-#define CLI_SPLIT_HELP                                                                                        \
+#define CLI_LOAD_HELP                                                                                         \
     "  -sm, --split-mode MODE   how the layers spread over several devices: layer (runs of layers in\n"      \
     "                           -ts proportions; default) or none (all on -mg); row is not supported\n"     \
     "  -ts, --tensor-split A,B,...  each device's share of the layers, in --device order (default: in\n"    \
     "                           proportion to their free memory)\n"                                         \
-    "  -mg, --main-gpu N        the device of -sm none, an index into --device's list (default 0)\n"
+    "  -mg, --main-gpu N        the device of -sm none, an index into --device's list (default 0)\n"        \
+    "  --no-mmap                read the model into memory (transparent huge pages where the kernel\n"      \
+    "                           allows: faster CPU decode) instead of mapping the file; slower to load,\n"  \
+    "                           and the memory is not shared with other processes\n"                        \
+    "  --mlock                  lock the weights in RAM so that they are never paged out\n"
 
-void cli_split_init(cli_split *s);
-/* Like cli_parse_ctx_opt, for -ts, -mg and -sm into *s. */
-int cli_parse_split_opt(int argc, char **argv, int *i, const char *cmd, cli_split *s);
-/* Sets mp's split_mode, main_gpu and tensor_split (which points into s:
- * s must outlive the load). */
-void cli_split_apply(const cli_split *s, hearth_model_params *mp);
+void cli_load_init(cli_load *s);
+/* Like cli_parse_ctx_opt, for -ts, -mg, -sm, --no-mmap and --mlock into *s. */
+int cli_parse_load_opt(int argc, char **argv, int *i, const char *cmd, cli_load *s);
+/* Sets mp's split_mode, main_gpu, tensor_split (which points into s: s must
+ * outlive the load), use_mmap and use_mlock. */
+void cli_load_apply(const cli_load *s, hearth_model_params *mp);
 /* Sets what -ngl auto must leave room for: the context cp will have, its
  * tokens (fit_n_ctx) and cache types (fit_type_k, fit_type_v). */
 void cli_fit_context(const hearth_context_params *cp, hearth_model_params *mp);
@@ -172,7 +179,7 @@ typedef struct run_opts {
     bool seed_set;
     hearth_context_params ctx;
     long n_gpu_layers;
-    cli_split split;
+    cli_load load;
     bool parse_special;
     bool verbose;
 } run_opts;

@@ -39,7 +39,7 @@ typedef struct bench_opts {
     long n_prompt[MAX_LIST], n_gen[MAX_LIST], n_depth[MAX_LIST], n_ubatch[MAX_LIST];
     int n_prompt_count, n_gen_count, n_depth_count, n_ubatch_count;
     long n_threads, reps, n_gpu_layers;
-    cli_split split; /* -ts, -mg, -sm */
+    cli_load load; /* -ts, -mg, -sm, --no-mmap, --mlock */
     long n_ctx; /* -c; 0: each context as large as its longest test needs */
     int32_t flash_attn[MAX_LIST]; /* hearth_flash_attn values, a context each */
     int flash_attn_count;
@@ -102,7 +102,7 @@ static void bench_usage(FILE *out) {
             "                           in this build: accepted, and the model runs on the CPU)\n"
             "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (default: CUDA\n"
             "                           devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
-            CLI_SPLIT_HELP
+            CLI_LOAD_HELP
             "  -fa, --flash-attn V[,V...]  attention on the CPU: on (tiled), off (llama.cpp's exact order) or\n"
             "                           auto (= on); 1, 0, -1 too, as llama-bench; each value is a run (default auto)\n"
             "  -ctk, --cache-type-k T[,T...]  KV cache type of the keys: f16, bf16, q8_0, q4_0; each value is a\n"
@@ -235,7 +235,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
                       .n_threads = hearth_cpu_physical_cores(), .reps = 5, .flash_attn = {HEARTH_FLASH_ATTN_AUTO},
                       .flash_attn_count = 1, .type_k = {HEARTH_KV_F16}, .type_v = {HEARTH_KV_F16},
                       .type_k_count = 1, .type_v_count = 1, .format = FMT_MD, .ctx = hearth_context_default_params()};
-    cli_split_init(&o->split);
+    cli_load_init(&o->load);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -281,8 +281,9 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             NEED_VALUE();
             if (!strcmp(val, "auto")) o->n_gpu_layers = HEARTH_N_GPU_LAYERS_AUTO;
             else ok = cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers);
-        } else if (IS("-ts", "--tensor-split") || IS("-mg", "--main-gpu") || IS("-sm", "--split-mode")) {
-            ok = cli_parse_split_opt(argc, argv, &i, "bench", &o->split) > 0;
+        } else if (IS("-ts", "--tensor-split") || IS("-mg", "--main-gpu") || IS("-sm", "--split-mode") ||
+                   IS("--no-mmap", "--mlock")) {
+            ok = cli_parse_load_opt(argc, argv, &i, "bench", &o->load) > 0;
         } else if (!strcmp(a, "--device")) { /* read by the load as HEARTH_DEVICE */
             NEED_VALUE();
             setenv("HEARTH_DEVICE", val, 1);
@@ -421,15 +422,18 @@ static void mean_sd(const bench_result *r, bool ts, double *mean, double *sd) {
 
 /* ---------------------------------------------------------------- output -- */
 
-/* llama-bench's columns; n_ubatch (width 8), type_k, type_v (6) and fa (3)
- * after threads when -ub / -ctk / -ctv / -fa were given. */
+/* llama-bench's columns; n_ubatch (width 8), type_k, type_v (6), fa (3)
+ * and mmap (4) after threads when -ub / -ctk / -ctv / -fa / --no-mmap were
+ * given. */
 static void md_header(const bench_opts *o) {
-    printf("| %-30s | %10s | %10s | %-10s | %7s |%s%s%s%s %15s | %20s |\n", "model", "size", "params", "backend",
+    const bool mmap_column = !o->load.use_mmap;
+    printf("| %-30s | %10s | %10s | %-10s | %7s |%s%s%s%s%s %15s | %20s |\n", "model", "size", "params", "backend",
            "threads", o->ub_column ? " n_ubatch |" : "", o->ctk_column ? " type_k |" : "",
-           o->ctv_column ? " type_v |" : "", o->fa_column ? "  fa |" : "", "test", "t/s");
-    printf("| %s | %s | %s | %s | %s |%s%s%s%s %s | %s |\n", "------------------------------", "---------:",
+           o->ctv_column ? " type_v |" : "", o->fa_column ? "  fa |" : "", mmap_column ? " mmap |" : "", "test", "t/s");
+    printf("| %s | %s | %s | %s | %s |%s%s%s%s%s %s | %s |\n", "------------------------------", "---------:",
            "---------:", "----------", "------:", o->ub_column ? " -------: |" : "", o->ctk_column ? " -----: |" : "",
-           o->ctv_column ? " -----: |" : "", o->fa_column ? " --: |" : "", "--------------:", "-------------------:");
+           o->ctv_column ? " -----: |" : "", o->fa_column ? " --: |" : "", mmap_column ? " ---: |" : "",
+           "--------------:", "-------------------:");
 }
 
 static void md_row(const bench_env *e, const bench_opts *o, const bench_result *r) {
@@ -448,8 +452,8 @@ static void md_row(const bench_env *e, const bench_opts *o, const bench_result *
     if (o->ub_column) snprintf(ub, sizeof ub, " %8ld |", r->n_ubatch);
     if (o->ctk_column) snprintf(tk, sizeof tk, " %6s |", hearth_kv_type_name(r->type_k));
     if (o->ctv_column) snprintf(tv, sizeof tv, " %6s |", hearth_kv_type_name(r->type_v));
-    printf("| %-30s | %10s | %10s | %-10s | %7ld |%s%s%s%s %15s | %21s |\n", e->model_type, size, params, e->backends,
-           o->n_threads, ub, tk, tv, fa, test_name(r, name, sizeof name), ts);
+    printf("| %-30s | %10s | %10s | %-10s | %7ld |%s%s%s%s%s %15s | %21s |\n", e->model_type, size, params, e->backends,
+           o->n_threads, ub, tk, tv, fa, o->load.use_mmap ? "" : "    0 |", test_name(r, name, sizeof name), ts);
 }
 
 /* A JSON string literal: quotes, backslashes and control characters escaped. */
@@ -483,11 +487,11 @@ static void print_samples(const bench_result *r, bool ts) {
 }
 
 /* The fields of one result, named as llama-bench names them, as strings. */
-enum { N_FIELDS = 22, FIELD_LEN = 4096 }; /* a path fits */
+enum { N_FIELDS = 23, FIELD_LEN = 4096 }; /* a path fits */
 static const char *const field_names[N_FIELDS] = {
     "build_info", "cpu_info", "backends", "model_filename", "model_type", "model_size", "model_n_params",
     "n_batch", "n_ubatch", "n_threads", "n_gpu_layers", "type_k", "type_v", "n_prompt", "n_gen", "n_depth",
-    "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "flash_attn"};
+    "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "flash_attn", "use_mmap"};
 /* the fields that are strings in JSON */
 static const bool field_is_str[N_FIELDS] = {[0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [11] = 1, [12] = 1, [16] = 1};
 
@@ -517,6 +521,7 @@ static void field_values(const bench_env *e, const bench_opts *o, const bench_re
     snprintf(v[19], FIELD_LEN, "%.6f", avg_ts);
     snprintf(v[20], FIELD_LEN, "%.6f", sd_ts);
     snprintf(v[21], FIELD_LEN, "%d", (int)r->flash_attn);
+    snprintf(v[22], FIELD_LEN, "%s", o->load.use_mmap ? "true" : "false");
 }
 
 static void json_row(const bench_env *e, const bench_opts *o, const bench_result *r, bool first) {
@@ -620,7 +625,7 @@ static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
     mp.fit_n_ctx = cp.n_ctx; /* in F16 (fit_type 0), the largest of every -ctk/-ctv the contexts may take */
-    cli_split_apply(&o->split, &mp);
+    cli_load_apply(&o->load, &mp);
     if (cli_model_load(o->model, &mp, &s->model)) return 1;
     e->n_gpu_layers = hearth_model_n_gpu_layers(s->model);
     hearth_context_memory mem;

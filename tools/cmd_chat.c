@@ -219,7 +219,7 @@ static int chat(const run_opts *o, chat_state *s) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
     cli_fit_context(&o->ctx, &mp);
-    cli_split_apply(&o->split, &mp);
+    cli_load_apply(&o->load, &mp);
     if (cli_model_load(o->model, &mp, &s->model)) return 1;
     int rc = chat_template_load(s->model, o->chat_template, &s->tmpl);
     if (rc) return rc;

@@ -66,7 +66,7 @@ static void run_usage(FILE *out, bool chat) {
             "                           the model runs on the CPU and says why)\n"
             "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (hearth info lists\n"
             "                           them; default: CUDA devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
-            CLI_SPLIT_HELP
+            CLI_LOAD_HELP
             "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
             "                           (llama.cpp's exact order without flash attention), auto = on (default auto)\n"
             CLI_CACHE_TYPE_HELP
@@ -81,7 +81,7 @@ int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat) {
     const char *cmd = chat ? "chat" : "run";
     *o = (run_opts){.n_predict = chat ? -1 : 128, .sampling = hearth_sampler_default_params(),
                     .ctx = hearth_context_default_params(), .parse_special = true};
-    cli_split_init(&o->split);
+    cli_load_init(&o->load);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -97,7 +97,7 @@ int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat) {
         i++;                                                                    \
     } while (0)
         int shared = cli_parse_ctx_opt(argc, argv, &i, cmd, &o->ctx, &o->n_gpu_layers);
-        if (!shared) shared = cli_parse_split_opt(argc, argv, &i, cmd, &o->split);
+        if (!shared) shared = cli_parse_load_opt(argc, argv, &i, cmd, &o->load);
         if (shared) {
             if (shared < 0) return 2;
         } else if (IS("-h", "--help")) {
@@ -276,7 +276,7 @@ static int run(const run_opts *o, run_state *s) {
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
     cli_fit_context(&o->ctx, &mp);
-    cli_split_apply(&o->split, &mp);
+    cli_load_apply(&o->load, &mp);
     double t0 = cli_now();
     if (cli_model_load(o->model, &mp, &s->model)) return 1;
     double t_load = cli_now() - t0;

@@ -49,7 +49,7 @@ static void serve_usage(FILE *out) {
             "                           context of -c tokens (give -c for all slots; default 0)\n"
             "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (default: CUDA\n"
             "                           devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
-            CLI_SPLIT_HELP
+            CLI_LOAD_HELP
             "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
             "                           (llama.cpp's exact order without flash attention), auto = on (default auto)\n"
             CLI_CACHE_TYPE_HELP
@@ -66,7 +66,7 @@ typedef struct serve_opts {
     hl_server_config cfg;
     hearth_engine_params engine;
     long n_gpu_layers;
-    cli_split split;
+    cli_load load;
     const char *keys[MAX_API_KEYS];
     char *key_file_text; /* owns the keys read from --api-key-file */
 } serve_opts;
@@ -105,7 +105,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
     o->cfg = (hl_server_config){
         .host = "127.0.0.1", .port = 8080, .max_body = 1 << 20, .timeout_s = 600, .api_keys = o->keys};
     o->engine = hearth_engine_default_params();
-    cli_split_init(&o->split);
+    cli_load_init(&o->load);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -120,7 +120,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         i++;                                                                                                           \
     } while (0)
         int shared = cli_parse_ctx_opt(argc, argv, &i, "serve", &o->engine.ctx, &o->n_gpu_layers);
-        if (!shared) shared = cli_parse_split_opt(argc, argv, &i, "serve", &o->split);
+        if (!shared) shared = cli_parse_load_opt(argc, argv, &i, "serve", &o->load);
         if (shared) {
             if (shared < 0) return 2;
         } else if (IS("-h", "--help")) {
@@ -201,7 +201,7 @@ static int load(const serve_opts *o, hearth_model **model, hearth_engine **engin
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
     cli_fit_context(&o->engine.ctx, &mp);
-    cli_split_apply(&o->split, &mp);
+    cli_load_apply(&o->load, &mp);
     if (cli_model_load(o->model, &mp, model)) return 1;
     hearth_engine_params ep = o->engine;
     char *tmpl = NULL;

@@ -72,7 +72,11 @@ export interface ModelOptions {
   nThreads?: number;
   /** Slots: requests generating at once (default 4, at most 256); more wait in a queue of 64. */
   nSeqMax?: number;
-  /** Map the file instead of reading it (default true). */
+  /**
+   * Map the file instead of reading it (default true). false reads it into
+   * private memory advised as transparent huge pages (Linux): faster CPU
+   * decode, a slower load, memory not shared with other processes.
+   */
   useMmap?: boolean;
   /** Lock the weights in RAM (default false). */
   useMlock?: boolean;

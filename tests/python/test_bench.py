@@ -19,7 +19,8 @@ LLAMA_BENCH = ROOT / "third_party/llama-cpp-python-0.3.36/build/bin/llama-bench"
 BENCH_OPTIONS = ["-m", "--model", "-p", "--n-prompt", "-n", "--n-gen", "-d", "--n-depth", "-ub", "--ubatch-size",
                  "-c", "--ctx-size", "-t", "--threads", "-r", "--repetitions",
                  "-ngl", "--n-gpu-layers", "--device", "-fa", "--flash-attn", "-ctk", "--cache-type-k", "-ctv",
-                 "--cache-type-v", "-o", "--output", "--progress", "-v", "--verbose", "-h", "--help"]
+                 "--cache-type-v", "-o", "--output", "--progress", "-v", "--verbose", "-h", "--help", "--no-mmap", "--mlock",
+                 "-ts", "--tensor-split", "-mg", "--main-gpu", "-sm", "--split-mode"]
 MD_COLUMNS = ["model", "size", "params", "backend", "threads", "test", "t/s"]
 
 
@@ -110,6 +111,18 @@ def test_flash_attn_column_and_field(run_hearth):
     rows = json.loads(bench(run_hearth, TINY, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "-fa", "auto,0", "-o", "json"))
     assert [r["flash_attn"] for r in rows] == [-1, 0]
     assert md_rows(bench(run_hearth, TINY, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "-fa", "auto"))[0] == MD_COLUMNS
+
+
+def test_no_mmap_column_and_field(run_hearth):
+    """--no-mmap: llama-bench's `mmap` column (0) after threads and its
+    use_mmap field, false; true (and no column) by default."""
+    rows = md_rows(bench(run_hearth, TINY, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "--no-mmap"))
+    assert rows[0] == MD_COLUMNS[:5] + ["mmap"] + MD_COLUMNS[5:]
+    assert [(r[5], r[6]) for r in rows[2:]] == [("0", "pp8"), ("0", "tg2")]
+    rows = json.loads(bench(run_hearth, TINY, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--no-mmap", "-o", "json"))
+    assert [r["use_mmap"] for r in rows] == [False]
+    rows = json.loads(bench(run_hearth, TINY, "-p", "8", "-n", "0", "-r", "1", "-t", "1", "-o", "json"))
+    assert [r["use_mmap"] for r in rows] == [True]
 
 
 def test_depth_rows_in_every_format(run_hearth):

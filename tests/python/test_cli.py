@@ -11,7 +11,8 @@ from conftest import ROOT
 
 RUN_OPTIONS = ["-p", "--prompt", "-f", "--file", "-n", "--n-predict", "--temp", "--top-k", "--top-p",
                "--min-p", "--repeat-penalty", "--seed", "-t", "--threads", "-c", "--ctx-size", "-b",
-               "--batch-size", "-ngl", "--n-gpu-layers", "--device", "-fa", "--flash-attn", "-v", "--verbose", "--no-parse-special"]
+               "--batch-size", "-ngl", "--n-gpu-layers", "--device", "-fa", "--flash-attn", "-v", "--verbose", "--no-parse-special",
+               "--no-mmap", "--mlock"]
 
 
 def one_line_error(res):
@@ -59,6 +60,16 @@ def test_greedy_text_equals_llama_cpp(run_hearth, model_path):
     assert res.stdout.decode() == case["text"]  # stdout carries only the generated text
     summary = res.stderr.decode()
     assert "load" in summary and "prompt" in summary and "tok/s" in summary
+
+
+def test_no_mmap_and_mlock_same_text(run_hearth, model_path):
+    """--no-mmap reads the model into memory (huge pages), --mlock locks it:
+    the same greedy text as the mapped file."""
+    case = greedy_case()
+    for extra in (["--no-mmap"], ["--no-mmap", "--mlock"], ["--mlock"]):
+        res = run_hearth("run", model_path, case["prompt"], "-n", "16", "--temp", "0", "-fa", "off", *extra)
+        assert res.returncode == 0, res.stderr.decode()
+        assert case["text"].startswith(res.stdout.decode()) and res.stdout, extra
 
 
 def test_same_seed_same_text(run_hearth, model_path):

@@ -114,7 +114,10 @@ class Model:
         main_gpu: the index, among the devices used, for single-device loads.
         tensor_split: per-GPU proportions of the offloaded layers (a sequence
             of floats); None: in proportion to each GPU's free memory.
-        use_mmap: map the file instead of reading it (default True).
+        use_mmap: map the file instead of reading it (default True). False
+            reads it into private memory advised as transparent huge pages
+            (Linux): faster CPU decode, a slower load, memory not shared
+            with other processes; OutOfMemoryError when it does not fit.
         use_mlock: lock the weights in RAM (default False).
         chat_template: a Jinja chat template for :meth:`chat`; None: the
             model's own (``tokenizer.chat_template``).
