@@ -214,8 +214,8 @@ static bool parse_tensor_split(const char *opt, const char *val, float *ts) {
 
 int cli_parse_load_opt(int argc, char **argv, int *i, const char *cmd, cli_load *s) {
     const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
-    if (!strcmp(a, "--no-mmap") || !strcmp(a, "--mlock")) {
-        if (a[2] == 'n') s->use_mmap = false;
+    if (!strcmp(a, "--no-mmap") || !strcmp(a, "--mlock")) { /* flags: no value */
+        if (!strcmp(a, "--no-mmap")) s->use_mmap = false;
         else s->use_mlock = true;
         return 1;
     }

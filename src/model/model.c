@@ -57,8 +57,8 @@ static hearth_status find_arch(const gguf_file *f, const hl_arch **out) {
  * transparent huge pages, so that decode's streams through the weights need
  * a TLB entry per 2 MiB instead of per 4 KiB (the kernel otherwise backs
  * malloc'd memory with 4 KiB pages where THP is "madvise", the default of
- * many distributions). 1B F16 decode on Zen 3: +13% over the same weights
- * mapped from the page cache in small pages
+ * many distributions). 1B F16 decode on Zen 3: +13-17% over the same
+ * weights mapped from the page cache in small pages
  * (bench/results/2026-11-29-huge-pages-cpu-avx2.md). */
 #define HUGE_PAGE ((size_t)2 << 20)
 static void *alloc_huge(size_t size) {
