@@ -31,6 +31,16 @@ test('new Model and Model.load give the same facts and metadata', async () => {
   b.dispose();
 });
 
+test('useMmap false (the file read into huge pages) gives the mapped model\'s greedy text', async () => {
+  const opts = { maxTokens: 12, temperature: 0 };
+  const mapped = new Model(MODEL);
+  const read = await Model.load(MODEL, { useMmap: false, useMlock: true });
+  const prompt = 'The capital of France is';
+  assert.strictEqual(await read.generate(prompt, opts), await mapped.generate(prompt, opts));
+  mapped.dispose();
+  read.dispose();
+});
+
 test('tokenize and detokenize round-trip', () => {
   const m = new Model(MODEL);
   const ids = m.tokenize('Hello world');

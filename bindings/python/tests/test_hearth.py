@@ -169,6 +169,15 @@ def test_greedy_equals_llama_cpp(model, cases):
 
 
 @needs_model
+def test_read_into_memory_same_text(model, cases):
+    """use_mmap=False (the file read into huge pages) and use_mlock: llama.cpp's
+    greedy text, as the mapped model."""
+    c = cases[0]
+    with hearth.Model(MODEL, n_ctx=512, flash_attn=False, use_mmap=False, use_mlock=True) as m:
+        assert m.generate(c["prompt"], max_tokens=64, **greedy()) == reference_text(model, c)
+
+
+@needs_model
 @pytest.mark.parametrize("flash_attn", ["off", "on"])
 def test_greedy_equals_hearth_run(cases, flash_attn):
     exe = os.environ.get("HEARTH_BIN")
