@@ -27,7 +27,7 @@ static float rng_float(void) { /* in [-1, 1) */
 }
 
 #define MAX_TOKENS 140
-#define MAX_ROW 2048
+#define MAX_ROW 8192
 #define MAX_OUT 53
 
 /* y[t][r] for n_tok tokens through a backend of n_threads threads. */
@@ -97,10 +97,11 @@ int main(void) {
                 check_type(types[i], k ? 768 : 736, outs[o], tokens[t]);
             }
         }
-        /* float activations of 2048-element rows (8 KiB each): two blocks
-         * of panel_block tokens (72 + 68, cpu_matmul.c) */
+        /* two blocks of panel_block tokens (72 + 68, cpu_matmul.c): float
+         * activations of 2048-element rows (8 KiB each), Q8_0 ones of 8192 */
         if (types[i] == GGML_TYPE_F32 || types[i] == GGML_TYPE_F16 || types[i] == GGML_TYPE_BF16)
             check_type(types[i], 2048, 16, MAX_TOKENS);
+        if (types[i] == GGML_TYPE_Q8_0) check_type(types[i], 8192, 16, MAX_TOKENS);
     }
     printf("cpu matmul: kernels %s\n", hl_cpu_level_name(hl_cpu_level_best()));
     return check_report();

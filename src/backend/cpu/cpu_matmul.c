@@ -24,15 +24,19 @@
 _Static_assert(PANEL_TOKENS % 4 == 0, "panel_dot's token groups do not depend on the blocks");
 /* Kernels that take a block of tokens at once (panel_block) get the whole
  * batch when their activations are 8-bit (a weight panel, costly to
- * unpack, is then packed once per matmul); with float activations (F32,
- * F16 and BF16 weights: 4 bytes an element, 4 MiB for 512 tokens of
- * 2048-element rows) they get it in equal blocks (multiples of 4) of about
- * PANEL_ACT_BYTES, at least PANEL_TOKENS tokens where fewer fit, so that a
- * block's activations come from L2 or a near L3 slice for each panel
- * instead of streaming from far for every panel; each panel is packed once
- * per block (512 tokens of 2048-element rows: 4 blocks of 128). Measured
- * on Zen 3 (2026-11-28, pp512 of the 1B shape, alternated runs): F16 +10%;
- * blocks for Q4_K_M too were 15% slower (pack_q4_K). */
+ * unpack, is then packed once per matmul), except Q8_0's, whose pack only
+ * widens the quants (1.6% of a 1B pp512); with float activations (F32, F16
+ * and BF16 weights: 4 bytes an element, 4 MiB for 512 tokens of
+ * 2048-element rows) and Q8_0 weights (1.06 bytes) they get it in equal
+ * blocks (multiples of 4) of about PANEL_ACT_BYTES, at least PANEL_TOKENS
+ * tokens where fewer fit, so that a block's activations come from L2 or a
+ * near L3 slice for each panel instead of streaming from far for every
+ * panel; each panel is packed once per block (512 tokens of 2048-element
+ * rows: 4 blocks of 128 floats, 2 of 256 Q8_0). Measured on Zen 3
+ * (pp512 of the 1B shape, alternated runs): F16 +10% (2026-11-28), Q8_0
+ * +4% (2026-11-29: the median ratio of 21 pairs, 15 of them faster, on a
+ * machine whose speed moved 10% between runs); blocks for Q4_K_M too were
+ * 15% slower (pack_q4_K). */
 #define PANEL_ACT_BYTES (1 << 20)
 #define CONVERT_PARALLEL_MIN 16384 /* elements of x below which conversion runs on one thread */
 
@@ -112,7 +116,7 @@ static void dot_block(const matmul_task *t, long long rb, long long re) {
 
 /* The tokens of a block for panel_block kernels (see PANEL_ACT_BYTES). */
 static int64_t panel_block_tokens(const hl_cpu_type_ops *ops, int64_t n, size_t act_stride) {
-    if (ops->vec_dot_type != GGML_TYPE_F32) return n;
+    if (ops->vec_dot_type != GGML_TYPE_F32 && ops->type != GGML_TYPE_Q8_0) return n;
     const int64_t fit = (int64_t)(PANEL_ACT_BYTES / act_stride), max = fit < PANEL_TOKENS ? PANEL_TOKENS : fit;
     const int64_t n_blocks = (n + max - 1) / max;
     return ((n + n_blocks - 1) / n_blocks + 3) / 4 * 4;
