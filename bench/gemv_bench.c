@@ -55,11 +55,6 @@ static void *run_share(void *arg) {
     return NULL;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s TYPE [N] [MiB] [THREADS] [avx2|avx512] [huge]\n", argv[0]);
@@ -113,7 +108,7 @@ int main(int argc, char **argv) {
         }
     for (int four = 0; four < 2; four++) {
         if (four && !ops->vec_dot_4r) continue;
-        qsort(gbs[four], 15, sizeof gbs[four][0], cmp_double);
+        bench_sort(gbs[four], 15);
         printf("%s %s %s, n %lld, %zu MiB%s, %d threads: median %.1f, best %.1f GB/s\n", hl_cpu_level_name(level),
                hl_ggml_type_get(type)->name, name[four], (long long)n, mib, huge ? " (huge pages)" : "", threads,
                gbs[four][7], gbs[four][14]);

@@ -22,11 +22,6 @@
 #include "backend/cpu/vec_dot.h"
 #include "quant/quant.h"
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s TYPE N [N_TOK] [avx2|avx512] [OFFSET]\n", argv[0]);
@@ -75,7 +70,7 @@ int main(int argc, char **argv) {
                                n_tok - t < group ? n_tok - t : group);
         gmacs[k] = (double)reps * (double)n * HL_PANEL_ROWS * n_tok / (bench_now() - t0) * 1e-9;
     }
-    qsort(gmacs, 15, sizeof gmacs[0], cmp_double);
+    bench_sort(gmacs, 15);
     printf("%s %s panel, n %lld, %d tokens, offset %d: median %.1f, best %.1f GMAC/s\n", hl_cpu_level_name(level),
            hl_ggml_type_get(type)->name, (long long)n, n_tok, offset, gmacs[7], gmacs[14]);
     free(w);

@@ -53,16 +53,11 @@ static bool on_long(const hearth_piece *p, void *user) {
     return false; /* one token is all it is for */
 }
 
-static int cmp(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Prints a window's median and mean; returns the mean, seconds. */
 static double report(const char *what, double *d, int n) {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += d[i];
-    qsort(d, (size_t)n, sizeof *d, cmp);
+    bench_sort(d, (size_t)n);
     const double mean = n ? sum / n : 0.0;
     printf("%-26s %6d delays, median %7.2f ms, mean %7.2f ms\n", what, n, n ? d[n / 2] * 1e3 : 0.0, mean * 1e3);
     return mean;

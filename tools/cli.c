@@ -214,9 +214,12 @@ static bool parse_tensor_split(const char *opt, const char *val, float *ts) {
 
 int cli_parse_load_opt(int argc, char **argv, int *i, const char *cmd, cli_load *s) {
     const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
-    if (!strcmp(a, "--no-mmap") || !strcmp(a, "--mlock")) { /* flags: no value */
-        if (!strcmp(a, "--no-mmap")) s->use_mmap = false;
-        else s->use_mlock = true;
+    if (!strcmp(a, "--no-mmap")) { /* the two flags take no value */
+        s->use_mmap = false;
+        return 1;
+    }
+    if (!strcmp(a, "--mlock")) {
+        s->use_mlock = true;
         return 1;
     }
     const int k = !strcmp(a, "-ts") || !strcmp(a, "--tensor-split") ? 0

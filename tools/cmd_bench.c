@@ -249,6 +249,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         i++;                                                                           \
     } while (0)
         bool ok = true;
+        int load; /* cli_parse_load_opt's answer: -ts, -mg, -sm, --no-mmap, --mlock */
         if (IS("-h", "--help")) {
             bench_usage(stdout);
             return -1;
@@ -281,9 +282,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             NEED_VALUE();
             if (!strcmp(val, "auto")) o->n_gpu_layers = HEARTH_N_GPU_LAYERS_AUTO;
             else ok = cli_parse_int(a, val, -1, 1L << 20, &o->n_gpu_layers);
-        } else if (IS("-ts", "--tensor-split") || IS("-mg", "--main-gpu") || IS("-sm", "--split-mode") ||
-                   IS("--no-mmap", "--mlock")) {
-            ok = cli_parse_load_opt(argc, argv, &i, "bench", &o->load) > 0;
+        } else if ((load = cli_parse_load_opt(argc, argv, &i, "bench", &o->load)) != 0) {
+            ok = load > 0;
         } else if (!strcmp(a, "--device")) { /* read by the load as HEARTH_DEVICE */
             NEED_VALUE();
             setenv("HEARTH_DEVICE", val, 1);
@@ -426,13 +426,12 @@ static void mean_sd(const bench_result *r, bool ts, double *mean, double *sd) {
  * and mmap (4) after threads when -ub / -ctk / -ctv / -fa / --no-mmap were
  * given. */
 static void md_header(const bench_opts *o) {
-    const bool mmap_column = !o->load.use_mmap;
     printf("| %-30s | %10s | %10s | %-10s | %7s |%s%s%s%s%s %15s | %20s |\n", "model", "size", "params", "backend",
            "threads", o->ub_column ? " n_ubatch |" : "", o->ctk_column ? " type_k |" : "",
-           o->ctv_column ? " type_v |" : "", o->fa_column ? "  fa |" : "", mmap_column ? " mmap |" : "", "test", "t/s");
+           o->ctv_column ? " type_v |" : "", o->fa_column ? "  fa |" : "", o->load.use_mmap ? "" : " mmap |", "test", "t/s");
     printf("| %s | %s | %s | %s | %s |%s%s%s%s%s %s | %s |\n", "------------------------------", "---------:",
            "---------:", "----------", "------:", o->ub_column ? " -------: |" : "", o->ctk_column ? " -----: |" : "",
-           o->ctv_column ? " -----: |" : "", o->fa_column ? " --: |" : "", mmap_column ? " ---: |" : "",
+           o->ctv_column ? " -----: |" : "", o->fa_column ? " --: |" : "", o->load.use_mmap ? "" : " ---: |",
            "--------------:", "-------------------:");
 }
 
