@@ -40,6 +40,8 @@ typedef struct op_case {
 } op_case;
 
 #define MM(t, din, nt) {.op = HL_OP_MATMUL, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = nt, .max_nmse = 5e-4}
+/* y += W x (the residual through the output projection): decode (matvec) and prompt (cuBLAS) paths */
+#define MM_ADD(t, din, nt) {.op = HL_OP_MATMUL_ADD, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = nt, .max_nmse = 5e-4}
 #define GET_ROWS(t, din) {.op = HL_OP_GET_ROWS, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = 5, .max_nmse = 1e-10}
 /* each weight type: a row length of whole blocks (1, 32 or 256 elements) that is no multiple of a larger unit;
  * 19 and 67 tokens take the prompt paths (cuBLAS from 8 tokens, CLBlast from opencl/gemm.c GEMM_MIN_TOKENS) */
@@ -118,6 +120,8 @@ static const op_case cases[] = {
      * as every real model's matmuls do */
     MM(F32, 256, 2), MM(F16, 256, 1), MM(F16, 1536, 3), MM(BF16, 256, 5), MM(Q4_0, 1536, 6), MM(Q8_0, 1536, 5),
     MM(Q4_K, 1536, 3), MM(Q5_K, 1536, 1), MM(Q6_K, 1536, 4), MM(F16, 4608, 1), MM(Q4_0, 4608, 2),
+    MM_ADD(Q4_K, 512, 1), MM_ADD(Q8_0, 160, 3), MM_ADD(F16, 256, 1), MM_ADD(F32, 97, 2), MM_ADD(Q4_0, 160, 19),
+    MM_ADD(F16, 256, 67), MM_ADD(BF16, 256, 19),
     MM(Q8_0, 4608, 1), MM(Q4_K, 4608, 1), MM(Q6_K, 4608, 5),
     /* the prompt paths with rows of whole 16-byte chunks (cuda/gemm.cu: F16 and BF16 in place, cuBLAS's tensor-core
      * kernels; F32's tiles written 16 bytes a thread) and over several dequantization tiles, the last one partial
@@ -224,6 +228,7 @@ static void label_of(const op_case *c, char *buf, size_t size) {
     switch (c->op) {
     case HL_OP_GET_ROWS:
     case HL_OP_MATMUL:
+    case HL_OP_MATMUL_ADD:
         snprintf(buf, size, "%s %s {%lld, %lld} n=%lld", hl_op_name(c->op), type, (long long)c->d, (long long)c->rows,
                  (long long)c->n);
         break;

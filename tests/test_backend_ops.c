@@ -111,6 +111,13 @@ static void prepare(const op_case *c, size_t index, prep *p) {
         add_arg(p, shape_of(f32, c->rows, c->n), NULL);
         p->out = 2;
         break;
+    case HL_OP_MATMUL_ADD: /* y starts random and is the result; tmp is the scratch of the unfused path */
+        add_arg(p, shape_of(c->type, c->d, c->rows), random_rows(c->type, c->d, c->rows, 1.0f));
+        add_arg(p, shape_of(f32, c->d, c->n), random_rows(f32, c->d, c->n, 2.0f));
+        add_arg(p, shape_of(f32, c->rows, c->n), random_rows(f32, c->rows, c->n, 4.0f));
+        add_arg(p, shape_of(f32, c->rows, c->n), NULL);
+        p->out = 2;
+        break;
     case HL_OP_RMS_NORM:
         add_arg(p, shape_of(f32, c->d * c->rows, c->n), random_rows(f32, c->d * c->rows, c->n, 3.0f));
         add_arg(p, shape_of(f32, c->d, 1), random_rows(f32, c->d, 1, 1.5f));
@@ -275,6 +282,7 @@ static hearth_status run_op(const op_case *c, const prep *p, inst *in) {
     case HL_OP_RMS_NORM: return hl_rms_norm(b, &t[0], &t[1], 1e-5f, &t[2]);
     case HL_OP_LAYER_NORM: return hl_layer_norm(b, &t[0], &t[1], c->no_bias ? NULL : &t[2], 1e-5f, &t[3]);
     case HL_OP_MATMUL: return hl_matmul(b, &t[0], &t[1], &t[2]);
+    case HL_OP_MATMUL_ADD: return hl_matmul_add(b, &t[0], &t[1], &t[2], &t[3]);
     case HL_OP_ROPE: return hl_rope(b, &t[0], c->n_head, &p->rope, c->variant ? &t[1] : NULL);
     case HL_OP_ROPE_SHIFT:
         return hl_rope_shift(b, &t[0], c->pos0, c->n, c->n_head_kv, c->pos1, &p->rope, c->variant ? &t[1] : NULL);
@@ -439,6 +447,8 @@ static double bytes_moved(const op_case *c, const prep *p) {
     case HL_OP_GET_ROWS: /* the rows looked up, not the table */
         return (double)hl_row_size(c->type, c->d) * (double)c->n + (double)hl_tensor_nbytes(&p->shape[1]);
     case HL_OP_STORE_ROWS: return (double)hl_tensor_nbytes(&p->shape[0]) + kv_row * (double)c->n;
+    case HL_OP_MATMUL_ADD: /* w, x, y read and y written; the scratch (tmp) is the unfused path's own */
+        return sum - (double)hl_tensor_nbytes(&p->shape[3]) + (double)hl_tensor_nbytes(&p->shape[2]);
     case HL_OP_ATTENTION: { /* K and V of the cells some query sees */
         bool seen[MAX_CTX] = {false};
         for (int32_t t = 0; t < p->n_pos; t++) {
@@ -563,37 +573,50 @@ static void test_flash_invariance(hl_backend *fa2) {
 /* One input through several matmuls in a row, as a layer runs Q, K and V
  * (and gate and up) of one normed input: CUDA's matvec quantizes the
  * activations to Q8_1 once for consecutive matmuls of the same input
- * (hl_cuda.q8_op), so the second matmul must see the same numbers as the
- * first, and a matmul after x changed (new contents uploaded, an op that
- * writes it, another matmul of another length in between) must quantize
- * afresh. The sequence on each backend against the scalar CPU's. Writes
- * n_tok * 67 outputs per step into ys[step]. */
-#define SEQ_STEPS 5
+ * (hl_cuda.q8_op), and a decode step's rms_norm and swiglu write that form
+ * of their output themselves (cuda/q8_1.cuh), so the matmul after them
+ * must see the same numbers as after a quantize of its own, and a matmul
+ * after x changed (new contents uploaded, an op that writes it, another
+ * matmul of another length in between, a norm of heads that writes no Q8_1
+ * form) must quantize afresh. The sequence on each backend against the
+ * scalar CPU's. Writes n_tok * 67 outputs per step into ys[step]. */
+#define SEQ_STEPS 9
 static bool matmul_sequence(hl_backend *b, int64_t n_tok, const void *w1, const void *w2, const void *w3,
                             const float *x0, const float *x1, float *ys[SEQ_STEPS]) {
     const int64_t d = 1536, rows = 67;
     const hl_tensor s1 = shape_of(GGML_TYPE_Q4_K, d, rows), s2 = shape_of(GGML_TYPE_Q8_0, d, rows);
     const hl_tensor s3 = shape_of(GGML_TYPE_Q8_0, 512, rows), sx = shape_of(GGML_TYPE_F32, d, n_tok);
     const hl_tensor sy = shape_of(GGML_TYPE_F32, rows, n_tok), sx3 = shape_of(GGML_TYPE_F32, 512, n_tok);
-    hl_tensor t1, t2, t3, x, x3, y;
-    void *base[6] = {NULL};
+    const hl_tensor sn = shape_of(GGML_TYPE_F32, d, 1), sh = shape_of(GGML_TYPE_F32, 512, 1);
+    hl_tensor t1, t2, t3, x, x3, y, up, norm, head_norm, tmp;
+    void *base[10] = {NULL};
     bool ok = alloc_guarded(b, &s1, w1, &t1, &base[0]) == HEARTH_OK &&
               alloc_guarded(b, &s2, w2, &t2, &base[1]) == HEARTH_OK &&
               alloc_guarded(b, &s3, w3, &t3, &base[2]) == HEARTH_OK &&
               alloc_guarded(b, &sx, x0, &x, &base[3]) == HEARTH_OK &&
               alloc_guarded(b, &sx3, x0, &x3, &base[4]) == HEARTH_OK &&
-              alloc_guarded(b, &sy, NULL, &y, &base[5]) == HEARTH_OK;
+              alloc_guarded(b, &sy, NULL, &y, &base[5]) == HEARTH_OK &&
+              alloc_guarded(b, &sx, x1, &up, &base[6]) == HEARTH_OK &&
+              alloc_guarded(b, &sn, x1, &norm, &base[7]) == HEARTH_OK &&
+              alloc_guarded(b, &sh, x0, &head_norm, &base[8]) == HEARTH_OK &&
+              alloc_guarded(b, &sy, NULL, &tmp, &base[9]) == HEARTH_OK;
     const size_t y_bytes = hl_tensor_nbytes(&sy);
     /* step 0: W1 x; 1: W2 x right after (the same activations); 2: after x's new contents, W2 x; 3: after
-     * scale(x), W1 x; 4: after a matmul of another row length, W2 x */
+     * scale(x), W1 x; 4: after a matmul of another row length, W2 x; 5: after rms_norm(x) in place, W1 x;
+     * 6: after swiglu(x, up), W2 x; 7: after rms_norm of x's 512-element heads, W1 x; 8: after rms_norm(x),
+     * y += W2 x (matmul_add) */
     for (int step = 0; ok && step < SEQ_STEPS; step++) {
         if (step == 2) ok = hl_upload(b, x.data, x1, hl_tensor_nbytes(&sx)) == HEARTH_OK;
         if (step == 3) ok = ok && hl_scale(b, &x, -1.25f) == HEARTH_OK;
         if (step == 4) ok = ok && hl_matmul(b, &t3, &x3, &y) == HEARTH_OK;
-        ok = ok && hl_matmul(b, step == 0 || step == 3 ? &t1 : &t2, &x, &y) == HEARTH_OK &&
+        if (step == 5 || step == 8) ok = ok && hl_rms_norm(b, &x, &norm, 1e-5f, &x) == HEARTH_OK;
+        if (step == 6) ok = ok && hl_swiglu(b, &x, &up) == HEARTH_OK;
+        if (step == 7) ok = ok && hl_rms_norm(b, &x, &head_norm, 1e-5f, &x) == HEARTH_OK;
+        const hl_tensor *w = step == 0 || step == 3 || step == 5 || step == 7 ? &t1 : &t2;
+        ok = ok && (step == 8 ? hl_matmul_add(b, w, &x, &y, &tmp) : hl_matmul(b, w, &x, &y)) == HEARTH_OK &&
              hl_synchronize(b) == HEARTH_OK && hl_download(b, ys[step], y.data, y_bytes) == HEARTH_OK;
     }
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 10; i++)
         if (base[i]) hl_buffer_free(b, base[i]);
     return ok;
 }
@@ -844,7 +867,7 @@ int main(int argc, char **argv) {
     if (!perf) {
         if (only_op == HL_OP_COUNT && (!only_backend || !strcmp(only_backend, "cpu"))) test_refusals(cpu);
         if (only_op == HL_OP_COUNT || only_op == HL_OP_MOE_ROUTE) test_moe_route();
-        if (only_op == HL_OP_COUNT || only_op == HL_OP_MATMUL) test_shared_activations();
+        if (only_op == HL_OP_COUNT || only_op == HL_OP_MATMUL || only_op == HL_OP_MATMUL_ADD) test_shared_activations();
         if ((only_op == HL_OP_COUNT || only_op == HL_OP_ATTENTION) && (!only_backend || !strcmp(only_backend, "cpu-fa")))
             test_flash_invariance(cpu_fa);
         printf("%d case runs passed, %d failed, %d skipped (not supported)\n", n_pass, n_fail, n_skip);

@@ -148,6 +148,7 @@ static inline float hl_alibi_slope(int32_t n_head, float max_bias, int32_t h) {
     X(RMS_NORM, rms_norm)     /* x, w, y */                   \
     X(LAYER_NORM, layer_norm) /* x, w, b, y */                \
     X(MATMUL, matmul)         /* w, x, y */                   \
+    X(MATMUL_ADD, matmul_add) /* w, x, y (tmp) */             \
     X(ROPE, rope)             /* x, freq_factors */           \
     X(ROPE_SHIFT, rope_shift) /* cache, freq_factors */       \
     X(STORE_ROWS, store_rows) /* src, cache */                \
@@ -230,6 +231,13 @@ typedef struct hl_backend_i {
                        hl_tensor *y);
     /* y {d_out, n} F32 = x {d_in, n} F32 times w {d_in, d_out}^T (any supported type) */
     void (*matmul)(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+    /* Optional (NULL: the checked call, ops.h hl_matmul_add, runs matmul
+     * into a scratch tensor and then add): y {d_out, n} F32 += x {d_in, n}
+     * F32 times w {d_in, d_out}^T, each element y + (its product), as
+     * matmul then add round it; y does not overlap x. A block's output
+     * projection and its residual add in one op: one launch a step instead
+     * of two on a GPU. */
+    void (*matmul_add)(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
     /* in place on x F32 {head_dim * n_head, n}; token t at position pos[t]
      * (set_positions); freq_factors F32 {n_rot / 2} or NULL */
     void (*rope)(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);

@@ -127,17 +127,23 @@ static inline hearth_status hl_layer_norm(hl_backend *b, const hl_tensor *x, con
     return HEARTH_OK;
 }
 
-static inline hearth_status hl_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
-    const hl_op_desc d = {.op = HL_OP_MATMUL, .t = {w, x, y}};
+/* What matmul and matmul_add take: w {d_in, d_out}, x F32 {d_in, n}, y F32 {d_out, n}. */
+static inline hearth_status hl_check_matmul(hl_backend *b, const hl_op_desc *d, const hl_tensor *w,
+                                            const hl_tensor *x, const hl_tensor *y) {
     if (!hl_is_mat(w) || !hl_is_f32_mat(x) || !hl_is_f32_mat(y) || x->ne[0] != w->ne[0] || y->ne[0] != w->ne[1] ||
         y->ne[1] != x->ne[1])
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "x must be F32 {d_in, n} and y F32 {d_out, n} for w "
+        return hl_op_refuse(b, d, HEARTH_ERR_INVALID_ARG, "x must be F32 {d_in, n} and y F32 {d_out, n} for w "
                             "{d_in, d_out}");
-    HL_TRY(hl_check_tokens(b, &d, x->ne[1], false));
+    HL_TRY(hl_check_tokens(b, d, x->ne[1], false));
     if (x->ne[0] > b->limits.max_row)
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "rows of %lld, the instance was sized for %lld (max_row)",
+        return hl_op_refuse(b, d, HEARTH_ERR_INVALID_ARG, "rows of %lld, the instance was sized for %lld (max_row)",
                             (long long)x->ne[0], (long long)b->limits.max_row);
-    HL_TRY(hl_check_supported(b, &d));
+    return hl_check_supported(b, d);
+}
+
+static inline hearth_status hl_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+    const hl_op_desc d = {.op = HL_OP_MATMUL, .t = {w, x, y}};
+    HL_TRY(hl_check_matmul(b, &d, w, x, y));
     b->iface->matmul(b, w, x, y);
     return HEARTH_OK;
 }
@@ -235,6 +241,21 @@ static inline hearth_status hl_add(hl_backend *b, hl_tensor *x, const hl_tensor 
     HL_TRY(hl_check_tokens(b, &d, x->ne[1], false));
     HL_TRY(hl_check_supported(b, &d));
     b->iface->add(b, x, y);
+    return HEARTH_OK;
+}
+
+/* y += x w^T (backend.h matmul_add). On a backend without the fused op,
+ * matmul into tmp (F32 {d_out, n}, whose contents are then lost) and add;
+ * with it tmp is not touched. */
+static inline hearth_status hl_matmul_add(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y,
+                                          hl_tensor *tmp) {
+    const hl_op_desc d = {.op = HL_OP_MATMUL_ADD, .t = {w, x, y, tmp}};
+    HL_TRY(hl_check_matmul(b, &d, w, x, y));
+    if (!b->iface->matmul_add) {
+        HL_TRY(hl_matmul(b, w, x, tmp));
+        return hl_add(b, y, tmp);
+    }
+    b->iface->matmul_add(b, w, x, y);
     return HEARTH_OK;
 }
 

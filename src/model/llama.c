@@ -82,8 +82,7 @@ hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, i
         .n_swa = hl_layer_window(hp, il), .scale = hp->scale_q ? 1.0f : hp->attn_scale,
     };
     HL_TRY(hl_attention(b, &args));
-    HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));
-    HL_TRY(hl_add(b, &w->x, &w->xb));
+    HL_TRY(hl_matmul_add(b, &l->wo, &w->att, &w->x, &w->xb)); /* the residual: x += wo att */
     hl_work outputs;
     w = hl_work_outputs(m, il, w, &outputs); /* the last block: its output rows only */
     /* feed-forward block */
@@ -95,8 +94,7 @@ hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, i
     HL_TRY(hl_matmul(b, &l->ffn_gate, &w->xb, &w->gate));
     HL_TRY(hl_matmul(b, &l->ffn_up, &w->xb, &w->up));
     HL_TRY(hl_swiglu(b, &w->gate, &w->up));
-    HL_TRY(hl_matmul(b, &l->ffn_down, &w->gate, &w->xb));
-    return hl_add(b, &w->x, &w->xb);
+    return hl_matmul_add(b, &l->ffn_down, &w->gate, &w->x, &w->xb);
 }
 
 const hl_arch hl_arch_llama = {

@@ -117,6 +117,7 @@ static bool cpu_supports_op(const hl_backend *b, const hl_op_desc *d) {
     const hl_cpu *cpu = (const hl_cpu *)b->impl;
     switch (d->op) {
     case HL_OP_MATMUL:
+    case HL_OP_MATMUL_ADD: /* matmul, then add (ops.h) */
     case HL_OP_MATMUL_ID: { /* matmul_id: the matmul of each expert's slice */
         const hl_tensor *w = d->t[0];
         const int32_t unit = w->type < GGML_TYPE_COUNT ? cpu->matmul_unit[w->type] : 0;

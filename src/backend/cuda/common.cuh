@@ -39,10 +39,11 @@ struct hl_cuda {
                                 // Turing BF16 weights go through the F16 tiles, as every quantized type)
     __half *x16;                // [max_tokens * max_row] activations in F16; in matvec
                                 // their Q8_1 form (matvec.cu, 1.25 bytes per element)
-    // The Q8_1 activations in x16 (matvec.cu): ops so far (hl_cuda_enter;
+    // The Q8_1 activations in x16 (q8_1.cuh): ops so far (hl_cuda_enter;
     // uploads and copies count too), and the activations (data, row length,
-    // tokens) that op number q8_op's matvec quantized. The next op, when it
-    // is a matvec of the same activations (Q, K and V of one input; gate and
+    // tokens) whose Q8_1 form op number q8_op wrote (a matvec that quantized
+    // them, or the norm or GLU that produced them). The next op, when it is
+    // a matvec of the same activations (Q, K and V of one input; gate and
     // up), uses them as they are instead of quantizing again.
     uint64_t op_count, q8_op;
     const void *q8_x;
@@ -112,6 +113,7 @@ void hl_cuda_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, flo
 void hl_cuda_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias, float eps,
                         hl_tensor *y);
 void hl_cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+void hl_cuda_matmul_add(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
 void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
 void hl_cuda_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
                         const hl_rope_params *p, const hl_tensor *freq_factors);
@@ -142,10 +144,10 @@ bool hl_cuda_attention_mma_runs(const hl_cuda *cu, const hl_attn_args *a);
 void hl_cuda_attention_mma(hl_cuda *cu, const hl_attn_args *a);
 
 // Matrix-vector products for batches of fewer than HL_CUDA_MMV_MAX tokens
-// (matvec.cu); larger batches go through cuBLAS (gemm.cu). Returns false if
-// the type has no kernel.
+// (matvec.cu); larger batches go through cuBLAS (gemm.cu). y = W x, or with
+// `add` y += W x (matmul_add). Returns false if the type has no kernel.
 #define HL_CUDA_MMV_MAX 8
-bool hl_cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+bool hl_cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y, bool add);
 
 // y {d, n} F16 = rows of `src` {d, rows} (ggml type `type`, row stride
 // `stride` bytes) dequantized (gemm.cu; get_rows has its own gather).

@@ -92,6 +92,7 @@ static bool cuda_supports_op(const hl_backend *b, const hl_op_desc *d) {
     (void)b;
     switch (d->op) {
     case HL_OP_MATMUL: // matvec and the F16 tiles for cuBLAS dequantize the same types
+    case HL_OP_MATMUL_ADD:
     case HL_OP_MATMUL_ID: // moe.cu's kernel dequantizes them too
     case HL_OP_GET_ROWS: return hl_cuda_supports_type(d->t[0]->type) && whole_blocks(d->t[0]->type, d->t[0]->ne[0]);
     case HL_OP_STORE_ROWS: return hl_cuda_store_rows_runs(d->t[1]->type, d->t[1]->ne[0]);
@@ -251,6 +252,7 @@ static const hl_backend_i cuda_iface = {
     .rms_norm = hl_cuda_rms_norm,
     .layer_norm = hl_cuda_layer_norm,
     .matmul = hl_cuda_matmul,
+    .matmul_add = hl_cuda_matmul_add,
     .rope = hl_cuda_rope,
     .rope_shift = hl_cuda_rope_shift,
     .store_rows = hl_cuda_store_rows,

@@ -61,21 +61,24 @@ template <typename H> static __global__ void f32_to(const float *__restrict__ x,
     else y[i] = __float2bfloat16_rn(x[i]);
 }
 
-// y {d_out, n} = W^T x for F16 or BF16 weights, read where they are. The
-// activations go to x16's bytes in the weights' type.
+// y {d_out, n} = W^T x + beta y (beta 0 or 1) for F16 or BF16 weights, read
+// where they are. The activations go to x16's bytes in the weights' type.
 template <typename H>
-static void gemm_in_place(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y, cudaDataType_t type) {
+static void gemm_in_place(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y, cudaDataType_t type,
+                          float beta) {
     const int64_t d_in = w->ne[0], d_out = w->ne[1], n = x->ne[1];
     H *xh = (H *)cu->x16;
     f32_to<H><<<cuda_blocks(d_in * n, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>((const float *)x->data, xh, d_in * n);
     if (!CU_LAUNCHED(cu)) return;
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f;
     CUBLAS_OK(cu, cublasGemmEx(cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)d_out, (int)n, (int)d_in, &one, w->data, type,
-                               (int)d_in, xh, type, (int)d_in, &zero, y->data, CUDA_R_32F, (int)d_out,
+                               (int)d_in, xh, type, (int)d_in, &beta, y->data, CUDA_R_32F, (int)d_out,
                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+// y = W^T x + beta y (beta 0 or 1: matmul_add's residual, which cuBLAS adds
+// as it writes y).
+static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y, float beta) {
     const int64_t d_in = w->ne[0], d_out = w->ne[1], n = x->ne[1];
     if (n > cu->limits.max_tokens || d_in > cu->limits.max_row) {
         hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matmul of %lld x %lld tokens exceeds the scratch planned "
@@ -83,14 +86,14 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
                     (long long)cu->limits.max_row);
         return;
     }
-    if (w->type == GGML_TYPE_F16) return gemm_in_place<__half>(cu, w, x, y, CUDA_R_16F);
-    if (w->type == GGML_TYPE_BF16 && cu->bf16_gemm) return gemm_in_place<__nv_bfloat16>(cu, w, x, y, CUDA_R_16BF);
+    if (w->type == GGML_TYPE_F16) return gemm_in_place<__half>(cu, w, x, y, CUDA_R_16F, beta);
+    if (w->type == GGML_TYPE_BF16 && cu->bf16_gemm) return gemm_in_place<__nv_bfloat16>(cu, w, x, y, CUDA_R_16BF, beta);
     f32_to<__half><<<cuda_blocks(d_in * n, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>((const float *)x->data, cu->x16,
                                                                                  d_in * n);
     if (!CU_LAUNCHED(cu)) return;
     const size_t stride = hl_row_size(w->type, d_in);
     const int64_t tile_rows = (int64_t)(cu->w16_elems / (size_t)d_in);
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f;
     for (int64_t r0 = 0; r0 < d_out; r0 += tile_rows) {
         const int64_t rows = d_out - r0 < tile_rows ? d_out - r0 : tile_rows;
         if (!hl_cuda_dequant_f16(cu, w->type, (const uint8_t *)w->data + r0 * stride, stride, d_in, rows, cu->w16)) {
@@ -98,20 +101,26 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
             return;
         }
         if (!CUBLAS_OK(cu, cublasGemmEx(cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n, (int)d_in, &one,
-                                        cu->w16, CUDA_R_16F, (int)d_in, cu->x16, CUDA_R_16F, (int)d_in, &zero,
+                                        cu->w16, CUDA_R_16F, (int)d_in, cu->x16, CUDA_R_16F, (int)d_in, &beta,
                                         (float *)y->data + r0, CUDA_R_32F, (int)d_out, CUBLAS_COMPUTE_32F,
                                         CUBLAS_GEMM_DEFAULT)))
             return;
     }
 }
 
-void hl_cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+static void matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y, bool add) {
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
     if (x->ne[1] < HL_CUDA_MMV_MAX || !cu->cublas) {
-        if (!hl_cuda_matvec(cu, w, x, y))
+        if (!hl_cuda_matvec(cu, w, x, y, add))
             hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index, w->type);
         return;
     }
-    gemm(cu, w, x, y);
+    gemm(cu, w, x, y, add ? 1.0f : 0.0f);
+}
+
+void hl_cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) { matmul(b, w, x, y, false); }
+
+void hl_cuda_matmul_add(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+    matmul(b, w, x, y, true);
 }

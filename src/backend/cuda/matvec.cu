@@ -16,6 +16,7 @@
 // The partial sums of the threads are reduced in F32 (warp shuffles, then
 // shared memory across the warps).
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/q8_1.cuh"
 #include "backend/cuda/vecdot.cuh"
 
 #define MV_THREADS 128 // 4 warps
@@ -25,10 +26,11 @@
 #define MV_WARPS (MV_THREADS / 32)
 
 // Adds the threads' acc[j][r] over the block and writes y[j][row0 + r] for
-// the rows below d_out and tokens below n.
+// the rows below d_out and tokens below n; with `add` adds it to y there
+// (matmul_add: y + the product, rounded once, as an add op after it would).
 template <int NCOLS, int ROWS>
 static __device__ __forceinline__ void mv_store(float (&acc)[NCOLS][ROWS], float *__restrict__ y, int64_t row0,
-                                                int64_t d_out, int n) {
+                                                int64_t d_out, int n, bool add) {
     __shared__ float part[MV_WARPS][NCOLS * ROWS];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
@@ -44,37 +46,21 @@ static __device__ __forceinline__ void mv_store(float (&acc)[NCOLS][ROWS], float
         float s = 0.0f;
 #pragma unroll
         for (int k = 0; k < MV_WARPS; k++) s += part[k][i];
-        y[(int64_t)j * d_out + row0 + r] = s;
+        float *out = y + (int64_t)j * d_out + row0 + r;
+        *out = add ? *out + s : s;
     }
 }
 
 // ---------------------------------------------------------- quantized --
 
-// x F32 {d, n} -> Q8_1 (vecdot.cuh): qs int8 {d, n}, ds float2 {d / 32, n}.
-// A thread per 4 elements, 8 threads per block of 32 (d a multiple of 32, so
-// the 8 lanes of a block leave together at the end of the grid).
-static __global__ void quantize_q8_1(const float *__restrict__ x, int8_t *__restrict__ qs, float2 *__restrict__ ds,
-                                     int64_t n_elems) {
+// x F32 {d, n} -> Q8_1 (q8_1.cuh). A thread per 4 elements, 8 threads per
+// block of 32 (d a multiple of 32, so the 8 lanes of a block leave together
+// at the end of the grid).
+static __global__ void quantize_q8_1(const float *__restrict__ x, q8_1_view q, int64_t n_elems) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (4 * i >= n_elems) return;
     const float *xi = x + 4 * i;
-    const float v0 = xi[0], v1 = xi[1], v2 = xi[2], v3 = xi[3];
-    float amax = fmaxf(fmaxf(fabsf(v0), fabsf(v1)), fmaxf(fabsf(v2), fabsf(v3)));
-    float sum = (v0 + v1) + (v2 + v3);
-    const unsigned group = 0xffu << (threadIdx.x % 32 / 8 * 8);
-#pragma unroll
-    for (int o = 4; o > 0; o >>= 1) {
-        amax = fmaxf(amax, __shfl_xor_sync(group, amax, o));
-        sum += __shfl_xor_sync(group, sum, o);
-    }
-    const float d = vd_q8_scale(amax);
-    char4 q;
-    q.x = vd_q8(v0, d);
-    q.y = vd_q8(v1, d);
-    q.z = vd_q8(v2, d);
-    q.w = vd_q8(v3, d);
-    *(char4 *)(qs + 4 * i) = q;
-    if (i % 8 == 0) ds[i / 8] = make_float2(d, sum);
+    q8_1_put4(xi[0], xi[1], xi[2], xi[3], i, q);
 }
 
 // grid ceil(d_out / MV_ROWS(NCOLS)), block MV_THREADS. w: d_out rows of w_stride
@@ -87,7 +73,7 @@ static __global__ void quantize_q8_1(const float *__restrict__ x, int8_t *__rest
 template <uint32_t T, int NCOLS>
 static __global__ void __launch_bounds__(MV_THREADS, MV_MIN_BLOCKS(NCOLS))
 matvec_q(const uint8_t *__restrict__ w, size_t w_stride, const int8_t *__restrict__ aq,
-         const float2 *__restrict__ ads, float *__restrict__ y, int d_in, int64_t d_out, int n) {
+         const float2 *__restrict__ ads, float *__restrict__ y, int d_in, int64_t d_out, int n, bool add) {
     using V = vq<T>;
     constexpr int ROWS = MV_ROWS(NCOLS);
     const int64_t row0 = (int64_t)blockIdx.x * ROWS;
@@ -108,7 +94,7 @@ matvec_q(const uint8_t *__restrict__ w, size_t w_stride, const int8_t *__restric
             }
         }
     }
-    mv_store<NCOLS, ROWS>(acc, y, row0, d_out, n);
+    mv_store<NCOLS, ROWS>(acc, y, row0, d_out, n, add);
 }
 
 // ------------------------------------------------------------- plain --
@@ -118,7 +104,7 @@ matvec_q(const uint8_t *__restrict__ w, size_t w_stride, const int8_t *__restric
 template <uint32_t T, int NCOLS, bool VEC>
 static __global__ void __launch_bounds__(MV_THREADS, MV_MIN_BLOCKS(NCOLS))
 matvec_plain(const uint8_t *__restrict__ w, size_t w_stride, const float *__restrict__ x, float *__restrict__ y,
-             int d_in, int64_t d_out, int n) {
+             int d_in, int64_t d_out, int n, bool add) {
     using P = plain<T>;
     constexpr int ROWS = MV_ROWS(NCOLS);
     const int64_t row0 = (int64_t)blockIdx.x * ROWS;
@@ -160,7 +146,7 @@ matvec_plain(const uint8_t *__restrict__ w, size_t w_stride, const float *__rest
             }
         }
     }
-    mv_store<NCOLS, ROWS>(acc, y, row0, d_out, n);
+    mv_store<NCOLS, ROWS>(acc, y, row0, d_out, n, add);
 }
 
 // ------------------------------------------------------------ launch --
@@ -180,6 +166,7 @@ struct mv_args {
     hl_cuda *cu;
     const hl_tensor *w, *x;
     hl_tensor *y;
+    bool add; // y += W x (matmul_add)
 };
 
 template <int NCOLS> static dim3 mv_grid(const mv_args &a) { return dim3(cuda_blocks(a.w->ne[1], MV_ROWS(NCOLS))); }
@@ -190,7 +177,7 @@ template <uint32_t T> struct q_cols {
             const int64_t d_in = a.w->ne[0];
             matvec_q<T, NCOLS><<<mv_grid<NCOLS>(a), MV_THREADS, 0, a.cu->stream>>>(
                 (const uint8_t *)a.w->data, hl_row_size(a.w->type, d_in), aq, ads, (float *)a.y->data, (int)d_in,
-                a.w->ne[1], (int)a.x->ne[1]);
+                a.w->ne[1], (int)a.x->ne[1], a.add);
         }
     };
 };
@@ -201,7 +188,7 @@ template <uint32_t T, bool VEC> struct p_cols {
             const int64_t d_in = a.w->ne[0];
             matvec_plain<T, NCOLS, VEC><<<mv_grid<NCOLS>(a), MV_THREADS, 0, a.cu->stream>>>(
                 (const uint8_t *)a.w->data, hl_row_size(a.w->type, d_in), (const float *)a.x->data,
-                (float *)a.y->data, (int)d_in, a.w->ne[1], (int)a.x->ne[1]);
+                (float *)a.y->data, (int)d_in, a.w->ne[1], (int)a.x->ne[1], a.add);
         }
     };
 };
@@ -224,35 +211,32 @@ template <uint32_t T> static void launch_plain(const mv_args &a) {
     else by_cols<p_cols<T, false>::template k>((int)a.x->ne[1], a);
 }
 
-// Quantizes the activations to Q8_1, then the product. They live in x16
-// (common.cuh): n * d_in quants, then the (d, s) pairs 16-byte aligned,
-// 1.25 bytes per element in all (x16 holds 2). When the op before was a
-// matvec of the same activations, x16 holds them already (hl_cuda.q8_op).
+// Quantizes the activations to Q8_1 (q8_1.cuh), then the product. When the
+// op before wrote their Q8_1 form already (a matvec of the same activations:
+// Q, K and V of one input, gate and up; or the norm or GLU that produced
+// them), x16 holds it (hl_cuda.q8_op) and the product takes it as it is.
 static void launch_quantized(const mv_args &a) {
     hl_cuda *cu = a.cu;
     const int64_t d_in = a.w->ne[0], n = a.x->ne[1];
-    if (n > cu->limits.max_tokens || d_in > cu->limits.max_row || d_in % 32 != 0 || (uintptr_t)a.w->data % 16 != 0) {
+    if (!cuda_q8_1_fits(cu, d_in, n) || (uintptr_t)a.w->data % 16 != 0) {
         hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matvec of %lld x %lld tokens needs the scratch planned "
                        "for %lld x %lld, rows of whole 32-element blocks and 16-byte aligned weights", cu->index,
                        (long long)n, (long long)d_in, (long long)cu->limits.max_tokens,
                        (long long)cu->limits.max_row);
         return;
     }
-    int8_t *aq = (int8_t *)cu->x16;
-    float2 *ads = (float2 *)(aq + ((n * d_in + 15) & ~(int64_t)15));
+    const q8_1_view q = cuda_q8_1_view(cu, d_in, n);
     if (cu->q8_op + 1 != cu->op_count || cu->q8_x != a.x->data || cu->q8_d != d_in || cu->q8_n != n) {
-        quantize_q8_1<<<cuda_blocks(n * d_in / 4, 256), 256, 0, cu->stream>>>((const float *)a.x->data, aq, ads,
-                                                                              n * d_in);
+        quantize_q8_1<<<cuda_blocks(n * d_in / 4, 256), 256, 0, cu->stream>>>((const float *)a.x->data, q, n * d_in);
         if (!CU_LAUNCHED(cu)) return;
-        cu->q8_x = a.x->data, cu->q8_d = d_in, cu->q8_n = n;
     }
-    cu->q8_op = cu->op_count;
-    dispatch_vq<launch_q>(a.w->type, a, (const int8_t *)aq, (const float2 *)ads);
+    cuda_q8_1_mark(cu, a.x->data, d_in, n);
+    dispatch_vq<launch_q>(a.w->type, a, (const int8_t *)q.qs, (const float2 *)q.ds);
 }
 } // namespace
 
-bool hl_cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
-    const mv_args a = {cu, w, x, y};
+bool hl_cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y, bool add) {
+    const mv_args a = {cu, w, x, y, add};
     if (x->ne[1] < 1 || x->ne[1] > 8) { // gemm.cu sends more only to an instance without cuBLAS
         if (x->ne[1] > 8)
             hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matvec takes at most 8 tokens, not %lld (this "

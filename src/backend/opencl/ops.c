@@ -258,6 +258,7 @@ bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d) {
     (void)b;
     switch (d->op) {
     case HL_OP_MATMUL:
+    case HL_OP_MATMUL_ADD: /* matmul, then add (ops.h) */
     case HL_OP_MATMUL_ID: /* the matmul kernels over each expert's slice */
     case HL_OP_GET_ROWS: return reads_type(d->t[0]);
     case HL_OP_STORE_ROWS: return d->t[1]->type == GGML_TYPE_F16 || d->t[1]->type == GGML_TYPE_F32;
