@@ -35,6 +35,7 @@ typedef struct op_case {
     bool no_bias;      /* layer_norm without its bias (mpt's) */
     float max_bias;    /* attention: ALiBi's (hl_attn_args.max_bias) */
     int32_t n_expert, k_used; /* matmul_id, moe_route: experts, and experts per token (moe_sum too) */
+    int32_t result;    /* rope_store: the tensor compared (0 q, 3 k_cache, 4 v_cache) */
     double max_nmse;
     double max_abs;    /* and, when nonzero, the largest |y - ref| of an element */
 } op_case;
@@ -70,6 +71,13 @@ typedef struct op_case {
 #define SHIFT_KV(t, m, hkv, hd, rot, nt, p0, delta)                                                                 \
     {.op = HL_OP_ROPE_SHIFT, .type = GGML_TYPE_##t, .n_head_kv = hkv, .head_dim = hd, .n_rot = rot,               \
      .mode = HL_ROPE_##m, .n = nt, .pos0 = p0, .pos1 = delta, .n_ctx = 96, .max_nmse = 1e-6}
+/* rope of q and k and the store of k and v in one op (cuda/rope.cu's fused kernel; the other backends run the
+ * four ops): q, or a whole cache (F16 results may differ in the last bit of a few, a quantized cache's blocks by
+ * a quant where a roped value sits at a rounding edge) */
+#define ROPE_STORE(t, m, h, hkv, hd, rot, nt, p0, ff, res)                                                          \
+    {.op = HL_OP_ROPE_STORE, .type = GGML_TYPE_##t, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n_rot = rot, \
+     .mode = HL_ROPE_##m, .n = nt, .pos0 = p0, .n_ctx = 96, .variant = ff, .result = res,                        \
+     .max_nmse = res == 0 ? 1e-5 : GGML_TYPE_##t == GGML_TYPE_Q8_0 || GGML_TYPE_##t == GGML_TYPE_Q4_0 ? 1e-5 : 1e-6}
 #define STORE_KV(t, hkv, hd, nt, p0) \
     {.op = HL_OP_STORE_ROWS, .type = GGML_TYPE_##t, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, \
      .n_ctx = 96, .max_nmse = 1e-10}
@@ -122,6 +130,11 @@ static const op_case cases[] = {
     MM(Q4_K, 1536, 3), MM(Q5_K, 1536, 1), MM(Q6_K, 1536, 4), MM(F16, 4608, 1), MM(Q4_0, 4608, 2),
     MM_ADD(Q4_K, 512, 1), MM_ADD(Q8_0, 160, 3), MM_ADD(F16, 256, 1), MM_ADD(F32, 97, 2), MM_ADD(Q4_0, 160, 19),
     MM_ADD(F16, 256, 67), MM_ADD(BF16, 256, 19),
+    ROPE_STORE(F16, NORMAL, 4, 2, 64, 64, 1, 37, false, 0), ROPE_STORE(F16, NORMAL, 4, 2, 64, 64, 1, 37, false, 3),
+    ROPE_STORE(F16, NORMAL, 4, 2, 64, 64, 1, 37, false, 4), ROPE_STORE(F16, NEOX, 6, 2, 64, 32, 3, 50, true, 3),
+    ROPE_STORE(F16, NEOX, 6, 2, 64, 32, 3, 50, true, 0), ROPE_STORE(BF16, NORMAL, 4, 1, 128, 128, 5, 20, false, 3),
+    ROPE_STORE(Q8_0, NORMAL, 8, 2, 64, 64, 2, 70, false, 3), ROPE_STORE(Q8_0, NEOX, 8, 2, 64, 64, 2, 70, true, 4),
+    ROPE_STORE(Q4_0, NEOX, 4, 4, 64, 64, 1, 90, false, 3), ROPE_STORE(Q4_0, NORMAL, 2, 2, 96, 64, 7, 11, true, 3),
     MM(Q8_0, 4608, 1), MM(Q4_K, 4608, 1), MM(Q6_K, 4608, 5),
     /* the prompt paths with rows of whole 16-byte chunks (cuda/gemm.cu: F16 and BF16 in place, cuBLAS's tensor-core
      * kernels; F32's tiles written 16 bytes a thread) and over several dequantization tiles, the last one partial
@@ -251,6 +264,13 @@ static void label_of(const op_case *c, char *buf, size_t size) {
                  (int)c->pos0, (long long)(c->pos0 + c->n), (int)c->pos1, c->variant ? " freq_factors" : "",
                  c->yarn ? " yarn" : "");
         break;
+    case HL_OP_ROPE_STORE: {
+        static const char *const what[5] = {"q", "", "", "k_cache", "v_cache"};
+        snprintf(buf, size, "rope_store %s %s n_rot=%d h=%d/%d hd=%d n=%lld pos0=%d%s: %s", type,
+                 c->mode == HL_ROPE_NEOX ? "neox" : "normal", (int)c->n_rot, (int)c->n_head, (int)c->n_head_kv,
+                 (int)c->head_dim, (long long)c->n, (int)c->pos0, c->variant ? " freq_factors" : "", what[c->result]);
+        break;
+    }
     case HL_OP_MATMUL_ID:
         snprintf(buf, size, "matmul_id %s {%lld, %lld} x%d top %d n=%lld%s", type, (long long)c->d, (long long)c->rows,
                  (int)c->n_expert, (int)c->k_used, (long long)c->n, c->variant ? " x per slot" : "");

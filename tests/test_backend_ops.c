@@ -136,8 +136,19 @@ static void prepare(const op_case *c, size_t index, prep *p) {
         break;
     case HL_OP_ROPE:
     case HL_OP_ROPE_SHIFT:
-        if (c->op == HL_OP_ROPE) add_arg(p, shape_of(f32, q_dim, c->n), random_rows(f32, q_dim, c->n, 2.0f));
-        else add_arg(p, shape_of(c->type, kv_dim, c->n_ctx), random_rows(c->type, kv_dim, c->n_ctx, 2.0f));
+    case HL_OP_ROPE_STORE:
+        if (c->op == HL_OP_ROPE_SHIFT) {
+            add_arg(p, shape_of(c->type, kv_dim, c->n_ctx), random_rows(c->type, kv_dim, c->n_ctx, 2.0f));
+        } else {
+            add_arg(p, shape_of(f32, q_dim, c->n), random_rows(f32, q_dim, c->n, 2.0f));
+        }
+        if (c->op == HL_OP_ROPE_STORE) { /* k, v, their caches (compared whole: the other rows must stay) */
+            add_arg(p, shape_of(f32, kv_dim, c->n), random_rows(f32, kv_dim, c->n, 2.0f));
+            add_arg(p, shape_of(f32, kv_dim, c->n), random_rows(f32, kv_dim, c->n, 1.0f));
+            add_arg(p, shape_of(c->type, kv_dim, c->n_ctx), random_rows(c->type, kv_dim, c->n_ctx, 2.0f));
+            add_arg(p, shape_of(c->type, kv_dim, c->n_ctx), random_rows(c->type, kv_dim, c->n_ctx, 1.0f));
+            p->out = c->result;
+        }
         if (c->variant) {
             float *ff = malloc(sizeof(float) * (size_t)(c->n_rot / 2));
             for (int i = 0; i < c->n_rot / 2; i++) ff[i] = 1.0f + 0.75f * (frand() + 1.0f);
@@ -194,7 +205,7 @@ static void prepare(const op_case *c, size_t index, prep *p) {
     case HL_OP_GELU: add_arg(p, shape_of(f32, c->d, c->n), random_rows(f32, c->d, c->n, 4.0f)); break;
     default: break;
     }
-    if (c->op == HL_OP_ROPE || c->op == HL_OP_STORE_ROWS || c->op == HL_OP_ATTENTION) {
+    if (c->op == HL_OP_ROPE || c->op == HL_OP_ROPE_STORE || c->op == HL_OP_STORE_ROWS || c->op == HL_OP_ATTENTION) {
         p->n_pos = (int32_t)c->n;
         for (int32_t t = 0; t < p->n_pos; t++) {
             const bool seq1 = c->split && t >= c->split;
@@ -287,6 +298,8 @@ static hearth_status run_op(const op_case *c, const prep *p, inst *in) {
     case HL_OP_ROPE_SHIFT:
         return hl_rope_shift(b, &t[0], c->pos0, c->n, c->n_head_kv, c->pos1, &p->rope, c->variant ? &t[1] : NULL);
     case HL_OP_STORE_ROWS: return hl_store_rows(b, &t[0], &t[1]);
+    case HL_OP_ROPE_STORE:
+        return hl_rope_store(b, &t[0], &t[1], &t[2], &t[3], &t[4], c->n_head, &p->rope, c->variant ? &t[5] : NULL);
     case HL_OP_ATTENTION: {
         const hl_attn_args a = attn_of(c, in);
         return hl_attention(b, &a);

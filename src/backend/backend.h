@@ -151,6 +151,7 @@ static inline float hl_alibi_slope(int32_t n_head, float max_bias, int32_t h) {
     X(MATMUL_ADD, matmul_add) /* w, x, y (tmp) */             \
     X(ROPE, rope)             /* x, freq_factors */           \
     X(ROPE_SHIFT, rope_shift) /* cache, freq_factors */       \
+    X(ROPE_STORE, rope_store) /* q, k, v, k_cache, v_cache, freq_factors */ \
     X(STORE_ROWS, store_rows) /* src, cache */                \
     X(ATTENTION, attention)   /* q, k_cache, v_cache, out */  \
     X(SWIGLU, swiglu)         /* gate, up */                  \
@@ -170,7 +171,7 @@ typedef enum hl_op {
     HL_OP_COUNT
 } hl_op;
 
-#define HL_OP_MAX_TENSORS 4
+#define HL_OP_MAX_TENSORS 6
 
 /* Most experts a mixture-of-experts layer routes over (llama.cpp's LLAMA_MAX_EXPERTS). */
 #define HL_MOE_MAX_EXPERTS 512
@@ -182,8 +183,8 @@ typedef enum hl_op {
 typedef struct hl_op_desc {
     hl_op op;
     const hl_tensor *t[HL_OP_MAX_TENSORS];
-    int32_t n_head;              /* ROPE, ROPE_SHIFT: heads in a row */
-    const hl_rope_params *rope;  /* ROPE, ROPE_SHIFT */
+    int32_t n_head;              /* ROPE, ROPE_SHIFT: heads in a row; ROPE_STORE: in q's row */
+    const hl_rope_params *rope;  /* ROPE, ROPE_SHIFT, ROPE_STORE */
     const hl_attn_args *attn;    /* ATTENTION */
 } hl_op_desc;
 
@@ -252,6 +253,18 @@ typedef struct hl_backend_i {
     /* writes row t of src F32 {d, n} into row row0[t] + pos[t] (set_positions)
      * of cache {d, n_ctx}, in the cache's type */
     void (*store_rows)(hl_backend *b, const hl_tensor *src, hl_tensor *cache);
+    /* Optional (NULL: the checked call, ops.h hl_rope_store, runs rope on q
+     * and on k, then store_rows of k and of v): a block's rotary embedding
+     * and KV store in one op, one launch a step instead of four on a GPU.
+     * q F32 {head_dim * n_head, n} roped in place as rope does; k F32
+     * {head_dim * n_head_kv, n} roped as rope does into k_cache, as
+     * store_rows writes it (k itself is left as it was, or roped); v F32
+     * stored into v_cache. supports_op answers for the fused kernel where
+     * the backend has one (CUDA's: both caches of one type), else for the
+     * four ops; where the fused kernel does not take an op, the checked
+     * call runs the four ops. */
+    void (*rope_store)(hl_backend *b, hl_tensor *q, hl_tensor *k, const hl_tensor *v, hl_tensor *k_cache,
+                       hl_tensor *v_cache, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
     void (*attention)(hl_backend *b, const hl_attn_args *args);
     /* gate = silu(gate) * up, elementwise over F32 tensors of equal shape
      * (SwiGLU, Shazeer 2020, arXiv:2002.05202) */

@@ -148,15 +148,21 @@ static inline hearth_status hl_matmul(hl_backend *b, const hl_tensor *w, const h
     return HEARTH_OK;
 }
 
-static inline hearth_status hl_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p,
-                                    const hl_tensor *freq_factors) {
-    const hl_op_desc d = {.op = HL_OP_ROPE, .t = {x, freq_factors}, .n_head = n_head, .rope = p};
+/* What rope takes (d: the op being checked, rope or rope_store). */
+static inline hearth_status hl_check_rope(hl_backend *b, const hl_op_desc *d, const hl_tensor *x, int32_t n_head,
+                                          const hl_rope_params *p, const hl_tensor *freq_factors) {
     if (!hl_is_f32_mat(x) || n_head < 1 || x->ne[0] % n_head || p->n_rot < 2 || p->n_rot % 2 ||
         p->n_rot > x->ne[0] / n_head ||
         (freq_factors && (!hl_is_f32_mat(freq_factors) || freq_factors->ne[0] != p->n_rot / 2 || freq_factors->ne[1] != 1)))
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "x must be F32 {n_head * head_dim, n} with n_head %d and an "
+        return hl_op_refuse(b, d, HEARTH_ERR_INVALID_ARG, "x must be F32 {n_head * head_dim, n} with n_head %d and an "
                             "even n_rot %d <= head_dim; freq_factors F32 {n_rot / 2}", (int)n_head, (int)p->n_rot);
-    HL_TRY(hl_check_tokens(b, &d, x->ne[1], true));
+    return hl_check_tokens(b, d, x->ne[1], true);
+}
+
+static inline hearth_status hl_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p,
+                                    const hl_tensor *freq_factors) {
+    const hl_op_desc d = {.op = HL_OP_ROPE, .t = {x, freq_factors}, .n_head = n_head, .rope = p};
+    HL_TRY(hl_check_rope(b, &d, x, n_head, p, freq_factors));
     HL_TRY(hl_check_supported(b, &d));
     b->iface->rope(b, x, n_head, p, freq_factors);
     return HEARTH_OK;
@@ -176,15 +182,49 @@ static inline hearth_status hl_rope_shift(hl_backend *b, hl_tensor *cache, int64
     return HEARTH_OK;
 }
 
+/* What store_rows takes (d: the op being checked, store_rows or rope_store). */
+static inline hearth_status hl_check_store_rows(hl_backend *b, const hl_op_desc *d, const hl_tensor *src,
+                                                const hl_tensor *cache) {
+    if (!hl_is_f32_mat(src) || !hl_is_mat(cache) || src->ne[0] != cache->ne[0])
+        return hl_op_refuse(b, d, HEARTH_ERR_INVALID_ARG, "src must be F32 rows as long as the cache's");
+    HL_TRY(hl_check_tokens(b, d, src->ne[1], true));
+    return hl_check_cells(b, d, cache);
+}
+
 static inline hearth_status hl_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache) {
     const hl_op_desc d = {.op = HL_OP_STORE_ROWS, .t = {src, cache}};
-    if (!hl_is_f32_mat(src) || !hl_is_mat(cache) || src->ne[0] != cache->ne[0])
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "src must be F32 rows as long as the cache's");
-    HL_TRY(hl_check_tokens(b, &d, src->ne[1], true));
-    HL_TRY(hl_check_cells(b, &d, cache));
+    HL_TRY(hl_check_store_rows(b, &d, src, cache));
     HL_TRY(hl_check_supported(b, &d));
     b->iface->store_rows(b, src, cache);
     return HEARTH_OK;
+}
+
+/* A block's rope of q and k and store of k and v (backend.h rope_store):
+ * one op where the backend has the fused kernel for it, else rope(q),
+ * rope(k), store_rows(k), store_rows(v) (k then holds its roped rows).
+ * k's heads are as long as q's (head_dim = q's row / n_head). */
+static inline hearth_status hl_rope_store(hl_backend *b, hl_tensor *q, hl_tensor *k, const hl_tensor *v,
+                                          hl_tensor *k_cache, hl_tensor *v_cache, int32_t n_head,
+                                          const hl_rope_params *p, const hl_tensor *freq_factors) {
+    const hl_op_desc d = {.op = HL_OP_ROPE_STORE, .t = {q, k, v, k_cache, v_cache, freq_factors}, .n_head = n_head,
+                          .rope = p};
+    const int64_t head_dim = n_head > 0 ? q->ne[0] / n_head : 0;
+    if (head_dim < 1 || k->ne[0] % head_dim || k->ne[1] != q->ne[1] || v->ne[1] != q->ne[1])
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "k must hold whole heads of q's head_dim (n_head %d), "
+                            "q, k and v the same tokens", (int)n_head);
+    const int32_t n_head_kv = (int32_t)(k->ne[0] / head_dim);
+    HL_TRY(hl_check_rope(b, &d, q, n_head, p, freq_factors));
+    HL_TRY(hl_check_rope(b, &d, k, n_head_kv, p, freq_factors));
+    HL_TRY(hl_check_store_rows(b, &d, k, k_cache));
+    HL_TRY(hl_check_store_rows(b, &d, v, v_cache));
+    if (b->iface->rope_store && hl_supports_op(b, &d)) {
+        b->iface->rope_store(b, q, k, v, k_cache, v_cache, n_head, p, freq_factors);
+        return HEARTH_OK;
+    }
+    HL_TRY(hl_rope(b, q, n_head, p, freq_factors));
+    HL_TRY(hl_rope(b, k, n_head_kv, p, freq_factors));
+    HL_TRY(hl_store_rows(b, k, k_cache));
+    return hl_store_rows(b, v, v_cache);
 }
 
 static inline hearth_status hl_attention(hl_backend *b, const hl_attn_args *a) {

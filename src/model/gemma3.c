@@ -74,13 +74,10 @@ static hearth_status gemma3_layer(const hearth_model *m, hl_backend *b, hl_work 
     /* attention block */
     HL_TRY(hl_rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb));
     HL_TRY(hl_attn_qkv(m, b, w, l)); /* with QK-norm */
-    HL_TRY(hl_rope(b, &w->q, hp->n_head, rope, NULL));
-    HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, rope, NULL));
+    HL_TRY(hl_rope_store(b, &w->q, &w->k, &w->v, &w->k_cache[il], &w->v_cache[il], hp->n_head, rope, NULL));
     /* the scale goes on the queries (in F32, before attention rounds them to
      * F16), and attention itself scales by 1, as llama.cpp does */
     HL_TRY(hl_scale(b, &w->q, hp->attn_scale));
-    HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
-    HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,

@@ -61,12 +61,12 @@ hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, in
         HL_TRY(hl_clamp(b, &w->v, -hp->clamp_kqv, hp->clamp_kqv));
     }
     if (hp->rope.mode != HL_ROPE_NONE) {
-        const hl_rope_params *rope = hl_layer_rope(hp, w, il);
-        HL_TRY(hl_rope(b, &w->q, hp->n_head, rope, NULL));
-        HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, rope, NULL));
+        HL_TRY(hl_rope_store(b, &w->q, &w->k, &w->v, &w->k_cache[il], &w->v_cache[il], hp->n_head,
+                             hl_layer_rope(hp, w, il), NULL));
+    } else {
+        HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
+        HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
     }
-    HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
-    HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,

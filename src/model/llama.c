@@ -71,11 +71,8 @@ hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, i
     /* attention block */
     HL_TRY(hl_rms_norm(b, &w->x, &l->attn_norm, hp->norm_eps, &w->xb));
     HL_TRY(hl_attn_qkv(m, b, w, l));
-    HL_TRY(hl_rope(b, &w->q, hp->n_head, rope, freq_factors));
-    HL_TRY(hl_rope(b, &w->k, hp->n_head_kv, rope, freq_factors));
+    HL_TRY(hl_rope_store(b, &w->q, &w->k, &w->v, &w->k_cache[il], &w->v_cache[il], hp->n_head, rope, freq_factors));
     if (hp->scale_q) HL_TRY(hl_scale(b, &w->q, hp->attn_scale));
-    HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
-    HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
     hl_attn_args args = {
         .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
         .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,

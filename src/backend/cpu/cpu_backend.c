@@ -132,6 +132,11 @@ static bool cpu_supports_op(const hl_backend *b, const hl_op_desc *d) {
     case HL_OP_ROPE:
         return (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) &&
                d->rope->n_rot <= HL_KERNELS_MAX_HEAD_DIM;
+    case HL_OP_ROPE_STORE: /* rope, then store_rows (ops.h) */
+        return (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) &&
+               d->rope->n_rot <= HL_KERNELS_MAX_HEAD_DIM && hl_quant_get(d->t[3]->type) &&
+               whole_blocks(d->t[3]->type, d->t[3]->ne[0]) && hl_quant_get(d->t[4]->type) &&
+               whole_blocks(d->t[4]->type, d->t[4]->ne[0]);
     case HL_OP_ROPE_SHIFT:
         return hl_cpu_kv_type_runs(d->t[0]->type, d->t[0]->ne[0] / d->n_head) &&
                (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) &&

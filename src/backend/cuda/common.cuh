@@ -117,6 +117,8 @@ void hl_cuda_matmul_add(hl_backend *b, const hl_tensor *w, const hl_tensor *x, h
 void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
 void hl_cuda_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
                         const hl_rope_params *p, const hl_tensor *freq_factors);
+void hl_cuda_rope_store(hl_backend *b, hl_tensor *q, hl_tensor *k, const hl_tensor *v, hl_tensor *k_cache,
+                        hl_tensor *v_cache, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
 void hl_cuda_attention(hl_backend *b, const hl_attn_args *args);
 void hl_cuda_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
 void hl_cuda_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up);
@@ -134,6 +136,8 @@ bool hl_cuda_supports_type(uint32_t type);                // device.cu: weights,
 bool hl_cuda_attention_runs(const hl_attn_args *a);       // attention.cu
 bool hl_cuda_rope_runs(const hl_rope_params *p);          // rope.cu
 bool hl_cuda_rope_shift_runs(const hl_rope_params *p, uint32_t cache_type, int64_t head_dim); // rope.cu
+bool hl_cuda_rope_store_runs(const hl_rope_params *p, uint32_t k_type, uint32_t v_type, int64_t dk,
+                             int64_t dv);                 // rope.cu: k and v rows of dk, dv elements
 bool hl_cuda_store_rows_runs(uint32_t cache_type, int64_t d); // rows.cu: rows of d elements
 
 // Prompt attention on tensor cores (attention_mma.cu): at instance start,

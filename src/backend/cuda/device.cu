@@ -98,6 +98,8 @@ static bool cuda_supports_op(const hl_backend *b, const hl_op_desc *d) {
     case HL_OP_STORE_ROWS: return hl_cuda_store_rows_runs(d->t[1]->type, d->t[1]->ne[0]);
     case HL_OP_ATTENTION: return hl_cuda_attention_runs(d->attn);
     case HL_OP_ROPE: return hl_cuda_rope_runs(d->rope);
+    case HL_OP_ROPE_STORE:
+        return hl_cuda_rope_store_runs(d->rope, d->t[3]->type, d->t[4]->type, d->t[1]->ne[0], d->t[2]->ne[0]);
     case HL_OP_ROPE_SHIFT:
         return d->n_head > 0 && d->t[0]->ne[0] % d->n_head == 0 &&
                hl_cuda_rope_shift_runs(d->rope, d->t[0]->type, d->t[0]->ne[0] / d->n_head);
@@ -256,6 +258,7 @@ static const hl_backend_i cuda_iface = {
     .rope = hl_cuda_rope,
     .rope_shift = hl_cuda_rope_shift,
     .store_rows = hl_cuda_store_rows,
+    .rope_store = hl_cuda_rope_store,
     .attention = hl_cuda_attention,
     .swiglu = hl_cuda_swiglu,
     .geglu = hl_cuda_geglu,

@@ -8,7 +8,8 @@
 // (x[i], x[i + n_rot/2]) in NEOX mode; dimensions past n_rot are left alone.
 // theta is computed as ggml's CUDA kernel does: p * theta_scale^i. The
 // K-shift (rope_shift) rotates rows of the KV cache (F16, BF16, Q8_0, Q4_0)
-// the same way, every row to one position.
+// the same way, every row to one position. rope_store ropes a block's Q and
+// K and stores K and V in the cache in one launch.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kv.cuh"
 
@@ -40,19 +41,71 @@ static __device__ float2 rope_cos_sin(const rope_args &a, float p, int i) {
     return make_float2(c * a.mscale, s * a.mscale);
 }
 
-// One thread per (token, head, pair); x F32 {n_head * hd, n}, in place.
-static __global__ void rope_kernel(float *x, rope_args a, const int32_t *pos, int64_t n_pairs) {
-    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= n_pairs) return;
+// Pair (x0, x1) turned by the angle whose cos and sin are cs.
+static __device__ __forceinline__ float2 rope_rotate(float x0, float x1, float2 cs) {
+    return make_float2(x0 * cs.x - x1 * cs.y, x0 * cs.y + x1 * cs.x);
+}
+
+// Pair idx (over tokens, heads, pairs) of x F32 {n_head * hd, n}, in place.
+static __device__ __forceinline__ void rope_pair(float *x, const rope_args &a, const int32_t *pos, int64_t idx) {
     const int half = a.n_rot / 2;
     const int i = (int)(idx % half);
     const int64_t head = idx / half; // token * n_head + h
     const float2 cs = rope_cos_sin(a, (float)pos[head / a.n_head], i);
     float *v = x + head * a.hd;
     const int i0 = a.neox ? i : 2 * i, i1 = a.neox ? i + half : 2 * i + 1;
-    const float x0 = v[i0], x1 = v[i1];
-    v[i0] = x0 * cs.x - x1 * cs.y;
-    v[i1] = x0 * cs.y + x1 * cs.x;
+    const float2 r = rope_rotate(v[i0], v[i1], cs);
+    v[i0] = r.x;
+    v[i1] = r.y;
+}
+
+// One thread per (token, head, pair); x F32 {n_head * hd, n}, in place.
+static __global__ void rope_kernel(float *x, rope_args a, const int32_t *pos, int64_t n_pairs) {
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < n_pairs) rope_pair(x, a, pos, idx);
+}
+
+// Element j of a row of heads (hd each) roped to position p, from the
+// row's values before the rope (its pair's other element read too).
+static __device__ __forceinline__ float roped(const float *row, const rope_args &a, float p, int64_t j) {
+    const int half = a.n_rot / 2;
+    const float *head = row + j / a.hd * a.hd;
+    const int e = (int)(j % a.hd);
+    if (e >= a.n_rot) return head[e];
+    const int i = a.neox ? e % half : e / 2;
+    const int i0 = a.neox ? i : 2 * i, i1 = a.neox ? i + half : 2 * i + 1;
+    const float2 r = rope_rotate(head[i0], head[i1], rope_cos_sin(a, p, i));
+    return e == i0 ? r.x : r.y;
+}
+
+// rope_store (backend.h) in one launch, caches of type T: one thread per
+// pair of q (rope_kernel's work), then per unit of kv<T> of K (its elements
+// roped from k's values, which stay as they are: a pair's other element
+// may lie in another unit), then per unit of V. k {dk, n}, v {dv, n}.
+template <uint32_t T>
+static __global__ void rope_store_kernel(float *q, const float *__restrict__ k, const float *__restrict__ v,
+                                         uint8_t *k_cache, uint8_t *v_cache, rope_args a, int64_t dk, int64_t dv,
+                                         int64_t n, const int32_t *pos, const int32_t *row0) {
+    using K = kv<T>;
+    const int64_t q_pairs = n * a.n_head * (a.n_rot / 2), k_units = dk / K::n, v_units = dv / K::n;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < q_pairs) {
+        rope_pair(q, a, pos, i);
+        return;
+    }
+    i -= q_pairs;
+    if (i < k_units * n) {
+        const int64_t t = i / k_units, u = i % k_units;
+        float r[K::n];
+#pragma unroll
+        for (int e = 0; e < K::n; e++) r[e] = roped(k + t * dk, a, (float)pos[t], u * K::n + e);
+        K::put(r, (typename K::unit *)k_cache + (int64_t)(row0[t] + pos[t]) * k_units + u);
+        return;
+    }
+    i -= k_units * n;
+    if (i >= v_units * n) return;
+    const int64_t t = i / v_units, u = i % v_units;
+    K::put(v + t * dv + u * K::n, (typename K::unit *)v_cache + (int64_t)(row0[t] + pos[t]) * v_units + u);
 }
 
 // A block per (row, head) of rows [row0, ...) of a cache {n_head * hd,
@@ -82,6 +135,11 @@ rope_shift_kernel(uint8_t *cache, rope_args a, int64_t row0, int delta) {
 
 // The two pairings the kernels know.
 bool hl_cuda_rope_runs(const hl_rope_params *p) { return p->mode == HL_ROPE_NORMAL || p->mode == HL_ROPE_NEOX; }
+
+// Those pairings, into two caches of one type attention reads, rows of whole units.
+bool hl_cuda_rope_store_runs(const hl_rope_params *p, uint32_t k_type, uint32_t v_type, int64_t dk, int64_t dv) {
+    return hl_cuda_rope_runs(p) && k_type == v_type && kv_type_runs(k_type, dk) && kv_type_runs(v_type, dv);
+}
 
 // Those pairings on a cache type attention reads, heads of whole units
 // within the block's shared memory.
@@ -115,6 +173,18 @@ struct launch_shift {
         CU_LAUNCHED(cu);
     }
 };
+struct launch_rope_store {
+    template <uint32_t T>
+    static void run(hl_cuda *cu, hl_tensor *q, const hl_tensor *k, const hl_tensor *v, hl_tensor *k_cache,
+                    hl_tensor *v_cache, const rope_args &a) {
+        const int64_t n = q->ne[1], dk = k->ne[0], dv = v->ne[0];
+        const int64_t threads = n * a.n_head * (a.n_rot / 2) + (dk + dv) / kv<T>::n * n;
+        rope_store_kernel<T><<<cuda_blocks(threads, ROPE_THREADS), ROPE_THREADS, 0, cu->stream>>>(
+            (float *)q->data, (const float *)k->data, (const float *)v->data, (uint8_t *)k_cache->data,
+            (uint8_t *)v_cache->data, a, dk, dv, n, cuda_pos(cu), cuda_row0(cu));
+        CU_LAUNCHED(cu);
+    }
+};
 } // namespace
 
 void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
@@ -139,4 +209,15 @@ void hl_cuda_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n,
         !kv_dispatch<launch_shift>(cache->type, cu, cache->data, args_of(p, n_head, hd, freq_factors), row, n, delta))
         hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: rope_shift of mode %d on cache type %u with heads of %d "
                        "is not supported", cu->index, (int)p->mode, (unsigned)cache->type, hd);
+}
+
+void hl_cuda_rope_store(hl_backend *b, hl_tensor *q, hl_tensor *k, const hl_tensor *v, hl_tensor *k_cache,
+                        hl_tensor *v_cache, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
+    hl_cuda *cu = cuda_of(b);
+    if (!hl_cuda_enter(cu)) return;
+    const int hd = (int)(q->ne[0] / n_head);
+    if (!hl_cuda_rope_store_runs(p, k_cache->type, v_cache->type, k->ne[0], v->ne[0]) ||
+        !kv_dispatch<launch_rope_store>(k_cache->type, cu, q, k, v, k_cache, v_cache, args_of(p, n_head, hd, freq_factors)))
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: rope_store of mode %d into caches of types %u and %u is "
+                       "not supported", cu->index, (int)p->mode, (unsigned)k_cache->type, (unsigned)v_cache->type);
 }

@@ -254,6 +254,9 @@ static bool reads_type(const hl_tensor *t) {
     return false;
 }
 
+/* The cache types store_rows writes. */
+static bool stores_type(const hl_tensor *cache) { return cache->type == GGML_TYPE_F16 || cache->type == GGML_TYPE_F32; }
+
 bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d) {
     (void)b;
     switch (d->op) {
@@ -261,7 +264,10 @@ bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d) {
     case HL_OP_MATMUL_ADD: /* matmul, then add (ops.h) */
     case HL_OP_MATMUL_ID: /* the matmul kernels over each expert's slice */
     case HL_OP_GET_ROWS: return reads_type(d->t[0]);
-    case HL_OP_STORE_ROWS: return d->t[1]->type == GGML_TYPE_F16 || d->t[1]->type == GGML_TYPE_F32;
+    case HL_OP_STORE_ROWS: return stores_type(d->t[1]);
+    case HL_OP_ROPE_STORE: /* rope, then store_rows (ops.h) */
+        return (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) && stores_type(d->t[3]) &&
+               stores_type(d->t[4]);
     case HL_OP_ATTENTION: /* an F16 cache, a head within the work-items' accumulators */
         return d->attn->k_cache->type == GGML_TYPE_F16 && d->attn->v_cache->type == GGML_TYPE_F16 &&
                d->attn->head_dim <= ATT_MAX_HEAD_DIM;
