@@ -12,70 +12,16 @@
 // K and stores K and V in the cache in one launch.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kv.cuh"
+#include "backend/cuda/rope.cuh"
 
 #define ROPE_THREADS 256
 #define SHIFT_THREADS 64
 #define SHIFT_MAX_HEAD_DIM 12288 // a head in floats within the 48 KiB of shared memory a block has by default
 
-// What every launch of the two kernels shares.
-struct rope_args {
-    int n_head, hd, n_rot;
-    bool neox;
-    float theta_scale, freq_scale, ext_factor, corr0, corr1, mscale;
-    const float *ff; // [n_rot / 2] or NULL
-};
-
-// cos (.x) and sin (.y) of pair i at position p.
-static __device__ float2 rope_cos_sin(const rope_args &a, float p, int i) {
-    float extrap = p * powf(a.theta_scale, (float)i);
-    if (a.ff) extrap /= a.ff[i];
-    const float interp = a.freq_scale * extrap;
-    float theta = interp;
-    if (a.ext_factor != 0.0f) {
-        const float y = ((float)i - a.corr0) / fmaxf(0.001f, a.corr1 - a.corr0);
-        const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * a.ext_factor;
-        theta = interp * (1.0f - mix) + extrap * mix;
-    }
-    float s, c;
-    sincosf(theta, &s, &c);
-    return make_float2(c * a.mscale, s * a.mscale);
-}
-
-// Pair (x0, x1) turned by the angle whose cos and sin are cs.
-static __device__ __forceinline__ float2 rope_rotate(float x0, float x1, float2 cs) {
-    return make_float2(x0 * cs.x - x1 * cs.y, x0 * cs.y + x1 * cs.x);
-}
-
-// Pair idx (over tokens, heads, pairs) of x F32 {n_head * hd, n}, in place.
-static __device__ __forceinline__ void rope_pair(float *x, const rope_args &a, const int32_t *pos, int64_t idx) {
-    const int half = a.n_rot / 2;
-    const int i = (int)(idx % half);
-    const int64_t head = idx / half; // token * n_head + h
-    const float2 cs = rope_cos_sin(a, (float)pos[head / a.n_head], i);
-    float *v = x + head * a.hd;
-    const int i0 = a.neox ? i : 2 * i, i1 = a.neox ? i + half : 2 * i + 1;
-    const float2 r = rope_rotate(v[i0], v[i1], cs);
-    v[i0] = r.x;
-    v[i1] = r.y;
-}
-
 // One thread per (token, head, pair); x F32 {n_head * hd, n}, in place.
 static __global__ void rope_kernel(float *x, rope_args a, const int32_t *pos, int64_t n_pairs) {
     const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx < n_pairs) rope_pair(x, a, pos, idx);
-}
-
-// Element j of a row of heads (hd each) roped to position p, from the
-// row's values before the rope (its pair's other element read too).
-static __device__ __forceinline__ float roped(const float *row, const rope_args &a, float p, int64_t j) {
-    const int half = a.n_rot / 2;
-    const float *head = row + j / a.hd * a.hd;
-    const int e = (int)(j % a.hd);
-    if (e >= a.n_rot) return head[e];
-    const int i = a.neox ? e % half : e / 2;
-    const int i0 = a.neox ? i : 2 * i, i1 = a.neox ? i + half : 2 * i + 1;
-    const float2 r = rope_rotate(head[i0], head[i1], rope_cos_sin(a, p, i));
-    return e == i0 ? r.x : r.y;
 }
 
 // rope_store (backend.h) in one launch, caches of type T: one thread per
@@ -133,6 +79,11 @@ rope_shift_kernel(uint8_t *cache, rope_args a, int64_t row0, int delta) {
     for (int u = threadIdx.x; u < a.hd / K::n; u += SHIFT_THREADS) K::put(v + u * K::n, (typename K::unit *)head + u);
 }
 
+// The frequency factors' device memory, or NULL.
+static const float *ff_of(const hl_tensor *freq_factors) {
+    return freq_factors ? (const float *)freq_factors->data : NULL;
+}
+
 // The two pairings the kernels know.
 bool hl_cuda_rope_runs(const hl_rope_params *p) { return p->mode == HL_ROPE_NORMAL || p->mode == HL_ROPE_NEOX; }
 
@@ -145,23 +96,6 @@ bool hl_cuda_rope_store_runs(const hl_rope_params *p, uint32_t k_type, uint32_t 
 // within the block's shared memory.
 bool hl_cuda_rope_shift_runs(const hl_rope_params *p, uint32_t cache_type, int64_t head_dim) {
     return hl_cuda_rope_runs(p) && kv_type_runs(cache_type, head_dim) && head_dim <= SHIFT_MAX_HEAD_DIM;
-}
-
-static rope_args args_of(const hl_rope_params *p, int n_head, int hd, const hl_tensor *freq_factors) {
-    const hl_rope_consts k = hl_rope_yarn_consts(p);
-    rope_args a;
-    a.n_head = n_head;
-    a.hd = hd;
-    a.n_rot = p->n_rot;
-    a.neox = p->mode == HL_ROPE_NEOX;
-    a.theta_scale = k.theta_scale;
-    a.freq_scale = p->freq_scale;
-    a.ext_factor = p->ext_factor;
-    a.corr0 = k.corr[0];
-    a.corr1 = k.corr[1];
-    a.mscale = k.mscale;
-    a.ff = freq_factors ? (const float *)freq_factors->data : NULL;
-    return a;
 }
 
 namespace { // file-local: no symbol leaves the object
@@ -196,7 +130,7 @@ void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_par
     }
     const int64_t n_pairs = x->ne[1] * n_head * (p->n_rot / 2);
     rope_kernel<<<cuda_blocks(n_pairs, ROPE_THREADS), ROPE_THREADS, 0, cu->stream>>>(
-        (float *)x->data, args_of(p, n_head, (int)(x->ne[0] / n_head), freq_factors), cuda_pos(cu), n_pairs);
+        (float *)x->data, rope_args_of(p, n_head, (int)(x->ne[0] / n_head), ff_of(freq_factors)), cuda_pos(cu), n_pairs);
     CU_LAUNCHED(cu);
 }
 
@@ -206,7 +140,7 @@ void hl_cuda_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n,
     if (!hl_cuda_enter(cu)) return;
     const int hd = (int)(cache->ne[0] / n_head);
     if (!hl_cuda_rope_shift_runs(p, cache->type, hd) ||
-        !kv_dispatch<launch_shift>(cache->type, cu, cache->data, args_of(p, n_head, hd, freq_factors), row, n, delta))
+        !kv_dispatch<launch_shift>(cache->type, cu, cache->data, rope_args_of(p, n_head, hd, ff_of(freq_factors)), row, n, delta))
         hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: rope_shift of mode %d on cache type %u with heads of %d "
                        "is not supported", cu->index, (int)p->mode, (unsigned)cache->type, hd);
 }
@@ -217,7 +151,7 @@ void hl_cuda_rope_store(hl_backend *b, hl_tensor *q, hl_tensor *k, const hl_tens
     if (!hl_cuda_enter(cu)) return;
     const int hd = (int)(q->ne[0] / n_head);
     if (!hl_cuda_rope_store_runs(p, k_cache->type, v_cache->type, k->ne[0], v->ne[0]) ||
-        !kv_dispatch<launch_rope_store>(k_cache->type, cu, q, k, v, k_cache, v_cache, args_of(p, n_head, hd, freq_factors)))
+        !kv_dispatch<launch_rope_store>(k_cache->type, cu, q, k, v, k_cache, v_cache, rope_args_of(p, n_head, hd, ff_of(freq_factors))))
         hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: rope_store of mode %d into caches of types %u and %u is "
                        "not supported", cu->index, (int)p->mode, (unsigned)k_cache->type, (unsigned)v_cache->type);
 }
