@@ -591,9 +591,11 @@ static void test_flash_invariance(hl_backend *fa2) {
  * must see the same numbers as after a quantize of its own, and a matmul
  * after x changed (new contents uploaded, an op that writes it, another
  * matmul of another length in between, a norm of heads that writes no Q8_1
- * form) must quantize afresh. The sequence on each backend against the
- * scalar CPU's. Writes n_tok * 67 outputs per step into ys[step]. */
-#define SEQ_STEPS 9
+ * form) must quantize afresh; and matmul_n, which runs the weights of one
+ * type in one launch and those of another after it from the same Q8_1
+ * form. The sequence on each backend against the scalar CPU's. Writes
+ * n_tok * 67 outputs per step into ys[step]. */
+#define SEQ_STEPS 12
 static bool matmul_sequence(hl_backend *b, int64_t n_tok, const void *w1, const void *w2, const void *w3,
                             const float *x0, const float *x1, float *ys[SEQ_STEPS]) {
     const int64_t d = 1536, rows = 67;
@@ -601,8 +603,8 @@ static bool matmul_sequence(hl_backend *b, int64_t n_tok, const void *w1, const 
     const hl_tensor s3 = shape_of(GGML_TYPE_Q8_0, 512, rows), sx = shape_of(GGML_TYPE_F32, d, n_tok);
     const hl_tensor sy = shape_of(GGML_TYPE_F32, rows, n_tok), sx3 = shape_of(GGML_TYPE_F32, 512, n_tok);
     const hl_tensor sn = shape_of(GGML_TYPE_F32, d, 1), sh = shape_of(GGML_TYPE_F32, 512, 1);
-    hl_tensor t1, t2, t3, x, x3, y, up, norm, head_norm, tmp;
-    void *base[10] = {NULL};
+    hl_tensor t1, t2, t3, x, x3, y, up, norm, head_norm, tmp, y_b, y_c;
+    void *base[12] = {NULL};
     bool ok = alloc_guarded(b, &s1, w1, &t1, &base[0]) == HEARTH_OK &&
               alloc_guarded(b, &s2, w2, &t2, &base[1]) == HEARTH_OK &&
               alloc_guarded(b, &s3, w3, &t3, &base[2]) == HEARTH_OK &&
@@ -612,24 +614,37 @@ static bool matmul_sequence(hl_backend *b, int64_t n_tok, const void *w1, const 
               alloc_guarded(b, &sx, x1, &up, &base[6]) == HEARTH_OK &&
               alloc_guarded(b, &sn, x1, &norm, &base[7]) == HEARTH_OK &&
               alloc_guarded(b, &sh, x0, &head_norm, &base[8]) == HEARTH_OK &&
-              alloc_guarded(b, &sy, NULL, &tmp, &base[9]) == HEARTH_OK;
+              alloc_guarded(b, &sy, NULL, &tmp, &base[9]) == HEARTH_OK &&
+              alloc_guarded(b, &sy, NULL, &y_b, &base[10]) == HEARTH_OK &&
+              alloc_guarded(b, &sy, NULL, &y_c, &base[11]) == HEARTH_OK;
     const size_t y_bytes = hl_tensor_nbytes(&sy);
     /* step 0: W1 x; 1: W2 x right after (the same activations); 2: after x's new contents, W2 x; 3: after
      * scale(x), W1 x; 4: after a matmul of another row length, W2 x; 5: after rms_norm(x) in place, W1 x;
      * 6: after swiglu(x, up), W2 x; 7: after rms_norm of x's 512-element heads, W1 x; 8: after rms_norm(x),
-     * y += W2 x (matmul_add) */
+     * y += W2 x (matmul_add); 9: after scale(x), matmul_n of W2, W1, W2 into y, y_b, y_c (two weight types),
+     * whose y_b and y_c steps 10 and 11 read */
+    const hl_tensor *ws[3] = {&t2, &t1, &t2};
+    hl_tensor *outs[3] = {&y, &y_b, &y_c};
     for (int step = 0; ok && step < SEQ_STEPS; step++) {
+        if (step >= 10) {
+            ok = hl_download(b, ys[step], outs[step - 9]->data, y_bytes) == HEARTH_OK;
+            continue;
+        }
         if (step == 2) ok = hl_upload(b, x.data, x1, hl_tensor_nbytes(&sx)) == HEARTH_OK;
-        if (step == 3) ok = ok && hl_scale(b, &x, -1.25f) == HEARTH_OK;
+        if (step == 3 || step == 9) ok = ok && hl_scale(b, &x, -1.25f) == HEARTH_OK;
         if (step == 4) ok = ok && hl_matmul(b, &t3, &x3, &y) == HEARTH_OK;
         if (step == 5 || step == 8) ok = ok && hl_rms_norm(b, &x, &norm, 1e-5f, &x) == HEARTH_OK;
         if (step == 6) ok = ok && hl_swiglu(b, &x, &up) == HEARTH_OK;
         if (step == 7) ok = ok && hl_rms_norm(b, &x, &head_norm, 1e-5f, &x) == HEARTH_OK;
         const hl_tensor *w = step == 0 || step == 3 || step == 5 || step == 7 ? &t1 : &t2;
-        ok = ok && (step == 8 ? hl_matmul_add(b, w, &x, &y, &tmp) : hl_matmul(b, w, &x, &y)) == HEARTH_OK &&
-             hl_synchronize(b) == HEARTH_OK && hl_download(b, ys[step], y.data, y_bytes) == HEARTH_OK;
+        if (!ok) break;
+        const hearth_status st = step == 8   ? hl_matmul_add(b, w, &x, &y, &tmp)
+                                 : step == 9 ? hl_matmul_n(b, 3, ws, &x, outs)
+                                             : hl_matmul(b, w, &x, &y);
+        ok = st == HEARTH_OK && hl_synchronize(b) == HEARTH_OK &&
+             hl_download(b, ys[step], y.data, y_bytes) == HEARTH_OK;
     }
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 12; i++)
         if (base[i]) hl_buffer_free(b, base[i]);
     return ok;
 }

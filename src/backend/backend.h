@@ -173,6 +173,9 @@ typedef enum hl_op {
 
 #define HL_OP_MAX_TENSORS 6
 
+/* Most weights one matmul_n takes. */
+#define HL_MATMUL_N_MAX 3
+
 /* Most experts a mixture-of-experts layer routes over (llama.cpp's LLAMA_MAX_EXPERTS). */
 #define HL_MOE_MAX_EXPERTS 512
 
@@ -239,6 +242,13 @@ typedef struct hl_backend_i {
      * projection and its residual add in one op: one launch a step instead
      * of two on a GPU. */
     void (*matmul_add)(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+    /* Optional (NULL: the checked call, ops.h hl_matmul_n, runs the
+     * matmuls one by one): y[i] = x w[i]^T for i < n (1 <= n <=
+     * HL_MATMUL_N_MAX), each as matmul computes it: one input through the
+     * weights that read it (a block's Q, K and V; gate and up) in one op,
+     * one launch for the weights of one type on a GPU. Each (w[i], x, y[i])
+     * is a matmul the backend supports. */
+    void (*matmul_n)(hl_backend *b, int n, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y);
     /* in place on x F32 {head_dim * n_head, n}; token t at position pos[t]
      * (set_positions); freq_factors F32 {n_rot / 2} or NULL */
     void (*rope)(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);

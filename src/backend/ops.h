@@ -284,6 +284,27 @@ static inline hearth_status hl_add(hl_backend *b, hl_tensor *x, const hl_tensor 
     return HEARTH_OK;
 }
 
+/* y[i] = x w[i]^T for i < n (backend.h matmul_n): each checked as a
+ * matmul, then one op where the backend has it, else the matmuls in order. */
+static inline hearth_status hl_matmul_n(hl_backend *b, int n, const hl_tensor *const *w, const hl_tensor *x,
+                                        hl_tensor *const *y) {
+    if (n < 1 || n > HL_MATMUL_N_MAX) {
+        const hl_op_desc d = {.op = HL_OP_MATMUL, .t = {n > 0 ? w[0] : NULL, x}};
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "matmul_n takes 1 to %d weights, not %d", HL_MATMUL_N_MAX,
+                            n);
+    }
+    for (int i = 0; i < n; i++) {
+        const hl_op_desc d = {.op = HL_OP_MATMUL, .t = {w[i], x, y[i]}};
+        HL_TRY(hl_check_matmul(b, &d, w[i], x, y[i]));
+    }
+    if (b->iface->matmul_n) {
+        b->iface->matmul_n(b, n, w, x, y);
+        return HEARTH_OK;
+    }
+    for (int i = 0; i < n; i++) b->iface->matmul(b, w[i], x, y[i]);
+    return HEARTH_OK;
+}
+
 /* y += x w^T (backend.h matmul_add). On a backend without the fused op,
  * matmul into tmp (F32 {d_out, n}, whose contents are then lost) and add;
  * with it tmp is not touched. */

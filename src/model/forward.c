@@ -8,9 +8,9 @@
 #include "model/model.h"
 
 hearth_status hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, const hl_layer *l) {
-    HL_TRY(hl_matmul(b, &l->wq, &w->xb, &w->q));
-    HL_TRY(hl_matmul(b, &l->wk, &w->xb, &w->k));
-    HL_TRY(hl_matmul(b, &l->wv, &w->xb, &w->v));
+    const hl_tensor *weights[3] = {&l->wq, &l->wk, &l->wv};
+    hl_tensor *out[3] = {&w->q, &w->k, &w->v};
+    HL_TRY(hl_matmul_n(b, 3, weights, &w->xb, out));
     if (l->bq.data) HL_TRY(hl_add(b, &w->q, &l->bq));
     if (l->bk.data) HL_TRY(hl_add(b, &w->k, &l->bk));
     if (l->bv.data) HL_TRY(hl_add(b, &w->v, &l->bv));

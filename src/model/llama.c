@@ -88,8 +88,9 @@ hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, i
         HL_TRY(moe_ffn(hp, b, w, l));
         return hl_add(b, &w->x, &w->xb);
     }
-    HL_TRY(hl_matmul(b, &l->ffn_gate, &w->xb, &w->gate));
-    HL_TRY(hl_matmul(b, &l->ffn_up, &w->xb, &w->up));
+    const hl_tensor *weights[2] = {&l->ffn_gate, &l->ffn_up};
+    hl_tensor *out[2] = {&w->gate, &w->up};
+    HL_TRY(hl_matmul_n(b, 2, weights, &w->xb, out));
     HL_TRY(hl_swiglu(b, &w->gate, &w->up));
     return hl_matmul_add(b, &l->ffn_down, &w->gate, &w->x, &w->xb);
 }

@@ -114,6 +114,7 @@ void hl_cuda_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, c
                         hl_tensor *y);
 void hl_cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
 void hl_cuda_matmul_add(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+void hl_cuda_matmul_n(hl_backend *b, int n, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y);
 void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors);
 void hl_cuda_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, int32_t n_head, int32_t delta,
                         const hl_rope_params *p, const hl_tensor *freq_factors);
@@ -148,10 +149,14 @@ bool hl_cuda_attention_mma_runs(const hl_cuda *cu, const hl_attn_args *a);
 void hl_cuda_attention_mma(hl_cuda *cu, const hl_attn_args *a);
 
 // Matrix-vector products for batches of fewer than HL_CUDA_MMV_MAX tokens
-// (matvec.cu); larger batches go through cuBLAS (gemm.cu). y = W x, or with
-// `add` y += W x (matmul_add). Returns false if the type has no kernel.
+// (matvec.cu); larger batches go through cuBLAS (gemm.cu). y[k] = W[k] x
+// for k < n_mats (1 .. HL_CUDA_MV_MATS weights of one type and row length,
+// one launch), or with `add` y[k] += W[k] x (matmul_add). Returns false if
+// the type has no kernel.
 #define HL_CUDA_MMV_MAX 8
-bool hl_cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y, bool add);
+#define HL_CUDA_MV_MATS 3
+bool hl_cuda_matvec(hl_cuda *cu, int n_mats, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y,
+                    bool add);
 
 // y {d, n} F16 = rows of `src` {d, rows} (ggml type `type`, row stride
 // `stride` bytes) dequantized (gemm.cu; get_rows has its own gather).

@@ -255,6 +255,7 @@ static const hl_backend_i cuda_iface = {
     .layer_norm = hl_cuda_layer_norm,
     .matmul = hl_cuda_matmul,
     .matmul_add = hl_cuda_matmul_add,
+    .matmul_n = hl_cuda_matmul_n,
     .rope = hl_cuda_rope,
     .rope_shift = hl_cuda_rope_shift,
     .store_rows = hl_cuda_store_rows,

@@ -108,19 +108,45 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
     }
 }
 
-static void matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y, bool add) {
-    hl_cuda *cu = cuda_of(b);
-    if (!hl_cuda_enter(cu)) return;
+// y[k] = W[k] x for k < n (+ y[k] with add), weights of one type and row
+// length (at most HL_CUDA_MV_MATS): one matvec launch, or one GEMM each.
+static void matmul_group(hl_cuda *cu, int n, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y,
+                         bool add) {
     if (x->ne[1] < HL_CUDA_MMV_MAX || !cu->cublas) {
-        if (!hl_cuda_matvec(cu, w, x, y, add))
-            hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index, w->type);
+        if (!hl_cuda_matvec(cu, n, w, x, y, add))
+            hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index,
+                           w[0]->type);
         return;
     }
-    gemm(cu, w, x, y, add ? 1.0f : 0.0f);
+    for (int k = 0; k < n; k++) gemm(cu, w[k], x, y[k], add ? 1.0f : 0.0f);
 }
 
-void hl_cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) { matmul(b, w, x, y, false); }
+void hl_cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+    hl_cuda *cu = cuda_of(b);
+    if (hl_cuda_enter(cu)) matmul_group(cu, 1, &w, x, &y, false);
+}
 
 void hl_cuda_matmul_add(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
-    matmul(b, w, x, y, true);
+    hl_cuda *cu = cuda_of(b);
+    if (hl_cuda_enter(cu)) matmul_group(cu, 1, &w, x, &y, true);
+}
+
+static_assert(HL_CUDA_MV_MATS >= HL_MATMUL_N_MAX, "a matmul_n group fits one matvec launch");
+
+// The weights grouped by type, in order of first appearance (Q4_K_M's Q and
+// K in one launch, its Q6_K V in another); the groups after the first
+// reuse the activations' Q8_1 form (matvec.cu).
+void hl_cuda_matmul_n(hl_backend *b, int n, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y) {
+    hl_cuda *cu = cuda_of(b);
+    if (!hl_cuda_enter(cu)) return;
+    bool done[HL_CUDA_MV_MATS] = {false};
+    for (int i = 0; i < n; i++) {
+        if (done[i]) continue;
+        const hl_tensor *gw[HL_CUDA_MV_MATS];
+        hl_tensor *gy[HL_CUDA_MV_MATS];
+        int g = 0;
+        for (int k = i; k < n; k++)
+            if (!done[k] && w[k]->type == w[i]->type) gw[g] = w[k], gy[g++] = y[k], done[k] = true;
+        matmul_group(cu, g, gw, x, gy, false);
+    }
 }

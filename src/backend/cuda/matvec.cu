@@ -63,8 +63,40 @@ static __global__ void quantize_q8_1(const float *__restrict__ x, q8_1_view q, i
     q8_1_put4(xi[0], xi[1], xi[2], xi[3], i, q);
 }
 
-// grid ceil(d_out / MV_ROWS(NCOLS)), block MV_THREADS. w: d_out rows of w_stride
-// bytes (whole blocks of T); activations of n <= NCOLS tokens in Q8_1.
+// Up to HL_CUDA_MV_MATS weight matrices of one type and row length against
+// the same activations in one grid (a block's Q, K and V; gate and up):
+// matrix k has d_out[k] rows, written to y[k], and the grid's blocks
+// [first[k], first[k + 1]); the entries of unused matrices repeat the
+// grid's end, first[HL_CUDA_MV_MATS].
+struct mv_mats {
+    const uint8_t *w[HL_CUDA_MV_MATS];
+    float *y[HL_CUDA_MV_MATS];
+    int64_t d_out[HL_CUDA_MV_MATS];
+    unsigned first[HL_CUDA_MV_MATS + 1];
+};
+
+// This block's matrix and its first row.
+struct mv_part {
+    const uint8_t *w;
+    float *y;
+    int64_t d_out, row0;
+};
+
+static_assert(HL_CUDA_MV_MATS == 3, "mv_part_of selects among three matrices");
+
+// Selects rather than an indexed parameter array, which would go through
+// local memory.
+template <int ROWS> static __device__ __forceinline__ mv_part mv_part_of(const mv_mats &m) {
+    const unsigned b = blockIdx.x;
+    const int k = (b >= m.first[1]) + (b >= m.first[2]);
+    const unsigned first = k == 0 ? 0u : k == 1 ? m.first[1] : m.first[2];
+    return {k == 0 ? m.w[0] : k == 1 ? m.w[1] : m.w[2], k == 0 ? m.y[0] : k == 1 ? m.y[1] : m.y[2],
+            k == 0 ? m.d_out[0] : k == 1 ? m.d_out[1] : m.d_out[2], (int64_t)(b - first) * ROWS};
+}
+
+// grid mats.first[HL_CUDA_MV_MATS], block MV_THREADS. Each matrix: d_out rows
+// of w_stride bytes (whole blocks of T); activations of n <= NCOLS tokens in
+// Q8_1.
 // Blocks per SM the register budget must allow: at most 64 registers for
 // one token (>= 32 warps per SM), 128 up to 4 tokens, 168 up to 8 (whose
 // activations would spill at 128).
@@ -72,11 +104,13 @@ static __global__ void quantize_q8_1(const float *__restrict__ x, q8_1_view q, i
 
 template <uint32_t T, int NCOLS>
 static __global__ void __launch_bounds__(MV_THREADS, MV_MIN_BLOCKS(NCOLS))
-matvec_q(const uint8_t *__restrict__ w, size_t w_stride, const int8_t *__restrict__ aq,
-         const float2 *__restrict__ ads, float *__restrict__ y, int d_in, int64_t d_out, int n, bool add) {
+matvec_q(mv_mats mats, size_t w_stride, const int8_t *__restrict__ aq, const float2 *__restrict__ ads, int d_in,
+         int n, bool add) {
     using V = vq<T>;
     constexpr int ROWS = MV_ROWS(NCOLS);
-    const int64_t row0 = (int64_t)blockIdx.x * ROWS;
+    const mv_part p = mv_part_of<ROWS>(mats);
+    const uint8_t *__restrict__ w = p.w;
+    const int64_t d_out = p.d_out, row0 = p.row0;
     const int n_chunks = d_in / V::qk * V::nc;
     float acc[NCOLS][ROWS] = {};
     for (int i = threadIdx.x; i < n_chunks; i += MV_THREADS) {
@@ -94,20 +128,21 @@ matvec_q(const uint8_t *__restrict__ w, size_t w_stride, const int8_t *__restric
             }
         }
     }
-    mv_store<NCOLS, ROWS>(acc, y, row0, d_out, n, add);
+    mv_store<NCOLS, ROWS>(acc, p.y, row0, d_out, n, add);
 }
 
 // ------------------------------------------------------------- plain --
 
-// grid ceil(d_out / MV_ROWS(NCOLS)), block MV_THREADS; x F32 {d_in, n}. VEC: rows,
-// x and d_in allow 16-byte loads of both (checked by the launcher).
+// grid mats.first[HL_CUDA_MV_MATS], block MV_THREADS; x F32 {d_in, n}. VEC:
+// rows, x and d_in allow 16-byte loads of both (checked by the launcher).
 template <uint32_t T, int NCOLS, bool VEC>
 static __global__ void __launch_bounds__(MV_THREADS, MV_MIN_BLOCKS(NCOLS))
-matvec_plain(const uint8_t *__restrict__ w, size_t w_stride, const float *__restrict__ x, float *__restrict__ y,
-             int d_in, int64_t d_out, int n, bool add) {
+matvec_plain(mv_mats mats, size_t w_stride, const float *__restrict__ x, int d_in, int n, bool add) {
     using P = plain<T>;
     constexpr int ROWS = MV_ROWS(NCOLS);
-    const int64_t row0 = (int64_t)blockIdx.x * ROWS;
+    const mv_part p = mv_part_of<ROWS>(mats);
+    const uint8_t *__restrict__ w = p.w;
+    const int64_t d_out = p.d_out, row0 = p.row0;
     float acc[NCOLS][ROWS] = {};
     if (VEC) {
         for (int i = threadIdx.x; i < d_in / P::per16; i += MV_THREADS) {
@@ -146,7 +181,7 @@ matvec_plain(const uint8_t *__restrict__ w, size_t w_stride, const float *__rest
             }
         }
     }
-    mv_store<NCOLS, ROWS>(acc, y, row0, d_out, n, add);
+    mv_store<NCOLS, ROWS>(acc, p.y, row0, d_out, n, add);
 }
 
 // ------------------------------------------------------------ launch --
@@ -164,20 +199,35 @@ static_assert(HL_CUDA_MMV_MAX <= 8, "matvec kernels take at most 8 tokens");
 namespace { // file-local: no symbol leaves the object
 struct mv_args {
     hl_cuda *cu;
-    const hl_tensor *w, *x;
-    hl_tensor *y;
-    bool add; // y += W x (matmul_add)
+    int n_mats;                           // 1 .. HL_CUDA_MV_MATS, of one type and row length
+    const hl_tensor *const *w, *x;
+    hl_tensor *const *y;
+    bool add;                             // y += W x (matmul_add)
 };
 
-template <int NCOLS> static dim3 mv_grid(const mv_args &a) { return dim3(cuda_blocks(a.w->ne[1], MV_ROWS(NCOLS))); }
+// The matrices' pointers and each one's share of the grid.
+template <int NCOLS> static mv_mats mats_of(const mv_args &a) {
+    mv_mats m = {};
+    unsigned blocks = 0;
+    for (int k = 0; k < HL_CUDA_MV_MATS; k++) {
+        m.first[k] = blocks;
+        if (k >= a.n_mats) continue;
+        m.w[k] = (const uint8_t *)a.w[k]->data;
+        m.y[k] = (float *)a.y[k]->data;
+        m.d_out[k] = a.w[k]->ne[1];
+        blocks += cuda_blocks(a.w[k]->ne[1], MV_ROWS(NCOLS));
+    }
+    m.first[HL_CUDA_MV_MATS] = blocks;
+    return m;
+}
 
 template <uint32_t T> struct q_cols {
     template <int NCOLS> struct k {
         static void go(const mv_args &a, const int8_t *aq, const float2 *ads) {
-            const int64_t d_in = a.w->ne[0];
-            matvec_q<T, NCOLS><<<mv_grid<NCOLS>(a), MV_THREADS, 0, a.cu->stream>>>(
-                (const uint8_t *)a.w->data, hl_row_size(a.w->type, d_in), aq, ads, (float *)a.y->data, (int)d_in,
-                a.w->ne[1], (int)a.x->ne[1], a.add);
+            const int64_t d_in = a.w[0]->ne[0];
+            const mv_mats m = mats_of<NCOLS>(a);
+            matvec_q<T, NCOLS><<<m.first[HL_CUDA_MV_MATS], MV_THREADS, 0, a.cu->stream>>>(
+                m, hl_row_size(T, d_in), aq, ads, (int)d_in, (int)a.x->ne[1], a.add);
         }
     };
 };
@@ -185,10 +235,10 @@ template <uint32_t T> struct q_cols {
 template <uint32_t T, bool VEC> struct p_cols {
     template <int NCOLS> struct k {
         static void go(const mv_args &a) {
-            const int64_t d_in = a.w->ne[0];
-            matvec_plain<T, NCOLS, VEC><<<mv_grid<NCOLS>(a), MV_THREADS, 0, a.cu->stream>>>(
-                (const uint8_t *)a.w->data, hl_row_size(a.w->type, d_in), (const float *)a.x->data,
-                (float *)a.y->data, (int)d_in, a.w->ne[1], (int)a.x->ne[1], a.add);
+            const int64_t d_in = a.w[0]->ne[0];
+            const mv_mats m = mats_of<NCOLS>(a);
+            matvec_plain<T, NCOLS, VEC><<<m.first[HL_CUDA_MV_MATS], MV_THREADS, 0, a.cu->stream>>>(
+                m, hl_row_size(T, d_in), (const float *)a.x->data, (int)d_in, (int)a.x->ne[1], a.add);
         }
     };
 };
@@ -203,22 +253,30 @@ struct vq_known {
     template <uint32_t T> static void run() {}
 };
 
+// Whether every weight matrix starts on a 16-byte boundary.
+static bool weights_aligned(const mv_args &a) {
+    for (int k = 0; k < a.n_mats; k++)
+        if ((uintptr_t)a.w[k]->data % 16 != 0) return false;
+    return true;
+}
+
 template <uint32_t T> static void launch_plain(const mv_args &a) {
-    const int64_t d_in = a.w->ne[0];
-    const bool vec = d_in % 8 == 0 && (uintptr_t)a.w->data % 16 == 0 && hl_row_size(T, d_in) % 16 == 0 &&
+    const int64_t d_in = a.w[0]->ne[0];
+    const bool vec = d_in % 8 == 0 && weights_aligned(a) && hl_row_size(T, d_in) % 16 == 0 &&
                      (uintptr_t)a.x->data % 16 == 0;
     if (vec) by_cols<p_cols<T, true>::template k>((int)a.x->ne[1], a);
     else by_cols<p_cols<T, false>::template k>((int)a.x->ne[1], a);
 }
 
-// Quantizes the activations to Q8_1 (q8_1.cuh), then the product. When the
-// op before wrote their Q8_1 form already (a matvec of the same activations:
-// Q, K and V of one input, gate and up; or the norm or GLU that produced
+// Quantizes the activations to Q8_1 (q8_1.cuh), then the product. When this
+// op or the one before wrote their Q8_1 form already (a matvec of the same
+// activations: Q, K and V of one input, gate and up, also a group of
+// another weight type in one matmul_n; or the norm or GLU that produced
 // them), x16 holds it (hl_cuda.q8_op) and the product takes it as it is.
 static void launch_quantized(const mv_args &a) {
     hl_cuda *cu = a.cu;
-    const int64_t d_in = a.w->ne[0], n = a.x->ne[1];
-    if (!cuda_q8_1_fits(cu, d_in, n) || (uintptr_t)a.w->data % 16 != 0) {
+    const int64_t d_in = a.w[0]->ne[0], n = a.x->ne[1];
+    if (!cuda_q8_1_fits(cu, d_in, n) || !weights_aligned(a)) {
         hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matvec of %lld x %lld tokens needs the scratch planned "
                        "for %lld x %lld, rows of whole 32-element blocks and 16-byte aligned weights", cu->index,
                        (long long)n, (long long)d_in, (long long)cu->limits.max_tokens,
@@ -226,29 +284,30 @@ static void launch_quantized(const mv_args &a) {
         return;
     }
     const q8_1_view q = cuda_q8_1_view(cu, d_in, n);
-    if (cu->q8_op + 1 != cu->op_count || cu->q8_x != a.x->data || cu->q8_d != d_in || cu->q8_n != n) {
+    if (cu->op_count - cu->q8_op > 1 || cu->q8_x != a.x->data || cu->q8_d != d_in || cu->q8_n != n) {
         quantize_q8_1<<<cuda_blocks(n * d_in / 4, 256), 256, 0, cu->stream>>>((const float *)a.x->data, q, n * d_in);
         if (!CU_LAUNCHED(cu)) return;
     }
     cuda_q8_1_mark(cu, a.x->data, d_in, n);
-    dispatch_vq<launch_q>(a.w->type, a, (const int8_t *)q.qs, (const float2 *)q.ds);
+    dispatch_vq<launch_q>(a.w[0]->type, a, (const int8_t *)q.qs, (const float2 *)q.ds);
 }
 } // namespace
 
-bool hl_cuda_matvec(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y, bool add) {
-    const mv_args a = {cu, w, x, y, add};
+bool hl_cuda_matvec(hl_cuda *cu, int n_mats, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y,
+                    bool add) {
+    const mv_args a = {cu, n_mats, w, x, y, add};
     if (x->ne[1] < 1 || x->ne[1] > 8) { // gemm.cu sends more only to an instance without cuBLAS
         if (x->ne[1] > 8)
             hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matvec takes at most 8 tokens, not %lld (this "
                            "instance has no cuBLAS for prompts)", cu->index, (long long)x->ne[1]);
         return true;
     }
-    switch (w->type) {
+    switch (w[0]->type) {
     case GGML_TYPE_F32: launch_plain<GGML_TYPE_F32>(a); break;
     case GGML_TYPE_F16: launch_plain<GGML_TYPE_F16>(a); break;
     case GGML_TYPE_BF16: launch_plain<GGML_TYPE_BF16>(a); break;
     default:
-        if (!dispatch_vq<vq_known>(w->type)) return false;
+        if (!dispatch_vq<vq_known>(w[0]->type)) return false;
         launch_quantized(a);
     }
     CU_LAUNCHED(cu);
