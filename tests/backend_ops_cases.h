@@ -45,7 +45,9 @@ typedef struct op_case {
 #define MM_ADD(t, din, nt) {.op = HL_OP_MATMUL_ADD, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = nt, .max_nmse = 5e-4}
 #define GET_ROWS(t, din) {.op = HL_OP_GET_ROWS, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = 5, .max_nmse = 1e-10}
 /* each weight type: a row length of whole blocks (1, 32 or 256 elements) that is no multiple of a larger unit;
- * 19 and 67 tokens take the prompt paths (cuBLAS from 8 tokens, CLBlast from opencl/gemm.c GEMM_MIN_TOKENS) */
+ * 19 and 67 tokens take the prompt paths (CUDA: cuBLAS from 8 tokens for the float types, from cuda/gemm.cu's
+ * mv_max_tokens for the quantized ones, which run 19 tokens (Q2_K and Q3_K 67 too) as matvec launches of 8;
+ * CLBlast from opencl/gemm.c GEMM_MIN_TOKENS) */
 #define WEIGHT(t, din) GET_ROWS(t, din), MM(t, din, 1), MM(t, din, 2), MM(t, din, 7), MM(t, din, 8), MM(t, din, 19), \
     MM(t, din, 67),
 #define NORM(dd, runs, nt, inplace) \
@@ -138,8 +140,9 @@ static const op_case cases[] = {
     MM(Q8_0, 4608, 1), MM(Q4_K, 4608, 1), MM(Q6_K, 4608, 5),
     /* the prompt paths with rows of whole 16-byte chunks (cuda/gemm.cu: F16 and BF16 in place, cuBLAS's tensor-core
      * kernels; F32's tiles written 16 bytes a thread) and over several dequantization tiles, the last one partial
-     * (the test's scratch holds 16 rows of 4608: 67 rows are five tiles) */
-    MM(F16, 1536, 19), MM(BF16, 1536, 67), MM(F16, 4608, 8), MM(F32, 256, 19), MM(Q4_K, 4608, 19),
+     * (the test's scratch holds 16 rows of 4608: 67 rows are five tiles; 67 tokens, past mv_max_tokens of Q4_K
+     * and Q8_0) */
+    MM(F16, 1536, 19), MM(BF16, 1536, 67), MM(F16, 4608, 8), MM(F32, 256, 19), MM(Q4_K, 4608, 67),
     MM(Q8_0, 4608, 67),
     NORM(579, 1, 3, false), NORM(579, 1, 3, true), NORM(64, 5, 3, false), NORM(64, 5, 3, true), NORM(1000, 1, 1, false),
     LNORM(579, 3, false), LNORM(579, 3, true), LNORM(768, 5, false), LNORM(40, 1, true), LNORM(1000, 1, false),

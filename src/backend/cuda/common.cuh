@@ -148,8 +148,9 @@ hearth_status hl_cuda_attention_mma_init(hl_cuda *cu);
 bool hl_cuda_attention_mma_runs(const hl_cuda *cu, const hl_attn_args *a);
 void hl_cuda_attention_mma(hl_cuda *cu, const hl_attn_args *a);
 
-// Matrix-vector products for batches of fewer than HL_CUDA_MMV_MAX tokens
-// (matvec.cu); larger batches go through cuBLAS (gemm.cu). y[k] = W[k] x
+// Matrix-vector products of up to HL_CUDA_MMV_MAX tokens (matvec.cu; gemm.cu
+// sends decode steps, and batches of a few streams in launches of that
+// many, there and prompts through cuBLAS). y[k] = W[k] x
 // for k < n_mats (1 .. HL_CUDA_MV_MATS weights of one type and row length,
 // one launch), or with `add` y[k] += W[k] x (matmul_add). Returns false if
 // the type has no kernel.

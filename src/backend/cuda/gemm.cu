@@ -1,10 +1,12 @@
-// Matrix products of prompts (HL_CUDA_MMV_MAX tokens or more) through
-// cuBLAS. F16 and BF16 weights are read in place: one GemmEx over the whole
-// matrix, the activations converted once to the weights' type (as llama.cpp
-// does for BF16; BF16 from compute capability 8.0, hl_cuda.bf16_gemm). Other types are dequantized to F16 tiles of as many rows as
-// the scratch holds, each multiplied as it is made. F32 accumulation and
-// output throughout. Fewer tokens take the matrix-vector kernels (matvec.cu),
-// which read the quantized weights directly.
+// Matrix products of prompts through cuBLAS. F16 and BF16 weights are read
+// in place: one GemmEx over the whole matrix, the activations converted once
+// to the weights' type (as llama.cpp does for BF16; BF16 from compute
+// capability 8.0, hl_cuda.bf16_gemm). Other types are dequantized to F16
+// tiles of as many rows as the scratch holds, each multiplied as it is made.
+// F32 accumulation and output throughout. Fewer tokens (decode steps, the
+// batches of a few streams, short prompts: mv_max_tokens) take the
+// matrix-vector kernels (matvec.cu), which read the quantized weights
+// directly, up to HL_CUDA_MMV_MAX tokens a launch.
 //
 // Layouts: cuBLAS is column-major. Row-major W {d_in, d_out} (d_out rows of
 // d_in) is the column-major d_in x d_out matrix A with lda = d_in; x {d_in, n}
@@ -108,17 +110,46 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
     }
 }
 
+// Tokens up to which a matmul of weights of `type` runs the matvec kernels,
+// HL_CUDA_MMV_MAX tokens a launch, rather than cuBLAS. A launch reads the
+// weights once, b bytes an element; the F16 tiles read them once, write and
+// read 2 bytes an element, then multiply at tensor-core speed. So launches
+// of matvecs pay while their count times b stays within b + 4: Q4_K 8
+// launches (64 tokens), Q8_0 4 (32), Q6_K 5 (40), the server's batches of
+// 16 streams in two. Float weights (read in place by cuBLAS, or tiles of
+// F32) take cuBLAS from HL_CUDA_MMV_MAX tokens on, as before.
+static int64_t mv_max_tokens(uint32_t type) {
+    if (type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16) return HL_CUDA_MMV_MAX - 1;
+    const ggml_type_info *ti = hl_ggml_type_get(type);
+    const double b = (double)ti->type_size / (double)ti->blck_size;
+    return (int64_t)((b + 4.0) / b) * HL_CUDA_MMV_MAX;
+}
+
 // y[k] = W[k] x for k < n (+ y[k] with add), weights of one type and row
-// length (at most HL_CUDA_MV_MATS): one matvec launch, or one GEMM each.
+// length (at most HL_CUDA_MV_MATS): matvec launches of up to
+// HL_CUDA_MMV_MAX tokens each (one for a decode step), or one GEMM each.
 static void matmul_group(hl_cuda *cu, int n, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y,
                          bool add) {
-    if (x->ne[1] < HL_CUDA_MMV_MAX || !cu->cublas) {
-        if (!hl_cuda_matvec(cu, n, w, x, y, add))
-            hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index,
-                           w[0]->type);
+    const int64_t tokens = x->ne[1], chunk = HL_CUDA_MMV_MAX;
+    if (cu->cublas && tokens > mv_max_tokens(w[0]->type)) {
+        for (int k = 0; k < n; k++) gemm(cu, w[k], x, y[k], add ? 1.0f : 0.0f);
         return;
     }
-    for (int k = 0; k < n; k++) gemm(cu, w[k], x, y[k], add ? 1.0f : 0.0f);
+    for (int64_t t0 = 0; t0 < tokens; t0 += chunk) {
+        const int64_t nt = tokens - t0 < chunk ? tokens - t0 : chunk;
+        hl_tensor xc = *x, yc[HL_CUDA_MV_MATS];
+        hl_tensor *yp[HL_CUDA_MV_MATS];
+        xc.data = (float *)x->data + t0 * x->ne[0], xc.ne[1] = nt;
+        for (int k = 0; k < n; k++) {
+            yc[k] = *y[k], yc[k].data = (float *)y[k]->data + t0 * y[k]->ne[0], yc[k].ne[1] = nt;
+            yp[k] = &yc[k];
+        }
+        if (!hl_cuda_matvec(cu, n, w, &xc, yp, add)) {
+            hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index,
+                           w[0]->type);
+            return;
+        }
+    }
 }
 
 void hl_cuda_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {

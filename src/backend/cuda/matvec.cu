@@ -1,10 +1,12 @@
-// Matrix-vector products for decode (and batches of fewer than
-// HL_CUDA_MMV_MAX tokens): y[t][r] = dot(W row r, x[t]), reading the weights
-// in their stored type. Memory-bound: every weight byte is read once per
-// call, so the kernels are built for bandwidth (llama.cpp's mmvq is the
-// model, ggml-cuda/mmvq.cu):
+// Matrix-vector products for decode (and batches of up to HL_CUDA_MMV_MAX
+// tokens a launch): y[t][r] = dot(W row r, x[t]), reading the weights in
+// their stored type, of up to three matrices of one type in one grid
+// (matmul_n). Memory-bound: every weight byte is read once per call, so the
+// kernels are built for bandwidth (llama.cpp's mmvq is the model,
+// ggml-cuda/mmvq.cu):
 // - quantized weights: the activations are quantized once per matmul to Q8_1
-//   (vecdot.cuh's layout) by a small kernel into the instance's scratch;
+//   (q8_1.cuh's layout) by a small kernel into the instance's scratch, or by
+//   the norm or GLU that produced them;
 //   then a block of MV_THREADS threads computes MV_ROWS(n) rows for up to 8
 //   tokens, each thread taking chunks of weight blocks (vecdot.cuh: 16-byte
 //   weight loads for Q4_K/Q5_K, 4 or 2 bytes for the others, activations 8
@@ -186,7 +188,7 @@ matvec_plain(mv_mats mats, size_t w_stride, const float *__restrict__ x, int d_i
 
 // ------------------------------------------------------------ launch --
 
-// The kernel instance for n tokens: NCOLS = 1, 2, 4 or 8 (n < HL_CUDA_MMV_MAX).
+// The kernel instance for n tokens: NCOLS = 1, 2, 4 or 8 (n <= HL_CUDA_MMV_MAX).
 template <template <int> class K, typename... A> static void by_cols(int n, A &&...args) {
     if (n == 1) K<1>::go(args...);
     else if (n == 2) K<2>::go(args...);
@@ -194,7 +196,7 @@ template <template <int> class K, typename... A> static void by_cols(int n, A &&
     else K<8>::go(args...);
 }
 
-static_assert(HL_CUDA_MMV_MAX <= 8, "matvec kernels take at most 8 tokens");
+static_assert(HL_CUDA_MMV_MAX == 8, "matvec kernels take at most 8 tokens, gemm.cu sends 8 at a time");
 
 namespace { // file-local: no symbol leaves the object
 struct mv_args {
@@ -296,10 +298,10 @@ static void launch_quantized(const mv_args &a) {
 bool hl_cuda_matvec(hl_cuda *cu, int n_mats, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y,
                     bool add) {
     const mv_args a = {cu, n_mats, w, x, y, add};
-    if (x->ne[1] < 1 || x->ne[1] > 8) { // gemm.cu sends more only to an instance without cuBLAS
-        if (x->ne[1] > 8)
-            hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matvec takes at most 8 tokens, not %lld (this "
-                           "instance has no cuBLAS for prompts)", cu->index, (long long)x->ne[1]);
+    if (x->ne[1] < 1 || x->ne[1] > HL_CUDA_MMV_MAX) { // gemm.cu sends at most HL_CUDA_MMV_MAX at a time
+        if (x->ne[1] > HL_CUDA_MMV_MAX)
+            hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matvec takes at most %d tokens, not %lld", cu->index,
+                           HL_CUDA_MMV_MAX, (long long)x->ne[1]);
         return true;
     }
     switch (w[0]->type) {

@@ -30,11 +30,12 @@ static inline bool cuda_q8_1_fits(const hl_cuda *cu, int64_t d, int64_t n) {
 }
 
 // Whether an op producing y {d, n} F32 should write y's Q8_1 form too: when
-// a matvec (fewer than HL_CUDA_MMV_MAX tokens) may read it next and it fits.
+// one matvec launch (up to HL_CUDA_MMV_MAX tokens) may read it next and it
+// fits.
 // The form is wasted when the next op is not a quantized matvec of y (the
 // matvec quantizes again then): 1.25 bytes an element of a decode row.
 static inline bool cuda_q8_1_wanted(const hl_cuda *cu, int64_t d, int64_t n) {
-    return n < HL_CUDA_MMV_MAX && cuda_q8_1_fits(cu, d, n);
+    return n <= HL_CUDA_MMV_MAX && cuda_q8_1_fits(cu, d, n);
 }
 
 // Records that x16 holds the Q8_1 form of x {d, n}, written by the current
