@@ -792,6 +792,14 @@ static void test_refusals(hl_backend *b) {
     CHECK(hl_moe_route(b, &logits, &ids3, &w3) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "moe_route"));
     logits.ne[0] = 8;
     CHECK(hl_moe_route(b, &logits, &ids_f32, &w3) == HEARTH_ERR_INVALID_ARG);
+    /* the fused ops: matmul_n's count and every product's shapes checked before any runs, matmul_add's shapes */
+    const hl_tensor *ws[4] = {w, w, w, w};
+    hl_tensor y_short = *y, *ys[4] = {y, y, y, y}, *ys_bad[2] = {y, &y_short};
+    y_short.ne[0] = 7;
+    CHECK(hl_matmul_n(b, 4, ws, x, ys) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "1 to 3 weights"));
+    CHECK(hl_matmul_n(b, 2, ws, x, ys_bad) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "y f32 {7, 4}"));
+    CHECK(hl_matmul_add(b, w, x, &y_short, y) == HEARTH_ERR_INVALID_ARG &&
+          strstr(hearth_last_error(), "matmul_add on cpu"));
 
     /* positions: cells past the cache, tokens without positions, too many tokens */
     hl_tensor cache = shape_of(GGML_TYPE_F16, 64, 16), src = *x;
@@ -800,6 +808,15 @@ static void test_refusals(hl_backend *b) {
     int32_t pos[4] = {13, 14, 15, 16}, row0[4] = {0, 0, 0, 0};
     CHECK(hl_set_positions(b, pos, row0, 4) == HEARTH_OK);
     CHECK(hl_store_rows(b, &src, &cache) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "cache rows up to 16"));
+    /* rope_store: K rows of no whole heads of Q's head_dim (16), then the same cells past the cache */
+    const hl_rope_params rp = {.n_rot = 16, .mode = HL_ROPE_NORMAL, .freq_base = 10000.0f, .freq_scale = 1.0f,
+                               .n_ctx_orig = 4096, .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f};
+    hl_tensor k60 = src;
+    k60.ne[0] = 60;
+    CHECK(hl_rope_store(b, &src, &k60, &src, &cache, &cache, 4, &rp, NULL) == HEARTH_ERR_INVALID_ARG &&
+          strstr(hearth_last_error(), "rope_store on cpu") && strstr(hearth_last_error(), "whole heads"));
+    CHECK(hl_rope_store(b, &src, &src, &src, &cache, &cache, 4, &rp, NULL) == HEARTH_ERR_INVALID_ARG &&
+          strstr(hearth_last_error(), "rope_store on cpu") && strstr(hearth_last_error(), "cache rows up to 16"));
     CHECK(hl_set_positions(b, pos, row0, 2) == HEARTH_OK);
     CHECK(hl_store_rows(b, &src, &cache) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "set_positions"));
     CHECK(hl_set_positions(b, pos, row0, 0) == HEARTH_ERR_INVALID_ARG);

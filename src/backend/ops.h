@@ -127,7 +127,7 @@ static inline hearth_status hl_layer_norm(hl_backend *b, const hl_tensor *x, con
     return HEARTH_OK;
 }
 
-/* What matmul and matmul_add take: w {d_in, d_out}, x F32 {d_in, n}, y F32 {d_out, n}. */
+/* What matmul, matmul_add and each product of matmul_n take: w {d_in, d_out}, x F32 {d_in, n}, y F32 {d_out, n}. */
 static inline hearth_status hl_check_matmul(hl_backend *b, const hl_op_desc *d, const hl_tensor *w,
                                             const hl_tensor *x, const hl_tensor *y) {
     if (!hl_is_mat(w) || !hl_is_f32_mat(x) || !hl_is_f32_mat(y) || x->ne[0] != w->ne[0] || y->ne[0] != w->ne[1] ||
