@@ -10,7 +10,9 @@
 // m_new) whenever m grows. With one split the block writes the output; with
 // several it writes its unnormalized output and (m, l) per head, and a small
 // kernel combines the splits: out = sum_s exp(m_s - M) o_s / sum_s exp(m_s -
-// M) l_s with M the largest m_s, splits that saw no key (l = 0) left out.
+// M) l_s with M the largest m_s, splits that saw no key (l = 0) left out;
+// in a decode step it also writes the output's Q8_1 form for the matvec of
+// the output projection (q8_1.cuh).
 // Prompts of one sequence take the tensor cores (attention_mma.cu); other
 // passes of several tokens (a server's batch of sequences) run this kernel,
 // a block per (KV head, split, token), no query tile.
@@ -39,6 +41,7 @@
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kv.cuh"
+#include "backend/cuda/q8_1.cuh"
 
 #define ATT_THREADS 256
 #define ATT_WARPS (ATT_THREADS / 32)
@@ -222,10 +225,12 @@ attention_split(const float *__restrict__ q, const uint8_t *__restrict__ k, cons
 // split that saw no key) and 1 / sum_s w_s l_s; then the block sums w_s o_s
 // with the splits dealt over the threads as well as the dimensions (a
 // thread per (dimension, group of splits), the groups added in shared
-// memory), so that no thread walks all splits one load after another.
+// memory), so that no thread walks all splits one load after another. With
+// q8 (a decode step, heads of whole 32-element blocks) the block then writes
+// its head's Q8_1 form to q for the output projection (q8_1.cuh).
 static __global__ void __launch_bounds__(ATT_THREADS)
 attention_reduce(const float2 *__restrict__ part_ml, const float *__restrict__ part_o, float *__restrict__ out,
-                 int n_head, int hd, int ns) {
+                 int n_head, int hd, int ns, bool q8, q8_1_view q) {
     __shared__ float w_s[ATT_MAX_SPLITS];
     __shared__ float sum_s[ATT_THREADS];
     __shared__ float inv_s;
@@ -246,6 +251,7 @@ attention_reduce(const float2 *__restrict__ part_ml, const float *__restrict__ p
     }
     __syncthreads();
     const float *po = part_o + (int64_t)t * ns * q_dim + (int64_t)h * hd;
+    float *o = out + t * q_dim + (int64_t)h * hd;
     const int groups = hd >= ATT_THREADS ? 1 : ATT_THREADS / hd; // of splits, uniform in the block
     const int grp = tid / hd, d0 = tid % hd;
     if (groups == 1) {
@@ -253,20 +259,25 @@ attention_reduce(const float2 *__restrict__ part_ml, const float *__restrict__ p
             float num = 0.0f;
 #pragma unroll 8
             for (int s = 0; s < ns; s++) num += w_s[s] * po[(int64_t)s * q_dim + d];
-            out[t * q_dim + (int64_t)h * hd + d] = num * inv_s;
+            o[d] = num * inv_s;
         }
-        return;
-    }
-    float num = 0.0f;
-    if (grp < groups)
+    } else {
+        float num = 0.0f;
+        if (grp < groups)
 #pragma unroll 4
-        for (int s = grp; s < ns; s += groups) num += w_s[s] * po[(int64_t)s * q_dim + d0];
-    sum_s[tid] = num;
-    __syncthreads();
-    if (grp == 0) {
-        for (int g = 1; g < groups; g++) num += sum_s[g * hd + d0];
-        out[t * q_dim + (int64_t)h * hd + d0] = num * inv_s;
+            for (int s = grp; s < ns; s += groups) num += w_s[s] * po[(int64_t)s * q_dim + d0];
+        sum_s[tid] = num;
+        __syncthreads();
+        if (grp == 0) {
+            for (int g = 1; g < groups; g++) num += sum_s[g * hd + d0];
+            o[d0] = num * inv_s;
+        }
     }
+    if (!q8) return;
+    __syncthreads(); // the head's outputs, written to global memory by the block, are visible to it
+    const int64_t first = (t * q_dim + (int64_t)h * hd) / 4; // the head's first group of 4 in the activations
+    for (int c = tid; c < hd / 4; c += ATT_THREADS) q8_1_put4(o[4 * c], o[4 * c + 1], o[4 * c + 2], o[4 * c + 3],
+                                                             first + c, q);
 }
 
 // K and V caches of F16, BF16, Q8_0 or Q4_0 (each on its own; heads of
@@ -341,7 +352,10 @@ void hl_cuda_attention(hl_backend *b, const hl_attn_args *a) {
     const dim3 grid((unsigned)a->n_head_kv, (unsigned)ns, (unsigned)tokens);
     kv_dispatch<launch_split>(a->k_cache->type, cu, a, grid, shared, part_ml, part_o);
     if (!CU_LAUNCHED(cu) || ns == 1) return;
+    // a decode step's output also in Q8_1 for the output projection after it
+    const int64_t q_dim = (int64_t)a->n_head * a->head_dim;
+    const bool q8 = a->head_dim % 32 == 0 && cuda_q8_1_wanted(cu, q_dim, tokens);
     attention_reduce<<<dim3((unsigned)a->n_head, (unsigned)tokens), ATT_THREADS, 0, cu->stream>>>(
-        part_ml, part_o, (float *)a->out->data, a->n_head, a->head_dim, ns);
-    CU_LAUNCHED(cu);
+        part_ml, part_o, (float *)a->out->data, a->n_head, a->head_dim, ns, q8, cuda_q8_1_view(cu, q_dim, tokens));
+    if (CU_LAUNCHED(cu) && q8) cuda_q8_1_mark(cu, a->out->data, q_dim, tokens);
 }
