@@ -143,25 +143,25 @@ static inline float hl_alibi_slope(int32_t n_head, float max_bias, int32_t h) {
 /* The ops of the interface, with the tensors each one takes in the order of
  * its slot's arguments (hl_op_desc.t): supports_op is asked about them,
  * ops.h checks calls of them, the op tests name them (-o). */
-#define HL_OPS(X)                                             \
-    X(GET_ROWS, get_rows)     /* table, out */                \
-    X(RMS_NORM, rms_norm)     /* x, w, y */                   \
-    X(LAYER_NORM, layer_norm) /* x, w, b, y */                \
-    X(MATMUL, matmul)         /* w, x, y */                   \
-    X(MATMUL_ADD, matmul_add) /* w, x, y (tmp) */             \
-    X(ROPE, rope)             /* x, freq_factors */           \
-    X(ROPE_SHIFT, rope_shift) /* cache, freq_factors */       \
-    X(ROPE_STORE, rope_store) /* q, k, v, k_cache, v_cache, freq_factors */ \
-    X(STORE_ROWS, store_rows) /* src, cache */                \
-    X(ATTENTION, attention)   /* q, k_cache, v_cache, out */  \
-    X(SWIGLU, swiglu)         /* gate, up */                  \
-    X(GEGLU, geglu)           /* gate, up */                  \
-    X(GELU, gelu)             /* x */                         \
-    X(ADD, add)               /* x, y */                      \
-    X(SCALE, scale)           /* x */                         \
-    X(CLAMP, clamp)           /* x */                         \
-    X(MOE_ROUTE, moe_route)   /* logits, ids, weights */      \
-    X(MATMUL_ID, matmul_id)   /* w, x, ids, y */              \
+#define HL_OPS(X)                                                              \
+    X(GET_ROWS, get_rows)     /* table, out */                                 \
+    X(RMS_NORM, rms_norm)     /* x, w, y */                                    \
+    X(LAYER_NORM, layer_norm) /* x, w, b, y */                                 \
+    X(MATMUL, matmul)         /* w, x, y */                                    \
+    X(MATMUL_ADD, matmul_add) /* w, x, y (tmp) */                              \
+    X(ROPE, rope)             /* x, freq_factors */                            \
+    X(ROPE_SHIFT, rope_shift) /* cache, freq_factors */                        \
+    X(ROPE_STORE, rope_store) /* q, k, v, k_cache, v_cache, freq_factors */    \
+    X(STORE_ROWS, store_rows) /* src, cache */                                 \
+    X(ATTENTION, attention)   /* q, k_cache, v_cache, out */                   \
+    X(SWIGLU, swiglu)         /* gate, up */                                   \
+    X(GEGLU, geglu)           /* gate, up */                                   \
+    X(GELU, gelu)             /* x */                                          \
+    X(ADD, add)               /* x, y */                                       \
+    X(SCALE, scale)           /* x */                                          \
+    X(CLAMP, clamp)           /* x */                                          \
+    X(MOE_ROUTE, moe_route)   /* logits, ids, weights */                       \
+    X(MATMUL_ID, matmul_id)   /* w, x, ids, y */                               \
     X(MOE_SUM, moe_sum)       /* y, weights, out */
 
 typedef enum hl_op {
