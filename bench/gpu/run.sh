@@ -43,7 +43,8 @@
 # HEARTH_GPU_MODELS (model folder; default: /dev/shm if it has room, else the
 # cache), HEARTH_GPU_SHAPES (default "llama-3.2-1b llama-3-8b"),
 # HEARTH_GPU_TYPES (default "Q4_K_M Q8_0 F16"), HEARTH_GPU_ENGINES (default
-# "llama.cpp hearth": the bench's engines), HEARTH_GPU_RESUME_ONLY=1
+# "llama.cpp hearth": the bench's engines; hearth-unfused is hearth with
+# HEARTH_CUDA_FUSED=0, without its fused decode ops), HEARTH_GPU_RESUME_ONLY=1
 # (`all` on a fresh machine stops after check instead of starting over),
 # HEARTH_GPU_N_LAYER (models with only that many layers, to try the stages on
 # a small machine).
@@ -321,7 +322,11 @@ bench_one() {
         tg128@d4096) args=(-p 0 -n 128 -d 4096) ;;
     esac
     local cmd
-    if [ "$engine" = hearth ]; then cmd=("$hb/hearth" bench "$model"); else cmd=("$lb/bin/llama-bench" -m "$model"); fi
+    case $engine in
+        hearth) cmd=("$hb/hearth" bench "$model") ;;
+        hearth-unfused) cmd=(env HEARTH_CUDA_FUSED=0 "$hb/hearth" bench "$model") ;; # without the fused decode ops
+        *) cmd=("$lb/bin/llama-bench" -m "$model") ;;
+    esac
     cmd+=("${args[@]}" -ngl 99 -r "$reps" -o json)
     echo "$ ${cmd[*]}" | tee -a "$cache/results/commands.txt"
     if timeout "$(tlimit 180)" "${cmd[@]}" >"$res.part" 2>>"$cache/logs/bench-stderr.log"; then

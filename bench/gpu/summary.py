@@ -70,7 +70,7 @@ def bench_rows(cache):
     (each file holds one engine's rows of one run: pp512 and tg128, or tg128@d4096)."""
     out = {}
     for f in sorted((Path(cache) / "results").glob("bench-*.json")):
-        m = re.match(r"bench-(.+)-(pp512\+tg128|tg128@d4096)-(hearth|llama\.cpp)\.json$", f.name)
+        m = re.match(r"bench-(.+)-(pp512\+tg128|tg128@d4096)-(hearth|hearth-unfused|llama\.cpp)\.json$", f.name)
         if not m:
             continue
         for row in json.loads(f.read_text()):
@@ -114,6 +114,14 @@ def speed_table(cache, bw):
                 lp = f"{100 * per_token * l['avg_ts'] / (bw * 1e9):.0f}%" if l else "—"
         lines.append(f"| {model.removeprefix('synthetic-')} | {type_of(model)} | {test} | {ts(h)} | {ts(l)} | "
                      f"{ratio} | {mb} | {hp} | {lp} |")
+    if any("hearth-unfused" in e for e in rows.values()):  # HEARTH_GPU_ENGINES with hearth-unfused
+        lines += ["", "hearth with its fused decode ops against HEARTH_CUDA_FUSED=0 (the same build without them):", "",
+                  "| model | test | hearth t/s | unfused t/s | fused / unfused |", "| --- | --- | ---: | ---: | ---: |"]
+        for model, test in order:
+            h, u = rows[(model, test)].get("hearth"), rows[(model, test)].get("hearth-unfused")
+            if h and u:
+                lines.append(f"| {model.removeprefix('synthetic-')} | {test} | {h['avg_ts']:.1f} | {u['avg_ts']:.1f} | "
+                             f"{h['avg_ts'] / u['avg_ts']:.2f} |")
     return lines if rows else ["(no bench results yet)"]
 
 

@@ -35,6 +35,9 @@ struct hl_cuda {
                                 // matmuls the attention's split partials (attention.cu)
     size_t w16_elems;
     int smem_optin;             // shared memory a block may opt in to (bytes; hl_cuda_attention_mma_init)
+    bool unfused;               // HEARTH_CUDA_FUSED=0: none of the fused decode ops, no Q8_1 written by
+                                // the ops that produce activations, cuBLAS from HL_CUDA_MMV_MAX tokens
+                                // (device.cu; to measure and test what the fusions change)
     bool bf16_gemm;             // cuBLAS multiplies BF16 in place here (compute capability 8.0 and up; on
                                 // Turing BF16 weights go through the F16 tiles, as every quantized type)
     __half *x16;                // [max_tokens * max_row] activations in F16; in matvec

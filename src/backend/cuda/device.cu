@@ -275,6 +275,17 @@ static const hl_backend_i cuda_iface = {
     .graph_run = cuda_graph_run,
 };
 
+// The same backend without the fused decode ops (HEARTH_CUDA_FUSED=0, for
+// benchmarks and tests that compare the two): the checked calls run matmul
+// and add, the matmuls one by one, rope and store_rows in their place.
+static const hl_backend_i cuda_iface_unfused = [] {
+    hl_backend_i i = cuda_iface;
+    i.matmul_add = NULL;
+    i.matmul_n = NULL;
+    i.rope_store = NULL;
+    return i;
+}();
+
 static hearth_status init(hl_cuda *cu) {
     CUDA_TRY(cudaSetDevice(cu->device));
     CUDA_TRY(cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
@@ -316,7 +327,9 @@ extern "C" hearth_status hl_backend_cuda_init(int32_t device, const hl_gpu_limit
         free(cu);
         return HEARTH_ERR_OUT_OF_MEMORY;
     }
-    b->iface = &cuda_iface;
+    const char *fused = getenv("HEARTH_CUDA_FUSED");
+    cu->unfused = fused && strcmp(fused, "0") == 0;
+    b->iface = cu->unfused ? &cuda_iface_unfused : &cuda_iface;
     b->impl = cu;
     cu->device = hl_cuda_ordinal(device);
     cu->index = device;

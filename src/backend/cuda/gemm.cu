@@ -131,7 +131,7 @@ static int64_t mv_max_tokens(uint32_t type) {
 static void matmul_group(hl_cuda *cu, int n, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y,
                          bool add) {
     const int64_t tokens = x->ne[1], chunk = HL_CUDA_MMV_MAX;
-    if (cu->cublas && tokens > mv_max_tokens(w[0]->type)) {
+    if (cu->cublas && tokens > (cu->unfused ? HL_CUDA_MMV_MAX - 1 : mv_max_tokens(w[0]->type))) {
         for (int k = 0; k < n; k++) gemm(cu, w[k], x, y[k], add ? 1.0f : 0.0f);
         return;
     }

@@ -35,7 +35,7 @@ static inline bool cuda_q8_1_fits(const hl_cuda *cu, int64_t d, int64_t n) {
 // The form is wasted when the next op is not a quantized matvec of y (the
 // matvec quantizes again then): 1.25 bytes an element of a decode row.
 static inline bool cuda_q8_1_wanted(const hl_cuda *cu, int64_t d, int64_t n) {
-    return n <= HL_CUDA_MMV_MAX && cuda_q8_1_fits(cu, d, n);
+    return !cu->unfused && n <= HL_CUDA_MMV_MAX && cuda_q8_1_fits(cu, d, n);
 }
 
 // Records that x16 holds the Q8_1 form of x {d, n}, written by the current
