@@ -158,7 +158,7 @@ void hl_cuda_attention_mma(hl_cuda *cu, const hl_attn_args *a);
 // one launch), or with `add` y[k] += W[k] x (matmul_add). Returns false if
 // the type has no kernel.
 #define HL_CUDA_MMV_MAX 8
-#define HL_CUDA_MV_MATS 3
+#define HL_CUDA_MV_MATS HL_MATMUL_N_MAX // a matmul_n group fits one matvec launch
 bool hl_cuda_matvec(hl_cuda *cu, int n_mats, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y,
                     bool add);
 

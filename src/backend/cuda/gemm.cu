@@ -117,9 +117,11 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
 // of matvecs pay while their count times b stays within b + 4: Q4_K 8
 // launches (64 tokens), Q8_0 4 (32), Q6_K 5 (40), the server's batches of
 // 16 streams in two. Float weights (read in place by cuBLAS, or tiles of
-// F32) take cuBLAS from HL_CUDA_MMV_MAX tokens on, as before.
-static int64_t mv_max_tokens(uint32_t type) {
-    if (type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16) return HL_CUDA_MMV_MAX - 1;
+// F32), and every type on an unfused instance, take cuBLAS from
+// HL_CUDA_MMV_MAX tokens on, as before.
+static int64_t mv_max_tokens(const hl_cuda *cu, uint32_t type) {
+    if (cu->unfused || type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16)
+        return HL_CUDA_MMV_MAX - 1;
     const ggml_type_info *ti = hl_ggml_type_get(type);
     const double b = (double)ti->type_size / (double)ti->blck_size;
     return (int64_t)((b + 4.0) / b) * HL_CUDA_MMV_MAX;
@@ -131,7 +133,7 @@ static int64_t mv_max_tokens(uint32_t type) {
 static void matmul_group(hl_cuda *cu, int n, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y,
                          bool add) {
     const int64_t tokens = x->ne[1], chunk = HL_CUDA_MMV_MAX;
-    if (cu->cublas && tokens > (cu->unfused ? HL_CUDA_MMV_MAX - 1 : mv_max_tokens(w[0]->type))) {
+    if (cu->cublas && tokens > mv_max_tokens(cu, w[0]->type)) {
         for (int k = 0; k < n; k++) gemm(cu, w[k], x, y[k], add ? 1.0f : 0.0f);
         return;
     }
@@ -161,8 +163,6 @@ void hl_cuda_matmul_add(hl_backend *b, const hl_tensor *w, const hl_tensor *x, h
     hl_cuda *cu = cuda_of(b);
     if (hl_cuda_enter(cu)) matmul_group(cu, 1, &w, x, &y, true);
 }
-
-static_assert(HL_CUDA_MV_MATS >= HL_MATMUL_N_MAX, "a matmul_n group fits one matvec launch");
 
 // The weights grouped by type, in order of first appearance (Q4_K_M's Q and
 // K in one launch, its Q6_K V in another); the groups after the first
