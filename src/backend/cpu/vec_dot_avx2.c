@@ -336,15 +336,23 @@ static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
  * then the 8 rows' d_w as floats (34 bytes a row element, within
  * HL_PANEL_BYTES' 64). */
 #define HALF_BLOCK (16 * 32 + 8 * 4)
+/* The pack reads the panel's 8 rows of a half side by side, a block of
+ * each at a time; prefetching PACK_AHEAD_Q bytes ahead in each row took the
+ * pack from 4.5% to 3.2% of a 1B Q8_0 pp512 on Zen 3 (perf, 2026-11-29;
+ * 256 and 1024 bytes the same). */
+#define PACK_AHEAD_Q 512
 
 static ALWAYS_INLINE void pack_i16_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
+    const size_t w_block = hl_row_size(type, HL_QK);
     for (int h = 0; h < 2; h++) {
         uint8_t *p = (uint8_t *)panel + (size_t)h * (size_t)(n / HL_QK) * HALF_BLOCK;
         for (int64_t b = 0; b < n / HL_QK; b++, p += HALF_BLOCK) {
             __m256i lo[8], hi[8]; /* elements 0..15 and 16..31 of each row as int16 */
             float *dw = (float *)(p + 16 * 32);
             for (int r = 0; r < 8; r++) {
-                const __m256i q = signed_quants(type, row_at(w, w_stride, 8 * h + r), b, &dw[r]);
+                const uint8_t *row = row_at(w, w_stride, 8 * h + r);
+                _mm_prefetch((const char *)row + (size_t)b * w_block + PACK_AHEAD_Q, _MM_HINT_T0);
+                const __m256i q = signed_quants(type, row, b, &dw[r]);
                 lo[r] = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(q));
                 hi[r] = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1));
             }
