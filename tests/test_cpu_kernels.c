@@ -2,7 +2,8 @@
  * level against the scalar oracle within float rounding (ggml's polynomial
  * exp is within 2 ulp of expf), on random rows of awkward lengths, plus the
  * edge cases llama.cpp's arithmetic defines: masked (-inf) scores, partial
- * 16-lane chunks, exp of large negative arguments. Bit-for-bit agreement with
+ * 16-lane chunks, exp of large negative arguments; rope's rotation bit for
+ * bit. Bit-for-bit agreement with
  * llama.cpp itself is tested end to end by test_greedy_reference. */
 #include <float.h>
 #include <math.h>
@@ -129,6 +130,28 @@ static void test_pv(const hl_cpu_kernels *k, const char *level) {
     }
 }
 
+/* rope_rotate: the same bits at every level (an exact fmaf either way), on
+ * heads of 64 and 128 with partial rotations, both pairings. */
+static void test_rope_rotate(const hl_cpu_kernels *k, const char *level) {
+    const hl_cpu_kernels *ref = &hl_cpu_kernels_scalar;
+    static const int32_t shapes[][2] = {{64, 64}, {64, 32}, {128, 128}, {128, 64}, {80, 80}, {96, 24}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int32_t hd = shapes[i][0], n_rot = shapes[i][1];
+        for (int neox = 0; neox < 2; neox++) {
+            float v[128], want[128], cos_sin[128];
+            for (int32_t d = 0; d < hd; d++) v[d] = want[d] = rng_range(-30.0f, 30.0f);
+            for (int32_t j = 0; j < n_rot / 2; j++) {
+                const float a = rng_range(-100.0f, 100.0f);
+                cos_sin[2 * j] = cosf(a), cos_sin[2 * j + 1] = sinf(a);
+            }
+            ref->rope_rotate(want, n_rot, neox, cos_sin);
+            k->rope_rotate(v, n_rot, neox, cos_sin);
+            CHECK_MSG(memcmp(v, want, (size_t)hd * sizeof *v) == 0, "%s rope_rotate hd %d n_rot %d neox %d", level,
+                      hd, n_rot, neox);
+        }
+    }
+}
+
 int main(void) {
     CHECK(hl_cpu_kernels_get() != NULL && hl_cpu_kernels_at(HL_CPU_SCALAR) == &hl_cpu_kernels_scalar);
     CHECK(hl_cpu_kernels_at(HL_CPU_LEVEL_COUNT) == NULL);
@@ -140,6 +163,7 @@ int main(void) {
         test_softmax_exp(k, name);
         test_dot_f16(k, name);
         test_pv(k, name);
+        test_rope_rotate(k, name);
         printf("kernels %s: tested\n", name);
     }
     return check_report();

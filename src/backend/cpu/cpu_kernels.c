@@ -2,6 +2,7 @@
  * the choice of kernels by CPU level. Plain formulas: libm's expf, sums in
  * double; they agree with llama.cpp to float rounding, not bit for bit. */
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/rope_rotate.h"
 
 #include <math.h>
 
@@ -42,6 +43,7 @@ const hl_cpu_kernels hl_cpu_kernels_scalar = {
     .softmax_exp = softmax_exp,
     .dot_f16 = dot_f16,
     .pv = pv,
+    .rope_rotate = hl_rope_rotate,
 };
 
 const hl_cpu_kernels *hl_cpu_kernels_at(hl_cpu_level level) {

@@ -1,5 +1,5 @@
 /* Row kernels of the CPU ops other than the matmul: SwiGLU, the exponentials
- * of softmax and the two products of attention. As with vec_dot.h there is a
+ * of softmax, the two products of attention and rope's rotation. As with vec_dot.h there is a
  * table per level (cpu_features.h): the scalar kernels are the oracle,
  * written plainly; the AVX2 ones reproduce, bit for bit, what llama.cpp's
  * x86 CPU backend computes in its AVX-512 build (the reference's), including
@@ -51,6 +51,11 @@ typedef struct hl_cpu_kernels {
      * dot P over the cache positions). */
     void (*pv)(int64_t n, const hl_half *p, const void *v, size_t v_stride, int32_t hd, float *out,
                hl_attn_order order);
+
+    /* Rope of one head in place (rope_rotate.h hl_rope_rotate: n_rot / 2
+     * pairs, normal or NEOX, cos_sin [n_rot] as cos, sin per pair); every
+     * level gives the same bits. */
+    void (*rope_rotate)(float *v, int32_t n_rot, bool neox, const float *cos_sin);
 } hl_cpu_kernels;
 
 /* The fastest kernels on this CPU. Thread-safe. */

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/rope_rotate.h"
 #include "backend/cpu/simd16_avx2.h"
 
 /* ggml_vec_swiglu_f32 (ggml-cpu/vec.cpp): ggml_v_silu(x) * g on whole
@@ -140,4 +141,5 @@ const hl_cpu_kernels hl_cpu_kernels_avx2 = {
     .softmax_exp = softmax_exp,
     .dot_f16 = dot_f16,
     .pv = pv,
+    .rope_rotate = hl_rope_rotate,
 };

@@ -143,22 +143,6 @@ static void rope_cos_sin(const hl_rope_params *p, const hl_rope_consts *k, float
     }
 }
 
-/* Rotates the n_rot first dimensions of one head: pair i is (v[2i],
- * v[2i+1]) in normal mode, (v[i], v[i + n_rot/2]) in NEOX mode (ggml-cpu
- * ops.cpp rotate_pairs). ggml writes x0*c - x1*s and x0*s + x1*c; compiled
- * as GNU C++ with FMA, GCC contracts each into one FMA around the second
- * product, and llama.cpp's results are those roundings. */
-static void rotate_head(float *v, int32_t n_rot, bool neox, const float *cos_sin) {
-    const int32_t second = neox ? n_rot / 2 : 1;
-    for (int32_t i = 0; i < n_rot / 2; i++) {
-        float *pair = v + (neox ? i : 2 * i);
-        const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
-        const float x0 = pair[0], x1 = pair[second];
-        pair[0] = fmaf(x0, c, -(x1 * s));
-        pair[second] = fmaf(x0, s, x1 * c);
-    }
-}
-
 typedef struct rope_task {
     hl_tensor *x;
     int32_t n_head;
@@ -169,6 +153,7 @@ typedef struct rope_task {
     const float *freq_factors; /* [n_rot / 2] or NULL */
     hl_to_float_fn to_float;     /* rope_shift: the cache's type to F32 and back */
     hl_from_float_fn from_float;
+    void (*rotate)(float *v, int32_t n_rot, bool neox, const float *cos_sin); /* hl_cpu_kernels.rope_rotate */
 } rope_task;
 
 static void rope_run(void *arg, int ith, int nth) {
@@ -182,12 +167,13 @@ static void rope_run(void *arg, int ith, int nth) {
     for (long long r = r0; r < r1; r++) {
         float *row = (float *)t->x->data + r * t->x->ne[0];
         rope_cos_sin(t->p, &k, (float)t->pos[r], t->freq_factors, cos_sin);
-        for (int32_t h = 0; h < t->n_head; h++) rotate_head(row + h * head_dim, t->p->n_rot, neox, cos_sin);
+        for (int32_t h = 0; h < t->n_head; h++) t->rotate(row + h * head_dim, t->p->n_rot, neox, cos_sin);
     }
 }
 
 void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
-    rope_task t = {x, n_head, cpu_of(b)->pos, 0, 0, p, freq_factors ? freq_factors->data : NULL, NULL, NULL};
+    rope_task t = {x, n_head, cpu_of(b)->pos, 0, 0, p, freq_factors ? freq_factors->data : NULL, NULL, NULL,
+                   hl_cpu_kernels_for(b)->rope_rotate};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(x)), rope_run, &t);
 }
 
@@ -209,7 +195,7 @@ static void rope_shift_run(void *arg, int ith, int nth) {
         for (int32_t h = 0; h < t->n_head; h++) {
             uint8_t *head = (uint8_t *)t->x->data + (size_t)(t->row0 + r) * row_bytes + (size_t)h * head_bytes;
             t->to_float(head, v, head_dim);
-            rotate_head(v, t->p->n_rot, neox, cos_sin);
+            t->rotate(v, t->p->n_rot, neox, cos_sin);
             t->from_float(v, head, head_dim);
         }
     }
@@ -220,7 +206,8 @@ void hl_cpu_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, 
     hl_tensor rows = *cache;
     rows.ne[1] = n; /* the task splits n rows, from row0 */
     rope_task t = {&rows, n_head, NULL, row, delta, p, freq_factors ? freq_factors->data : NULL,
-                   hl_quant_get(cache->type)->to_float, hl_cpu_cache_from_float(b, cache->type)};
+                   hl_quant_get(cache->type)->to_float, hl_cpu_cache_from_float(b, cache->type),
+                   hl_cpu_kernels_for(b)->rope_rotate};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, n * cache->ne[0]), rope_shift_run, &t);
 }
 
