@@ -2,8 +2,8 @@
  * level against the scalar oracle within float rounding (ggml's polynomial
  * exp is within 2 ulp of expf), on random rows of awkward lengths, plus the
  * edge cases llama.cpp's arithmetic defines: masked (-inf) scores, partial
- * 16-lane chunks, exp of large negative arguments; rope's rotation bit for
- * bit. Bit-for-bit agreement with
+ * 16-lane chunks, exp of large negative arguments; rope's rotation and the
+ * tiled attention's query load (flash_kernels.h) bit for bit. Bit-for-bit agreement with
  * llama.cpp itself is tested end to end by test_greedy_reference. */
 #include <float.h>
 #include <math.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/flash_kernels.h"
 #include "check.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1du;
@@ -152,6 +153,26 @@ static void test_rope_rotate(const hl_cpu_kernels *k, const char *level) {
     }
 }
 
+/* The tiled attention's load_q (flash_kernels.h): the same bits at every
+ * level, on heads of awkward sizes, with values past F16's range and in its
+ * subnormals (F16C rounds as hl_fp32_to_fp16 does). */
+static void test_flash_load_q(const hl_flash_kernels *k, const char *level) {
+    const hl_flash_kernels *ref = &hl_flash_kernels_scalar;
+    static const int32_t hds[] = {64, 80, 96, 100, 128, 256};
+    for (size_t i = 0; i < sizeof hds / sizeof hds[0]; i++) {
+        const int32_t hd = hds[i], hd_pad = (hd + FA_HD_ALIGN - 1) / FA_HD_ALIGN * FA_HD_ALIGN;
+        float src[256], want[256], got[256];
+        for (int32_t d = 0; d < hd; d++) {
+            const float mag = d % 3 == 0 ? 1e-6f : d % 3 == 1 ? 1.0f : 1e5f; /* subnormal, normal, past 65504 */
+            src[d] = rng_range(-mag, mag);
+        }
+        memset(got, 0xff, sizeof got);
+        ref->load_q(hd, hd_pad, src, 0.125f, want);
+        k->load_q(hd, hd_pad, src, 0.125f, got);
+        CHECK_MSG(memcmp(got, want, (size_t)hd_pad * sizeof *got) == 0, "%s flash load_q hd %d", level, hd);
+    }
+}
+
 int main(void) {
     CHECK(hl_cpu_kernels_get() != NULL && hl_cpu_kernels_at(HL_CPU_SCALAR) == &hl_cpu_kernels_scalar);
     CHECK(hl_cpu_kernels_at(HL_CPU_LEVEL_COUNT) == NULL);
@@ -164,6 +185,7 @@ int main(void) {
         test_dot_f16(k, name);
         test_pv(k, name);
         test_rope_rotate(k, name);
+        if (hl_flash_kernels_at((hl_cpu_level)level)) test_flash_load_q(hl_flash_kernels_at((hl_cpu_level)level), name);
         printf("kernels %s: tested\n", name);
     }
     return check_report();

@@ -260,18 +260,20 @@ static void run_item(fa_call *f, float *base, int64_t item) {
     const fa_ws w = ws_of(base, hd_pad);
     for (int32_t r = 0; r < rows_pad; r++) {
         float *qr = w.q + (size_t)r * hd_pad;
-        int32_t d = 0;
-        if (r < rows) {
-            const float *src = (const float *)a->q->data + (t0 + r / nh) * a->q->ne[0] + (int64_t)(h0 + r % nh) * hd;
-            if (f->k_ops) { /* the query converted to K's vec-dot type and back: Q8_0 at most 2 bytes an element */
-                _Alignas(64) uint8_t qv[HL_KERNELS_MAX_HEAD_DIM * 2];
-                f->k_ops->act_from_float(src, qv, hd);
-                hl_quant_get(f->k_ops->vec_dot_type)->to_float(qv, qr, hd);
-                for (; d < hd; d++) qr[d] *= a->scale;
-            }
-            for (; d < hd; d++) qr[d] = hl_fp16_to_fp32(hl_fp32_to_fp16(src[d])) * a->scale;
+        if (r >= rows) {
+            memset(qr, 0, sizeof(float) * (size_t)hd_pad);
+            continue;
         }
-        for (; d < hd_pad; d++) qr[d] = 0.0f;
+        const float *src = (const float *)a->q->data + (t0 + r / nh) * a->q->ne[0] + (int64_t)(h0 + r % nh) * hd;
+        if (!f->k_ops) {
+            f->k->load_q(hd, hd_pad, src, a->scale, qr);
+            continue;
+        }
+        /* the query converted to K's vec-dot type and back: Q8_0 at most 2 bytes an element */
+        _Alignas(64) uint8_t qv[HL_KERNELS_MAX_HEAD_DIM * 2];
+        f->k_ops->act_from_float(src, qv, hd);
+        hl_quant_get(f->k_ops->vec_dot_type)->to_float(qv, qr, hd);
+        for (int32_t d = 0; d < hd_pad; d++) qr[d] = d < hd ? qr[d] * a->scale : 0.0f;
     }
 
     int64_t lo, hi;

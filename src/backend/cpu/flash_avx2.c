@@ -14,6 +14,7 @@ static inline FV fv_set1(float x) { return _mm256_set1_ps(x); }
 static inline FV fv_load(const float *p) { return _mm256_loadu_ps(p); }
 static inline FV fv_load_f16(const hl_half *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 static inline void fv_store(float *p, FV v) { _mm256_storeu_ps(p, v); }
+static inline FV fv_round_f16(FV v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
 static inline FV fv_add(FV a, FV b) { return _mm256_add_ps(a, b); }
 static inline FV fv_sub(FV a, FV b) { return _mm256_sub_ps(a, b); }
 static inline FV fv_mul(FV a, FV b) { return _mm256_mul_ps(a, b); }

@@ -16,6 +16,7 @@ static inline FV fv_set1(float x) { return _mm512_set1_ps(x); }
 static inline FV fv_load(const float *p) { return _mm512_loadu_ps(p); }
 static inline FV fv_load_f16(const hl_half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 static inline void fv_store(float *p, FV v) { _mm512_storeu_ps(p, v); }
+static inline FV fv_round_f16(FV v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
 static inline FV fv_add(FV a, FV b) { return _mm512_add_ps(a, b); }
 static inline FV fv_sub(FV a, FV b) { return _mm512_sub_ps(a, b); }
 static inline FV fv_mul(FV a, FV b) { return _mm512_mul_ps(a, b); }

@@ -12,6 +12,10 @@ static void load_tile(int32_t n, int32_t n_pad, const hl_half *src, size_t strid
     }
 }
 
+static void load_q(int32_t hd, int32_t hd_pad, const float *src, float scale, float *dst) {
+    for (int32_t d = 0; d < hd_pad; d++) dst[d] = d < hd ? hl_fp16_to_fp32(hl_fp32_to_fp16(src[d])) * scale : 0.0f;
+}
+
 static void qk(int32_t rows, int32_t nk, int32_t hd_pad, const float *q, const float *k, float *s) {
     for (int32_t r = 0; r < rows; r++)
         for (int32_t j = 0; j < nk; j++) {
@@ -47,6 +51,7 @@ static void pv(int32_t rows, int32_t nk, int32_t hd_pad, const float *p, const f
 
 const hl_flash_kernels hl_flash_kernels_scalar = {
     .load_tile = load_tile,
+    .load_q = load_q,
     .qk = qk,
     .softmax = softmax,
     .pv = pv,

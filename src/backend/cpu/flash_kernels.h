@@ -28,6 +28,10 @@ typedef struct hl_flash_kernels {
      * n <= j < n_pad. dst is [n_pad][hd_pad]. */
     void (*load_tile)(int32_t n, int32_t n_pad, const hl_half *src, size_t stride, int32_t hd, int32_t hd_pad,
                       float *dst);
+    /* dst[d] = f16(src[d]) * scale for d < hd (the query rounded to F16,
+     * as llama.cpp's flash attention converts Q to K's type, then scaled),
+     * zeros for hd <= d < hd_pad. Every level gives the same bits. */
+    void (*load_q)(int32_t hd, int32_t hd_pad, const float *src, float scale, float *dst);
     /* s[r * FA_TILE + j] = q_r . k_j for r < rows (even), j < nk (a
      * multiple of FA_KEY_PAD); q [rows][hd_pad], k [nk][hd_pad]. */
     void (*qk)(int32_t rows, int32_t nk, int32_t hd_pad, const float *q, const float *k, float *s);

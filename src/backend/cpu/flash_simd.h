@@ -32,6 +32,14 @@ static void load_tile(int32_t n, int32_t n_pad, const hl_half *src, size_t strid
     }
 }
 
+static void load_q(int32_t hd, int32_t hd_pad, const float *src, float scale, float *dst) {
+    const FV vs = fv_set1(scale);
+    int32_t d = 0;
+    for (; d + FV_W <= hd; d += FV_W) fv_store(dst + d, fv_mul(fv_round_f16(fv_load(src + d)), vs));
+    for (; d < hd; d++) dst[d] = hl_fp16_to_fp32(hl_fp32_to_fp16(src[d])) * scale;
+    for (; d < hd_pad; d++) dst[d] = 0.0f;
+}
+
 /* [sum a, sum b, sum c, sum d] of 8-lane vectors */
 static inline __m128 hsum4_8(__m256 a, __m256 b, __m256 c, __m256 d) {
     const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
@@ -106,6 +114,6 @@ static void pv(int32_t rows, int32_t nk, int32_t hd_pad, const float *p, const f
     }
 }
 
-#define FLASH_SIMD_TABLE {.load_tile = load_tile, .qk = qk, .softmax = softmax, .pv = pv}
+#define FLASH_SIMD_TABLE {.load_tile = load_tile, .load_q = load_q, .qk = qk, .softmax = softmax, .pv = pv}
 
 #endif
