@@ -5,8 +5,10 @@
  * step with x broadcast from memory (vpbroadcastd, as the kernel does) and
  * with x loaded whole (vmovdqu), one thread, all in L1; prints ns per group
  * and the ratio. Zen 3, 2026-11-28: 0.79-0.82 ns both ways (1.00-1.02x),
- * so the broadcast itself costs no more than a whole load there; the group
- * is bound by the pmaddwd (about one a cycle).
+ * so the broadcast itself costs no more than a whole load there. (Not the
+ * pmaddwd alone either, as this comment said at first: on 2026-11-29
+ * vpmaddwd, vpmaddubsw and vfmadd231ps each issued two a cycle on their
+ * own, and any mix of them two a cycle in all: they share two pipes.)
  * Build: cc -O2 -mavx2 bench/bcast_cost.c -o build/bcast_cost
  * Usage: taskset -c CPU build/bcast_cost */
 #include <immintrin.h>
