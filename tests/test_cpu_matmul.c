@@ -82,6 +82,52 @@ static void check_type(uint32_t type, int64_t d_in, int64_t d_out, int64_t n_tok
     free(yn);
 }
 
+/* matmul_n (cpu_matmul.c: weights whose kernels convert x alike share one
+ * conversion and one fork-join): every output bit for bit the matmul's of
+ * its weight alone, for runs that share (Q8_0 Q8_0 Q8_0; Q4_K Q6_K, one
+ * activation type), that do not (Q8_0 then Q4_0, whose panels also take
+ * the activations' sums; F16 then F32) and that share after one that does
+ * not (Q4_0 Q8_0 Q8_0), on 2 threads, one token to two blocks of panels. */
+static void check_matmul_n(const uint32_t *types, int n, int64_t d_in, int64_t n_tok) {
+    const hl_cpu_limits limits = {.n_threads = 2, .max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .n_ctx = 16};
+    hl_backend *b;
+    CHECK(hl_backend_cpu_init(&limits, &b) == HEARTH_OK);
+    const int64_t d_out[3] = {37, 16, 53};
+    float *x = malloc(sizeof(float) * (size_t)(d_in * n_tok)), *wf = malloc(sizeof(float) * (size_t)d_in);
+    for (int64_t i = 0; i < d_in * n_tok; i++) x[i] = rng_float();
+    hl_tensor xt = {.type = GGML_TYPE_F32, .ne = {d_in, n_tok, 1, 1}, .data = x, .backend = b};
+    hl_tensor w[3], y[3];
+    const hl_tensor *wp[3];
+    hl_tensor *yp[3];
+    float *one[3];
+    for (int i = 0; i < n; i++) {
+        const size_t row = hl_row_size(types[i], d_in);
+        uint8_t *wdata = malloc(row * (size_t)d_out[i]);
+        for (int64_t r = 0; r < d_out[i]; r++) {
+            for (int64_t k = 0; k < d_in; k++) wf[k] = rng_float();
+            hl_quant_get(types[i])->from_float(wf, wdata + (size_t)r * row, d_in);
+        }
+        w[i] = (hl_tensor){.type = types[i], .ne = {d_in, d_out[i], 1, 1}, .data = wdata, .backend = b};
+        y[i] = (hl_tensor){.type = GGML_TYPE_F32, .ne = {d_out[i], n_tok, 1, 1},
+                           .data = malloc(sizeof(float) * (size_t)(d_out[i] * n_tok)), .backend = b};
+        one[i] = malloc(sizeof(float) * (size_t)(d_out[i] * n_tok));
+        hl_tensor alone = y[i];
+        alone.data = one[i];
+        CHECK(hl_matmul(b, &w[i], &xt, &alone) == HEARTH_OK);
+        wp[i] = &w[i], yp[i] = &y[i];
+    }
+    CHECK(hl_matmul_n(b, n, wp, &xt, yp) == HEARTH_OK);
+    for (int i = 0; i < n; i++) {
+        CHECK_MSG(memcmp(y[i].data, one[i], sizeof(float) * (size_t)(d_out[i] * n_tok)) == 0,
+                  "matmul_n weight %d of %d (%s), %lld tokens: other bits than matmul alone", i, n,
+                  hl_ggml_type_get(types[i])->name, (long long)n_tok);
+        free(w[i].data), free(y[i].data), free(one[i]);
+    }
+    free(x);
+    free(wf);
+    hl_backend_cpu_free(b);
+}
+
 int main(void) {
     static const uint32_t types[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q4_0,
                                      GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
@@ -103,6 +149,14 @@ int main(void) {
             check_type(types[i], 2048, 16, MAX_TOKENS);
         if (types[i] == GGML_TYPE_Q8_0) check_type(types[i], 8192, 16, MAX_TOKENS);
     }
+    static const uint32_t runs[][3] = {{GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
+                                       {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, 0},
+                                       {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, 0},
+                                       {GGML_TYPE_F16, GGML_TYPE_F32, 0},
+                                       {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0}};
+    static const int run_len[] = {3, 2, 2, 2, 3};
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++)
+        for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) check_matmul_n(runs[r], run_len[r], 512, tokens[t]);
     printf("cpu matmul: kernels %s\n", hl_cpu_level_name(hl_cpu_level_best()));
     return check_report();
 }

@@ -246,7 +246,8 @@ typedef struct hl_backend_i {
      * matmuls one by one): y[i] = x w[i]^T for i < n (1 <= n <=
      * HL_MATMUL_N_MAX), each as matmul computes it: one input through the
      * weights that read it (a block's Q, K and V; gate and up) in one op,
-     * one launch for the weights of one type on a GPU. Each (w[i], x, y[i])
+     * one launch for the weights of one type on a GPU, one conversion of x
+     * and one fork-join for them on the CPU. Each (w[i], x, y[i])
      * is a matmul the backend supports. */
     void (*matmul_n)(hl_backend *b, int n, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y);
     /* in place on x F32 {head_dim * n_head, n}; token t at position pos[t]

@@ -158,6 +158,7 @@ static const hl_backend_i cpu_iface = {
     .rms_norm = hl_cpu_rms_norm,
     .layer_norm = hl_cpu_layer_norm,
     .matmul = hl_cpu_matmul,
+    .matmul_n = hl_cpu_matmul_n,
     .rope = hl_cpu_rope,
     .rope_shift = hl_cpu_rope_shift,
     .store_rows = hl_cpu_store_rows,

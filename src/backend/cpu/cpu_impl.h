@@ -76,6 +76,7 @@ void hl_cpu_add(hl_backend *b, hl_tensor *x, const hl_tensor *y);
 void hl_cpu_scale(hl_backend *b, hl_tensor *x, float s);
 void hl_cpu_clamp(hl_backend *b, hl_tensor *x, float lo, float hi);
 void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
+void hl_cpu_matmul_n(hl_backend *b, int n, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y);
 /* y row y_rows[t] = W . (x row x_rows[t]) for t < n (n <= max_tokens), each
  * token through the one-token kernels (their bits do not depend on n): the
  * tokens that a matmul_id routes to one expert, gathered and scattered as

@@ -204,19 +204,71 @@ static void convert(hl_cpu *cpu, matmul_task *t) {
     hl_pool_run(cpu->pool, nth, convert_run, t);
 }
 
-void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+static bool has_panels(const matmul_task *t) { return t->ops->panel_dot && t->n >= HL_CPU_PANEL_MIN; }
+
+/* The task of y = x w^T, its kernels chosen (a batch's where llama.cpp
+ * switches, panels from HL_CPU_PANEL_MIN tokens) but x not yet converted. */
+static matmul_task task_of(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
     hl_cpu *cpu = cpu_of(b);
-    matmul_task t = {.w = w, .x = x, .y = y, .n = x->ne[1], .ops = hl_cpu_ops_for(b, w->type)};
+    matmul_task t = {.w = w, .x = x, .y = y, .n = x->ne[1], .ops = hl_cpu_ops_for(b, w->type), .panels = cpu->panels};
     /* llama.cpp multiplies some types in another order from some batch size on (vec_dot.h) */
     if (t.ops->batch && hl_cpu_batch_applies(t.ops, w->ne[0], w->ne[1], x->ne[1])) t.ops = t.ops->batch;
-    const bool panels = t.ops->panel_dot && x->ne[1] >= HL_CPU_PANEL_MIN;
-    if (panels && t.ops->act_aux) {
+    if (has_panels(&t) && t.ops->act_aux) {
         t.aux = cpu->act_aux;
         t.aux_stride = (size_t)(x->ne[0] / HL_QK);
     }
-    t.panels = cpu->panels;
+    return t;
+}
+
+static void matmul_run(void *arg, int ith, int nth) {
+    matmul_task *t = arg;
+    (has_panels(t) ? panel_run : dot_run)(t, ith, nth);
+}
+
+void hl_cpu_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
+    hl_cpu *cpu = cpu_of(b);
+    matmul_task t = task_of(b, w, x, y);
     convert(cpu, &t);
-    hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), panels ? panel_run : dot_run, &t);
+    hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), matmul_run, &t);
+}
+
+/* Whether b reads the conversion a makes of the same x. */
+static bool same_conversion(const matmul_task *a, const matmul_task *b) {
+    return a->ops->act_from_float == b->ops->act_from_float && a->ops->vec_dot_type == b->ops->vec_dot_type &&
+           (a->aux != NULL) == (b->aux != NULL) && (!a->aux || a->ops->act_aux == b->ops->act_aux);
+}
+
+typedef struct matmul_run_n {
+    matmul_task *t;
+    int n;
+} matmul_run_n;
+
+/* Each thread takes its part of every task in turn: a thread done with one
+ * task's panels goes on to the next task's while the others finish. */
+static void matmul_n_run(void *arg, int ith, int nth) {
+    const matmul_run_n *r = arg;
+    for (int i = 0; i < r->n; i++) matmul_run(&r->t[i], ith, nth);
+}
+
+/* backend.h matmul_n: weights whose kernels convert x alike (the same
+ * weight type, or types with one activation type) share one conversion
+ * and one fork-join of the pool; each result has the bits matmul gives it.
+ * SmolLM2 decodes 3 of its 7 matmuls a layer without a fork-join and
+ * converts the normed activations of a prompt once instead of 3 times
+ * (Q, K, V) and once instead of twice (gate, up). */
+void hl_cpu_matmul_n(hl_backend *b, int n, const hl_tensor *const *w, const hl_tensor *x, hl_tensor *const *y) {
+    hl_cpu *cpu = cpu_of(b);
+    matmul_task t[HL_MATMUL_N_MAX];
+    for (int i = 0; i < n; i++) t[i] = task_of(b, w[i], x, y[i]);
+    for (int i = 0, j; i < n; i = j) {
+        convert(cpu, &t[i]);
+        for (j = i + 1; j < n && same_conversion(&t[i], &t[j]); j++) {
+            t[j].act = t[i].act;
+            t[j].act_stride = t[i].act_stride;
+        }
+        matmul_run_n r = {t + i, j - i};
+        hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), matmul_n_run, &r);
+    }
 }
 
 void hl_cpu_matmul_rows(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const int32_t *x_rows, hl_tensor *y,
