@@ -1,9 +1,10 @@
 /* Row kernels of the CPU ops other than the matmul: SwiGLU, the exponentials
- * of softmax, the two products of attention and rope's rotation. As with vec_dot.h there is a
- * table per level (cpu_features.h): the scalar kernels are the oracle,
- * written plainly; the AVX2 ones reproduce, bit for bit, what llama.cpp's
- * x86 CPU backend computes in its AVX-512 build (the reference's), including
- * its order of additions and its polynomial exp (see simd16_avx2.h).
+ * of softmax, the two products of attention and rope's rotation. As with
+ * vec_dot.h there is a table per level (cpu_features.h): the scalar kernels
+ * are the oracle, written plainly; the AVX2 ones reproduce, bit for bit,
+ * what llama.cpp's x86 CPU backend computes in its AVX-512 build (the
+ * reference's), including its order of additions and its polynomial exp
+ * (see simd16_avx2.h).
  *
  * Attention in llama.cpp without flash attention is two F16 matmuls around a
  * softmax (src/llama-graph.cpp, build_attn_mha): KQ = K * Q with Q rounded to
