@@ -593,19 +593,22 @@ static void test_flash_invariance(hl_backend *fa2) {
  * matmul of another length in between, a norm of heads that writes no Q8_1
  * form) must quantize afresh; and matmul_n, which runs the weights of one
  * type in one launch and those of another after it from the same Q8_1
- * form. The sequence on each backend against the scalar CPU's. Writes
- * n_tok * 67 outputs per step into ys[step]. */
-#define SEQ_STEPS 12
+ * form, and after float weights, whose GEMM (from 8 tokens) writes its F16
+ * activations over that form. The sequence on each backend against the
+ * scalar CPU's. Writes n_tok * 67 outputs per step into ys[step]. */
+#define SEQ_STEPS 14
 static bool matmul_sequence(hl_backend *b, int64_t n_tok, const void *w1, const void *w2, const void *w3,
-                            const float *x0, const float *x1, float *ys[SEQ_STEPS]) {
+                            const void *w4, const float *x0, const float *x1, float *ys[SEQ_STEPS]) {
     const int64_t d = 1536, rows = 67;
     const hl_tensor s1 = shape_of(GGML_TYPE_Q4_K, d, rows), s2 = shape_of(GGML_TYPE_Q8_0, d, rows);
     const hl_tensor s3 = shape_of(GGML_TYPE_Q8_0, 512, rows), sx = shape_of(GGML_TYPE_F32, d, n_tok);
+    const hl_tensor s4 = shape_of(GGML_TYPE_F16, d, rows);
     const hl_tensor sy = shape_of(GGML_TYPE_F32, rows, n_tok), sx3 = shape_of(GGML_TYPE_F32, 512, n_tok);
     const hl_tensor sn = shape_of(GGML_TYPE_F32, d, 1), sh = shape_of(GGML_TYPE_F32, 512, 1);
-    hl_tensor t1, t2, t3, x, x3, y, up, norm, head_norm, tmp, y_b, y_c;
-    void *base[12] = {NULL};
+    hl_tensor t1, t2, t3, t4, x, x3, y, up, norm, head_norm, tmp, y_b, y_c;
+    void *base[13] = {NULL};
     bool ok = alloc_guarded(b, &s1, w1, &t1, &base[0]) == HEARTH_OK &&
+              alloc_guarded(b, &s4, w4, &t4, &base[12]) == HEARTH_OK &&
               alloc_guarded(b, &s2, w2, &t2, &base[1]) == HEARTH_OK &&
               alloc_guarded(b, &s3, w3, &t3, &base[2]) == HEARTH_OK &&
               alloc_guarded(b, &sx, x0, &x, &base[3]) == HEARTH_OK &&
@@ -622,29 +625,31 @@ static bool matmul_sequence(hl_backend *b, int64_t n_tok, const void *w1, const 
      * scale(x), W1 x; 4: after a matmul of another row length, W2 x; 5: after rms_norm(x) in place, W1 x;
      * 6: after swiglu(x, up), W2 x; 7: after rms_norm of x's 512-element heads, W1 x; 8: after rms_norm(x),
      * y += W2 x (matmul_add); 9: after scale(x), matmul_n of W2, W1, W2 into y, y_b, y_c (two weight types),
-     * whose y_b and y_c steps 10 and 11 read */
-    const hl_tensor *ws[3] = {&t2, &t1, &t2};
+     * whose y_b and y_c steps 10 and 11 read; 12: after rms_norm(x), matmul_n of W4 (F16), W2 into y, y_b,
+     * whose y_b step 13 reads */
+    const hl_tensor *ws[3] = {&t2, &t1, &t2}, *ws_f[2] = {&t4, &t2};
     hl_tensor *outs[3] = {&y, &y_b, &y_c};
     for (int step = 0; ok && step < SEQ_STEPS; step++) {
-        if (step >= 10) {
-            ok = hl_download(b, ys[step], outs[step - 9]->data, y_bytes) == HEARTH_OK;
+        if (step == 10 || step == 11 || step == 13) {
+            ok = hl_download(b, ys[step], outs[step == 13 ? 1 : step - 9]->data, y_bytes) == HEARTH_OK;
             continue;
         }
         if (step == 2) ok = hl_upload(b, x.data, x1, hl_tensor_nbytes(&sx)) == HEARTH_OK;
         if (step == 3 || step == 9) ok = ok && hl_scale(b, &x, -1.25f) == HEARTH_OK;
         if (step == 4) ok = ok && hl_matmul(b, &t3, &x3, &y) == HEARTH_OK;
-        if (step == 5 || step == 8) ok = ok && hl_rms_norm(b, &x, &norm, 1e-5f, &x) == HEARTH_OK;
+        if (step == 5 || step == 8 || step == 12) ok = ok && hl_rms_norm(b, &x, &norm, 1e-5f, &x) == HEARTH_OK;
         if (step == 6) ok = ok && hl_swiglu(b, &x, &up) == HEARTH_OK;
         if (step == 7) ok = ok && hl_rms_norm(b, &x, &head_norm, 1e-5f, &x) == HEARTH_OK;
         const hl_tensor *w = step == 0 || step == 3 || step == 5 || step == 7 ? &t1 : &t2;
         if (!ok) break;
-        const hearth_status st = step == 8   ? hl_matmul_add(b, w, &x, &y, &tmp)
-                                 : step == 9 ? hl_matmul_n(b, 3, ws, &x, outs)
-                                             : hl_matmul(b, w, &x, &y);
+        const hearth_status st = step == 8    ? hl_matmul_add(b, w, &x, &y, &tmp)
+                                 : step == 9  ? hl_matmul_n(b, 3, ws, &x, outs)
+                                 : step == 12 ? hl_matmul_n(b, 2, ws_f, &x, outs)
+                                              : hl_matmul(b, w, &x, &y);
         ok = st == HEARTH_OK && hl_synchronize(b) == HEARTH_OK &&
              hl_download(b, ys[step], y.data, y_bytes) == HEARTH_OK;
     }
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < 13; i++)
         if (base[i]) hl_buffer_free(b, base[i]);
     return ok;
 }
@@ -652,8 +657,10 @@ static bool matmul_sequence(hl_backend *b, int64_t n_tok, const void *w1, const 
 static void test_shared_activations(void) {
     const int64_t d = 1536, rows = 67;
     void *w1 = random_rows(GGML_TYPE_Q4_K, d, rows, 1.0f), *w2 = random_rows(GGML_TYPE_Q8_0, d, rows, 1.0f);
-    void *w3 = random_rows(GGML_TYPE_Q8_0, 512, rows, 1.0f);
-    for (int64_t n_tok = 1; n_tok <= 3; n_tok += 2) {
+    void *w3 = random_rows(GGML_TYPE_Q8_0, 512, rows, 1.0f), *w4 = random_rows(GGML_TYPE_F16, d, rows, 1.0f);
+    static const int64_t n_toks[] = {1, 3, 8}; /* 8: the norm writes the Q8_1 form, the F16 weight takes cuBLAS */
+    for (size_t it = 0; it < sizeof n_toks / sizeof n_toks[0]; it++) {
+        const int64_t n_tok = n_toks[it];
         float *x0 = malloc(sizeof(float) * (size_t)(d * n_tok)), *x1 = malloc(sizeof(float) * (size_t)(d * n_tok));
         for (int64_t i = 0; i < d * n_tok; i++) x0[i] = frand(), x1[i] = frand();
         float *want[SEQ_STEPS], *got[SEQ_STEPS];
@@ -661,10 +668,10 @@ static void test_shared_activations(void) {
             want[k] = malloc(sizeof(float) * (size_t)(rows * n_tok));
             got[k] = malloc(sizeof(float) * (size_t)(rows * n_tok));
         }
-        CHECK_MSG(matmul_sequence(ref, n_tok, w1, w2, w3, x0, x1, want), "matmul sequence on the reference: %s",
+        CHECK_MSG(matmul_sequence(ref, n_tok, w1, w2, w3, w4, x0, x1, want), "matmul sequence on the reference: %s",
                   hearth_last_error());
         for (int i = 0; i < n_backends; i++) {
-            if (!matmul_sequence(backends[i], n_tok, w1, w2, w3, x0, x1, got)) {
+            if (!matmul_sequence(backends[i], n_tok, w1, w2, w3, w4, x0, x1, got)) {
                 CHECK_MSG(false, "matmul sequence on %s: %s", backend_names[i], hearth_last_error());
                 continue;
             }
@@ -681,6 +688,7 @@ static void test_shared_activations(void) {
     free(w1);
     free(w2);
     free(w3);
+    free(w4);
 }
 
 /* ------------------------------------------------ the routing itself -- */
