@@ -342,8 +342,11 @@ typedef struct hl_backend_i {
     hearth_status (*graph_run)(hl_backend *b, int key, hearth_status (*issue)(void *ctx), void *ctx);
 } hl_backend_i;
 
-/* Distinct records graph_run keeps per backend instance. */
-#define HL_GRAPH_KEYS 2
+/* Distinct records graph_run keeps per backend instance: forward.c keys
+ * them by stage and by whether the stage computes logits, and one GPU can
+ * run several stages of a pass (blocks kept on the host between its
+ * runs), so 2 x HL_MAX_STAGES (model.h, 36) at most. */
+#define HL_GRAPH_KEYS 40
 
 /* What an instance's scratch was sized for when it was made; the checked
  * calls (ops.h) refuse larger ops. max_tokens 0: an instance that only

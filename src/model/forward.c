@@ -7,6 +7,8 @@
 #include "backend/ops.h"
 #include "model/model.h"
 
+_Static_assert(2 * HL_MAX_STAGES <= HL_GRAPH_KEYS, "a graph record per stage and logits (hl_forward)");
+
 hearth_status hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, const hl_layer *l) {
     const hl_tensor *weights[3] = {&l->wq, &l->wk, &l->wv};
     hl_tensor *out[3] = {&w->q, &w->k, &w->v};
@@ -139,8 +141,11 @@ hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, cons
         HL_TRY(hl_set_positions(s->b, pass->pos, pass->row0, n));
         stage_pass sp = {m, s, pass, pass->n_out > 0 && i == p->n_stages - 1};
         /* the output rows of a one-token pass starting at row 0 are always
-         * {0}: the record holds (a later pass of a split batch runs eagerly) */
-        HL_TRY(n == 1 && pass->out_row0 == 0 ? hl_graph_run(s->b, sp.logits, issue_stage, &sp) : issue_stage(&sp));
+         * {0}: the record holds (a later pass of a split batch runs eagerly).
+         * One record per stage and logits: a GPU that runs two stages (blocks
+         * kept on the host between them) must not replay the first's. */
+        HL_TRY(n == 1 && pass->out_row0 == 0 ? hl_graph_run(s->b, 2 * i + sp.logits, issue_stage, &sp)
+                                             : issue_stage(&sp));
         prev = s;
     }
     HL_TRY(hl_synchronize(prev->b));

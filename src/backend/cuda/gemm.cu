@@ -94,12 +94,18 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
     cu->q8_x = NULL;
     if (w->type == GGML_TYPE_F16) return gemm_in_place<__half>(cu, w, x, y, CUDA_R_16F, beta);
     if (w->type == GGML_TYPE_BF16 && cu->bf16_gemm) return gemm_in_place<__nv_bfloat16>(cu, w, x, y, CUDA_R_16BF, beta);
+    const float one = 1.0f;
+    if (w->type == GGML_TYPE_F32) { // in place and in F32, as the CPU and the matvec (a MoE router's logits)
+        CUBLAS_OK(cu, cublasSgemm(cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)d_out, (int)n, (int)d_in, &one,
+                                  (const float *)w->data, (int)d_in, (const float *)x->data, (int)d_in, &beta,
+                                  (float *)y->data, (int)d_out));
+        return;
+    }
     f32_to<__half><<<cuda_blocks(d_in * n, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>((const float *)x->data, cu->x16,
                                                                                  d_in * n);
     if (!CU_LAUNCHED(cu)) return;
     const size_t stride = hl_row_size(w->type, d_in);
     const int64_t tile_rows = (int64_t)(cu->w16_elems / (size_t)d_in);
-    const float one = 1.0f;
     for (int64_t r0 = 0; r0 < d_out; r0 += tile_rows) {
         const int64_t rows = d_out - r0 < tile_rows ? d_out - r0 : tile_rows;
         if (!hl_cuda_dequant_f16(cu, w->type, (const uint8_t *)w->data + r0 * stride, stride, d_in, rows, cu->w16)) {
@@ -120,9 +126,9 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
 // read 2 bytes an element, then multiply at tensor-core speed. So launches
 // of matvecs pay while their count times b stays within b + 4: Q4_K 8
 // launches (64 tokens), Q8_0 4 (32), Q6_K 5 (40), the server's batches of
-// 16 streams in two. Float weights (read in place by cuBLAS, or tiles of
-// F32), and every type on an unfused instance, take cuBLAS from
-// HL_CUDA_MMV_MAX tokens on, as before.
+// 16 streams in two. Float weights (read in place by cuBLAS), and every
+// type on an unfused instance, take cuBLAS from HL_CUDA_MMV_MAX tokens on,
+// as before.
 static int64_t mv_max_tokens(const hl_cuda *cu, uint32_t type) {
     if (cu->unfused || type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16)
         return HL_CUDA_MMV_MAX - 1;
