@@ -88,12 +88,6 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
                     (long long)cu->limits.max_row);
         return;
     }
-    // x16 gets x in F16 or BF16 below: a Q8_1 form there (q8_1.cuh), of x or
-    // of what came before, is gone, and a matvec after this op in the same
-    // matmul_n, or in the next op, must not take it.
-    cu->q8_x = NULL;
-    if (w->type == GGML_TYPE_F16) return gemm_in_place<__half>(cu, w, x, y, CUDA_R_16F, beta);
-    if (w->type == GGML_TYPE_BF16 && cu->bf16_gemm) return gemm_in_place<__nv_bfloat16>(cu, w, x, y, CUDA_R_16BF, beta);
     const float one = 1.0f;
     if (w->type == GGML_TYPE_F32) { // in place and in F32, as the CPU and the matvec (a MoE router's logits)
         CUBLAS_OK(cu, cublasSgemm(cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)d_out, (int)n, (int)d_in, &one,
@@ -101,6 +95,12 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
                                   (float *)y->data, (int)d_out));
         return;
     }
+    // x16 gets x in F16 or BF16 below: a Q8_1 form there (q8_1.cuh), of x or
+    // of what came before, is gone, and a matvec after this op in the same
+    // matmul_n, or in the next op, must not take it.
+    cu->q8_x = NULL;
+    if (w->type == GGML_TYPE_F16) return gemm_in_place<__half>(cu, w, x, y, CUDA_R_16F, beta);
+    if (w->type == GGML_TYPE_BF16 && cu->bf16_gemm) return gemm_in_place<__nv_bfloat16>(cu, w, x, y, CUDA_R_16BF, beta);
     f32_to<__half><<<cuda_blocks(d_in * n, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>((const float *)x->data, cu->x16,
                                                                                  d_in * n);
     if (!CU_LAUNCHED(cu)) return;
