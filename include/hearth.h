@@ -412,6 +412,62 @@ HEARTH_API hearth_status hearth_model_chat_template(const hearth_model *model, c
 HEARTH_API hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl, const hearth_chat_message *msgs,
                                             size_t n_msgs, char **out);
 
+/* As hearth_chat_apply_template(), with the conversation as JSON: `messages`
+ * is a JSON array of OpenAI chat messages (objects with "role" and
+ * "content", and where present "tool_calls", "tool_call_id", "name" or any
+ * other field), passed to the template as transformers'
+ * apply_chat_template(messages, tools=tools) passes them: every field as
+ * given, except that a tool call's "function.arguments" given as a JSON
+ * string is parsed into the object it encodes (the templates write
+ * `arguments | tojson`), and content given as text parts
+ * ([{"type": "text", "text": ...}]) is joined into one string. `tools` (NULL:
+ * none) is a JSON array of OpenAI tool definitions ({"type": "function",
+ * "function": {"name", "description", "parameters"}}), the template's
+ * `tools` variable. Errors: those of hearth_chat_apply_template(), and
+ * INVALID_ARG for JSON that does not parse ("messages: not valid JSON at
+ * byte N"), is not an array, or holds a message that is not an object with a
+ * string "role". Thread-safe. */
+HEARTH_API hearth_status hearth_chat_apply_template_json(const char *tmpl, const char *messages, const char *tools,
+                                                         bool add_generation_prompt, const char *bos_token,
+                                                         const char *eos_token, char **out);
+
+/* hearth_chat_render() for a conversation in JSON (as
+ * hearth_chat_apply_template_json() reads it) with optional tools. Errors:
+ * those of hearth_chat_render() and hearth_chat_apply_template_json().
+ * Thread-safe. */
+HEARTH_API hearth_status hearth_chat_render_json(const hearth_model *model, const char *tmpl, const char *messages,
+                                                 const char *tools, char **out);
+
+/* ------------------------------------------------------------- grammars -- */
+
+/* Converts a JSON Schema (JSON text) into a GBNF grammar (start rule
+ * `root`) of the JSON texts the schema accepts, the grammar a sampler's
+ * json_schema gets. Supported: type (object, array, string, number,
+ * integer, boolean, null, and lists of types), properties (in the declared
+ * order), required, additionalProperties (false, true or a schema), enum,
+ * const, anyOf, oneOf, allOf of objects, $ref to #/$defs/... or
+ * #/definitions/... (recursive schemas too), items, prefixItems, minItems,
+ * maxItems, minLength, maxLength, pattern (a regular-expression subset:
+ * literals, escapes, ., classes, groups, alternation, * + ? {m,n}, anchored
+ * ^...$), format (date, time, date-time, uuid), minimum and maximum of
+ * integers; title, description, examples, default, $schema, $id and
+ * $comment are read and ignored (they do not constrain). Whitespace between
+ * tokens is at most one newline and a few spaces. *out is NUL-terminated;
+ * free it with hearth_grammar_free_text().
+ * Errors (with *out NULL): INVALID_ARG (NULL argument, JSON that does not
+ * parse, a keyword outside the subset: "json_schema at /properties/age:
+ * unsupported keyword 'exclusiveMinimum'", an unresolvable $ref),
+ * OUT_OF_MEMORY. Thread-safe. */
+HEARTH_API hearth_status hearth_json_schema_to_grammar(const char *schema, char **out);
+
+/* Checks GBNF text as a sampler would compile it. Errors: INVALID_ARG with
+ * "grammar line L column C: ..." (a syntax error, an undefined rule, no
+ * `root`, left recursion), OUT_OF_MEMORY. Thread-safe. */
+HEARTH_API hearth_status hearth_grammar_check(const char *gbnf);
+
+/* Frees text returned by hearth_json_schema_to_grammar(). NULL is a no-op. */
+HEARTH_API void hearth_grammar_free_text(char *text);
+
 /* --------------------------------------------------------------- context -- */
 
 typedef struct hearth_context hearth_context;
@@ -717,6 +773,16 @@ HEARTH_API hearth_status hearth_context_shift_half(hearth_context *ctx, int32_t 
 
 typedef struct hearth_sampler hearth_sampler;
 
+/* One entry of a logit bias: `bias` is added to token `token`'s logit. */
+typedef struct hearth_logit_bias {
+    int32_t token;
+    float bias;
+} hearth_logit_bias;
+
+/* What hearth_sampler_sample() returns when the grammar admits no token of
+ * the vocabulary at this point (the request cannot go on). */
+#define HEARTH_TOKEN_NONE (-1)
+
 typedef struct hearth_sampler_params {
     float temp;            /* <= 0: greedy (argmax). Default 0.8 */
     int32_t top_k;         /* keep the k most likely; <= 0 disables. Default 40 */
@@ -730,23 +796,51 @@ typedef struct hearth_sampler_params {
     float presence_penalty;
     float frequency_penalty;
     uint64_t seed;         /* random seed; equal seeds give equal samples. Default 0xC0FFEE */
+    /* Added to a token's logit before every other sampler (OpenAI's
+     * logit_bias): n_logit_bias entries, copied at init; a bias of -100 or
+     * less bans the token. Default none. */
+    const hearth_logit_bias *logit_bias;
+    size_t n_logit_bias;
+    /* A GBNF grammar (start rule `root`; see hearth_grammar_check()) or a
+     * JSON Schema (hearth_json_schema_to_grammar()), at most one, compiled
+     * at init: only tokens whose bytes the grammar can accept at that point
+     * are sampled, and end-of-generation tokens only where the text is a
+     * whole sentence of it. Default NULL: no grammar. */
+    const char *grammar;
+    const char *json_schema;
+    /* A lazy grammar: with n_grammar_triggers > 0 the grammar applies from
+     * the first place the generated text holds one of these strings (which
+     * begins the grammar's sentence); before it, tokens are free. */
+    const char *const *grammar_triggers;
+    size_t n_grammar_triggers;
 } hearth_sampler_params;
 
 HEARTH_API hearth_sampler_params hearth_sampler_default_params(void);
 
 /* Creates a sampler for `model`'s vocabulary. Errors: INVALID_ARG (top_p
  * outside (0,1], min_p outside [0,1], repeat_penalty <= 0, repeat_last_n < 0,
- * presence or frequency penalty outside [-2, 2]), OUT_OF_MEMORY. */
+ * presence or frequency penalty outside [-2, 2], a logit_bias token outside
+ * the vocabulary or a bias that is not finite, both grammar and
+ * json_schema, a grammar or schema that does not compile: its message with
+ * line and column, an empty trigger), OUT_OF_MEMORY. The first sampler
+ * with a grammar over a model builds the model's token trie (once; about
+ * as long as tokenizing the vocabulary). */
 HEARTH_API hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sampler_params *params,
                                              hearth_sampler **out);
 HEARTH_API void hearth_sampler_free(hearth_sampler *smpl);
 
 /* Picks the next token from `logits` (float[n_vocab], not modified) applying,
- * in llama.cpp's default order: repetition, presence and frequency
- * penalties, top-k, top-p, min-p (these
- * three on the untempered distribution), temperature, then a draw from the
- * remaining tokens (or the argmax when temp <= 0). Records the token for the
- * repetition penalty. Returns the token id. Does not allocate. */
+ * in llama.cpp's default order: the logit bias, repetition, presence and
+ * frequency penalties, top-k, top-p, min-p (these three on the untempered
+ * distribution), temperature, then a draw from the remaining tokens (or the
+ * argmax when temp <= 0). Records the token for the repetition penalty.
+ * With a grammar the token is also checked against it: a token it rejects
+ * is masked with every other token it rejects and the draw is made again
+ * (llama.cpp's order: the check costs a few microseconds, the mask a walk
+ * of the vocabulary's trie, done only on a rejection), and the grammar
+ * advances over the chosen token's bytes. Returns the token id, or
+ * HEARTH_TOKEN_NONE when the grammar admits no token. Does not allocate
+ * without a grammar. */
 HEARTH_API int32_t hearth_sampler_sample(hearth_sampler *smpl, const float *logits);
 
 /* Records tokens the sampler did not choose (the prompt) for the repetition
@@ -814,10 +908,13 @@ typedef enum hearth_finish_reason {
     HEARTH_FINISH_LENGTH = 2,    /* max_tokens generated, or the slot's context is full */
     HEARTH_FINISH_CANCELLED = 3, /* hearth_engine_cancel(), a callback returned false, or the engine was freed */
     HEARTH_FINISH_ERROR = 4,     /* the forward pass failed: see hearth_piece.error */
+    HEARTH_FINISH_TOOL_CALLS = 5,/* the model called tools (hearth_piece.tool_calls) and stopped */
+    HEARTH_FINISH_GRAMMAR = 6,   /* the grammar admits no token of the vocabulary here: the text ends */
 } hearth_finish_reason;
 
 /* OpenAI's finish_reason text of `f`: "stop", "length", "cancelled",
- * "error"; NULL for NONE or a value that is not one. Static; thread-safe. */
+ * "error", "tool_calls", "grammar"; NULL for NONE or a value that is not
+ * one. Static; thread-safe. */
 HEARTH_API const char *hearth_finish_reason_str(hearth_finish_reason f);
 
 /* The most alternatives a piece reports (OpenAI's top_logprobs limit). */
@@ -827,6 +924,18 @@ typedef struct hearth_token_logprob {
     int32_t token;
     float logprob; /* natural log of the probability under the model's distribution */
 } hearth_token_logprob;
+
+/* A part of a tool call the model is making, in the order OpenAI streams
+ * them: a call's first delta has its id and name, later ones the next bytes
+ * of its arguments (a JSON object's text); put together, the arguments
+ * parse as JSON and validate against the tool's parameters schema. */
+typedef struct hearth_tool_call_delta {
+    int32_t index;          /* the call's place among the message's calls, from 0 */
+    const char *id;         /* in the call's first delta: "call_" and 24 letters or digits; else NULL */
+    const char *name;       /* in the call's first delta: the function's name; else NULL */
+    const char *arguments;  /* the next arguments_len bytes of the arguments (not NUL-terminated) */
+    size_t arguments_len;
+} hearth_tool_call_delta;
 
 /* What a request produced since its last piece. Every pointer is valid only
  * during the callback. */
@@ -846,6 +955,10 @@ typedef struct hearth_piece {
     float logprob;
     int32_t n_top;
     const hearth_token_logprob *top;
+    /* With tools: the tool-call deltas of this piece (text then holds
+     * only what the model wrote outside its calls; no call markup). */
+    int32_t n_tool_calls;
+    const hearth_tool_call_delta *tool_calls;
     hearth_finish_reason finish;  /* NONE but in the request's last piece */
     const char *error;            /* with FINISH_ERROR: the one-line message; else NULL */
     int32_t n_prompt;             /* the request's prompt tokens */
@@ -863,14 +976,33 @@ typedef bool (*hearth_piece_fn)(const hearth_piece *piece, void *user);
 
 typedef struct hearth_request_params {
     /* The prompt: exactly one of tokens (n_tokens ids), prompt (UTF-8 text,
-     * tokenized with add_special and parse_special), or messages (a
+     * tokenized with add_special and parse_special), messages (a
      * conversation rendered by the engine's chat template with the
-     * generation prompt, as hearth_chat_render() does). Copied at submit. */
+     * generation prompt, as hearth_chat_render() does) or messages_json
+     * (below). Copied at submit. */
     const int32_t *tokens;
     size_t n_tokens;
     const char *prompt;
     const hearth_chat_message *messages;
     size_t n_messages;
+    /* Or the conversation as a JSON array of OpenAI chat messages
+     * (hearth_chat_apply_template_json()), the form that carries tool calls
+     * and tool results. Copied at submit. */
+    const char *messages_json;
+    /* Tools the model may call (chat requests): a JSON array of OpenAI tool
+     * definitions, given to the chat template; NULL: none. The tool-call
+     * format is chosen from the chat template (Hermes/Qwen <tool_call>,
+     * Llama 3.x JSON and <|python_tag|>, Mistral [TOOL_CALLS], or a generic
+     * JSON form for templates that take no tools); the model's calls come
+     * back parsed in hearth_piece.tool_calls, their arguments constrained by
+     * a grammar built from each tool's parameters schema. */
+    const char *tools_json;
+    /* "auto" (NULL too: text or calls, the grammar switching on at the
+     * format's opening marker), "none" (text only, the tools still shown to
+     * the template), "required" (at least one call) or a function's name
+     * (exactly that function). */
+    const char *tool_choice;
+    bool parallel_tool_calls;            /* may make several calls in one turn; default true */
     int32_t max_tokens;                  /* tokens to generate at most; -1 (default): until the slot's context is full */
     hearth_sampler_params sampling;      /* as hearth_sampler_init() */
     const char *const *stop;             /* n_stop stop strings (non-empty), copied; the text ends before the first */
@@ -883,7 +1015,7 @@ typedef struct hearth_request_params {
 } hearth_request_params;
 
 /* Defaults: no prompt, max_tokens -1, sampler defaults, no stop strings,
- * no logprobs. */
+ * no logprobs, no tools, parallel_tool_calls true. */
 HEARTH_API hearth_request_params hearth_request_default_params(void);
 
 /* Queues a request and returns at once; its pieces arrive through
@@ -892,7 +1024,10 @@ HEARTH_API hearth_request_params hearth_request_default_params(void);
  * Errors (the callback is then never called): INVALID_ARG (no prompt or
  * more than one, an empty prompt, a token out of the vocabulary, NULL
  * on_piece, top_logprobs out of range, an empty stop string, bad sampling
- * parameters: the sampler's message), CONTEXT_FULL (the prompt does not
+ * parameters: the sampler's message; tools that are not an array of
+ * function definitions with a name, a parameters schema that does not
+ * compile, tool_choice naming no given tool, tools with a prompt that is
+ * not a conversation, tools with a grammar), CONTEXT_FULL (the prompt does not
  * leave room to generate in a slot: "the prompt is N tokens and a slot
  * holds M"), BUSY (n_queue_max requests are already waiting), UNSUPPORTED
  * or FORMAT (the chat template failed; its message), OUT_OF_MEMORY.
