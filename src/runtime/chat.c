@@ -1,7 +1,8 @@
 /* The chat calls that need a model: its template (tokenizer.chat_template)
- * and hearth_chat_render, which renders a conversation with the model's BOS
- * and EOS texts through text/chat_template.c's hearth_chat_apply_template and
- * drops a BOS the template wrote when the tokenizer adds one itself. */
+ * and hearth_chat_render / hearth_chat_render_json, which render a
+ * conversation with the model's BOS and EOS texts through
+ * text/chat_template.c and drop a BOS the template wrote when the tokenizer
+ * adds one itself. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,10 +58,12 @@ static bool adds_bos(const hearth_model *model) {
     return bos >= 0 && hearth_tokenize(model, "", 0, true, false, tok, 2, &n) == HEARTH_OK && n >= 1 && tok[0] == bos;
 }
 
-hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl, const hearth_chat_message *msgs,
-                                 size_t n_msgs, char **out) {
-    if (!model || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_chat_render: NULL model or out");
-    *out = NULL;
+/* Renders with `tmpl` (NULL: the model's) and the model's BOS and EOS texts:
+ * the conversation (role/content list or JSON) behind `apply`. */
+typedef hearth_status (*apply_fn)(const char *tmpl, const char *bos, const char *eos, const void *ctx, char **out);
+
+static hearth_status render_for_model(const hearth_model *model, const char *tmpl, apply_fn apply, const void *ctx,
+                                      char **out) {
     char *own = NULL;
     if (!tmpl) {
         HL_TRY(hearth_model_chat_template(model, &own));
@@ -70,8 +73,7 @@ hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl, co
         tmpl = own;
     }
     char *bos = token_text(model, hearth_token_bos(model)), *eos = token_text(model, hearth_token_eos(model));
-    hearth_status st = bos && eos ? hearth_chat_apply_template(tmpl, msgs, n_msgs, true, bos, eos, out)
-                                  : HEARTH_ERR_OUT_OF_MEMORY;
+    hearth_status st = bos && eos ? apply(tmpl, bos, eos, ctx, out) : HEARTH_ERR_OUT_OF_MEMORY;
     /* llama.cpp (common/chat.cpp) drops a BOS the template wrote when the
      * tokenizer adds one itself, so the tokens start with exactly one BOS */
     const size_t nb = bos ? strlen(bos) : 0;
@@ -80,4 +82,39 @@ hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl, co
     free(eos);
     free(own);
     return st;
+}
+
+typedef struct msg_list {
+    const hearth_chat_message *msgs;
+    size_t n;
+} msg_list;
+
+static hearth_status apply_list(const char *tmpl, const char *bos, const char *eos, const void *ctx, char **out) {
+    const msg_list *ml = ctx;
+    return hearth_chat_apply_template(tmpl, ml->msgs, ml->n, true, bos, eos, out);
+}
+
+hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl, const hearth_chat_message *msgs,
+                                 size_t n_msgs, char **out) {
+    if (!model || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_chat_render: NULL model or out");
+    *out = NULL;
+    const msg_list ml = {msgs, n_msgs};
+    return render_for_model(model, tmpl, apply_list, &ml, out);
+}
+
+typedef struct json_conv {
+    const char *messages, *tools;
+} json_conv;
+
+static hearth_status apply_json(const char *tmpl, const char *bos, const char *eos, const void *ctx, char **out) {
+    const json_conv *jc = ctx;
+    return hearth_chat_apply_template_json(tmpl, jc->messages, jc->tools, true, bos, eos, out);
+}
+
+hearth_status hearth_chat_render_json(const hearth_model *model, const char *tmpl, const char *messages,
+                                      const char *tools, char **out) {
+    if (!model || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_chat_render_json: NULL model or out");
+    *out = NULL;
+    const json_conv jc = {messages, tools};
+    return render_for_model(model, tmpl, apply_json, &jc, out);
 }
