@@ -287,6 +287,7 @@ void hearth_model_free(hearth_model *m) {
     hl_backend_cpu_free(m->host);
     free(m->layer_dev);
     hl_vocab_free(m->vocab);
+    hl_token_trie_free(atomic_load(&m->trie));
     hl_gguf_close(m->gguf);
     free(m->file_copy);
     free(m->layers);

@@ -7,9 +7,12 @@
 #ifndef HEARTH_MODEL_H
 #define HEARTH_MODEL_H
 
+#include <stdatomic.h>
+
 #include "backend/backend.h"
 #include "backend/gpu.h"
 #include "gguf/gguf.h"
+#include "grammar/grammar.h"
 #include "text/vocab.h"
 
 #define HL_MAX_LAYERS 4096
@@ -215,6 +218,9 @@ struct hearth_model {
     uint64_t n_params, n_bytes;
     char desc[128];
     size_t gpu_dev_bytes[HL_MAX_GPUS]; /* weights on each gpu[d] (placement's figures) */
+    /* the vocabulary's token trie for grammars, built by the first sampler
+     * that needs it (runtime/sampler_grammar.c) and published atomically */
+    _Atomic(hl_token_trie *) trie;
 };
 
 /* The architectures hearth knows, for lookup by name. */

@@ -1,15 +1,16 @@
-/* Token sampling: repetition penalty (CTRL, Keskar et al. 2019,
+/* Token sampling: logit bias and grammar (sampler_grammar.c), repetition penalty (CTRL, Keskar et al. 2019,
  * arXiv:1909.05858), top-k (Fan et al. 2018), nucleus/top-p (Holtzman et al.
  * 2019, arXiv:1904.09751), min-p (Nguyen et al. 2024, arXiv:2407.01082) and
  * temperature, in llama.cpp's default order, with a seeded xoshiro256**
  * generator so that equal seeds give equal text. All buffers are allocated at
- * init; sampling does not allocate. */
+ * init; sampling without a grammar does not allocate. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/status.h"
 #include "model/model.h"
+#include "runtime/sampler_grammar.h"
 
 typedef struct candidate {
     int32_t id;
@@ -27,6 +28,7 @@ struct hearth_sampler {
     int32_t *recent;   /* ring of the last repeat_last_n tokens */
     int32_t n_recent, recent_head;
     uint64_t rng[4];
+    hl_constraint con;  /* logit bias and grammar */
 };
 
 hearth_sampler_params hearth_sampler_default_params(void) {
@@ -75,6 +77,15 @@ hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sample
     hearth_sampler *s = hl_calloc(1, sizeof *s);
     if (!s) return HEARTH_ERR_OUT_OF_MEMORY;
     s->p = p;
+    hearth_status st = hl_constraint_init(&s->con, model, &p);
+    if (st != HEARTH_OK) {
+        free(s);
+        return st;
+    }
+    /* the parameters' pointers are the caller's: the constraint keeps copies */
+    s->p.logit_bias = NULL;
+    s->p.grammar = s->p.json_schema = NULL;
+    s->p.grammar_triggers = NULL;
     s->n_vocab = hearth_model_n_vocab(model);
     s->cand = hl_malloc((size_t)s->n_vocab * sizeof *s->cand);
     s->top_logits = hl_malloc((size_t)s->n_vocab * sizeof *s->top_logits);
@@ -92,6 +103,7 @@ hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sample
 
 void hearth_sampler_free(hearth_sampler *s) {
     if (!s) return;
+    hl_constraint_free(&s->con);
     free(s->cand);
     free(s->top_logits);
     free(s->weights);
@@ -104,6 +116,7 @@ void hearth_sampler_reset(hearth_sampler *s) {
     s->n_recent = 0;
     s->recent_head = 0;
     rng_seed(s->rng, s->p.seed);
+    hl_constraint_reset(&s->con);
 }
 
 void hearth_sampler_accept(hearth_sampler *s, int32_t token) {
@@ -214,25 +227,45 @@ static int32_t draw(hearth_sampler *s, int32_t n, float max) {
     return s->cand[n - 1].id;
 }
 
-int32_t hearth_sampler_sample(hearth_sampler *s, const float *logits) {
-    int32_t n = s->n_vocab;
-    for (int32_t i = 0; i < n; i++) s->cand[i] = (candidate){i, logits[i]};
+/* The candidates in id order from the logits with the bias, penalised,
+ * then (with a mask) only the allowed ones. Returns their count. */
+static int32_t fill(hearth_sampler *s, const float *logits, const uint8_t *allowed) {
+    const float *bias = s->con.bias;
+    for (int32_t i = 0; i < s->n_vocab; i++) s->cand[i] = (candidate){i, bias ? logits[i] + bias[i] : logits[i]};
     apply_penalty(s);
-    int32_t token;
-    if (s->p.temp <= 0.0f) {
-        token = s->cand[argmax(s->cand, n)].id;
-    } else {
-        const bool sorted = s->p.top_k > 0 && s->p.top_k < n;
-        if (sorted) {
-            keep_top(s->cand, n, s->p.top_k);
-            n = s->p.top_k;
-        }
-        const float max = s->cand[argmax(s->cand, n)].logit;
-        /* top-p normalises over the top-k survivors: remember their logits */
-        s->n_top = n;
-        for (int32_t i = 0; s->p.top_p < 1.0f && i < n; i++) s->top_logits[i] = s->cand[i].logit;
-        token = draw(s, truncate(s, n, sorted, max), max);
+    if (!allowed) return s->n_vocab;
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n_vocab; i++)
+        if (allowed[i]) s->cand[n++] = s->cand[i];
+    return n;
+}
+
+/* Chooses among the first n candidates: argmax, or top-k, top-p, min-p,
+ * temperature and a draw. */
+static int32_t pick(hearth_sampler *s, int32_t n) {
+    if (s->p.temp <= 0.0f) return s->cand[argmax(s->cand, n)].id;
+    const bool sorted = s->p.top_k > 0 && s->p.top_k < n;
+    if (sorted) {
+        keep_top(s->cand, n, s->p.top_k);
+        n = s->p.top_k;
     }
+    const float max = s->cand[argmax(s->cand, n)].logit;
+    /* top-p normalises over the top-k survivors: remember their logits */
+    s->n_top = n;
+    for (int32_t i = 0; s->p.top_p < 1.0f && i < n; i++) s->top_logits[i] = s->cand[i].logit;
+    return draw(s, truncate(s, n, sorted, max), max);
+}
+
+int32_t hearth_sampler_sample(hearth_sampler *s, const float *logits) {
+    int32_t token = pick(s, fill(s, logits, NULL));
+    /* llama.cpp's order: try the token, mask the vocabulary only when the
+     * grammar rejects it */
+    if (hl_constraint_grammar_on(&s->con) && !hl_constraint_allows(&s->con, token)) {
+        const int32_t n = hl_constraint_mask(&s->con);
+        if (n <= 0) return HEARTH_TOKEN_NONE;
+        token = pick(s, fill(s, logits, s->con.allowed));
+    }
+    hl_constraint_advance(&s->con, token);
     hearth_sampler_accept(s, token);
     return token;
 }

@@ -14,11 +14,19 @@
 #include "server_impl.h"
 #include "sse.h"
 
+/* A tool call as its deltas build it (non-streaming). */
+typedef struct hl_call_out {
+    char *id, *name;
+    hl_buf args;
+} hl_call_out;
+
 /* What one choice has produced so far. */
 typedef struct hl_choice_out {
     hl_buf text;     /* whole text (non-streaming) */
     size_t n_text;   /* bytes of text so far: completions' text_offset */
     cJSON *logprobs; /* non-streaming with logprobs */
+    hl_call_out *calls; /* [n_calls] non-streaming */
+    int32_t n_calls;
     int32_t n_generated;
     hearth_finish_reason finish;
 } hl_choice_out;
@@ -41,15 +49,27 @@ static void gen_free(void *user) {
     hl_gen *g = user;
     hl_job_free(g->job);
     for (int32_t i = 0; i < g->req.n; i++) {
-        hl_buf_free(&g->choice[i].text);
-        cJSON_Delete(g->choice[i].logprobs);
+        hl_choice_out *c = &g->choice[i];
+        hl_buf_free(&c->text);
+        cJSON_Delete(c->logprobs);
+        for (int32_t k = 0; k < c->n_calls; k++) {
+            free(c->calls[k].id);
+            free(c->calls[k].name);
+            hl_buf_free(&c->calls[k].args);
+        }
+        free(c->calls);
     }
     hl_oai_request_free(&g->req);
     free(g);
 }
 
+/* OpenAI's finish_reason of a choice that ended well (cancelled and failed
+ * ones answer with an error instead). */
 static const char *finish_name(hearth_finish_reason f) {
-    return f == HEARTH_FINISH_STOP ? "stop" : f == HEARTH_FINISH_LENGTH ? "length" : NULL;
+    return f == HEARTH_FINISH_STOP || f == HEARTH_FINISH_LENGTH || f == HEARTH_FINISH_TOOL_CALLS ||
+                   f == HEARTH_FINISH_GRAMMAR
+               ? hearth_finish_reason_str(f)
+               : NULL;
 }
 
 /* Counts, the finish, and the error of a choice that did not end well. */
@@ -91,9 +111,49 @@ static void check_finished(hl_gen *g) {
 
 /* ------------------------------------------------------- non-streaming -- */
 
+static char *dup_str(const char *s) {
+    char *d = s ? strdup(s) : NULL;
+    return d || !s ? d : NULL;
+}
+
+/* Adds the event's tool-call deltas to the choice's calls. */
+static bool collect_calls(hl_choice_out *c, const hl_event *ev) {
+    for (int32_t i = 0; i < ev->n_calls; i++) {
+        const hearth_tool_call_delta *d = &ev->calls[i];
+        if (d->index < 0 || d->index > c->n_calls) return false; /* the engine numbers calls in order */
+        if (d->index == c->n_calls) {
+            hl_call_out *grown = realloc(c->calls, (size_t)(c->n_calls + 1) * sizeof *grown);
+            if (!grown) return false;
+            c->calls = grown;
+            c->calls[c->n_calls++] = (hl_call_out){.id = dup_str(d->id ? d->id : ""), .name = dup_str(d->name ? d->name : "")};
+            if (!c->calls[d->index].id || !c->calls[d->index].name) return false;
+        }
+        if (!hl_buf_add(&c->calls[d->index].args, d->arguments, d->arguments_len)) return false;
+    }
+    return true;
+}
+
+/* The message's tool_calls array, or NULL (none, or out of memory: *ok false). */
+static cJSON *calls_json(const hl_choice_out *c, bool *ok) {
+    if (!c->n_calls) return NULL;
+    cJSON *arr = cJSON_CreateArray();
+    for (int32_t k = 0; arr && k < c->n_calls; k++) {
+        const hl_call_out *call = &c->calls[k];
+        cJSON *item = hl_oai_tool_call(call->id, call->name, call->args.p ? call->args.p : "");
+        if (!item || !cJSON_AddItemToArray(arr, item)) {
+            cJSON_Delete(item);
+            cJSON_Delete(arr);
+            arr = NULL;
+        }
+    }
+    *ok = arr != NULL;
+    return arr;
+}
+
 static bool collect(hl_gen *g, const hl_event *ev) {
     hl_choice_out *c = &g->choice[ev->choice];
     account(g, ev);
+    if (!collect_calls(c, ev)) return false;
     if (has_logprob(g, ev)) {
         if (!c->logprobs && !(c->logprobs = hl_oai_logprobs_new(g->req.kind))) return false;
         if (!hl_oai_logprobs_add(g->req.kind, c->logprobs, g->model, ev->token, ev->logprob, ev->top, ev->n_top,
@@ -126,7 +186,12 @@ static void answer_whole(hl_gen *g, hl_reply *rep) {
     for (int32_t i = 0; choices && i < g->req.n; i++) {
         hl_choice_out *c = &g->choice[i];
         n_completion += c->n_generated;
-        cJSON *item = hl_oai_choice(&g->meta, i, c->text.p ? c->text.p : "", c->logprobs, finish_name(c->finish));
+        bool calls_ok = true;
+        cJSON *calls = calls_json(c, &calls_ok);
+        cJSON *item = calls_ok ? hl_oai_choice(&g->meta, i, c->text.p ? c->text.p : "", c->logprobs, calls,
+                                               finish_name(c->finish))
+                               : NULL;
+        if (!calls_ok) cJSON_Delete(c->logprobs);
         c->logprobs = NULL; /* taken */
         if (!item || !cJSON_AddItemToArray(choices, item)) {
             cJSON_Delete(item);
@@ -155,10 +220,20 @@ static bool stream_event(hl_gen *g, const hl_event *ev, hl_buf *out) {
         }
     }
     c->n_text += ev->len;
-    if ((ev->len || lp) && !hl_sse_frame(out, hl_oai_chunk(&g->meta, ev->choice, false, ev->text, lp, NULL)))
+    if ((ev->len || lp) && !hl_sse_frame(out, hl_oai_chunk(&g->meta, ev->choice, false, ev->text, lp, NULL, NULL)))
         return false;
+    /* each tool-call delta in a chunk of its own, as OpenAI streams them */
+    for (int32_t i = 0; i < ev->n_calls; i++) {
+        cJSON *arr = cJSON_CreateArray(), *d = hl_oai_tool_call_delta(&ev->calls[i]);
+        if (!arr || !d || !cJSON_AddItemToArray(arr, d)) {
+            cJSON_Delete(arr);
+            cJSON_Delete(d);
+            return false;
+        }
+        if (!hl_sse_frame(out, hl_oai_chunk(&g->meta, ev->choice, false, NULL, NULL, arr, NULL))) return false;
+    }
     const char *finish = finish_name(ev->finish);
-    return !finish || hl_sse_frame(out, hl_oai_chunk(&g->meta, ev->choice, false, NULL, NULL, finish));
+    return !finish || hl_sse_frame(out, hl_oai_chunk(&g->meta, ev->choice, false, NULL, NULL, NULL, finish));
 }
 
 /* After the last event: an error event if a choice failed (the openai client
@@ -179,7 +254,7 @@ static hl_sse_step stream_next(void *user, hl_buf *out) {
          * gets its headers before the prompt is read */
         g->started = true;
         for (int32_t i = 0; g->req.kind == HL_OAI_CHAT && i < g->req.n; i++)
-            if (!hl_sse_frame(out, hl_oai_chunk(&g->meta, i, true, "", NULL, NULL))) return HL_SSE_ABORT;
+            if (!hl_sse_frame(out, hl_oai_chunk(&g->meta, i, true, "", NULL, NULL, NULL))) return HL_SSE_ABORT;
         if (out->len) return HL_SSE_MORE;
     }
     for (;;) {
@@ -196,8 +271,8 @@ static hl_sse_step stream_next(void *user, hl_buf *out) {
 
 /* ----------------------------------------------------------- the entry -- */
 
-static void submit_error(hl_error *e, hearth_status st, const char *msg, hl_oai_kind kind) {
-    const char *param = kind == HL_OAI_CHAT ? "messages" : "prompt";
+static void submit_error(hl_error *e, hearth_status st, const char *msg, const hl_oai_request *req) {
+    const char *param = req->kind == HL_OAI_CHAT ? "messages" : "prompt";
     switch (st) {
     case HEARTH_ERR_CONTEXT_FULL:
         hl_error_set(e, 400, "invalid_request_error", "context_length_exceeded", param, "%s", msg);
@@ -209,7 +284,12 @@ static void submit_error(hl_error *e, hearth_status st, const char *msg, hl_oai_
     case HEARTH_ERR_INVALID_ARG:
     case HEARTH_ERR_UNSUPPORTED:
     case HEARTH_ERR_FORMAT: /* the chat template refused the conversation */
-        hl_error_set(e, 400, "invalid_request_error", "invalid_value", NULL, "%s", msg);
+        /* a grammar, schema or tools the engine could not compile name the field that gave them */
+        param = !strncmp(msg, "grammar", 7) || !strncmp(msg, "json_schema", 11) || !strncmp(msg, "tool", 4)
+                    ? req->constraint_param
+                : !strncmp(msg, "logit_bias", 10) ? "logit_bias"
+                                                  : NULL;
+        hl_error_set(e, 400, "invalid_request_error", "invalid_value", param, "%s", msg);
         break;
     default:
         hl_error_set(e, 500, "server_error", NULL, NULL, "%s", msg);
@@ -254,7 +334,7 @@ static void handle(hl_call *call, hl_reply *rep, hl_oai_kind kind) {
     hearth_status st =
         hl_job_start(call->engine, &g->req.params, g->req.n, call->fd, &srv->stopping, &g->job, msg, sizeof msg);
     if (st != HEARTH_OK) {
-        submit_error(&err, st, msg, kind);
+        submit_error(&err, st, msg, &g->req);
         gen_free(g);
         hl_reply_error(rep, &err);
         return;

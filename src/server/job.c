@@ -70,9 +70,45 @@ static void destroy(hl_job *job) {
     free(job);
 }
 
+/* Bytes the piece's tool-call deltas take: the array, then each id, name
+ * (NUL-terminated) and arguments. */
+static size_t calls_size(const hearth_piece *pc) {
+    size_t n = (size_t)pc->n_tool_calls * sizeof(hearth_tool_call_delta);
+    for (int32_t i = 0; i < pc->n_tool_calls; i++) {
+        const hearth_tool_call_delta *d = &pc->tool_calls[i];
+        n += (d->id ? strlen(d->id) + 1 : 0) + (d->name ? strlen(d->name) + 1 : 0) + d->arguments_len + 1;
+    }
+    return n;
+}
+
+/* Copies the deltas to `at` (aligned for the array). */
+static hearth_tool_call_delta *copy_calls(const hearth_piece *pc, char *at) {
+    hearth_tool_call_delta *calls = (hearth_tool_call_delta *)at;
+    char *s = at + (size_t)pc->n_tool_calls * sizeof *calls;
+    for (int32_t i = 0; i < pc->n_tool_calls; i++) {
+        const hearth_tool_call_delta *d = &pc->tool_calls[i];
+        calls[i] = (hearth_tool_call_delta){.index = d->index, .arguments_len = d->arguments_len};
+        if (d->id) {
+            calls[i].id = s;
+            s = stpcpy(s, d->id) + 1;
+        }
+        if (d->name) {
+            calls[i].name = s;
+            s = stpcpy(s, d->name) + 1;
+        }
+        calls[i].arguments = s;
+        if (d->arguments_len) memcpy(s, d->arguments, d->arguments_len);
+        s[d->arguments_len] = '\0';
+        s += d->arguments_len + 1;
+    }
+    return calls;
+}
+
 static hl_event *event_new(int32_t choice, const hearth_piece *pc) {
     size_t err_len = pc->error ? strlen(pc->error) + 1 : 0;
-    hl_event *ev = malloc(sizeof *ev + pc->len + 1 + err_len);
+    const size_t align = _Alignof(hearth_tool_call_delta), head = sizeof(hl_event) + pc->len + 1 + err_len;
+    const size_t calls_at = (head + align - 1) / align * align;
+    hl_event *ev = malloc(pc->n_tool_calls > 0 ? calls_at + calls_size(pc) : head);
     if (!ev) return NULL;
     int32_t n_top = pc->n_top < 0 ? 0 : pc->n_top > HEARTH_MAX_TOP_LOGPROBS ? HEARTH_MAX_TOP_LOGPROBS : pc->n_top;
     *ev = (hl_event){.choice = choice,
@@ -91,6 +127,10 @@ static hl_event *event_new(int32_t choice, const hearth_piece *pc) {
         char *err = ev->text + pc->len + 1;
         memcpy(err, pc->error, err_len);
         ev->error = err;
+    }
+    if (pc->n_tool_calls > 0) {
+        ev->n_calls = pc->n_tool_calls;
+        ev->calls = copy_calls(pc, (char *)ev + calls_at);
     }
     return ev;
 }

@@ -1,6 +1,7 @@
 /* Parsing OpenAI request bodies (see oai_request.h): field by field with
- * the types and ranges OpenAI documents, into hearth_request_params. Unknown
- * fields are ignored, as OpenAI's own server ignores what it does not use;
+ * the types and ranges OpenAI documents, into hearth_request_params. Fields
+ * OpenAI does not define are ignored, as its own server ignores them; a
+ * defined field hearth does not implement is refused (oai_structured.c);
  * null means "not given". No engine or model call happens here: token ids,
  * the prompt's length and the chat template are the engine's to check. */
 #include "oai_request.h"
@@ -126,11 +127,10 @@ cJSON *hl_json_parse_object(const char *body, size_t len, hl_error *err) {
     return root;
 }
 
-/* A message's content given as parts [{"type": "text", "text": ...}] is
- * joined (OpenAI's multi-part form; text is all a language model reads) and
- * put back into the tree as one string, which then owns it. */
-static bool join_parts(cJSON *msg, cJSON *content, const char **out, hl_error *err) {
-    size_t total = 1;
+/* Content given as parts must be text parts [{"type": "text", "text":
+ * ...}] (OpenAI's multi-part form; text is all a language model reads):
+ * the library joins them. */
+static bool check_parts(const cJSON *content, hl_error *err) {
     const cJSON *part;
     cJSON_ArrayForEach(part, content) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
@@ -141,32 +141,13 @@ static bool join_parts(cJSON *msg, cJSON *content, const char **out, hl_error *e
                          "content parts must be {\"type\": \"text\", \"text\": \"...\"}: this server reads text only");
             return false;
         }
-        total += strlen(text->valuestring);
     }
-    char *joined = malloc(total);
-    if (!joined) {
-        hl_error_set(err, 500, "server_error", NULL, NULL, "out of memory reading 'messages'");
-        return false;
-    }
-    size_t at = 0;
-    cJSON_ArrayForEach(part, content) {
-        const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
-        size_t n = strlen(t);
-        memcpy(joined + at, t, n);
-        at += n;
-    }
-    joined[at] = '\0';
-    cJSON *str = cJSON_CreateString(joined);
-    free(joined);
-    if (!str || !cJSON_ReplaceItemViaPointer(msg, content, str)) {
-        cJSON_Delete(str);
-        hl_error_set(err, 500, "server_error", NULL, NULL, "out of memory reading 'messages'");
-        return false;
-    }
-    *out = str->valuestring;
     return true;
 }
 
+/* messages: checked here for the error's shape, then printed as the JSON
+ * the engine renders (tool calls, tool results and every other field go to
+ * the chat template as given). */
 static bool parse_messages(cJSON *root, hl_oai_request *r, hl_error *err) {
     cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (!msgs || cJSON_IsNull(msgs)) {
@@ -174,36 +155,26 @@ static bool parse_messages(cJSON *root, hl_oai_request *r, hl_error *err) {
         return false;
     }
     if (!cJSON_IsArray(msgs)) return wrong_type(err, "messages", "an array of messages");
-    size_t n = (size_t)cJSON_GetArraySize(msgs);
-    if (n == 0) {
+    if (cJSON_GetArraySize(msgs) == 0) {
         hl_error_set(err, 400, INVALID, "invalid_value", "messages", "'messages' must hold at least one message");
         return false;
     }
-    r->messages = calloc(n, sizeof *r->messages);
-    if (!r->messages) {
-        hl_error_set(err, 500, "server_error", NULL, NULL, "out of memory reading 'messages'");
-        return false;
-    }
-    size_t i = 0;
-    cJSON *m;
+    const cJSON *m;
     cJSON_ArrayForEach(m, msgs) {
         if (!cJSON_IsObject(m)) return wrong_type(err, "messages", "an array of objects with 'role' and 'content'");
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-        cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
         if (!cJSON_IsString(role)) return wrong_type(err, "messages", "messages whose 'role' is a string");
-        hearth_chat_message *out = &r->messages[i++];
-        out->role = role->valuestring;
-        if (cJSON_IsString(content))
-            out->content = content->valuestring;
-        else if (cJSON_IsNull(content)) /* an assistant turn that only called tools */
-            out->content = "";
-        else if (cJSON_IsArray(content)) {
-            if (!join_parts(m, content, &out->content, err)) return false;
-        } else
+        if (cJSON_IsArray(content) && !check_parts(content, err)) return false;
+        /* null or absent: an assistant turn that only called tools */
+        if (content && !cJSON_IsString(content) && !cJSON_IsNull(content) && !cJSON_IsArray(content))
             return wrong_type(err, "messages", "messages whose 'content' is a string or an array of text parts");
+        if (calls && !cJSON_IsNull(calls) && !cJSON_IsArray(calls))
+            return wrong_type(err, "messages", "messages whose 'tool_calls' is an array");
     }
-    r->params.messages = r->messages;
-    r->params.n_messages = n;
+    if (!(r->messages_json = hl_json_print(msgs, "messages", err))) return false;
+    r->params.messages_json = r->messages_json;
     return true;
 }
 
@@ -320,7 +291,8 @@ bool hl_oai_parse(hl_oai_kind kind, const char *body, size_t len, const hearth_r
               (kind == HL_OAI_CHAT ? parse_messages(out->root, out, err) : parse_prompt(out->root, out, err)) &&
               hl_json_int(out->root, "n", 1, HL_OAI_MAX_N, &n, err) && parse_sampling(out->root, out, err) &&
               parse_stop(out->root, out, err) && parse_logprobs(out->root, out, err) &&
-              parse_stream(out->root, out, err);
+              parse_stream(out->root, out, err) && hl_oai_parse_structured(out->root, out, err) &&
+              hl_oai_check_unsupported(out->root, kind, err);
     out->n = (int32_t)n;
     if (!ok) hl_oai_request_free(out);
     return ok;
@@ -328,7 +300,10 @@ bool hl_oai_parse(hl_oai_kind kind, const char *body, size_t len, const hearth_r
 
 void hl_oai_request_free(hl_oai_request *r) {
     cJSON_Delete(r->root);
-    free(r->messages);
+    free(r->messages_json);
+    free(r->tools_json);
+    free(r->schema_json);
+    free(r->logit_bias);
     free(r->tokens);
     free(r->stop);
     *r = (hl_oai_request){0};

@@ -43,9 +43,15 @@ typedef struct hl_oai_request {
     int32_t n;       /* choices: n engine requests */
     bool seed_given; /* choice i samples with seed + i */
     bool stream, include_usage;
+    /* The field that set a grammar (grammar, json_schema, response_format,
+     * tools): the param of an error the engine gives about it. */
+    const char *constraint_param;
     /* owned: the parsed body (the strings above point into it) and arrays */
     cJSON *root;
-    hearth_chat_message *messages;
+    char *messages_json; /* the messages printed for the engine */
+    char *tools_json;
+    char *schema_json;   /* response_format's or json_schema's schema, printed */
+    hearth_logit_bias *logit_bias;
     int32_t *tokens;
     const char **stop;
 } hl_oai_request;
@@ -70,5 +76,14 @@ bool hl_json_str(const cJSON *obj, const char *name, const char **out, hl_error 
 bool hl_json_tokens(const cJSON *arr, const char *name, int32_t **out, size_t *n, hl_error *err);
 /* The whole body as one JSON object; NULL with *err for anything else. */
 cJSON *hl_json_parse_object(const char *body, size_t len, hl_error *err);
+
+/* oai_structured.c: response_format, llama-server's grammar and
+ * json_schema, logit_bias, tools, tool_choice and parallel_tool_calls into
+ * r->params; and the refusal (400, code unsupported_parameter) of fields
+ * with a defined meaning that hearth does not implement. */
+bool hl_oai_parse_structured(cJSON *root, hl_oai_request *r, hl_error *err);
+bool hl_oai_check_unsupported(const cJSON *root, hl_oai_kind kind, hl_error *err);
+/* Printed JSON of `v` (malloc'd) or NULL with *err (500). */
+char *hl_json_print(const cJSON *v, const char *name, hl_error *err);
 
 #endif

@@ -211,15 +211,53 @@ static cJSON *choice_base(int32_t index, cJSON *logprobs, const char *finish) {
     return done(c, ok);
 }
 
-cJSON *hl_oai_choice(const hl_oai_meta *m, int32_t index, const char *text, cJSON *logprobs, const char *finish) {
+cJSON *hl_oai_tool_call(const char *id, const char *name, const char *arguments) {
+    cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
+    if (!call || !fn) {
+        cJSON_Delete(call);
+        cJSON_Delete(fn);
+        return NULL;
+    }
+    bool ok = put(call, "function", fn) && put(call, "id", cJSON_CreateString(id)) &&
+              put(call, "type", cJSON_CreateString("function")) && put(fn, "name", cJSON_CreateString(name)) &&
+              put(fn, "arguments", cJSON_CreateString(arguments));
+    return done(call, ok);
+}
+
+cJSON *hl_oai_tool_call_delta(const hearth_tool_call_delta *d) {
+    cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
+    char *args = malloc(d->arguments_len + 1);
+    if (!call || !fn || !args) {
+        cJSON_Delete(call);
+        cJSON_Delete(fn);
+        free(args);
+        return NULL;
+    }
+    memcpy(args, d->arguments, d->arguments_len);
+    args[d->arguments_len] = '\0';
+    bool ok = put(call, "index", cJSON_CreateNumber(d->index)) && (!d->id || put(call, "id", cJSON_CreateString(d->id))) &&
+              (!d->id || put(call, "type", cJSON_CreateString("function"))) && put(call, "function", fn) &&
+              (!d->name || put(fn, "name", cJSON_CreateString(d->name))) &&
+              put(fn, "arguments", cJSON_CreateString(args));
+    free(args);
+    return done(call, ok);
+}
+
+cJSON *hl_oai_choice(const hl_oai_meta *m, int32_t index, const char *text, cJSON *logprobs, cJSON *tool_calls,
+                     const char *finish) {
     cJSON *c = choice_base(index, logprobs, finish);
     bool ok = c != NULL;
     if (ok && m->kind == HL_OAI_CHAT) {
         cJSON *msg = cJSON_CreateObject();
         ok = put(c, "message", msg) && put(msg, "role", cJSON_CreateString("assistant")) &&
-             put(msg, "content", cJSON_CreateString(text));
+             put(msg, "content", tool_calls && !text[0] ? cJSON_CreateNull() : cJSON_CreateString(text));
+        if (tool_calls) {
+            ok = ok && put(msg, "tool_calls", tool_calls);
+            tool_calls = NULL;
+        }
     } else
         ok = ok && put(c, "text", cJSON_CreateString(text));
+    cJSON_Delete(tool_calls);
     return done(c, ok);
 }
 
@@ -234,12 +272,13 @@ cJSON *hl_oai_result(const hl_oai_meta *m, cJSON *choices, cJSON *usage) {
 }
 
 cJSON *hl_oai_chunk(const hl_oai_meta *m, int32_t index, bool role, const char *text, cJSON *logprobs,
-                    const char *finish) {
+                    cJSON *tool_calls, const char *finish) {
     cJSON *c = choice_base(index, logprobs, finish), *o = head(m, true), *choices = cJSON_CreateArray();
     if (!c || !o || !choices) {
         cJSON_Delete(c);
         cJSON_Delete(o);
         cJSON_Delete(choices);
+        cJSON_Delete(tool_calls);
         return NULL;
     }
     bool ok = push(choices, c) & put(o, "choices", choices);
@@ -247,9 +286,14 @@ cJSON *hl_oai_chunk(const hl_oai_meta *m, int32_t index, bool role, const char *
         cJSON *delta = cJSON_CreateObject();
         ok = put(c, "delta", delta) && (!role || put(delta, "role", cJSON_CreateString("assistant"))) &&
              (!text || put(delta, "content", cJSON_CreateString(text)));
+        if (tool_calls) {
+            ok = ok && put(delta, "tool_calls", tool_calls);
+            tool_calls = NULL;
+        }
     } else
         ok = ok && put(c, "text", cJSON_CreateString(text ? text : ""));
     ok = ok && (!m->usage_null || put(o, "usage", cJSON_CreateNull()));
+    cJSON_Delete(tool_calls);
     return done(o, ok);
 }
 

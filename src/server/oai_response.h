@@ -38,18 +38,27 @@ cJSON *hl_oai_logprobs_new(hl_oai_kind kind);
 bool hl_oai_logprobs_add(hl_oai_kind kind, cJSON *lp, const hearth_model *model, int32_t token, float logprob,
                          const hearth_token_logprob *top, int32_t n_top, size_t text_offset);
 
-/* One choice of a result: chat {"index", "message": {"role", "content"},
- * "logprobs", "finish_reason"}; completions {"index", "text", "logprobs",
- * "finish_reason"}. logprobs may be NULL (null). */
-cJSON *hl_oai_choice(const hl_oai_meta *m, int32_t index, const char *text, cJSON *logprobs, const char *finish);
+/* One choice of a result: chat {"index", "message": {"role", "content",
+ * "tool_calls"?}, "logprobs", "finish_reason"}; completions {"index",
+ * "text", "logprobs", "finish_reason"}. logprobs may be NULL (null);
+ * tool_calls (chat) NULL for none, else the message's calls, and then an
+ * empty text is content null, as OpenAI answers. */
+cJSON *hl_oai_choice(const hl_oai_meta *m, int32_t index, const char *text, cJSON *logprobs, cJSON *tool_calls,
+                     const char *finish);
+/* One tool call of a message: {"id", "type": "function", "function": {"name", "arguments"}}. */
+cJSON *hl_oai_tool_call(const char *id, const char *name, const char *arguments);
+/* One delta of a streamed tool call: {"index", "id"?, "type"?, "function":
+ * {"name"?, "arguments"}}: id, type and name in a call's first delta. */
+cJSON *hl_oai_tool_call_delta(const hearth_tool_call_delta *d);
 /* A whole result: {"id", "object", "created", "model", "choices", "usage"}. */
 cJSON *hl_oai_result(const hl_oai_meta *m, cJSON *choices, cJSON *usage);
 
 /* One streamed chunk for choice `index`: chat {"delta": {"role"?,
- * "content"?}}, completions {"text"}; text NULL leaves the delta empty;
- * finish NULL is null. */
+ * "content"?, "tool_calls"?}}, completions {"text"}; text NULL leaves the
+ * delta without content; tool_calls (an array of
+ * hl_oai_tool_call_delta, taken) NULL for none; finish NULL is null. */
 cJSON *hl_oai_chunk(const hl_oai_meta *m, int32_t index, bool role, const char *text, cJSON *logprobs,
-                    const char *finish);
+                    cJSON *tool_calls, const char *finish);
 /* The last chunk of a stream with include_usage: "choices": [] and usage. */
 cJSON *hl_oai_usage_chunk(const hl_oai_meta *m, cJSON *usage);
 

@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "hearth.h"
+#include "runtime/toolcall/toolcall.h"
 
 typedef struct hl_request {
     uint64_t id;
@@ -29,6 +30,11 @@ typedef struct hl_request {
     int32_t top_logprobs;
     hearth_piece_fn on_piece;
     void *user;
+    /* with tools: the split of the text into content and calls, and the
+     * request's own detokenizer (special tokens written out: the format's
+     * markers, such as Mistral's [TOOL_CALLS], are special tokens) */
+    hl_tool_parser *tools;
+    hearth_detok *detok;
     double t_submit, t_last;    /* seconds (monotonic): submitted, last token sampled */
     bool cancel;                /* under mu */
     bool paused;                /* under mu: hearth_engine_pause() */

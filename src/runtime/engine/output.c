@@ -37,13 +37,35 @@ static bool hold(hl_slot *s, const char *text, size_t len) {
     return true;
 }
 
+/* The detokenizer of the slot's request. */
+static hearth_detok *detok_of(const hl_slot *s) { return s->req->detok ? s->req->detok : s->detok; }
+
+/* With tools: the piece's text becomes what the parser gives as content
+ * and the tool-call deltas join it. False: out of memory. */
+static bool split_calls(hl_request *r, hearth_piece *pc, bool final) {
+    if (!r->tools) return true;
+    hl_tool_output o;
+    if (hl_tool_parser_push(r->tools, pc->text, pc->len, final, &o) != HEARTH_OK) return false;
+    pc->text = o.content;
+    pc->len = o.content_len;
+    pc->tool_calls = o.calls;
+    pc->n_tool_calls = o.n_calls;
+    return true;
+}
+
 void hl_slot_finish(hearth_engine *e, hl_slot *s, hearth_piece pc) {
     char tail[64];
     size_t n_tail = 0;
     /* what the detokenizer held (an unfinished character) joins the held text */
-    if (hearth_detok_flush(s->detok, tail, sizeof tail, &n_tail) != HEARTH_OK || !hold(s, tail, n_tail)) n_tail = 0;
+    if (hearth_detok_flush(detok_of(s), tail, sizeof tail, &n_tail) != HEARTH_OK || !hold(s, tail, n_tail)) n_tail = 0;
     pc.text = s->hold ? s->hold : "";
     pc.len = pc.finish == HEARTH_FINISH_ERROR ? 0 : s->n_hold;
+    if (!split_calls(s->req, &pc, true)) {
+        pc = (hearth_piece){.token = pc.token, .text = "", .finish = HEARTH_FINISH_ERROR,
+                            .error = "out of memory splitting the text into tool calls"};
+    }
+    if (pc.finish == HEARTH_FINISH_STOP && s->req->tools && hl_tool_parser_n_calls(s->req->tools) > 0)
+        pc.finish = HEARTH_FINISH_TOOL_CALLS;
     pthread_mutex_lock(&e->mu);
     e->stats.n_requests++;
     pthread_mutex_unlock(&e->mu);
@@ -98,7 +120,7 @@ static size_t char_start(const char *t, size_t n, size_t at) {
 static void cut_at_stop(hl_slot *s, long at) {
     char tail[64];
     size_t n;
-    hearth_detok_flush(s->detok, tail, sizeof tail, &n);
+    hearth_detok_flush(detok_of(s), tail, sizeof tail, &n);
     s->n_hold = char_start(s->hold, s->n_hold, (size_t)at);
 }
 
@@ -136,6 +158,13 @@ static void emit(hearth_engine *e, hl_slot *s, hearth_piece *pc) {
     const size_t out = char_start(s->hold, s->n_hold, s->n_hold - keep);
     pc->text = s->hold;
     pc->len = out;
+    if (!split_calls(s->req, pc, false)) {
+        *pc = (hearth_piece){.token = pc->token, .text = "", .finish = HEARTH_FINISH_ERROR,
+                             .error = "out of memory splitting the text into tool calls"};
+        s->n_hold = 0;
+        hl_slot_finish(e, s, *pc);
+        return;
+    }
     const bool go_on = deliver(s, pc);
     memmove(s->hold, s->hold + out, s->n_hold - out);
     s->n_hold -= out;
@@ -162,6 +191,10 @@ void hl_slot_sample(hearth_engine *e, hl_slot *s, const float *logits) {
     hl_request *r = s->req;
     hearth_token_logprob top[HEARTH_MAX_TOP_LOGPROBS];
     const int32_t token = hearth_sampler_sample(r->smpl, logits);
+    if (token == HEARTH_TOKEN_NONE) { /* the grammar admits no token: the text ends here */
+        hl_slot_finish(e, s, (hearth_piece){.token = -1, .finish = HEARTH_FINISH_GRAMMAR});
+        return;
+    }
     hearth_piece pc = {.token = token, .text = "", .n_top = r->top_logprobs, .top = top};
     if (r->logprobs) pc.logprob = logprobs(e, logits, token, r->top_logprobs, top);
 
@@ -181,7 +214,7 @@ void hl_slot_sample(hearth_engine *e, hl_slot *s, const float *logits) {
     }
     char text[1024];
     size_t len = 0;
-    if (hearth_detok_push(s->detok, token, text, sizeof text, &len) != HEARTH_OK || !hold(s, text, len)) {
+    if (hearth_detok_push(detok_of(s), token, text, sizeof text, &len) != HEARTH_OK || !hold(s, text, len)) {
         pc.finish = HEARTH_FINISH_ERROR;
         pc.error = "out of memory for the request's text";
         hl_slot_finish(e, s, pc);

@@ -3,14 +3,17 @@
  * template, on the caller's thread) into the bounded wait queue, and
  * hearth_engine_cancel() flags a request, waiting or running, for the engine
  * thread to end at its next step. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/status.h"
+#include "runtime/chat_tools.h"
 #include "runtime/engine/engine_impl.h"
 
 hearth_request_params hearth_request_default_params(void) {
-    return (hearth_request_params){.max_tokens = -1, .sampling = hearth_sampler_default_params()};
+    return (hearth_request_params){
+        .max_tokens = -1, .sampling = hearth_sampler_default_params(), .parallel_tool_calls = true};
 }
 
 void hl_request_free(hl_request *r) {
@@ -19,6 +22,8 @@ void hl_request_free(hl_request *r) {
     free(r->stop);
     free(r->prompt);
     hearth_sampler_free(r->smpl);
+    hl_tool_parser_free(r->tools);
+    hearth_detok_free(r->detok);
     free(r);
 }
 
@@ -43,11 +48,16 @@ static hearth_status tokenize(const hearth_model *m, const char *text, hl_reques
     return HEARTH_OK;
 }
 
-/* r->prompt from exactly one of the three prompt forms. */
-static hearth_status read_prompt(const hearth_engine *e, const hearth_request_params *p, hl_request *r) {
-    const int forms = (p->tokens != NULL) + (p->prompt != NULL) + (p->messages != NULL);
+/* r->prompt from exactly one of the four prompt forms; a request with
+ * tools also gets the tools' grammar into *sp and its parser. */
+static hearth_status read_prompt(const hearth_engine *e, const hearth_request_params *p, hl_request *r,
+                                 hl_tool_setup *tools, hearth_sampler_params *sp) {
+    const int forms = (p->tokens != NULL) + (p->prompt != NULL) + (p->messages != NULL) + (p->messages_json != NULL);
     if (forms != 1)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "a request needs exactly one of tokens, prompt or messages (got %d)", forms);
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "a request needs exactly one of tokens, prompt, messages or messages_json (got %d)", forms);
+    if ((p->tools_json || p->tool_choice) && !p->messages_json)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "tools need the conversation as messages_json");
     const int32_t n_vocab = hearth_model_n_vocab(e->model);
     if (p->tokens) {
         if (p->n_tokens == 0 || p->n_tokens > INT32_MAX)
@@ -64,9 +74,29 @@ static hearth_status read_prompt(const hearth_engine *e, const hearth_request_pa
         return HEARTH_OK;
     }
     if (p->prompt) return tokenize(e->model, p->prompt, r);
-    if (p->n_messages == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "the request's conversation has no messages");
+    if (p->messages_json && (p->tools_json || p->tool_choice)) {
+        HL_TRY(hl_chat_tools(e->model, e->chat_template, p, tools));
+        if (tools->grammar) {
+            if (sp->grammar || sp->json_schema)
+                return hl_fail(HEARTH_ERR_INVALID_ARG, "a request with tools cannot also have a grammar or json_schema");
+            sp->grammar = tools->grammar;
+            sp->grammar_triggers = (const char *const *)tools->triggers;
+            sp->n_grammar_triggers = tools->n_triggers;
+        }
+        if (tools->choice != HL_TOOL_CHOICE_NONE) {
+            const uint64_t seed = (uint64_t)(uintptr_t)r ^ (uint64_t)(hl_now() * 1e9);
+            HL_TRY(hl_tool_parser_init(tools->format, seed, &r->tools));
+            HL_TRY(hearth_detok_init(e->model, true, &r->detok));
+        }
+        return tokenize(e->model, tools->prompt, r);
+    }
     char *text;
-    HL_TRY(hearth_chat_render(e->model, e->chat_template, p->messages, p->n_messages, &text));
+    if (p->messages_json) {
+        HL_TRY(hearth_chat_render_json(e->model, e->chat_template, p->messages_json, NULL, &text));
+    } else {
+        if (p->n_messages == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "the request's conversation has no messages");
+        HL_TRY(hearth_chat_render(e->model, e->chat_template, p->messages, p->n_messages, &text));
+    }
     hearth_status st = tokenize(e->model, text, r);
     hearth_chat_free(text);
     return st;
@@ -94,17 +124,20 @@ static hearth_status make_request(const hearth_engine *e, const hearth_request_p
         return hl_fail(HEARTH_ERR_INVALID_ARG, "top_logprobs must be in [0, %d] (got %d)", HEARTH_MAX_TOP_LOGPROBS,
                        (int)p->top_logprobs);
     if (p->max_tokens < -1) return hl_fail(HEARTH_ERR_INVALID_ARG, "max_tokens must be -1 or more (got %d)", (int)p->max_tokens);
-    const hearth_sampler_params *sp = &p->sampling;
-    if (!(sp->presence_penalty >= -2.0f && sp->presence_penalty <= 2.0f) ||
-        !(sp->frequency_penalty >= -2.0f && sp->frequency_penalty <= 2.0f))
+    hearth_sampler_params sp = p->sampling;
+    if (!(sp.presence_penalty >= -2.0f && sp.presence_penalty <= 2.0f) ||
+        !(sp.frequency_penalty >= -2.0f && sp.frequency_penalty <= 2.0f))
         return hl_fail(HEARTH_ERR_INVALID_ARG, "presence_penalty and frequency_penalty must be in [-2, 2]");
     HL_TRY(copy_stops(p, r));
-    HL_TRY(read_prompt(e, p, r));
-    if (r->n_prompt == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "the request's prompt is empty");
-    if ((uint32_t)r->n_prompt >= e->n_ctx_seq)
-        return hl_fail(HEARTH_ERR_CONTEXT_FULL, "the prompt is %d tokens and a slot holds %u: shorten the prompt or raise n_ctx",
-                       (int)r->n_prompt, e->n_ctx_seq);
-    HL_TRY(hearth_sampler_init(e->model, sp, &r->smpl));
+    hl_tool_setup tools = {0};
+    hearth_status st = read_prompt(e, p, r, &tools, &sp);
+    if (st == HEARTH_OK && r->n_prompt == 0) st = hl_fail(HEARTH_ERR_INVALID_ARG, "the request's prompt is empty");
+    if (st == HEARTH_OK && (uint32_t)r->n_prompt >= e->n_ctx_seq)
+        st = hl_fail(HEARTH_ERR_CONTEXT_FULL, "the prompt is %d tokens and a slot holds %u: shorten the prompt or raise n_ctx",
+                     (int)r->n_prompt, e->n_ctx_seq);
+    if (st == HEARTH_OK) st = hearth_sampler_init(e->model, &sp, &r->smpl);
+    hl_tool_setup_free(&tools); /* the sampler holds its own grammar */
+    HL_TRY(st);
     r->max_tokens = p->max_tokens;
     r->logprobs = p->logprobs || p->top_logprobs > 0;
     r->top_logprobs = p->top_logprobs;
@@ -159,6 +192,8 @@ const char *hearth_finish_reason_str(hearth_finish_reason f) {
     case HEARTH_FINISH_LENGTH: return "length";
     case HEARTH_FINISH_CANCELLED: return "cancelled";
     case HEARTH_FINISH_ERROR: return "error";
+    case HEARTH_FINISH_TOOL_CALLS: return "tool_calls";
+    case HEARTH_FINISH_GRAMMAR: return "grammar";
     default: return NULL;
     }
 }
