@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "hearth.h"
+#include "runtime/chat_tools.h"
 
 hearth_status hearth_model_chat_template(const hearth_model *model, char **out) {
     if (!model || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_chat_template: NULL argument");
@@ -58,12 +59,8 @@ static bool adds_bos(const hearth_model *model) {
     return bos >= 0 && hearth_tokenize(model, "", 0, true, false, tok, 2, &n) == HEARTH_OK && n >= 1 && tok[0] == bos;
 }
 
-/* Renders with `tmpl` (NULL: the model's) and the model's BOS and EOS texts:
- * the conversation (role/content list or JSON) behind `apply`. */
-typedef hearth_status (*apply_fn)(const char *tmpl, const char *bos, const char *eos, const void *ctx, char **out);
-
-static hearth_status render_for_model(const hearth_model *model, const char *tmpl, apply_fn apply, const void *ctx,
-                                      char **out) {
+hearth_status hl_chat_render_for_model(const hearth_model *model, const char *tmpl, hl_chat_apply_fn apply,
+                                       void *ctx, char **out) {
     char *own = NULL;
     if (!tmpl) {
         HL_TRY(hearth_model_chat_template(model, &own));
@@ -89,7 +86,7 @@ typedef struct msg_list {
     size_t n;
 } msg_list;
 
-static hearth_status apply_list(const char *tmpl, const char *bos, const char *eos, const void *ctx, char **out) {
+static hearth_status apply_list(const char *tmpl, const char *bos, const char *eos, void *ctx, char **out) {
     const msg_list *ml = ctx;
     return hearth_chat_apply_template(tmpl, ml->msgs, ml->n, true, bos, eos, out);
 }
@@ -99,14 +96,14 @@ hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl, co
     if (!model || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_chat_render: NULL model or out");
     *out = NULL;
     const msg_list ml = {msgs, n_msgs};
-    return render_for_model(model, tmpl, apply_list, &ml, out);
+    return hl_chat_render_for_model(model, tmpl, apply_list, (void *)&ml, out);
 }
 
 typedef struct json_conv {
     const char *messages, *tools;
 } json_conv;
 
-static hearth_status apply_json(const char *tmpl, const char *bos, const char *eos, const void *ctx, char **out) {
+static hearth_status apply_json(const char *tmpl, const char *bos, const char *eos, void *ctx, char **out) {
     const json_conv *jc = ctx;
     return hearth_chat_apply_template_json(tmpl, jc->messages, jc->tools, true, bos, eos, out);
 }
@@ -116,5 +113,5 @@ hearth_status hearth_chat_render_json(const hearth_model *model, const char *tmp
     if (!model || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_chat_render_json: NULL model or out");
     *out = NULL;
     const json_conv jc = {messages, tools};
-    return render_for_model(model, tmpl, apply_json, &jc, out);
+    return hl_chat_render_for_model(model, tmpl, apply_json, (void *)&jc, out);
 }
