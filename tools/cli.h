@@ -175,8 +175,9 @@ typedef struct run_opts {
     long n_predict;
     bool context_shift;        /* run: --context-shift */
     long n_keep;               /* run: --keep N (-1: the whole prompt) */
-    hearth_sampler_params sampling;
+    hearth_sampler_params sampling; /* grammar and json_schema: run's --grammar, --json-schema, --json */
     bool seed_set;
+    const char *grammar_file;       /* run: --grammar-file FILE */
     hearth_context_params ctx;
     long n_gpu_layers;
     cli_load load;

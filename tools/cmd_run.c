@@ -56,6 +56,7 @@ static void run_usage(FILE *out, bool chat) {
             "      --min-p P            drop tokens below P x the top probability; 0 = off (default 0.05)\n"
             "      --repeat-penalty R   penalty for the last 64 tokens; 1 = off (default 1.0)\n"
             "      --seed S             random seed; the same seed gives the same text (default: random)\n"
+            "%s"
             "performance:\n"
             "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
             "  -c, --ctx-size N         context length in tokens (default: the model's, at most 4096)\n"
@@ -74,6 +75,12 @@ static void run_usage(FILE *out, bool chat) {
             "other:\n"
             "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
             "  -h, --help               this help\n",
+            chat ? ""
+                 : "structured output (one of):\n"
+                   "      --grammar GBNF       only text this GBNF grammar (llama.cpp's notation, rule root) accepts\n"
+                   "      --grammar-file FILE  the grammar in FILE\n"
+                   "  -j, --json-schema JSON   only JSON that this JSON Schema accepts (the subset in README)\n"
+                   "      --json               only a JSON object\n",
             hearth_cpu_physical_cores());
 }
 
@@ -150,6 +157,17 @@ int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat) {
             NEED_VALUE();
             if (!cli_parse_u64(a, val, &o->sampling.seed)) return 2;
             o->seed_set = true;
+        } else if (!chat && IS("--grammar", "--grammar")) {
+            NEED_VALUE();
+            o->sampling.grammar = val;
+        } else if (!chat && IS("--grammar-file", "--grammar-file")) {
+            NEED_VALUE();
+            o->grammar_file = val;
+        } else if (!chat && IS("-j", "--json-schema")) {
+            NEED_VALUE();
+            o->sampling.json_schema = val;
+        } else if (!chat && IS("--json", "--json")) {
+            o->sampling.json_schema = "{\"type\": \"object\"}";
         } else if (IS("--no-parse-special", "--no-parse-special")) {
             o->parse_special = false;
         } else if (IS("-v", "--verbose")) {
@@ -177,6 +195,10 @@ int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat) {
         fprintf(stderr, "hearth: give the prompt as text, with -f or with --chat, only one of them\n");
         return 2;
     }
+    if ((o->sampling.grammar != NULL) + (o->grammar_file != NULL) + (o->sampling.json_schema != NULL) > 1) {
+        fprintf(stderr, "hearth: give one of --grammar, --grammar-file, --json-schema and --json\n");
+        return 2;
+    }
     if (!chat && !o->chat && (o->system || o->chat_template)) {
         fprintf(stderr, "hearth: --system and --chat-template go with --chat MESSAGE (or hearth chat)\n");
         return 2;
@@ -192,6 +214,7 @@ typedef struct run_state {
     hearth_detok *detok;
     int32_t *tokens;
     char *prompt_copy;
+    char *grammar_copy; /* --grammar-file's text */
     char *chat_prompt;
     chat_template tmpl;
 } run_state;
@@ -203,6 +226,7 @@ static void run_state_free(run_state *s) {
     hearth_model_free(s->model);
     free(s->tokens);
     free(s->prompt_copy);
+    free(s->grammar_copy);
     hearth_chat_free(s->chat_prompt);
     chat_template_free(&s->tmpl);
 }
@@ -285,7 +309,13 @@ static int run(const run_opts *o, run_state *s) {
         if (rc) return rc;
     }
     if (hearth_context_init(s->model, &o->ctx, &s->ctx) != HEARTH_OK) return cli_fail("context");
-    if (hearth_sampler_init(s->model, &o->sampling, &s->smpl) != HEARTH_OK) return cli_fail("sampler");
+    hearth_sampler_params sp = o->sampling;
+    if (o->grammar_file) {
+        size_t len;
+        if (!(s->grammar_copy = cli_read_file(o->grammar_file, "grammar file", &len))) return 1;
+        sp.grammar = s->grammar_copy;
+    }
+    if (hearth_sampler_init(s->model, &sp, &s->smpl) != HEARTH_OK) return cli_fail("sampler");
     if (hearth_detok_init(s->model, false, &s->detok) != HEARTH_OK) return cli_fail("detokenizer");
     size_t n_prompt = 0;
     int rc = tokenize_prompt(s, o, prompt, prompt_len, &n_prompt);

@@ -43,6 +43,10 @@ int cli_generate(const cli_gen *g, long limit, long *n_gen) {
     *n_gen = 0;
     while (*n_gen < limit && !(g->stop && *g->stop)) {
         int32_t tok = hearth_sampler_sample(g->smpl, hearth_get_logits(g->ctx));
+        if (tok == HEARTH_TOKEN_NONE) {
+            fprintf(stderr, "\nhearth: the grammar admits no token of the vocabulary here: stopped\n");
+            break;
+        }
         if (hearth_token_is_eog(g->model, tok)) break;
         (*n_gen)++;
         if (hearth_detok_push(g->detok, tok, piece, sizeof piece, &len) != HEARTH_OK) return cli_fail("detokenize");
