@@ -30,6 +30,15 @@ def model_path():
 
 
 @pytest.fixture(scope="session")
+def qwen_path():
+    """Qwen2.5-Coder 0.5B Instruct: a chat template that takes tools (Hermes-style <tool_call>)."""
+    path = Path(os.environ.get("HEARTH_MODEL_QWEN2", ROOT / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"))
+    if not path.exists():
+        pytest.skip(f"{path} not found: run scripts/fetch_model.sh qwen2")
+    return path
+
+
+@pytest.fixture(scope="session")
 def run_hearth(hearth_bin):
     """Runs hearth with arguments; never hangs (60 s limit)."""
     def run(*args, **kw):
@@ -106,14 +115,14 @@ def server_bin(hearth_bin):
 
 @pytest.fixture(scope="session")
 def start_server(server_bin, model_path, tmp_path_factory):
-    """start_server(*args) runs `hearth serve MODEL --port 0 *args` and waits until
-    it is ready; every server still running at the end is stopped and must
+    """start_server(*args, model=None) runs `hearth serve MODEL --port 0 *args`
+    (MODEL: the default model unless given) and waits until it is ready; every server still running at the end is stopped and must
     exit 0."""
     servers = []
 
-    def start(*args):
+    def start(*args, model=None):
         log = tmp_path_factory.mktemp("serve") / "stderr.txt"
-        server = Server(server_bin, model_path, args, log)
+        server = Server(server_bin, model or model_path, args, log)
         servers.append(server)
         return server
 
