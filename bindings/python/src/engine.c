@@ -354,28 +354,38 @@ static const char *keep_utf8(PyObject *str, PyObject *keep) {
 }
 
 /* Sets p's prompt from submit()'s argument: a str (kind "text"), a sequence
- * of token ids ("tokens"), or a sequence of (role, content) str pairs
- * ("chat"). Strings are kept alive by `keep`, arrays go to *tokens / *msgs
+ * of token ids ("tokens"), or a conversation as JSON text ("chat":
+ * messages_json). Strings are kept alive by `keep`, token ids go to *tokens
  * (the caller frees them). */
-static bool set_prompt(PyObject *prompt, const char *kind, hearth_request_params *p, PyObject *keep, int32_t **tokens,
-                       hearth_chat_message **msgs) {
+static bool set_prompt(PyObject *prompt, const char *kind, hearth_request_params *p, PyObject *keep, int32_t **tokens) {
     if (!strcmp(kind, "text")) return (p->prompt = keep_utf8(prompt, keep)) != NULL;
     if (!strcmp(kind, "tokens")) return (p->tokens = *tokens = token_array(prompt, &p->n_tokens)) != NULL;
-    PyObject *fast = PySequence_Fast(prompt, "messages must be a sequence of (role, content) pairs");
-    if (!fast) return false;
-    const Py_ssize_t n = PySequence_Size(fast);
-    *msgs = calloc((size_t)n + 1, sizeof **msgs);
-    bool ok = *msgs != NULL || (PyErr_NoMemory(), false);
-    for (Py_ssize_t i = 0; ok && i < n; i++) {
-        PyObject *pair = PySequence_GetItem(fast, i), *role, *content;
-        ok = pair && PyArg_ParseTuple(pair, "UU", &role, &content) &&
-             ((*msgs)[i].role = keep_utf8(role, keep)) && ((*msgs)[i].content = keep_utf8(content, keep));
+    return (p->messages_json = keep_utf8(prompt, keep)) != NULL;
+}
+
+/* A str or None as a C string kept alive by `keep` (NULL for None). False
+ * with an exception set. */
+static bool optional_utf8(PyObject *v, PyObject *keep, const char **out) {
+    *out = NULL;
+    return v == Py_None || (*out = keep_utf8(v, keep)) != NULL;
+}
+
+/* Reads the logit bias (a sequence of (token, bias) pairs) into a malloc'd
+ * array of *n entries. */
+static hearth_logit_bias *logit_bias_array(PyObject *pairs, size_t *n) {
+    PyObject *fast = PySequence_Fast(pairs, "logit_bias must be a sequence of (token, bias) pairs");
+    if (!fast) return NULL;
+    *n = (size_t)PySequence_Size(fast);
+    hearth_logit_bias *bias = calloc(*n + 1, sizeof *bias);
+    bool ok = bias != NULL || (PyErr_NoMemory(), false);
+    for (size_t i = 0; ok && i < *n; i++) {
+        PyObject *pair = PySequence_GetItem(fast, (Py_ssize_t)i);
+        ok = pair && PyArg_ParseTuple(pair, "if", &bias[i].token, &bias[i].bias);
         Py_XDECREF(pair);
     }
     Py_DECREF(fast);
-    p->messages = *msgs;
-    p->n_messages = (size_t)n;
-    return ok;
+    if (!ok) free(bias);
+    return ok ? bias : NULL;
 }
 
 /* Reads the stop strings (a sequence of str) into a malloc'd array. */
@@ -397,33 +407,41 @@ static const char **stop_array(PyObject *stop, PyObject *keep, size_t *n) {
 
 /* submit(prompt, kind, max_tokens, temperature, top_k, top_p, min_p,
  * repeat_penalty, presence_penalty, frequency_penalty, seed, stop,
- * ignore_eos) -> Request */
+ * ignore_eos, logit_bias, grammar, json_schema, tools, tool_choice,
+ * parallel_tool_calls) -> Request. logit_bias is a sequence of (token,
+ * bias) pairs; grammar (GBNF), json_schema and tools (JSON text) and
+ * tool_choice are str or None. hearth/_model.py checks the values. */
 static PyObject *engine_submit(PyObject *self, PyObject *args) {
     hp_engine *e = (hp_engine *)self;
-    PyObject *prompt, *stop;
+    PyObject *prompt, *stop, *bias, *grammar, *schema, *tools, *choice;
     const char *kind;
     unsigned long long seed;
-    int ignore_eos;
+    int ignore_eos, parallel;
     hearth_request_params p = hearth_request_default_params();
     hearth_sampler_params *sp = &p.sampling;
-    if (!PyArg_ParseTuple(args, "OsififffffKOp", &prompt, &kind, &p.max_tokens, &sp->temp, &sp->top_k, &sp->top_p,
-                          &sp->min_p, &sp->repeat_penalty, &sp->presence_penalty, &sp->frequency_penalty, &seed, &stop,
-                          &ignore_eos) ||
+    if (!PyArg_ParseTuple(args, "OsififffffKOpOOOOOp", &prompt, &kind, &p.max_tokens, &sp->temp, &sp->top_k,
+                          &sp->top_p, &sp->min_p, &sp->repeat_penalty, &sp->presence_penalty, &sp->frequency_penalty,
+                          &seed, &stop, &ignore_eos, &bias, &grammar, &schema, &tools, &choice, &parallel) ||
         !open_or_raise(e))
         return NULL;
     sp->seed = seed;
     p.ignore_eos = ignore_eos;
+    p.parallel_tool_calls = parallel;
     PyObject *keep = PyList_New(0), *out = NULL;
     int32_t *tokens = NULL;
-    hearth_chat_message *msgs = NULL;
     const char **stops = NULL;
-    if (keep && set_prompt(prompt, kind, &p, keep, &tokens, &msgs) && (stops = stop_array(stop, keep, &p.n_stop))) {
+    hearth_logit_bias *biases = NULL;
+    if (keep && set_prompt(prompt, kind, &p, keep, &tokens) && (stops = stop_array(stop, keep, &p.n_stop)) &&
+        (biases = logit_bias_array(bias, &sp->n_logit_bias)) && optional_utf8(grammar, keep, &sp->grammar) &&
+        optional_utf8(schema, keep, &sp->json_schema) && optional_utf8(tools, keep, &p.tools_json) &&
+        optional_utf8(choice, keep, &p.tool_choice)) {
         p.stop = stops;
+        sp->logit_bias = biases;
         out = hp_request_submit(e, &p);
     }
+    free(biases);
     free(stops);
     free(tokens);
-    free(msgs);
     Py_XDECREF(keep);
     return out;
 }
@@ -435,7 +453,7 @@ static PyMethodDef engine_methods[] = {
     {"chat_template", engine_chat_template, METH_NOARGS, "chat_template() -> str | None"},
     {"tokenize", engine_tokenize, METH_VARARGS, "tokenize(text: bytes, add_special, parse_special) -> list[int]"},
     {"detokenize", engine_detokenize, METH_VARARGS, "detokenize(tokens, special) -> str"},
-    {"submit", engine_submit, METH_VARARGS, "submit(prompt, kind, max_tokens, sampling..., seed, stop) -> Request"},
+    {"submit", engine_submit, METH_VARARGS, "submit(prompt, kind, max_tokens, sampling..., seed, stop, ignore_eos, constraints..., tools...) -> Request"},
     {"close", engine_close, METH_NOARGS, "close() -> None; frees the model and its memory now"},
     {NULL, NULL, 0, NULL},
 };
