@@ -145,7 +145,7 @@ static hearth_status normalize_message(cJSON *msg) {
         if (text) {
             cJSON *s = cJSON_CreateString(text);
             free(text);
-            if (!s || !cJSON_ReplaceItemViaPointer(msg, content, s)) {
+            if (!s || !cJSON_ReplaceItemInObjectCaseSensitive(msg, "content", s)) {
                 cJSON_Delete(s);
                 return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "out of memory joining a message's text parts");
             }
@@ -157,7 +157,7 @@ static hearth_status normalize_message(cJSON *msg) {
         cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
         if (!cJSON_IsString(args)) continue;
         cJSON *parsed = cJSON_Parse(args->valuestring);
-        if (parsed && !cJSON_ReplaceItemViaPointer(fn, args, parsed)) {
+        if (parsed && !cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", parsed)) {
             cJSON_Delete(parsed);
             return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "out of memory parsing a tool call's arguments");
         }

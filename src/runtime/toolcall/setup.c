@@ -117,7 +117,7 @@ static hearth_status with_system_text(const char *messages, const char *text, ch
         }
         cJSON *s = cJSON_CreateString(merged.p);
         free(merged.p);
-        ok = s && cJSON_ReplaceItemViaPointer(first, content, s);
+        ok = s && cJSON_ReplaceItemInObjectCaseSensitive(first, "content", s);
         if (!ok) cJSON_Delete(s);
     } else {
         cJSON *sys = cJSON_CreateObject();
