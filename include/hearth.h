@@ -419,11 +419,14 @@ HEARTH_API hearth_status hearth_chat_render(const hearth_model *model, const cha
  * apply_chat_template(messages, tools=tools) passes them: every field as
  * given, except that a tool call's "function.arguments" given as a JSON
  * string is parsed into the object it encodes (the templates write
- * `arguments | tojson`), and content given as text parts
- * ([{"type": "text", "text": ...}]) is joined into one string. `tools` (NULL:
- * none) is a JSON array of OpenAI tool definitions ({"type": "function",
- * "function": {"name", "description", "parameters"}}), the template's
- * `tools` variable. Errors: those of hearth_chat_apply_template(), and
+ * `arguments | tojson`, as vLLM and llama.cpp convert them; text that is not
+ * JSON stays text), and content given only as text parts
+ * ([{"type": "text", "text": ...}]) is joined into one string with "\n"
+ * between the parts. JSON numbers with integral values become ints (1.0
+ * is rendered as 1). `tools` is a JSON array of OpenAI tool definitions
+ * ({"type": "function", "function": {"name", "description",
+ * "parameters"}}), the template's `tools` variable; NULL: tools is None,
+ * as transformers passes it. Errors: those of hearth_chat_apply_template(), and
  * INVALID_ARG for JSON that does not parse ("messages: not valid JSON at
  * byte N"), is not an array, or holds a message that is not an object with a
  * string "role". Thread-safe. */
