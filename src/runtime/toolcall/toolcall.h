@@ -91,10 +91,15 @@ void hl_tool_parser_free(hl_tool_parser *p);
 
 /* Feeds the next len bytes of generated text (whole UTF-8 characters).
  * Text that could still begin a call's markup is held back until it
- * cannot; a call's name is given as soon as it is complete and its
- * arguments as they come. `final` (the generation ended): everything held
- * is resolved (an unfinished call is given as far as it got, its arguments
- * closed only if they were complete). Errors: OUT_OF_MEMORY. */
+ * cannot; a call's id and name are given once its head has matched up to
+ * the '{' of its arguments (with that '{'), and its arguments as they come.
+ * Text that began like a call but stopped matching before that point is
+ * content, so no text is lost. `final` (the generation ended): everything
+ * held is resolved (an opening that never became a call is content, an
+ * unfinished call is given as far as it got, its arguments closed only if
+ * they were complete, unfinished closing markup is dropped). LLAMA3's
+ * {"name" opens a call only at the start of the reply (<|python_tag|>
+ * anywhere). Errors: OUT_OF_MEMORY. */
 hearth_status hl_tool_parser_push(hl_tool_parser *p, const char *text, size_t len, bool final, hl_tool_output *out);
 
 /* Calls begun so far. */
