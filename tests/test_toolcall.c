@@ -351,12 +351,14 @@ static void test_parser(void) {
          "", 2, {"a", "b"}, {"{\"x\": [1, {\"y\": \"]\"}]}", "{}"}, false},
         {M, "Sure.[TOOL_CALLS] [ {\"name\": \"a\", \"arguments\": {\"k\": \"v\"}} ]", "Sure.", 1, {"a"}, {"{\"k\": \"v\"}"}, false},
         {M, "[TOOL_CALLS is not a marker", "[TOOL_CALLS is not a marker", 0, {0}, {0}, false},
+        {M, "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b", "", 1, {"a"}, {"{}"}, false},
         /* GENERIC */
         {G, "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {\"k\": \"v\"}}, {\"name\": \"b\", \"arguments\": " ARGS_W "}]}",
          "", 2, {"a", "b"}, {"{\"k\": \"v\"}", ARGS_W}, false},
         {G, "{\"response\": \"Hello \\\"world\\\"\\n\\u00e9\\ud83d\\ude00 ok\\\\\"}", "Hello \"world\"\né😀 ok\\", 0, {0}, {0}, false},
         {G, "Hi there {\"response\": \"x\"}", "Hi there {\"response\": \"x\"}", 0, {0}, {0}, false},
         {G, "{\"answer\": 1}", "{\"answer\": 1}", 0, {0}, {0}, false},
+        {G, "\n {\"response\" : \"bad \\q escape, lone \\ud800 half\"}", "bad \\q escape, lone \\ud800 half", 0, {0}, {0}, false},
     };
     uint64_t rng = 7;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_parse_case(&cases[i], &rng);

@@ -358,22 +358,28 @@ static hearth_status step_resp(hl_tool_parser *p, bool *moved) {
         if (i == n || s[i] == '"') break;
         if (i + 1 == n) break; /* the escape's next byte has not come */
         static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-        const char *e = strchr(from, s[i + 1]);
+        const char esc = s[i + 1];
+        const char *e = esc ? strchr(from, esc) : NULL;
         char buf[4];
-        size_t len = 0, adv = 2;
-        if (s[i + 1] != 'u' && e && s[i + 1]) buf[len++] = to[e - from];
-        else if (s[i + 1] == 'u') {
+        size_t len = 2, adv = 2;
+        memcpy(buf, s + i, 2); /* an invalid escape: as written */
+        if (esc == 'u') {
             if (n - i < 6) break;
-            unsigned long cp = (unsigned long)hex4(s + i);
-            adv = 6;
-            if (hex4(s + i) >= 0xD800 && hex4(s + i) < 0xDC00) {
+            const long hi = hex4(s + i);
+            long cp = hi;
+            if (hi >= 0xD800 && hi < 0xDC00) { /* a high surrogate: its low half follows */
                 if (n - i < 12) break;
                 const long lo = hex4(s + i + 6);
-                if (lo >= 0xDC00 && lo < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (unsigned long)(lo - 0xDC00), adv = 12;
+                if (lo >= 0xDC00 && lo < 0xE000) cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), adv = 12;
             }
-            if (hex4(s + i) < 0 || (cp >= 0xD800 && cp < 0xE000)) memcpy(buf, s + i, 2), len = 2, adv = 2;
-            else len = utf8_put(cp, buf);
-        } else memcpy(buf, s + i, 2), len = 2;
+            if (cp >= 0 && !(cp >= 0xD800 && cp < 0xE000)) {
+                len = utf8_put((unsigned long)cp, buf);
+                if (adv == 2) adv = 6;
+            }
+        } else if (e) {
+            buf[0] = to[e - from];
+            len = 1;
+        }
         HL_TRY(emit_content(p, buf, len));
         i += adv;
     }
