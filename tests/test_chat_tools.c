@@ -122,8 +122,37 @@ static void test_errors_and_values(void) {
     hearth_chat_free(out);
 }
 
+/* hearth_chat_render_json renders as hearth_chat_render does for the same
+ * conversation (the model's template, BOS and EOS); skipped without the
+ * model. */
+static void test_render_json(void) {
+    const char *path = getenv("HEARTH_MODEL");
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) {
+        printf("render_json: skipped (no model)\n");
+        return;
+    }
+    fclose(f);
+    hearth_model_params mp = hearth_model_default_params();
+    mp.vocab_only = true;
+    hearth_model *model;
+    CHECK(hearth_model_load(path, &mp, &model) == HEARTH_OK);
+    const hearth_chat_message msgs[] = {{"system", "Be brief."}, {"user", "Hi"}};
+    char *a = NULL, *b = NULL;
+    CHECK(hearth_chat_render(model, NULL, msgs, 2, &a) == HEARTH_OK);
+    CHECK(hearth_chat_render_json(model, NULL, "[{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", "
+                                               "\"content\": [{\"type\": \"text\", \"text\": \"Hi\"}]}]",
+                                  NULL, &b) == HEARTH_OK);
+    CHECK_MSG(a && b && !strcmp(a, b), "render %s\nrender_json %s", a ? a : "", b ? b : hearth_last_error());
+    hearth_chat_free(a);
+    hearth_chat_free(b);
+    CHECK(hearth_chat_render_json(NULL, NULL, "[]", NULL, &b) == HEARTH_ERR_INVALID_ARG && !b);
+    hearth_model_free(model);
+}
+
 int main(void) {
     test_fixtures();
     test_errors_and_values();
+    test_render_json();
     return check_report();
 }

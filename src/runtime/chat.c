@@ -93,8 +93,8 @@ static hearth_status apply_list(const char *tmpl, const char *bos, const char *e
 
 hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl, const hearth_chat_message *msgs,
                                  size_t n_msgs, char **out) {
+    if (out) *out = NULL;
     if (!model || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_chat_render: NULL model or out");
-    *out = NULL;
     const msg_list ml = {msgs, n_msgs};
     return hl_chat_render_for_model(model, tmpl, apply_list, (void *)&ml, out);
 }
@@ -110,8 +110,8 @@ static hearth_status apply_json(const char *tmpl, const char *bos, const char *e
 
 hearth_status hearth_chat_render_json(const hearth_model *model, const char *tmpl, const char *messages,
                                       const char *tools, char **out) {
+    if (out) *out = NULL;
     if (!model || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_chat_render_json: NULL model or out");
-    *out = NULL;
     const json_conv jc = {messages, tools};
     return hl_chat_render_for_model(model, tmpl, apply_json, (void *)&jc, out);
 }
