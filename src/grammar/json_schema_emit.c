@@ -416,81 +416,127 @@ void hl_js_emit_class(const uint32_t *lo, const uint32_t *hi, size_t n, bool neg
     hl_js_puts(out, "]");
 }
 
-/* ------------------------------------------------------- integer ranges */
+/* ------------------------------------------------- digit-string ranges */
 
-static void any_digits(hl_js_buf *b, size_t n) {
+/* Ranges of fixed-length digit strings, in base 10 (integers) or 16 (the
+ * hex digits of \u escapes, either case). Digits are values 0..base-1. */
+
+static void any_digits(hl_js_buf *b, size_t n, int base) {
     if (n == 0) return;
-    if (n == 1) hl_js_elem(b, "[0-9]");
-    else {
-        hl_js_elem(b, "[0-9]");
-        hl_js_printf(b, "{%zu}", n);
+    hl_js_elem(b, base == 10 ? "[0-9]" : "[0-9a-fA-F]");
+    if (n > 1) hl_js_printf(b, "{%zu}", n);
+}
+
+static void digit_class(hl_js_buf *b, int lo, int hi, int base) {
+    static const char hex[] = "0123456789abcdef";
+    if (lo == hi && lo < 10) {
+        hl_js_printf(b, "%s\"%c\"", b->n && b->p[b->n - 1] != ' ' && b->p[b->n - 1] != '(' ? " " : "", hex[lo]);
+        return;
     }
+    hl_js_elem(b, "[");
+    if (lo <= 9) hl_js_printf(b, lo == (hi < 9 ? hi : 9) ? "%c" : "%c-%c", hex[lo], hex[hi < 9 ? hi : 9]);
+    if (base == 16 && hi >= 10) {
+        int l = lo > 10 ? lo : 10;
+        hl_js_printf(b, l == hi ? "%c%c" : "%c-%c", hex[l], l == hi ? hex[l] - 32 : hex[hi]);
+        if (l != hi) hl_js_printf(b, "%c-%c", hex[l] - 32, hex[hi] - 32);
+    }
+    hl_js_puts(b, "]");
 }
 
-static void digit_class(hl_js_buf *b, char lo, char hi) {
-    char s[8];
-    if (lo == hi) snprintf(s, sizeof s, "\"%c\"", lo);
-    else snprintf(s, sizeof s, "[%c-%c]", lo, hi);
-    hl_js_elem(b, s);
-}
-
-static bool all_of(const char *s, size_t n, char d) {
+static bool all_of(const uint8_t *s, size_t n, int d) {
     for (size_t i = 0; i < n; i++)
         if (s[i] != d) return false;
     return true;
 }
 
 /* n-digit strings (leading zeros allowed) >= x, and <= x. */
-static void at_least(hl_js_buf *b, const char *x, size_t n) {
-    if (all_of(x, n, '0')) {
-        any_digits(b, n);
+static void at_least(hl_js_buf *b, const uint8_t *x, size_t n, int base) {
+    if (all_of(x, n, 0)) {
+        any_digits(b, n, base);
         return;
     }
     hl_js_elem(b, "(");
-    digit_class(b, x[0], x[0]);
-    at_least(b, x + 1, n - 1);
-    if (x[0] < '9') hl_js_puts(b, " |"), digit_class(b, (char)(x[0] + 1), '9'), any_digits(b, n - 1);
+    digit_class(b, x[0], x[0], base);
+    at_least(b, x + 1, n - 1, base);
+    if (x[0] < base - 1) hl_js_puts(b, " |"), digit_class(b, x[0] + 1, base - 1, base), any_digits(b, n - 1, base);
     hl_js_puts(b, " )");
 }
 
-static void at_most(hl_js_buf *b, const char *x, size_t n) {
-    if (all_of(x, n, '9')) {
-        any_digits(b, n);
+static void at_most(hl_js_buf *b, const uint8_t *x, size_t n, int base) {
+    if (all_of(x, n, base - 1)) {
+        any_digits(b, n, base);
         return;
     }
     hl_js_elem(b, "(");
-    digit_class(b, x[0], x[0]);
-    at_most(b, x + 1, n - 1);
-    if (x[0] > '0') hl_js_puts(b, " |"), digit_class(b, '0', (char)(x[0] - 1)), any_digits(b, n - 1);
+    digit_class(b, x[0], x[0], base);
+    at_most(b, x + 1, n - 1, base);
+    if (x[0] > 0) hl_js_puts(b, " |"), digit_class(b, 0, x[0] - 1, base), any_digits(b, n - 1, base);
     hl_js_puts(b, " )");
 }
 
-/* n-digit strings between a and b (a <= b), as in llama.cpp's
+/* n-digit strings between lo and hi (lo <= hi), as in llama.cpp's
  * _generate_min_max_int: the common prefix, then the first differing
- * digit's three cases (a's digit, the digits between, b's digit). */
-static void digits_between(hl_js_buf *b, const char *lo, const char *hi, size_t n) {
+ * digit's three cases (lo's digit, the digits between, hi's digit). */
+static void digits_between(hl_js_buf *b, const uint8_t *lo, const uint8_t *hi, size_t n, int base) {
     size_t k = 0;
-    while (k < n && lo[k] == hi[k]) k++;
-    if (k) {
-        hl_js_elem(b, "\"");
-        hl_js_put(b, lo, k);
-        hl_js_puts(b, "\"");
-    }
+    while (k < n && lo[k] == hi[k]) digit_class(b, lo[k], lo[k], base), k++;
     if (k == n) return;
     lo += k, hi += k, n -= k;
-    if (all_of(lo + 1, n - 1, '0') && all_of(hi + 1, n - 1, '9')) {
-        digit_class(b, lo[0], hi[0]);
-        any_digits(b, n - 1);
+    if (all_of(lo + 1, n - 1, 0) && all_of(hi + 1, n - 1, base - 1)) {
+        digit_class(b, lo[0], hi[0], base);
+        any_digits(b, n - 1, base);
         return;
     }
     hl_js_elem(b, "(");
-    digit_class(b, lo[0], lo[0]);
-    at_least(b, lo + 1, n - 1);
-    if (lo[0] + 1 <= hi[0] - 1) hl_js_puts(b, " |"), digit_class(b, (char)(lo[0] + 1), (char)(hi[0] - 1)), any_digits(b, n - 1);
+    digit_class(b, lo[0], lo[0], base);
+    at_least(b, lo + 1, n - 1, base);
+    if (lo[0] + 1 <= hi[0] - 1) hl_js_puts(b, " |"), digit_class(b, lo[0] + 1, hi[0] - 1, base), any_digits(b, n - 1, base);
     hl_js_puts(b, " |");
-    digit_class(b, hi[0], hi[0]);
-    at_most(b, hi + 1, n - 1);
+    digit_class(b, hi[0], hi[0], base);
+    at_most(b, hi + 1, n - 1, base);
     hl_js_puts(b, " )");
+}
+
+/* The n digits of v in `base`, most significant first. */
+static void to_digits(uint64_t v, size_t n, int base, uint8_t *d) {
+    for (size_t i = n; i-- > 0; v /= (unsigned)base) d[i] = (uint8_t)(v % (unsigned)base);
+}
+
+/* "\\u" and four hex digits between lo and hi (UTF-16 units). */
+static void u_escape_range(hl_js_buf *b, uint32_t lo, uint32_t hi) {
+    uint8_t l[4], h[4];
+    to_digits(lo, 4, 16, l);
+    to_digits(hi, 4, 16, h);
+    hl_js_elem(b, "\"\\\\u\"");
+    digits_between(b, l, h, 4, 16);
+}
+
+void hl_js_emit_escaped_ranges(const uint32_t *lo, const uint32_t *hi, size_t n, hl_js_buf *out) {
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        /* the BMP part outside the surrogates, then the astral part */
+        uint32_t parts[2][2] = {{lo[i] > 0x80 ? lo[i] : 0x80, hi[i] < 0xD7FF ? hi[i] : 0xD7FF},
+                                {lo[i] > 0xE000 ? lo[i] : 0xE000, hi[i] < 0xFFFF ? hi[i] : 0xFFFF}};
+        for (int k = 0; k < 2; k++)
+            if (parts[k][0] <= parts[k][1]) {
+                hl_js_puts(out, first ? "" : " |");
+                first = false;
+                u_escape_range(out, parts[k][0], parts[k][1]);
+            }
+        if (hi[i] < 0x10000) continue;
+        /* astral: a high surrogate, then the low surrogates it takes */
+        uint32_t a = (lo[i] > 0x10000 ? lo[i] : 0x10000) - 0x10000, z = hi[i] - 0x10000;
+        uint32_t ah = 0xD800 + (a >> 10), zh = 0xD800 + (z >> 10);
+        uint32_t al = 0xDC00 + (a & 0x3FF), zl = 0xDC00 + (z & 0x3FF);
+        uint32_t pieces[3][4] = {{ah, ah, al, ah == zh ? zl : 0xDFFF}, {ah + 1, zh - 1, 0xDC00, 0xDFFF}, {zh, zh, 0xDC00, zl}};
+        for (int k = 0; k < (ah == zh ? 1 : 3); k++) {
+            if (pieces[k][0] > pieces[k][1]) continue;
+            hl_js_puts(out, first ? "" : " |");
+            first = false;
+            u_escape_range(out, pieces[k][0], pieces[k][1]);
+            u_escape_range(out, pieces[k][2], pieces[k][3]);
+        }
+    }
 }
 
 /* Decimal numerals without leading zeros of the values in [lo, hi]. */
@@ -507,12 +553,12 @@ static void uint_range(hl_js_buf *b, uint64_t lo, uint64_t hi) {
         uint64_t top = d < 20 ? pow * 10 - 1 : UINT64_MAX;
         if (lo > top) continue;
         uint64_t b_end = hi < top ? hi : top;
-        char ls[24], hs[24];
-        snprintf(ls, sizeof ls, "%llu", (unsigned long long)lo);
-        snprintf(hs, sizeof hs, "%llu", (unsigned long long)b_end);
+        uint8_t ld[20], hd[20];
+        to_digits(lo, d, 10, ld);
+        to_digits(b_end, d, 10, hd);
         if (!first) hl_js_puts(b, " |");
         first = false;
-        digits_between(b, ls, hs, d);
+        digits_between(b, ld, hd, d, 10);
         if (b_end == hi) break;
         lo = b_end + 1;
     }

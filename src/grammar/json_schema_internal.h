@@ -152,6 +152,10 @@ void hl_js_emit_number_literal(double v, hl_js_buf *out);
  * lo[i]..hi[i]; nothing if there are none. */
 void hl_js_emit_class(const uint32_t *lo, const uint32_t *hi, size_t n, bool negate, hl_js_buf *out);
 
+/* Alternatives (separated by |) matching the \u escapes, surrogate pairs
+ * for astral characters, of the non-ASCII code points in the sorted ranges
+ * (surrogates excluded); nothing if there are none. */
+void hl_js_emit_escaped_ranges(const uint32_t *lo, const uint32_t *hi, size_t n, hl_js_buf *out);
 /* The grammar of the integers in [lo, hi] (inclusive; |lo|, |hi| below
  * 10^HL_JS_MAX_DIGITS) in JSON's notation, without trailing space. */
 void hl_js_emit_int_range(int64_t lo, int64_t hi, hl_js_buf *out);

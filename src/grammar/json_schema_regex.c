@@ -13,8 +13,8 @@
  *
  * A character the pattern matches is written as JSON writes it (RFC 8259
  * section 7): quote, backslash and control characters as their escapes;
- * non-ASCII characters of literals raw or as \u escapes, those of classes
- * and `.` raw only. \d, \w, \D and \W are ASCII (as in ECMA-262; Python's
+ * non-ASCII characters raw or as \u escapes (surrogate pairs past the
+ * BMP), as json.dumps writes them. \d, \w, \D and \W are ASCII (as in ECMA-262; Python's
  * are wider, which only makes them accept more). */
 #include <stdlib.h>
 #include <string.h>
@@ -148,15 +148,21 @@ static hearth_status emit_set(rx *x, rset *r, hl_js_buf *out, bool *single) {
                 n_parts++;
             }
     if (st == HEARTH_OK && !n_parts) st = hl_js_fail(x->c, "pattern '%.*s': a class that matches no character", (int)x->n, x->s);
+    /* the \u escapes of its non-ASCII characters (json.dumps writes them) */
+    hl_js_buf esc = {0};
+    if (st == HEARTH_OK) hl_js_emit_escaped_ranges(keep.lo, keep.hi, keep.n, &esc);
     if (st == HEARTH_OK) {
-        *single = n_parts == 1 && keep.n;
-        if (n_parts > 1) hl_js_puts(out, " (");
+        bool group = n_parts > 1 || esc.n;
+        *single = !group && keep.n;
+        if (group) hl_js_puts(out, " (");
         hl_js_emit_class(keep.lo, keep.hi, keep.n, false, out);
         if (keep.n && alts.n) hl_js_puts(out, " |");
         if (alts.n) hl_js_puts(out, " "), hl_js_puts(out, alts.p);
-        if (n_parts > 1) hl_js_puts(out, " )");
-        st = alts.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(out);
+        if (esc.n) hl_js_puts(out, " | "), hl_js_puts(out, esc.p);
+        if (group) hl_js_puts(out, " )");
+        st = alts.oom || esc.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(out);
     }
+    hl_js_buf_free(&esc);
     hl_js_buf_free(&alts);
     rset_free(&special);
     rset_free(&raw);
