@@ -20,6 +20,7 @@ from .errors import (BY_STATUS, BusyError, CancelledError, ContextFullError, Dev
 _hearth._set_errors(HearthError, BY_STATUS)
 
 from ._model import Model  # noqa: E402  (the error classes must be registered first)
+from ._structured import Schema, schema_text  # noqa: E402
 
 
 
@@ -58,6 +59,25 @@ def system_info() -> str:
     return _hearth.system_info()
 
 
-__all__ = ["Model", "GpuDevice", "supports_gpu_offload", "gpu_devices", "system_info", "HearthError", "InvalidArgumentError",
+def json_schema_to_grammar(schema: Schema) -> str:
+    """The GBNF grammar (start rule ``root``) of the JSON texts ``schema``
+    accepts: the grammar ``json_schema=`` and ``response_format`` constrain
+    the text with. ``schema`` is a dict (or True / False), its JSON text, or
+    a pydantic model class. The subset of JSON Schema: type, properties,
+    required, additionalProperties, enum, const, anyOf, oneOf, allOf of
+    objects, $ref to #/$defs or #/definitions, items, prefixItems,
+    minItems/maxItems, minLength/maxLength, pattern, format (date, time,
+    date-time, uuid), integer minimum/maximum; annotations such as title
+    and description are ignored.
+
+    Raises InvalidArgumentError with the library's message for text that is
+    not JSON, a keyword outside the subset ("json_schema at
+    /properties/age: unsupported keyword 'exclusiveMinimum'") or a $ref
+    that does not resolve."""
+    return _hearth.json_schema_to_grammar(schema_text("schema", schema))
+
+
+__all__ = ["Model", "GpuDevice", "supports_gpu_offload", "gpu_devices", "system_info", "json_schema_to_grammar",
+           "HearthError", "InvalidArgumentError",
            "ModelFileError", "ModelFormatError", "UnsupportedError", "OutOfMemoryError", "ContextFullError",
            "DeviceError", "BusyError", "NetworkError", "CancelledError", "GenerationError", "__version__"]

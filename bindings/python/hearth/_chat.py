@@ -4,33 +4,34 @@ messages in, ``chat.completion`` and ``chat.completion.chunk`` objects out."""
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Sequence
 
+from ._structured import json_text
 from .errors import InvalidArgumentError
 
 
-def _content(message: Mapping[str, Any]) -> str:
-    """A message's text: a str, None, or a list of text parts."""
+def _check_content(message: Mapping[str, Any]) -> None:
+    """A message's content must be a str, None, or a list of text parts."""
     content = message.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
+    if content is None or isinstance(content, str):
+        return
     if isinstance(content, list) and all(isinstance(p, Mapping) and p.get("type") == "text" for p in content):
-        return "".join(str(p.get("text", "")) for p in content)
+        return
     raise InvalidArgumentError("a message's content must be a str or a list of {'type': 'text', 'text': ...} parts", 1)
 
 
-def pairs(messages: Sequence[Mapping[str, Any]]) -> List[Tuple[str, str]]:
-    """(role, content) pairs of OpenAI-style messages."""
+def messages_json(messages: Sequence[Mapping[str, Any]]) -> str:
+    """OpenAI-style messages as the JSON text the engine renders
+    (``messages_json``): every field is passed on to the chat template, so
+    an assistant's ``tool_calls`` and a tool's ``tool_call_id`` and ``name``
+    reach it."""
     if isinstance(messages, (str, bytes)) or not messages:
         raise InvalidArgumentError("messages must be a non-empty list of {'role': ..., 'content': ...} dicts", 1)
-    out = []
     for m in messages:
         if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
             raise InvalidArgumentError(f"each message needs a 'role' str, got {m!r}", 1)
-        out.append((m["role"], _content(m)))
-    return out
+        _check_content(m)
+    return json_text([dict(m) for m in messages])
 
 
 class Reply:
@@ -41,12 +42,18 @@ class Reply:
         self.model = model
         self.created = int(time.time())
         self.text: List[str] = []
+        self.calls: List[Dict[str, Any]] = []  # message.tool_calls, in the engine's order
         self.finish = None
         self.n_prompt = self.n_generated = 0
         self.started = False
 
     def add(self, piece: Any) -> None:
         self.text.append(piece.text)
+        for index, call_id, name, arguments in piece.calls:
+            if index == len(self.calls):  # a call's first delta
+                self.calls.append({"id": call_id or "", "type": "function",
+                                   "function": {"name": name or "", "arguments": ""}})
+            self.calls[index]["function"]["arguments"] += arguments
         self.finish = piece.finish
         self.n_prompt, self.n_generated = piece.n_prompt, piece.n_generated
 
@@ -54,17 +61,24 @@ class Reply:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.model, "choices": [choice]}
 
     def completion(self) -> Dict[str, Any]:
-        """The ``chat.completion`` object of the whole reply."""
-        out = self._object("chat.completion", {
-            "index": 0, "message": {"role": "assistant", "content": "".join(self.text)},
-            "logprobs": None, "finish_reason": self.finish})
+        """The ``chat.completion`` object of the whole reply: content None
+        when the model only called tools."""
+        text = "".join(self.text)
+        message: Dict[str, Any] = {"role": "assistant", "content": None if self.calls and not text else text}
+        if self.calls:
+            message["tool_calls"] = self.calls
+        out = self._object("chat.completion", {"index": 0, "message": message, "logprobs": None,
+                                               "finish_reason": self.finish})
         out["usage"] = {"prompt_tokens": self.n_prompt, "completion_tokens": self.n_generated,
                         "total_tokens": self.n_prompt + self.n_generated}
         return out
 
     def chunks(self, piece: Any) -> Iterator[Dict[str, Any]]:
         """The ``chat.completion.chunk`` objects for one piece: the role
-        first, then each text, then the finish reason with an empty delta."""
+        first, then each text, each tool-call delta in a chunk of its own
+        (``{"index", "id", "type", "function": {"name", "arguments"}}``, id,
+        type and name only in a call's first), then the finish reason with an
+        empty delta."""
         self.add(piece)
         if not self.started:
             self.started = True
@@ -72,6 +86,13 @@ class Reply:
                                                          "logprobs": None, "finish_reason": None})
         if piece.text:
             yield self._object("chat.completion.chunk", {"index": 0, "delta": {"content": piece.text},
+                                                         "logprobs": None, "finish_reason": None})
+        for index, call_id, name, arguments in piece.calls:
+            delta: Dict[str, Any] = {"index": index}
+            if call_id is not None:
+                delta.update(id=call_id, type="function")
+            delta["function"] = {"arguments": arguments} if name is None else {"name": name, "arguments": arguments}
+            yield self._object("chat.completion.chunk", {"index": 0, "delta": {"tool_calls": [delta]},
                                                          "logprobs": None, "finish_reason": None})
         if piece.finish:
             yield self._object("chat.completion.chunk", {"index": 0, "delta": {}, "logprobs": None,

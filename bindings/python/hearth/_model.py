@@ -16,11 +16,13 @@ import os
 import secrets
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _chat, _hearth
+from . import _chat, _hearth, _structured
+from ._structured import ResponseFormat, Schema, ToolChoice
 from .errors import GenerationError, HearthError, InvalidArgumentError
 
 Prompt = Union[str, Sequence[int]]
 Message = Mapping[str, Any]
+Tool = Mapping[str, Any]
 
 
 def _check_int(name: str, value: Any, low: int, optional: bool = False, high: Optional[int] = None) -> int:
@@ -68,6 +70,24 @@ def _check_float(name: str, value: Any, low: Optional[float] = None) -> float:
     return float(value)
 
 
+def _logit_bias(logit_bias: Optional[Mapping[Union[int, str], float]]) -> List[Tuple[int, float]]:
+    """OpenAI's {token id: bias} (ids as ints, or as digit strings as JSON
+    keys come) as (token, bias) pairs; the library checks the ids against
+    the vocabulary."""
+    if logit_bias is None:
+        return []
+    if not isinstance(logit_bias, Mapping):
+        raise InvalidArgumentError(f"logit_bias must be a dict of token id -> bias, got {logit_bias!r}", 1)
+    pairs = []
+    for token, bias in logit_bias.items():
+        if isinstance(token, str) and token.isascii() and token.isdigit():
+            token = int(token)
+        if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < 2**31:
+            raise InvalidArgumentError(f"logit_bias keys must be token ids (ints >= 0), got {token!r}", 1)
+        pairs.append((token, _check_float(f"logit_bias[{token}]", bias)))
+    return pairs
+
+
 def _flash_attn(value: Union[None, bool, str]) -> int:
     try:
         return _FLASH_ATTN[value]
@@ -79,10 +99,12 @@ def _flash_attn(value: Union[None, bool, str]) -> int:
 class _Piece:
     """What one read of a request gives: new text, and the end when it came."""
 
-    __slots__ = ("text", "finish", "n_prompt", "n_generated")
+    __slots__ = ("text", "finish", "n_prompt", "n_generated", "calls")
 
-    def __init__(self, got: Tuple[str, Optional[str], Optional[str], int, int, int]) -> None:
-        self.text, self.finish, error, self.n_prompt, _n_cached, self.n_generated = got
+    def __init__(self, got: Tuple[str, Optional[str], Optional[str], int, int, int,
+                                  List[Tuple[int, Optional[str], Optional[str], str]]]) -> None:
+        # calls: tool-call deltas (index, id, name, arguments), id and name only in a call's first
+        self.text, self.finish, error, self.n_prompt, _n_cached, self.n_generated, self.calls = got
         if self.finish == "error":
             raise GenerationError(error or "generation failed", 0)
         if self.finish == "cancelled":
@@ -313,7 +335,10 @@ class Model:
     def _submit(self, prompt: Any, kind: str, max_tokens: Optional[int], temperature: float, top_k: int,
                 top_p: float, min_p: float, repeat_penalty: float, seed: Optional[int],
                 stop: Union[None, str, Sequence[str]], presence_penalty: float, frequency_penalty: float,
-                ignore_eos: bool) -> Any:
+                ignore_eos: bool, logit_bias: Optional[Mapping[Union[int, str], float]], grammar: Optional[str],
+                json_schema: Optional[Schema], response_format: Optional[ResponseFormat] = None,
+                tools: Optional[Sequence[Tool]] = None, tool_choice: Optional[ToolChoice] = None,
+                parallel_tool_calls: bool = True) -> Any:
         if kind == "text" and not isinstance(prompt, str):
             kind, prompt = "tokens", [int(t) for t in prompt]
         if max_tokens is None:
@@ -323,9 +348,12 @@ class Model:
         stops = [stop] if isinstance(stop, str) else list(stop or [])
         if seed is None:
             seed = secrets.randbits(64)
+        grammar, schema = _structured.constraint(response_format, json_schema, grammar)
         return self._engine.submit(prompt, kind, max_tokens, float(temperature), int(top_k), float(top_p),
                                    float(min_p), float(repeat_penalty), float(presence_penalty),
-                                   float(frequency_penalty), int(seed) & (2**64 - 1), stops, bool(ignore_eos))
+                                   float(frequency_penalty), int(seed) & (2**64 - 1), stops, bool(ignore_eos),
+                                   _logit_bias(logit_bias), grammar, schema, _structured.tools_json(tools),
+                                   _structured.tool_choice_name(tool_choice, tools), bool(parallel_tool_calls))
 
     @staticmethod
     def _pieces(req: Any) -> Iterator[_Piece]:
@@ -364,7 +392,9 @@ class Model:
     def generate(self, prompt: Prompt, max_tokens: Optional[int] = 128, temperature: float = 0.8, top_k: int = 40,
                  top_p: float = 0.95, min_p: float = 0.05, repeat_penalty: float = 1.0, seed: Optional[int] = None,
                  stop: Union[None, str, Sequence[str]] = None, presence_penalty: float = 0.0,
-                 frequency_penalty: float = 0.0, ignore_eos: bool = False) -> str:
+                 frequency_penalty: float = 0.0, ignore_eos: bool = False,
+                 logit_bias: Optional[Mapping[Union[int, str], float]] = None, grammar: Optional[str] = None,
+                 json_schema: Optional[Schema] = None) -> str:
         """Generates text that continues ``prompt`` and returns it.
 
         Args:
@@ -379,49 +409,108 @@ class Model:
             stop: a string or strings that end the text (not included).
             presence_penalty, frequency_penalty: OpenAI's, in [-2, 2].
             ignore_eos: keep generating past end-of-generation tokens.
+            logit_bias: ``{token id: bias}`` (OpenAI's; ids as ints or digit
+                strings): each bias, a finite number, is added to the token's
+                logit before sampling; -100 or less bans the token.
+            grammar: GBNF rules (llama.cpp's format, start rule ``root``): only
+                tokens the grammar admits are sampled, and the text ends only
+                where it is a whole sentence of it (finish reason "grammar"
+                when the grammar admits no token at all).
+            json_schema: a JSON Schema (a dict, its JSON text, or a pydantic
+                model class): the text is JSON the schema accepts, through the
+                grammar :func:`hearth.json_schema_to_grammar` gives (its subset
+                of JSON Schema). At most one of grammar and json_schema.
 
         Raises:
-            InvalidArgumentError: a bad parameter or the model is closed.
+            InvalidArgumentError: a bad parameter or the model is closed; a
+                grammar or schema that does not compile (the library's
+                message: "grammar line L column C: ...", or the schema's path
+                and the unsupported keyword); a logit_bias token outside the
+                vocabulary.
             ContextFullError: the prompt leaves no room in a request's context.
             BusyError: too many requests are waiting.
             GenerationError: a forward pass failed.
         KeyboardInterrupt (Ctrl-C) cancels the request and leaves the model usable.
         """
         req = self._submit(prompt, "text", max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop,
-                           presence_penalty, frequency_penalty, ignore_eos)
+                           presence_penalty, frequency_penalty, ignore_eos, logit_bias, grammar, json_schema)
         return "".join(p.text for p in self._pieces(req))
 
     def stream(self, prompt: Prompt, max_tokens: Optional[int] = 128, temperature: float = 0.8, top_k: int = 40,
                top_p: float = 0.95, min_p: float = 0.05, repeat_penalty: float = 1.0, seed: Optional[int] = None,
                stop: Union[None, str, Sequence[str]] = None, presence_penalty: float = 0.0,
-               frequency_penalty: float = 0.0, ignore_eos: bool = False) -> Iterator[str]:
+               frequency_penalty: float = 0.0, ignore_eos: bool = False,
+               logit_bias: Optional[Mapping[Union[int, str], float]] = None, grammar: Optional[str] = None,
+               json_schema: Optional[Schema] = None) -> Iterator[str]:
         """Like :meth:`generate`, but a generator that yields the text in
         pieces (whole UTF-8 characters) as they are decoded. Leaving the loop
         (``break``, an exception, or closing the generator) cancels the
         request. The request is queued at once, before the first piece is asked for."""
         req = self._submit(prompt, "text", max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed, stop,
-                           presence_penalty, frequency_penalty, ignore_eos)
+                           presence_penalty, frequency_penalty, ignore_eos, logit_bias, grammar, json_schema)
         return (p.text for p in self._pieces(req) if p.text)
 
     def chat(self, messages: Sequence[Message], stream: bool = False, max_tokens: Optional[int] = None,
              temperature: float = 0.8, top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
              repeat_penalty: float = 1.0, seed: Optional[int] = None, stop: Union[None, str, Sequence[str]] = None,
-             presence_penalty: float = 0.0, frequency_penalty: float = 0.0, ignore_eos: bool = False) -> Any:
+             presence_penalty: float = 0.0, frequency_penalty: float = 0.0, ignore_eos: bool = False,
+             response_format: Optional[ResponseFormat] = None, tools: Optional[Sequence[Tool]] = None,
+             tool_choice: Optional[ToolChoice] = None, parallel_tool_calls: bool = True,
+             logit_bias: Optional[Mapping[Union[int, str], float]] = None, grammar: Optional[str] = None,
+             json_schema: Optional[Schema] = None) -> Any:
         """Answers a conversation, rendered with the chat template.
 
         Args:
             messages: OpenAI-style ``[{"role": "user", "content": "Hi"}, ...]``
-                (content a str, or a list of ``{"type": "text", "text": ...}`` parts).
+                (content a str, None, or a list of ``{"type": "text", "text":
+                ...}`` parts, joined with newlines). Every field reaches the
+                chat template as given:
+                an assistant's ``tool_calls`` (``[{"id", "type": "function",
+                "function": {"name", "arguments"}}]``, arguments a JSON str or
+                a dict) and a ``"tool"`` message's ``tool_call_id`` and ``name``.
             stream: False: return an OpenAI ``chat.completion`` dict
                 (``choices[0]["message"]["content"]``, ``finish_reason``,
                 ``usage``); True: a generator of ``chat.completion.chunk`` dicts.
+            response_format: OpenAI's ``{"type": "text"}`` (the default),
+                ``{"type": "json_object"}`` (the content is a JSON object) or
+                ``{"type": "json_schema", "json_schema": {"name": ...,
+                "schema": {...}, "strict": True}}`` (JSON the schema accepts, as
+                ``json_schema`` below); or a pydantic model class, for its
+                ``model_json_schema()``. At most one of response_format (JSON),
+                json_schema and grammar.
+            tools: OpenAI's tool definitions, ``[{"type": "function",
+                "function": {"name", "description", "parameters": {JSON
+                Schema}}}]``, shown to the model through its chat template;
+                None or [] for none. The model's calls come back in
+                ``message["tool_calls"]`` (``[{"id", "type": "function",
+                "function": {"name", "arguments"}}]``, arguments a JSON str
+                that the function's parameters schema accepts; content None
+                when the model wrote only calls) with finish reason
+                "tool_calls"; streamed, as ``delta["tool_calls"]`` chunks
+                (``[{"index", "id", "type", "function": {"name",
+                "arguments"}}]``, id, type and name in a call's first chunk,
+                the arguments' text running on over the next). The call format
+                (Hermes/Qwen ``<tool_call>``, Llama 3, Mistral, or a generic
+                JSON form) follows the chat template. Tools exclude
+                response_format, json_schema and grammar.
+            tool_choice: "auto" (None too: text or calls), "none" (text only),
+                "required" (at least one call), or a function by its name or
+                as ``{"type": "function", "function": {"name": ...}}``
+                (exactly that function). Only with tools.
+            parallel_tool_calls: whether the model may make several calls in
+                one turn (default True).
             the rest: as :meth:`generate` (max_tokens None: until the model stops).
 
         Raises: as :meth:`generate`, and UnsupportedError / ModelFormatError
-        when the chat template fails, InvalidArgumentError when the model has none.
+        when the chat template fails, InvalidArgumentError when the model has
+        none, or for tools the library refuses (its message names the tool
+        and field: a missing name, a parameters schema that does not compile,
+        a tool_choice naming no given tool). Values JSON cannot hold in
+        messages or tools raise TypeError (ValueError for NaN).
         """
-        req = self._submit(_chat.pairs(messages), "chat", max_tokens, temperature, top_k, top_p, min_p,
-                           repeat_penalty, seed, stop, presence_penalty, frequency_penalty, ignore_eos)
+        req = self._submit(_chat.messages_json(messages), "chat", max_tokens, temperature, top_k, top_p, min_p,
+                           repeat_penalty, seed, stop, presence_penalty, frequency_penalty, ignore_eos, logit_bias,
+                           grammar, json_schema, response_format, tools, tool_choice, parallel_tool_calls)
         reply = _chat.Reply(req.id, self.path)
         if stream:
             return (chunk for p in self._pieces(req) for chunk in reply.chunks(p))
@@ -445,7 +534,7 @@ class Model:
 
     async def achat(self, messages: Sequence[Message], **kwargs: Any) -> Dict[str, Any]:
         """:meth:`chat` for asyncio, returning the ``chat.completion`` dict."""
-        req = self._submit(_chat.pairs(messages), "chat", **self._sampling(Model.chat, kwargs))
+        req = self._submit(_chat.messages_json(messages), "chat", **self._sampling(Model.chat, kwargs))
         reply = _chat.Reply(req.id, self.path)
         async for p in self._apieces(req):
             reply.add(p)

@@ -453,7 +453,7 @@ static PyMethodDef engine_methods[] = {
     {"chat_template", engine_chat_template, METH_NOARGS, "chat_template() -> str | None"},
     {"tokenize", engine_tokenize, METH_VARARGS, "tokenize(text: bytes, add_special, parse_special) -> list[int]"},
     {"detokenize", engine_detokenize, METH_VARARGS, "detokenize(tokens, special) -> str"},
-    {"submit", engine_submit, METH_VARARGS, "submit(prompt, kind, max_tokens, sampling..., seed, stop, ignore_eos, constraints..., tools...) -> Request"},
+    {"submit", engine_submit, METH_VARARGS, "submit(prompt, kind, max_tokens, sampling..., constraints, tools) -> Request"},
     {"close", engine_close, METH_NOARGS, "close() -> None; frees the model and its memory now"},
     {NULL, NULL, 0, NULL},
 };

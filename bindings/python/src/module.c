@@ -1,5 +1,6 @@
-/* hearth._hearth: module init, the error mapping, and the process-wide probes
- * (GPU devices, build facts). */
+/* hearth._hearth: module init, the error mapping, the process-wide probes
+ * (GPU devices, build facts), and the conversion of JSON Schemas to
+ * grammars. */
 #include <string.h>
 
 #include "hp.h"
@@ -103,12 +104,29 @@ static PyObject *system_info(PyObject *m, PyObject *unused) {
                                 (int)hearth_cpu_physical_cores(), why ? why : "no device");
 }
 
+/* json_schema_to_grammar(schema: str) -> str: the GBNF of the JSON texts
+ * the schema (JSON text) accepts (hearth_json_schema_to_grammar). */
+static PyObject *json_schema_to_grammar(PyObject *m, PyObject *schema) {
+    (void)m;
+    PyObject *holder;
+    const char *text = hp_utf8(schema, &holder);
+    if (!text) return NULL;
+    char *gbnf = NULL;
+    const hearth_status st = hearth_json_schema_to_grammar(text, &gbnf);
+    Py_DECREF(holder);
+    if (st != HEARTH_OK) return hp_raise(st, NULL);
+    PyObject *out = PyUnicode_DecodeUTF8(gbnf, (Py_ssize_t)strlen(gbnf), "strict");
+    hearth_grammar_free_text(gbnf);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"open", (PyCFunction)(void (*)(void))hp_engine_open, METH_VARARGS | METH_KEYWORDS, "open(path, ...) -> Engine"},
     {"_set_errors", hp_set_errors, METH_VARARGS, "_set_errors(base, {status: class})"},
     {"supports_gpu_offload", supports_gpu_offload, METH_NOARGS, "supports_gpu_offload() -> bool"},
     {"gpu_devices", gpu_devices, METH_NOARGS, "gpu_devices() -> list[dict]"},
     {"system_info", system_info, METH_NOARGS, "system_info() -> str"},
+    {"json_schema_to_grammar", json_schema_to_grammar, METH_O, "json_schema_to_grammar(schema: str) -> str (GBNF)"},
     {NULL, NULL, 0, NULL},
 };
 

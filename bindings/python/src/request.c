@@ -1,12 +1,13 @@
 /* Request: one request submitted to a hearth_engine, as Python reads it.
  *
  * The engine calls on_piece on its own thread, which never takes the GIL: the
- * piece's text is appended to the request's buffer under a mutex and a
- * condition variable wakes a waiting reader. A reader (Request.next) waits
+ * piece's text and tool-call deltas are appended to the request's buffers
+ * under a mutex and a condition variable wakes a waiting reader. A reader (Request.next) waits
  * with the GIL released, in slices of 50 ms between which pending signals
  * are handled (Ctrl-C raises KeyboardInterrupt in the main thread within a
  * slice); asyncio readers watch a pipe (Request.fileno) that gets a byte
  * whenever new text arrives. A reader that falls behind by PAUSE_AT bytes
+ * (text and call arguments)
  * pauses its request in the engine (hearth_engine_pause) until it reads, so
  * memory stays bounded and the engine's other requests go on. The shared
  * state outlives whichever of the two
@@ -25,12 +26,24 @@
 #define WAIT_SLICE_NS 50000000L
 #define PAUSE_AT 1024
 
+/* A tool-call delta not yet read: the deltas of one call that arrive
+ * between two reads are joined into one (the arguments run on). */
+typedef struct call_delta {
+    int32_t index;
+    char *id, *name;   /* in the call's first delta; else NULL */
+    char *args;        /* [args_len] the arguments' next bytes */
+    size_t args_len;
+} call_delta;
+
 typedef struct stream {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int refs;                /* the Request object, and the engine until the last piece */
     char *text;              /* text not yet read */
     size_t len, cap;
+    call_delta *calls;       /* [n_calls] tool-call deltas not yet read */
+    size_t n_calls, cap_calls;
+    size_t call_bytes;       /* the arguments' bytes in calls */
     hearth_finish_reason finish;
     char *error;             /* the message of FINISH_ERROR */
     int32_t n_prompt, n_cached, n_generated;
@@ -52,6 +65,17 @@ typedef struct hp_request {
 
 PyObject *hp_request_type;
 
+/* Frees the deltas' strings and empties the list. */
+static void clear_calls(stream *s) {
+    for (size_t i = 0; i < s->n_calls; i++) {
+        free(s->calls[i].id);
+        free(s->calls[i].name);
+        free(s->calls[i].args);
+    }
+    s->n_calls = 0;
+    s->call_bytes = 0;
+}
+
 static void stream_release(stream *s) {
     pthread_mutex_lock(&s->mu);
     const bool last = --s->refs == 0;
@@ -63,6 +87,8 @@ static void stream_release(stream *s) {
     pthread_cond_destroy(&s->cv);
     free(s->text);
     free(s->error);
+    clear_calls(s);
+    free(s->calls);
     free(s);
 }
 
@@ -75,21 +101,58 @@ static void notify(stream *s) {
     }
 }
 
+/* With s->mu held: appends `d`, or joins it to the last delta when it
+ * continues the same call. False when memory ran out. */
+static bool add_call(stream *s, const hearth_tool_call_delta *d) {
+    call_delta *last = s->n_calls ? &s->calls[s->n_calls - 1] : NULL;
+    if (!last || last->index != d->index || d->id || d->name) {
+        if (s->n_calls == s->cap_calls) {
+            const size_t cap = s->cap_calls ? 2 * s->cap_calls : 4;
+            call_delta *grown = realloc(s->calls, cap * sizeof *grown);
+            if (!grown) return false;
+            s->calls = grown;
+            s->cap_calls = cap;
+        }
+        last = &s->calls[s->n_calls];
+        *last = (call_delta){.index = d->index};
+        if ((d->id && !(last->id = strdup(d->id))) || (d->name && !(last->name = strdup(d->name)))) {
+            free(last->id);
+            return false;
+        }
+        s->n_calls++;
+    }
+    char *args = realloc(last->args, last->args_len + d->arguments_len + 1);
+    if (!args) return false;
+    memcpy(args + last->args_len, d->arguments, d->arguments_len);
+    last->args = args;
+    last->args_len += d->arguments_len;
+    s->call_bytes += d->arguments_len;
+    return true;
+}
+
+/* With s->mu held: appends the piece's text and tool-call deltas. False
+ * when memory ran out. */
+static bool add_piece(stream *s, const hearth_piece *p) {
+    if (p->len && s->len + p->len > s->cap) {
+        size_t cap = s->cap ? s->cap : 256;
+        while (cap < s->len + p->len) cap *= 2;
+        char *text = realloc(s->text, cap);
+        if (!text) return false;
+        s->text = text;
+        s->cap = cap;
+    }
+    if (p->len) memcpy(s->text + s->len, p->text, p->len);
+    s->len += p->len;
+    for (int32_t i = 0; i < p->n_tool_calls; i++)
+        if (!add_call(s, &p->tool_calls[i])) return false;
+    return true;
+}
+
 /* The engine's piece callback (engine thread; no Python calls). */
 static bool on_piece(const hearth_piece *p, void *user) {
     stream *s = user;
     pthread_mutex_lock(&s->mu);
-    if (p->len && s->len + p->len > s->cap && !s->oom) {
-        size_t cap = s->cap ? s->cap : 256;
-        while (cap < s->len + p->len) cap *= 2;
-        char *text = realloc(s->text, cap);
-        if (text) s->text = text, s->cap = cap;
-        else s->oom = true;
-    }
-    if (!s->oom) {
-        memcpy(s->text + s->len, p->text, p->len);
-        s->len += p->len;
-    }
+    if (!s->oom && !add_piece(s, p)) s->oom = true;
     s->n_prompt = p->n_prompt;
     s->n_cached = p->n_cached;
     s->n_generated = p->n_generated;
@@ -100,7 +163,7 @@ static bool on_piece(const hearth_piece *p, void *user) {
     }
     const bool go_on = !s->oom && !s->cancel;
     const bool last = p->finish != HEARTH_FINISH_NONE;
-    if (!last && !s->paused && s->len >= PAUSE_AT) {
+    if (!last && !s->paused && s->len + s->call_bytes >= PAUSE_AT) {
         /* under s->mu, so the reader's resume (also under it) comes after */
         hearth_engine_pause(s->engine, p->id, true);
         s->paused = true;
@@ -160,15 +223,38 @@ static void request_dealloc(PyObject *self) {
 }
 
 /* With s->mu held: whether a reader has something to take. */
-static bool ready(const stream *s) { return s->len > 0 || (s->finish != HEARTH_FINISH_NONE && !s->reported); }
+static bool ready(const stream *s) {
+    return s->len > 0 || s->n_calls > 0 || (s->finish != HEARTH_FINISH_NONE && !s->reported);
+}
+
+/* With s->mu held: the unread tool-call deltas as a list of (index, id,
+ * name, arguments), id and name None but in a call's first delta; the
+ * list is emptied. */
+static PyObject *take_calls(stream *s) {
+    PyObject *calls = PyList_New((Py_ssize_t)s->n_calls);
+    for (size_t i = 0; calls && i < s->n_calls; i++) {
+        const call_delta *d = &s->calls[i];
+        PyObject *args = PyUnicode_DecodeUTF8(d->args ? d->args : "", (Py_ssize_t)d->args_len, "replace");
+        PyObject *item = args ? Py_BuildValue("(izzN)", (int)d->index, d->id, d->name, args) : NULL;
+        if (!item) Py_CLEAR(calls);
+        else PyList_SetItem(calls, (Py_ssize_t)i, item);
+    }
+    if (calls) clear_calls(s);
+    return calls;
+}
 
 /* With r->s->mu held: (text, finish, error, n_prompt, n_cached,
- * n_generated), finish and error None while the request runs; the text is
- * taken, and a request paused for it resumes. */
+ * n_generated, calls), finish and error None while the request runs and
+ * calls as take_calls() gives them; the text and calls are taken, and a
+ * request paused for them resumes. */
 static PyObject *take(hp_request *r) {
     stream *s = r->s;
-    PyObject *text = PyUnicode_DecodeUTF8(s->text ? s->text : "", (Py_ssize_t)s->len, "replace");
-    if (!text) return NULL;
+    PyObject *calls = take_calls(s);
+    PyObject *text = calls ? PyUnicode_DecodeUTF8(s->text ? s->text : "", (Py_ssize_t)s->len, "replace") : NULL;
+    if (!text) {
+        Py_XDECREF(calls);
+        return NULL;
+    }
     s->len = 0;
     if (s->paused) {
         if (r->engine->engine) hearth_engine_pause(r->engine->engine, r->id, false);
@@ -176,7 +262,7 @@ static PyObject *take(hp_request *r) {
     }
     const char *finish = hearth_finish_reason_str(s->finish);
     if (finish) s->reported = true;
-    return Py_BuildValue("(Nzziii)", text, finish, s->error, s->n_prompt, s->n_cached, s->n_generated);
+    return Py_BuildValue("(NzziiiN)", text, finish, s->error, s->n_prompt, s->n_cached, s->n_generated, calls);
 }
 
 /* Request.next(): blocks (GIL released) until new text or the end arrives;
@@ -264,7 +350,7 @@ static PyObject *request_id(PyObject *self, void *closure) {
 }
 
 static PyMethodDef request_methods[] = {
-    {"next", request_next, METH_NOARGS, "next() -> (text, finish, error, n_prompt, n_cached, n_generated); blocks"},
+    {"next", request_next, METH_NOARGS, "next() -> (text, finish, error, n_prompt, n_cached, n_generated, calls)"},
     {"poll", request_poll, METH_NOARGS, "poll() -> the same tuple, or None when nothing is new; never blocks"},
     {"fileno", request_fileno, METH_NOARGS, "fileno() -> int, readable when poll() has something"},
     {"cancel", request_cancel, METH_NOARGS, "cancel() -> None; the request ends within one step"},
