@@ -174,16 +174,104 @@ export interface GenerateOptions {
   stop?: string | string[];
   /** Keep generating past end-of-generation tokens (until maxTokens or a full slot context; default false). */
   ignoreEos?: boolean;
+  /**
+   * OpenAI's logit_bias: { "token id": bias }, each bias (a finite number) added to that token's logit
+   * before sampling; -100 or less bans the token. A key that is not a token id, or an id outside the
+   * vocabulary, rejects with ERR_INVALID_ARG. Default: none.
+   */
+  logitBias?: Record<number | string, number>;
+  /**
+   * GBNF rules (llama.cpp's notation, start rule `root`): only tokens the grammar admits are sampled,
+   * and the text ends only where it is a whole sentence of it (finish_reason 'grammar' when the
+   * grammar admits no token at all). Rules that do not compile reject with ERR_INVALID_ARG and the
+   * library's "grammar line L column C: ..." message.
+   */
+  grammar?: string;
+  /**
+   * A JSON Schema (an object, or its JSON text): the text is JSON the schema accepts, through the
+   * grammar jsonSchemaToGrammar() gives. A keyword outside the supported subset rejects with
+   * ERR_INVALID_ARG naming it. At most one of grammar, jsonSchema and (chat) a JSON responseFormat.
+   */
+  jsonSchema?: JsonSchema | string;
   /** Cancels the request (within one engine step); the call then rejects / the iterator throws signal.reason. */
   signal?: AbortSignal;
 }
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | string;
-  content: string;
+/** A JSON Schema as an object (or true / false). */
+export type JsonSchema = { [key: string]: unknown } | boolean;
+
+/** OpenAI's response_format: plain text (the default), any JSON object, or JSON a schema accepts. */
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name?: string; schema: JsonSchema | string; strict?: boolean; description?: string } };
+
+/** OpenAI's function tool definition. */
+export interface Tool {
+  type: 'function';
+  function: {
+    name: string;
+    description?: string;
+    /** A JSON Schema of the arguments (an object schema); the call's arguments always validate against it. */
+    parameters?: JsonSchema;
+  };
 }
 
-export type FinishReason = 'stop' | 'length';
+/** 'auto' (text or calls), 'none' (text only), 'required' (at least one call), or exactly one function, by name or in OpenAI's object form. */
+export type ToolChoice = 'auto' | 'none' | 'required' | string | { type: 'function'; function: { name: string } };
+
+/** Options of chat(): those of generate() and OpenAI's structured-output and tool fields. */
+export interface ChatOptions extends GenerateOptions {
+  /**
+   * OpenAI's response_format: { type: 'json_object' } makes the content a JSON object,
+   * { type: 'json_schema', json_schema: { name, schema, strict } } JSON the schema accepts (as jsonSchema).
+   * Default { type: 'text' }.
+   */
+  responseFormat?: ResponseFormat;
+  /**
+   * Functions the model may call, shown to it through its chat template (the call format,
+   * Hermes/Qwen <tool_call>, Llama 3, Mistral or a generic JSON form, follows the template). Calls come
+   * back in message.tool_calls with finish_reason 'tool_calls', streamed as delta.tool_calls. Default: none
+   * ([] too). Bad definitions (no name, a parameters schema that does not compile) reject with
+   * ERR_INVALID_ARG naming the tool. Tools exclude grammar, jsonSchema and a JSON responseFormat.
+   */
+  tools?: Tool[];
+  /** Default 'auto'. Only with tools (ERR_INVALID_ARG otherwise); a name that is not among the tools rejects with ERR_INVALID_ARG. */
+  toolChoice?: ToolChoice;
+  /** Whether the model may make several calls in one turn. Default true. */
+  parallelToolCalls?: boolean;
+}
+
+/** A call the model made (OpenAI's shape); arguments is JSON text its function's parameters schema accepts. */
+export interface ToolCall {
+  id: string; // "call_" and 24 letters or digits
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** A streamed part of a call: id, type and name in the call's first delta, then the arguments' text in pieces. */
+export interface ToolCallDelta {
+  index: number; // the call's place in message.tool_calls
+  id?: string;
+  type?: 'function';
+  function: { name?: string; arguments: string };
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool' | string;
+  /** Text, null (an assistant message with only tool_calls), or text parts (joined with newlines). */
+  content: string | null | { type: 'text'; text: string }[];
+  /** An assistant's earlier calls (arguments as JSON text or an object). */
+  tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string | object } }[];
+  /** A 'tool' message: the call it answers, and the function's name. */
+  tool_call_id?: string;
+  name?: string;
+  /** Every other field reaches the chat template as given. */
+  [field: string]: unknown;
+}
+
+/** 'tool_calls': the model called tools; 'grammar': the grammar admitted no further token. */
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'grammar';
 
 /** OpenAI's chat.completion object. */
 export interface ChatCompletion {
@@ -194,7 +282,8 @@ export interface ChatCompletion {
   choices: [
     {
       index: 0;
-      message: { role: 'assistant'; content: string };
+      /** content is null when the model only called tools. */
+      message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] };
       logprobs: null;
       finish_reason: FinishReason;
     },
@@ -202,7 +291,10 @@ export interface ChatCompletion {
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
 
-/** OpenAI's chat.completion.chunk object: the first carries the role, the last the finish_reason and an empty delta. */
+/**
+ * OpenAI's chat.completion.chunk object: the first carries the role, the last the finish_reason and an
+ * empty delta; each tool-call delta comes in a chunk of its own.
+ */
 export interface ChatCompletionChunk {
   id: string;
   object: 'chat.completion.chunk';
@@ -211,7 +303,7 @@ export interface ChatCompletionChunk {
   choices: [
     {
       index: 0;
-      delta: { role?: 'assistant'; content?: string };
+      delta: { role?: 'assistant'; content?: string | null; tool_calls?: [ToolCallDelta] };
       logprobs: null;
       finish_reason: FinishReason | null;
     },
@@ -290,9 +382,12 @@ export class Model {
    * the signal cancels it, paused or not.
    */
   stream(prompt: string, options?: GenerateOptions): AsyncIterableIterator<string>;
-  /** Answers a conversation rendered with the model's chat template. */
-  chat(messages: ChatMessage[], options?: GenerateOptions & { stream?: false }): Promise<ChatCompletion>;
-  chat(messages: ChatMessage[], options: GenerateOptions & { stream: true }): AsyncIterableIterator<ChatCompletionChunk>;
+  /**
+   * Answers a conversation rendered with the model's chat template (every field of every message
+   * reaches it). Messages of the wrong shape reject with ERR_INVALID_ARG naming the message.
+   */
+  chat(messages: ChatMessage[], options?: ChatOptions & { stream?: false }): Promise<ChatCompletion>;
+  chat(messages: ChatMessage[], options: ChatOptions & { stream: true }): AsyncIterableIterator<ChatCompletionChunk>;
 
   /**
    * Frees the model and its engine now (memory, threads, GPU memory).
@@ -321,3 +416,13 @@ export function gpuDevices(): GpuDevice[];
 export function supportsGpuOffload(): boolean;
 /** One line: version, SIMD level, backends built in, CPU cores, and the GPU state (or why there is none). */
 export function systemInfo(): string;
+/**
+ * The GBNF grammar (start rule root) of the JSON texts a JSON Schema accepts: the grammar jsonSchema
+ * and responseFormat constrain the text with. The subset: type, properties, required,
+ * additionalProperties, enum, const, anyOf, oneOf, allOf of objects, $ref to #/$defs or #/definitions,
+ * items, prefixItems, minItems/maxItems, minLength/maxLength, pattern, format (date, time, date-time,
+ * uuid), integer minimum/maximum; annotations (title, description ...) are ignored. Throws HearthError
+ * ERR_INVALID_ARG with the library's message for text that is not JSON, a keyword outside the subset
+ * ("json_schema at /properties/age: unsupported keyword 'exclusiveMinimum'") or a $ref that does not resolve.
+ */
+export function jsonSchemaToGrammar(schema: JsonSchema | string): string;

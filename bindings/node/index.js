@@ -10,8 +10,10 @@
  * generate, stream and chat is a request to the Model's hearth_engine, the
  * one scheduler that batches them; its thread generates, so the event loop
  * never waits for the model. This file adds what is JavaScript's: the
- * Model class, async iteration, AbortSignal, OpenAI-shaped chat results.
- * index.d.ts documents the API (types, units, defaults, errors). */
+ * Model class, async iteration, AbortSignal, OpenAI-shaped chat results
+ * (tool calls too), and OpenAI's structured-output and tool options as the
+ * JSON text the library takes. index.d.ts documents the API (types, units,
+ * defaults, errors). */
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -66,16 +68,90 @@ function waker(waiting) {
   };
 }
 
-/* One request to the engine, as an async generator of text. Nothing is
+function invalid(message) {
+  return new HearthError(message, 'ERR_INVALID_ARG');
+}
+
+/* A JSON Schema as JSON text: an object or boolean is serialized, a string
+ * is taken as JSON text. */
+function schemaText(what, schema) {
+  if (typeof schema === 'string') return schema;
+  const object = schema && typeof schema === 'object' && !Array.isArray(schema);
+  if (object || typeof schema === 'boolean') return JSON.stringify(schema);
+  throw invalid(`${what} must be a JSON Schema (an object or its JSON text)`);
+}
+
+/* The schema text OpenAI's response_format asks for; null for 'text'. */
+function responseFormatSchema(format) {
+  if (format == null || format.type === 'text') return null;
+  if (format.type === 'json_object') return '{"type":"object"}';
+  if (format.type !== 'json_schema') {
+    throw invalid("options.responseFormat must be { type: 'text' | 'json_object' | 'json_schema', ... }");
+  }
+  const spec = format.json_schema;
+  if (!spec || typeof spec !== 'object' || spec.schema === undefined) {
+    throw invalid('options.responseFormat.json_schema must be an object with a schema ({ name, schema, strict })');
+  }
+  return schemaText('options.responseFormat.json_schema.schema', spec.schema);
+}
+
+/* The addon's constraints ({grammar, jsonSchema, tools, toolChoice}: text
+ * or null) from the options that constrain the text and the tool options.
+ * Only shapes are checked here: the library compiles the grammar or schema
+ * and checks the tools, and its message names what is wrong. */
+function constraintsOf(options) {
+  const o = options || {};
+  const schema = o.jsonSchema == null ? null : schemaText('options.jsonSchema', o.jsonSchema);
+  const schemas = [responseFormatSchema(o.responseFormat), schema].filter((s) => s !== null);
+  if (o.grammar != null && typeof o.grammar !== 'string') throw invalid('options.grammar must be a string of GBNF rules');
+  if (schemas.length + (o.grammar != null) > 1) {
+    throw invalid('give one of options.responseFormat (json_object or json_schema), options.jsonSchema and options.grammar');
+  }
+  if (o.tools != null && !Array.isArray(o.tools)) {
+    throw invalid("options.tools must be an array of { type: 'function', function: { name, parameters } } objects");
+  }
+  let toolChoice = null;
+  if (o.toolChoice != null) {
+    toolChoice = typeof o.toolChoice === 'string' ? o.toolChoice : o.toolChoice.function && o.toolChoice.function.name;
+    if (typeof toolChoice !== 'string' || !toolChoice) {
+      throw invalid(
+        "options.toolChoice must be 'auto', 'none', 'required', a function's name or { type: 'function', function: { name } }",
+      );
+    }
+    if (o.tools == null) throw invalid('options.toolChoice is only allowed with options.tools');
+  }
+  const tools = o.tools && o.tools.length ? JSON.stringify(o.tools) : null;
+  return { grammar: o.grammar ?? null, jsonSchema: schemas[0] ?? null, tools, toolChoice: tools ? toolChoice : null };
+}
+
+/* The conversation as the JSON text the engine renders: every field of
+ * every message is passed on to the chat template (an assistant's
+ * tool_calls, a tool message's tool_call_id and name). */
+function messagesJson(messages) {
+  if (!Array.isArray(messages)) throw invalid('messages must be an array of { role, content } objects');
+  messages.forEach((m, i) => {
+    if (!m || typeof m !== 'object' || typeof m.role !== 'string') throw invalid(`messages[${i}].role must be a string`);
+    const c = m.content;
+    const parts = Array.isArray(c) && c.every((p) => p && p.type === 'text' && typeof p.text === 'string');
+    if (typeof c !== 'string' && c !== null && !parts) {
+      throw invalid(`messages[${i}].content must be a string, null or an array of { type: 'text', text } parts`);
+    }
+  });
+  return JSON.stringify(messages);
+}
+
+/* One request to the engine, as an async generator of what take() gives
+ * ({text, toolCalls, ...}, each with text or tool-call deltas). Nothing is
  * submitted until the first next(); `end` receives the last take() result
  * ({finish, promptTokens, completionTokens ...}). break / return() and the
  * signal cancel the request (hearth_engine_cancel: it ends within one
  * engine step). */
-async function* requestText(model, handle, prompt, messages, options, end) {
+async function* requestPieces(model, handle, prompt, messages, options, end) {
   const signal = options && options.signal;
   if (signal) signal.throwIfAborted();
   const waiting = { resolve: null };
-  const request = native.submit(handle, prompt, messages, options, waker(waiting));
+  const conversation = messages === null ? null : messagesJson(messages);
+  const request = native.submit(handle, prompt, conversation, options, constraintsOf(options), waker(waiting));
   const abort = () => native.cancel(request);
   if (signal) signal.addEventListener('abort', abort);
   try {
@@ -93,7 +169,7 @@ async function* requestText(model, handle, prompt, messages, options, end) {
         throw model.disposed ? disposedError() : new HearthError('the request was cancelled', 'ERR_CANCELLED');
       }
       if (got.finish === 'error') throw new HearthError(got.error, 'ERR_GENERATION');
-      if (got.text) yield got.text;
+      if (got.text || got.toolCalls.length) yield got;
       if (got.finish) {
         Object.assign(end, got);
         return;
@@ -103,6 +179,20 @@ async function* requestText(model, handle, prompt, messages, options, end) {
     if (signal) signal.removeEventListener('abort', abort);
     native.cancel(request); /* a no-op once it has ended */
   }
+}
+
+/* The text of a request, as an async generator (requestPieces' texts). */
+async function* requestText(model, handle, prompt, options) {
+  for await (const got of requestPieces(model, handle, prompt, null, options, {})) if (got.text) yield got.text;
+}
+
+/* OpenAI's streamed tool-call delta of a take() delta: id, type and name
+ * only in a call's first. */
+function callDelta(d) {
+  const delta = { index: d.index };
+  if (d.id !== null) Object.assign(delta, { id: d.id, type: 'function' });
+  delta.function = d.name === null ? { arguments: d.arguments } : { name: d.name, arguments: d.arguments };
+  return delta;
 }
 
 function usageOf(end) {
@@ -164,13 +254,13 @@ class Model {
   /** The text generated after `prompt`. */
   async generate(prompt, options = {}) {
     let text = '';
-    for await (const piece of requestText(this, this.#handle, prompt, null, options, {})) text += piece;
+    for await (const piece of requestText(this, this.#handle, prompt, options)) text += piece;
     return text;
   }
 
   /** The text generated after `prompt`, as it is made. */
   stream(prompt, options = {}) {
-    return requestText(this, this.#handle, prompt, null, options, {});
+    return requestText(this, this.#handle, prompt, options);
   }
 
   /**
@@ -186,10 +276,19 @@ class Model {
     const head = this.#chatHead('chat.completion');
     const end = {};
     let content = '';
-    for await (const piece of requestText(this, this.#handle, null, messages, options, end)) content += piece;
+    const calls = [];
+    for await (const got of requestPieces(this, this.#handle, null, messages, options, end)) {
+      content += got.text;
+      for (const d of got.toolCalls) {
+        if (d.index === calls.length) calls.push({ id: d.id, type: 'function', function: { name: d.name, arguments: '' } });
+        calls[d.index].function.arguments += d.arguments;
+      }
+    }
+    const message = { role: 'assistant', content: calls.length && !content ? null : content };
+    if (calls.length) message.tool_calls = calls;
     return {
       ...head,
-      choices: [{ index: 0, message: { role: 'assistant', content }, logprobs: null, finish_reason: end.finish }],
+      choices: [{ index: 0, message, logprobs: null, finish_reason: end.finish }],
       usage: usageOf(end),
     };
   }
@@ -201,11 +300,16 @@ class Model {
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
     });
     const end = {};
-    const text = requestText(this, this.#handle, null, messages, options, end);
     let first = true;
-    for await (const piece of text) {
-      yield chunk(first ? { role: 'assistant', content: piece } : { content: piece }, null);
-      first = false;
+    for await (const got of requestPieces(this, this.#handle, null, messages, options, end)) {
+      if (got.text) yield chunk(first ? { role: 'assistant', content: got.text } : { content: got.text }, null);
+      first &&= !got.text;
+      /* each tool-call delta in a chunk of its own, as OpenAI streams them */
+      for (const d of got.toolCalls) {
+        const delta = { tool_calls: [callDelta(d)] };
+        yield chunk(first ? { role: 'assistant', content: null, ...delta } : delta, null);
+        first = false;
+      }
     }
     yield chunk(first ? { role: 'assistant', content: '' } : {}, end.finish);
   }
@@ -242,4 +346,5 @@ module.exports = {
   gpuDevices: () => native.gpuDevices(),
   supportsGpuOffload: () => native.supportsGpuOffload(),
   systemInfo: () => native.systemInfo(),
+  jsonSchemaToGrammar: (schema) => native.jsonSchemaToGrammar(schemaText('schema', schema)),
 };

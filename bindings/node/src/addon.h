@@ -6,7 +6,7 @@
  * tokenizes; request_params.c turns generation options into a
  * hearth_request_params; stream.c carries a request's pieces from the
  * engine's thread to JavaScript; system.c answers about devices and the
- * build.
+ * build; grammar.c turns JSON Schemas into grammars.
  *
  * Threads: every function here runs on the JS thread, except
  * model_load.c's execute step (a libuv worker) and stream.c's piece
@@ -148,17 +148,22 @@ napi_value hn_detokenize(napi_env env, napi_callback_info info);
 /* What a request needs kept alive until hearth_engine_submit() has copied it. */
 typedef struct hn_request_input {
     char *prompt;
-    hearth_chat_message *messages;   /* [n_messages], role and content malloc'd */
-    size_t n_messages;
+    char *messages_json;             /* the conversation as JSON text */
     char **stop;                     /* [n_stop] */
     size_t n_stop;
+    hearth_logit_bias *logit_bias;   /* [n_logit_bias] */
+    size_t n_logit_bias;
+    char *grammar, *json_schema;     /* GBNF; a JSON Schema's text */
+    char *tools, *tool_choice;       /* JSON text of the tools; "auto", "none", "required" or a name */
 } hn_request_input;
 
-/* Fills p from the prompt (a string) or the messages (an array of {role,
- * content}) and the generation options; in keeps the copies. False after
- * throwing; free `in` either way. */
-bool hn_request_read(napi_env env, napi_value prompt, napi_value messages, napi_value opts, hearth_request_params *p,
-                     hn_request_input *in);
+/* Fills p from the prompt (a string) or the messages (the conversation as
+ * JSON text, from index.js), the generation options, and `constraints`
+ * ({grammar, jsonSchema, tools, toolChoice}: strings or null, made by
+ * index.js from the structured-output and tool options); in keeps the
+ * copies. False after throwing; free `in` either way. */
+bool hn_request_read(napi_env env, napi_value prompt, napi_value messages, napi_value opts, napi_value constraints,
+                     hearth_request_params *p, hn_request_input *in);
 void hn_request_input_free(hn_request_input *in);
 
 /* ------------------------------------------------------------- stream.c -- */
@@ -175,5 +180,9 @@ napi_value hn_cancel(napi_env env, napi_callback_info info);
 napi_value hn_gpu_devices(napi_env env, napi_callback_info info);
 napi_value hn_supports_gpu_offload(napi_env env, napi_callback_info info);
 napi_value hn_system_info(napi_env env, napi_callback_info info);
+
+/* ------------------------------------------------------------ grammar.c -- */
+
+napi_value hn_json_schema_to_grammar(napi_env env, napi_callback_info info);
 
 #endif

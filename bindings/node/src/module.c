@@ -22,6 +22,7 @@ static const struct {
     {"gpuDevices", hn_gpu_devices},
     {"supportsGpuOffload", hn_supports_gpu_offload},
     {"systemInfo", hn_system_info},
+    {"jsonSchemaToGrammar", hn_json_schema_to_grammar},
 };
 
 NAPI_MODULE_INIT() {

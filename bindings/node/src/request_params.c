@@ -1,12 +1,15 @@
-/* Generation options -> hearth_request_params: the prompt (text, or chat
- * messages the engine renders with the model's template), maxTokens, the
- * sampler's fields under their JS names (temperature, topK, topP, minP,
- * repeatPenalty, repeatLastN, presencePenalty, frequencyPenalty, seed),
- * stop strings and ignoreEos. Left-out options keep hearth's defaults
+/* Generation options -> hearth_request_params: the prompt (text, or a chat
+ * conversation as JSON text that the engine renders with the model's
+ * template), maxTokens, the sampler's fields under their JS names
+ * (temperature, topK, topP, minP, repeatPenalty, repeatLastN,
+ * presencePenalty, frequencyPenalty, seed, logitBias), stop strings,
+ * ignoreEos and parallelToolCalls; and the constraints index.js made from
+ * the structured-output and tool options (grammar, jsonSchema, tools,
+ * toolChoice as text). Left-out options keep hearth's defaults
  * (hearth_sampler_default_params), except the seed: a fresh one per
  * request, as `hearth run` and llama.cpp do, so that two calls do not give
  * the same sample. */
-#include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -24,6 +27,55 @@ static uint64_t fresh_seed(void) {
     return z ^ (z >> 31);
 }
 
+/* options.logitBias: {"token id": bias} (OpenAI's map; a JS object's keys
+ * are strings) into in->logit_bias. */
+static bool read_logit_bias(napi_env env, napi_value opts, hn_request_input *in) {
+    napi_value lb = hn_opt(env, opts, "logitBias"), keys;
+    if (hn_is_nullish(env, lb)) return true;
+    napi_valuetype t = napi_undefined;
+    bool is_array = false;
+    uint32_t n = 0;
+    napi_typeof(env, lb, &t);
+    napi_is_array(env, lb, &is_array);
+    if (t != napi_object || is_array) {
+        hn_throw(env, "ERR_INVALID_ARG", "options.logitBias must be an object mapping token ids to biases");
+        return false;
+    }
+    if (napi_get_property_names(env, lb, &keys) != napi_ok || napi_get_array_length(env, keys, &n) != napi_ok) {
+        hn_napi_failed(env, "napi_get_property_names");
+        return false;
+    }
+    in->logit_bias = calloc(n ? n : 1, sizeof *in->logit_bias);
+    if (!in->logit_bias) {
+        hn_throw(env, "ERR_OUT_OF_MEMORY", "out of memory reading %u logit biases", n);
+        return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        napi_value key, v;
+        double bias;
+        if (napi_get_element(env, keys, i, &key) != napi_ok || napi_get_property(env, lb, key, &v) != napi_ok) {
+            hn_napi_failed(env, "napi_get_property");
+            return false;
+        }
+        char *name = hn_string(env, key, "an options.logitBias key", NULL), *end = NULL;
+        if (!name) return false;
+        const long id = name[0] >= '0' && name[0] <= '9' ? strtol(name, &end, 10) : -1;
+        const bool id_ok = id >= 0 && id <= INT32_MAX && end && !*end;
+        const bool bias_ok = napi_get_value_double(env, v, &bias) == napi_ok && isfinite(bias);
+        if (!id_ok || !bias_ok) {
+            if (!id_ok)
+                hn_throw(env, "ERR_INVALID_ARG", "options.logitBias keys must be token ids (integers >= 0), got '%s'", name);
+            else
+                hn_throw(env, "ERR_INVALID_ARG", "options.logitBias['%s'] must be a finite number", name);
+            free(name);
+            return false;
+        }
+        free(name);
+        in->logit_bias[in->n_logit_bias++] = (hearth_logit_bias){.token = (int32_t)id, .bias = (float)bias};
+    }
+    return true;
+}
+
 static bool read_sampling(napi_env env, napi_value opts, hearth_sampler_params *s) {
     bool seeded = false;
     if (!hn_opt_float(env, opts, "temperature", &s->temp) ||
@@ -38,63 +90,48 @@ static bool read_sampling(napi_env env, napi_value opts, hearth_sampler_params *
     return true;
 }
 
-/* messages: [{role, content}, ...] with string fields. */
-static bool read_messages(napi_env env, napi_value v, hn_request_input *in) {
-    bool is_array = false;
-    uint32_t n = 0;
-    napi_is_array(env, v, &is_array);
-    if (!is_array || napi_get_array_length(env, v, &n) != napi_ok) {
-        hn_throw(env, "ERR_INVALID_ARG", "messages must be an array of {role, content} objects");
-        return false;
-    }
-    in->messages = calloc(n ? n : 1, sizeof *in->messages);
-    if (!in->messages) {
-        hn_throw(env, "ERR_OUT_OF_MEMORY", "out of memory reading %u messages", n);
-        return false;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        napi_value e;
-        char role_what[48], content_what[48];
-        if (napi_get_element(env, v, i, &e) != napi_ok) {
-            hn_napi_failed(env, "napi_get_element");
-            return false;
-        }
-        snprintf(role_what, sizeof role_what, "messages[%u].role", i);
-        snprintf(content_what, sizeof content_what, "messages[%u].content", i);
-        char *role = hn_string(env, hn_opt(env, e, "role"), role_what, NULL);
-        char *content = role ? hn_string(env, hn_opt(env, e, "content"), content_what, NULL) : NULL;
-        in->messages[i] = (hearth_chat_message){.role = role, .content = content};
-        in->n_messages = i + 1; /* freed with the input from here on */
-        if (!content) return false;
-    }
-    return true;
+/* constraints[key]: a string copied into *out, or NULL when nullish. */
+static bool read_text(napi_env env, napi_value constraints, const char *key, char **out) {
+    napi_value v = hn_opt(env, constraints, key);
+    return hn_is_nullish(env, v) || (*out = hn_string(env, v, key, NULL)) != NULL;
 }
 
-bool hn_request_read(napi_env env, napi_value prompt, napi_value messages, napi_value opts, hearth_request_params *p,
-                     hn_request_input *in) {
+bool hn_request_read(napi_env env, napi_value prompt, napi_value messages, napi_value opts, napi_value constraints,
+                     hearth_request_params *p, hn_request_input *in) {
     *p = hearth_request_default_params();
     *in = (hn_request_input){0};
-    if (messages && !read_messages(env, messages, in)) return false;
+    if (messages && !(in->messages_json = hn_string(env, messages, "messages", NULL))) return false;
     if (!messages && !(in->prompt = hn_string(env, prompt, "prompt", NULL))) return false;
     if (!hn_opt_int(env, opts, "maxTokens", -1, INT32_MAX, &p->max_tokens) || !read_sampling(env, opts, &p->sampling) ||
+        !read_logit_bias(env, opts, in) ||
         !hn_strings(env, hn_opt(env, opts, "stop"), "options.stop", &in->stop, &in->n_stop) ||
-        !hn_opt_bool(env, opts, "ignoreEos", &p->ignore_eos))
+        !hn_opt_bool(env, opts, "ignoreEos", &p->ignore_eos) ||
+        !hn_opt_bool(env, opts, "parallelToolCalls", &p->parallel_tool_calls) ||
+        !read_text(env, constraints, "grammar", &in->grammar) ||
+        !read_text(env, constraints, "jsonSchema", &in->json_schema) ||
+        !read_text(env, constraints, "tools", &in->tools) || !read_text(env, constraints, "toolChoice", &in->tool_choice))
         return false;
     p->prompt = in->prompt;
-    p->messages = in->messages;
-    p->n_messages = in->n_messages;
+    p->messages_json = in->messages_json;
     p->stop = (const char *const *)in->stop;
     p->n_stop = in->n_stop;
+    p->sampling.logit_bias = in->logit_bias;
+    p->sampling.n_logit_bias = in->n_logit_bias;
+    p->sampling.grammar = in->grammar;
+    p->sampling.json_schema = in->json_schema;
+    p->tools_json = in->tools;
+    p->tool_choice = in->tool_choice;
     return true;
 }
 
 void hn_request_input_free(hn_request_input *in) {
-    for (size_t i = 0; i < in->n_messages; i++) {
-        free((char *)in->messages[i].role);
-        free((char *)in->messages[i].content);
-    }
-    free(in->messages);
     free(in->prompt);
+    free(in->messages_json);
     hn_strings_free(in->stop, in->n_stop);
+    free(in->logit_bias);
+    free(in->grammar);
+    free(in->json_schema);
+    free(in->tools);
+    free(in->tool_choice);
     *in = (hn_request_input){0};
 }
