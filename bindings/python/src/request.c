@@ -2,17 +2,16 @@
  *
  * The engine calls on_piece on its own thread, which never takes the GIL: the
  * piece's text and tool-call deltas are appended to the request's buffers
- * under a mutex and a condition variable wakes a waiting reader. A reader (Request.next) waits
- * with the GIL released, in slices of 50 ms between which pending signals
- * are handled (Ctrl-C raises KeyboardInterrupt in the main thread within a
- * slice); asyncio readers watch a pipe (Request.fileno) that gets a byte
- * whenever new text arrives. A reader that falls behind by PAUSE_AT bytes
- * (text and call arguments)
- * pauses its request in the engine (hearth_engine_pause) until it reads, so
- * memory stays bounded and the engine's other requests go on. The shared
- * state outlives whichever of the two
- * owners (the Python object, the engine until the request's last piece)
- * lets go last. */
+ * under a mutex and a condition variable wakes a waiting reader. A reader
+ * (Request.next) waits with the GIL released, in slices of 50 ms between
+ * which pending signals are handled (Ctrl-C raises KeyboardInterrupt in the
+ * main thread within a slice); asyncio readers watch a pipe (Request.fileno)
+ * that gets a byte whenever something new arrives. A reader that falls
+ * behind by PAUSE_AT bytes (text and call arguments) pauses its request in
+ * the engine (hearth_engine_pause) until it reads, so memory stays bounded
+ * and the engine's other requests go on. The shared state outlives whichever
+ * of its two owners (the Python object, the engine until the request's last
+ * piece) lets go last. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
