@@ -445,22 +445,36 @@ HEARTH_API hearth_status hearth_chat_render_json(const hearth_model *model, cons
 
 /* Converts a JSON Schema (JSON text) into a GBNF grammar (start rule
  * `root`) of the JSON texts the schema accepts, the grammar a sampler's
- * json_schema gets. Supported: type (object, array, string, number,
- * integer, boolean, null, and lists of types), properties (in the declared
- * order), required, additionalProperties (false, true or a schema), enum,
- * const, anyOf, oneOf, allOf of objects, $ref to #/$defs/... or
- * #/definitions/... (recursive schemas too), items, prefixItems, minItems,
- * maxItems, minLength, maxLength, pattern (a regular-expression subset:
- * literals, escapes, ., classes, groups, alternation, * + ? {m,n}, anchored
- * ^...$), format (date, time, date-time, uuid), minimum and maximum of
- * integers; title, description, examples, default, $schema, $id and
- * $comment are read and ignored (they do not constrain). Whitespace between
- * tokens is at most one newline and a few spaces. *out is NUL-terminated;
- * free it with hearth_grammar_free_text().
+ * json_schema gets. Every text the grammar accepts is valid for the schema;
+ * it may refuse some valid ones (below). Supported: type (object, array,
+ * string, number, integer, boolean, null, and lists of types; without type,
+ * the keywords present decide), properties (written in the declared order;
+ * optional ones may be left out), required (names outside properties too),
+ * additionalProperties (false, true or a schema; when absent: no other keys
+ * if properties is given, any keys for a bare object, so OpenAI's
+ * json_object mode is {"type":"object"}; extra keys are written without
+ * escapes), enum, const, anyOf, oneOf (as anyOf: branches should not
+ * overlap), allOf of object schemas (properties and required merged) or of
+ * one schema, $ref to local JSON pointers such as #/$defs/... or
+ * #/definitions/... (recursive schemas too), items, prefixItems (all
+ * present up to minItems, later ones optional; no more items unless items
+ * says so), minItems, maxItems, minLength, maxLength, pattern (one of
+ * pattern, format or lengths per string; a regular-expression subset:
+ * literals, escapes, \d \w \s (ASCII), ., classes, groups, alternation,
+ * * + ? {m,n}; treated as anchored ^...$), format (date, time, date-time per
+ * RFC 3339, uuid), minimum and maximum of integers (any bounds) and of
+ * numbers (integer bounds; such numbers have no exponent). Integers have at
+ * most 16 digits; repetition counts at most 10000; schemas nest at most 64
+ * deep. title, description, examples, default, $schema, $id, $comment, $defs
+ * and definitions are read and ignored. Whitespace between tokens is at
+ * most one newline and 20 spaces or tabs. *out is NUL-terminated; free it
+ * with hearth_grammar_free_text().
  * Errors (with *out NULL): INVALID_ARG (NULL argument, JSON that does not
- * parse, a keyword outside the subset: "json_schema at /properties/age:
- * unsupported keyword 'exclusiveMinimum'", an unresolvable $ref),
- * OUT_OF_MEMORY. Thread-safe. */
+ * parse: "json_schema: not valid JSON at byte N", a keyword outside the
+ * subset: "json_schema at /properties/age: unsupported keyword
+ * 'exclusiveMinimum'", an unsupported format or pattern construct, named,
+ * an unresolvable $ref, an unknown type, contradictory bounds, nesting too
+ * deep), OUT_OF_MEMORY. Thread-safe. */
 HEARTH_API hearth_status hearth_json_schema_to_grammar(const char *schema, char **out);
 
 /* Checks GBNF text as a sampler would compile it. Errors: INVALID_ARG with

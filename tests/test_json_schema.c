@@ -94,6 +94,14 @@ static void test_objects(void) {
     s = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}}";
     EXPECT(s, "+ {}", "+ {\"k\": 1, \"k2\": -3}", "+ {\"\\n\": 1}", "- {\"k\": \"v\"}");
     EXPECT("{\"type\":\"object\"}", "+ {}", "+ {\"a\": {\"b\": [true]}}", "- []", "- 1");
+    /* many declared keys: extra keys still differ from every one of them */
+    char big[4000] = "{\"additionalProperties\":{\"type\":\"string\"},\"properties\":{";
+    for (int i = 0; i < 90; i++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), "%s\"%c%s\":{\"type\":\"integer\"}", i ? "," : "",
+                 (char)('!' + i + (i >= 1) + (i >= 58)), i % 2 ? "k" : "");
+    strcat(big, "}}");
+    EXPECT(big, "+ {\"#k\": 1, \"#\": \"s\", \"~~\": \"t\", \"\xc3\xa9\": \"u\"}", "- {\"#k\": \"s\"}",
+           "- {\"B\": \"s\"}", "+ {\"B\": 1}", "+ {\"A\": \"s\"}", "- {\"A\": 1}", "+ {\"Bx\": \"s\"}");
     /* required names outside properties */
     EXPECT("{\"type\":\"object\",\"required\":[\"id\"]}", "+ {\"id\": 5}", "+ {\"id\": 5, \"x\": 1}", "- {}",
            "- {\"x\": 1}");

@@ -396,6 +396,13 @@ static hearth_status build_any_of(hl_js_conv *c, const cJSON *s, const char *kw,
 
 /* ------------------------------------------------------------------ $ref */
 
+static int hex_digit(char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
 /* The schema a local $ref names (RFC 6901 JSON pointer in a URI fragment,
  * RFC 3986 percent-encoding), or NULL with the error set. */
 const cJSON *hl_js_resolve_ref(hl_js_conv *c, const char *ref) {
@@ -411,9 +418,8 @@ const cJSON *hl_js_resolve_ref(hl_js_conv *c, const char *ref) {
         bool bad = false;
         for (; *p && *p != '/'; p++) {
             char ch = *p;
-            if (ch == '%' && p[1] && p[2]) {
-                int hi = p[1] >= 'a' ? p[1] - 'a' + 10 : p[1] >= 'A' ? p[1] - 'A' + 10 : p[1] - '0';
-                int lo = p[2] >= 'a' ? p[2] - 'a' + 10 : p[2] >= 'A' ? p[2] - 'A' + 10 : p[2] - '0';
+            int hi = ch == '%' && p[1] ? hex_digit(p[1]) : -1, lo = hi >= 0 && p[2] ? hex_digit(p[2]) : -1;
+            if (lo >= 0) {
                 ch = (char)(hi << 4 | lo);
                 p += 2;
             } else if (ch == '~' && (p[1] == '0' || p[1] == '1')) {

@@ -21,7 +21,10 @@ hearth_status hl_json_schema_to_gbnf(const char *schema, size_t len, char **out)
  * named `root_name` instead of root, and no `root` rule: for embedding a
  * schema in a larger grammar (a tool call's arguments). The rules of the
  * shared JSON primitives (value, string, number, space ...) are named with
- * the prefix too, so two schemas' outputs can be concatenated. */
+ * the prefix too, so two schemas' outputs can be concatenated. The prefix
+ * is used with characters outside [a-zA-Z0-9-] turned into '-' (include a
+ * separator: "get-weather-"); root_name must be [a-zA-Z0-9-]+ (else
+ * INVALID_ARG) and is used as given, without the prefix. */
 hearth_status hl_json_schema_to_gbnf_rules(const char *schema, size_t len, const char *prefix, const char *root_name,
                                            char **out);
 

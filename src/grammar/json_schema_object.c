@@ -16,8 +16,8 @@
 
 /* ------------------------------------------------------------ string set */
 
-/* Keys of an object schema, required names, $refs: an open-addressed set
- * of borrowed strings with a value each. */
+/* Keys of an object schema, required names: an open-addressed map of
+ * borrowed strings to indices. */
 typedef struct strmap {
     const char **keys;
     size_t *vals;
@@ -122,6 +122,11 @@ static hearth_status obj_add(hl_js_conv *c, objdesc *o, const char *key, const c
     return HEARTH_OK;
 }
 
+static int cmp_range(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* The grammar of a key that is none of `o`'s keys, written without
  * escapes (so it cannot spell one in another way): a trie of the keys, one
  * rule per node, each taking a child's character, or any other character
@@ -177,35 +182,31 @@ static hearth_status not_keys(hl_js_conv *c, const objdesc *o, const char *hint,
     for (size_t i = 0; st == HEARTH_OK && i < n; i++) {
         body.n = 0;
         hl_js_puts(&body, "(");
-        uint32_t lo[64], hi[64];
-        size_t n_ex = 0;
+        /* the characters that leave the trie here: all but the children's
+         * (and those JSON escapes) */
+        size_t n_ch = 0;
+        for (size_t ch = t[i].child; ch; ch = t[ch].next) n_ch++;
         static const uint32_t specials[][2] = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
-        for (size_t s = 0; s < N_OF(specials); s++) lo[n_ex] = specials[s][0], hi[n_ex++] = specials[s][1];
-        bool many = false;
-        for (size_t ch = t[i].child; ch; ch = t[ch].next) {
+        uint32_t(*ex)[2] = hl_malloc((n_ch + N_OF(specials)) * sizeof *ex);
+        uint32_t *lo = hl_malloc((n_ch + N_OF(specials)) * sizeof *lo), *hi = hl_malloc((n_ch + N_OF(specials)) * sizeof *hi);
+        if (!ex || !lo || !hi) st = HEARTH_ERR_OUT_OF_MEMORY;
+        size_t n_ex = 0;
+        for (size_t k = 0; st == HEARTH_OK && k < N_OF(specials); k++) ex[n_ex][0] = specials[k][0], ex[n_ex++][1] = specials[k][1];
+        for (size_t ch = t[i].child; st == HEARTH_OK && ch; ch = t[ch].next) {
             hl_js_emit_json_char(&body, t[ch].cp);
             hl_js_elem(&body, c->rules[rule[ch]].name);
             hl_js_puts(&body, " |");
-            if (n_ex < N_OF(lo)) lo[n_ex] = hi[n_ex] = t[ch].cp, n_ex++;
-            else many = true;
+            ex[n_ex][0] = ex[n_ex][1] = t[ch].cp, n_ex++;
         }
-        if (many) {
-            /* too many children to exclude in one class: only characters
-             * none of them starts with can go anywhere (by a child rule) */
-            body.n -= 2;
-            body.p[body.n] = '\0';
-        } else {
-            /* sort the excluded characters for the class */
-            for (size_t a = 1; a < n_ex; a++)
-                for (size_t b = a; b > 0 && lo[b - 1] > lo[b]; b--) {
-                    uint32_t x = lo[b];
-                    lo[b] = lo[b - 1], lo[b - 1] = x;
-                    x = hi[b];
-                    hi[b] = hi[b - 1], hi[b - 1] = x;
-                }
+        if (st == HEARTH_OK) {
+            qsort(ex, n_ex, sizeof *ex, cmp_range);
+            for (size_t k = 0; k < n_ex; k++) lo[k] = ex[k][0], hi[k] = ex[k][1];
             hl_js_emit_class(lo, hi, n_ex, true, &body);
             hl_js_puts(&body, " [^\\x22\\x5C\\x00-\\x1F]*");
         }
+        free(ex);
+        free(lo);
+        free(hi);
         hl_js_puts(&body, t[i].end ? " )" : " )?");
         st = hl_js_buf_status(&body);
         if (st == HEARTH_OK) st = hl_js_rule_set(c, rule[i], body.p);
