@@ -24,7 +24,7 @@ struct hearth_sampler {
     float *top_logits; /* [n_vocab]: logits left by top-k, for top-p's normaliser */
     int32_t n_top;
     float *weights;    /* [n_vocab]: unnormalised probabilities of the draw */
-    uint8_t *seen;     /* [n_vocab] marks for the penalty pass */
+    int32_t *count;    /* [n_vocab] occurrences in the recent tokens, during the penalty pass */
     int32_t *recent;   /* ring of the last repeat_last_n tokens */
     int32_t n_recent, recent_head;
     uint64_t rng[4];
@@ -90,9 +90,9 @@ hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sample
     s->cand = hl_malloc((size_t)s->n_vocab * sizeof *s->cand);
     s->top_logits = hl_malloc((size_t)s->n_vocab * sizeof *s->top_logits);
     s->weights = hl_malloc((size_t)s->n_vocab * sizeof *s->weights);
-    s->seen = hl_calloc((size_t)s->n_vocab, 1);
+    s->count = hl_calloc((size_t)s->n_vocab, sizeof *s->count);
     s->recent = hl_malloc((size_t)(p.repeat_last_n ? p.repeat_last_n : 1) * sizeof *s->recent);
-    if (!s->cand || !s->top_logits || !s->weights || !s->seen || !s->recent) {
+    if (!s->cand || !s->top_logits || !s->weights || !s->count || !s->recent) {
         hearth_sampler_free(s);
         return HEARTH_ERR_OUT_OF_MEMORY;
     }
@@ -107,7 +107,7 @@ void hearth_sampler_free(hearth_sampler *s) {
     free(s->cand);
     free(s->top_logits);
     free(s->weights);
-    free(s->seen);
+    free(s->count);
     free(s->recent);
     free(s);
 }
@@ -126,19 +126,24 @@ void hearth_sampler_accept(hearth_sampler *s, int32_t token) {
     if (s->n_recent < s->p.repeat_last_n) s->n_recent++;
 }
 
-/* CTRL penalty, once per distinct recent token: positive logits are divided,
- * negative ones multiplied, so the token always becomes less likely. */
+/* The penalties over the recent tokens, once per distinct token, in
+ * llama.cpp's order (llama_sampler_penalties): CTRL's (positive logits
+ * divided, negative ones multiplied, so the token always becomes less
+ * likely), then OpenAI's presence and frequency penalties (minus presence
+ * if it occurs, minus frequency times its count). */
 static void apply_penalty(hearth_sampler *s) {
-    if (s->p.repeat_penalty == 1.0f) return;
+    const float rep = s->p.repeat_penalty, presence = s->p.presence_penalty, frequency = s->p.frequency_penalty;
+    if (rep == 1.0f && presence == 0.0f && frequency == 0.0f) return;
+    for (int32_t i = 0; i < s->n_recent; i++)
+        if (s->recent[i] >= 0 && s->recent[i] < s->n_vocab) s->count[s->recent[i]]++;
     for (int32_t i = 0; i < s->n_recent; i++) {
         int32_t id = s->recent[i];
-        if (id < 0 || id >= s->n_vocab || s->seen[id]) continue;
-        s->seen[id] = 1;
+        if (id < 0 || id >= s->n_vocab || !s->count[id]) continue;
         float *l = &s->cand[id].logit; /* candidates are still in id order here */
-        *l = *l > 0.0f ? *l / s->p.repeat_penalty : *l * s->p.repeat_penalty;
+        if (rep != 1.0f) *l = *l > 0.0f ? *l / rep : *l * rep;
+        *l -= (float)s->count[id] * frequency + presence;
+        s->count[id] = 0;
     }
-    for (int32_t i = 0; i < s->n_recent; i++)
-        if (s->recent[i] >= 0 && s->recent[i] < s->n_vocab) s->seen[s->recent[i]] = 0;
 }
 
 static int by_logit_desc(const void *a, const void *b) {

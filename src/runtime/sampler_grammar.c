@@ -180,6 +180,7 @@ int32_t hl_constraint_mask(hl_constraint *c) {
     int32_t count = 0;
     for (int32_t i = 0; i < n; i++) {
         if (hl_vocab_is_eog(c->model->vocab, i)) c->allowed[i] = complete;
+        if (c->bias && c->bias[i] == -INFINITY) c->allowed[i] = 0; /* banned by logit_bias */
         count += c->allowed[i];
     }
     return count;

@@ -76,8 +76,8 @@ class Company(pydantic.BaseModel):
 
 class Node(pydantic.BaseModel):
     """Recursive through $defs."""
-    value: int
-    children: List["Node"] = pydantic.Field(max_length=2)
+    value: int = pydantic.Field(ge=0, le=99)
+    children: Optional[List["Node"]] = pydantic.Field(default=None, max_length=2)
 
 
 class Rating(pydantic.BaseModel):
@@ -113,7 +113,8 @@ MODELS = [
     (Palette, "Pick colours for a website."),
     (MathAnswer, "What is 12 times 7? Show your steps."),
     (Company, "Describe a small company."),
-    (Node, "Give me a small tree of numbers."),
+    # a model this small nests a recursive schema without end unless shown a tree
+    (Node, 'Repeat this JSON: {"value": 1, "children": [{"value": 2}, {"value": 3, "children": [{"value": 4}]}]}'),
     (Rating, "Rate the movie Titanic."),
     (Event, "Describe a birthday party."),
     (Coordinates, "Where is London?"),
