@@ -146,7 +146,7 @@ typedef struct grammar_case {
     const char *tmpl;
     const char *choice;
     bool parallel;
-    const char *ok[4];
+    const char *ok[5];
     const char *bad[6];
 } grammar_case;
 
@@ -160,8 +160,8 @@ static void test_prepare(void) {
     static const grammar_case cases[] = {
         {"qwen2.5", NULL, true,
          {"<tool_call>\n" W1 "\n</tool_call>", "<tool_call>\n" W1 "\n</tool_call>\n<tool_call>\n" W2 "\n</tool_call>",
-          "<tool_call>" W2 "</tool_call>"},
-         {"<tool_call>\n" WBADNAME "\n</tool_call>", "<tool_call>\n" WBADARGS "\n</tool_call>", W1,
+          "<tool_call>" W2 "</tool_call>", W1},
+         {"<tool_call>\n" WBADNAME "\n</tool_call>", "<tool_call>\n" WBADARGS "\n</tool_call>", W1 "\n" W2,
           "<tool_call>\n{\"arguments\": {\"city\": \"Paris\"}, \"name\": \"get_weather\"}\n</tool_call>",
           "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"PST\"}}\n</tool_call>"}},
         {"qwen3", "get_time", false,
@@ -190,7 +190,9 @@ static void test_prepare(void) {
             const hl_tool_format f = hl_tool_format_of(t);
             CHECK_MSG(strstr(s.prompt, "get_weather") && strstr(s.prompt, "Weather in Paris?"), "%s prompt:\n%s", c->tmpl, s.prompt);
             const bool is_auto = !c->choice;
-            CHECK_MSG(s.n_triggers == (is_auto && f == HL_TOOLS_LLAMA3 ? 2u : is_auto && f != HL_TOOLS_GENERIC ? 1u : 0u),
+            CHECK_MSG(s.n_triggers == (is_auto && (f == HL_TOOLS_LLAMA3 || f == HL_TOOLS_HERMES) ? 2u
+                                       : is_auto && f != HL_TOOLS_GENERIC                         ? 1u
+                                                                                                  : 0u),
                       "%s: %zu triggers", c->tmpl, s.n_triggers);
             for (size_t k = 0; k < s.n_triggers; k++) check_trigger(c->tmpl, s.grammar, s.triggers[k]);
             check_grammar(c->tmpl, s.grammar, c->ok, c->bad);
@@ -341,6 +343,8 @@ static void test_parser(void) {
         {H, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, 2", "", 1, {"f"}, {"{\"a\": [1, 2"}, true},
         {H, "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>\nDone.", "\nDone.", 1, {"f"}, {"{}"}, false},
         {H, "<tool_call>{\"name\": \"f\", \"arguments\": {}}\n</tool_", "", 1, {"f"}, {"{}"}, false},
+        {H, " {\"name\": \"f\", \"arguments\": {\"a\": 1}}\n", "", 1, {"f"}, {"{\"a\": 1}"}, false}, /* a bare call */
+        {H, "Use {\"name\": \"f\", \"arguments\": {}} later", "Use {\"name\": \"f\", \"arguments\": {}} later", 0, {0}, {0}, false},
         /* LLAMA3 */
         {L, "{\"name\": \"get_weather\", \"parameters\": " ARGS_W "}", "", 1, {"get_weather"}, {ARGS_W}, false},
         {L, " \n<|python_tag|>{\"name\": \"g\", \"parameters\": {\"q\": \"x\"}}", "", 1, {"g"}, {"{\"q\": \"x\"}"}, false},

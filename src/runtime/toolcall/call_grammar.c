@@ -2,7 +2,8 @@
  * its parameters schema (grammar/json_schema.h, rules prefixed "t<i>-"),
  * wrapped in the call syntax of the format:
  *   HERMES   <tool_call>{"name": "f", "arguments": {...}}</tool_call>, blocks
- *            separated by whitespace when parallel
+ *            separated by whitespace when parallel; or one bare call as the
+ *            whole reply (Qwen2.5-Coder writes calls so)
  *   LLAMA3   {"name": "f", "parameters": {...}}, optionally after
  *            <|python_tag|>; always one call (the Llama 3.x templates refuse
  *            several calls in one message)
@@ -51,7 +52,7 @@ static hearth_status tool_rules(hl_tbuf *g, hl_tool_format f, const hl_tool_def 
 static hearth_status root_rule(hl_tbuf *g, hl_tool_format f, hl_tool_choice_kind choice, bool parallel) {
     switch (f) {
     case HL_TOOLS_HERMES:
-        return hl_tbuf_printf(g, "root ::= block %sws\nblock ::= \"<tool_call>\" ws call ws \"</tool_call>\"\n",
+        return hl_tbuf_printf(g, "root ::= block %sws | call ws\nblock ::= \"<tool_call>\" ws call ws \"</tool_call>\"\n",
                               parallel ? "(ws block)* " : "");
     case HL_TOOLS_LLAMA3:
         return hl_tbuf_puts(g, "root ::= \"<|python_tag|>\" ws call | call\n");

@@ -30,14 +30,16 @@ const char *hl_tool_format_name(hl_tool_format f) {
 }
 
 /* Llama 3.x writes a call as the whole reply, {"name": ...} (the template's
- * instruction), or after <|python_tag|> (its built-in tools); GENERIC's
+ * instruction), or after <|python_tag|> (its built-in tools); Hermes models
+ * write <tool_call> blocks, and some (Qwen2.5-Coder) the bare call as the
+ * whole reply, as llama.cpp's Hermes handler also accepts; GENERIC's
  * grammar is never lazy. */
 const char *const *hl_tool_triggers(hl_tool_format f, size_t *n) {
-    static const char *const hermes[] = {"<tool_call>"};
+    static const char *const hermes[] = {"<tool_call>", "{\"name\""};
     static const char *const llama3[] = {"<|python_tag|>", "{\"name\""};
     static const char *const mistral[] = {"[TOOL_CALLS]"};
     switch (f) {
-    case HL_TOOLS_HERMES: *n = 1; return hermes;
+    case HL_TOOLS_HERMES: *n = 2; return hermes;
     case HL_TOOLS_LLAMA3: *n = 2; return llama3;
     case HL_TOOLS_MISTRAL: *n = 1; return mistral;
     case HL_TOOLS_GENERIC: break;

@@ -39,7 +39,9 @@ typedef struct spec {
 #define NAME_ARGS "{ \"name\" : \x01 , \"arguments\" : {"
 #define NAME_PARAMS "{ \"name\" : \x01 , \"parameters\" : {"
 
-static const prog hermes_open[] = {{"<tool_call> " NAME_ARGS, ACT_CALL, false}};
+/* Hermes models also write a bare call as the whole reply (Qwen2.5-Coder
+ * does): its closing '}' is held and dropped at the end */
+static const prog hermes_open[] = {{"<tool_call> " NAME_ARGS, ACT_CALL, false}, {NAME_ARGS, ACT_CALL, true}};
 static const prog hermes_after[] = {{" } </tool_call>", ACT_CLOSE, false}};
 static const prog llama3_open[] = {{"<|python_tag|> " NAME_PARAMS, ACT_CALL, false},
                                    {"<|python_tag|> " NAME_ARGS, ACT_CALL, false},
