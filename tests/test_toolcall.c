@@ -368,8 +368,31 @@ static void test_parser(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_parse_case(&cases[i], &rng);
 }
 
+/* GENERIC templates get past calls as the reply form and null content as
+ * "" (SmolLM2's template would fail on `+ None`). */
+static void test_generic_history(void) {
+    static const char *msgs =
+        "[{\"role\": \"user\", \"content\": \"Weather in Paris?\"},"
+        " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"call_1\", \"type\": \"function\","
+        " \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"}}]},"
+        " {\"role\": \"tool\", \"tool_call_id\": \"call_1\", \"name\": \"get_weather\", \"content\": \"sunny\"}]";
+    char *t = template_text("smollm2");
+    for (int none = 0; none < 2; none++) {
+        hl_tool_setup s;
+        hearth_status st = hl_tools_prepare(t, msgs, TOOLS, none ? "none" : NULL, true, "", "", &s);
+        CHECK_MSG(st == HEARTH_OK, "%s", hearth_last_error());
+        if (st != HEARTH_OK) continue;
+        CHECK_MSG(strstr(s.prompt, "{\"tool_calls\":[{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}]}") &&
+                      strstr(s.prompt, "sunny") && (none || strstr(s.prompt, "\"response\"")),
+                  "prompt:\n%s", s.prompt);
+        hl_tool_setup_free(&s);
+    }
+    free(t);
+}
+
 int main(void) {
     test_formats();
+    test_generic_history();
     test_prepare_errors();
     test_prepare();
     test_parser();

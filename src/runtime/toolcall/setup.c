@@ -94,21 +94,75 @@ static hearth_status generic_instructions(const cJSON *tools, hl_tool_choice_kin
     return hl_tbuf_puts(b, ". To answer without a tool, reply {\"response\": <your answer as a JSON string>}.");
 }
 
-/* The messages with the instructions merged into the first system message
- * (or a system message put first); *out is malloc'd JSON text. Messages
- * that do not parse are left to the renderer, which names the error. */
-static hearth_status with_system_text(const char *messages, const char *text, char **out) {
+/* A past call as GENERIC's reply form: {"tool_calls": [{"name",
+ * "arguments"}]}, arguments given as JSON text parsed back into JSON. */
+static cJSON *generic_calls(const cJSON *calls) {
+    cJSON *reply = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(reply, "tool_calls");
+    if (!list) {
+        cJSON_Delete(reply);
+        return NULL;
+    }
+    for (const cJSON *c = calls->child; c; c = c->next) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        cJSON *call = cJSON_CreateObject();
+        cJSON *a = cJSON_IsString(args) ? cJSON_Parse(args->valuestring) : NULL;
+        if (!a) a = args ? cJSON_Duplicate(args, true) : cJSON_CreateObject();
+        if (!call || !cJSON_AddItemToArray(list, call) ||
+            !cJSON_AddItemToObject(call, "name", cJSON_IsString(name) ? cJSON_CreateString(name->valuestring)
+                                                                      : cJSON_CreateString("")) ||
+            !a || !cJSON_AddItemToObject(call, "arguments", a)) {
+            cJSON_Delete(a);
+            cJSON_Delete(reply);
+            return NULL;
+        }
+    }
+    return reply;
+}
+
+/* GENERIC templates know no tool calls: every assistant message's
+ * tool_calls become its content in the reply form the model is asked for,
+ * and content null becomes "" (the polyfill llama.cpp's templates get). */
+static bool generic_history(cJSON *msgs) {
+    for (cJSON *m = msgs->child; m; m = m->next) {
+        cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        char *text = NULL;
+        if (cJSON_IsArray(calls) && cJSON_GetArraySize(calls) > 0) {
+            cJSON *reply = generic_calls(calls);
+            text = reply ? cJSON_PrintUnformatted(reply) : NULL;
+            cJSON_Delete(reply);
+            if (!text) return false;
+        }
+        if (calls) cJSON_DeleteItemFromObjectCaseSensitive(m, "tool_calls");
+        if (text || !content || cJSON_IsNull(content)) {
+            cJSON *s = cJSON_CreateString(text ? text : "");
+            cJSON_free(text);
+            if (!s) return false;
+            if (content) cJSON_ReplaceItemInObjectCaseSensitive(m, "content", s);
+            else cJSON_AddItemToObject(m, "content", s);
+        }
+    }
+    return true;
+}
+
+/* GENERIC's conversation: the history as above and, unless text is NULL,
+ * `text` merged into the first system message (or a system message of its
+ * own first). *out is cJSON's allocation; NULL when the messages are not
+ * an array (the renderer reports that). */
+static hearth_status generic_messages(const char *messages, const char *text, char **out) {
     *out = NULL;
     cJSON *msgs = cJSON_Parse(messages);
     if (!cJSON_IsArray(msgs)) {
         cJSON_Delete(msgs);
         return HEARTH_OK;
     }
+    bool ok = generic_history(msgs);
     cJSON *first = msgs->child;
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(first, "role");
     cJSON *content = cJSON_GetObjectItemCaseSensitive(first, "content");
-    bool ok;
-    if (cJSON_IsString(role) && !strcmp(role->valuestring, "system") && cJSON_IsString(content)) {
+    if (ok && text && cJSON_IsString(role) && !strcmp(role->valuestring, "system") && cJSON_IsString(content)) {
         hl_tbuf merged = {0};
         hearth_status st = hl_tbuf_printf(&merged, "%s\n\n%s", content->valuestring, text);
         if (st != HEARTH_OK) {
@@ -119,7 +173,7 @@ static hearth_status with_system_text(const char *messages, const char *text, ch
         free(merged.p);
         ok = s && cJSON_ReplaceItemInObjectCaseSensitive(first, "content", s);
         if (!ok) cJSON_Delete(s);
-    } else {
+    } else if (ok && text) {
         cJSON *sys = cJSON_CreateObject();
         ok = sys && cJSON_AddStringToObject(sys, "role", "system") && cJSON_AddStringToObject(sys, "content", text) &&
              cJSON_InsertItemInArray(msgs, 0, sys);
@@ -131,18 +185,18 @@ static hearth_status with_system_text(const char *messages, const char *text, ch
 }
 
 /* The prompt: the tools given to the template, or for GENERIC described in
- * a system message (and not shown at all with tool_choice none). */
+ * a system message (and not shown at all with tool_choice none) with the
+ * history's calls in the reply form. */
 static hearth_status render_prompt(const char *tmpl, const char *messages, const char *tools_json, const cJSON *tools,
                                    hl_tool_setup *s, const char *named, bool parallel, const char *bos,
                                    const char *eos) {
     if (s->format != HL_TOOLS_GENERIC)
         return hearth_chat_apply_template_json(tmpl, messages, tools_json, true, bos, eos, &s->prompt);
-    if (s->choice == HL_TOOL_CHOICE_NONE)
-        return hearth_chat_apply_template_json(tmpl, messages, NULL, true, bos, eos, &s->prompt);
     hl_tbuf text = {0};
     char *merged = NULL;
-    hearth_status st = generic_instructions(tools, s->choice, named, parallel, &text);
-    if (st == HEARTH_OK) st = with_system_text(messages, text.p, &merged);
+    hearth_status st =
+        s->choice == HL_TOOL_CHOICE_NONE ? HEARTH_OK : generic_instructions(tools, s->choice, named, parallel, &text);
+    if (st == HEARTH_OK) st = generic_messages(messages, text.p, &merged);
     if (st == HEARTH_OK)
         st = hearth_chat_apply_template_json(tmpl, merged ? merged : messages, NULL, true, bos, eos, &s->prompt);
     free(text.p);
