@@ -463,16 +463,18 @@ HEARTH_API hearth_status hearth_chat_render_json(const hearth_model *model, cons
  * literals, escapes, \d \w \s (ASCII), ., classes, groups, alternation,
  * * + ? {m,n}; treated as anchored ^...$), format (date, time, date-time per
  * RFC 3339, uuid), minimum and maximum of integers (any bounds) and of
- * numbers (integer bounds; such numbers have no exponent). Integers have at
- * most 16 digits; repetition counts at most 10000; schemas nest at most 64
- * deep. title, description, examples, default, $schema, $id, $comment, $defs
- * and definitions are read and ignored. Whitespace between tokens is at
+ * numbers (integer bounds; such numbers have no exponent), exclusiveMinimum
+ * and exclusiveMaximum of integers. Integers have at most 16 digits;
+ * repetition counts at most 10000; schemas nest at most 64 deep. title,
+ * description, examples, default, $schema, $id, $comment, $defs,
+ * definitions, deprecated, readOnly, writeOnly and discriminator are read
+ * and ignored. Whitespace between tokens is at
  * most one newline and 20 spaces or tabs. *out is NUL-terminated; free it
  * with hearth_grammar_free_text().
  * Errors (with *out NULL): INVALID_ARG (NULL argument, JSON that does not
  * parse: "json_schema: not valid JSON at byte N", a keyword outside the
  * subset: "json_schema at /properties/age: unsupported keyword
- * 'exclusiveMinimum'", an unsupported format or pattern construct, named,
+ * 'multipleOf'", an unsupported format or pattern construct, named,
  * an unresolvable $ref, an unknown type, contradictory bounds, nesting too
  * deep), OUT_OF_MEMORY. Thread-safe. */
 HEARTH_API hearth_status hearth_json_schema_to_grammar(const char *schema, char **out);

@@ -267,10 +267,16 @@ static void test_number_ranges(void) {
            "- -3");
     EXPECT("{\"type\":\"number\",\"maximum\":-1}", "+ -1", "+ -1.5", "+ -100", "- -0.5", "- 0", "- 1");
     EXPECT("{\"type\":\"number\",\"minimum\":1,\"maximum\":1}", "+ 1", "+ 1.0", "- 1.5", "- 0.5");
+    /* exclusive bounds of integers (pydantic's gt= and lt=) */
+    EXPECT("{\"type\":\"integer\",\"exclusiveMinimum\":3,\"exclusiveMaximum\":7}", "+ 4", "+ 6", "- 3", "- 7", "- 0");
+    EXPECT("{\"type\":\"integer\",\"exclusiveMinimum\":-2.5,\"maximum\":5}", "+ -2", "+ 5", "- -3", "- 6");
+    EXPECT("{\"exclusiveMaximum\":0,\"type\":\"integer\",\"minimum\":-3}", "+ -3", "+ -1", "- 0", "- -4");
+    /* annotations pydantic and OpenAPI write are ignored */
+    EXPECT("{\"type\":\"integer\",\"deprecated\":true,\"readOnly\":true,\"writeOnly\":false}", "+ 1", "- \"a\"");
 }
 
 static void test_errors(void) {
-    static const char *const unsupported[] = {"not", "if", "then", "else", "exclusiveMinimum", "exclusiveMaximum",
+    static const char *const unsupported[] = {"not", "if", "then", "else",
                                               "multipleOf", "patternProperties", "dependentRequired", "minProperties",
                                               "maxProperties", "uniqueItems", "contains", "propertyNames",
                                               "unevaluatedProperties", "additionalItems", "$anchor", "dependencies"};
@@ -293,6 +299,8 @@ static void test_errors(void) {
     expect_error("{\"type\":\"array\",\"minItems\":-1}", "'minItems' must be a non-negative integer");
     expect_error("{\"type\":\"string\",\"maxLength\":100000}", "over the limit");
     expect_error("{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "no integer");
+    expect_error("{\"type\":\"integer\",\"exclusiveMinimum\":4,\"exclusiveMaximum\":5}", "no integer");
+    expect_error("{\"type\":\"number\",\"exclusiveMinimum\":0}", "'exclusiveMinimum' is supported for integers only");
     expect_error("{\"type\":\"number\",\"minimum\":0.5}", "not an integer is not supported");
     expect_error("{\"type\":\"object\",", "json_schema: not valid JSON at byte");
     expect_error("{\"a\":1} x", "not valid JSON at byte 8");

@@ -23,8 +23,10 @@
  *   time, date-time (RFC 3339), uuid; one of pattern, format, lengths.
  * - minimum, maximum of integers (any bounds) and numbers (integer
  *   bounds; the number is then written without an exponent).
+ * - exclusiveMinimum, exclusiveMaximum of integers.
  * - title, description, examples, default, $schema, $id, $comment, $defs,
- *   definitions are read and ignored. */
+ *   definitions, deprecated, readOnly, writeOnly and discriminator are read
+ *   and ignored. */
 #include "grammar/json_schema.h"
 
 #include <cjson/cJSON.h>
@@ -35,13 +37,17 @@
 
 #include "grammar/json_schema_internal.h"
 
-static const char *const annotation_kw[] = {"title", "description", "examples", "default",    "$schema",
-                                             "$id",   "$comment",    "$defs",    "definitions"};
+/* annotations (2020-12 meta-data vocabulary, and OpenAPI's discriminator,
+ * which pydantic writes beside oneOf) */
+static const char *const annotation_kw[] = {"title",   "description", "examples", "default",   "$schema",
+                                             "$id",     "$comment",    "$defs",    "definitions", "deprecated",
+                                             "readOnly", "writeOnly",  "discriminator"};
 static const char *const constraint_kw[] = {"type",      "properties", "required",  "additionalProperties",
                                              "enum",      "const",      "anyOf",     "oneOf",
                                              "allOf",     "$ref",       "items",     "prefixItems",
                                              "minItems",  "maxItems",   "minLength", "maxLength",
-                                             "pattern",   "format",     "minimum",   "maximum"};
+                                             "pattern",   "format",     "minimum",   "maximum",
+                                             "exclusiveMinimum", "exclusiveMaximum"};
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static bool in_list(const char *s, const char *const *list, size_t n) {
@@ -257,9 +263,18 @@ static hearth_status get_bounds(hl_js_conv *c, const cJSON *s, bool integer, boo
     static const int64_t lim = 9999999999999999;
     const cJSON *mn = cJSON_GetObjectItemCaseSensitive(s, "minimum");
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(s, "maximum");
-    if ((mn && !cJSON_IsNumber(mn)) || (mx && !cJSON_IsNumber(mx))) return hl_js_fail(c, "'minimum' and 'maximum' must be numbers");
+    const cJSON *xmn = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMinimum");
+    const cJSON *xmx = cJSON_GetObjectItemCaseSensitive(s, "exclusiveMaximum");
+    if ((mn && !cJSON_IsNumber(mn)) || (mx && !cJSON_IsNumber(mx)) || (xmn && !cJSON_IsNumber(xmn)) ||
+        (xmx && !cJSON_IsNumber(xmx)))
+        return hl_js_fail(c, "'minimum', 'maximum', 'exclusiveMinimum' and 'exclusiveMaximum' must be numbers");
+    if (!integer && (xmn || xmx)) /* 2020-12 section 6.2.3: no closed range of decimals says "greater than" */
+        return hl_js_fail(c, "'%s' is supported for integers only", xmn ? "exclusiveMinimum" : "exclusiveMaximum");
     double a = mn ? (integer ? ceil(mn->valuedouble) : mn->valuedouble) : -out;
     double b = mx ? (integer ? floor(mx->valuedouble) : mx->valuedouble) : out;
+    /* integers: > x is >= floor(x) + 1, < x is <= ceil(x) - 1 */
+    if (xmn && floor(xmn->valuedouble) + 1 > a) a = floor(xmn->valuedouble) + 1;
+    if (xmx && ceil(xmx->valuedouble) - 1 < b) b = ceil(xmx->valuedouble) - 1;
     if (!integer && ((mn && a != floor(a)) || (mx && b != floor(b))))
         return hl_js_fail(c, "a minimum or maximum of a number that is not an integer is not supported");
     if (a > b || a >= out || b <= -out) return hl_js_fail(c, "no %s lies between minimum and maximum", integer ? "integer" : "number");
@@ -558,7 +573,7 @@ static hearth_status build_schema(hl_js_conv *c, const cJSON *s, const char *hin
         static const char *const object_kw[] = {"properties", "required", "additionalProperties"};
         static const char *const array_kw[] = {"items", "prefixItems", "minItems", "maxItems"};
         static const char *const string_kw[] = {"minLength", "maxLength", "pattern", "format"};
-        static const char *const number_kw[] = {"minimum", "maximum"};
+        static const char *const number_kw[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
         if (has_any(s, object_kw, N_OF(object_kw))) types[n++] = "object";
         if (has_any(s, array_kw, N_OF(array_kw))) types[n++] = "array";
         if (has_any(s, string_kw, N_OF(string_kw))) types[n++] = "string";

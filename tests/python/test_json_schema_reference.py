@@ -450,7 +450,7 @@ def check_schema(tmp_path, name, schema, valid):
     assert sum(1 for a in accepted if not a) > 0
 
 
-UNSUPPORTED = ["not", "if", "then", "else", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+UNSUPPORTED = ["not", "if", "then", "else", "multipleOf",
                "patternProperties", "dependentRequired", "dependentSchemas", "minProperties", "maxProperties",
                "uniqueItems", "contains", "minContains", "propertyNames", "unevaluatedItems",
                "unevaluatedProperties", "$anchor", "$dynamicRef", "contentEncoding"]

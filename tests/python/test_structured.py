@@ -216,7 +216,7 @@ def test_logit_bias_bans(client):
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {}}}}},
      "response_format", "'not'"),
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
-        "type": "integer", "exclusiveMinimum": 3}}}}, "response_format", "exclusiveMinimum"),
+        "type": "integer", "multipleOf": 3}}}}, "response_format", "multipleOf"),
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": "{bad"}}},
      "response_format", "schema"),
     ({"response_format": {"type": "yaml"}}, "response_format", "json_schema"),
