@@ -4,7 +4,7 @@
  * without crashing or leaking. An accepted request is checked against what
  * the engine requires of it. The first input byte picks the endpoint; the
  * rest is the body. Not built by CMake; from the repository root: */
-// clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Isrc/server src/server/oai_request.c tests/fuzz/fuzz_server_request.c -o fuzz_server_request $(pkg-config --cflags --libs libcjson) -lm
+// clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Isrc/server src/server/oai_request.c src/server/oai_structured.c tests/fuzz/fuzz_server_request.c -o fuzz_server_request $(pkg-config --cflags --libs libcjson) -lm
 // ./fuzz_server_request -max_total_time=60 -dict=tests/fuzz/server_request.dict CORPUS_DIR
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +18,20 @@ static void check(bool ok) {
 /* What hearth_engine_submit() would otherwise reject as INVALID_ARG. */
 static void check_accepted(const hl_oai_request *r) {
     const hearth_request_params *p = &r->params;
-    int forms = (p->prompt != NULL) + (p->tokens != NULL) + (p->messages != NULL);
-    check(forms == 1);
+    int forms = (p->prompt != NULL) + (p->tokens != NULL) + (p->messages_json != NULL);
+    check(forms == 1 && !p->messages);
     check(!p->tokens || p->n_tokens > 0);
     for (size_t i = 0; i < p->n_tokens; i++) check(p->tokens[i] >= 0);
-    check(!p->messages || p->n_messages > 0);
-    for (size_t i = 0; i < p->n_messages; i++) {
-        check(p->messages[i].role && p->messages[i].content);
-        (void)strlen(p->messages[i].role); /* readable, NUL-terminated */
-        (void)strlen(p->messages[i].content);
-    }
+    check(!p->messages_json || p->messages_json[0] == '['); /* readable, NUL-terminated */
+    check(!p->tools_json || (p->tools_json[0] == '[' && p->tool_choice && p->messages_json));
+    /* at most one constraint on the text, and tools with none */
+    check((p->sampling.grammar != NULL) + (p->sampling.json_schema != NULL) + (p->tools_json != NULL) <= 1);
+    if (p->sampling.grammar) (void)strlen(p->sampling.grammar);
+    if (p->sampling.json_schema) (void)strlen(p->sampling.json_schema);
+    check(!p->sampling.n_logit_bias || p->sampling.logit_bias);
+    for (size_t i = 0; i < p->sampling.n_logit_bias; i++)
+        check(p->sampling.logit_bias[i].token >= 0 && p->sampling.logit_bias[i].bias >= -100 &&
+              p->sampling.logit_bias[i].bias <= 100);
     check(p->n_stop <= HL_OAI_MAX_STOP);
     for (size_t i = 0; i < p->n_stop; i++) check(p->stop[i] && p->stop[i][0]);
     check(p->top_logprobs >= 0 && p->top_logprobs <= HEARTH_MAX_TOP_LOGPROBS);
@@ -45,6 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* the server's defaults: hearth_request_default_params() with its sampler defaults */
     hearth_request_params defaults = {
         .max_tokens = -1,
+        .parallel_tool_calls = true,
         .sampling = {.temp = 0.8f,
                      .top_k = 40,
                      .top_p = 0.95f,
@@ -61,7 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         hl_oai_request_free(&r);
     } else {
         check(err.status >= 400 && err.status < 600 && err.type && err.message[0]);
-        check(r.root == NULL && r.messages == NULL && r.tokens == NULL && r.stop == NULL);
+        check(r.root == NULL && r.messages_json == NULL && r.tools_json == NULL && r.schema_json == NULL &&
+              r.logit_bias == NULL && r.tokens == NULL && r.stop == NULL);
     }
     return 0;
 }
