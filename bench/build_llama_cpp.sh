@@ -9,8 +9,12 @@
 # LLAMA_ISA=avx2 builds an AVX2-only llama.cpp (AVX2, FMA, F16C; no AVX-512,
 # whatever the machine has) into its own folder, for measuring hearth's AVX2
 # level (HEARTH_CPU=avx2) on an AVX-512 machine against the same instruction
-# set; the default is llama.cpp's native build (-DGGML_NATIVE=ON).
-# Usage: [LLAMA_ISA=native|avx2] bench/build_llama_cpp.sh [llama-bench|llama-server]  ->  prints the binary's path
+# set; LLAMA_ISA=avx512 builds AVX-512 (F, BW, DQ, VL, VBMI, VNNI, BF16) and
+# AVX-VNNI without AMX, for machines whose CPU lists AMX but whose kernel or
+# hypervisor does not let processes use it (the native build dies there with
+# SIGILL in tinygemm_kernel_amx); the default is llama.cpp's native build
+# (-DGGML_NATIVE=ON).
+# Usage: [LLAMA_ISA=native|avx2|avx512] bench/build_llama_cpp.sh [llama-bench|llama-server]  ->  prints the binary's path
 set -euo pipefail
 target=${1:-llama-bench}
 case "$target" in
@@ -23,7 +27,11 @@ case "${LLAMA_ISA:-native}" in
           isa=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
                -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF
                -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF) ;;
-    *) echo "$0: LLAMA_ISA must be native or avx2" >&2; exit 2 ;;
+    avx512) build=build-avx512
+          isa=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+               -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON
+               -DGGML_AVX_VNNI=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF) ;;
+    *) echo "$0: LLAMA_ISA must be native, avx2 or avx512" >&2; exit 2 ;;
 esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 src=$("$top/bench/llama_cpp_source.sh")  # downloads and unpacks it the first time

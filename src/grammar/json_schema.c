@@ -379,6 +379,19 @@ static hearth_status build_enum(hl_js_conv *c, const cJSON *s, hl_js_buf *out) {
     return st;
 }
 
+/* Writes the alternatives built in *alts (when st is OK) as one group into
+ * out, and frees them. */
+static hearth_status put_group(hl_js_buf *out, hl_js_buf *alts, hearth_status st) {
+    if (st == HEARTH_OK) {
+        hl_js_elem(out, "(");
+        hl_js_puts(out, alts->p);
+        hl_js_puts(out, " )");
+        st = alts->oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(out);
+    }
+    hl_js_buf_free(alts);
+    return st;
+}
+
 /* anyOf / oneOf: the alternatives. */
 static hearth_status build_any_of(hl_js_conv *c, const cJSON *s, const char *kw, const char *hint, hl_js_buf *out) {
     static const char *const allowed[] = {"anyOf", "oneOf"};
@@ -399,14 +412,7 @@ static hearth_status build_any_of(hl_js_conv *c, const cJSON *s, const char *kw,
         st = hl_js_visit(c, sub, h, &alts);
         hl_js_ptr_pop(c, mark);
     }
-    if (st == HEARTH_OK) {
-        hl_js_elem(out, "(");
-        hl_js_puts(out, alts.p);
-        hl_js_puts(out, " )");
-        st = alts.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(out);
-    }
-    hl_js_buf_free(&alts);
-    return st;
+    return put_group(out, &alts, st);
 }
 
 /* ------------------------------------------------------------------ $ref */
@@ -590,14 +596,7 @@ static hearth_status build_schema(hl_js_conv *c, const cJSON *s, const char *hin
         if (i) hl_js_puts(&alts, " |");
         st = build_typed(c, s, types[i], hint, &alts);
     }
-    if (st == HEARTH_OK) {
-        hl_js_elem(out, "(");
-        hl_js_puts(out, alts.p);
-        hl_js_puts(out, " )");
-        st = alts.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(out);
-    }
-    hl_js_buf_free(&alts);
-    return st;
+    return put_group(out, &alts, st);
 }
 
 /* Appends the grammar of the values `s` accepts, followed by space. */

@@ -29,6 +29,15 @@ def model_path():
     return path
 
 
+def grammar_check_bin():
+    """tests/grammar_check (the grammar and JSON-schema matcher as a program)
+    of $HEARTH_BUILD_DIR (default build/); the test skips without it."""
+    path = Path(os.environ.get("HEARTH_BUILD_DIR", ROOT / "build")) / "tests" / "grammar_check"
+    if not path.exists():
+        pytest.skip(f"{path} not found: build the grammar_check target (tests/CMakeLists.txt) or set HEARTH_BUILD_DIR")
+    return path
+
+
 @pytest.fixture(scope="session")
 def qwen_path():
     """Qwen2.5-Coder 0.5B Instruct: a chat template that takes tools (Hermes-style <tool_call>)."""

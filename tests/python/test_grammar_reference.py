@@ -5,15 +5,14 @@ ones) on which tests/grammar_check (built by tests/CMakeLists.txt) must agree
 with re.fullmatch. Both sides work on code points, so UTF-8 classes,
 multi-byte literals and `.` are compared too."""
 import json
-import os
 import random
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import grammar_check_bin
+
 
 # (name, GBNF, regular expression (re.DOTALL: GBNF's `.` takes newlines), alphabet, seeds that match)
 CASES = [
@@ -43,14 +42,6 @@ CASES = [
 ]
 
 
-def grammar_check():
-    build = Path(os.environ.get("HEARTH_BUILD_DIR", ROOT / "build"))
-    path = build / "tests" / "grammar_check"
-    if not path.exists():
-        pytest.skip(f"{path} not found: build the grammar_check target (tests/CMakeLists.txt) or set HEARTH_BUILD_DIR")
-    return path
-
-
 def mutate(rng, s, alphabet):
     i = rng.randrange(len(s) + 1)
     op = rng.randrange(3)
@@ -78,7 +69,7 @@ def strings(rng, pattern, alphabet, seeds):
 
 @pytest.mark.parametrize("name,gbnf,regex,alphabet,seeds", CASES, ids=[c[0] for c in CASES])
 def test_grammar_matches_re(tmp_path, name, gbnf, regex, alphabet, seeds):
-    binary = grammar_check()
+    binary = grammar_check_bin()
     pattern = re.compile(regex, re.DOTALL)
     for s in seeds:
         assert pattern.fullmatch(s), f"seed {s!r} does not match the reference pattern"
@@ -101,7 +92,7 @@ def test_grammar_matches_re(tmp_path, name, gbnf, regex, alphabet, seeds):
 
 
 def test_grammar_error_exit(tmp_path):
-    binary = grammar_check()
+    binary = grammar_check_bin()
     gfile = tmp_path / "bad.gbnf"
     gfile.write_text('root ::= "a" undefined-rule\n')
     r = subprocess.run([str(binary), str(gfile)], input=b"", capture_output=True, timeout=60)

@@ -17,28 +17,18 @@ is absent or keys out of the declared order, may be rejected.) Also: every
 keyword outside the subset fails with an error that names it."""
 import copy
 import json
-import os
 import random
 import string
 import subprocess
 import uuid as uuidlib
 from datetime import date, datetime
 from enum import Enum
-from pathlib import Path
 from typing import Dict, List, Literal, Optional, Tuple, Union
 
 import jsonschema
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def grammar_check():
-    build = Path(os.environ.get("HEARTH_BUILD_DIR", ROOT / "build"))
-    path = build / "tests" / "grammar_check"
-    if not path.exists():
-        pytest.skip(f"{path} not found: build the grammar_check target (tests/CMakeLists.txt) or set HEARTH_BUILD_DIR")
-    return path
+from conftest import grammar_check_bin
 
 
 def run_check(tmp_path, schema, texts):
@@ -46,7 +36,7 @@ def run_check(tmp_path, schema, texts):
     f = tmp_path / "schema.json"
     f.write_text(json.dumps(schema))
     lines = "".join(json.dumps(t) + "\n" for t in texts)
-    r = subprocess.run([str(grammar_check()), "--schema", str(f)], input=lines.encode(), capture_output=True,
+    r = subprocess.run([str(grammar_check_bin()), "--schema", str(f)], input=lines.encode(), capture_output=True,
                        timeout=300)
     out = r.stdout.decode().split()
     return r.returncode, [o == "1" for o in out], r.stderr.decode()
