@@ -18,7 +18,7 @@ machine, date and commands come first, so the output can go to
 bench/results/ as it is.
 
 Usage: python3 bench/compare_structured.py [MODEL] [--n-predict 128] [--rounds 5] [--threads 2]
-           [--hearth build/hearth] [--llama-server PATH]
+           [--schema numbers|people] [--hearth build/hearth] [--llama-server PATH]
 Needs: build/hearth and llama-server (bench/build_llama_cpp.sh llama-server, built on first use).
 """
 import argparse
@@ -38,10 +38,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_serve import free_port, machine, serve, stop  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-PROMPT = "List sixty random integers between 100 and 999 as a JSON array."
-# the shortest answer: 60 integers of 3 digits, well over 128 tokens
-SCHEMA = {"type": "array", "items": {"type": "integer", "minimum": 100, "maximum": 999},
-          "minItems": 60, "maxItems": 60}
+# (prompt, schema) by name; each schema's shortest answer is well over 128 tokens
+CASES = {
+    "numbers": ("List sixty random integers between 100 and 999 as a JSON array.",
+                {"type": "array", "items": {"type": "integer", "minimum": 100, "maximum": 999},
+                 "minItems": 60, "maxItems": 60}),
+    "people": ("List forty people with their names, cities and ages as JSON.",
+               {"type": "array", "minItems": 40, "maxItems": 40, "items": {
+                   "type": "object", "additionalProperties": False, "required": ["name", "city", "age"],
+                   "properties": {"name": {"type": "string", "minLength": 2, "maxLength": 20},
+                                  "city": {"type": "string", "minLength": 2, "maxLength": 20},
+                                  "age": {"type": "integer", "minimum": 0, "maximum": 120}}}}),
+}
+PROMPT, SCHEMA = CASES["numbers"]
 
 
 def request(port, body, timeout=600):
@@ -54,7 +63,7 @@ def request(port, body, timeout=600):
 
 
 def body(kind, n):
-    b = {"model": "m", "messages": [{"role": "user", "content": PROMPT}], "max_tokens": n, "temperature": 0}
+    b = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": n, "temperature": 0}
     if kind == "plain":
         b["ignore_eos"] = True
     else:
@@ -79,7 +88,11 @@ def main():
     ap.add_argument("--ctx", type=int, default=2048)
     ap.add_argument("--hearth", default=str(ROOT / "build/hearth"))
     ap.add_argument("--llama-server", default=None)
+    ap.add_argument("--schema", choices=sorted(CASES), default="numbers",
+                    help="numbers (integers only) or people (objects with strings)")
     args = ap.parse_args()
+    global PROMPT, SCHEMA
+    PROMPT, SCHEMA = CASES[args.schema]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ls = args.llama_server or subprocess.run([str(ROOT / "bench/build_llama_cpp.sh"), "llama-server"],
                                              stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
