@@ -149,12 +149,17 @@ def test_greedy_chat_equals_hearth_run(client, run_hearth, model_path):
     assert choice.finish_reason in ("stop", "length") and choice.index == 0
     assert out.usage.completion_tokens <= 24 and out.usage.prompt_tokens > 5
     assert out.usage.total_tokens == out.usage.prompt_tokens + out.usage.completion_tokens
-    # content as text parts is the same message
+    # content as text parts is the same message: one part as it is, several
+    # joined with newlines (vLLM's rule)
     parts = client.chat.completions.create(
-        model=ALIAS, max_tokens=24, temperature=0,
-        messages=[{"role": "user", "content": [{"type": "text", "text": QUESTION[:10]},
-                                               {"type": "text", "text": QUESTION[10:]}]}])
+        model=ALIAS, max_tokens=24, temperature=0, messages=[{"role": "user", "content": [{"type": "text", "text": QUESTION}]}])
     assert parts.choices[0].message.content == expected
+    two = [{"type": "text", "text": "Answer briefly."}, {"type": "text", "text": QUESTION}]
+    joined = client.chat.completions.create(model=ALIAS, max_tokens=24, temperature=0,
+                                            messages=[{"role": "user", "content": "Answer briefly.\n" + QUESTION}])
+    parts = client.chat.completions.create(model=ALIAS, max_tokens=24, temperature=0,
+                                           messages=[{"role": "user", "content": two}])
+    assert parts.choices[0].message.content == joined.choices[0].message.content
 
 
 def test_chat_stream_with_usage(client):
