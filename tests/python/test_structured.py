@@ -7,6 +7,7 @@ hearth cannot honour, and LangChain's `with_structured_output`. Tool
 calling is in test_tools.py."""
 import enum
 import json
+import re
 from typing import List, Literal, Optional
 
 import jsonschema
@@ -199,6 +200,12 @@ def test_llama_server_fields(client):
         "seed": 5}, key=None)
     assert status == 200, data
     jsonschema.validate(json.loads(json.loads(data)["choices"][0]["text"]), schema)
+    # OpenAI's response_format on the completions endpoint too
+    status, _, data = call(client.server, "POST", "/v1/completions", {
+        "model": ALIAS, "prompt": "A number:", "max_tokens": 40, "temperature": 0.9, "seed": 6,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": schema}}}, key=None)
+    assert status == 200, data
+    jsonschema.validate(json.loads(json.loads(data)["choices"][0]["text"]), schema)
 
 
 def test_logit_bias_bans(client):
@@ -259,3 +266,29 @@ def test_langchain_structured_output(client):
     for method in ("json_schema", "function_calling"):
         out = llm.with_structured_output(Person, method=method).invoke("Invent a person called Ann.")
         assert isinstance(out, Person), (method, out)
+
+
+def test_cli_flags(run_hearth, model_path, tmp_path):
+    """hearth run's --grammar, --grammar-file, --json-schema and --json, and
+    their refusals."""
+    res = run_hearth("run", model_path, "Is water wet? Answer:", "--grammar", 'root ::= " yes" | " no"', "--temp", "1",
+                     "--seed", "3", "-n", "16")
+    assert res.returncode == 0 and res.stdout.decode() in (" yes", " no"), res
+    gbnf = tmp_path / "digits.gbnf"
+    gbnf.write_text('# three digits\nroot ::= [0-9]{3}\n')
+    res = run_hearth("run", model_path, "A number:", "--grammar-file", gbnf, "--temp", "0", "-n", "16")
+    assert res.returncode == 0 and re.fullmatch(r"[0-9]{3}", res.stdout.decode()), res
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"],
+              "additionalProperties": False}
+    res = run_hearth("run", model_path, "--chat", "Name a city as JSON.", "-j", json.dumps(schema), "--temp", "0",
+                     "-n", "64")
+    assert res.returncode == 0, res
+    jsonschema.validate(json.loads(res.stdout.decode()), schema)
+    res = run_hearth("run", model_path, "--chat", "Describe Paris as JSON.", "--json", "--temp", "0", "-n", "200")
+    assert res.returncode == 0 and isinstance(json.loads(res.stdout.decode()), dict), res
+    for args, needle in [(["--grammar", "root ::= (", "-n", "4"], "line 1"),
+                         (["--json-schema", '{"not": {}}', "-n", "4"], "'not'"),
+                         (["--json", "--grammar", 'root ::= "a"'], "one of"),
+                         (["--grammar-file", tmp_path / "missing.gbnf"], "missing.gbnf")]:
+        res = run_hearth("run", model_path, "Hi", *args)
+        assert res.returncode != 0 and needle in res.stderr.decode(), (args, res.stderr)
