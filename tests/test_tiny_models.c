@@ -8,17 +8,16 @@
  * tests/reference/arch/: the other architectures and llama's variants (Llama 3
  * rope frequency factors, Mistral-style files, qwen2's biases, qwen3's
  * QK-norm, gemma3's sliding-window and global layers, phi3's fused weights and
- * LongRoPE ...; make_arch_models.py says which) and the LayerNorm families
- * gpt2, starcoder2 and gptneox (make_classic_models.py), mpt
- * and bloom (make_alibi_models.py, ALiBi), falcon
- * (make_falcon_models.py) and Mixtral-style llama files with a mixture of
- * experts (make_moe_models.py); 90 tokens, longer than every sliding window.
- * gptj (make_gptj_models.py), which llama.cpp cannot load, is checked against
- * Hugging Face transformers' GPT-J instead (make_gptj_reference.py), with
- * bounds of its own (gptj_tolerances).
+ * LongRoPE ...), the LayerNorm families gpt2, starcoder2 and gptneox, mpt
+ * and bloom (ALiBi), falcon and Mixtral-style llama files with a mixture of
+ * experts (the MODELS table of make_models.py says which model has which);
+ * 90 tokens, longer than every sliding window. gptj, which llama.cpp cannot
+ * load, is checked against Hugging Face transformers' GPT-J instead (the
+ * gptj fixture of make_references.py), with bounds of its own
+ * (gptj_tolerances).
  *
  * For each model the same token sequence is decoded as llama.cpp did in the
- * folder's make_*_reference.py (one batch; one token per call; two chunks, the
+ * folder's make_references.py (one batch; one token per call; two chunks, the
  * second starting past position 0) and the full logits are compared with
  * llama.cpp's, with flash attention off (llama.cpp's arithmetic) and on (the
  * tiled path), each with its bounds below. hearth's tokenization of a
@@ -136,15 +135,15 @@ static const tolerance gptj_tolerances[] = {{"F16", 1e-2f, 2.5e-2f}, {"Q8_0", 0.
 /* The sliding-window models (arch/window_reference.json: llama and
  * starcoder2 files that set attention.sliding_window, which llama.cpp
  * ignores): their reference is a float64 numpy pass that applies the window
- * and rounds where ggml rounds (make_window_reference.py; without the window
- * it equals llama.cpp to 5e-6 one token per call on mistral-q8_0, and to
- * 2.2e-3 / 3.8e-5 on starcoder2-f16 / -q8_0). Measured (x86-64 AVX-512,
- * 2 threads, 2026-11-27): mistral-window-q8_0 exact to the fixture's digits
- * one token per call up to 64 tokens, 2.7e-2 at worst (a flipped 8-bit
- * activation; flash attention on: 7.1e-2), starcoder2-window-f16 2.7e-3
- * (3.0e-3); greedy tokens equal. Bugs land far above (planted in hearth;
- * Q8_0 / F16 model): no window (llama.cpp's graph) 5.8 / 2.5, a window one
- * key wider (q - k <= n_swa) 2.2 / 1.4. */
+ * and rounds where ggml rounds (make_references.py's window fixture;
+ * without the window it equals llama.cpp to 5e-6 one token per call on
+ * mistral-q8_0, and to 2.2e-3 / 3.8e-5 on starcoder2-f16 / -q8_0). Measured
+ * (x86-64 AVX-512, 2 threads, 2026-11-27): mistral-window-q8_0 exact to the
+ * fixture's digits one token per call up to 64 tokens, 2.7e-2 at worst (a
+ * flipped 8-bit activation; flash attention on: 7.1e-2),
+ * starcoder2-window-f16 2.7e-3 (3.0e-3); greedy tokens equal. Bugs land far
+ * above (planted in hearth; Q8_0 / F16 model): no window (llama.cpp's
+ * graph) 5.8 / 2.5, a window one key wider (q - k <= n_swa) 2.2 / 1.4. */
 static const tolerance window_tolerances[] = {{"F16", 1e-2f, 2.5e-2f}, {"Q8_0", 0.1f, 0.5f}, {NULL, 0, 0}};
 
 static float tolerance_for(const tolerance *table, const char *type, bool flash_attn) {

@@ -1,6 +1,5 @@
 """The `hearth` command: help, info, generation output, and one-line errors with
 a non-zero exit for every kind of bad input (never a crash or a hang)."""
-import importlib
 import json
 import os
 import struct
@@ -187,12 +186,12 @@ def test_unsupported_architecture(run_hearth, tmp_path):
     assert {"llama", "qwen2", "qwen3", "gemma3", "phi3"} <= set(supported), err
 
 
-def arch_model_spec(arch):
-    """The first tiny model of `arch` in make_arch_models.py, and write_model."""
+def arch_model_spec(key):
+    """The tiny model named `key`, or else the first of architecture `key`,
+    of tests/reference/arch/make_models.py's MODELS, and its write_model."""
     sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
-    from make_arch_models import MODELS, PHI3_MODELS, prepare
-    from make_tiny_models import write_model
-    return prepare(next(m for m in MODELS + PHI3_MODELS if m["arch"] == arch)), write_model
+    import make_models
+    return make_models.find(key), make_models.write_model
 
 
 @pytest.mark.parametrize("arch,key", [
@@ -234,10 +233,8 @@ def test_tensor_the_architecture_lacks(run_hearth, tmp_path):
     qwen2 file) is refused by name, as llama.cpp refuses such files."""
     pytest.importorskip("gguf")
     import numpy as np
-    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
-    from make_arch_models import MODELS
-    from make_tiny_models import write_model
-    spec = dict(next(m for m in MODELS if m["arch"] == "qwen2"), name="qwen2-with-qk-norm", qk_norm=True)
+    spec, write_model = arch_model_spec("qwen2")
+    spec = dict(spec, name="qwen2-with-qk-norm", qk_norm=True)
     p = write_model(spec, tmp_path, np.random.default_rng(0))
     err = one_line_error(run_hearth("run", p, "hi"))
     assert "blk.0.attn_q_norm.weight" in err and "qwen2" in err
@@ -253,39 +250,31 @@ def test_empty_prompt_starts_from_bos(run_hearth, model_path):
     assert res.returncode == 0 and "prompt 1 tokens" in res.stderr.decode()
 
 
-def family_model(generator, name):
-    """The model `name` (its name or its arch) of
-    tests/reference/arch/make_GENERATOR_models.py, and that module's
-    write_model."""
-    sys.path.insert(0, str(ROOT / "tests" / "reference" / "arch"))
-    module = importlib.import_module(f"make_{generator}_models")
-    return next(m for m in module.MODELS if name in (m["name"], m.get("arch"))), module.write_model
-
-
-@pytest.mark.parametrize("generator,model,arch,key,tensor", [
-    ("classic", "gpt2", "gpt2", "gpt2.attention.layer_norm_epsilon", "position_embd.weight"),
-    ("classic", "starcoder2", "starcoder2", "starcoder2.attention.head_count", "blk.1.ffn_up.bias"),
-    ("classic", "gptneox", "gptneox", "gptneox.use_parallel_residual", "output_norm.bias"),
-    ("falcon", "falcon-f16", "falcon", "falcon.attention.layer_norm_epsilon", "blk.1.ffn_down.weight"),
-    ("falcon", "falcon-q8_0", "falcon", "falcon.block_count", "blk.1.attn_norm_2.bias"),
-    ("alibi", "mpt-f16", "mpt", "mpt.attention.layer_norm_epsilon", "blk.1.ffn_up.weight"),
-    ("alibi", "mpt-q8_0", "mpt", "mpt.block_count", "blk.1.attn_output.weight"),
-    ("alibi", "bloom-f16", "bloom", "bloom.attention.head_count", "token_embd_norm.bias"),
-    ("alibi", "bloom-q8_0", "bloom", "bloom.feed_forward_length", "blk.1.ffn_norm.bias"),
-    ("moe", "mixtral-f16", "llama", "llama.expert_used_count", "blk.1.ffn_down_exps.weight"),
-    ("moe", "mixtral-q8_0", "llama", "llama.expert_used_count", "blk.0.ffn_gate_inp.weight"),
-    ("gptj", "gptj-f16", "gptj", "gptj.attention.layer_norm_epsilon", "output.bias"),
-    ("gptj", "gptj-q8_0", "gptj", "gptj.block_count", "blk.1.ffn_down.bias"),
+@pytest.mark.parametrize("model,arch,key,tensor", [
+    ("gpt2", "gpt2", "gpt2.attention.layer_norm_epsilon", "position_embd.weight"),
+    ("starcoder2", "starcoder2", "starcoder2.attention.head_count", "blk.1.ffn_up.bias"),
+    ("gptneox", "gptneox", "gptneox.use_parallel_residual", "output_norm.bias"),
+    ("falcon-f16", "falcon", "falcon.attention.layer_norm_epsilon", "blk.1.ffn_down.weight"),
+    ("falcon-q8_0", "falcon", "falcon.block_count", "blk.1.attn_norm_2.bias"),
+    ("mpt-f16", "mpt", "mpt.attention.layer_norm_epsilon", "blk.1.ffn_up.weight"),
+    ("mpt-q8_0", "mpt", "mpt.block_count", "blk.1.attn_output.weight"),
+    ("bloom-f16", "bloom", "bloom.attention.head_count", "token_embd_norm.bias"),
+    ("bloom-q8_0", "bloom", "bloom.feed_forward_length", "blk.1.ffn_norm.bias"),
+    ("mixtral-f16", "llama", "llama.expert_used_count", "blk.1.ffn_down_exps.weight"),
+    ("mixtral-q8_0", "llama", "llama.expert_used_count", "blk.0.ffn_gate_inp.weight"),
+    ("gptj-f16", "gptj", "gptj.attention.layer_norm_epsilon", "output.bias"),
+    ("gptj-q8_0", "gptj", "gptj.block_count", "blk.1.ffn_down.bias"),
 ])
-def test_family_incomplete(run_hearth, tmp_path, generator, model, arch, key, tensor):
-    """A file of the families of make_classic/falcon/alibi/moe/gptj_models.py
+def test_family_incomplete(run_hearth, tmp_path, model, arch, key, tensor):
+    """A file of the LayerNorm, falcon, ALiBi, mixture-of-experts and gptj
+    families (tests/reference/arch/make_models.py)
     without a metadata key or a tensor its family needs (Falcon-40B's
     attn_norm_2 with its bias, bloom's embedding norm and biases, a Mixtral
     router or expert stack: as llama.cpp asks; gptj's lm_head and fc_out
     biases) names the key or the tensor and the architecture."""
     pytest.importorskip("gguf")
     import numpy as np
-    spec, write_model = family_model(generator, model)
+    spec, write_model = arch_model_spec(model)
     p = write_model(dict(spec, name=f"{model}-without-key", omit_keys=[key]), tmp_path, np.random.default_rng(0))
     err = one_line_error(run_hearth("run", p, "hi"))
     assert f"missing key '{key}'" in err, err
@@ -303,7 +292,7 @@ def test_moe_expert_counts(run_hearth, tmp_path):
     both counts."""
     pytest.importorskip("gguf")
     import numpy as np
-    spec, write_model = family_model("moe", "mixtral-f16")
+    spec, write_model = arch_model_spec("mixtral-f16")
     p = write_model(dict(spec, name="mixtral-dense", omit_keys=["llama.expert_count"]), tmp_path,
                     np.random.default_rng(0))
     err = one_line_error(run_hearth("run", p, "hi"))

@@ -203,7 +203,7 @@ def close_model(w, spec):
 
 
 def write_model(spec, out_dir, rng, script=Path(__file__).name, seed=SEED):
-    """Writes the model `spec` describes (MODELS here, or make_arch_models.py's:
+    """Writes the model `spec` describes (MODELS here, or ../arch/make_models.py's:
     arch, sliding_window, swa_pattern, freq_base_swa, rope_freqs (the
     frequency factors), yarn_orig_ctx and rope_attn_factor (rope.scaling.
     original_context_length and attn_factor), bias, qk_norm and post_norms

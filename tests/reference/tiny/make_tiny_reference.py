@@ -53,7 +53,7 @@ def rounded(x):
 
 
 def reference(path, seq_seed, n_ctx=N_CTX, n_tokens=N_TOKENS, single_at=SINGLE_AT, chunks=CHUNKS):
-    """The records and tokenizations of one model (make_arch_reference.py
+    """The records and tokenizations of one model (../arch/make_references.py
     calls it with its own sequence length and record points)."""
     llm = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, n_threads=2, logits_all=False,
                 flash_attn=False, verbose=False)
