@@ -199,12 +199,15 @@ hl_op hl_op_from_name(const char *name);
 
 typedef struct hl_backend_i {
     const char *(*name)(const hl_backend *b);
+    /* Frees the instance its backend's init made (registry.h, host.h) and
+     * its scratch, after its ops finish; b is not NULL. */
+    void (*free)(hl_backend *b);
     /* free and total memory of the device, bytes */
     void (*mem_info)(const hl_backend *b, size_t *free_bytes, size_t *total_bytes);
 
-    /* Device memory. alloc errors: OUT_OF_MEMORY with the size in the message. */
-    hearth_status (*alloc)(hl_backend *b, size_t bytes, void **out);
-    void (*free)(hl_backend *b, void *ptr);
+    /* Device memory. buffer_alloc errors: OUT_OF_MEMORY with the size in the message. */
+    hearth_status (*buffer_alloc)(hl_backend *b, size_t bytes, void **out);
+    void (*buffer_free)(hl_backend *b, void *ptr);
     hearth_status (*upload)(hl_backend *b, void *dst, const void *host_src, size_t bytes);
     hearth_status (*download)(hl_backend *b, void *host_dst, const void *src, size_t bytes);
     /* bytes from src to dst, both in this backend's memory (KV cells of one

@@ -1,8 +1,9 @@
-/* Offload devices for the rest of the library (see gpu.h): the CUDA
- * backend's devices (through its module, loaded at the first probe:
- * backend/cuda/loader.c), then the OpenCL backend's, for the backends the
- * build has; the device selection (--device, HEARTH_DEVICE, the default);
- * and the HEARTH_FORCE_CPU switch. */
+/* Offload devices for the rest of the library (see gpu.h), answered by
+ * looping over the registry of backends (registry.h): one numbering over
+ * the entries in order, each device's name (its backend's name and its
+ * number there), the device selection (--device, HEARTH_DEVICE, the
+ * default), why there is none, backend instances, and the HEARTH_FORCE_CPU
+ * switch. No backend is named here. */
 #include "backend/gpu.h"
 
 #include <pthread.h>
@@ -10,84 +11,73 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda/cuda_backend.h"
+#include "backend/registry.h"
 #include "base/log.h"
-#ifdef HEARTH_HAVE_OPENCL
-#include "backend/opencl/opencl_backend.h"
-#endif
 
 static bool forced_cpu(void) {
     const char *v = getenv("HEARTH_FORCE_CPU");
     return v && *v && strcmp(v, "0") != 0;
 }
 
-/* The CUDA module's table, or NULL (with *reason) when there is none. */
-static const hl_cuda_module *cuda(const char **reason) {
-#ifdef HEARTH_HAVE_CUDA
-    return hl_cuda_module_get(reason);
-#else
-    *reason = "this build has no CUDA backend (built without nvcc or with -DHEARTH_CUDA=OFF)";
-    return NULL;
-#endif
-}
-
-/* Devices of each backend, and why there are none. */
-static int32_t n_cuda(const char **reason) {
-    const hl_cuda_module *cm = cuda(reason);
-    return cm ? cm->device_count(reason) : 0;
-}
-
-static int32_t n_opencl(const char **reason) {
-#ifdef HEARTH_HAVE_OPENCL
-    return hl_opencl_device_count(reason);
-#else
-    *reason = "this build has no OpenCL backend (built without OpenCL headers or with -DHEARTH_OPENCL=OFF)";
-    return 0;
-#endif
-}
-
 int32_t hl_gpu_count(void) {
     if (forced_cpu()) return 0;
+    int32_t n = 0;
+    const hl_backend_reg *r;
     const char *why;
-    const int32_t n = n_cuda(&why) + n_opencl(&why);
+    for (int k = 0; (r = hl_backend_reg_at(k)); k++) n += hl_backend_reg_devices(r, &why);
     return n < HL_MAX_GPUS ? n : HL_MAX_GPUS;
 }
 
-hearth_status hl_gpu_device_get(int32_t i, hl_gpu_device *out) {
+/* Device i of the numbering as its backend's entry and its number there;
+ * NULL when i is out of range (INVALID_ARG set). */
+static const hl_backend_reg *locate(int32_t i, int32_t *local) {
     const int32_t n = hl_gpu_count();
-    if (i < 0 || i >= n) return hl_fail(HEARTH_ERR_INVALID_ARG, "GPU device %d does not exist (%d usable)", (int)i, (int)n);
-    const char *why;
-    const int32_t nc = n_cuda(&why);
-    if (i < nc) {
-        *out = (hl_gpu_device){.is_gpu = true};
-        HL_TRY(cuda(&why)->device_get(i, out));
-        snprintf(out->id, sizeof out->id, "cuda%d", (int)i);
-        return HEARTH_OK;
+    if (i < 0 || i >= n) {
+        hl_fail(HEARTH_ERR_INVALID_ARG, "GPU device %d does not exist (%d usable)", (int)i, (int)n);
+        return NULL;
     }
-#ifdef HEARTH_HAVE_OPENCL
-    return hl_opencl_device_get(i - nc, out);
-#else
-    return HEARTH_ERR_INVALID_ARG; /* unreachable: every device is a CUDA one */
-#endif
+    const hl_backend_reg *r;
+    const char *why;
+    for (int k = 0; (r = hl_backend_reg_at(k)); k++) {
+        const int32_t nr = hl_backend_reg_devices(r, &why);
+        if (i < nr) break;
+        i -= nr;
+    }
+    *local = i;
+    return r;
 }
 
-/* Device i's name ("cuda0", "opencl1") into id[24]; "" if it has none. A
- * CUDA device's is its number, so naming one creates no CUDA context. */
+hearth_status hl_gpu_device_get(int32_t i, hl_gpu_device *out) {
+    int32_t local;
+    const hl_backend_reg *r = locate(i, &local);
+    if (!r) return HEARTH_ERR_INVALID_ARG;
+    *out = (hl_gpu_device){.is_gpu = r->all_gpus};
+    HL_TRY(r->device_get(local, out));
+    snprintf(out->id, sizeof out->id, "%s%d", r->name, (int)local);
+    return HEARTH_OK;
+}
+
+/* Device i's name ("cuda0", "opencl1") into id[24]; naming a device asks
+ * its backend nothing (a CUDA device's facts would create a context). */
 static void device_id(int32_t i, char *id) {
-    const char *why;
-    hl_gpu_device dev;
-    if (i < n_cuda(&why)) snprintf(id, 24, "cuda%d", (int)i);
-    else snprintf(id, 24, "%s", hl_gpu_device_get(i, &dev) == HEARTH_OK ? dev.id : "");
+    int32_t local;
+    const hl_backend_reg *r = locate(i, &local);
+    snprintf(id, 24, "%s%d", r->name, (int)local);
 }
 
-/* The default selection: CUDA devices, else OpenCL GPUs. */
+/* The default selection: the GPUs of the first backend that has any. */
 static int32_t select_default(int32_t *ids) {
-    const char *why;
-    const int32_t nc = n_cuda(&why), n = hl_gpu_count();
+    const hl_backend_reg *chosen = NULL;
     int32_t k = 0;
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < hl_gpu_count(); i++) {
+        int32_t local;
+        const hl_backend_reg *r = locate(i, &local);
+        if (chosen && r != chosen) break;
         hl_gpu_device dev;
-        if (i < nc || (nc == 0 && hl_gpu_device_get(i, &dev) == HEARTH_OK && dev.is_gpu)) ids[k++] = i;
+        if (r->all_gpus || (hl_gpu_device_get(i, &dev) == HEARTH_OK && dev.is_gpu)) {
+            ids[k++] = i;
+            chosen = r;
+        }
     }
     return k;
 }
@@ -99,7 +89,7 @@ static void list_devices(char *buf, size_t size) {
     for (int32_t i = 0; i < hl_gpu_count() && len < size; i++) {
         char id[24];
         device_id(i, id);
-        if (*id) len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? " " : "", id);
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? " " : "", id);
     }
     if (!len) snprintf(buf, size, "none");
 }
@@ -138,49 +128,42 @@ const char *hl_gpu_unavailable_reason(void) {
     int32_t ids[HL_MAX_GPUS], n = 0;
     if (hl_gpu_select(NULL, ids, &n) != HEARTH_OK) return "HEARTH_DEVICE names no device of this machine";
     if (n > 0) return NULL;
-    const char *cuda, *opencl;
-    n_cuda(&cuda);
-    if (n_opencl(&opencl) > 0) opencl = "only CPU devices, used when named (--device or HEARTH_DEVICE)";
-    static _Thread_local char buf[1024]; /* the CUDA part may hold a path */
-    snprintf(buf, sizeof buf, "%s; OpenCL: %s", cuda, opencl);
+    /* the first backend's reason bare (hl_gpu_note_fallback names it), then
+     * "; <label>: <reason>" for each other */
+    static _Thread_local char buf[1024]; /* a reason may hold a path */
+    size_t len = 0;
+    const hl_backend_reg *r;
+    for (int k = 0; (r = hl_backend_reg_at(k)) && len < sizeof buf; k++) {
+        const char *why;
+        if (hl_backend_reg_devices(r, &why) > 0) why = "only CPU devices, used when named (--device or HEARTH_DEVICE)";
+        len += (size_t)(k ? snprintf(buf + len, sizeof buf - len, "; %s: %s", r->label, why)
+                          : snprintf(buf, sizeof buf, "%s", why));
+    }
     return buf;
 }
 
 static pthread_once_t fallback_once = PTHREAD_ONCE_INIT;
 
-static void log_fallback(void) { HL_WARN("CUDA unavailable (%s); running on CPU", hl_gpu_unavailable_reason()); }
+static void log_fallback(void) {
+    HL_WARN("%s unavailable (%s); running on CPU", hl_backend_reg_at(0)->label, hl_gpu_unavailable_reason());
+}
 
 void hl_gpu_note_fallback(void) { pthread_once(&fallback_once, log_fallback); }
 
 hearth_status hl_gpu_backend_init(int32_t i, const hl_gpu_limits *limits, hl_backend **out) {
     *out = NULL;
-    const int32_t n = hl_gpu_count();
-    if (i < 0 || i >= n) return hl_fail(HEARTH_ERR_INVALID_ARG, "GPU device %d does not exist (%d usable)", (int)i, (int)n);
-    const char *why;
-    const int32_t nc = n_cuda(&why);
-    if (i < nc) return cuda(&why)->backend_init(i, limits, out);
-#ifdef HEARTH_HAVE_OPENCL
-    return hl_backend_opencl_init(i - nc, limits, out);
-#else
-    return HEARTH_ERR_INVALID_ARG; /* unreachable: every device is a CUDA one */
-#endif
+    int32_t local;
+    const hl_backend_reg *r = locate(i, &local);
+    return r ? r->init(local, limits, out) : HEARTH_ERR_INVALID_ARG;
 }
 
 void hl_gpu_backend_free(hl_backend *b) {
-    if (!b) return;
-#ifdef HEARTH_HAVE_OPENCL
-    if (strncmp(b->iface->name(b), "opencl", 6) == 0) {
-        hl_backend_opencl_free(b);
-        return;
-    }
-#endif
-    const char *why;
-    const hl_cuda_module *cm = cuda(&why);
-    if (cm) cm->backend_free(b); /* a CUDA backend exists, so the module is loaded */
+    if (b) b->iface->free(b);
 }
 
 hearth_status hl_gpu_dequant_host(uint32_t type, const void *src, float *dst, int64_t n) {
-    const char *why;
-    const hl_cuda_module *cm = cuda(&why);
-    return cm ? cm->dequant_host(type, src, dst, n) : hl_fail(HEARTH_ERR_UNSUPPORTED, "no CUDA backend: %s", why);
+    const hl_backend_reg *r;
+    for (int k = 0; (r = hl_backend_reg_at(k)); k++)
+        if (r->dequant_host) return r->dequant_host(type, src, dst, n);
+    return hl_fail(HEARTH_ERR_UNSUPPORTED, "no backend of this build dequantizes on the host");
 }

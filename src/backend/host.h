@@ -23,7 +23,7 @@ typedef struct hl_cpu_limits {
 } hl_cpu_limits;
 
 /* Errors: INVALID_ARG, OUT_OF_MEMORY, IO (threads). Free with hl_backend_cpu_free
- * (NULL is a no-op). */
+ * (NULL is a no-op; the instance's iface->free too). */
 hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out);
 /* Bytes of scratch an instance with these limits allocates (hl_backend_cpu_init
  * allocates exactly these buffers); 0 for max_tokens 0. Pure. */

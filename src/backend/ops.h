@@ -403,10 +403,10 @@ static inline void hl_mem_info(const hl_backend *b, size_t *free_bytes, size_t *
 }
 
 static inline hearth_status hl_buffer_alloc(hl_backend *b, size_t bytes, void **out) {
-    return b->iface->alloc(b, bytes, out);
+    return b->iface->buffer_alloc(b, bytes, out);
 }
 
-static inline void hl_buffer_free(hl_backend *b, void *ptr) { b->iface->free(b, ptr); }
+static inline void hl_buffer_free(hl_backend *b, void *ptr) { b->iface->buffer_free(b, ptr); }
 
 static inline hearth_status hl_upload(hl_backend *b, void *dst, const void *host_src, size_t bytes) {
     return b->iface->upload(b, dst, host_src, bytes);

@@ -1,4 +1,5 @@
-/* Build and hardware facts for hearth_build_info() and `hearth info`. */
+/* Build and hardware facts for hearth_build_info() and `hearth info`: the
+ * backends the build has come from the registry (backend/registry.h). */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -6,27 +7,17 @@
 #include "backend/gpu.h"
 #include "backend/host.h"
 #include "backend/ops.h"
+#include "backend/registry.h"
 #include "base/status.h"
 #include "base/threadpool.h"
 #include "hearth.h"
 
-#ifdef HEARTH_HAVE_CUDA
-#define BACKEND_CUDA " cuda"
-#else
-#define BACKEND_CUDA ""
-#endif
-#if defined(HEARTH_HAVE_OPENCL) && defined(HEARTH_HAVE_CLBLAST)
-#define BACKEND_OPENCL " opencl+clblast" /* prompt products through CLBlast (backend/opencl/gemm.c) */
-#elif defined(HEARTH_HAVE_OPENCL)
-#define BACKEND_OPENCL " opencl"
-#else
-#define BACKEND_OPENCL ""
-#endif
-#define BACKENDS "cpu" BACKEND_CUDA BACKEND_OPENCL
-
 const char *hearth_build_info(void) {
     static _Thread_local char buf[256];
-    snprintf(buf, sizeof buf, "hearth %s; cpu: %s; backends: %s", HEARTH_VERSION, hl_cpu_features_str(), BACKENDS);
+    int len = snprintf(buf, sizeof buf, "hearth %s; cpu: %s; backends: cpu", HEARTH_VERSION, hl_cpu_features_str());
+    const hl_backend_reg *r;
+    for (int k = 0; (r = hl_backend_reg_at(k)); k++)
+        if (!r->missing && len < (int)sizeof buf) len += snprintf(buf + len, sizeof buf - (size_t)len, " %s", r->build);
     return buf;
 }
 

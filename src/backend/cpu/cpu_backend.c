@@ -147,9 +147,10 @@ static bool cpu_supports_op(const hl_backend *b, const hl_op_desc *d) {
 
 static const hl_backend_i cpu_iface = {
     .name = cpu_name,
+    .free = hl_backend_cpu_free,
     .mem_info = cpu_mem_info,
-    .alloc = cpu_alloc,
-    .free = cpu_free,
+    .buffer_alloc = cpu_alloc,
+    .buffer_free = cpu_free,
     .upload = cpu_copy,
     .download = cpu_copy,
     .copy = cpu_copy,

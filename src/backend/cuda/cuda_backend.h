@@ -3,7 +3,9 @@
  * The .cu files of this folder build libhearth-cuda.so, which links the CUDA
  * runtime (static) and cuBLAS; libhearth links neither. loader.c (part of
  * libhearth) opens the module with dlopen at the first probe and reaches it
- * only through the table below; gpu.c forwards there. The module exports one
+ * only through the table below; its registry entry (hl_cuda_backend,
+ * registry.h) forwards there, and an instance is freed through its
+ * iface->free. The module exports one
  * symbol, HL_CUDA_MODULE_ENTRY (module.map hides the rest, cudart's
  * included). It holds no copy of the library's state: the few library
  * functions the kernels' host code calls (hl_fail, hl_log, hl_calloc, the
@@ -22,6 +24,7 @@
 #include <stdint.h>
 
 #include "backend/gpu.h"
+#include "backend/registry.h"
 #include "gguf/ggml_types.h"
 
 #ifdef __cplusplus
@@ -32,7 +35,7 @@ extern "C" {
  * hl_cuda_abi() also covers the sizes of the structs both sides share, so
  * a module from another build of the sources fails to load with a reason
  * instead of misreading them. */
-#define HL_CUDA_MODULE_VERSION 1u
+#define HL_CUDA_MODULE_VERSION 2u
 #define HL_CUDA_MODULE_FILE "libhearth-cuda.so"
 #define HL_CUDA_MODULE_ENTRY "hl_cuda_module_entry"
 
@@ -59,7 +62,6 @@ typedef struct hl_cuda_module {
     /* Facts of a device; free memory needs its context (created here). */
     hearth_status (*device_get)(int32_t device, hl_gpu_device *out);
     hearth_status (*backend_init)(int32_t device, const hl_gpu_limits *limits, hl_backend **out);
-    void (*backend_free)(hl_backend *b);
     /* The device dequantizer of `type` run on the host over a row of n
      * elements. Errors: UNSUPPORTED (type), INVALID_ARG (n not whole blocks). */
     hearth_status (*dequant_host)(uint32_t type, const void *src, float *dst, int64_t n);
@@ -87,11 +89,13 @@ static inline uint64_t hl_cuda_abi(void) {
  * or a matching build. */
 const hl_cuda_module *hl_cuda_module_get(const char **reason);
 
+/* loader.c: the registry's entry for CUDA, through the module's table. */
+extern const hl_backend_reg hl_cuda_backend;
+
 /* The module's implementations behind the table (module.cu, device.cu). */
 int32_t hl_cuda_device_count(const char **reason);
 hearth_status hl_cuda_device_get(int32_t device, hl_gpu_device *out);
 hearth_status hl_backend_cuda_init(int32_t device, const hl_gpu_limits *limits, hl_backend **out);
-void hl_backend_cuda_free(hl_backend *b);
 hearth_status hl_cuda_dequant_host(uint32_t type, const void *src, float *dst, int64_t n);
 /* CUDA ordinal of hearth's device `device` (< hl_cuda_device_count()), and
  * how many logical devices share each physical one (HEARTH_CUDA_SPLIT, 1

@@ -241,11 +241,14 @@ static hearth_status cuda_graph_run(hl_backend *b, int key, hearth_status (*issu
 
 // ------------------------------------------------------------ instance --
 
+static void cuda_backend_free(hl_backend *b);
+
 static const hl_backend_i cuda_iface = {
     .name = cuda_name,
+    .free = cuda_backend_free,
     .mem_info = cuda_mem_info,
-    .alloc = cuda_alloc,
-    .free = cuda_free,
+    .buffer_alloc = cuda_alloc,
+    .buffer_free = cuda_free,
     .upload = cuda_upload,
     .download = cuda_download,
     .copy = cuda_copy,
@@ -339,15 +342,14 @@ extern "C" hearth_status hl_backend_cuda_init(int32_t device, const hl_gpu_limit
     const hearth_status st = init(cu);
     if (st != HEARTH_OK) {
         cudaGetLastError();
-        hl_backend_cuda_free(b);
+        cuda_backend_free(b);
         return st;
     }
     *out = b;
     return HEARTH_OK;
 }
 
-extern "C" void hl_backend_cuda_free(hl_backend *b) {
-    if (!b) return;
+static void cuda_backend_free(hl_backend *b) {
     hl_cuda *cu = cuda_of(b);
     // Best effort: a failing device still gets every release call.
     cudaSetDevice(cu->device);

@@ -1,8 +1,10 @@
 /* libhearth's side of the CUDA module (see cuda_backend.h): finds and opens
  * libhearth-cuda.so with dlopen once per process, hands it the host services
  * and checks that it was built from the same sources, and, when it cannot
- * be used, says in one line what is missing. The only file of this folder
- * compiled into libhearth, and only in builds with the CUDA backend.
+ * be used, says in one line what is missing; and the registry's entry for
+ * CUDA (hl_cuda_backend), which forwards to the module's table. The only
+ * file of this folder compiled into libhearth, and only in builds with the
+ * CUDA backend.
  *
  * Where the module is looked for: $HEARTH_CUDA_MODULE (a path) when set;
  * else the folder of the file that holds libhearth's code (the `hearth`
@@ -124,3 +126,36 @@ const hl_cuda_module *hl_cuda_module_get(const char **reason) {
     if (reason) *reason = mod.table ? NULL : mod.reason;
     return mod.table;
 }
+
+/* The registry's entry. device_get and init are asked only of a counted
+ * device, when the module is loaded; device_count and dequant_host say why
+ * when it is not. */
+static int32_t cuda_device_count(const char **reason) {
+    const hl_cuda_module *m = hl_cuda_module_get(reason);
+    return m ? m->device_count(reason) : 0;
+}
+
+static hearth_status cuda_device_get(int32_t device, hl_gpu_device *out) {
+    return hl_cuda_module_get(NULL)->device_get(device, out);
+}
+
+static hearth_status cuda_init(int32_t device, const hl_gpu_limits *limits, hl_backend **out) {
+    return hl_cuda_module_get(NULL)->backend_init(device, limits, out);
+}
+
+static hearth_status cuda_dequant_host(uint32_t type, const void *src, float *dst, int64_t n) {
+    const char *why;
+    const hl_cuda_module *m = hl_cuda_module_get(&why);
+    return m ? m->dequant_host(type, src, dst, n) : hl_fail(HEARTH_ERR_UNSUPPORTED, "no CUDA backend: %s", why);
+}
+
+const hl_backend_reg hl_cuda_backend = {
+    .name = "cuda",
+    .label = "CUDA",
+    .build = "cuda",
+    .all_gpus = true,
+    .device_count = cuda_device_count,
+    .device_get = cuda_device_get,
+    .init = cuda_init,
+    .dequant_host = cuda_dequant_host,
+};

@@ -182,8 +182,7 @@ extern "C" hearth_status hl_cuda_device_get(int32_t device, hl_gpu_device *out) 
 extern "C" __attribute__((visibility("default"))) const hl_cuda_module *hl_cuda_module_entry(uint32_t version,
                                                                                                 const hl_cuda_host *h) {
     static hl_cuda_module table = {
-        HL_CUDA_MODULE_VERSION, 0, hl_cuda_device_count, hl_cuda_device_get, hl_backend_cuda_init, hl_backend_cuda_free,
-        hl_cuda_dequant_host,
+        HL_CUDA_MODULE_VERSION, 0, hl_cuda_device_count, hl_cuda_device_get, hl_backend_cuda_init, hl_cuda_dequant_host,
     };
     table.abi = hl_cuda_abi();
     if (version == HL_CUDA_MODULE_VERSION) host = h;

@@ -38,11 +38,27 @@ static hearth_status ocl_synchronize(hl_backend *b) {
     return st == HEARTH_OK ? HEARTH_OK : hl_fail(st, "%s", o->err);
 }
 
+static void ocl_backend_free(hl_backend *b) {
+    hl_ocl *o = ocl_of(b);
+    if (o->queue) clFinish(o->queue);
+    hl_ocl_gemm_free(b);
+    for (int k = 0; k < HL_OCL_K_COUNT; k++)
+        if (o->kernels[k]) clReleaseKernel(o->kernels[k]);
+    for (int k = 0; k < HL_OCL_N_TYPES; k++)
+        if (o->matmul[k]) clReleaseKernel(o->matmul[k]);
+    if (o->pos) clReleaseMemObject(o->pos);
+    if (o->ids) clReleaseMemObject(o->ids);
+    if (o->queue) clReleaseCommandQueue(o->queue);
+    free(o);
+    free(b);
+}
+
 static const hl_backend_i ocl_iface = {
     .name = ocl_name,
+    .free = ocl_backend_free,
     .mem_info = ocl_mem_info,
-    .alloc = hl_ocl_alloc,
-    .free = hl_ocl_free,
+    .buffer_alloc = hl_ocl_alloc,
+    .buffer_free = hl_ocl_free,
     .upload = hl_ocl_upload,
     .download = hl_ocl_download,
     .copy = hl_ocl_copy,
@@ -137,25 +153,9 @@ hearth_status hl_backend_opencl_init(int32_t device, const hl_gpu_limits *limits
         b->limits = (hl_backend_limits){limits->max_tokens, limits->max_row, INT64_MAX}; /* attention keeps no span */
     const hearth_status st = init(b);
     if (st != HEARTH_OK) {
-        hl_backend_opencl_free(b);
+        ocl_backend_free(b);
         return st;
     }
     *out = b;
     return HEARTH_OK;
-}
-
-void hl_backend_opencl_free(hl_backend *b) {
-    if (!b) return;
-    hl_ocl *o = ocl_of(b);
-    if (o->queue) clFinish(o->queue);
-    hl_ocl_gemm_free(b);
-    for (int k = 0; k < HL_OCL_K_COUNT; k++)
-        if (o->kernels[k]) clReleaseKernel(o->kernels[k]);
-    for (int k = 0; k < HL_OCL_N_TYPES; k++)
-        if (o->matmul[k]) clReleaseKernel(o->matmul[k]);
-    if (o->pos) clReleaseMemObject(o->pos);
-    if (o->ids) clReleaseMemObject(o->ids);
-    if (o->queue) clReleaseCommandQueue(o->queue);
-    free(o);
-    free(b);
 }

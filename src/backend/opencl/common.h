@@ -104,8 +104,16 @@ bool hl_ocl_ok(hl_ocl *o, cl_int e, const char *what, const char *file, int line
             return hl_fail(HEARTH_ERR_DEVICE, "%s:%d: %s failed: %s", __FILE__, __LINE__, #expr, hl_ocl_error_name(e_)); \
     } while (0)
 
+/* device.c: probes the platforms and devices once per process and
+ * returns the devices found; with none, *reason (static) says why.
+ * Thread-safe. */
+int32_t hl_opencl_device_count(const char **reason);
 /* device.c: device `i` (probed), NULL when out of range. */
 hl_ocl_dev *hl_ocl_device(int32_t i);
+/* backend.c: an instance on `device`; one with max_tokens > 0 builds the
+ * kernels at its first use on the device (cached on disk, program.c).
+ * Errors: INVALID_ARG, DEVICE, OUT_OF_MEMORY. */
+hearth_status hl_backend_opencl_init(int32_t device, const hl_gpu_limits *limits, hl_backend **out);
 /* device.c: the memory hearth may use on d (HEARTH_OPENCL_MEM_LIMIT, MiB, caps it). */
 size_t hl_ocl_total_bytes(const hl_ocl_dev *d);
 

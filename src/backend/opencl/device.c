@@ -1,6 +1,7 @@
 /* OpenCL devices: probed once per process (every device of every platform
  * the ICD loader lists), their facts, the memory limit tests set
- * (HEARTH_OPENCL_MEM_LIMIT, MiB), and the error records of instances. */
+ * (HEARTH_OPENCL_MEM_LIMIT, MiB), the error records of instances, and the
+ * backend's registry entry. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,15 +113,31 @@ int32_t hl_opencl_device_count(const char **reason) {
 
 hl_ocl_dev *hl_ocl_device(int32_t i) { return i >= 0 && i < hl_opencl_device_count(NULL) ? &probe.dev[i] : NULL; }
 
-hearth_status hl_opencl_device_get(int32_t device, hl_gpu_device *out) {
+/* name is "<device> (<platform>)", total_bytes the device memory (or
+ * HEARTH_OPENCL_MEM_LIMIT MiB, when set and smaller: tests of too little
+ * memory), free_bytes that less what hearth holds there (OpenCL cannot
+ * tell what others hold). */
+static hearth_status device_get(int32_t device, hl_gpu_device *out) {
     hl_ocl_dev *d = hl_ocl_device(device);
     if (!d) return hl_fail(HEARTH_ERR_INVALID_ARG, "OpenCL device %d does not exist", (int)device);
     *out = (hl_gpu_device){.compute_units = (int32_t)d->compute_units, .is_gpu = d->is_gpu,
                            .total_bytes = hl_ocl_total_bytes(d)};
     snprintf(out->name, sizeof out->name, "%s", d->name);
-    snprintf(out->id, sizeof out->id, "opencl%d", (int)device);
     pthread_mutex_lock(&d->lock);
     out->free_bytes = out->total_bytes > d->used ? out->total_bytes - d->used : 0;
     pthread_mutex_unlock(&d->lock);
     return HEARTH_OK;
 }
+
+const hl_backend_reg hl_opencl_backend = {
+    .name = "opencl",
+    .label = "OpenCL",
+#ifdef HEARTH_HAVE_CLBLAST
+    .build = "opencl+clblast", /* prompt products through CLBlast (gemm.c) */
+#else
+    .build = "opencl",
+#endif
+    .device_count = hl_opencl_device_count,
+    .device_get = device_get,
+    .init = hl_backend_opencl_init,
+};

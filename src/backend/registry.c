@@ -1,0 +1,39 @@
+/* The registry's one list of entries (see registry.h): the backends that
+ * can offload, in the order their devices are numbered. A backend the build
+ * lacks keeps an entry that says why, so the reasons a machine has no
+ * offload device name every backend. Adding a backend is one entry here. */
+#include "backend/registry.h"
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/opencl/opencl_backend.h"
+
+/* The entry of a backend left out of the build: `needs` is what its
+ * detection looks for, `option` the CMake switch (HEARTH_<option>). */
+#define HL_MISSING(name_, label_, needs, option)                                                                    \
+    &(const hl_backend_reg) {                                                                                       \
+        .name = name_, .label = label_,                                                                             \
+        .missing = "this build has no " label_ " backend (built without " needs " or with -DHEARTH_" option "=OFF)" \
+    }
+
+static const hl_backend_reg *const entries[] = {
+#ifdef HEARTH_HAVE_CUDA
+    &hl_cuda_backend,
+#else
+    HL_MISSING("cuda", "CUDA", "nvcc", "CUDA"),
+#endif
+#ifdef HEARTH_HAVE_OPENCL
+    &hl_opencl_backend,
+#else
+    HL_MISSING("opencl", "OpenCL", "OpenCL headers", "OPENCL"),
+#endif
+};
+
+const hl_backend_reg *hl_backend_reg_at(int k) {
+    return k >= 0 && k < (int)(sizeof entries / sizeof entries[0]) ? entries[k] : NULL;
+}
+
+int32_t hl_backend_reg_devices(const hl_backend_reg *r, const char **reason) {
+    if (!r->missing) return r->device_count(reason);
+    *reason = r->missing;
+    return 0;
+}
