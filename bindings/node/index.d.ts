@@ -423,6 +423,6 @@ export function systemInfo(): string;
  * items, prefixItems, minItems/maxItems, minLength/maxLength, pattern, format (date, time, date-time,
  * uuid), integer minimum/maximum; annotations (title, description ...) are ignored. Throws HearthError
  * ERR_INVALID_ARG with the library's message for text that is not JSON, a keyword outside the subset
- * ("json_schema at /properties/age: unsupported keyword 'exclusiveMinimum'") or a $ref that does not resolve.
+ * ("json_schema at /properties/age: unsupported keyword 'multipleOf'") or a $ref that does not resolve.
  */
 export function jsonSchemaToGrammar(schema: JsonSchema | string): string;

@@ -72,7 +72,7 @@ def json_schema_to_grammar(schema: Schema) -> str:
 
     Raises InvalidArgumentError with the library's message for text that is
     not JSON, a keyword outside the subset ("json_schema at
-    /properties/age: unsupported keyword 'exclusiveMinimum'") or a $ref
+    /properties/age: unsupported keyword 'multipleOf'") or a $ref
     that does not resolve."""
     return _hearth.json_schema_to_grammar(schema_text("schema", schema))
 
