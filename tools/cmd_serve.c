@@ -1,7 +1,7 @@
 /* `hearth serve MODEL`: the OpenAI-compatible HTTP server. Parses the
  * options, starts listening (so /health answers 503 while the model
  * loads), loads the model into an engine, serves until SIGINT or SIGTERM,
- * then stops gracefully and exits 0. The HTTP layer is src/server/. */
+ * then stops gracefully and exits 0. The HTTP layer is tools/server/. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
-/* libFuzzer harness for the server's request parser (src/server/oai_request.c):
+/* libFuzzer harness for the server's request parser (tools/server/oai_request.c):
  * any body, as a chat or a completion request, must parse into parameters
  * the engine can take or fail with an HTTP 4xx/5xx error in OpenAI's shape,
  * without crashing or leaking. An accepted request is checked against what
  * the engine requires of it. The first input byte picks the endpoint; the
  * rest is the body. Not built by CMake; from the repository root: */
-// clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Isrc/server src/server/oai_request.c src/server/oai_structured.c tests/fuzz/fuzz_server_request.c -o fuzz_server_request $(pkg-config --cflags --libs libcjson) -lm
+// clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iinclude -Itools/server tools/server/oai_request.c tools/server/oai_structured.c tests/fuzz/fuzz_server_request.c -o fuzz_server_request $(pkg-config --cflags --libs libcjson) -lm
 // ./fuzz_server_request -max_total_time=60 -dict=tests/fuzz/server_request.dict CORPUS_DIR
 #include <stdlib.h>
 #include <string.h>
