@@ -6,7 +6,7 @@
  * of LongRoPE's two sets of frequency factors a context runs. */
 #include <math.h>
 
-#include "model/model.h"
+#include "model/hparams.h"
 
 /* llama-context.cpp's get_mscale(scale, 1): 0.1 * ln(scale) + 1 above 1;
  * GCC contracts it into one FMA in llama.cpp's build. */
