@@ -112,9 +112,13 @@ hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.rope.freq_base = %g must be > 0", arch, hp->rope.freq_base);
     hp->rope_freq_base_train = hp->rope.freq_base;
     HL_TRY(read_rope_scaling(f, arch, hp));
-    const hearth_context_params defaults = hearth_context_default_params();
+    /* the rope of a context that overrides none of it: hearth.h's "the
+     * model's" values of each rope field (0, or negative for yarn_*) */
+    const hearth_context_params no_overrides = {.rope_scaling_type = HEARTH_ROPE_SCALING_UNSPECIFIED,
+                                                .yarn_ext_factor = -1.0f, .yarn_attn_factor = -1.0f,
+                                                .yarn_beta_fast = -1.0f, .yarn_beta_slow = -1.0f};
     hp->rope_swa = hp->rope;
-    return hl_rope_resolve(hp, &defaults, &hp->rope, &hp->rope_swa);
+    return hl_rope_resolve(hp, &no_overrides, &hp->rope, &hp->rope_swa);
 }
 
 hearth_status hl_hparams_sliding_window(const gguf_file *f, const char *arch, hl_hparams *hp) {
