@@ -61,14 +61,14 @@ static bool in_list(const char *s, const char *const *list, size_t n) {
  * length to restore. */
 size_t hl_js_ptr_push(hl_js_conv *c, const char *seg) {
     size_t mark = c->ptr.n;
-    hl_js_puts(&c->ptr, "/");
-    for (const char *s = seg; *s; s++) hl_js_puts(&c->ptr, *s == '~' ? "~0" : *s == '/' ? "~1" : (char[]){*s, 0});
+    hl_str_puts(&c->ptr, "/");
+    for (const char *s = seg; *s; s++) hl_str_puts(&c->ptr, *s == '~' ? "~0" : *s == '/' ? "~1" : (char[]){*s, 0});
     return mark;
 }
 
 size_t hl_js_ptr_push_index(hl_js_conv *c, const char *seg, size_t i) {
     size_t mark = hl_js_ptr_push(c, seg);
-    hl_js_printf(&c->ptr, "/%zu", i);
+    hl_str_printf(&c->ptr, "/%zu", i);
     return mark;
 }
 
@@ -111,7 +111,7 @@ static hearth_status get_count(hl_js_conv *c, const cJSON *s, const char *kw, si
 
 /* ----------------------------------------------------------------- arrays */
 
-static hearth_status build_array(hl_js_conv *c, const cJSON *s, const char *hint, hl_js_buf *out) {
+static hearth_status build_array(hl_js_conv *c, const cJSON *s, const char *hint, hl_str *out) {
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
     const cJSON *tuple = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
     if (tuple && cJSON_IsArray(items)) return hl_js_fail(c, "'items' must be a schema next to 'prefixItems'");
@@ -135,7 +135,7 @@ static hearth_status build_array(hl_js_conv *c, const cJSON *s, const char *hint
     if (more && has_max && more_max == 0) more = false;
 
     hearth_status st = HEARTH_OK;
-    hl_js_buf body = {0};
+    hl_str body = {0};
     hl_js_elem(&body, "\"[\"");
     hl_js_space(c, &body);
     char h[200];
@@ -145,7 +145,7 @@ static hearth_status build_array(hl_js_conv *c, const cJSON *s, const char *hint
     size_t n_open = 0;
     size_t k = 0;
     for (const cJSON *it = tuple ? tuple->child : NULL; st == HEARTH_OK && it && k < n_tuple; it = it->next, k++) {
-        if (k >= min) hl_js_puts(&body, " ("), n_open++;
+        if (k >= min) hl_str_puts(&body, " ("), n_open++;
         if (k) {
             hl_js_elem(&body, "\",\"");
             hl_js_space(c, &body);
@@ -157,59 +157,59 @@ static hearth_status build_array(hl_js_conv *c, const cJSON *s, const char *hint
     }
     if (st == HEARTH_OK && more) {
         /* the further items, as one rule: item ( "," item ){m,n} */
-        hl_js_buf item = {0};
+        hl_str item = {0};
         size_t mark = hl_js_ptr_push(c, "items");
         snprintf(h, sizeof h, "%.120s-item", hint);
         if (items && !cJSON_IsTrue(items)) st = hl_js_visit(c, items, h, &item);
         else hl_js_prim_ref(c, HL_JS_VALUE, &item);
         hl_js_ptr_pop(c, mark);
         size_t r = 0;
-        if (st == HEARTH_OK) st = hl_js_buf_status(&item);
+        if (st == HEARTH_OK) st = hl_str_status(&item);
         if (st == HEARTH_OK) st = hl_js_rule_add(c, h, item.p, &r);
-        hl_js_buf_free(&item);
+        hl_str_free(&item);
         const char *name = st == HEARTH_OK ? c->rules[r].name : "";
         if (n_tuple) {
             /* each after a comma */
-            hl_js_buf rep = {0};
-            hl_js_puts(&rep, "( \",\"");
+            hl_str rep = {0};
+            hl_str_puts(&rep, "( \",\"");
             hl_js_space(c, &rep);
             hl_js_elem(&rep, name);
-            hl_js_puts(&rep, " )");
-            if (more_open) hl_js_printf(&rep, more_min == 0 ? "*" : more_min == 1 ? "+" : "{%zu,}", more_min);
-            else if (more_min == more_max) hl_js_printf(&rep, "{%zu}", more_min);
-            else hl_js_printf(&rep, "{%zu,%zu}", more_min, more_max);
+            hl_str_puts(&rep, " )");
+            if (more_open) hl_str_printf(&rep, more_min == 0 ? "*" : more_min == 1 ? "+" : "{%zu,}", more_min);
+            else if (more_min == more_max) hl_str_printf(&rep, "{%zu}", more_min);
+            else hl_str_printf(&rep, "{%zu,%zu}", more_min, more_max);
             hl_js_elem(&body, rep.p);
-            st = hl_js_buf_status(&rep);
-            hl_js_buf_free(&rep);
+            st = hl_str_status(&rep);
+            hl_str_free(&rep);
         } else {
             /* item, then the rest after commas; optional when min is 0 */
-            if (more_min == 0) hl_js_puts(&body, " ("), n_open++;
+            if (more_min == 0) hl_str_puts(&body, " ("), n_open++;
             hl_js_elem(&body, name);
             size_t lo = more_min ? more_min - 1 : 0;
             if (more_open || more_max > 1) {
-                hl_js_puts(&body, " ( \",\"");
+                hl_str_puts(&body, " ( \",\"");
                 hl_js_space(c, &body);
                 hl_js_elem(&body, name);
-                hl_js_puts(&body, " )");
-                if (more_open) hl_js_printf(&body, lo == 0 ? "*" : lo == 1 ? "+" : "{%zu,}", lo);
-                else if (lo == more_max - 1) hl_js_printf(&body, "{%zu}", lo);
-                else hl_js_printf(&body, "{%zu,%zu}", lo, more_max - 1);
+                hl_str_puts(&body, " )");
+                if (more_open) hl_str_printf(&body, lo == 0 ? "*" : lo == 1 ? "+" : "{%zu,}", lo);
+                else if (lo == more_max - 1) hl_str_printf(&body, "{%zu}", lo);
+                else hl_str_printf(&body, "{%zu,%zu}", lo, more_max - 1);
             }
         }
     }
     c->guard--;
-    for (; n_open; n_open--) hl_js_puts(&body, " )?");
+    for (; n_open; n_open--) hl_str_puts(&body, " )?");
     hl_js_elem(&body, "\"]\"");
     hl_js_space(c, &body);
-    if (st == HEARTH_OK) st = hl_js_buf_status(&body);
-    if (st == HEARTH_OK) hl_js_elem(out, body.p), st = hl_js_buf_status(out);
-    hl_js_buf_free(&body);
+    if (st == HEARTH_OK) st = hl_str_status(&body);
+    if (st == HEARTH_OK) hl_js_elem(out, body.p), st = hl_str_status(out);
+    hl_str_free(&body);
     return st;
 }
 
 /* ------------------------------------------------------- scalars, values */
 
-static hearth_status build_string(hl_js_conv *c, const cJSON *s, hl_js_buf *out) {
+static hearth_status build_string(hl_js_conv *c, const cJSON *s, hl_str *out) {
     const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(s, "pattern");
     const cJSON *format = cJSON_GetObjectItemCaseSensitive(s, "format");
     size_t min = 0, max = 0;
@@ -240,17 +240,17 @@ static hearth_status build_string(hl_js_conv *c, const cJSON *s, hl_js_buf *out)
         hl_js_elem(out, "\"\\\"\"");
     } else if (!has_min && !has_max) {
         hl_js_prim_ref(c, HL_JS_STRING, out);
-        return hl_js_buf_status(out);
+        return hl_str_status(out);
     } else {
         hl_js_elem(out, "\"\\\"\"");
         hl_js_prim_ref(c, HL_JS_CHAR, out);
-        if (!has_max) hl_js_printf(out, "{%zu,}", min);
-        else if (min == max) hl_js_printf(out, "{%zu}", min);
-        else hl_js_printf(out, "{%zu,%zu}", min, max);
+        if (!has_max) hl_str_printf(out, "{%zu,}", min);
+        else if (min == max) hl_str_printf(out, "{%zu}", min);
+        else hl_str_printf(out, "{%zu,%zu}", min, max);
         hl_js_elem(out, "\"\\\"\"");
     }
     hl_js_space(c, out);
-    return hl_js_buf_status(out);
+    return hl_str_status(out);
 }
 
 /* minimum and maximum of an integer or number: *has false when absent.
@@ -285,18 +285,18 @@ static hearth_status get_bounds(hl_js_conv *c, const cJSON *s, bool integer, boo
     return HEARTH_OK;
 }
 
-static hearth_status build_number(hl_js_conv *c, const cJSON *s, bool integer, hl_js_buf *out) {
+static hearth_status build_number(hl_js_conv *c, const cJSON *s, bool integer, hl_str *out) {
     bool has_lo = false, has_hi = false;
     int64_t lo = 0, hi = 0;
     HL_TRY(get_bounds(c, s, integer, &has_lo, &lo, &has_hi, &hi));
     if (!has_lo && !has_hi) {
         hl_js_prim_ref(c, integer ? HL_JS_INTEGER : HL_JS_NUMBER, out);
-        return hl_js_buf_status(out);
+        return hl_str_status(out);
     }
     if (integer) hl_js_emit_int_range(lo, hi, out);
     else hl_js_emit_number_range(c, has_lo, lo, has_hi, hi, out);
     hl_js_space(c, out);
-    return hl_js_buf_status(out);
+    return hl_str_status(out);
 }
 
 static const char *const type_names[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
@@ -314,7 +314,7 @@ static bool value_has_type(const cJSON *v, const char *t) {
 }
 
 /* The grammar of exactly the JSON value v (any spacing), then space. */
-static hearth_status emit_const(hl_js_conv *c, const cJSON *v, int depth, hl_js_buf *out) {
+static hearth_status emit_const(hl_js_conv *c, const cJSON *v, int depth, hl_str *out) {
     if (depth > HL_JS_MAX_DEPTH) return hl_js_fail(c, "a constant nested deeper than %d levels", HL_JS_MAX_DEPTH);
     if (cJSON_IsNull(v)) hl_js_elem(out, "\"null\"");
     else if (cJSON_IsTrue(v)) hl_js_elem(out, "\"true\"");
@@ -338,11 +338,11 @@ static hearth_status emit_const(hl_js_conv *c, const cJSON *v, int depth, hl_js_
         hl_js_elem(out, obj ? "\"}\"" : "\"]\"");
     }
     hl_js_space(c, out);
-    return hl_js_buf_status(out);
+    return hl_str_status(out);
 }
 
 /* const or enum, the values of the sibling `type` (if any) only. */
-static hearth_status build_enum(hl_js_conv *c, const cJSON *s, hl_js_buf *out) {
+static hearth_status build_enum(hl_js_conv *c, const cJSON *s, hl_str *out) {
     static const char *const allowed[] = {"const", "enum", "type"};
     const char *other = hl_js_other_constraint(s, allowed, N_OF(allowed));
     if (other) return hl_js_fail(c, "'enum' or 'const' together with '%s' is not supported", other);
@@ -351,7 +351,7 @@ static hearth_status build_enum(hl_js_conv *c, const cJSON *s, hl_js_buf *out) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(s, "type");
     if (en && !cJSON_IsArray(en)) return hl_js_fail(c, "'enum' must be an array");
     if (type && !cJSON_IsString(type) && !cJSON_IsArray(type)) return hl_js_fail(c, "'type' must be a string or an array");
-    hl_js_buf alts = {0};
+    hl_str alts = {0};
     size_t n = 0;
     hearth_status st = HEARTH_OK;
     for (const cJSON *v = cst ? cst : en->child; st == HEARTH_OK && v; v = cst ? NULL : v->next) {
@@ -365,35 +365,35 @@ static hearth_status build_enum(hl_js_conv *c, const cJSON *s, hl_js_buf *out) {
         for (const cJSON *t = cJSON_IsArray(type) ? type->child : NULL; t && !typed; t = t->next)
             typed = cJSON_IsString(t) && value_has_type(v, t->valuestring);
         if (!typed) continue;
-        if (n++) hl_js_puts(&alts, " |");
+        if (n++) hl_str_puts(&alts, " |");
         st = emit_const(c, v, 0, &alts);
     }
     if (st == HEARTH_OK && !n) st = hl_js_fail(c, "no value of 'enum' or 'const' fits the schema");
     if (st == HEARTH_OK) {
         hl_js_elem(out, n > 1 ? "(" : "");
-        hl_js_puts(out, alts.p);
-        if (n > 1) hl_js_puts(out, " )");
-        st = alts.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(out);
+        hl_str_puts(out, alts.p);
+        if (n > 1) hl_str_puts(out, " )");
+        st = alts.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_str_status(out);
     }
-    hl_js_buf_free(&alts);
+    hl_str_free(&alts);
     return st;
 }
 
 /* Writes the alternatives built in *alts (when st is OK) as one group into
  * out, and frees them. */
-static hearth_status put_group(hl_js_buf *out, hl_js_buf *alts, hearth_status st) {
+static hearth_status put_group(hl_str *out, hl_str *alts, hearth_status st) {
     if (st == HEARTH_OK) {
         hl_js_elem(out, "(");
-        hl_js_puts(out, alts->p);
-        hl_js_puts(out, " )");
-        st = alts->oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(out);
+        hl_str_puts(out, alts->p);
+        hl_str_puts(out, " )");
+        st = alts->oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_str_status(out);
     }
-    hl_js_buf_free(alts);
+    hl_str_free(alts);
     return st;
 }
 
 /* anyOf / oneOf: the alternatives. */
-static hearth_status build_any_of(hl_js_conv *c, const cJSON *s, const char *kw, const char *hint, hl_js_buf *out) {
+static hearth_status build_any_of(hl_js_conv *c, const cJSON *s, const char *kw, const char *hint, hl_str *out) {
     static const char *const allowed[] = {"anyOf", "oneOf"};
     const char *other = hl_js_other_constraint(s, allowed, N_OF(allowed));
     if (other) return hl_js_fail(c, "'%s' together with '%s' is not supported", kw, other);
@@ -401,13 +401,13 @@ static hearth_status build_any_of(hl_js_conv *c, const cJSON *s, const char *kw,
         return hl_js_fail(c, "'anyOf' together with 'oneOf' is not supported");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(s, kw);
     if (!cJSON_IsArray(list) || !list->child) return hl_js_fail(c, "'%s' must be a non-empty array of schemas", kw);
-    hl_js_buf alts = {0};
+    hl_str alts = {0};
     hearth_status st = HEARTH_OK;
     size_t i = 0;
     char h[200];
     for (const cJSON *sub = list->child; st == HEARTH_OK && sub; sub = sub->next, i++) {
         size_t mark = hl_js_ptr_push_index(c, kw, i);
-        if (i) hl_js_puts(&alts, " |");
+        if (i) hl_str_puts(&alts, " |");
         snprintf(h, sizeof h, "%.120s-%zu", hint, i);
         st = hl_js_visit(c, sub, h, &alts);
         hl_js_ptr_pop(c, mark);
@@ -472,7 +472,7 @@ const cJSON *hl_js_resolve_ref(hl_js_conv *c, const char *ref) {
  * its own conversion refers to the rule by name (a recursive schema), if
  * an object or array was entered on the way (else it would recur without
  * reading anything). */
-static hearth_status build_ref(hl_js_conv *c, const cJSON *s, hl_js_buf *out) {
+static hearth_status build_ref(hl_js_conv *c, const cJSON *s, hl_str *out) {
     static const char *const allowed[] = {"$ref"};
     const char *other = hl_js_other_constraint(s, allowed, N_OF(allowed));
     if (other) return hl_js_fail(c, "'$ref' together with '%s' is not supported", other);
@@ -484,7 +484,7 @@ static hearth_status build_ref(hl_js_conv *c, const cJSON *s, hl_js_buf *out) {
         if (!c->refs[i].done && c->refs[i].guard == c->guard)
             return hl_js_fail(c, "$ref '%s' refers back to itself without an object or array in between", r);
         hl_js_elem(out, c->rules[c->refs[i].rule].name);
-        return hl_js_buf_status(out);
+        return hl_str_status(out);
     }
     const cJSON *target = hl_js_resolve_ref(c, r);
     if (!target) return HEARTH_ERR_INVALID_ARG;
@@ -507,32 +507,32 @@ static hearth_status build_ref(hl_js_conv *c, const cJSON *s, hl_js_buf *out) {
     memcpy(copy, r, n);
     c->refs[c->n_refs++] = (hl_js_ref){copy, rule, c->guard, false};
     /* convert the target with errors pointing into it */
-    hl_js_buf saved = c->ptr, body = {0};
-    c->ptr = (hl_js_buf){0};
-    hl_js_puts(&c->ptr, r + 1);
+    hl_str saved = c->ptr, body = {0};
+    c->ptr = (hl_str){0};
+    hl_str_puts(&c->ptr, r + 1);
     char sub[200];
     snprintf(sub, sizeof sub, "%s", c->rules[rule].name + strlen(c->prefix));
     hearth_status st = hl_js_visit(c, target, sub, &body);
-    hl_js_buf_free(&c->ptr);
+    hl_str_free(&c->ptr);
     c->ptr = saved;
-    if (st == HEARTH_OK) st = hl_js_buf_status(&body);
+    if (st == HEARTH_OK) st = hl_str_status(&body);
     if (st == HEARTH_OK) st = hl_js_rule_set(c, rule, body.p);
-    hl_js_buf_free(&body);
+    hl_str_free(&body);
     c->refs[idx].done = true;
-    if (st == HEARTH_OK) hl_js_elem(out, c->rules[rule].name), st = hl_js_buf_status(out);
+    if (st == HEARTH_OK) hl_js_elem(out, c->rules[rule].name), st = hl_str_status(out);
     return st;
 }
 
 /* -------------------------------------------------------------- dispatch */
 
-static hearth_status build_typed(hl_js_conv *c, const cJSON *s, const char *type, const char *hint, hl_js_buf *out) {
+static hearth_status build_typed(hl_js_conv *c, const cJSON *s, const char *type, const char *hint, hl_str *out) {
     if (!strcmp(type, "object")) return hl_js_build_object(c, s, hint, out);
     if (!strcmp(type, "array")) return build_array(c, s, hint, out);
     if (!strcmp(type, "string")) return build_string(c, s, out);
     if (!strcmp(type, "number")) return build_number(c, s, false, out);
     if (!strcmp(type, "integer")) return build_number(c, s, true, out);
     hl_js_prim_ref(c, !strcmp(type, "boolean") ? HL_JS_BOOLEAN : HL_JS_NULL, out);
-    return hl_js_buf_status(out);
+    return hl_str_status(out);
 }
 
 static bool has_any(const cJSON *s, const char *const *kws, size_t n) {
@@ -541,7 +541,7 @@ static bool has_any(const cJSON *s, const char *const *kws, size_t n) {
     return false;
 }
 
-static hearth_status build_schema(hl_js_conv *c, const cJSON *s, const char *hint, hl_js_buf *out) {
+static hearth_status build_schema(hl_js_conv *c, const cJSON *s, const char *hint, hl_str *out) {
     HL_TRY(hl_js_check_keywords(c, s));
     if (cJSON_GetObjectItemCaseSensitive(s, "$ref")) return build_ref(c, s, out);
     if (cJSON_GetObjectItemCaseSensitive(s, "const") || cJSON_GetObjectItemCaseSensitive(s, "enum")) return build_enum(c, s, out);
@@ -586,24 +586,24 @@ static hearth_status build_schema(hl_js_conv *c, const cJSON *s, const char *hin
         if (has_any(s, number_kw, N_OF(number_kw))) types[n++] = "number";
         if (!n) {
             hl_js_prim_ref(c, HL_JS_VALUE, out);
-            return hl_js_buf_status(out);
+            return hl_str_status(out);
         }
     }
     if (n == 1) return build_typed(c, s, types[0], hint, out);
-    hl_js_buf alts = {0};
+    hl_str alts = {0};
     hearth_status st = HEARTH_OK;
     for (size_t i = 0; st == HEARTH_OK && i < n; i++) {
-        if (i) hl_js_puts(&alts, " |");
+        if (i) hl_str_puts(&alts, " |");
         st = build_typed(c, s, types[i], hint, &alts);
     }
     return put_group(out, &alts, st);
 }
 
 /* Appends the grammar of the values `s` accepts, followed by space. */
-hearth_status hl_js_visit(hl_js_conv *c, const cJSON *s, const char *hint, hl_js_buf *out) {
+hearth_status hl_js_visit(hl_js_conv *c, const cJSON *s, const char *hint, hl_str *out) {
     if (cJSON_IsTrue(s)) {
         hl_js_prim_ref(c, HL_JS_VALUE, out);
-        return hl_js_buf_status(out);
+        return hl_str_status(out);
     }
     if (cJSON_IsFalse(s)) return hl_js_fail(c, "the schema false accepts no value");
     if (!cJSON_IsObject(s)) return hl_js_fail(c, "a schema must be an object or a boolean");
@@ -653,15 +653,15 @@ static hearth_status convert(const char *schema, size_t len, const char *prefix,
         st = hl_js_rule_add(&c, root_name, NULL, &root);
         c.prefix = p;
     }
-    hl_js_buf body = {0};
+    hl_str body = {0};
     if (st == HEARTH_OK) {
         if (cJSON_IsBool(doc) || cJSON_IsObject(doc)) st = hl_js_visit(&c, doc, "root", &body);
         else st = hl_fail(HEARTH_ERR_INVALID_ARG, "json_schema: the schema must be an object or a boolean");
     }
-    if (st == HEARTH_OK) st = hl_js_buf_status(&body);
+    if (st == HEARTH_OK) st = hl_str_status(&body);
     if (st == HEARTH_OK) st = hl_js_rule_set(&c, root, body.p);
     if (st == HEARTH_OK) st = hl_js_write_rules(&c, out);
-    hl_js_buf_free(&body);
+    hl_str_free(&body);
     hl_js_conv_free(&c);
     cJSON_Delete(doc);
     return st;

@@ -1,4 +1,4 @@
-/* The grammar-writing half of the JSON Schema converter: a text builder, the
+/* The grammar-writing half of the JSON Schema converter: the
  * table of named rules (unique names, reuse of identical rules), the shared
  * JSON primitives (RFC 8259 strings and numbers, bounded whitespace, the
  * RFC 3339 date and time formats, UUIDs), and the grammars of constant
@@ -13,48 +13,11 @@
 
 #include "grammar/json_schema_internal.h"
 
-/* ------------------------------------------------------------ text buffer */
+/* ------------------------------------------------------------ elements */
 
-void hl_js_put(hl_js_buf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "json_schema: out of memory growing a grammar to %zu bytes", cap);
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-void hl_js_puts(hl_js_buf *b, const char *s) { hl_js_put(b, s, strlen(s)); }
-
-void hl_js_printf(hl_js_buf *b, const char *fmt, ...) {
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (k > 0) hl_js_put(b, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
-}
-
-hearth_status hl_js_buf_status(const hl_js_buf *b) { return b->oom ? HEARTH_ERR_OUT_OF_MEMORY : HEARTH_OK; }
-
-void hl_js_buf_free(hl_js_buf *b) {
-    free(b->p);
-    *b = (hl_js_buf){0};
-}
-
-void hl_js_elem(hl_js_buf *b, const char *s) {
-    if (b->n > 0 && b->p[b->n - 1] != ' ' && b->p[b->n - 1] != '(') hl_js_puts(b, " ");
-    hl_js_puts(b, s);
+void hl_js_elem(hl_str *b, const char *s) {
+    if (b->n > 0 && b->p[b->n - 1] != ' ' && b->p[b->n - 1] != '(') hl_str_puts(b, " ");
+    hl_str_puts(b, s);
 }
 
 hearth_status hl_js_fail(hl_js_conv *c, const char *fmt, ...) {
@@ -130,13 +93,13 @@ static const struct {
                     0},
 };
 
-void hl_js_space(hl_js_conv *c, hl_js_buf *out) { hl_js_prim_ref(c, HL_JS_SPACE, out); }
+void hl_js_space(hl_js_conv *c, hl_str *out) { hl_js_prim_ref(c, HL_JS_SPACE, out); }
 
-void hl_js_prim_ref(hl_js_conv *c, hl_js_prim p, hl_js_buf *out) {
+void hl_js_prim_ref(hl_js_conv *c, hl_js_prim p, hl_str *out) {
     c->prims |= 1u << p;
-    if (out->n > 0 && out->p[out->n - 1] != ' ' && out->p[out->n - 1] != '(') hl_js_puts(out, " ");
-    hl_js_puts(out, c->prefix);
-    hl_js_puts(out, prims[p].name);
+    if (out->n > 0 && out->p[out->n - 1] != ' ' && out->p[out->n - 1] != '(') hl_str_puts(out, " ");
+    hl_str_puts(out, c->prefix);
+    hl_str_puts(out, prims[p].name);
 }
 
 /* ------------------------------------------------------------ rule table */
@@ -238,21 +201,21 @@ hearth_status hl_js_write_rules(hl_js_conv *c, char **out) {
         for (int p = 0; p < HL_JS_N_PRIMS; p++)
             if (c->prims & 1u << p) c->prims |= prims[p].deps;
     }
-    hl_js_buf b = {0};
-    for (size_t r = 0; r < c->n_rules; r++) hl_js_printf(&b, "%s ::= ", c->rules[r].name), hl_js_puts(&b, c->rules[r].body), hl_js_puts(&b, "\n");
+    hl_str b = {0};
+    for (size_t r = 0; r < c->n_rules; r++) hl_str_printf(&b, "%s ::= ", c->rules[r].name), hl_str_puts(&b, c->rules[r].body), hl_str_puts(&b, "\n");
     for (int p = 0; p < HL_JS_N_PRIMS; p++) {
         if (!(c->prims & 1u << p)) continue;
-        hl_js_puts(&b, c->prefix);
-        hl_js_puts(&b, prims[p].name);
-        hl_js_puts(&b, " ::= ");
+        hl_str_puts(&b, c->prefix);
+        hl_str_puts(&b, prims[p].name);
+        hl_str_puts(&b, " ::= ");
         for (const char *s = prims[p].body; *s; s++) {
-            if (*s == '@') hl_js_puts(&b, c->prefix);
-            else hl_js_put(&b, s, 1);
+            if (*s == '@') hl_str_puts(&b, c->prefix);
+            else hl_str_put(&b, s, 1);
         }
-        hl_js_puts(&b, "\n");
+        hl_str_puts(&b, "\n");
     }
     if (b.oom) {
-        hl_js_buf_free(&b);
+        hl_str_free(&b);
         return HEARTH_ERR_OUT_OF_MEMORY;
     }
     *out = b.p;
@@ -266,7 +229,7 @@ void hl_js_conv_free(hl_js_conv *c) {
     free(c->slots);
     free(c->refs);
     free(c->prefix);
-    hl_js_buf_free(&c->ptr);
+    hl_str_free(&c->ptr);
 }
 
 /* ------------------------------------------------------- characters, text */
@@ -290,29 +253,29 @@ bool hl_js_utf8_next(const char *s, size_t n, size_t *i, uint32_t *cp) {
 }
 
 /* Writes cp as it appears inside a GBNF "literal". */
-static void lit_cp(hl_js_buf *b, uint32_t cp) {
-    if (cp == '"') hl_js_puts(b, "\\\"");
-    else if (cp == '\\') hl_js_puts(b, "\\\\");
+static void lit_cp(hl_str *b, uint32_t cp) {
+    if (cp == '"') hl_str_puts(b, "\\\"");
+    else if (cp == '\\') hl_str_puts(b, "\\\\");
     else if (cp >= 0x20 && cp < 0x7F) {
         char ch = (char)cp;
-        hl_js_put(b, &ch, 1);
-    } else if (cp < 0x80) hl_js_printf(b, "\\x%02X", (unsigned)cp);
-    else if (cp < 0x10000) hl_js_printf(b, "\\u%04X", (unsigned)cp);
-    else hl_js_printf(b, "\\U%08X", (unsigned)cp);
+        hl_str_put(b, &ch, 1);
+    } else if (cp < 0x80) hl_str_printf(b, "\\x%02X", (unsigned)cp);
+    else if (cp < 0x10000) hl_str_printf(b, "\\u%04X", (unsigned)cp);
+    else hl_str_printf(b, "\\U%08X", (unsigned)cp);
 }
 
 /* Writes cp as a GBNF class endpoint. */
-static void class_cp(hl_js_buf *b, uint32_t cp) {
+static void class_cp(hl_str *b, uint32_t cp) {
     if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9')) {
         char ch = (char)cp;
-        hl_js_put(b, &ch, 1);
-    } else if (cp < 0x80) hl_js_printf(b, "\\x%02X", (unsigned)cp);
-    else if (cp < 0x10000) hl_js_printf(b, "\\u%04X", (unsigned)cp);
-    else hl_js_printf(b, "\\U%08X", (unsigned)cp);
+        hl_str_put(b, &ch, 1);
+    } else if (cp < 0x80) hl_str_printf(b, "\\x%02X", (unsigned)cp);
+    else if (cp < 0x10000) hl_str_printf(b, "\\u%04X", (unsigned)cp);
+    else hl_str_printf(b, "\\U%08X", (unsigned)cp);
 }
 
 /* The JSON escape \uXXXX of a UTF-16 unit: hex letters in either case. */
-static void emit_u_escape(hl_js_buf *b, uint32_t unit) {
+static void emit_u_escape(hl_str *b, uint32_t unit) {
     char hex[5];
     snprintf(hex, sizeof hex, "%04x", (unsigned)unit);
     hl_js_elem(b, "\"\\\\u");
@@ -321,16 +284,16 @@ static void emit_u_escape(hl_js_buf *b, uint32_t unit) {
         char h = hex[k];
         if (h >= '0' && h <= '9') {
             if (!open) hl_js_elem(b, "\""), open = true;
-            hl_js_put(b, &h, 1);
+            hl_str_put(b, &h, 1);
         } else {
-            if (open) hl_js_puts(b, "\""), open = false;
-            hl_js_printf(b, " [%c%c]", h, h - 'a' + 'A');
+            if (open) hl_str_puts(b, "\""), open = false;
+            hl_str_printf(b, " [%c%c]", h, h - 'a' + 'A');
         }
     }
-    if (open) hl_js_puts(b, "\"");
+    if (open) hl_str_puts(b, "\"");
 }
 
-void hl_js_emit_json_char(hl_js_buf *out, uint32_t cp) {
+void hl_js_emit_json_char(hl_str *out, uint32_t cp) {
     static const char short_esc[] = {['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't'};
     if (cp == '"' || cp == '\\') {
         hl_js_elem(out, cp == '"' ? "\"\\\\\\\"\"" : "\"\\\\\\\\\"");
@@ -345,11 +308,11 @@ void hl_js_emit_json_char(hl_js_buf *out, uint32_t cp) {
     } else if (cp < 0x80) {
         hl_js_elem(out, "\"");
         lit_cp(out, cp);
-        hl_js_puts(out, "\"");
+        hl_str_puts(out, "\"");
     } else {
         hl_js_elem(out, "( \"");
         lit_cp(out, cp);
-        hl_js_puts(out, "\" | ");
+        hl_str_puts(out, "\" | ");
         if (cp < 0x10000) {
             emit_u_escape(out, cp);
         } else {
@@ -357,11 +320,11 @@ void hl_js_emit_json_char(hl_js_buf *out, uint32_t cp) {
             emit_u_escape(out, 0xD800 + (v >> 10));
             emit_u_escape(out, 0xDC00 + (v & 0x3FF));
         }
-        hl_js_puts(out, " )");
+        hl_str_puts(out, " )");
     }
 }
 
-hearth_status hl_js_emit_json_string(hl_js_conv *c, const char *s, size_t n, hl_js_buf *out) {
+hearth_status hl_js_emit_json_string(hl_js_conv *c, const char *s, size_t n, hl_str *out) {
     /* Printable ASCII goes in one literal run with the quotes; anything
      * else is an element of its own. */
     hl_js_elem(out, "\"\\\"");
@@ -373,24 +336,24 @@ hearth_status hl_js_emit_json_string(hl_js_conv *c, const char *s, size_t n, hl_
             if (!open) hl_js_elem(out, "\""), open = true;
             lit_cp(out, cp);
         } else {
-            if (open) hl_js_puts(out, "\""), open = false;
+            if (open) hl_str_puts(out, "\""), open = false;
             hl_js_emit_json_char(out, cp);
         }
     }
     if (!open) hl_js_elem(out, "\"");
-    hl_js_puts(out, "\\\"\"");
-    return hl_js_buf_status(out);
+    hl_str_puts(out, "\\\"\"");
+    return hl_str_status(out);
 }
 
-void hl_js_emit_number_literal(double v, hl_js_buf *out) {
+void hl_js_emit_number_literal(double v, hl_str *out) {
     char s[40];
     if (v == (double)(int64_t)v && v > -9007199254740992.0 && v < 9007199254740992.0) {
         /* An integral value may be written 3 or 3.0 (JSON Schema compares
          * numbers by value, 2020-12 validation section 6.1.3). */
         snprintf(s, sizeof s, "%s%.0f", signbit(v) && v == 0 ? "-" : "", v);
         hl_js_elem(out, "\"");
-        hl_js_puts(out, s);
-        hl_js_puts(out, "\" \".0\"?");
+        hl_str_puts(out, s);
+        hl_str_puts(out, "\" \".0\"?");
         return;
     }
     /* The shortest form that reads back as v, as Python's repr finds it. */
@@ -399,21 +362,21 @@ void hl_js_emit_number_literal(double v, hl_js_buf *out) {
         if (strtod(s, NULL) == v) break;
     }
     hl_js_elem(out, "\"");
-    hl_js_puts(out, s);
-    hl_js_puts(out, "\"");
+    hl_str_puts(out, s);
+    hl_str_puts(out, "\"");
 }
 
-void hl_js_emit_class(const uint32_t *lo, const uint32_t *hi, size_t n, bool negate, hl_js_buf *out) {
+void hl_js_emit_class(const uint32_t *lo, const uint32_t *hi, size_t n, bool negate, hl_str *out) {
     if (!n && !negate) return;
     hl_js_elem(out, negate ? "[^" : "[");
     for (size_t i = 0; i < n; i++) {
         class_cp(out, lo[i]);
         if (hi[i] > lo[i]) {
-            if (hi[i] > lo[i] + 1) hl_js_puts(out, "-");
+            if (hi[i] > lo[i] + 1) hl_str_puts(out, "-");
             class_cp(out, hi[i]);
         }
     }
-    hl_js_puts(out, "]");
+    hl_str_puts(out, "]");
 }
 
 /* ------------------------------------------------- digit-string ranges */
@@ -421,26 +384,26 @@ void hl_js_emit_class(const uint32_t *lo, const uint32_t *hi, size_t n, bool neg
 /* Ranges of fixed-length digit strings, in base 10 (integers) or 16 (the
  * hex digits of \u escapes, either case). Digits are values 0..base-1. */
 
-static void any_digits(hl_js_buf *b, size_t n, int base) {
+static void any_digits(hl_str *b, size_t n, int base) {
     if (n == 0) return;
     hl_js_elem(b, base == 10 ? "[0-9]" : "[0-9a-fA-F]");
-    if (n > 1) hl_js_printf(b, "{%zu}", n);
+    if (n > 1) hl_str_printf(b, "{%zu}", n);
 }
 
-static void digit_class(hl_js_buf *b, int lo, int hi, int base) {
+static void digit_class(hl_str *b, int lo, int hi, int base) {
     static const char hex[] = "0123456789abcdef";
     if (lo == hi && lo < 10) {
-        hl_js_printf(b, "%s\"%c\"", b->n && b->p[b->n - 1] != ' ' && b->p[b->n - 1] != '(' ? " " : "", hex[lo]);
+        hl_str_printf(b, "%s\"%c\"", b->n && b->p[b->n - 1] != ' ' && b->p[b->n - 1] != '(' ? " " : "", hex[lo]);
         return;
     }
     hl_js_elem(b, "[");
-    if (lo <= 9) hl_js_printf(b, lo == (hi < 9 ? hi : 9) ? "%c" : "%c-%c", hex[lo], hex[hi < 9 ? hi : 9]);
+    if (lo <= 9) hl_str_printf(b, lo == (hi < 9 ? hi : 9) ? "%c" : "%c-%c", hex[lo], hex[hi < 9 ? hi : 9]);
     if (base == 16 && hi >= 10) {
         int l = lo > 10 ? lo : 10;
-        hl_js_printf(b, l == hi ? "%c%c" : "%c-%c", hex[l], l == hi ? hex[l] - 32 : hex[hi]);
-        if (l != hi) hl_js_printf(b, "%c-%c", hex[l] - 32, hex[hi] - 32);
+        hl_str_printf(b, l == hi ? "%c%c" : "%c-%c", hex[l], l == hi ? hex[l] - 32 : hex[hi]);
+        if (l != hi) hl_str_printf(b, "%c-%c", hex[l] - 32, hex[hi] - 32);
     }
-    hl_js_puts(b, "]");
+    hl_str_puts(b, "]");
 }
 
 static bool all_of(const uint8_t *s, size_t n, int d) {
@@ -450,7 +413,7 @@ static bool all_of(const uint8_t *s, size_t n, int d) {
 }
 
 /* n-digit strings (leading zeros allowed) >= x, and <= x. */
-static void at_least(hl_js_buf *b, const uint8_t *x, size_t n, int base) {
+static void at_least(hl_str *b, const uint8_t *x, size_t n, int base) {
     if (all_of(x, n, 0)) {
         any_digits(b, n, base);
         return;
@@ -458,11 +421,11 @@ static void at_least(hl_js_buf *b, const uint8_t *x, size_t n, int base) {
     hl_js_elem(b, "(");
     digit_class(b, x[0], x[0], base);
     at_least(b, x + 1, n - 1, base);
-    if (x[0] < base - 1) hl_js_puts(b, " |"), digit_class(b, x[0] + 1, base - 1, base), any_digits(b, n - 1, base);
-    hl_js_puts(b, " )");
+    if (x[0] < base - 1) hl_str_puts(b, " |"), digit_class(b, x[0] + 1, base - 1, base), any_digits(b, n - 1, base);
+    hl_str_puts(b, " )");
 }
 
-static void at_most(hl_js_buf *b, const uint8_t *x, size_t n, int base) {
+static void at_most(hl_str *b, const uint8_t *x, size_t n, int base) {
     if (all_of(x, n, base - 1)) {
         any_digits(b, n, base);
         return;
@@ -470,14 +433,14 @@ static void at_most(hl_js_buf *b, const uint8_t *x, size_t n, int base) {
     hl_js_elem(b, "(");
     digit_class(b, x[0], x[0], base);
     at_most(b, x + 1, n - 1, base);
-    if (x[0] > 0) hl_js_puts(b, " |"), digit_class(b, 0, x[0] - 1, base), any_digits(b, n - 1, base);
-    hl_js_puts(b, " )");
+    if (x[0] > 0) hl_str_puts(b, " |"), digit_class(b, 0, x[0] - 1, base), any_digits(b, n - 1, base);
+    hl_str_puts(b, " )");
 }
 
 /* n-digit strings between lo and hi (lo <= hi), as in llama.cpp's
  * _generate_min_max_int: the common prefix, then the first differing
  * digit's three cases (lo's digit, the digits between, hi's digit). */
-static void digits_between(hl_js_buf *b, const uint8_t *lo, const uint8_t *hi, size_t n, int base) {
+static void digits_between(hl_str *b, const uint8_t *lo, const uint8_t *hi, size_t n, int base) {
     size_t k = 0;
     while (k < n && lo[k] == hi[k]) digit_class(b, lo[k], lo[k], base), k++;
     if (k == n) return;
@@ -490,11 +453,11 @@ static void digits_between(hl_js_buf *b, const uint8_t *lo, const uint8_t *hi, s
     hl_js_elem(b, "(");
     digit_class(b, lo[0], lo[0], base);
     at_least(b, lo + 1, n - 1, base);
-    if (lo[0] + 1 <= hi[0] - 1) hl_js_puts(b, " |"), digit_class(b, lo[0] + 1, hi[0] - 1, base), any_digits(b, n - 1, base);
-    hl_js_puts(b, " |");
+    if (lo[0] + 1 <= hi[0] - 1) hl_str_puts(b, " |"), digit_class(b, lo[0] + 1, hi[0] - 1, base), any_digits(b, n - 1, base);
+    hl_str_puts(b, " |");
     digit_class(b, hi[0], hi[0], base);
     at_most(b, hi + 1, n - 1, base);
-    hl_js_puts(b, " )");
+    hl_str_puts(b, " )");
 }
 
 /* The n digits of v in `base`, most significant first. */
@@ -503,7 +466,7 @@ static void to_digits(uint64_t v, size_t n, int base, uint8_t *d) {
 }
 
 /* "\\u" and four hex digits between lo and hi (UTF-16 units). */
-static void u_escape_range(hl_js_buf *b, uint32_t lo, uint32_t hi) {
+static void u_escape_range(hl_str *b, uint32_t lo, uint32_t hi) {
     uint8_t l[4], h[4];
     to_digits(lo, 4, 16, l);
     to_digits(hi, 4, 16, h);
@@ -511,7 +474,7 @@ static void u_escape_range(hl_js_buf *b, uint32_t lo, uint32_t hi) {
     digits_between(b, l, h, 4, 16);
 }
 
-void hl_js_emit_escaped_ranges(const uint32_t *lo, const uint32_t *hi, size_t n, hl_js_buf *out) {
+void hl_js_emit_escaped_ranges(const uint32_t *lo, const uint32_t *hi, size_t n, hl_str *out) {
     bool first = true;
     for (size_t i = 0; i < n; i++) {
         /* the BMP part outside the surrogates, then the astral part */
@@ -519,7 +482,7 @@ void hl_js_emit_escaped_ranges(const uint32_t *lo, const uint32_t *hi, size_t n,
                                 {lo[i] > 0xE000 ? lo[i] : 0xE000, hi[i] < 0xFFFF ? hi[i] : 0xFFFF}};
         for (int k = 0; k < 2; k++)
             if (parts[k][0] <= parts[k][1]) {
-                hl_js_puts(out, first ? "" : " |");
+                hl_str_puts(out, first ? "" : " |");
                 first = false;
                 u_escape_range(out, parts[k][0], parts[k][1]);
             }
@@ -531,7 +494,7 @@ void hl_js_emit_escaped_ranges(const uint32_t *lo, const uint32_t *hi, size_t n,
         uint32_t pieces[3][4] = {{ah, ah, al, ah == zh ? zl : 0xDFFF}, {ah + 1, zh - 1, 0xDC00, 0xDFFF}, {zh, zh, 0xDC00, zl}};
         for (int k = 0; k < (ah == zh ? 1 : 3); k++) {
             if (pieces[k][0] > pieces[k][1]) continue;
-            hl_js_puts(out, first ? "" : " |");
+            hl_str_puts(out, first ? "" : " |");
             first = false;
             u_escape_range(out, pieces[k][0], pieces[k][1]);
             u_escape_range(out, pieces[k][2], pieces[k][3]);
@@ -540,7 +503,7 @@ void hl_js_emit_escaped_ranges(const uint32_t *lo, const uint32_t *hi, size_t n,
 }
 
 /* Decimal numerals without leading zeros of the values in [lo, hi]. */
-static void uint_range(hl_js_buf *b, uint64_t lo, uint64_t hi) {
+static void uint_range(hl_str *b, uint64_t lo, uint64_t hi) {
     hl_js_elem(b, "(");
     bool first = true;
     if (lo == 0) {
@@ -556,53 +519,53 @@ static void uint_range(hl_js_buf *b, uint64_t lo, uint64_t hi) {
         uint8_t ld[20], hd[20];
         to_digits(lo, d, 10, ld);
         to_digits(b_end, d, 10, hd);
-        if (!first) hl_js_puts(b, " |");
+        if (!first) hl_str_puts(b, " |");
         first = false;
         digits_between(b, ld, hd, d, 10);
         if (b_end == hi) break;
         lo = b_end + 1;
     }
-    hl_js_puts(b, " )");
+    hl_str_puts(b, " )");
 }
 
-void hl_js_emit_int_range(int64_t lo, int64_t hi, hl_js_buf *out) {
+void hl_js_emit_int_range(int64_t lo, int64_t hi, hl_str *out) {
     hl_js_elem(out, "(");
     if (lo < 0) {
         hl_js_elem(out, "\"-\"");
         uint_range(out, hi < 0 ? (uint64_t)-hi : 1, (uint64_t)-lo);
-        if (hi >= 0) hl_js_puts(out, " |");
+        if (hi >= 0) hl_str_puts(out, " |");
     }
     if (hi >= 0) uint_range(out, lo > 0 ? (uint64_t)lo : 0, (uint64_t)hi);
-    hl_js_puts(out, " )");
+    hl_str_puts(out, " )");
 }
 
 /* Unsigned numbers (integer part, optional fraction) in [lo, hi], hi open
  * when !has_hi: an integer part below hi takes any fraction, hi itself only
  * zeros. */
-static void unsigned_number_range(hl_js_conv *c, uint64_t lo, bool has_hi, uint64_t hi, hl_js_buf *out) {
+static void unsigned_number_range(hl_js_conv *c, uint64_t lo, bool has_hi, uint64_t hi, hl_str *out) {
     static const uint64_t max = 9999999999999999u; /* HL_JS_MAX_DIGITS nines */
     hl_js_elem(out, "(");
     if (!has_hi || hi > lo) {
         uint_range(out, lo, has_hi ? hi - 1 : max);
         hl_js_prim_ref(c, HL_JS_FRACTION, out);
-        hl_js_puts(out, "?");
+        hl_str_puts(out, "?");
     }
     if (has_hi) {
-        if (hi > lo) hl_js_puts(out, " |");
-        hl_js_printf(out, " \"%llu\" ( \".\" \"0\"{1,20} )?", (unsigned long long)hi);
+        if (hi > lo) hl_str_puts(out, " |");
+        hl_str_printf(out, " \"%llu\" ( \".\" \"0\"{1,20} )?", (unsigned long long)hi);
     }
-    hl_js_puts(out, " )");
+    hl_str_puts(out, " )");
 }
 
-void hl_js_emit_number_range(hl_js_conv *c, bool has_lo, int64_t lo, bool has_hi, int64_t hi, hl_js_buf *out) {
+void hl_js_emit_number_range(hl_js_conv *c, bool has_lo, int64_t lo, bool has_hi, int64_t hi, hl_str *out) {
     hl_js_elem(out, "(");
     bool neg = !has_lo || lo < 0, pos = !has_hi || hi >= 0;
     if (neg) {
         /* magnitudes in [max(-hi, 0), -lo] */
         hl_js_elem(out, "\"-\"");
         unsigned_number_range(c, has_hi && hi < 0 ? (uint64_t)-hi : 0, has_lo, has_lo ? (uint64_t)-lo : 0, out);
-        if (pos) hl_js_puts(out, " |");
+        if (pos) hl_str_puts(out, " |");
     }
     if (pos) unsigned_number_range(c, has_lo && lo > 0 ? (uint64_t)lo : 0, has_hi, has_hi ? (uint64_t)hi : 0, out);
-    hl_js_puts(out, " )");
+    hl_str_puts(out, " )");
 }

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/status.h"
+#include "base/strbuf.h"
 #include "hearth.h"
 
 /* Nesting bound for schemas, $ref chains, constant values and pattern
@@ -27,23 +28,9 @@
  * so a model cannot write digits forever. */
 #define HL_JS_MAX_DIGITS 16
 
-/* A growing NUL-terminated text. On allocation failure `oom` sticks, the
- * error is recorded, and later appends do nothing. */
-typedef struct hl_js_buf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} hl_js_buf;
-
-void hl_js_put(hl_js_buf *b, const char *s, size_t n);
-void hl_js_puts(hl_js_buf *b, const char *s);
-void hl_js_printf(hl_js_buf *b, const char *fmt, ...) HL_PRINTF(2, 3);
-/* OUT_OF_MEMORY if an append failed (the message is already set), else OK. */
-hearth_status hl_js_buf_status(const hl_js_buf *b);
-void hl_js_buf_free(hl_js_buf *b);
 /* Appends one grammar element, after a space unless at the start or after
  * '(' or a space. */
-void hl_js_elem(hl_js_buf *b, const char *s);
+void hl_js_elem(hl_str *b, const char *s);
 
 /* The shared rules a schema's grammar may reference, each emitted once, on
  * demand (with the prefix). */
@@ -93,7 +80,7 @@ typedef struct hl_js_conv {
     hl_js_ref *refs;
     size_t n_refs, cap_refs;
     uint32_t prims;        /* bit per hl_js_prim referenced */
-    hl_js_buf ptr;         /* JSON pointer of the schema being converted */
+    hl_str ptr;         /* JSON pointer of the schema being converted */
     int depth;
     /* Counts the object and array bodies entered: a $ref met again at the
      * same count recurs without consuming input (left recursion). */
@@ -104,17 +91,17 @@ typedef struct hl_js_conv {
 hearth_status hl_js_fail(hl_js_conv *c, const char *fmt, ...) HL_PRINTF(2, 3);
 
 /* Appends the (prefixed) name of primitive `p` to `out` and marks it used. */
-void hl_js_prim_ref(hl_js_conv *c, hl_js_prim p, hl_js_buf *out);
+void hl_js_prim_ref(hl_js_conv *c, hl_js_prim p, hl_str *out);
 /* The same for the whitespace rule, which follows every value. */
-void hl_js_space(hl_js_conv *c, hl_js_buf *out);
+void hl_js_space(hl_js_conv *c, hl_str *out);
 
 /* Appends the grammar of the values schema `s` accepts, each followed by
  * space; rules it needs are named from `hint`. */
-hearth_status hl_js_visit(hl_js_conv *c, const cJSON *s, const char *hint, hl_js_buf *out);
+hearth_status hl_js_visit(hl_js_conv *c, const cJSON *s, const char *hint, hl_str *out);
 /* The object grammar of an object schema (properties, required,
  * additionalProperties), and of an allOf of object schemas. */
-hearth_status hl_js_build_object(hl_js_conv *c, const cJSON *s, const char *hint, hl_js_buf *out);
-hearth_status hl_js_build_allof(hl_js_conv *c, const cJSON *s, const char *hint, hl_js_buf *out);
+hearth_status hl_js_build_object(hl_js_conv *c, const cJSON *s, const char *hint, hl_str *out);
+hearth_status hl_js_build_allof(hl_js_conv *c, const cJSON *s, const char *hint, hl_str *out);
 /* INVALID_ARG naming the first keyword of `s` outside the subset. */
 hearth_status hl_js_check_keywords(hl_js_conv *c, const cJSON *s);
 /* The first constraining keyword of `s` not in `allowed`, or NULL. */
@@ -141,31 +128,31 @@ bool hl_js_utf8_next(const char *s, size_t n, size_t *i, uint32_t *cp);
 /* Appends the grammar of the JSON text of code point cp inside a string:
  * the character itself where JSON allows it (non-ASCII also as a \u
  * escape), else its escape (RFC 8259 section 7). */
-void hl_js_emit_json_char(hl_js_buf *out, uint32_t cp);
+void hl_js_emit_json_char(hl_str *out, uint32_t cp);
 /* The grammar of the JSON string literal holding s[0, n) (UTF-8), quotes
  * included, without trailing space. INVALID_ARG for malformed UTF-8. */
-hearth_status hl_js_emit_json_string(hl_js_conv *c, const char *s, size_t n, hl_js_buf *out);
+hearth_status hl_js_emit_json_string(hl_js_conv *c, const char *s, size_t n, hl_str *out);
 /* The grammar of the JSON number v as Python's json.dumps and cJSON print
  * it, without trailing space. */
-void hl_js_emit_number_literal(double v, hl_js_buf *out);
+void hl_js_emit_number_literal(double v, hl_str *out);
 /* Appends `[...]` matching the code points of the sorted, disjoint ranges
  * lo[i]..hi[i]; nothing if there are none. */
-void hl_js_emit_class(const uint32_t *lo, const uint32_t *hi, size_t n, bool negate, hl_js_buf *out);
+void hl_js_emit_class(const uint32_t *lo, const uint32_t *hi, size_t n, bool negate, hl_str *out);
 
 /* Alternatives (separated by |) matching the \u escapes, surrogate pairs
  * for astral characters, of the non-ASCII code points in the sorted ranges
  * (surrogates excluded); nothing if there are none. */
-void hl_js_emit_escaped_ranges(const uint32_t *lo, const uint32_t *hi, size_t n, hl_js_buf *out);
+void hl_js_emit_escaped_ranges(const uint32_t *lo, const uint32_t *hi, size_t n, hl_str *out);
 /* The grammar of the integers in [lo, hi] (inclusive; |lo|, |hi| below
  * 10^HL_JS_MAX_DIGITS) in JSON's notation, without trailing space. */
-void hl_js_emit_int_range(int64_t lo, int64_t hi, hl_js_buf *out);
+void hl_js_emit_int_range(int64_t lo, int64_t hi, hl_str *out);
 /* The grammar of JSON numbers (no exponent) in [lo, hi]; has_lo/has_hi false
  * for an open side. The bounds are integers. */
-void hl_js_emit_number_range(hl_js_conv *c, bool has_lo, int64_t lo, bool has_hi, int64_t hi, hl_js_buf *out);
+void hl_js_emit_number_range(hl_js_conv *c, bool has_lo, int64_t lo, bool has_hi, int64_t hi, hl_str *out);
 
 /* The grammar of a JSON string's contents that match `pattern` (n bytes)
  * as a whole. INVALID_ARG naming the construct outside the subset. */
-hearth_status hl_js_emit_pattern(hl_js_conv *c, const char *pattern, size_t n, hl_js_buf *out);
+hearth_status hl_js_emit_pattern(hl_js_conv *c, const char *pattern, size_t n, hl_str *out);
 
 /* Writes the rules (the primitives used appended) as GBNF text. */
 hearth_status hl_js_write_rules(hl_js_conv *c, char **out);

@@ -131,7 +131,7 @@ static int cmp_range(const void *a, const void *b) {
  * escapes (so it cannot spell one in another way): a trie of the keys, one
  * rule per node, each taking a child's character, or any other character
  * and then anything, or (where no key ends) nothing. */
-static hearth_status not_keys(hl_js_conv *c, const objdesc *o, const char *hint, hl_js_buf *out) {
+static hearth_status not_keys(hl_js_conv *c, const objdesc *o, const char *hint, hl_str *out) {
     typedef struct node {
         uint32_t cp;
         size_t child, next; /* first child, next sibling; 0 none */
@@ -178,10 +178,10 @@ static hearth_status not_keys(hl_js_conv *c, const objdesc *o, const char *hint,
         snprintf(name, sizeof name, "%.120s-key-%zu", hint, i);
         st = hl_js_rule_add(c, name, NULL, &rule[i]);
     }
-    hl_js_buf body = {0};
+    hl_str body = {0};
     for (size_t i = 0; st == HEARTH_OK && i < n; i++) {
         body.n = 0;
-        hl_js_puts(&body, "(");
+        hl_str_puts(&body, "(");
         /* the characters that leave the trie here: all but the children's
          * (and those JSON escapes) */
         size_t n_ch = 0;
@@ -195,20 +195,20 @@ static hearth_status not_keys(hl_js_conv *c, const objdesc *o, const char *hint,
         for (size_t ch = t[i].child; st == HEARTH_OK && ch; ch = t[ch].next) {
             hl_js_emit_json_char(&body, t[ch].cp);
             hl_js_elem(&body, c->rules[rule[ch]].name);
-            hl_js_puts(&body, " |");
+            hl_str_puts(&body, " |");
             ex[n_ex][0] = ex[n_ex][1] = t[ch].cp, n_ex++;
         }
         if (st == HEARTH_OK) {
             qsort(ex, n_ex, sizeof *ex, cmp_range);
             for (size_t k = 0; k < n_ex; k++) lo[k] = ex[k][0], hi[k] = ex[k][1];
             hl_js_emit_class(lo, hi, n_ex, true, &body);
-            hl_js_puts(&body, " [^\\x22\\x5C\\x00-\\x1F]*");
+            hl_str_puts(&body, " [^\\x22\\x5C\\x00-\\x1F]*");
         }
         free(ex);
         free(lo);
         free(hi);
-        hl_js_puts(&body, t[i].end ? " )" : " )?");
-        st = hl_js_buf_status(&body);
+        hl_str_puts(&body, t[i].end ? " )" : " )?");
+        st = hl_str_status(&body);
         if (st == HEARTH_OK) st = hl_js_rule_set(c, rule[i], body.p);
     }
     if (st == HEARTH_OK) {
@@ -217,7 +217,7 @@ static hearth_status not_keys(hl_js_conv *c, const objdesc *o, const char *hint,
         hl_js_elem(out, "\"\\\"\"");
         hl_js_space(c, out);
     }
-    hl_js_buf_free(&body);
+    hl_str_free(&body);
     free(rule);
     free(t);
     return st;
@@ -227,10 +227,10 @@ static hearth_status not_keys(hl_js_conv *c, const objdesc *o, const char *hint,
  * string of `key`. */
 static hearth_status member_rule(hl_js_conv *c, const char *key, const char *key_grammar, const cJSON *schema,
                                  const char *ptr, const char *hint, size_t *rule) {
-    hl_js_buf body = {0};
+    hl_str body = {0};
     hearth_status st = HEARTH_OK;
     if (key_grammar) {
-        hl_js_puts(&body, key_grammar);
+        hl_str_puts(&body, key_grammar);
     } else {
         st = hl_js_emit_json_string(c, key, strlen(key), &body);
         hl_js_space(c, &body);
@@ -238,28 +238,28 @@ static hearth_status member_rule(hl_js_conv *c, const char *key, const char *key
     hl_js_elem(&body, "\":\"");
     hl_js_space(c, &body);
     /* errors inside the value point at its declaration */
-    hl_js_buf saved = c->ptr;
-    c->ptr = (hl_js_buf){0};
-    hl_js_puts(&c->ptr, ptr);
+    hl_str saved = c->ptr;
+    c->ptr = (hl_str){0};
+    hl_str_puts(&c->ptr, ptr);
     c->guard++;
     if (st == HEARTH_OK) {
         if (schema) st = hl_js_visit(c, schema, hint, &body);
         else hl_js_prim_ref(c, HL_JS_VALUE, &body);
     }
     c->guard--;
-    hl_js_buf_free(&c->ptr);
+    hl_str_free(&c->ptr);
     c->ptr = saved;
-    if (st == HEARTH_OK) st = hl_js_buf_status(&body);
+    if (st == HEARTH_OK) st = hl_str_status(&body);
     char kv[200];
     hint_join(kv, sizeof kv, hint, "kv");
     if (st == HEARTH_OK) st = hl_js_rule_add(c, kv, body.p, rule);
-    hl_js_buf_free(&body);
+    hl_str_free(&body);
     return st;
 }
 
 /* The object grammar of `o`: "{" members "}", the members in order, each
  * optional one may be left out, the commas only between those present. */
-static hearth_status emit_object(hl_js_conv *c, const objdesc *o, const char *hint, hl_js_buf *out) {
+static hearth_status emit_object(hl_js_conv *c, const objdesc *o, const char *hint, hl_str *out) {
     size_t n = o->n, *kv = hl_calloc(n + 1, sizeof *kv);
     if (!kv) return HEARTH_ERR_OUT_OF_MEMORY;
     hearth_status st = HEARTH_OK;
@@ -269,13 +269,13 @@ static hearth_status emit_object(hl_js_conv *c, const objdesc *o, const char *hi
         st = member_rule(c, o->props[i].key, NULL, o->props[i].schema, o->props[i].ptr, h, &kv[i]);
     }
     if (st == HEARTH_OK && o->extras) {
-        hl_js_buf key = {0};
+        hl_str key = {0};
         hint_join(h, sizeof h, hint, "additional");
         if (n) st = not_keys(c, o, h, &key);
         else hl_js_prim_ref(c, HL_JS_STRING, &key);
-        if (st == HEARTH_OK) st = hl_js_buf_status(&key);
+        if (st == HEARTH_OK) st = hl_str_status(&key);
         if (st == HEARTH_OK) st = member_rule(c, NULL, key.p, o->extra_schema, o->extra_ptr ? o->extra_ptr : "", h, &kv[n]);
-        hl_js_buf_free(&key);
+        hl_str_free(&key);
     }
     if (st != HEARTH_OK) {
         free(kv);
@@ -293,62 +293,62 @@ static hearth_status emit_object(hl_js_conv *c, const objdesc *o, const char *hi
     size_t last_start = n && first_required < n ? first_required : n ? n - 1 : 0;
     bool multi = first_required > 0;
     size_t *tail_rule = hl_calloc(n + 2, sizeof *tail_rule); /* rule + 1; 0 none */
-    hl_js_buf cur = {0}, extra = {0}, body = {0};
+    hl_str cur = {0}, extra = {0}, body = {0};
     if (!tail_rule) st = HEARTH_ERR_OUT_OF_MEMORY;
     if (o->extras) {
-        hl_js_puts(&extra, "( \",\"");
+        hl_str_puts(&extra, "( \",\"");
         hl_js_space(c, &extra);
         hl_js_elem(&extra, KV(n));
-        hl_js_puts(&extra, " )*");
-        hl_js_puts(&cur, extra.p);
+        hl_str_puts(&extra, " )*");
+        hl_str_puts(&cur, extra.p);
     }
     for (size_t j = n; st == HEARTH_OK && j >= 1; j--) {
         if (j < n) {
-            hl_js_buf item = {0};
-            hl_js_puts(&item, o->props[j].required ? "\",\"" : "( \",\"");
+            hl_str item = {0};
+            hl_str_puts(&item, o->props[j].required ? "\",\"" : "( \",\"");
             hl_js_space(c, &item);
             hl_js_elem(&item, KV(j));
-            if (!o->props[j].required) hl_js_puts(&item, " )?");
+            if (!o->props[j].required) hl_str_puts(&item, " )?");
             if (cur.n) hl_js_elem(&item, cur.p);
-            hl_js_buf_free(&cur);
+            hl_str_free(&cur);
             cur = item;
         }
-        st = hl_js_buf_status(&cur);
+        st = hl_str_status(&cur);
         if (st == HEARTH_OK && multi && j <= last_start + 1 && cur.n) {
             snprintf(name, sizeof name, "%.120s-tail-%zu", hint, j);
             size_t r;
             st = hl_js_rule_add(c, name, cur.p, &r);
             tail_rule[j] = r + 1;
             cur.n = 0;
-            if (st == HEARTH_OK) hl_js_puts(&cur, c->rules[r].name);
+            if (st == HEARTH_OK) hl_str_puts(&cur, c->rules[r].name);
         }
     }
-    hl_js_puts(&body, "\"{\"");
+    hl_str_puts(&body, "\"{\"");
     hl_js_space(c, &body);
     if (n || o->extras) {
         bool all_optional = first_required == n;
         hl_js_elem(&body, "(");
         for (size_t i = 0; n && i <= last_start; i++) {
-            if (i) hl_js_puts(&body, " |");
+            if (i) hl_str_puts(&body, " |");
             hl_js_elem(&body, KV(i));
             if (!multi && cur.n) hl_js_elem(&body, cur.p);
             else if (multi && tail_rule[i + 1]) hl_js_elem(&body, c->rules[tail_rule[i + 1] - 1].name);
         }
         if (all_optional && o->extras) {
-            if (n) hl_js_puts(&body, " |");
+            if (n) hl_str_puts(&body, " |");
             hl_js_elem(&body, KV(n));
             hl_js_elem(&body, extra.p);
         }
-        hl_js_puts(&body, all_optional ? " )?" : " )");
+        hl_str_puts(&body, all_optional ? " )?" : " )");
     }
     hl_js_elem(&body, "\"}\"");
     hl_js_space(c, &body);
-    if (st == HEARTH_OK) st = extra.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(&body);
-    if (st == HEARTH_OK) hl_js_elem(out, body.p), st = hl_js_buf_status(out);
+    if (st == HEARTH_OK) st = extra.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_str_status(&body);
+    if (st == HEARTH_OK) hl_js_elem(out, body.p), st = hl_str_status(out);
 #undef KV
-    hl_js_buf_free(&cur);
-    hl_js_buf_free(&extra);
-    hl_js_buf_free(&body);
+    hl_str_free(&cur);
+    hl_str_free(&extra);
+    hl_str_free(&body);
     free(tail_rule);
     free(kv);
     return st;
@@ -401,10 +401,10 @@ static hearth_status obj_from_schema(hl_js_conv *c, const cJSON *s, objdesc *o) 
     return st;
 }
 
-hearth_status hl_js_build_object(hl_js_conv *c, const cJSON *s, const char *hint, hl_js_buf *out) {
+hearth_status hl_js_build_object(hl_js_conv *c, const cJSON *s, const char *hint, hl_str *out) {
     objdesc o = {0};
     hearth_status st = obj_from_schema(c, s, &o);
-    if (st == HEARTH_OK && !o.n && o.extras && !o.extra_schema) hl_js_prim_ref(c, HL_JS_OBJECT, out), st = hl_js_buf_status(out);
+    if (st == HEARTH_OK && !o.n && o.extras && !o.extra_schema) hl_js_prim_ref(c, HL_JS_OBJECT, out), st = hl_str_status(out);
     else if (st == HEARTH_OK) st = emit_object(c, &o, hint, out);
     obj_free(&o);
     return st;
@@ -492,17 +492,17 @@ static hearth_status allof_collect(hl_js_conv *c, const cJSON *s, objdesc *o, st
         if (!cJSON_IsString(ref)) return hl_js_fail(c, "'$ref' must be a string");
         const cJSON *target = hl_js_resolve_ref(c, ref->valuestring);
         if (!target) return HEARTH_ERR_INVALID_ARG;
-        hl_js_buf saved = c->ptr;
-        c->ptr = (hl_js_buf){0};
-        hl_js_puts(&c->ptr, ref->valuestring + 1);
+        hl_str saved = c->ptr;
+        c->ptr = (hl_str){0};
+        hl_str_puts(&c->ptr, ref->valuestring + 1);
         st = allof_part(c, target, o, allowed, n_closed);
-        hl_js_buf_free(&c->ptr);
+        hl_str_free(&c->ptr);
         c->ptr = saved;
     }
     return st;
 }
 
-hearth_status hl_js_build_allof(hl_js_conv *c, const cJSON *s, const char *hint, hl_js_buf *out) {
+hearth_status hl_js_build_allof(hl_js_conv *c, const cJSON *s, const char *hint, hl_str *out) {
     objdesc o = {0};
     strmap allowed = {0};
     size_t n_closed = 0;

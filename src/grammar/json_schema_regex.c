@@ -123,7 +123,7 @@ static hearth_status add_space_negation(rset *r) {
 
 /* Appends the grammar of one character of r: a class of those JSON writes
  * raw, and the escape of each quote, backslash or control character. */
-static hearth_status emit_set(rx *x, rset *r, hl_js_buf *out, bool *single) {
+static hearth_status emit_set(rx *x, rset *r, hl_str *out, bool *single) {
     norm(r);
     rset special = {0}, raw = {0};
     static const uint32_t special_ranges[][2] = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}, {0xD800, 0xDFFF}};
@@ -139,31 +139,31 @@ static hearth_status emit_set(rx *x, rset *r, hl_js_buf *out, bool *single) {
         else j++;
     }
     size_t n_parts = keep.n ? 1 : 0;
-    hl_js_buf alts = {0};
+    hl_str alts = {0};
     for (size_t i = 0; st == HEARTH_OK && i < r->n; i++)
         for (uint32_t cp = r->lo[i]; cp <= r->hi[i] && cp < 0x80; cp++)
             if (cp < 0x20 || cp == '"' || cp == '\\') {
-                if (alts.n) hl_js_puts(&alts, " |");
+                if (alts.n) hl_str_puts(&alts, " |");
                 hl_js_emit_json_char(&alts, cp);
                 n_parts++;
             }
     if (st == HEARTH_OK && !n_parts) st = hl_js_fail(x->c, "pattern '%.*s': a class that matches no character", (int)x->n, x->s);
     /* the \u escapes of its non-ASCII characters (json.dumps writes them) */
-    hl_js_buf esc = {0};
+    hl_str esc = {0};
     if (st == HEARTH_OK) hl_js_emit_escaped_ranges(keep.lo, keep.hi, keep.n, &esc);
     if (st == HEARTH_OK) {
         bool group = n_parts > 1 || esc.n;
         *single = !group && keep.n;
-        if (group) hl_js_puts(out, " (");
+        if (group) hl_str_puts(out, " (");
         hl_js_emit_class(keep.lo, keep.hi, keep.n, false, out);
-        if (keep.n && alts.n) hl_js_puts(out, " |");
-        if (alts.n) hl_js_puts(out, " "), hl_js_puts(out, alts.p);
-        if (esc.n) hl_js_puts(out, " | "), hl_js_puts(out, esc.p);
-        if (group) hl_js_puts(out, " )");
-        st = alts.oom || esc.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(out);
+        if (keep.n && alts.n) hl_str_puts(out, " |");
+        if (alts.n) hl_str_puts(out, " "), hl_str_puts(out, alts.p);
+        if (esc.n) hl_str_puts(out, " | "), hl_str_puts(out, esc.p);
+        if (group) hl_str_puts(out, " )");
+        st = alts.oom || esc.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_str_status(out);
     }
-    hl_js_buf_free(&esc);
-    hl_js_buf_free(&alts);
+    hl_str_free(&esc);
+    hl_str_free(&alts);
     rset_free(&special);
     rset_free(&raw);
     rset_free(&keep);
@@ -236,7 +236,7 @@ static hearth_status next_cp(rx *x, uint32_t *cp) {
 }
 
 /* A class after its '['. */
-static hearth_status parse_class(rx *x, hl_js_buf *out, bool *single) {
+static hearth_status parse_class(rx *x, hl_str *out, bool *single) {
     bool negated = x->i < x->n && x->s[x->i] == '^';
     if (negated) x->i++;
     rset r = {0};
@@ -292,7 +292,7 @@ static hearth_status parse_class(rx *x, hl_js_buf *out, bool *single) {
     return st;
 }
 
-static hearth_status parse_alt(rx *x, hl_js_buf *out);
+static hearth_status parse_alt(rx *x, hl_str *out);
 
 /* Reads a decimal count; false if there is none. */
 static bool read_count(rx *x, size_t *v) {
@@ -326,8 +326,8 @@ static bool read_braces(rx *x, size_t *m, size_t *n, bool *open) {
 }
 
 /* One atom and its quantifier. */
-static hearth_status parse_piece(rx *x, hl_js_buf *out) {
-    hl_js_buf atom = {0};
+static hearth_status parse_piece(rx *x, hl_str *out) {
+    hl_str atom = {0};
     bool single = false;
     hearth_status st = HEARTH_OK;
     char ch = x->s[x->i];
@@ -412,55 +412,55 @@ static hearth_status parse_piece(rx *x, hl_js_buf *out) {
     }
     if (st == HEARTH_OK && atom.n && !(quantified && !open && n == 0)) {
         bool wrap = quantified && !single;
-        hl_js_puts(out, wrap ? " ( " : " ");
-        hl_js_puts(out, atom.p);
-        if (wrap) hl_js_puts(out, " )");
+        hl_str_puts(out, wrap ? " ( " : " ");
+        hl_str_puts(out, atom.p);
+        if (wrap) hl_str_puts(out, " )");
         if (!quantified) {
-        } else if (m == 0 && open) hl_js_puts(out, "*");
-        else if (m == 1 && open) hl_js_puts(out, "+");
-        else if (m == 0 && n == 1) hl_js_puts(out, "?");
-        else if (open) hl_js_printf(out, "{%zu,}", m);
-        else if (m == n) hl_js_printf(out, "{%zu}", m);
-        else hl_js_printf(out, "{%zu,%zu}", m, n);
+        } else if (m == 0 && open) hl_str_puts(out, "*");
+        else if (m == 1 && open) hl_str_puts(out, "+");
+        else if (m == 0 && n == 1) hl_str_puts(out, "?");
+        else if (open) hl_str_printf(out, "{%zu,}", m);
+        else if (m == n) hl_str_printf(out, "{%zu}", m);
+        else hl_str_printf(out, "{%zu,%zu}", m, n);
     }
-    if (st == HEARTH_OK) st = atom.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(out);
-    hl_js_buf_free(&atom);
+    if (st == HEARTH_OK) st = atom.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_str_status(out);
+    hl_str_free(&atom);
     return st;
 }
 
 /* Alternatives to the next unmatched ')' or the end, as one element: a
  * group, made optional when an alternative is empty. */
-static hearth_status parse_alt(rx *x, hl_js_buf *out) {
-    hl_js_buf alts = {0};
+static hearth_status parse_alt(rx *x, hl_str *out) {
+    hl_str alts = {0};
     size_t n_alts = 0;
     bool empty = false;
     hearth_status st = HEARTH_OK;
     for (;;) {
-        hl_js_buf seq = {0};
+        hl_str seq = {0};
         while (st == HEARTH_OK && x->i < x->n && x->s[x->i] != '|' && x->s[x->i] != ')') st = parse_piece(x, &seq);
         if (st == HEARTH_OK) {
             if (seq.n) {
-                if (n_alts++) hl_js_puts(&alts, " |");
-                hl_js_puts(&alts, seq.p);
+                if (n_alts++) hl_str_puts(&alts, " |");
+                hl_str_puts(&alts, seq.p);
             } else {
                 empty = true;
             }
         }
-        hl_js_buf_free(&seq);
+        hl_str_free(&seq);
         if (st != HEARTH_OK || x->i >= x->n || x->s[x->i] != '|') break;
         x->i++;
     }
     if (st == HEARTH_OK && n_alts) {
-        hl_js_puts(out, "(");
-        hl_js_puts(out, alts.p);
-        hl_js_puts(out, empty ? " )?" : " )");
+        hl_str_puts(out, "(");
+        hl_str_puts(out, alts.p);
+        hl_str_puts(out, empty ? " )?" : " )");
     }
-    if (st == HEARTH_OK) st = alts.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(out);
-    hl_js_buf_free(&alts);
+    if (st == HEARTH_OK) st = alts.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_str_status(out);
+    hl_str_free(&alts);
     return st;
 }
 
-hearth_status hl_js_emit_pattern(hl_js_conv *c, const char *pattern, size_t n, hl_js_buf *out) {
+hearth_status hl_js_emit_pattern(hl_js_conv *c, const char *pattern, size_t n, hl_str *out) {
     rx x = {c, pattern, n, 0, 0};
     if (x.n && pattern[0] == '^') x.i = 1;
     /* a trailing $ anchors unless escaped (an odd run of backslashes) */
@@ -469,11 +469,11 @@ hearth_status hl_js_emit_pattern(hl_js_conv *c, const char *pattern, size_t n, h
         while (x.n - 1 - k > x.i && pattern[x.n - 2 - k] == '\\') k++;
         if (k % 2 == 0) x.n--;
     }
-    hl_js_buf body = {0};
+    hl_str body = {0};
     hearth_status st = parse_alt(&x, &body);
     if (st == HEARTH_OK && x.i < x.n) st = unsupported(&x, "an unmatched ')'");
-    if (st == HEARTH_OK && body.n) hl_js_puts(out, " "), hl_js_puts(out, body.p);
-    if (st == HEARTH_OK) st = body.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_js_buf_status(out);
-    hl_js_buf_free(&body);
+    if (st == HEARTH_OK && body.n) hl_str_puts(out, " "), hl_str_puts(out, body.p);
+    if (st == HEARTH_OK) st = body.oom ? HEARTH_ERR_OUT_OF_MEMORY : hl_str_status(out);
+    hl_str_free(&body);
     return st;
 }

@@ -93,7 +93,7 @@ struct hl_tool_parser {
     bool from_content; /* ST_MATCH: opening a call (failing gives content) */
     bool at_start;     /* no content given yet */
     bool hold_ws;      /* whitespace in content is held (start, after a call) */
-    hl_tbuf in;        /* input not yet consumed: in.p[pos, in.n) */
+    hl_str in;        /* input not yet consumed: in.p[pos, in.n) */
     size_t pos;
     size_t mark;       /* ST_MATCH: where the programs start (after held whitespace) */
     int depth; /* ST_ARGS: JSON nesting inside the arguments */
@@ -101,7 +101,7 @@ struct hl_tool_parser {
     call_info *calls;
     int32_t n_calls, cap_calls;
     /* this push's output */
-    hl_tbuf content, args;
+    hl_str content, args;
     pdelta *pd;
     size_t n_pd, cap_pd;
     hearth_tool_call_delta *out;
@@ -150,7 +150,7 @@ static size_t marker_len(const char *pr) {
 
 static hearth_status emit_content(hl_tool_parser *p, const char *s, size_t n) {
     if (n) p->at_start = false;
-    return hl_tbuf_put(&p->content, s, n);
+    return hl_str_put(&p->content, s, n);
 }
 
 static hearth_status emit_args(hl_tool_parser *p, const char *s, size_t n) {
@@ -166,7 +166,7 @@ static hearth_status emit_args(hl_tool_parser *p, const char *s, size_t n) {
         p->pd[p->n_pd++] = (pdelta){idx, false, p->args.n, 0};
     }
     p->pd[p->n_pd - 1].len += n;
-    return hl_tbuf_put(&p->args, s, n);
+    return hl_str_put(&p->args, s, n);
 }
 
 /* "call_" and 24 letters or digits from the seed and the call's index. */
@@ -456,7 +456,7 @@ hearth_status hl_tool_parser_push(hl_tool_parser *p, const char *text, size_t le
         p->mark -= p->pos;
         p->pos = 0;
     }
-    HL_TRY(hl_tbuf_put(&p->in, text, len));
+    HL_TRY(hl_str_put(&p->in, text, len));
     for (bool moved = true; moved;) {
         switch (p->state) {
         case ST_CONTENT: HL_TRY(step_content(p, &moved)); break;

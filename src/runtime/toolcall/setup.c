@@ -76,22 +76,22 @@ static hearth_status parse_choice(const char *choice, const hl_tool_def *defs, s
 /* The system text that tells a GENERIC model about the tools and the JSON
  * reply form the grammar enforces; `named`: the one tool to call, or NULL. */
 static hearth_status generic_instructions(const cJSON *tools, hl_tool_choice_kind kind, const char *named,
-                                          bool parallel, hl_tbuf *b) {
-    HL_TRY(hl_tbuf_puts(b, "You can call these tools (the JSON Schema of each one's arguments in \"parameters\"):\n"));
+                                          bool parallel, hl_str *b) {
+    HL_TRY(hl_str_puts(b, "You can call these tools (the JSON Schema of each one's arguments in \"parameters\"):\n"));
     for (const cJSON *t = tools->child; t; t = t->next) {
         char *fn = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(t, "function"));
         if (!fn) return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "out of memory printing the tools");
-        hearth_status st = hl_tbuf_printf(b, "%s\n", fn);
+        hearth_status st = hl_str_printf(b, "%s\n", fn);
         free(fn);
         HL_TRY(st);
     }
-    HL_TRY(hl_tbuf_printf(b,
+    HL_TRY(hl_str_printf(b,
                           "\nReply with one JSON object and nothing else. To call %s, reply "
                           "{\"tool_calls\": [{\"name\": <tool name>, \"arguments\": <arguments object>}%s]}",
                           parallel ? "tools" : "a tool", parallel ? ", ..." : ""));
-    if (kind == HL_TOOL_CHOICE_NAMED) return hl_tbuf_printf(b, "; call %s.", named);
-    if (kind == HL_TOOL_CHOICE_REQUIRED) return hl_tbuf_puts(b, "; call at least one tool.");
-    return hl_tbuf_puts(b, ". To answer without a tool, reply {\"response\": <your answer as a JSON string>}.");
+    if (kind == HL_TOOL_CHOICE_NAMED) return hl_str_printf(b, "; call %s.", named);
+    if (kind == HL_TOOL_CHOICE_REQUIRED) return hl_str_puts(b, "; call at least one tool.");
+    return hl_str_puts(b, ". To answer without a tool, reply {\"response\": <your answer as a JSON string>}.");
 }
 
 /* A past call as GENERIC's reply form: {"tool_calls": [{"name",
@@ -163,8 +163,8 @@ static hearth_status generic_messages(const char *messages, const char *text, ch
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(first, "role");
     cJSON *content = cJSON_GetObjectItemCaseSensitive(first, "content");
     if (ok && text && cJSON_IsString(role) && !strcmp(role->valuestring, "system") && cJSON_IsString(content)) {
-        hl_tbuf merged = {0};
-        hearth_status st = hl_tbuf_printf(&merged, "%s\n\n%s", content->valuestring, text);
+        hl_str merged = {0};
+        hearth_status st = hl_str_printf(&merged, "%s\n\n%s", content->valuestring, text);
         if (st != HEARTH_OK) {
             cJSON_Delete(msgs);
             return st;
@@ -192,7 +192,7 @@ static hearth_status render_prompt(const char *tmpl, const char *messages, const
                                    const char *eos) {
     if (s->format != HL_TOOLS_GENERIC)
         return hearth_chat_apply_template_json(tmpl, messages, tools_json, true, bos, eos, &s->prompt);
-    hl_tbuf text = {0};
+    hl_str text = {0};
     char *merged = NULL;
     hearth_status st =
         s->choice == HL_TOOL_CHOICE_NONE ? HEARTH_OK : generic_instructions(tools, s->choice, named, parallel, &text);

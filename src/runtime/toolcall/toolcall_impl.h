@@ -8,18 +8,8 @@
 #include <stddef.h>
 
 #include "base/status.h"
+#include "base/strbuf.h"
 #include "runtime/toolcall/toolcall.h"
-
-/* A growable byte string (text_buf.c); p is NUL-terminated when not NULL. */
-typedef struct hl_tbuf {
-    char *p;
-    size_t n, cap;
-} hl_tbuf;
-
-/* Append bytes / formatted text. Errors: OUT_OF_MEMORY (b unchanged). */
-hearth_status hl_tbuf_put(hl_tbuf *b, const char *s, size_t n);
-hearth_status hl_tbuf_puts(hl_tbuf *b, const char *s);
-hearth_status hl_tbuf_printf(hl_tbuf *b, const char *fmt, ...) HL_PRINTF(2, 3);
 
 /* One checked tool: its name (printable ASCII without '"' or '\', so it
  * needs no escaping in JSON or GBNF) and its parameters schema as JSON
