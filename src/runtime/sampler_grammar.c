@@ -135,7 +135,7 @@ static hearth_status read_grammar(hl_constraint *c, const hearth_sampler_params 
 }
 
 hearth_status hl_constraint_init(hl_constraint *c, const hearth_model *model, const hearth_sampler_params *p) {
-    *c = (hl_constraint){.model = model, .active = true};
+    *c = (hl_constraint){.model = model, .active = true, .tried = -1};
     const int32_t n_vocab = hearth_model_n_vocab(model);
     hearth_status st = read_bias(c, p, n_vocab);
     if (st == HEARTH_OK) st = read_grammar(c, p, n_vocab);
@@ -164,13 +164,17 @@ void hl_constraint_reset(hl_constraint *c) {
     }
     c->active = c->n_triggers == 0;
     c->n_window = 0;
+    c->tried = -1;
 }
 
 bool hl_constraint_allows(hl_constraint *c, int32_t token) {
     char buf[HL_MAX_PIECE];
     size_t len;
+    c->tried = -1;
     if (!piece(c->model, token, buf, &len)) return hl_vocab_is_eog(c->model->vocab, token) && hl_grammar_is_complete(c->state);
-    return hl_grammar_state_copy(c->scratch, c->state) == HEARTH_OK && hl_grammar_accept(c->scratch, buf, len);
+    if (hl_grammar_state_copy(c->scratch, c->state) != HEARTH_OK || !hl_grammar_accept(c->scratch, buf, len)) return false;
+    c->tried = token;
+    return true;
 }
 
 int32_t hl_constraint_mask(hl_constraint *c) {
@@ -197,30 +201,33 @@ static void watch_triggers(hl_constraint *c, const char *text, size_t len) {
     memcpy(c->window + c->n_window, text, len);
     c->n_window += len;
     const char *first = NULL;
+    size_t first_len = 0;
     for (size_t i = 0; i < c->n_triggers; i++) {
         const size_t lt = strlen(c->triggers[i]);
-        for (const char *at = c->window; at + lt <= c->window + c->n_window; at++)
+        for (const char *at = c->window; at + lt <= c->window + c->n_window && (!first || at < first); at++)
             if (!memcmp(at, c->triggers[i], lt)) {
-                if (!first || at < first) first = at;
+                first = at;
+                first_len = lt;
                 break;
             }
     }
     if (!first) return;
+    /* the sentence starts at the trigger (init checked that it can); what
+     * the token wrote after it goes in too, unless the grammar rejects it */
     c->active = true;
-    /* the sentence starts at the trigger; what the token wrote after it
-     * goes in too (the grammar rejecting it leaves the state at the trigger) */
-    const size_t from = (size_t)(first - c->window);
-    for (size_t i = 0; i < c->n_triggers; i++) {
-        const size_t l = strlen(c->triggers[i]);
-        if (from + l <= c->n_window && !memcmp(first, c->triggers[i], l) && hl_grammar_accept(c->state, first, l)) {
-            hl_grammar_accept(c->state, first + l, c->n_window - from - l);
-            return;
-        }
-    }
+    hl_grammar_accept(c->state, first, first_len);
+    hl_grammar_accept(c->state, first + first_len, c->n_window - (size_t)(first - c->window) - first_len);
 }
 
 void hl_constraint_advance(hl_constraint *c, int32_t token) {
     if (!c->grammar) return;
+    if (c->active && token == c->tried) { /* the trial state is the state after it */
+        hl_grammar_state *t = c->state;
+        c->state = c->scratch;
+        c->scratch = t;
+        c->tried = -1;
+        return;
+    }
     char buf[HL_MAX_PIECE];
     size_t len;
     if (!piece(c->model, token, buf, &len)) return;

@@ -18,6 +18,7 @@ typedef struct hl_constraint {
     hl_grammar *grammar;         /* NULL: none */
     hl_grammar_state *state;     /* where the text so far leaves the grammar */
     hl_grammar_state *scratch;   /* a trial state for the sampled token */
+    int32_t tried;               /* the token `scratch` holds the state after; -1: none */
     const hl_token_trie *trie;   /* the model's, for the mask */
     uint8_t *allowed;            /* [n_vocab] the mask of the last rejection */
     /* lazy grammars: off until one of the triggers shows in `window`, the
@@ -44,7 +45,8 @@ static inline bool hl_constraint_grammar_on(const hl_constraint *c) { return c->
 
 /* Whether `token` may follow (with the grammar on): an end-of-generation
  * token only where the text is a whole sentence, any other token when the
- * grammar accepts its bytes. */
+ * grammar accepts its bytes (the state after them is kept for
+ * hl_constraint_advance). */
 bool hl_constraint_allows(hl_constraint *c, int32_t token);
 /* Fills c->allowed with every token that may follow; returns how many, -1
  * when memory ran out. */

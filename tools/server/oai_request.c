@@ -31,14 +31,13 @@ static bool wrong_type(hl_error *err, const char *name, const char *what) {
     return false;
 }
 
-/* The field, or NULL when it is absent or null. */
-static const cJSON *field(const cJSON *obj, const char *name) {
+const cJSON *hl_json_field(const cJSON *obj, const char *name) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
     return cJSON_IsNull(v) ? NULL : v;
 }
 
 bool hl_json_num(const cJSON *obj, const char *name, double lo, double hi, double *out, hl_error *err) {
-    const cJSON *v = field(obj, name);
+    const cJSON *v = hl_json_field(obj, name);
     if (!v) return true;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return wrong_type(err, name, "a number");
     if (v->valuedouble < lo || v->valuedouble > hi) {
@@ -51,7 +50,7 @@ bool hl_json_num(const cJSON *obj, const char *name, double lo, double hi, doubl
 }
 
 bool hl_json_int(const cJSON *obj, const char *name, int64_t lo, int64_t hi, int64_t *out, hl_error *err) {
-    const cJSON *v = field(obj, name);
+    const cJSON *v = hl_json_field(obj, name);
     if (!v) return true;
     double d = v->valuedouble;
     if (!cJSON_IsNumber(v) || !isfinite(d) || d != floor(d)) return wrong_type(err, name, "an integer");
@@ -66,7 +65,7 @@ bool hl_json_int(const cJSON *obj, const char *name, int64_t lo, int64_t hi, int
 }
 
 bool hl_json_bool(const cJSON *obj, const char *name, bool *out, hl_error *err) {
-    const cJSON *v = field(obj, name);
+    const cJSON *v = hl_json_field(obj, name);
     if (!v) return true;
     if (!cJSON_IsBool(v)) return wrong_type(err, name, "a boolean");
     *out = cJSON_IsTrue(v);
@@ -74,7 +73,7 @@ bool hl_json_bool(const cJSON *obj, const char *name, bool *out, hl_error *err) 
 }
 
 bool hl_json_str(const cJSON *obj, const char *name, const char **out, hl_error *err) {
-    const cJSON *v = field(obj, name);
+    const cJSON *v = hl_json_field(obj, name);
     if (!v) return true;
     if (!cJSON_IsString(v)) return wrong_type(err, name, "a string");
     *out = v->valuestring;
@@ -231,7 +230,7 @@ static bool parse_stop(cJSON *root, hl_oai_request *r, hl_error *err) {
 static bool parse_logprobs(const cJSON *root, hl_oai_request *r, hl_error *err) {
     int64_t top = 0;
     if (r->kind == HL_OAI_COMPLETION) {
-        const cJSON *v = field(root, "logprobs");
+        const cJSON *v = hl_json_field(root, "logprobs");
         if (!hl_json_int(root, "logprobs", 0, HEARTH_MAX_TOP_LOGPROBS, &top, err)) return false;
         r->params.logprobs = v != NULL;
     } else {
@@ -267,7 +266,7 @@ static bool parse_sampling(const cJSON *root, hl_oai_request *r, hl_error *err) 
     s->top_k = (int32_t)top_k;
     s->presence_penalty = (float)presence;
     s->frequency_penalty = (float)frequency;
-    r->seed_given = field(root, "seed") != NULL;
+    r->seed_given = hl_json_field(root, "seed") != NULL;
     if (r->seed_given) s->seed = (uint64_t)seed;
     if (max_tokens > 0) r->params.max_tokens = (int32_t)max_tokens;
     return true;
@@ -275,7 +274,7 @@ static bool parse_sampling(const cJSON *root, hl_oai_request *r, hl_error *err) 
 
 static bool parse_stream(const cJSON *root, hl_oai_request *r, hl_error *err) {
     if (!hl_json_bool(root, "stream", &r->stream, err)) return false;
-    const cJSON *opts = field(root, "stream_options");
+    const cJSON *opts = hl_json_field(root, "stream_options");
     if (!opts) return true;
     if (!cJSON_IsObject(opts)) return wrong_type(err, "stream_options", "an object");
     return hl_json_bool(opts, "include_usage", &r->include_usage, err);

@@ -64,6 +64,9 @@ bool hl_oai_parse(hl_oai_kind kind, const char *body, size_t len, const hearth_r
                   hl_oai_request *out, hl_error *err);
 void hl_oai_request_free(hl_oai_request *r);
 
+/* The field `name` of `obj`, or NULL when it is absent or null. */
+const cJSON *hl_json_field(const cJSON *obj, const char *name);
+
 /* Typed readers of an optional field of `obj`: absent or null leaves *out
  * unchanged and gives true; a wrong type or a value outside [lo, hi] gives
  * false with *err (400, param = name). Integers must be whole numbers. */

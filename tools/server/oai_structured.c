@@ -19,11 +19,6 @@ char *hl_json_print(const cJSON *v, const char *name, hl_error *err) {
     return s;
 }
 
-static const cJSON *field(const cJSON *obj, const char *name) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    return cJSON_IsNull(v) ? NULL : v;
-}
-
 static bool invalid(hl_error *err, const char *param, const char *msg) {
     hl_error_set(err, 400, INVALID, "invalid_value", param, "%s", msg);
     return false;
@@ -45,7 +40,7 @@ static bool take_schema(hl_oai_request *r, const cJSON *schema, const char *para
  * "json_schema": {"name", "schema", "strict", "description"}}. json_object
  * is any JSON object, the schema {"type": "object"}. */
 static bool parse_response_format(const cJSON *root, hl_oai_request *r, hl_error *err) {
-    const cJSON *rf = field(root, "response_format");
+    const cJSON *rf = hl_json_field(root, "response_format");
     if (!rf) return true;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(rf, "type");
     if (!cJSON_IsObject(rf) || !cJSON_IsString(type))
@@ -62,22 +57,22 @@ static bool parse_response_format(const cJSON *root, hl_oai_request *r, hl_error
     if (strcmp(type->valuestring, "json_schema") != 0)
         return invalid(err, "response_format",
                        "'response_format.type' must be 'text', 'json_object' or 'json_schema'");
-    const cJSON *js = field(rf, "json_schema");
+    const cJSON *js = hl_json_field(rf, "json_schema");
     if (!cJSON_IsObject(js))
         return invalid(err, "response_format", "'response_format.json_schema' must be an object with a 'schema'");
-    const cJSON *name = field(js, "name"), *strict = field(js, "strict");
+    const cJSON *name = hl_json_field(js, "name"), *strict = hl_json_field(js, "strict");
     if (name && !cJSON_IsString(name))
         return invalid(err, "response_format", "'response_format.json_schema.name' must be a string");
     if (strict && !cJSON_IsBool(strict))
         return invalid(err, "response_format", "'response_format.json_schema.strict' must be a boolean");
-    const cJSON *schema = field(js, "schema");
+    const cJSON *schema = hl_json_field(js, "schema");
     if (!schema) return invalid(err, "response_format", "'response_format.json_schema.schema' is required");
     return take_schema(r, schema, "response_format", err);
 }
 
 /* llama-server's fields: json_schema (a schema) and grammar (GBNF). */
 static bool parse_grammar(const cJSON *root, hl_oai_request *r, hl_error *err) {
-    const cJSON *schema = field(root, "json_schema"), *grammar = field(root, "grammar");
+    const cJSON *schema = hl_json_field(root, "json_schema"), *grammar = hl_json_field(root, "grammar");
     if (schema && !take_schema(r, schema, "json_schema", err)) return false;
     if (!grammar) return true;
     if (!cJSON_IsString(grammar)) return invalid(err, "grammar", "'grammar' must be a string of GBNF rules");
@@ -90,7 +85,7 @@ static bool parse_grammar(const cJSON *root, hl_oai_request *r, hl_error *err) {
 
 /* logit_bias: {"token id": bias in [-100, 100]} (OpenAI's map). */
 static bool parse_logit_bias(const cJSON *root, hl_oai_request *r, hl_error *err) {
-    const cJSON *lb = field(root, "logit_bias");
+    const cJSON *lb = hl_json_field(root, "logit_bias");
     if (!lb) return true;
     if (!cJSON_IsObject(lb))
         return invalid(err, "logit_bias", "'logit_bias' must be an object mapping token ids to biases");
@@ -126,7 +121,7 @@ static bool parse_logit_bias(const cJSON *root, hl_oai_request *r, hl_error *err
  * "function", "function": {"name"}}, parallel_tool_calls. The tools'
  * contents (names, schemas) are the engine's to check. */
 static bool parse_tools(const cJSON *root, hl_oai_request *r, hl_error *err) {
-    const cJSON *tools = field(root, "tools"), *choice = field(root, "tool_choice");
+    const cJSON *tools = hl_json_field(root, "tools"), *choice = hl_json_field(root, "tool_choice");
     if (!hl_json_bool(root, "parallel_tool_calls", &r->params.parallel_tool_calls, err)) return false;
     if (!tools) {
         if (choice) return invalid(err, "tool_choice", "'tool_choice' is only allowed when 'tools' are given");
@@ -150,8 +145,8 @@ static bool parse_tools(const cJSON *root, hl_oai_request *r, hl_error *err) {
         r->constraint_param = "tool_choice";
         return true;
     }
-    const cJSON *fn = cJSON_IsObject(choice) ? field(choice, "function") : NULL;
-    const cJSON *name = fn ? field(fn, "name") : NULL;
+    const cJSON *fn = cJSON_IsObject(choice) ? hl_json_field(choice, "function") : NULL;
+    const cJSON *name = fn ? hl_json_field(fn, "name") : NULL;
     if (!cJSON_IsString(name))
         return invalid(err, "tool_choice",
                        "'tool_choice' must be a string or {\"type\": \"function\", \"function\": {\"name\": ...}}");
@@ -199,7 +194,7 @@ bool hl_oai_check_unsupported(const cJSON *root, hl_oai_kind kind, hl_error *err
     for (size_t i = 0; i < sizeof UNSUPPORTED / sizeof UNSUPPORTED[0]; i++) {
         const unsupported *u = &UNSUPPORTED[i];
         if (!(kind == HL_OAI_CHAT ? u->chat : u->completion)) continue;
-        const cJSON *v = field(root, u->name);
+        const cJSON *v = hl_json_field(root, u->name);
         if (!v || (u->harmless && u->harmless(v))) continue;
         hl_error_set(err, 400, INVALID, "unsupported_parameter", u->name,
                      "'%s' is not supported by this server", u->name);
