@@ -435,9 +435,10 @@ HEARTH_API hearth_status hearth_chat_apply_template_json(const char *tmpl, const
                                                          const char *eos_token, char **out);
 
 /* hearth_chat_render() for a conversation in JSON (as
- * hearth_chat_apply_template_json() reads it) with optional tools. Errors:
- * those of hearth_chat_render() and hearth_chat_apply_template_json().
- * Thread-safe. */
+ * hearth_chat_apply_template_json() reads it) with optional tools (NULL:
+ * none). On success *out holds the prompt, NUL-terminated; free it with
+ * hearth_chat_free(). Errors (with *out NULL): those of
+ * hearth_chat_render() and hearth_chat_apply_template_json(). Thread-safe. */
 HEARTH_API hearth_status hearth_chat_render_json(const hearth_model *model, const char *tmpl, const char *messages,
                                                  const char *tools, char **out);
 
@@ -843,7 +844,9 @@ HEARTH_API hearth_sampler_params hearth_sampler_default_params(void);
  * json_schema, a grammar or schema that does not compile: its message with
  * line and column, an empty trigger), OUT_OF_MEMORY. The first sampler
  * with a grammar over a model builds the model's token trie (once; about
- * as long as tokenizing the vocabulary). */
+ * as long as tokenizing the vocabulary). The parameters' strings and arrays
+ * are copied (or compiled) at init; `model` must outlive the sampler. Free
+ * with hearth_sampler_free(). */
 HEARTH_API hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sampler_params *params,
                                              hearth_sampler **out);
 HEARTH_API void hearth_sampler_free(hearth_sampler *smpl);

@@ -290,6 +290,9 @@ static void test_bad_params(const hearth_model *m) {
     sp = hearth_sampler_default_params();
     sp.repeat_last_n = -1;
     CHECK(hearth_sampler_init(m, &sp, &s) == HEARTH_ERR_INVALID_ARG);
+    sp = hearth_sampler_default_params();
+    sp.frequency_penalty = 2.5f;
+    CHECK(hearth_sampler_init(m, &sp, &s) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "frequency_penalty"));
 }
 
 int main(void) {

@@ -74,6 +74,9 @@ hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sample
         return hl_fail(HEARTH_ERR_INVALID_ARG, "repeat_penalty must be > 0 (got %g)", p.repeat_penalty);
     if (p.repeat_last_n < 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "repeat_last_n must be >= 0 (got %d)", (int)p.repeat_last_n);
     if (!isfinite(p.temp)) return hl_fail(HEARTH_ERR_INVALID_ARG, "temperature must be a finite number");
+    if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f) ||
+        !(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f))
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "presence_penalty and frequency_penalty must be in [-2, 2]");
     hearth_sampler *s = hl_calloc(1, sizeof *s);
     if (!s) return HEARTH_ERR_OUT_OF_MEMORY;
     s->p = p;

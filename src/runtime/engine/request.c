@@ -125,9 +125,6 @@ static hearth_status make_request(const hearth_engine *e, const hearth_request_p
                        (int)p->top_logprobs);
     if (p->max_tokens < -1) return hl_fail(HEARTH_ERR_INVALID_ARG, "max_tokens must be -1 or more (got %d)", (int)p->max_tokens);
     hearth_sampler_params sp = p->sampling;
-    if (!(sp.presence_penalty >= -2.0f && sp.presence_penalty <= 2.0f) ||
-        !(sp.frequency_penalty >= -2.0f && sp.frequency_penalty <= 2.0f))
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "presence_penalty and frequency_penalty must be in [-2, 2]");
     HL_TRY(copy_stops(p, r));
     hl_tool_setup tools = {0};
     hearth_status st = read_prompt(e, p, r, &tools, &sp);
