@@ -14,16 +14,41 @@
 
 #define BLOOM_MAX_ALIBI_BIAS 8.0f /* llama.cpp's llama_model_bloom::load_arch_hparams ("TODO: become GGUF KV") */
 
-static hearth_status bloom_load(hearth_model *m) {
-    HL_TRY(hl_layer_norm_hparams(m, "bloom", HL_ROPE_NONE));
+static hearth_status bloom_hparams(hearth_model *m) {
+    HL_TRY(hl_layer_norm_hparams(m, HL_ROPE_NONE));
     m->hp.max_alibi_bias = BLOOM_MAX_ALIBI_BIAS;
-    HL_TRY(hl_model_tensor(m, "token_embd_norm.weight", m->hp.n_embd, 1, true, &m->tok_norm));
-    HL_TRY(hl_model_tensor(m, "token_embd_norm.bias", m->hp.n_embd, 1, true, &m->tok_norm_b));
-    return hl_model_bind(m, HL_BIND_FUSED_QKV | HL_BIND_LAYER_NORM);
+    return HEARTH_OK;
 }
+
+static const hl_weight_decl bloom_input[] = {
+    HL_DECL_TOKEN_EMBD,
+    HL_M("token_embd_norm.weight", tok_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_M("token_embd_norm.bias", tok_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_END,
+};
+static const hl_weight_decl bloom_output[] = {
+    HL_DECL_OUTPUT(LAYER_NORM),
+    HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_END,
+};
+static const hl_weight_decl bloom_block[] = {
+    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("attn_norm.bias", attn_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_QKV_FUSED,
+    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
+    HL_W("attn_output.bias", bo, EMBD, NONE, ADD, 0),
+    HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("ffn_norm.bias", ffn_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_GELU_FFN(0),
+    HL_DECL_END,
+};
 
 const hl_arch hl_arch_bloom = {
     .name = "bloom",
-    .load = bloom_load,
+    .norm = HL_OP_LAYER_NORM,
+    .input = bloom_input,
+    .block = bloom_block,
+    .output = bloom_output,
+    .hparams = bloom_hparams,
     .layer = hl_gpt2_layer,
 };

@@ -19,16 +19,41 @@
  * keeps those layers on the CPU with a warning. */
 #include "model/model.h"
 
-static hearth_status falcon_load(hearth_model *m) {
-    HL_TRY(hl_layer_norm_hparams(m, "falcon", HL_ROPE_NEOX));
+static hearth_status falcon_hparams(hearth_model *m) {
+    HL_TRY(hl_layer_norm_hparams(m, HL_ROPE_NEOX));
     HL_TRY(hl_hparams_full_rope("falcon", &m->hp)); /* llama.cpp: "invalid n_rot" */
-    m->hp.parallel_residual = true;
-    m->hp.sum_branches_first = true;
-    return hl_model_bind(m, HL_BIND_FUSED_QKV | HL_BIND_LAYER_NORM | HL_BIND_ATTN_NORM_2);
+    m->hp.residual = HL_RESIDUAL_PARALLEL_BRANCHES_FIRST;
+    return HEARTH_OK;
 }
+
+static const hl_weight_decl falcon_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
+static const hl_weight_decl falcon_output[] = {
+    HL_DECL_OUTPUT(LAYER_NORM),
+    HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_END,
+};
+/* The attention reads attn_norm_2's output where the file has it (40B),
+ * else attn_norm's (7B); the feed-forward always reads attn_norm's. */
+static const hl_weight_decl falcon_block[] = {
+    HL_W("attn_norm_2.weight", attn_norm, EMBD, NONE, LAYER_NORM, HL_W_OPTIONAL),
+    HL_W("attn_norm_2.bias", attn_norm_b, EMBD, NONE, LAYER_NORM, HL_W_WITH_PREV),
+    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, LAYER_NORM, HL_W_UNLESS_BOUND),
+    HL_W("attn_norm.bias", attn_norm_b, EMBD, NONE, LAYER_NORM, HL_W_UNLESS_BOUND),
+    HL_W("attn_norm.weight", ffn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("attn_norm.bias", ffn_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_QKV_FUSED,
+    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
+    HL_W("ffn_up.weight", ffn_up, EMBD, FF, MATMUL, 0),
+    HL_W("ffn_down.weight", ffn_down, FF, EMBD, MATMUL, 0),
+    HL_DECL_END,
+};
 
 const hl_arch hl_arch_falcon = {
     .name = "falcon",
-    .load = falcon_load,
+    .norm = HL_OP_LAYER_NORM,
+    .input = falcon_input,
+    .block = falcon_block,
+    .output = falcon_output,
+    .hparams = falcon_hparams,
     .layer = hl_gpt2_layer,
 };

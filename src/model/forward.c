@@ -88,7 +88,7 @@ static hearth_status issue_stage(void *arg) {
     for (int32_t j = 0; j < n_out; j++) {
         hl_tensor in = rows_of(&w->x, p->pass->out[j], 1), out = rows_of(&w->last, r0 + j, 1);
         const hl_tensor *bias = m->output_norm_b.data ? &m->output_norm_b : NULL; /* mpt's may be absent */
-        HL_TRY(m->hp.layer_norm ? hl_layer_norm(b, &in, &m->output_norm, bias, m->hp.norm_eps, &out)
+        HL_TRY(m->arch->norm == HL_OP_LAYER_NORM ? hl_layer_norm(b, &in, &m->output_norm, bias, m->hp.norm_eps, &out)
                                 : hl_rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out));
     }
     const hl_tensor last = rows_of(&w->last, r0, n_out);

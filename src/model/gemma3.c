@@ -38,10 +38,10 @@ static hearth_status read_swa_layers(const gguf_file *f, hl_hparams *hp) {
     return HEARTH_OK;
 }
 
-static hearth_status gemma3_load(hearth_model *m) {
+static hearth_status gemma3_hparams(hearth_model *m) {
     hl_hparams *hp = &m->hp;
     const gguf_file *f = m->gguf;
-    HL_TRY(hl_hparams_read(f, "gemma3", HL_ROPE_NEOX, hp));
+    HL_TRY(hl_hparams_read(m, HL_ROPE_NEOX));
     hp->embd_scale = sqrtf((float)hp->n_embd);
     /* gemma_pytorch's query_pre_attn_scalar: n_embd / n_head for the 27B
      * model (62 layers), the head size otherwise; llama.cpp decides the same
@@ -64,7 +64,7 @@ static hearth_status gemma3_load(hearth_model *m) {
     if (softcap != 0.0f)
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "gemma3.final_logit_softcapping = %g: logit soft-capping is not supported yet",
                        softcap);
-    return hl_model_bind(m, HL_BIND_QK_NORM | HL_BIND_POST_NORMS);
+    return HEARTH_OK;
 }
 
 static hearth_status gemma3_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il) {
@@ -99,8 +99,27 @@ static hearth_status gemma3_layer(const hearth_model *m, hl_backend *b, hl_work 
     return hl_add(b, &w->x, &w->xb);
 }
 
+static const hl_weight_decl gemma3_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
+static const hl_weight_decl gemma3_output[] = {HL_DECL_OUTPUT(RMS_NORM), HL_DECL_END};
+static const hl_weight_decl gemma3_block[] = {
+    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, RMS_NORM, 0),
+    HL_DECL_QKV,
+    HL_W("attn_q_norm.weight", attn_q_norm, HEAD, NONE, RMS_NORM, 0),
+    HL_W("attn_k_norm.weight", attn_k_norm, HEAD, NONE, RMS_NORM, 0),
+    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
+    HL_W("post_attention_norm.weight", attn_post_norm, EMBD, NONE, RMS_NORM, 0),
+    HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, RMS_NORM, 0),
+    HL_DECL_GLU_FFN,
+    HL_W("post_ffw_norm.weight", ffn_post_norm, EMBD, NONE, RMS_NORM, 0),
+    HL_DECL_END,
+};
+
 const hl_arch hl_arch_gemma3 = {
     .name = "gemma3",
-    .load = gemma3_load,
+    .norm = HL_OP_RMS_NORM,
+    .input = gemma3_input,
+    .block = gemma3_block,
+    .output = gemma3_output,
+    .hparams = gemma3_hparams,
     .layer = gemma3_layer,
 };

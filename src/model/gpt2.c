@@ -19,22 +19,18 @@
 #include "backend/ops.h"
 #include "model/model.h"
 
-hearth_status hl_layer_norm_hparams(hearth_model *m, const char *arch, hl_rope_mode rope_mode) {
+hearth_status hl_layer_norm_hparams(hearth_model *m, hl_rope_mode rope_mode) {
     hl_hparams *hp = &m->hp;
-    hp->layer_norm = true;
-    HL_TRY(hl_hparams_read(m->gguf, arch, rope_mode, hp));
+    HL_TRY(hl_hparams_read(m, rope_mode));
     /* llama.cpp's attn_output is {n_embd, n_embd}; the block keeps the
      * attention output's row (n_head * head size) as a row of n_embd */
     if ((int64_t)hp->n_head * hp->head_dim != hp->n_embd)
-        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s needs n_head * head size = n_embd (here %d * %d != %d)", arch,
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s needs n_head * head size = n_embd (here %d * %d != %d)", m->arch->name,
                        hp->n_head, hp->head_dim, hp->n_embd);
     return HEARTH_OK;
 }
 
-static hearth_status gpt2_load(hearth_model *m) {
-    HL_TRY(hl_layer_norm_hparams(m, "gpt2", HL_ROPE_NONE));
-    return hl_model_bind(m, HL_BIND_FUSED_QKV | HL_BIND_LAYER_NORM | HL_BIND_POS_EMBD);
-}
+static hearth_status gpt2_hparams(hearth_model *m) { return hl_layer_norm_hparams(m, HL_ROPE_NONE); }
 
 /* out {n_embd, n} = down(gelu(up(in) + up_b)) + down_b, by way of w->up {n_ff, n} (LLM_FFN_GELU, LLM_FFN_SEQ);
  * the biases where the layer has them (falcon has none) */
@@ -77,17 +73,15 @@ hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, in
     if (l->bo.data) HL_TRY(hl_add(b, &w->xb, &l->bo));
     hl_work outputs;
     w = hl_work_outputs(m, il, w, &outputs); /* the last block: its output rows only */
-    if (hp->parallel_residual) {
+    if (hp->residual != HL_RESIDUAL_SEQUENTIAL) {
         /* x + attn + ffn(ln2(x)) in llama.cpp's order of adds: gptneox's
          * (x + ffn) + attn or falcon's x + (ffn + attn); att (free now,
-         * n_embd wide) holds ln2(x), then the feed-forward's output. Without
-         * ffn_norm (Falcon-7B) ln2 is the attention's own norm, computed
-         * again from x */
-        const bool own = l->ffn_norm.data != NULL;
-        HL_TRY(hl_layer_norm(b, &w->x, own ? &l->ffn_norm : &l->attn_norm, own ? &l->ffn_norm_b : &l->attn_norm_b,
-                             hp->norm_eps, &w->att));
+         * n_embd wide) holds ln2(x), then the feed-forward's output. Where
+         * the file has one norm (Falcon-7B, GPT-J) ffn_norm is bound to it
+         * too, and ln2 is the attention's norm computed again from x */
+        HL_TRY(hl_layer_norm(b, &w->x, &l->ffn_norm, opt(&l->ffn_norm_b), hp->norm_eps, &w->att));
         HL_TRY(gelu_ffn(b, l, w, &w->att, &w->att));
-        if (hp->sum_branches_first) {
+        if (hp->residual == HL_RESIDUAL_PARALLEL_BRANCHES_FIRST) {
             HL_TRY(hl_add(b, &w->att, &w->xb));
             return hl_add(b, &w->x, &w->att);
         }
@@ -101,8 +95,34 @@ hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, in
     return hl_add(b, &w->x, &w->xb);
 }
 
+static const hl_weight_decl gpt2_input[] = {
+    HL_DECL_TOKEN_EMBD,
+    HL_M("position_embd.weight", pos_embd, EMBD, CTX_TRAIN, GET_ROWS, 0),
+    HL_DECL_END,
+};
+static const hl_weight_decl gpt2_output[] = {
+    HL_DECL_OUTPUT(LAYER_NORM),
+    HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_END,
+};
+static const hl_weight_decl gpt2_block[] = {
+    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("attn_norm.bias", attn_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_QKV_FUSED,
+    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
+    HL_W("attn_output.bias", bo, EMBD, NONE, ADD, 0),
+    HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("ffn_norm.bias", ffn_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_GELU_FFN(0),
+    HL_DECL_END,
+};
+
 const hl_arch hl_arch_gpt2 = {
     .name = "gpt2",
-    .load = gpt2_load,
+    .norm = HL_OP_LAYER_NORM,
+    .input = gpt2_input,
+    .block = gpt2_block,
+    .output = gpt2_output,
+    .hparams = gpt2_hparams,
     .layer = hl_gpt2_layer,
 };

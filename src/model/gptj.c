@@ -11,19 +11,40 @@
  * LayerNorm with bias; lm_head with its own matrix and a bias (output,
  * output.bias). The tensor names are gguf-py's for MODEL_ARCH.GPTJ (no
  * converter writes gptj files; docs/design.md has the layout). gpt2's block
- * (hl_gpt2_layer) runs it, with falcon's order of adds and without
- * ffn_norm: the feed-forward's norm is attn_norm again. */
+ * (hl_gpt2_layer) runs it, with falcon's order of adds; the feed-forward's
+ * norm is attn_norm again (bound as ffn_norm too). */
 #include "model/model.h"
 
-static hearth_status gptj_load(hearth_model *m) {
-    HL_TRY(hl_layer_norm_hparams(m, "gptj", HL_ROPE_NORMAL));
-    m->hp.parallel_residual = true;
-    m->hp.sum_branches_first = true;
-    return hl_model_bind(m, HL_BIND_LAYER_NORM | HL_BIND_ONE_NORM | HL_BIND_OUTPUT_BIAS);
+static hearth_status gptj_hparams(hearth_model *m) {
+    HL_TRY(hl_layer_norm_hparams(m, HL_ROPE_NORMAL));
+    m->hp.residual = HL_RESIDUAL_PARALLEL_BRANCHES_FIRST;
+    return HEARTH_OK;
 }
+
+static const hl_weight_decl gptj_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
+static const hl_weight_decl gptj_output[] = {
+    HL_DECL_OUTPUT(LAYER_NORM),
+    HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_M("output.bias", output_b, VOCAB, NONE, ADD, 0), /* lm_head's */
+    HL_DECL_END,
+};
+static const hl_weight_decl gptj_block[] = {
+    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("attn_norm.bias", attn_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("attn_norm.weight", ffn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("attn_norm.bias", ffn_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_QKV,
+    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
+    HL_DECL_GELU_FFN(0),
+    HL_DECL_END,
+};
 
 const hl_arch hl_arch_gptj = {
     .name = "gptj",
-    .load = gptj_load,
+    .norm = HL_OP_LAYER_NORM,
+    .input = gptj_input,
+    .block = gptj_block,
+    .output = gptj_output,
+    .hparams = gptj_hparams,
     .layer = hl_gpt2_layer,
 };

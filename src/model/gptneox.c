@@ -9,14 +9,38 @@
  * input: x + attn(ln1(x)) + ffn(ln2(x)). */
 #include "model/model.h"
 
-static hearth_status gptneox_load(hearth_model *m) {
-    HL_TRY(hl_layer_norm_hparams(m, "gptneox", HL_ROPE_NEOX));
-    HL_TRY(hl_gguf_get_bool(m->gguf, "gptneox.use_parallel_residual", true, &m->hp.parallel_residual));
-    return hl_model_bind(m, HL_BIND_FUSED_QKV | HL_BIND_LAYER_NORM);
+static hearth_status gptneox_hparams(hearth_model *m) {
+    HL_TRY(hl_layer_norm_hparams(m, HL_ROPE_NEOX));
+    bool parallel = false;
+    HL_TRY(hl_gguf_get_bool(m->gguf, "gptneox.use_parallel_residual", true, &parallel));
+    m->hp.residual = parallel ? HL_RESIDUAL_PARALLEL : HL_RESIDUAL_SEQUENTIAL;
+    return HEARTH_OK;
 }
+
+static const hl_weight_decl gptneox_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
+static const hl_weight_decl gptneox_output[] = {
+    HL_DECL_OUTPUT(LAYER_NORM),
+    HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_END,
+};
+static const hl_weight_decl gptneox_block[] = {
+    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("attn_norm.bias", attn_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_QKV_FUSED,
+    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
+    HL_W("attn_output.bias", bo, EMBD, NONE, ADD, 0),
+    HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("ffn_norm.bias", ffn_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_GELU_FFN(0),
+    HL_DECL_END,
+};
 
 const hl_arch hl_arch_gptneox = {
     .name = "gptneox",
-    .load = gptneox_load,
+    .norm = HL_OP_LAYER_NORM,
+    .input = gptneox_input,
+    .block = gptneox_block,
+    .output = gptneox_output,
+    .hparams = gptneox_hparams,
     .layer = hl_gpt2_layer,
 };

@@ -12,6 +12,14 @@
 #define HL_MAX_LAYERS 4096
 #define HL_MAX_HEAD_DIM 512 /* the CPU attention keeps one head on the stack */
 
+/* How a block's attention and feed-forward join the residual stream x. */
+typedef enum hl_residual {
+    HL_RESIDUAL_SEQUENTIAL, /* x += attn(norm1(x)); x += ffn(norm2(x)) */
+    HL_RESIDUAL_PARALLEL,   /* x + attn(norm1(x)) + ffn(norm2(x)), added as (x + ffn) + attn (gptneox's
+                               use_parallel_residual) */
+    HL_RESIDUAL_PARALLEL_BRANCHES_FIRST, /* the same added as x + (ffn + attn) (falcon's, gptj's) */
+} hl_residual;
+
 typedef struct hl_hparams {
     int32_t n_vocab;
     int32_t n_ctx_train;
@@ -24,12 +32,9 @@ typedef struct hl_hparams {
     int32_t n_expert;     /* mixture of experts (Mixtral-style llama): experts per block, 0 = a dense
                              feed-forward; n_expert_used of them (top-k) run for each token */
     int32_t n_expert_used;
-    float norm_eps;       /* RMSNorm epsilon, or LayerNorm's where layer_norm is set */
-    bool layer_norm;      /* LayerNorm with bias instead of RMSNorm (gpt2, starcoder2, gptneox): set before
-                             hl_hparams_read, which then reads attention.layer_norm_epsilon */
-    bool parallel_residual; /* gptneox's use_parallel_residual: x + attn(ln1(x)) + ffn(ln2(x)) */
-    bool sum_branches_first; /* with parallel_residual, falcon's order of adds x + (ffn + attn) instead of
-                                gptneox's (x + ffn) + attn */
+    float norm_eps;       /* the norm's epsilon: RMSNorm's, or LayerNorm's where the architecture's norm is
+                             HL_OP_LAYER_NORM (hl_arch.norm) */
+    hl_residual residual; /* how a block adds its attention and feed-forward to the residual stream */
     float embd_scale;     /* token embeddings are multiplied by it (gemma: sqrt(n_embd)); 1 = none */
     float max_alibi_bias; /* ALiBi's (hl_attn_args.max_bias: mpt's attention.max_alibi_bias, bloom's 8); 0 = none */
     float clamp_kqv;      /* q, k and v clamped to [-c, c] after their biases (mpt's attention.clamp_kqv); 0 = none */
@@ -78,7 +83,7 @@ hearth_status hl_arch_f32(const gguf_file *f, const char *arch, const char *suff
  * context_length, embedding_length, block_count, feed_forward_length,
  * attention.head_count[_kv], attention.layer_norm_rms_epsilon (required, as
  * each of llama.cpp's llama/qwen2/qwen3/gemma3 loaders asks; attention.
- * layer_norm_epsilon instead where hp->layer_norm is set), attention.
+ * layer_norm_epsilon instead where m->arch->norm is LayerNorm), attention.
  * key_length / value_length (head size, default n_embd / n_head),
  * rope.dimension_count (default the head size), rope.freq_base (10000) and
  * rope.scaling.{type,factor,original_context_length,attn_factor} (none,
@@ -87,7 +92,7 @@ hearth_status hl_arch_f32(const gguf_file *f, const char *arch, const char *suff
  * attn_scale to 1/sqrt(head_dim), embd_scale to 1, no sliding window.
  * Errors: FORMAT (missing or out-of-range values), UNSUPPORTED (head sizes or
  * rope scaling hearth does not run). */
-hearth_status hl_hparams_read(const gguf_file *f, const char *arch, hl_rope_mode rope_mode, hl_hparams *hp);
+hearth_status hl_hparams_read(hearth_model *m, hl_rope_mode rope_mode);
 
 /* `<arch>.attention.sliding_window` when the file sets one (> 0): every
  * layer attends over that many positions, with the full layers' rope, as

@@ -18,15 +18,16 @@
  *   rope_freqs {n_rot/2}                   F32 rope frequency factors (llama 3)
  *   rope_long, rope_short {n_rot/2}        F32 LongRoPE frequency factors (phi3)
  *   attn_norm_b, ffn_norm_b, bo {n_embd}, ffn_up_b {n_ff}, ffn_down_b {n_embd}
- *                                          F32 LayerNorm and projection biases (gpt2, starcoder2, gptneox;
- *                                          falcon's LayerNorm biases only, its ffn_norm as HL_BIND_ATTN_NORM_2 says;
- *                                          gptj's attn_norm_b and feed-forward biases, HL_BIND_ONE_NORM)
+ *                                          F32 LayerNorm and projection biases (the LayerNorm families)
  *   ffn_gate_inp {n_embd, n_expert}       the router of a mixture of experts (hp.n_expert > 0),
  *   ffn_gate_exps, ffn_up_exps {n_embd, n_ff, n_expert}, ffn_down_exps {n_ff, n_embd, n_expert}
  *                                          its stacked experts, in place of ffn_gate, ffn_up, ffn_down
- * A fused weight of the file (phi3's attn_qkv, ffn_up holding gate and up)
- * is bound as views of its row ranges: wq, wk, wv (bq, bk, bv) and ffn_gate,
- * ffn_up point into it, each a weight of its own to the backends.
+ * Which of them a model has, under which tensor names, is what its
+ * architecture declares (arch.h hl_weight_decl). A fused weight of the file
+ * (attn_qkv, phi3's ffn_up holding gate and up) is bound as views of its row
+ * ranges: wq, wk, wv (bq, bk, bv) and ffn_gate, ffn_up point into it, each a
+ * weight of its own to the backends; one tensor may be bound to two fields
+ * (falcon's and gptj's attn_norm is also their ffn_norm).
  * HL_LAYER_TENSORS lists every field, so code that moves whole layers
  * (placement, upload to a device) visits each without naming them. */
 #define HL_LAYER_TENSORS(X)                                                                              \

@@ -19,9 +19,9 @@
 #include "backend/ops.h"
 #include "model/model.h"
 
-static hearth_status llama_load(hearth_model *m) {
+static hearth_status llama_hparams(hearth_model *m) {
     hl_hparams *hp = &m->hp;
-    HL_TRY(hl_hparams_read(m->gguf, "llama", HL_ROPE_NORMAL, hp));
+    HL_TRY(hl_hparams_read(m, HL_ROPE_NORMAL));
     HL_TRY(hl_hparams_full_rope("llama", hp));
     HL_TRY(hl_hparams_sliding_window(m->gguf, "llama", hp));
     HL_TRY(hl_arch_u32(m->gguf, "llama", "expert_count", false, &hp->n_expert));
@@ -32,8 +32,28 @@ static hearth_status llama_load(hearth_model *m) {
                            "1 <= expert_used_count <= expert_count <= %d", (int)hp->n_expert, (int)hp->n_expert_used,
                            HL_MOE_MAX_EXPERTS);
     }
-    return hl_model_bind(m, HL_BIND_ROPE_FREQS);
+    return HEARTH_OK;
 }
+
+static const hl_weight_decl llama_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
+static const hl_weight_decl llama_output[] = {HL_DECL_OUTPUT(RMS_NORM), HL_DECL_END};
+static const hl_weight_decl llama_block[] = {
+    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, RMS_NORM, 0),
+    HL_DECL_QKV,
+    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
+    HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, RMS_NORM, 0),
+    HL_DECL_GLU_FFN,
+    HL_W("ffn_gate_inp.weight", ffn_gate_inp, EMBD, EXPERT, MATMUL, HL_W_MOE),
+    {.name = "ffn_gate_exps.weight", .ne = {HL_DIM_EMBD, HL_DIM_FF, HL_DIM_EXPERT}, .feeds = HL_OP_MATMUL_ID,
+     .flags = HL_W_MOE, .field = {offsetof(hl_layer, ffn_gate_exps)}},
+    {.name = "ffn_up_exps.weight", .ne = {HL_DIM_EMBD, HL_DIM_FF, HL_DIM_EXPERT}, .feeds = HL_OP_MATMUL_ID,
+     .flags = HL_W_MOE, .field = {offsetof(hl_layer, ffn_up_exps)}},
+    {.name = "ffn_down_exps.weight", .ne = {HL_DIM_FF, HL_DIM_EMBD, HL_DIM_EXPERT}, .feeds = HL_OP_MATMUL_ID,
+     .flags = HL_W_MOE, .field = {offsetof(hl_layer, ffn_down_exps)}},
+    /* one tensor for all layers (llama.cpp binds it to each, TENSOR_DUPLICATED) */
+    HL_W("rope_freqs.weight", rope_freqs, ROT_HALF, NONE, ROPE, HL_W_OPTIONAL | HL_W_SHARED),
+    HL_DECL_END,
+};
 
 /* A view of activation t {ne0 * ne1, n} as {ne0, ne1, n}. */
 static hl_tensor split_rows(const hl_tensor *t, int64_t ne0, int64_t ne1) {
@@ -97,6 +117,10 @@ hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, i
 
 const hl_arch hl_arch_llama = {
     .name = "llama",
-    .load = llama_load,
+    .norm = HL_OP_RMS_NORM,
+    .input = llama_input,
+    .block = llama_block,
+    .output = llama_output,
+    .hparams = llama_hparams,
     .layer = hl_llama_layer,
 };

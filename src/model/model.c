@@ -19,10 +19,6 @@
 #include "model/placement.h"
 #include "quant/quant.h"
 
-static const hl_arch *const archs[] = {&hl_arch_llama, &hl_arch_qwen2, &hl_arch_qwen3, &hl_arch_gemma3, &hl_arch_phi3,
-                                       &hl_arch_gpt2, &hl_arch_starcoder2, &hl_arch_gptneox, &hl_arch_mpt,
-                                       &hl_arch_bloom, &hl_arch_falcon, &hl_arch_gptj};
-
 hearth_model_params hearth_model_default_params(void) {
     return (hearth_model_params){
         .n_gpu_layers = 0,
@@ -40,15 +36,15 @@ hearth_model_params hearth_model_default_params(void) {
 static hearth_status find_arch(const gguf_file *f, const hl_arch **out) {
     gguf_str name;
     HL_TRY(hl_gguf_get_str(f, "general.architecture", true, &name));
-    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-        if (hl_gguf_str_eq(name, archs[i]->name)) {
-            *out = archs[i];
+    for (size_t i = 0; hl_arch_at(i); i++)
+        if (hl_gguf_str_eq(name, hl_arch_at(i)->name)) {
+            *out = hl_arch_at(i);
             return HEARTH_OK;
         }
     char supported[256] = "";
-    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+    for (size_t i = 0; hl_arch_at(i); i++)
         snprintf(supported + strlen(supported), sizeof supported - strlen(supported), "%s%s", i ? ", " : "",
-                 archs[i]->name);
+                 hl_arch_at(i)->name);
     return hl_fail(HEARTH_ERR_UNSUPPORTED, "unknown model architecture '%.*s' (supported: %s)",
                    (int)(name.len > 64 ? 64 : name.len), name.data, supported);
 }
@@ -99,51 +95,6 @@ static hearth_status read_whole_file(const char *path, void **data, size_t *size
         done += (size_t)r;
     }
     close(fd);
-    return HEARTH_OK;
-}
-
-hearth_status hl_model_tensor(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, bool required, hl_tensor *t) {
-    const gguf_tensor *gt = hl_gguf_find_tensor(m->gguf, name);
-    if (!gt && !required) {
-        *t = (hl_tensor){0};
-        return HEARTH_OK;
-    }
-    if (!gt) return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' is missing: the file is incomplete or not a %s model", name, m->arch->name);
-    if (gt->ne[0] != ne0 || gt->ne[1] != ne1 || gt->ne[2] != 1 || gt->ne[3] != 1)
-        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' has shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld}",
-                       name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
-                       (long long)ne0, (long long)ne1);
-    const ggml_type_info *ti = hl_ggml_type_get(gt->type);
-    if (ne1 == 1 && gt->type != GGML_TYPE_F32)
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' is %s; hearth expects norm weights in F32", name, ti->name);
-    *t = (hl_tensor){.type = gt->type, .ne = {ne0, ne1, 1, 1}, .data = (void *)gt->data, .backend = m->host};
-    /* matrices are multiplied on the host unless placement moves them */
-    const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {ne0, 1, 1, 1}}, y = {.type = GGML_TYPE_F32, .ne = {ne1, 1, 1, 1}};
-    const hl_op_desc mm = {.op = HL_OP_MATMUL, .t = {t, &x, &y}};
-    if (!hl_quant_get(gt->type) || (ne1 > 1 && !hl_supports_op(m->host, &mm))) {
-        *t = (hl_tensor){0};
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' has type %s, which hearth cannot compute yet", name, ti->name);
-    }
-    return HEARTH_OK;
-}
-
-hearth_status hl_model_experts(hearth_model *m, const char *name, int64_t ne0, int64_t ne1, int64_t n_expert,
-                               hl_tensor *t) {
-    const gguf_tensor *gt = hl_gguf_find_tensor(m->gguf, name);
-    if (!gt) return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' is missing: the file is incomplete or not a %s model", name, m->arch->name);
-    if (gt->ne[0] != ne0 || gt->ne[1] != ne1 || gt->ne[2] != n_expert || gt->ne[3] != 1)
-        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' has shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld, %lld}",
-                       name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
-                       (long long)ne0, (long long)ne1, (long long)n_expert);
-    *t = (hl_tensor){.type = gt->type, .ne = {ne0, ne1, n_expert, 1}, .data = (void *)gt->data, .backend = m->host};
-    const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {ne0, 1, 1, 1}}, ids = {.type = GGML_TYPE_I32, .ne = {1, 1, 1, 1}},
-                    y = {.type = GGML_TYPE_F32, .ne = {ne1, 1, 1, 1}};
-    const hl_op_desc mm = {.op = HL_OP_MATMUL_ID, .t = {t, &x, &ids, &y}};
-    if (!hl_quant_get(gt->type) || !hl_supports_op(m->host, &mm)) {
-        *t = (hl_tensor){0};
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' has type %s, which hearth cannot compute yet", name,
-                       hl_ggml_type_get(gt->type)->name);
-    }
     return HEARTH_OK;
 }
 
@@ -237,7 +188,8 @@ static hearth_status load(const char *path, const hearth_model_params *p, hearth
     m->hp.n_vocab = hl_vocab_n_tokens(m->vocab);
     if (p->vocab_only) return HEARTH_OK;
     HL_TRY(hl_backend_cpu_init(&(hl_cpu_limits){.max_tokens = 0}, &m->host));
-    HL_TRY(m->arch->load(m));
+    HL_TRY(m->arch->hparams(m));
+    HL_TRY(hl_model_bind(m));
     HL_TRY(check_all_bound(m));
     describe(m);
     if (p->use_mlock) {

@@ -1,12 +1,13 @@
 /* A loaded model (struct hearth_model): the GGUF file, hyperparameters
  * (hparams.h), weights bound as tensors (layer.h), the vocabulary, the
  * architecture that runs them (arch.h) and their placement on devices
- * (placement.h). Architectures (one file each: llama.c, qwen2.c, qwen3.c,
- * gemma3.c, phi3.c, gpt2.c, starcoder2.c, gptneox.c, mpt.c, bloom.c,
- * falcon.c, gptj.c) fill the hyperparameters and weights from the GGUF
- * metadata with the shared readers of hparams.c and implement a transformer
- * block over backend ops; forward.h runs the blocks. Includes the model
- * layer's other headers, so its users need only this one. */
+ * (placement.h). Architectures (one file each, listed in archs.c: llama.c,
+ * qwen2.c, qwen3.c, gemma3.c, phi3.c, gpt2.c, starcoder2.c, gptneox.c,
+ * mpt.c, bloom.c, falcon.c, gptj.c) read their hyperparameters with the
+ * shared readers of hparams.c, declare their weights (bound by bind.c) and
+ * name the block that runs them over backend ops; forward.h runs the
+ * blocks. Includes the model layer's other headers, so its users need only
+ * this one. */
 #ifndef HEARTH_MODEL_H
 #define HEARTH_MODEL_H
 
@@ -30,7 +31,7 @@ struct hearth_model {
     hl_hparams hp;
     hl_tensor tok_embd;    /* {n_embd, n_vocab} */
     hl_tensor output_norm; /* F32 {n_embd} */
-    hl_tensor output_norm_b; /* F32 {n_embd}: the final LayerNorm's bias (hp.layer_norm), else absent */
+    hl_tensor output_norm_b; /* F32 {n_embd}: the final LayerNorm's bias (arch->norm LayerNorm), or absent */
     hl_tensor pos_embd;    /* {n_embd, n_ctx_train}: learned position embeddings (gpt2), or absent */
     hl_tensor tok_norm, tok_norm_b; /* F32 {n_embd}: LayerNorm of the token embeddings (bloom), or absent */
     hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */

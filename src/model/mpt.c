@@ -19,19 +19,42 @@
 
 #include "model/model.h"
 
-static hearth_status mpt_load(hearth_model *m) {
-    HL_TRY(hl_layer_norm_hparams(m, "mpt", HL_ROPE_NONE));
+static hearth_status mpt_hparams(hearth_model *m) {
+    HL_TRY(hl_layer_norm_hparams(m, HL_ROPE_NONE));
     HL_TRY(hl_arch_f32(m->gguf, "mpt", "attention.clamp_kqv", false, &m->hp.clamp_kqv));
     HL_TRY(hl_arch_f32(m->gguf, "mpt", "attention.max_alibi_bias", false, &m->hp.max_alibi_bias));
     if (!(m->hp.clamp_kqv >= 0.0f) || !isfinite(m->hp.clamp_kqv) || !(m->hp.max_alibi_bias >= 0.0f) ||
         !isfinite(m->hp.max_alibi_bias))
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: mpt.attention.clamp_kqv = %g and max_alibi_bias = %g must be finite "
                        "and >= 0", m->hp.clamp_kqv, m->hp.max_alibi_bias);
-    return hl_model_bind(m, HL_BIND_FUSED_QKV | HL_BIND_LAYER_NORM | HL_BIND_OPTIONAL_BIASES);
+    return HEARTH_OK;
 }
+
+static const hl_weight_decl mpt_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
+/* every bias where the file has it */
+static const hl_weight_decl mpt_output[] = {
+    HL_DECL_OUTPUT(LAYER_NORM),
+    HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, HL_W_OPTIONAL),
+    HL_DECL_END,
+};
+static const hl_weight_decl mpt_block[] = {
+    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("attn_norm.bias", attn_norm_b, EMBD, NONE, LAYER_NORM, HL_W_OPTIONAL),
+    HL_DECL_QKV_FUSED,
+    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
+    HL_W("attn_output.bias", bo, EMBD, NONE, ADD, HL_W_OPTIONAL),
+    HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("ffn_norm.bias", ffn_norm_b, EMBD, NONE, LAYER_NORM, HL_W_OPTIONAL),
+    HL_DECL_GELU_FFN(HL_W_OPTIONAL),
+    HL_DECL_END,
+};
 
 const hl_arch hl_arch_mpt = {
     .name = "mpt",
-    .load = mpt_load,
+    .norm = HL_OP_LAYER_NORM,
+    .input = mpt_input,
+    .block = mpt_block,
+    .output = mpt_output,
+    .hparams = mpt_hparams,
     .layer = hl_gpt2_layer,
 };

@@ -5,8 +5,9 @@
  * Phi-4-mini's), the queries scaled by 1/sqrt(head_dim) before attention,
  * and a SwiGLU feed-forward. The files fuse weights: attn_qkv holds the q, k
  * and v rows (separate attn_q/k/v are taken too) and ffn_up the gate's rows
- * followed by up's; hl_model_bind binds their row ranges as views, so every
- * backend multiplies them as three (two) weights of their own.
+ * followed by up's; they are declared as fused, so binding makes their row
+ * ranges views that every backend multiplies as three (two) weights of
+ * their own.
  *
  * The long-context variants carry LongRoPE (Ding et al. 2024,
  * arXiv:2402.13753): two sets of per-pair frequency factors,
@@ -20,9 +21,9 @@
 #include "base/log.h"
 #include "model/model.h"
 
-static hearth_status phi3_load(hearth_model *m) {
+static hearth_status phi3_hparams(hearth_model *m) {
     hl_hparams *hp = &m->hp;
-    HL_TRY(hl_hparams_read(m->gguf, "phi3", HL_ROPE_NEOX, hp));
+    HL_TRY(hl_hparams_read(m, HL_ROPE_NEOX));
     /* llama.cpp's attn_output is {n_embd, n_embd} */
     if ((int64_t)hp->n_head * hp->head_dim != hp->n_embd)
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: phi3 needs n_head * head size = n_embd (here %d * %d != %d)",
@@ -33,11 +34,31 @@ static hearth_status phi3_load(hearth_model *m) {
     if (n_swa > 0)
         HL_WARN("phi3.attention.sliding_window = %d is ignored, as llama.cpp does (its Phi sliding window is "
                 "disabled): every layer attends to the whole context", (int)n_swa);
-    return hl_model_bind(m, HL_BIND_FUSED_QKV | HL_BIND_FUSED_UP | HL_BIND_LONGROPE);
+    return HEARTH_OK;
 }
+
+static const hl_weight_decl phi3_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
+static const hl_weight_decl phi3_output[] = {HL_DECL_OUTPUT(RMS_NORM), HL_DECL_END};
+static const hl_weight_decl phi3_block[] = {
+    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, RMS_NORM, 0),
+    HL_DECL_QKV_FUSED,
+    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
+    HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, RMS_NORM, 0),
+    {.name = "ffn_up.weight", .ne = {HL_DIM_EMBD, HL_DIM_PARTS}, .feeds = HL_OP_MATMUL,
+     .field = {offsetof(hl_layer, ffn_gate), offsetof(hl_layer, ffn_up)}, .part = {HL_DIM_FF, HL_DIM_FF}},
+    HL_W("ffn_down.weight", ffn_down, FF, EMBD, MATMUL, 0),
+    /* LongRoPE's factors, one pair for all layers */
+    HL_W("rope_factors_long.weight", rope_long, ROT_HALF, NONE, ROPE, HL_W_OPTIONAL | HL_W_SHARED),
+    HL_W("rope_factors_short.weight", rope_short, ROT_HALF, NONE, ROPE, HL_W_OPTIONAL | HL_W_SHARED),
+    HL_DECL_END,
+};
 
 const hl_arch hl_arch_phi3 = {
     .name = "phi3",
-    .load = phi3_load,
+    .norm = HL_OP_RMS_NORM,
+    .input = phi3_input,
+    .block = phi3_block,
+    .output = phi3_output,
+    .hparams = phi3_hparams,
     .layer = hl_llama_layer,
 };

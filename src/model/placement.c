@@ -141,42 +141,49 @@ static size_t layer_bytes(const hl_layer *l) {
 
 /* ------------------------------------------------ what a device runs -- */
 
-/* Whether device b runs weight `t` of a block as the block uses it:
- * stacked experts in matmul_id, matrices in matmul, the q/k/v and output biases in add, norm weights in rms_norm
- * (the rope frequency factors are asked with rope, in runs_block). If not,
- * `why` names it. */
-static bool runs_weight(const hl_backend *b, const hl_tensor *t, const char *name, char *why, size_t size) {
-    if (!t->data || strncmp(name, "rope_", 5) == 0) return true;
+/* Whether device b runs weight t (declared by d) as the op it feeds; a
+ * rope frequency factor with the rope of block il. If not, `why` names it. */
+static bool runs_weight(const hearth_model *m, const hl_backend *b, const hl_weight_decl *d, const hl_tensor *t,
+                        int32_t il, char *why, size_t size) {
+    const hl_hparams *hp = &m->hp;
     const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {t->ne[0], 1, 1, 1}};
     const hl_tensor y = {.type = GGML_TYPE_F32, .ne = {t->ne[1], 1, 1, 1}};
-    const bool bias = (name[0] == 'b' && name[1] && !name[2]) || strcmp(name, "output_b") == 0; /* bq, bk, bv ... */
     const hl_tensor ids = {.type = GGML_TYPE_I32, .ne = {1, 1, 1, 1}};
-    const hl_op_desc d = t->ne[2] > 1 ? (hl_op_desc){.op = HL_OP_MATMUL_ID, .t = {t, &x, &ids, &y}} /* experts */
-                         : t->ne[1] > 1 ? (hl_op_desc){.op = HL_OP_MATMUL, .t = {t, &x, &y}}
-                         : bias      ? (hl_op_desc){.op = HL_OP_ADD, .t = {&x, t}}
-                                     : (hl_op_desc){.op = HL_OP_RMS_NORM, .t = {&x, t, &x}};
-    if (hl_supports_op(b, &d)) return true;
+    const hl_tensor q = {.type = GGML_TYPE_F32, .ne = {(int64_t)hp->n_head * hp->head_dim, 1, 1, 1}};
+    hl_op_desc desc = {.op = d->feeds};
+    switch (d->feeds) {
+    case HL_OP_MATMUL: desc.t[0] = t, desc.t[1] = &x, desc.t[2] = &y; break;
+    case HL_OP_MATMUL_ID: desc.t[0] = t, desc.t[1] = &x, desc.t[2] = &ids, desc.t[3] = &y; break;
+    case HL_OP_RMS_NORM: desc.t[0] = &x, desc.t[1] = t, desc.t[2] = &x; break;
+    case HL_OP_LAYER_NORM: desc.t[0] = &x, desc.t[1] = t, desc.t[2] = t, desc.t[3] = &x; break;
+    case HL_OP_ADD: desc.t[0] = &x, desc.t[1] = t; break;
+    case HL_OP_ROPE:
+        desc.t[0] = &q, desc.t[1] = t, desc.n_head = hp->n_head;
+        desc.rope = hl_layer_is_swa(hp, il) ? &hp->rope_swa : &hp->rope;
+        break;
+    default: return true; /* GET_ROWS: the input's, which stays on the host */
+    }
+    if (hl_supports_op(b, &desc)) return true;
     const ggml_type_info *ti = hl_ggml_type_get(t->type);
-    snprintf(why, size, "no %s kernel for %s (%s {%lld, %lld})", hl_op_name(d.op), name, ti ? ti->name : "?",
+    snprintf(why, size, "no %s kernel for %s (%s {%lld, %lld})", hl_op_name(d->feeds), d->name, ti ? ti->name : "?",
              (long long)t->ne[0], (long long)t->ne[1]);
     return false;
 }
 
-/* Whether device b runs every weight of block il (il == n_layer: the output
- * layer) and the rope, cache store and attention of the block's shapes on
- * the context's F16 cache. If not, `why` says what it lacks. */
+/* Whether device b runs every weight the architecture declares for block il
+ * (il == n_layer: the output layer's) and the rope, cache store and
+ * attention of the block's shapes on the context's F16 cache. If not, `why`
+ * says what it lacks. */
 static bool runs_block(const hearth_model *m, const hl_backend *b, int32_t il, char *why, size_t size) {
     const hl_hparams *hp = &m->hp;
-#define RUNS(name) if (!runs_weight(b, &m->name, #name, why, size)) return false;
-    if (il == hp->n_layer) {
-        HL_OUTPUT_TENSORS(RUNS)
-        return true;
-    }
-    const hl_layer *l = &m->layers[il];
-#define RUNS_LAYER(name) if (!runs_weight(b, &l->name, #name, why, size)) return false;
-    HL_LAYER_TENSORS(RUNS_LAYER)
-#undef RUNS_LAYER
-#undef RUNS
+    const bool output = il == hp->n_layer;
+    const void *base = output ? (const void *)m : (const void *)&m->layers[il];
+    for (const hl_weight_decl *d = output ? m->arch->output : m->arch->block; d->name; d++)
+        for (int i = 0; i < 3 && (i == 0 || d->part[i] != HL_DIM_NONE); i++) {
+            const hl_tensor *t = (const hl_tensor *)((const uint8_t *)base + d->field[i]);
+            if (t->data && !runs_weight(m, b, d, t, il, why, size)) return false;
+        }
+    if (output) return true;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     const hl_tensor q = {.type = GGML_TYPE_F32, .ne = {q_dim, 1, 1, 1}};
     hl_tensor out = q;
@@ -186,9 +193,7 @@ static bool runs_block(const hearth_model *m, const hl_backend *b, int32_t il, c
                             .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .n_swa = hl_layer_window(hp, il),
                             .scale = hp->attn_scale};
     const hl_op_desc ops[] = {
-        {.op = HL_OP_ROPE, .t = {&q, l->rope_freqs.data ? &l->rope_freqs : l->rope_long.data ? &l->rope_long : NULL},
-         .n_head = hp->n_head,
-         .rope = hl_layer_is_swa(hp, il) ? &hp->rope_swa : &hp->rope},
+        {.op = HL_OP_ROPE, .t = {&q}, .n_head = hp->n_head, .rope = hl_layer_is_swa(hp, il) ? &hp->rope_swa : &hp->rope},
         {.op = HL_OP_STORE_ROWS, .t = {&k, &cache}},
         {.op = HL_OP_ATTENTION, .t = {&q, &cache, &cache, &out}, .attn = &a},
     };

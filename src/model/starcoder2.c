@@ -11,15 +11,36 @@
  * window's length only. */
 #include "model/model.h"
 
-static hearth_status starcoder2_load(hearth_model *m) {
-    HL_TRY(hl_layer_norm_hparams(m, "starcoder2", HL_ROPE_NEOX));
+static hearth_status starcoder2_hparams(hearth_model *m) {
+    HL_TRY(hl_layer_norm_hparams(m, HL_ROPE_NEOX));
     HL_TRY(hl_hparams_full_rope("starcoder2", &m->hp)); /* llama.cpp asserts n_rot == head size */
-    HL_TRY(hl_hparams_sliding_window(m->gguf, "starcoder2", &m->hp));
-    return hl_model_bind(m, HL_BIND_FUSED_QKV | HL_BIND_LAYER_NORM);
+    return hl_hparams_sliding_window(m->gguf, "starcoder2", &m->hp);
 }
+
+static const hl_weight_decl starcoder2_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
+static const hl_weight_decl starcoder2_output[] = {
+    HL_DECL_OUTPUT(LAYER_NORM),
+    HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_END,
+};
+static const hl_weight_decl starcoder2_block[] = {
+    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("attn_norm.bias", attn_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_QKV_FUSED,
+    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
+    HL_W("attn_output.bias", bo, EMBD, NONE, ADD, 0),
+    HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, LAYER_NORM, 0),
+    HL_W("ffn_norm.bias", ffn_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_GELU_FFN(0),
+    HL_DECL_END,
+};
 
 const hl_arch hl_arch_starcoder2 = {
     .name = "starcoder2",
-    .load = starcoder2_load,
+    .norm = HL_OP_LAYER_NORM,
+    .input = starcoder2_input,
+    .block = starcoder2_block,
+    .output = starcoder2_output,
+    .hparams = starcoder2_hparams,
     .layer = hl_gpt2_layer,
 };
