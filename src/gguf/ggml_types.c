@@ -47,3 +47,14 @@ const ggml_type_info *hl_ggml_type_get(uint32_t type) {
     if (type >= GGML_TYPE_COUNT || types[type].blck_size == 0) return NULL;
     return &types[type];
 }
+
+int32_t hl_kv_type_at(int k) {
+    static const int32_t kv_types[] = {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0};
+    return k >= 0 && k < (int)(sizeof kv_types / sizeof kv_types[0]) ? kv_types[k] : -1;
+}
+
+const char *hl_kv_type_name(int32_t type) {
+    for (int k = 0; hl_kv_type_at(k) >= 0; k++)
+        if (hl_kv_type_at(k) == type) return hl_ggml_type_get((uint32_t)type)->name;
+    return NULL;
+}

@@ -57,4 +57,11 @@ typedef struct ggml_type_info {
 /* The facts of ggml type `type`, or NULL for a removed or unknown id. */
 const ggml_type_info *hl_ggml_type_get(uint32_t type);
 
+/* The types a KV cache holds (hearth.h's hearth_kv_type: f16, bf16, q8_0,
+ * q4_0): k-th of them (ggml's id), or -1 past the last. */
+int32_t hl_kv_type_at(int k);
+
+/* ggml's name of KV cache type `type`, or NULL when no KV cache holds it. */
+const char *hl_kv_type_name(int32_t type);
+
 #endif

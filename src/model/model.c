@@ -217,7 +217,7 @@ hearth_status hearth_model_load(const char *path, const hearth_model_params *par
     if (p.n_gpu_layers == HEARTH_N_GPU_LAYERS_AUTO)
         for (int i = 0; i < 2; i++) {
             const int32_t t = i ? p.fit_type_v : p.fit_type_k;
-            if (t != 0 && !hearth_kv_type_name(t))
+            if (t != 0 && !hl_kv_type_name(t))
                 return hl_fail(HEARTH_ERR_INVALID_ARG, "%s %d is not a KV cache type: use a hearth_kv_type (f16, bf16, "
                                "q8_0, q4_0) or 0 for f16", i ? "fit_type_v" : "fit_type_k", (int)t);
         }

@@ -28,22 +28,16 @@ hearth_context_params hearth_context_default_params(void) {
                                    .type_k = HEARTH_KV_F16, .type_v = HEARTH_KV_F16};
 }
 
-/* The KV cache types (hearth_kv_type), ggml's ids and names. */
-static const int32_t kv_types[] = {HEARTH_KV_F16, HEARTH_KV_BF16, HEARTH_KV_Q8_0, HEARTH_KV_Q4_0};
 #define KV_TYPE_NAMES "f16, bf16, q8_0 or q4_0"
 
-const char *hearth_kv_type_name(int32_t type) {
-    for (size_t i = 0; i < sizeof kv_types / sizeof kv_types[0]; i++)
-        if (kv_types[i] == type) return hl_ggml_type_get((uint32_t)type)->name;
-    return NULL;
-}
+const char *hearth_kv_type_name(int32_t type) { return hl_kv_type_name(type); }
 
 hearth_status hearth_kv_type_from_name(const char *name, int32_t *out) {
     hl_clear_error();
     if (!name || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_kv_type_from_name: name or out is NULL");
-    for (size_t i = 0; i < sizeof kv_types / sizeof kv_types[0]; i++)
-        if (!strcmp(hearth_kv_type_name(kv_types[i]), name)) {
-            *out = kv_types[i];
+    for (int k = 0; hl_kv_type_at(k) >= 0; k++)
+        if (!strcmp(hl_kv_type_name(hl_kv_type_at(k)), name)) {
+            *out = hl_kv_type_at(k);
             return HEARTH_OK;
         }
     return hl_fail(HEARTH_ERR_INVALID_ARG, "KV cache type \"%s\" is not one hearth has: use " KV_TYPE_NAMES, name);
