@@ -53,9 +53,8 @@ static hearth_status find_arch(const gguf_file *f, const hl_arch **out) {
  * transparent huge pages, so that decode's streams through the weights need
  * a TLB entry per 2 MiB instead of per 4 KiB (the kernel otherwise backs
  * malloc'd memory with 4 KiB pages where THP is "madvise", the default of
- * many distributions). 1B F16 decode on Zen 3: +13-17% over the same
- * weights mapped from the page cache in small pages
- * (bench/results/2026-11-29-huge-pages-cpu-avx2.md). */
+ * many distributions); bench/results/2026-11-29-huge-pages-cpu-avx2.md
+ * measures it against the same weights mapped in small pages. */
 #define HUGE_PAGE ((size_t)2 << 20)
 static void *alloc_huge(size_t size) {
     const size_t rounded = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
