@@ -2,7 +2,7 @@
  * matrix much larger than the caches: T threads each take a contiguous
  * share of the rows, as a decode matmul's threads do, and run it row by row
  * (vec_dot, one stream a thread) or four rows far apart at a time
- * (vec_dot_4r, four streams, as cpu_matmul.c's dot_rows). The two ways
+ * (vec_dot_4r, four streams, as cpu/matmul.c's dot_rows). The two ways
  * alternate, 15 timings each; prints the median and best in GB/s of weights
  * read. For comparing decode kernels against each other and against
  * bench/membw.c on a shared machine; a model's speed is hearth bench's.

@@ -540,7 +540,7 @@ static void perf_case(const op_case *c, size_t index) {
 /* ------------------------------------- the tiled attention's invariance -- */
 
 /* The tiled attention cuts each token's keys at fixed positions
- * (cpu_flash_attn.c), so a token's output is the same, bit for bit, in a
+ * (cpu/flash_attn.c), so a token's output is the same, bit for bit, in a
  * pass of many tokens of two sequences on 2 threads and alone in its pass
  * on 3 (which splits a decode's KV length over the threads). */
 static void test_flash_invariance(hl_backend *fa2) {

@@ -1,4 +1,4 @@
-/* Tests of the CPU row kernels (src/backend/cpu/cpu_kernels.h): every SIMD
+/* Tests of the CPU row kernels (src/backend/cpu/row_kernels.h): every SIMD
  * level against the scalar oracle within float rounding (ggml's polynomial
  * exp is within 2 ulp of expf), on random rows of awkward lengths, plus the
  * edge cases llama.cpp's arithmetic defines: masked (-inf) scores, partial
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/row_kernels.h"
 #include "backend/cpu/flash_kernels.h"
 #include "check.h"
 

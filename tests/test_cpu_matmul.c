@@ -1,4 +1,4 @@
-/* Tests of the CPU matmul as a whole (src/backend/cpu/cpu_matmul.c): for
+/* Tests of the CPU matmul as a whole (src/backend/cpu/matmul.c): for
  * each weight type, on shapes that are not multiples of a panel (16 rows),
  * of a token group (4), of a block of panel tokens (64) or of the thread count, every output against the
  * scalar oracle's dot product within float rounding, and bit for bit the
@@ -82,7 +82,7 @@ static void check_type(uint32_t type, int64_t d_in, int64_t d_out, int64_t n_tok
     free(yn);
 }
 
-/* matmul_n (cpu_matmul.c: weights whose kernels convert x alike share one
+/* matmul_n (cpu/matmul.c: weights whose kernels convert x alike share one
  * conversion and one fork-join): every output bit for bit the matmul's of
  * its weight alone, for runs that share (Q8_0 Q8_0 Q8_0; Q4_K Q6_K, one
  * activation type), that do not (Q8_0 then Q4_0, whose panels also take
@@ -133,7 +133,7 @@ int main(void) {
                                      GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
                                      GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
                                      GGML_TYPE_Q6_K};
-    static const int64_t tokens[] = {1, 3, 8, 11, 13, 70}; /* 70: two blocks of panel tokens (cpu_matmul.c) */
+    static const int64_t tokens[] = {1, 3, 8, 11, 13, 70}; /* 70: two blocks of panel tokens (cpu/matmul.c) */
     static const int64_t outs[] = {16, 37, 53};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const bool k = hl_ggml_type_get(types[i])->blck_size == HL_QK_K;
@@ -143,7 +143,7 @@ int main(void) {
                 check_type(types[i], k ? 768 : 736, outs[o], tokens[t]);
             }
         }
-        /* two blocks of panel_block tokens (72 + 68, cpu_matmul.c): float
+        /* two blocks of panel_block tokens (72 + 68, cpu/matmul.c): float
          * activations of 2048-element rows (8 KiB each), Q8_0 ones of 8192 */
         if (types[i] == GGML_TYPE_F32 || types[i] == GGML_TYPE_F16 || types[i] == GGML_TYPE_BF16)
             check_type(types[i], 2048, 16, MAX_TOKENS);

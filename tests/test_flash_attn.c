@@ -10,7 +10,7 @@
  * near a tie. Then two sequences in one batch with the tiled path (a prompt
  * chunk of one beside a decode token of the other, at different depths)
  * give the logits each gives alone, bit for bit: the tiled path cuts a
- * token's keys at fixed positions (cpu_flash_attn.c), and the rest of the
+ * token's keys at fixed positions (cpu/flash_attn.c), and the rest of the
  * forward pass already takes the same order for a sequence whatever shares
  * its batch. HEARTH_TEST_SHORT (the sanitizer run, where decoding is slow)
  * quarters the lengths. */

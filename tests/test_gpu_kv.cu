@@ -52,7 +52,7 @@ static void fill(float *x) {
     }
 }
 
-/* What the CPU writes into a cache of `type` with these kernels (cpu_backend.c hl_cpu_cache_from_float). */
+/* What the CPU writes into a cache of `type` with these kernels (cpu/backend.c hl_cpu_cache_from_float). */
 static hl_from_float_fn cpu_writer(const hl_cpu_type_ops *ops, uint32_t type) {
     return ops && ops->vec_dot_type == type ? ops->act_from_float : hl_quant_get(type)->from_float;
 }

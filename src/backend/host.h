@@ -18,7 +18,7 @@ typedef struct hl_cpu_limits {
     int64_t max_row;    /* longest matmul input row (max of n_embd, n_ff, n_head * head_dim) */
     int64_t n_ctx;      /* longest attention span */
     bool scalar;        /* use the scalar kernels (the oracle) whatever the CPU has: op tests */
-    bool flash_attn;    /* attention by tiles with an online softmax (backend/cpu/cpu_flash_attn.c)
+    bool flash_attn;    /* attention by tiles with an online softmax (backend/cpu/flash_attn.c)
                            rather than in llama.cpp's order without flash attention */
 } hl_cpu_limits;
 

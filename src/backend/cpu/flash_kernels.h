@@ -1,20 +1,21 @@
-/* Tile kernels of the CPU's tiled attention (cpu_flash_attn.c, the path
+/* Tile kernels of the CPU's tiled attention (flash_attn.c, the path
  * --flash-attn on runs): FlashAttention's blocks (Dao et al. 2022,
  * arXiv:2205.14135) with the online softmax of Milakov & Gimelshein 2018
  * (arXiv:1805.02867), in F32. A tile is FA_TILE keys; a task's query rows
  * (token, head) are scaled queries of hd_pad floats, zero past the head
  * size, an even number of them. K and V tiles are converted from the F16
  * cache once and then read by every row. One table per level, as
- * cpu_kernels.h: the scalar one is plain C; the SIMD ones (flash_avx2.c,
- * flash_avx512.c) are one text, flash_simd.h, compiled per level. Their sums
- * differ from the scalar ones' by float rounding only. */
+ * row_kernels.h: the scalar one is plain C; the SIMD ones
+ * (x86_avx2/flash_kernels_avx2.c, x86_avx512/flash_kernels_avx512.c) are
+ * one text, flash_simd.h, compiled per level. Their sums differ from the
+ * scalar ones' by float rounding only. */
 #ifndef HEARTH_BACKEND_CPU_FLASH_KERNELS_H
 #define HEARTH_BACKEND_CPU_FLASH_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/device.h"
 #include "quant/quant.h"
 
 #define FA_TILE 64     /* keys per tile (a multiple of FA_KEY_PAD) */

@@ -1,7 +1,8 @@
 /* The SIMD tile kernels of the tiled attention (flash_kernels.h), written
- * once over a float vector of FV_W lanes: flash_avx2.c (8 lanes) and
- * flash_avx512.c (16) define FV, FV_W and the fv_* operations, then include
- * this file, which defines the static functions of their table. FV_W
+ * once over a float vector of FV_W lanes: an instruction set's
+ * flash_kernels_<isa>.c (x86_avx2/: 8 lanes, x86_avx512/: 16) defines FV,
+ * FV_W and the fv_* operations, then includes this file, which defines the
+ * static functions of its table. FV_W
  * divides FA_KEY_PAD and FA_HD_ALIGN, so every loop runs whole vectors.
  *
  * qk: 2 query rows x 4 keys per step, 8 accumulators, the 4 K rows loaded

@@ -7,10 +7,11 @@
  * F32); the dot product then runs on integers block by block and applies the
  * scales per block. BF16 keeps BF16 activations, as ggml does, so that
  * results track llama.cpp's; the batch kernels of F16 and BF16 hold those
- * F16 / BF16 values as floats (vec_dot_f_avx2.c), converted once. The K-quant kernels live in vec_dot_k*.c
- * (the generic AVX-512 parts in k_avx512.h).
+ * F16 / BF16 values as floats (vec_dot_f_avx2.c), converted once. The
+ * K-quant kernels live in vec_dot_k.c and <isa>/vec_dot_k_<isa>.c (the
+ * generic AVX-512 parts in x86_avx512/k_kernels_avx512.h).
  *
- * Kernels exist per level (cpu_features.h): the scalar ones are the oracle;
+ * Kernels exist per level (device.h): the scalar ones are the oracle;
  * the SIMD ones are tested against them. The AVX-512 level runs the AVX2
  * kernels except where vec_dot_avx512.c, vec_dot_k_avx512.c and
  * vec_dot_q1_avx512.c put in their own (for decode: every quantized type),
@@ -57,7 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/device.h"
 #include "quant/quant.h"
 
 /* For the kernel files: forced inlining of generic kernels specialised by
@@ -145,7 +146,7 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
 
 /* Panels, for matrix-matrix products of at least HL_CPU_PANEL_MIN tokens:
  * HL_PANEL_ROWS consecutive weight rows are repacked once per matmul (or
- * per block of tokens, cpu_matmul.c) into a per-thread buffer (at most
+ * per block of tokens, matmul.c) into a per-thread buffer (at most
  * HL_PANEL_BYTES(n) bytes), in a layout where one SIMD lane holds one row
  * (the quantized types) or converted to floats (the float types; F16 stays
  * halves at the AVX2 level on AMD Zen, vec_dot_f_avx2.c), and then
@@ -202,7 +203,7 @@ typedef struct hl_cpu_type_ops {
      * needs none. Writes what hl_act_q8_0_aux writes. */
     void (*act_aux)(int64_t n, hl_act_aux *aux, const void *act_row);
     /* Whether panel_dot takes any number of tokens at once (the matmul's
-     * blocks, cpu_matmul.c; it blocks them further itself) rather than at
+     * blocks, matmul.c; it blocks them further itself) rather than at
      * most 4. */
     bool panel_block;
 } hl_cpu_type_ops;

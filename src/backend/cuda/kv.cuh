@@ -128,7 +128,7 @@ template <uint32_t T> __device__ __forceinline__ void kv_load8(const uint8_t *he
 }
 
 // Query element x as the CPU's attention rounds it for a K cache of type T
-// (to K's vec-dot type: cpu_attention.c, cpu_flash_attn.c): BF16 for BF16;
+// (to K's vec-dot type: cpu/attention.c, cpu/flash_attn.c): BF16 for BF16;
 // Q8_0 blocks for Q8_0 and Q4_0, with the CPU quantizer above, so that each
 // score is the product the CPU sums. Kept in F32 for F16 (the F16 kernel's
 // measured bounds against the CPU's F16 query hold). For the quantized

@@ -57,7 +57,7 @@ static __global__ void rope_store_kernel(float *q, const float *__restrict__ k, 
 // A block per (row, head) of rows [row0, ...) of a cache {n_head * hd,
 // n_ctx} of type T, shared memory hd floats: the head converted to F32
 // (dequant.cuh), its pairs rotated to position delta as the CPU rotates
-// them (cpu_ops.c rotate_head: fma(x0, c, -(x1 s)), fma(x0, s, x1 c)), then
+// them (cpu/ops.c rotate_head: fma(x0, c, -(x1 s)), fma(x0, s, x1 c)), then
 // written back by kv<T>::put, which requantizes a quantized head whole with
 // the CPU's bytes (llama.cpp casts such a cache to F32 around its rope).
 template <uint32_t T> static __global__ void __launch_bounds__(SHIFT_THREADS)

@@ -28,7 +28,7 @@
  * use its 4 x 3 register tile, one 8-lane half of the results at a time.) */
 #include <immintrin.h>
 
-#include "backend/cpu/simd16_avx2.h"
+#include "backend/cpu/x86_avx2/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
 
 /* ------------------------------------------------ activation conversion -- */
@@ -291,7 +291,7 @@ static ALWAYS_INLINE void block_tokens(uint32_t pt, int nc, int64_t n, int64_t k
         tile_block(pt, nc, len, (const uint8_t *)w + (size_t)r0 * (size_t)len * pe_size(pt), a, acc, h, r0, k0 == 0);
 }
 
-/* Any number of tokens (panel_block: a block of the batch, cpu_matmul.c),
+/* Any number of tokens (panel_block: a block of the batch, matmul.c),
  * per block of TOK_BLOCK in tiles of 3 (the rest as 2 + 2, 2 or 1); per
  * result the two halves' accumulators added and summed in v16_reduce's
  * order at the end. The weight type no longer matters (the panel holds

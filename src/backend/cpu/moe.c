@@ -7,7 +7,7 @@
  * the weighted views added one by one in float. */
 #include <math.h>
 
-#include "backend/cpu/cpu_impl.h"
+#include "backend/cpu/common.h"
 
 void hl_cpu_moe_route(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, hl_tensor *weights) {
     (void)b;

@@ -19,14 +19,14 @@
  * 0..31 as stored, Q5_0 q + 16 (its stored 5-bit value), Q8_0 q + 128 (the
  * sign bit flipped); the bias comes off exactly through the integer
  * accumulator's start, -bias * (the activations' group sums). */
-#ifndef HEARTH_BACKEND_CPU_Q32_AVX512_H
-#define HEARTH_BACKEND_CPU_Q32_AVX512_H
+#ifndef HEARTH_BACKEND_CPU_Q32_DECODE_AVX512_H
+#define HEARTH_BACKEND_CPU_Q32_DECODE_AVX512_H
 
 #include <immintrin.h>
 #include <stdbool.h>
 
-#include "backend/cpu/simd16_avx2.h"
-#include "backend/cpu/simd_avx512.h"
+#include "backend/cpu/x86_avx2/simd16_avx2.h"
+#include "backend/cpu/x86_avx512/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
 
 static ALWAYS_INLINE bool q32_has_min(uint32_t type) {

@@ -1,6 +1,6 @@
 /* Row kernels of the CPU ops other than the matmul: SwiGLU, the exponentials
  * of softmax, the two products of attention and rope's rotation. As with
- * vec_dot.h there is a table per level (cpu_features.h): the scalar kernels
+ * vec_dot.h there is a table per level (device.h): the scalar kernels
  * are the oracle, written plainly; the AVX2 ones reproduce, bit for bit,
  * what llama.cpp's x86 CPU backend computes in its AVX-512 build (the
  * reference's), including its order of additions and its polynomial exp
@@ -14,14 +14,14 @@
  * them through llamafile's tinyBLAS (ggml-cpu/llamafile/sgemm.cpp), whose
  * order of additions differs. Masked positions contribute exact zeros, so the
  * kernels skip them but keep the positions of the others in the order. */
-#ifndef HEARTH_BACKEND_CPU_KERNELS_H
-#define HEARTH_BACKEND_CPU_KERNELS_H
+#ifndef HEARTH_BACKEND_CPU_ROW_KERNELS_H
+#define HEARTH_BACKEND_CPU_ROW_KERNELS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/device.h"
 #include "quant/quant.h"
 
 /* Which of llama.cpp's two attention paths a product follows. */
@@ -65,7 +65,7 @@ const hl_cpu_kernels *hl_cpu_kernels_get(void);
 /* The kernels of one level; NULL if this CPU or build lacks it. For tests. */
 const hl_cpu_kernels *hl_cpu_kernels_at(hl_cpu_level level);
 
-/* The per-level tables (cpu_kernels.c, cpu_kernels_avx2.c). */
+/* The per-level tables (row_kernels.c, row_kernels_avx2.c). */
 extern const hl_cpu_kernels hl_cpu_kernels_scalar;
 extern const hl_cpu_kernels hl_cpu_kernels_avx2;
 

@@ -1,4 +1,4 @@
-/* Helpers shared by the AVX2 kernel files (*_avx2.c, compiled with -mavx2
+/* Helpers shared by the AVX2 kernel files (x86_avx2/, compiled with -mavx2
  * -mfma -mf16c): the dword transpose that builds panels (vec_dot.h) and the
  * 4-byte broadcast that panel kernels multiply them with. */
 #ifndef HEARTH_BACKEND_CPU_SIMD_AVX2_H

@@ -44,10 +44,10 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "backend/cpu/k_panel_avx2.h"
-#include "backend/cpu/simd16_avx2.h"
-#include "backend/cpu/simd_k_scales.h"
 #include "backend/cpu/vec_dot.h"
+#include "backend/cpu/x86_avx2/k_panel_avx2.h"
+#include "backend/cpu/x86_avx2/k_scales_avx2.h"
+#include "backend/cpu/x86_avx2/simd16_avx2.h"
 
 #define N_CHUNKS (HL_QK_K / 32)
 

@@ -1,8 +1,9 @@
-/* The packed sub-block scales of Q3_K, Q4_K and Q5_K unpacked four bytes at a
- * time (SSE2, AVX2), for the SIMD K-quant kernels of every level (vec_dot_k_avx2.c,
- * k_avx512.h). Layouts: quant/quant_k.h. */
-#ifndef HEARTH_BACKEND_CPU_SIMD_K_SCALES_H
-#define HEARTH_BACKEND_CPU_SIMD_K_SCALES_H
+/* The packed sub-block scales of Q3_K, Q4_K and Q5_K unpacked four bytes at
+ * a time (SSE2, AVX2), for the SIMD K-quant kernels of every x86 level
+ * (vec_dot_k_avx2.c, x86_avx512/k_kernels_avx512.h). Layouts:
+ * quant/quant_k.h. */
+#ifndef HEARTH_BACKEND_CPU_K_SCALES_AVX2_H
+#define HEARTH_BACKEND_CPU_K_SCALES_AVX2_H
 
 #include <immintrin.h>
 #include <stdint.h>

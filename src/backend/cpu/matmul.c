@@ -9,7 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "backend/cpu/cpu_impl.h"
+#include "backend/cpu/common.h"
 #include "backend/cpu/vec_dot.h"
 #include "gguf/ggml_types.h"
 #include "quant/quant.h"

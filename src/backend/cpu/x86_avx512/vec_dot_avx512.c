@@ -12,25 +12,26 @@
  * the weight + 128), and the bias comes off through the activations' sums:
  * sum((q - 8) * a) = sum(q * a) - 8 * sum(a), all exact integers.
  *
- * Panels (vec_dot.h) of Q4_0, Q5_0 and Q8_0, in panel_avx512.h's layout
+ * Panels (vec_dot.h) of Q4_0, Q5_0 and Q8_0, in q32_panel_avx512.h's layout
  * (lane r = row r, one vpdpbusd per group of four quants): Q4_0 adds the
  * eight groups of a block (llama.cpp's repacked order keeps one total per
  * block); Q5_0 and Q8_0 keep ggml's eight lanes apart, as eight
  * accumulators (panel32_ggml8).
  *
  * Decode (one token): Q4_0 four rows at a time, two blocks per vpdpbusd;
- * Q5_0 and Q8_0 four rows at a time, two rows per vpdpbusd (q32_avx512.h).
+ * Q5_0 and Q8_0 four rows at a time, two rows per vpdpbusd
+ * (q32_decode_avx512.h).
  * The kernels of the K-quants (vec_dot_k_avx512.c), of Q4_1 and Q5_1
  * (vec_dot_q1_avx512.c) and of the float types (vec_dot_f_avx512.c) are put
  * in by table_init. */
 #include <immintrin.h>
 #include <pthread.h>
 
-#include "backend/cpu/panel_avx512.h"
-#include "backend/cpu/q32_avx512.h"
-#include "backend/cpu/simd16_avx2.h"
-#include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
+#include "backend/cpu/x86_avx2/simd16_avx2.h"
+#include "backend/cpu/x86_avx512/q32_decode_avx512.h"
+#include "backend/cpu/x86_avx512/q32_panel_avx512.h"
+#include "backend/cpu/x86_avx512/simd_avx512.h"
 
 /* hl_act_q8_0_aux: the group sums of four through one vpdpbusd with ones. */
 static void act_aux_q8_0(int64_t n, hl_act_aux *aux, const void *act_row) {
@@ -117,7 +118,7 @@ static void dot_4r_q4_0(int64_t n, float s[4], const void *w, size_t w_stride, c
 
 /* ------------------------------------------- Q4_0, Q5_0, Q8_0 panels -- */
 
-/* The 32 quants of block b of a row as unsigned bytes (panel_avx512.h) and
+/* The 32 quants of block b of a row as unsigned bytes (q32_panel_avx512.h) and
  * the scale: Q4_0 the nibble (weight u - 8); Q5_0 and Q8_0 the weight +
  * 128, so that one correction, -128 * sum(a) (hl_act_aux.quad128), serves
  * both. */
@@ -187,7 +188,7 @@ static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *pan
     }
 }
 
-/* Q5_0, Q8_0: ggml's order (panel_avx512.h). */
+/* Q5_0, Q8_0: ggml's order (q32_panel_avx512.h). */
 static void panel_dot_q8(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
                          size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
     panel32_ggml8(false, n, y, y_stride, panel, act, act_stride, aux, aux_stride, n_tok);

@@ -1,11 +1,11 @@
-/* What the K-quant panel kernels of every SIMD level (k_avx512.h,
+/* What the K-quant panel kernels of every SIMD level (k_kernels_avx512.h,
  * k_panel_avx2.h) share: the types' constants, the float orders, and one
  * super-block of a weight row unpacked for the packers (its quants as one
  * byte each per chunk of 32 elements, biased to be unsigned, and its scales,
  * mins, d and dmin). AVX2 only, so that both levels use it. Layouts:
  * quant/quant_k.h. */
-#ifndef HEARTH_BACKEND_CPU_K_UNPACK_H
-#define HEARTH_BACKEND_CPU_K_UNPACK_H
+#ifndef HEARTH_BACKEND_CPU_K_UNPACK_AVX2_H
+#define HEARTH_BACKEND_CPU_K_UNPACK_AVX2_H
 
 #include <immintrin.h>
 #include <stdbool.h>
@@ -31,8 +31,8 @@ static ALWAYS_INLINE bool pk_repacked(uint32_t type) { /* llama.cpp's repacked o
     return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q4_K;
 }
 
-/* The float order of a panel call (k_avx512.h's file comment): llama.cpp's
- * repacked gemv or gemm, or its tiled kernels. */
+/* The float order of a panel call (k_kernels_avx512.h's file comment):
+ * llama.cpp's repacked gemv or gemm, or its tiled kernels. */
 typedef enum pk_order { PK_GEMV, PK_GEMM, PK_TILED } pk_order;
 
 /* Sub-blocks per part of a super-block, the unit of the float operations:

@@ -1,7 +1,7 @@
 /* CPU backend instance: memory, thread pool, scratch, what it can run
  * (supports_op), and the op table. */
-#include "backend/cpu/cpu_impl.h"
-#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/common.h"
+#include "backend/cpu/row_kernels.h"
 #include "backend/cpu/flash_kernels.h"
 #include "backend/cpu/vec_dot.h"
 
@@ -94,7 +94,7 @@ hl_from_float_fn hl_cpu_cache_from_float(hl_backend *b, uint32_t type) {
     return ops && ops->vec_dot_type == type ? ops->act_from_float : hl_quant_get(type)->from_float;
 }
 
-/* matmul_unit (cpu_impl.h): the largest of the blocks a row is cut into
+/* matmul_unit (common.h): the largest of the blocks a row is cut into
  * (all are 1, 32 or 256, so the largest is a multiple of the others). */
 static void find_matmul_units(hl_cpu *cpu) {
     for (uint32_t type = 0; type < GGML_TYPE_COUNT; type++) {

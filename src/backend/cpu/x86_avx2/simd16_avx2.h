@@ -1,6 +1,6 @@
 /* ggml's 16-lane float arithmetic, spelled with AVX2, and its horizontal
- * sums. Only for the SIMD files (*_avx2.c, compiled with -mavx2 -mfma
- * -mf16c, and *_avx512.c).
+ * sums. Only for the files of x86_avx2/ (compiled with -mavx2 -mfma -mf16c)
+ * and x86_avx512/.
  *
  * llama.cpp built for an AVX-512 CPU (the reference's -march=native build)
  * runs its float vector code in 16-lane registers: dot products keep four

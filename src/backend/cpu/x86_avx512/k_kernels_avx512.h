@@ -44,17 +44,17 @@
  *   tiled kernels, per super-block r = float(s1) * d, for Q5_K r = fma(-dmin,
  *   float(s2), r), then acc = fma(r, d_a, acc), s1 = sum(sc * q * a) and
  *   s2 = sum(m * a) exact. */
-#ifndef HEARTH_BACKEND_CPU_K_AVX512_H
-#define HEARTH_BACKEND_CPU_K_AVX512_H
+#ifndef HEARTH_BACKEND_CPU_K_KERNELS_AVX512_H
+#define HEARTH_BACKEND_CPU_K_KERNELS_AVX512_H
 
 #include <immintrin.h>
 #include <stdbool.h>
 
-#include "backend/cpu/k_unpack.h"
-#include "backend/cpu/simd16_avx2.h"
-#include "backend/cpu/simd_k_scales.h"
-#include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
+#include "backend/cpu/x86_avx2/k_scales_avx2.h"
+#include "backend/cpu/x86_avx2/k_unpack_avx2.h"
+#include "backend/cpu/x86_avx2/simd16_avx2.h"
+#include "backend/cpu/x86_avx512/simd_avx512.h"
 
 /* Byte offsets in a super-block of a panel. */
 #define PK_SCALES (64 * 64)

@@ -4,7 +4,7 @@
  * says the CPU has them. */
 #include <immintrin.h>
 
-#include "backend/cpu/simd16_avx2.h"
+#include "backend/cpu/x86_avx2/simd16_avx2.h"
 
 typedef __m256 FV;
 #define FV_W 8

@@ -3,7 +3,7 @@
  * take the (token, head) pairs in turn; each keeps its scores and probabilities in
  * its own slice of the backend's scratch, so nothing is allocated here.
  *
- * The arithmetic is llama.cpp's without flash attention (cpu_kernels.h):
+ * The arithmetic is llama.cpp's without flash attention (row_kernels.h):
  * the query rounded to F16, K.q in the order of the path llama.cpp takes for
  * this batch size, softmax(scale * K.q) with ggml's exp and a double sum, the
  * probabilities rounded to F16, then V^T.P, over an F16 KV cache. Other
@@ -20,11 +20,11 @@
  * dot products take the order llama.cpp takes for a batch of that
  * sequence's tokens in the pass: a sequence's results do not depend on the
  * other sequences sharing the pass. This is flash_attn OFF; an instance
- * made with flash_attn runs the tiled path instead (cpu_flash_attn.c). */
+ * made with flash_attn runs the tiled path instead (flash_attn.c). */
 #include <math.h>
 
-#include "backend/cpu/cpu_impl.h"
-#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/common.h"
+#include "backend/cpu/row_kernels.h"
 #include "quant/quant.h"
 
 typedef struct attn_task {
@@ -100,7 +100,7 @@ static void pv_rows(const attn_task *t, int64_t n, float *p, hl_half *probs, con
  * the masked positions too and gives them probability 0 (score -inf), which
  * adds exact zeros to every sum. The kernels assign a position to a lane and
  * accumulator by its index (softmax in chunks of 16, P.V in 64 classes, see
- * cpu_kernels.h), so starting at j0, the multiple of 64 at or below first,
+ * row_kernels.h), so starting at j0, the multiple of 64 at or below first,
  * keeps every unmasked position where it was and leaves out only leading
  * zeros: the result is llama.cpp's, bit for bit. */
 #define SWA_ALIGN 64

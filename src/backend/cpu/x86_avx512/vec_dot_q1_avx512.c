@@ -10,16 +10,16 @@
  * float(isum), acc) per block; m_w * s_a in a separate chain ms = fma(m_w,
  * s_a, ms); the result hsum8_ggml(acc) + ms.
  *
- * Decode: q32_avx512.h's 4-row kernel (two rows per vpdpbusd).
+ * Decode: q32_decode_avx512.h's 4-row kernel (two rows per vpdpbusd).
  *
- * Panels: panel_avx512.h's layout with two scale vectors (d, m) and its
+ * Panels: q32_panel_avx512.h's layout with two scale vectors (d, m) and its
  * eight-lane kernel on Q8_1 activations. */
 #include <immintrin.h>
 
-#include "backend/cpu/panel_avx512.h"
-#include "backend/cpu/q32_avx512.h"
-#include "backend/cpu/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
+#include "backend/cpu/x86_avx512/q32_decode_avx512.h"
+#include "backend/cpu/x86_avx512/q32_panel_avx512.h"
+#include "backend/cpu/x86_avx512/simd_avx512.h"
 
 /* ------------------------------------------------------------ decode -- */
 

@@ -1,6 +1,6 @@
 /* Private state of the CPU backend, shared by its op files. */
-#ifndef HEARTH_CPU_IMPL_H
-#define HEARTH_CPU_IMPL_H
+#ifndef HEARTH_BACKEND_CPU_COMMON_H
+#define HEARTH_BACKEND_CPU_COMMON_H
 
 #include "backend/host.h"
 #include "backend/cpu/vec_dot.h"
@@ -20,7 +20,7 @@ typedef struct hl_cpu {
      * pass belong to the same sequence */
     int32_t *pos, *row0, *run;
     int32_t n_pos;
-    /* one expert's rows of a matmul_id (cpu_moe.c), max_tokens each: x and y row of each */
+    /* one expert's rows of a matmul_id (moe.c), max_tokens each: x and y row of each */
     int32_t *moe_x_rows, *moe_y_rows;
     /* the tiled attention's scratch (limits.flash_attn only): per thread
      * hl_cpu_flash_ws_floats() floats; block starts (max_tokens + 1);

@@ -1,7 +1,7 @@
-/* Scalar row kernels (the oracle for the SIMD levels, see cpu_kernels.h) and
+/* Scalar row kernels (the oracle for the SIMD levels, see row_kernels.h) and
  * the choice of kernels by CPU level. Plain formulas: libm's expf, sums in
  * double; they agree with llama.cpp to float rounding, not bit for bit. */
-#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/row_kernels.h"
 #include "backend/cpu/rope_rotate.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* CPUID-based feature detection for choosing the CPU kernels at run time. */
-#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/device.h"
 
 #include <pthread.h>
 #include <stdint.h>

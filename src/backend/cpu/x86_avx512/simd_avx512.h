@@ -1,4 +1,4 @@
-/* Helpers shared by the AVX-512 kernel files (*_avx512.c, compiled with
+/* Helpers shared by the AVX-512 kernel files (x86_avx512/, compiled with
  * -mavx512f -mavx512bw -mavx512vl -mavx512vnni): the dword transpose that
  * builds panels (vec_dot.h), a 4-byte broadcast and the unpacking of 4- and
  * 5-bit quants. */

@@ -1,13 +1,13 @@
 /* AVX2 panels (vec_dot.h) of the K-quants, specialised by a constant type
  * argument; their entry points are in vec_dot_k_avx2.c. The AVX-512 panels
- * (k_avx512.h) in 8-lane form: no vpdpbusd at this level, so the integer
- * sums are formed with maddubs and madd.
+ * (x86_avx512/k_kernels_avx512.h) in 8-lane form: no vpdpbusd at this
+ * level, so the integer sums are formed with maddubs and madd.
  *
  * Layout. The 16 rows of a panel are two halves of 8 (rows 8h .. 8h + 7),
  * all of half 0's super-blocks first, then half 1's. Per super-block of a
  * half, lane r for its row r everywhere:
  * - 64 vectors of quants: vector v holds elements 4v .. 4v + 3 of each row
- *   as the unsigned bytes u of k_unpack.h (Q2_K sc * q, Q3_K q + 4, Q6_K
+ *   as the unsigned bytes u of k_unpack_avx2.h (Q2_K sc * q, Q3_K q + 4, Q6_K
  *   q + 32, else q);
  * - the sub-block scales (not Q2_K, whose scales are in its quants), one
  *   vector per sub-block, the scale as two equal int16 per lane;
@@ -24,15 +24,15 @@
  * with the activation sums of the same two sub-blocks (bsums, or for Q4_K /
  * Q5_K sums of 32): imin = sum(m * bsums), or sum(sc * bsums), of which bias
  * times comes off sum(sc * u * a) (the weight quant being u - bias). All
- * exact, so the float operations on them follow k_avx512.h's orders, the
- * bits of the kernels of vec_dot_k_avx2.c. */
+ * exact, so the float operations on them follow k_kernels_avx512.h's
+ * orders, the bits of the kernels of vec_dot_k_avx2.c. */
 #ifndef HEARTH_BACKEND_CPU_K_PANEL_AVX2_H
 #define HEARTH_BACKEND_CPU_K_PANEL_AVX2_H
 
 #include <immintrin.h>
 
-#include "backend/cpu/k_unpack.h"
-#include "backend/cpu/simd_avx2.h"
+#include "backend/cpu/x86_avx2/k_unpack_avx2.h"
+#include "backend/cpu/x86_avx2/simd_avx2.h"
 #include "backend/cpu/vec_dot.h"
 
 #define KP_ROWS 8 /* rows of a half */

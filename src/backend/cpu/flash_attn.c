@@ -1,7 +1,7 @@
 /* Tiled CPU attention over the F16 KV cache, what --flash-attn on runs
  * (FlashAttention, Dao et al. 2022, arXiv:2205.14135, with the online
  * softmax of Milakov & Gimelshein 2018, arXiv:1805.02867). The exact path
- * (cpu_attention.c) reads every K and V row once per query token and head;
+ * (attention.c) reads every K and V row once per query token and head;
  * here a task is a block of query tokens of one sequence times the query
  * heads of one KV head (grouped-query attention: they read the same rows),
  * up to FA_ROWS rows, and streams that sequence's K and V once, FA_TILE
@@ -43,8 +43,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "backend/cpu/cpu_impl.h"
-#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/common.h"
+#include "backend/cpu/row_kernels.h"
 #include "backend/cpu/flash_kernels.h"
 
 #define FA_CHUNK (4 * FA_TILE) /* cells per chunk: the unit of merging and of splitting a task */

@@ -19,8 +19,8 @@
  * AVX-512 build of ggml) does not matter. */
 #include <immintrin.h>
 
-#include "backend/cpu/simd16_avx2.h"
-#include "backend/cpu/simd_avx2.h"
+#include "backend/cpu/x86_avx2/simd16_avx2.h"
+#include "backend/cpu/x86_avx2/simd_avx2.h"
 #include "backend/cpu/vec_dot.h"
 
 /* --------------------------------------------------------------- helpers -- */
@@ -275,7 +275,7 @@ static void dot_4c_q4_0(int64_t n, float s[4], const void *w_row, const void *ac
 }
 
 /* Panels (vec_dot.h) of Q4_0, Q4_1 and Q5_1, laid out as the AVX-512 ones
- * (panel_avx512.h): per block, eight 64-byte vectors whose dword r holds
+ * (q32_panel_avx512.h): per block, eight 64-byte vectors whose dword r holds
  * elements 4k..4k+3 of row r, then the 16 row scales (and for Q4_1/Q5_1
  * the 16 mins); each vector is two halves of 8 rows here. maddubs and madd
  * with ones stand in for vpdpbusd. Q4_0 stores the nibbles 0..15 and

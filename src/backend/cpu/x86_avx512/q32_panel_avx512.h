@@ -1,20 +1,20 @@
 /* Panels (vec_dot.h) of the 32-element block types, shared by the AVX-512
  * kernel files: vec_dot_avx512.c (Q4_0, Q5_0, Q8_0 weights against Q8_0
  * activations) and vec_dot_q1_avx512.c (Q4_1, Q5_1 against Q8_1). Only for
- * *_avx512.c files.
+ * x86_avx512/'s files.
  *
  * Layout, per block of 32 elements: 8 vectors of 64 bytes, vector k holding
  * elements 4k..4k+3 of row r as unsigned bytes in dword r, then n_scales
  * vectors of 16 floats, the rows' d (and, for Q4_1 and Q5_1, their m). One
  * vpdpbusd per vector with the activations' 4 bytes broadcast gives lane r
  * that group's dot product for row r, with no horizontal sums. */
-#ifndef HEARTH_BACKEND_CPU_PANEL_AVX512_H
-#define HEARTH_BACKEND_CPU_PANEL_AVX512_H
+#ifndef HEARTH_BACKEND_CPU_Q32_PANEL_AVX512_H
+#define HEARTH_BACKEND_CPU_Q32_PANEL_AVX512_H
 
 #include <immintrin.h>
 #include <stdbool.h>
 
-#include "backend/cpu/simd_avx512.h"
+#include "backend/cpu/x86_avx512/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
 
 #define PANEL32_QUANTS (8 * 64)

@@ -1,13 +1,13 @@
-/* AVX2 + FMA + F16C row kernels (cpu_kernels.h) that reproduce llama.cpp's
+/* AVX2 + FMA + F16C row kernels (row_kernels.h) that reproduce llama.cpp's
  * x86 AVX-512 arithmetic bit for bit, using ggml's 16-lane operations as
  * spelled in simd16_avx2.h. Compiled with -mavx2 -mfma -mf16c and used only
  * after hl_cpu_level_best() says the CPU has them; -std=c11 keeps GCC from
  * contracting the scalar tails into FMAs that ggml does not do. */
 #include <math.h>
 
-#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/row_kernels.h"
 #include "backend/cpu/rope_rotate.h"
-#include "backend/cpu/simd16_avx2.h"
+#include "backend/cpu/x86_avx2/simd16_avx2.h"
 
 /* ggml_vec_swiglu_f32 (ggml-cpu/vec.cpp): ggml_v_silu(x) * g on whole
  * 16-lane chunks (lane-wise, so 8 lanes at a time is the same), and

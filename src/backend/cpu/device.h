@@ -1,9 +1,10 @@
-/* Run-time detection of the x86 SIMD extensions the CPU kernels use, and the
- * kernel level they allow. Detection uses CPUID through GCC's
- * __builtin_cpu_supports, which also checks that the OS saves the AVX and
- * AVX-512 registers (XGETBV). On other architectures every flag is false. */
-#ifndef HEARTH_BACKEND_CPU_FEATURES_H
-#define HEARTH_BACKEND_CPU_FEATURES_H
+/* The host CPU as the CPU backend's device: run-time detection of the x86
+ * SIMD extensions the CPU kernels use, and the kernel level they allow.
+ * Detection reads CPUID and checks with XGETBV that the OS saves the AVX
+ * and AVX-512 registers (device.c). On other architectures every flag is
+ * false. */
+#ifndef HEARTH_BACKEND_CPU_DEVICE_H
+#define HEARTH_BACKEND_CPU_DEVICE_H
 
 #include <stdbool.h>
 

@@ -19,8 +19,8 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
-#include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
+#include "backend/cpu/x86_avx2/simd16_avx2.h"
 
 /* _mm512_reduce_add_ps as GCC defines it (avx512fintrin.h), which tinyBLAS's
  * and ggml's hsum call: lanes i + (i+8), then hsum8_ggml's order. */

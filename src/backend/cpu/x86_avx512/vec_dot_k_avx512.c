@@ -1,30 +1,30 @@
 /* AVX-512 VNNI kernels of the K-quants (Q2_K .. Q6_K) against Q8_K
  * activations, put into the AVX-512 table by vec_dot_avx512.c: the entry
- * points of k_avx512.h's generic decode and panel kernels. Compiled with
- * -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only after
+ * points of k_kernels_avx512.h's generic decode and panel kernels.
+ * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni; called only after
  * hl_cpu_level_best() says the CPU has them. Each keeps the float order of
  * the AVX2 kernel it replaces (vec_dot_k_avx2.c), which is llama.cpp's:
  * - Q2_K, Q4_K: llama.cpp's repacked q2_K_8x8 / q4_K_8x8 kernels: decode
  *   (vec_dot_4r) in gemv's order, panels in gemv's (fewer than 4 tokens)
  *   and gemm's (4); their 1x1 vec_dot stays the AVX2 one;
  * - Q3_K, Q5_K, Q6_K decode: ggml_vec_dot_q*_K_q8_K's AVX2 order, ggml's
- *   8-lane layout (k_avx512.h) added into one 8-lane accumulator per
+ *   8-lane layout (k_kernels_avx512.h) added into one 8-lane accumulator per
  *   output with one FMA per super-block, summed in hsum_float_8's order;
  * - Q3_K, Q5_K, Q6_K from 8 tokens on (hl_cpu_type_ops.batch): panels in
  *   the order of llama.cpp's tiled kernels. */
 #include <immintrin.h>
 #include <stdbool.h>
 
-#include "backend/cpu/k_avx512.h"
-#include "backend/cpu/simd16_avx2.h"
 #include "backend/cpu/vec_dot.h"
+#include "backend/cpu/x86_avx2/simd16_avx2.h"
+#include "backend/cpu/x86_avx512/k_kernels_avx512.h"
 
 /* ---------------------------------------- Q3_K, Q5_K, Q6_K decode order -- */
 
 /* n_rows (1 or 4, a constant after inlining) rows w_stride bytes apart with
  * one token, each as ggml_vec_dot_q3_K/q5_K/q6_K_q8_K adds it
  * (vec_dot_k_avx2.c, v_step): per super-block acc = fma(d_a * d,
- * float(sumi lanes), acc) (Q6_K's -32 in the lanes, k_avx512.h), and
+ * float(sumi lanes), acc) (Q6_K's -32 in the lanes, k_kernels_avx512.h), and
  * for Q5_K summs = fma(-d_a * dmin, float(imin), summs); the result
  * hsum_float_8(acc) + summs. */
 static ALWAYS_INLINE void g_rows(uint32_t type, int n_rows, int64_t n, float *out, const void *w, size_t w_stride,
@@ -75,7 +75,7 @@ static ALWAYS_INLINE void g_rows(uint32_t type, int n_rows, int64_t n, float *ou
         kd_repacked_4r(T, n, s, w, w_stride, act_row);                                                     \
     }
 
-/* pack_panel and panel_dot of type T (k_avx512.h; no hl_act_aux). */
+/* pack_panel and panel_dot of type T (k_kernels_avx512.h; no hl_act_aux). */
 #define PANELS(T, name) HL_PANEL_ENTRIES(T, name, pk_pack, pk_panel_dot)
 
 REPACKED_DECODE(GGML_TYPE_Q2_K, q2_K)

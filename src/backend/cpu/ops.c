@@ -7,8 +7,8 @@
 #include <math.h>
 #include <pthread.h>
 
-#include "backend/cpu/cpu_impl.h"
-#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/common.h"
+#include "backend/cpu/row_kernels.h"
 #include "quant/quant.h"
 
 /* Below this many elements an op runs on the calling thread alone. */
@@ -247,7 +247,7 @@ typedef struct binary_task {
 } binary_task;
 
 /* silu(gate) * up row by row, as ggml_vec_swiglu_f32 is applied per row:
- * its 16-lane chunks start at each row (cpu_kernels.h). */
+ * its 16-lane chunks start at each row (row_kernels.h). */
 typedef struct swiglu_task {
     float *gate;
     const float *up;
