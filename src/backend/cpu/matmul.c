@@ -25,18 +25,18 @@ _Static_assert(PANEL_TOKENS % 4 == 0, "panel_dot's token groups do not depend on
 /* Kernels that take a block of tokens at once (panel_block) get the whole
  * batch when their activations are 8-bit (a weight panel, costly to
  * unpack, is then packed once per matmul), except Q8_0's, whose pack only
- * widens the quants (1.6% of a 1B pp512); with float activations (F32, F16
- * and BF16 weights: 4 bytes an element, 4 MiB for 512 tokens of
- * 2048-element rows) and Q8_0 weights (1.06 bytes) they get it in equal
- * blocks (multiples of 4) of about PANEL_ACT_BYTES, at least PANEL_TOKENS
- * tokens where fewer fit, so that a block's activations come from L2 or a
- * near L3 slice for each panel instead of streaming from far for every
- * panel; each panel is packed once per block (512 tokens of 2048-element
- * rows: 4 blocks of 128 floats, 2 of 256 Q8_0). Measured on Zen 3
- * (pp512 of the 1B shape, alternated runs): F16 +10% (2026-11-28), Q8_0
- * +4% (2026-11-29: the median ratio of 21 pairs, 15 of them faster, on a
- * machine whose speed moved 10% between runs); blocks for Q4_K_M too were
- * 15% slower (pack_q4_K). */
+ * widens the quants (a small share of a prompt's time); with float
+ * activations (F32, F16 and BF16 weights: 4 bytes an element, 4 MiB for
+ * 512 tokens of 2048-element rows) and Q8_0 weights (1.06 bytes) they get
+ * it in equal blocks (multiples of 4) of about PANEL_ACT_BYTES, at least
+ * PANEL_TOKENS tokens where fewer fit, so that a block's activations come
+ * from L2 or a near L3 slice for each panel instead of streaming from far
+ * for every panel; each panel is packed once per block (512 tokens of
+ * 2048-element rows: 4 blocks of 128 floats, 2 of 256 Q8_0). Blocks made
+ * F16 and Q8_0 prompts faster and Q4_K_M ones slower (pack_q4_K then runs
+ * once per block instead of once per matmul): bench/results/
+ * 2026-11-28-avx2-f16-blocks-zen3-cpu.md, 2026-11-29-avx2-q8_0-blocks-cpu.md
+ * (and 2026-12-02-kernel-comment-figures-cpu.md for the Q8_0 pack). */
 #define PANEL_ACT_BYTES (1 << 20)
 #define CONVERT_PARALLEL_MIN 16384 /* elements of x below which conversion runs on one thread */
 

@@ -1,8 +1,8 @@
 /* The rotation of one head by rope (ops.c), one text for the scalar and
  * the AVX2 row-kernel tables (row_kernels.h): compiled with -mfma in
  * row_kernels_avx2.c, fmaf is one instruction instead of a call into libm
- * (1.9% -> 0.3% of a SmolLM2 pp512 on Zen 3); both are exactly rounded, so
- * the two tables give the same bits. */
+ * (bench/results/2026-11-29-avx2-zen3-q8_0-order-cpu.md has the profile);
+ * both are exactly rounded, so the two tables give the same bits. */
 #ifndef HEARTH_BACKEND_CPU_ROPE_ROTATE_H
 #define HEARTH_BACKEND_CPU_ROPE_ROTATE_H
 

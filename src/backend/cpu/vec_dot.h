@@ -132,8 +132,8 @@ typedef void (*hl_vec_dot_fn)(int64_t n, float *s, const void *w_row, const void
  * Give rows far apart (a quarter of the rows in between: rows i, i + q,
  * i + 2q, i + 3q for i < q): four long sequential streams are what the
  * hardware prefetcher follows. Four adjacent rows are four short interleaved
- * streams it does not: measured on Zen 4 with a 60 MB Q8_0 matrix, 28 GB/s
- * spread out, 7 GB/s adjacent, 23 GB/s for vec_dot row by row. */
+ * streams it does not, and read far slower than rows far apart or vec_dot
+ * row by row (bench/results/2026-12-02-kernel-comment-figures-cpu.md). */
 typedef void (*hl_vec_dot_4r_fn)(int64_t n, float s[4], const void *w, size_t w_stride,
                                  const void *act_row);
 

@@ -11,14 +11,15 @@
 // vec_dot_f16); the scale multiplies the F32 score.
 //
 // It takes what attention.cu's flash-decoding kernel does for a prompt, a
-// block per (KV head, token), on CUDA cores (~13x llama.cpp's time a layer
-// on the H100 profile of 2026-11-27): passes of at least MMA_MIN_TOKENS
-// tokens of one sequence at consecutive positions, an F16 K and V cache,
-// head_dim a multiple of 16 up to 256. A pass of several sequences (the
-// server's batches) stays with flash-decoding, whose blocks read only the
-// rows each token sees. Masks as attention.cu: token t at position p of the
-// sequence whose cells start at row0 sees rows [row0 + lo, row0 + p], lo = 0
-// or p - n_swa + 1, and ALiBi adds slope(h) * -(p - j) for position j.
+// block per (KV head, token), on CUDA cores, which took many times
+// llama.cpp's time a layer (bench/results/2026-11-27-gpu-h100.md): passes
+// of at least MMA_MIN_TOKENS tokens of one sequence at consecutive
+// positions, an F16 K and V cache, head_dim a multiple of 16 up to 256. A
+// pass of several sequences (the server's batches) stays with
+// flash-decoding, whose blocks read only the rows each token sees. Masks
+// as attention.cu: token t at position p of the sequence whose cells start
+// at row0 sees rows [row0 + lo, row0 + p], lo = 0 or p - n_swa + 1, and
+// ALiBi adds slope(h) * -(p - j) for position j.
 #include <limits.h>
 #include <math.h>
 #include <mma.h>

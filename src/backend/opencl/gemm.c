@@ -34,34 +34,30 @@
 #include "quant/quant.h"
 
 /* Products of fewer tokens take the matmul kernels, which read a weight
- * row once per 8 tokens. On PoCL, SmolLM2's {1536, 576} (fastest of 3
- * alternating runs, ms, kernel / CLBlast): 8 tokens 4.6 / 17.2 (Q4_1), 7.0
- * / 8.2 (Q4_K); 16 tokens 13.2 / 11.8, 15.8 / 6.6; 32 tokens 36.9 / 23.8,
- * 33.9 / 17.7 (bench/results/2026-11-26-opencl-pocl.md). */
+ * row once per 8 tokens: on PoCL they beat dequantizing for CLBlast below
+ * 16 tokens and lose from 16 on (bench/results/2026-11-26-opencl-pocl.md). */
 #define GEMM_MIN_TOKENS 16
 
 /* Whether a weight type's prompt products take CLBlast, in the order of
- * hl_ocl_types (ops.c). Measured on PoCL 3.1 (pthread device, AMD EPYC
- * AVX2, 2 cores shared with other work: the fastest of 8 alternating runs
- * of test_backend_ops perf, bench/results/2026-11-26-opencl-pocl.md):
- * milliseconds of one product of SmolLM2's ffn_down {1536, 576} at 512
- * tokens, matmul kernel / dequantize + CLBlastSgemm. Every type but F16
- * gains; F16 (the kernel's cheapest read) ties within the noise: 0.91x by
- * the fastest runs, 1.7x by the medians, so it takes CLBlast too. */
+ * hl_ocl_types (ops.c), from one product of SmolLM2's ffn_down at 512
+ * tokens, matmul kernel against dequantize + CLBlastSgemm on PoCL
+ * (test_backend_ops perf; bench/results/2026-11-26-opencl-pocl.md): every
+ * type gains but F16 (the kernel's cheapest read), which ties within the
+ * noise and takes CLBlast too. */
 static const bool gemm_table[HL_OCL_N_TYPES] = {
-    true, /* F32   677 /  428 */
-    true, /* F16   464 /  509 */
-    true, /* BF16  564 /  508 */
-    true, /* Q4_0  832 /  580 */
-    true, /* Q4_1  626 /  477 */
-    true, /* Q5_0  976 /  424 */
-    true, /* Q5_1  727 /  473 */
-    true, /* Q8_0  474 /  406 */
-    true, /* Q2_K  996 /  456 */
-    true, /* Q3_K  809 /  459 */
-    true, /* Q4_K  712 /  411 */
-    true, /* Q5_K  667 /  384 */
-    true, /* Q6_K 1092 /  376 */
+    true, /* F32 */
+    true, /* F16 */
+    true, /* BF16 */
+    true, /* Q4_0 */
+    true, /* Q4_1 */
+    true, /* Q5_0 */
+    true, /* Q5_1 */
+    true, /* Q8_0 */
+    true, /* Q2_K */
+    true, /* Q3_K */
+    true, /* Q4_K */
+    true, /* Q5_K */
+    true, /* Q6_K */
 };
 
 #define DQ_WG 64 /* the MV_WG of kernels/matmul.cl */

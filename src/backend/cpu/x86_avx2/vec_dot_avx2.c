@@ -139,10 +139,9 @@ static void act_q8_1(const float *x, void *dst, int64_t n) {
  *   activation block once for four rows, whose four chains overlap;
  * - vec_dot_4c (1 weight row x 4 activation rows, for prompts) unpacks each
  *   weight block once for four tokens.
- * All three give each result the bits of ggml's 1 x 1 kernel.
- * Measured on Zen 4 (Q4_1, n = 576), in cycles per block product, with two
- * accumulators in 1x1: 1x1 5.0, 4r 4.0, 4c 3.0; larger tiles (2x4) gained
- * under 3%. */
+ * All three give each result the bits of ggml's 1 x 1 kernel. The tiles
+ * take fewer cycles per block product than 1 x 1; larger tiles (2 x 4)
+ * gained little (bench/results/2026-12-02-kernel-comment-figures-cpu.md). */
 
 /* Lane 1 of each of four vectors: [a1, b1, c1, d1]. */
 static inline __m128 lane1_x4(__m128 a, __m128 b, __m128 c, __m128 d) {
@@ -337,9 +336,9 @@ static void pack_q4_0(int64_t n, void *panel, const void *w, size_t w_stride) {
  * HL_PANEL_BYTES' 64). */
 #define HALF_BLOCK (16 * 32 + 8 * 4)
 /* The pack reads the panel's 8 rows of a half side by side, a block of
- * each at a time; prefetching PACK_AHEAD_Q bytes ahead in each row took the
- * pack from 4.5% to 3.2% of a 1B Q8_0 pp512 on Zen 3 (perf, 2026-11-29;
- * 256 and 1024 bytes the same). */
+ * each at a time; prefetching PACK_AHEAD_Q bytes ahead in each row makes
+ * the pack cheaper (256 and 1024 bytes do the same;
+ * bench/results/2026-11-29-avx2-zen3-q8_0-order-cpu.md). */
 #define PACK_AHEAD_Q 512
 
 static ALWAYS_INLINE void pack_i16_t(uint32_t type, int64_t n, void *panel, const void *w, size_t w_stride) {
@@ -398,8 +397,9 @@ static void widen(chunk_act *ca, int t, const block_q8_0 *a, int64_t nb) {
  * accumulator. Pausing a chain in memory does not change its bits. One
  * broadcast of an activation pair serves both halves (3 loads per two
  * pmaddwd instead of 4; the weight vectors are operands of pmaddwd
- * straight from L1): on Zen 3 8-14% faster than a half at a time with all
- * eight lanes, on an Intel Xeon 5% slower (2026-11-28-avx2-zen3-cpu.md). */
+ * straight from L1): faster on Zen 3 than a half at a time with all eight
+ * lanes, slightly slower on an Intel Xeon
+ * (bench/results/2026-11-28-avx2-zen3-cpu.md). */
 static ALWAYS_INLINE void halves_lanes(int k0, int64_t nb, const uint8_t *p0, const uint8_t *p1, const int16_t *a,
                                        const float *da, __m256 part[2][8]) {
     __m256 acc[2][4];

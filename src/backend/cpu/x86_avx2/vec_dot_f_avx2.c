@@ -100,9 +100,10 @@ static void dot_f32(int64_t n, float *s, const void *w_row, const void *act_row)
 }
 
 /* F16 decode runs row by row (four rows of ggml's AVX-512 layout would need
- * 32 accumulators): one stream per thread, which runs 3-13% faster (1B
- * shape, tg, paired runs) prefetching F16_AHEAD elements (1 KiB) ahead,
- * into the next row at the end of one. */
+ * 32 accumulators): one stream per thread, which runs faster prefetching
+ * F16_AHEAD elements (1 KiB) ahead, into the next row at the end of one
+ * (bench/results/2026-11-27-avx2-panel-blocks-cpu.md,
+ * 2026-12-02-kernel-comment-figures-cpu.md). */
 #define F16_AHEAD 512
 static void dot_f16(int64_t n, float *s, const void *w_row, const void *act_row) {
     *s = ggml_dot_f16_ahead(n, w_row, act_row, F16_AHEAD);
@@ -184,12 +185,11 @@ static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, floa
  * element type, is GGML_TYPE_F32 or GGML_TYPE_F16. F16 as floats, converted
  * once per panel and block of tokens, leave the kernel FMAs and loads only:
  * on Intel cores vcvtph2ps from memory takes one of the two FMA ports (4
- * conversions per 12 FMAs: at most 75% of their peak), and as floats the
- * panel kernel ran 18-50% faster (1 thread, rows of 2048 and 8192, an
- * Intel Xeon, 2026-11-28). On Zen the halves win: the kernel alone ran
- * 41-43 GMAC/s against 38-40 as floats (best of 15, rows of 2048 and
- * 8192) and a 1B F16 pp512 13% faster, the pack writing half the bytes
- * (Zen 3, bench/results/2026-11-28-avx2-f16-halves-zen3-cpu.md). */
+ * conversions per 12 FMAs: at most 75% of their peak), and the panel
+ * kernel runs faster on floats
+ * (bench/results/2026-11-28-avx2-q8_0-f16-prompt-cpu.md). On Zen the
+ * halves win, the kernel and the prompt alike, the pack writing half the
+ * bytes (bench/results/2026-11-28-avx2-f16-halves-zen3-cpu.md). */
 static ALWAYS_INLINE size_t pe_size(uint32_t pt) { return pt == GGML_TYPE_F16 ? 2 : 4; }
 
 /* The panel kernel's blocking: tokens TOK_BLOCK at a time, whose

@@ -168,14 +168,16 @@ static inline void split_scales16(__m128i sc8, __m256i sc16[2], __m256i *all) {
 /* Super-blocks ahead that ggml's one-row kernel (v_dot) prefetches. Decode
  * runs it row after row through a matrix in memory (Q3_K, Q6_K: no
  * vec_dot_4r), one stream, which the hardware prefetcher alone does not
- * keep ahead of the kernel (Zen 3, 2 threads, the 1B shape at Q4_K_M, whose
- * Q6_K output matrix is 215 of its 763 MB: tg +10%). With four streams
+ * keep ahead of the kernel (measured on the 1B shape at Q4_K_M, whose
+ * output matrix is Q6_K: bench/results/
+ * 2026-12-02-kernel-comment-figures-cpu.md). With four streams
  * (vec_dot_4r) prefetching measured slower. */
 #define ROW_PREFETCH 8
 
 static ALWAYS_INLINE void prefetch_ahead(uint32_t type, const void *row, int64_t b) {
-    /* a constant per kernel (hl_row_size, a call per super-block, took 4.5%
-     * of a decode at the AVX2 level) */
+    /* a constant per kernel: hl_row_size, a call per super-block, slowed
+     * decode (bench/results/2026-11-28-avx2-decode-cpu.md,
+     * 2026-12-02-kernel-comment-figures-cpu.md) */
     const size_t size = type == GGML_TYPE_Q3_K ? sizeof(block_q3_K)
                         : type == GGML_TYPE_Q5_K ? sizeof(block_q5_K)
                                                  : sizeof(block_q6_K);
