@@ -1,7 +1,7 @@
 // Shared by the CUDA backend's .cu files: the backend instance (hl_cuda),
 // the checking macros that turn every failed CUDA / cuBLAS call into a
 // hearth_status with file and line, warp reductions, and the op entry points
-// the op table in device.cu points to. Nothing here leaves the folder.
+// the op table in backend.cu points to. Nothing here leaves the folder.
 #pragma once
 
 #include <cublas_v2.h>
@@ -37,7 +37,7 @@ struct hl_cuda {
     int smem_optin;             // shared memory a block may opt in to (bytes; hl_cuda_attention_mma_init)
     bool unfused;               // HEARTH_CUDA_FUSED=0: none of the fused decode ops, no Q8_1 written by
                                 // the ops that produce activations, cuBLAS from HL_CUDA_MMV_MAX tokens
-                                // (device.cu; to measure and test what the fusions change)
+                                // (backend.cu; to measure and test what the fusions change)
     bool bf16_gemm;             // cuBLAS multiplies BF16 in place here (compute capability 8.0 and up; on
                                 // Turing BF16 weights go through the F16 tiles, as every quantized type)
     __half *x16;                // [max_tokens * max_row] activations in F16; in matvec
@@ -134,9 +134,9 @@ void hl_cuda_moe_route(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, h
 void hl_cuda_matmul_id(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const hl_tensor *ids, hl_tensor *y);
 void hl_cuda_moe_sum(hl_backend *b, const hl_tensor *y, const hl_tensor *weights, hl_tensor *out);
 
-// What the kernels handle, for supports_op (device.cu) and the ops' own
+// What the kernels handle, for supports_op (backend.cu) and the ops' own
 // refusals: the one place each answer is written.
-bool hl_cuda_supports_type(uint32_t type);                // device.cu: weights, tables
+bool hl_cuda_supports_type(uint32_t type);                // backend.cu: weights, tables
 bool hl_cuda_attention_runs(const hl_attn_args *a);       // attention.cu
 bool hl_cuda_rope_runs(const hl_rope_params *p);          // rope.cu
 bool hl_cuda_rope_shift_runs(const hl_rope_params *p, uint32_t cache_type, int64_t head_dim); // rope.cu

@@ -92,7 +92,7 @@ const hl_cuda_module *hl_cuda_module_get(const char **reason);
 /* loader.c: the registry's entry for CUDA, through the module's table. */
 extern const hl_backend_reg hl_cuda_backend;
 
-/* The module's implementations behind the table (module.cu, device.cu). */
+/* The module's implementations behind the table (module.cu, backend.cu). */
 int32_t hl_cuda_device_count(const char **reason);
 hearth_status hl_cuda_device_get(int32_t device, hl_gpu_device *out);
 hearth_status hl_backend_cuda_init(int32_t device, const hl_gpu_limits *limits, hl_backend **out);
