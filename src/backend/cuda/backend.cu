@@ -1,4 +1,4 @@
-// The CUDA backend instance (device probing is module.cu's): memory,
+// The CUDA backend instance (device probing is device.cu's): memory,
 // uploads through pinned staging buffers, error records, the op table, and
 // graph_run, which records the per-token decode step as a CUDA graph once
 // and replays it.

@@ -17,7 +17,10 @@
  *
  * Device numbers are hearth's: the usable CUDA devices in the runtime's order
  * (after CUDA_VISIBLE_DEVICES), each shown HEARTH_CUDA_SPLIT times (tests
- * only: one GPU as several logical devices, see module.cu). */
+ * only: one GPU as several logical devices, see device.cu). The folder's
+ * files by role: device.cu probes, backend.cu is the instance (its
+ * hl_backend_i table), the op families' .cu files are the ops, module.cu
+ * the module's entry, loader.c the library's side. */
 #ifndef HEARTH_CUDA_BACKEND_H
 #define HEARTH_CUDA_BACKEND_H
 
@@ -92,14 +95,15 @@ const hl_cuda_module *hl_cuda_module_get(const char **reason);
 /* loader.c: the registry's entry for CUDA, through the module's table. */
 extern const hl_backend_reg hl_cuda_backend;
 
-/* The module's implementations behind the table (module.cu, backend.cu). */
+/* The module's implementations behind the table (device.cu: probing;
+ * backend.cu: the instance). */
 int32_t hl_cuda_device_count(const char **reason);
 hearth_status hl_cuda_device_get(int32_t device, hl_gpu_device *out);
 hearth_status hl_backend_cuda_init(int32_t device, const hl_gpu_limits *limits, hl_backend **out);
 hearth_status hl_cuda_dequant_host(uint32_t type, const void *src, float *dst, int64_t n);
-/* CUDA ordinal of hearth's device `device` (< hl_cuda_device_count()), and
- * how many logical devices share each physical one (HEARTH_CUDA_SPLIT, 1
- * normally): memory facts are divided by it. */
+/* device.cu: CUDA ordinal of hearth's device `device` (<
+ * hl_cuda_device_count()), and how many logical devices share each physical
+ * one (HEARTH_CUDA_SPLIT, 1 normally): memory facts are divided by it. */
 int hl_cuda_ordinal(int32_t device);
 int32_t hl_cuda_split(void);
 
