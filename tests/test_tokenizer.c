@@ -126,8 +126,8 @@ static void check_tiny_vocabularies(void) {
     t.tokens_as_i32 = true;
     expect_load_error(t, HEARTH_ERR_FORMAT, "tokenizer.ggml.tokens");
     t = TINY_OK;
-    t.model = "bert";
-    expect_load_error(t, HEARTH_ERR_UNSUPPORTED, "tokenizer model 'bert' is not supported (supported: gpt2, llama)");
+    t.model = "t5";
+    expect_load_error(t, HEARTH_ERR_UNSUPPORTED, "tokenizer model 't5' is not supported (supported: gpt2, llama, bert)");
     t = TINY_OK;
     t.pre = "no-such-pre";
     expect_load_error(t, HEARTH_ERR_UNSUPPORTED, "'no-such-pre'");

@@ -1,6 +1,8 @@
 /* Token ids back to bytes: the piece of each token, computed once at load as
- * llama.cpp's llama_vocab::impl::token_to_piece() gives it for a BPE or
- * SentencePiece vocabulary, and a streaming detokenizer that hands out only
+ * llama.cpp's llama_vocab::impl::token_to_piece() gives it for a BPE,
+ * SentencePiece or WordPiece vocabulary (a WordPiece word-initial token
+ * "\u2581x" reads " x", a continuation "x" reads "x": pieces glue into words
+ * and words get a space before them), and a streaming detokenizer that hands out only
  * whole UTF-8 characters. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +59,8 @@ static hearth_status decode_text(const char *text, size_t n, byte_buf *b) {
     return HEARTH_OK;
 }
 
-/* SentencePiece text (llama_unescape_whitespace()): each U+2581 is a space. */
+/* SentencePiece and WordPiece text (llama_unescape_whitespace()): each U+2581
+ * is a space. */
 static hearth_status unescape_spaces(const char *text, size_t n, byte_buf *b) {
     for (const char *end = text + n; text < end;) {
         const char *mark = hl_find_bytes(text, (size_t)(end - text), "\xe2\x96\x81", 3);
@@ -82,7 +85,7 @@ static hearth_status add_piece(const hl_vocab *v, int32_t id, byte_buf *b) {
     const char *text = hl_strtab_str(&v->texts, id, &n);
     const uint8_t attr = v->attr[id];
     if (attr & (HL_ATTR_UNKNOWN | HL_ATTR_CONTROL | HL_ATTR_USER_DEFINED)) return put(b, text, n);
-    if (attr & HL_ATTR_NORMAL) return v->type == HL_VOCAB_SPM ? unescape_spaces(text, n, b) : decode_text(text, n, b);
+    if (attr & HL_ATTR_NORMAL) return v->type == HL_VOCAB_BPE ? decode_text(text, n, b) : unescape_spaces(text, n, b);
     if (attr & HL_ATTR_BYTE) {
         const uint8_t c = byte_of_token(text, n);
         return put(b, &c, 1);

@@ -3,7 +3,8 @@
  * written in it (tokenizer_st_partition); each piece of plain text is, for
  * BPE, pre-tokenized into words and each word merged, for SentencePiece
  * merged whole (after a space when it starts the text or follows a special
- * token, if add_space_prefix); then optional EOS. */
+ * token, if add_space_prefix), for WordPiece normalized, split into words and
+ * each word cut into pieces; then optional EOS (WordPiece: [SEP]). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,7 @@ static hearth_status partition(const hl_vocab *v, const char *text, size_t len, 
 static hearth_status tokenize_plain(const hl_vocab *v, const char *text, size_t len, bool after_special,
                                     session *s, hl_tok_out *o) {
     if (v->type == HL_VOCAB_SPM) return hl_spm_text(v, text, len, v->add_space_prefix && after_special, &s->spm, o);
+    if (v->type == HL_VOCAB_WPM) return hl_wpm_text(v, text, len, o);
     HL_TRY(hl_pretok_split(v->pre, text, len, &s->words));
     const hl_words *w = &s->words;
     for (size_t i = 0; i + 1 < w->n_bounds; i++) {
@@ -120,7 +122,7 @@ static hearth_status run(const hl_vocab *v, const char *text, size_t len, bool a
             HL_TRY(tokenize_plain(v, text + f.off, f.len, after_special, s, o));
         }
     }
-    if (add_special && v->add_eos) hl_tok_out_push(o, v->eos);
+    if (add_special && v->add_eos) hl_tok_out_push(o, v->type == HL_VOCAB_WPM ? v->sep : v->eos);
     return HEARTH_OK;
 }
 

@@ -25,7 +25,8 @@ static uint8_t attr_of_type(int32_t type) {
     }
 }
 
-/* tokenizer.ggml.model: "gpt2" (byte-level BPE) or "llama" (SentencePiece). */
+/* tokenizer.ggml.model: "gpt2" (byte-level BPE), "llama" (SentencePiece) or
+ * "bert" (WordPiece). */
 static hearth_status read_model(const gguf_file *f, hl_vocab *v) {
     gguf_str model;
     HL_TRY(hl_gguf_get_str(f, "tokenizer.ggml.model", true, &model));
@@ -33,8 +34,10 @@ static hearth_status read_model(const gguf_file *f, hl_vocab *v) {
         v->type = HL_VOCAB_BPE;
     } else if (hl_gguf_str_eq(model, "llama")) {
         v->type = HL_VOCAB_SPM;
+    } else if (hl_gguf_str_eq(model, "bert")) {
+        v->type = HL_VOCAB_WPM;
     } else {
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "tokenizer model '%.*s' is not supported (supported: gpt2, llama)",
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "tokenizer model '%.*s' is not supported (supported: gpt2, llama, bert)",
                        (int)(model.len > 64 ? 64 : model.len), model.data);
     }
     return HEARTH_OK;
@@ -82,8 +85,14 @@ static hearth_status load_tokens(hl_vocab *v, const gguf_array *tokens, const gg
 
 /* The settings llama.cpp ties to the tokenizer type: for BPE, the
  * pre-tokenizer (tokenizer.ggml.pre) and what it implies; SentencePiece
- * ignores that key, adds BOS and a space prefix unless the file says not to. */
+ * ignores that key, adds BOS and a space prefix unless the file says not to;
+ * WordPiece ignores it too ("bert-bge" and the like name the same algorithm)
+ * and, asked for special tokens, always adds [CLS] (BOS) and [SEP]. */
 static hearth_status load_type_settings(const gguf_file *f, hl_vocab *v) {
+    if (v->type == HL_VOCAB_WPM) {
+        v->add_bos = v->add_eos = true;
+        return HEARTH_OK;
+    }
     if (v->type == HL_VOCAB_SPM) {
         v->add_bos = true;
         v->add_space_prefix = true;
@@ -100,14 +109,17 @@ static hearth_status load_type_settings(const gguf_file *f, hl_vocab *v) {
 /* An id llama.cpp uses when the file names none, if in range. */
 static int32_t default_id(const hl_vocab *v, int32_t id) { return id < v->n_tokens ? id : -1; }
 
-/* Special token ids. Without keys, a "gpt2" vocabulary has bos = eos = 11 and
- * a "llama" one bos = 1, eos = 2, unk = 0 (llama.cpp's defaults per type). */
+/* Special token ids. Without keys, a "gpt2" vocabulary has bos = eos = 11, a
+ * "llama" one bos = 1, eos = 2, unk = 0 and a "bert" one bos ([CLS]) = 101,
+ * no eos, unk = 100, sep = 102, pad = 0 (llama.cpp's defaults per type). */
 static hearth_status load_special_ids(const gguf_file *f, hl_vocab *v) {
-    const bool spm = v->type == HL_VOCAB_SPM;
-    v->bos = default_id(v, spm ? 1 : 11);
-    v->eos = default_id(v, spm ? 2 : 11);
-    v->unk = spm ? default_id(v, 0) : -1;
-    v->eot = v->eom = v->pad = -1;
+    const bool spm = v->type == HL_VOCAB_SPM, wpm = v->type == HL_VOCAB_WPM;
+    v->bos = default_id(v, spm ? 1 : wpm ? 101 : 11);
+    v->eos = wpm ? -1 : default_id(v, spm ? 2 : 11);
+    v->unk = spm ? default_id(v, 0) : wpm ? default_id(v, 100) : -1;
+    v->sep = wpm ? default_id(v, 102) : -1;
+    v->eot = v->eom = -1;
+    v->pad = wpm ? default_id(v, 0) : -1;
     v->fim_pre = v->fim_suf = v->fim_mid = v->fim_pad = v->fim_rep = v->fim_sep = -1;
     const struct {
         const char *key;
@@ -119,6 +131,7 @@ static hearth_status load_special_ids(const gguf_file *f, hl_vocab *v) {
         {"tokenizer.ggml.eom_token_id", &v->eom},
         {"tokenizer.ggml.unknown_token_id", &v->unk},
         {"tokenizer.ggml.padding_token_id", &v->pad},
+        {"tokenizer.ggml.seperator_token_id", &v->sep}, /* gguf-py's spelling */
         {"tokenizer.ggml.fim_pre_token_id", &v->fim_pre},
         {"tokenizer.ggml.fim_suf_token_id", &v->fim_suf},
         {"tokenizer.ggml.fim_mid_token_id", &v->fim_mid},
@@ -143,6 +156,13 @@ static hearth_status load_special_ids(const gguf_file *f, hl_vocab *v) {
 }
 
 static hearth_status load_add_flags(const gguf_file *f, hl_vocab *v) {
+    if (v->type == HL_VOCAB_WPM) { /* llama.cpp's WPM reads the flags but does not look at them */
+        if (v->bos < 0 || v->sep < 0) {
+            return hl_fail(HEARTH_ERR_FORMAT, "a WordPiece vocabulary needs [CLS] (tokenizer.ggml.bos_token_id) and "
+                                              "[SEP] (tokenizer.ggml.seperator_token_id); the file lacks one");
+        }
+        return HEARTH_OK;
+    }
     HL_TRY(hl_gguf_get_bool(f, "tokenizer.ggml.add_bos_token", false, &v->add_bos));
     HL_TRY(hl_gguf_get_bool(f, "tokenizer.ggml.add_eos_token", false, &v->add_eos));
     if (v->add_bos && v->bos < 0) {
@@ -165,7 +185,11 @@ static hearth_status load(const gguf_file *f, hl_vocab *v) {
     HL_TRY(load_special_ids(f, v));
     HL_TRY(load_add_flags(f, v));
     HL_TRY(hl_special_init(v));
-    HL_TRY(v->type == HL_VOCAB_BPE ? hl_bpe_init(v, merges) : hl_spm_init(v, f));
+    if (v->type == HL_VOCAB_WPM) {
+        hl_wpm_init(v);
+    } else {
+        HL_TRY(v->type == HL_VOCAB_BPE ? hl_bpe_init(v, merges) : hl_spm_init(v, f));
+    }
     return hl_pieces_init(v);
 }
 

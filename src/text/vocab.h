@@ -1,7 +1,8 @@
 /* The vocabulary of a model and its tokenizer — byte-level BPE (GPT-2 style,
- * tokenizer.ggml.model = "gpt2") or SentencePiece ("llama") — behaving as
- * llama.cpp's llama_vocab does: same ids for the same text, same special
- * tokens, same pieces. The public
+ * tokenizer.ggml.model = "gpt2"), SentencePiece ("llama") or WordPiece
+ * ("bert") — behaving as llama.cpp's llama_vocab does: same ids for the same
+ * text, same special tokens, same pieces (WordPiece: the ids of Hugging Face
+ * tokenizers, which llama.cpp's approximates; see wordpiece.c). The public
  * hearth_tokenize / hearth_token_to_piece / hearth_detok_* / hearth_token_*
  * functions in hearth.h are thin wrappers over this API and document the
  * semantics; the notes here add what is internal.
@@ -22,7 +23,7 @@ typedef struct hl_vocab hl_vocab;
 
 /* Reads the tokenizer.* keys of `f` and builds the tokenizer. The vocabulary
  * does not keep pointers into `f`.
- * Errors: UNSUPPORTED (tokenizer model other than "gpt2" and "llama", unknown
+ * Errors: UNSUPPORTED (tokenizer model other than "gpt2", "llama", "bert"; unknown
  * tokenizer.ggml.pre for "gpt2"), FORMAT (missing or mistyped keys, token_type
  * count not equal to the token count, fewer scores than tokens, duplicate
  * tokens, a special token id out of range — the message names the key),
@@ -32,7 +33,9 @@ void hl_vocab_free(hl_vocab *v);
 
 int32_t hl_vocab_n_tokens(const hl_vocab *v);
 /* Special token ids, -1 if none. Without keys a vocabulary gets llama.cpp's
- * defaults when in range: "gpt2" bos = eos = 11, "llama" bos 1, eos 2, unk 0. */
+ * defaults when in range: "gpt2" bos = eos = 11, "llama" bos 1, eos 2, unk 0,
+ * "bert" bos ([CLS]) 101, unk 100, pad 0 (and [SEP] 102, which add_special
+ * appends in place of EOS). */
 int32_t hl_vocab_bos(const hl_vocab *v);
 int32_t hl_vocab_eos(const hl_vocab *v);
 int32_t hl_vocab_eot(const hl_vocab *v);

@@ -1,7 +1,7 @@
 /* The inside of hl_vocab, shared by the files of src/text/ that build and use
  * it: vocab.c (loading, getters), special.c (special tokens), bpe.c (merges),
- * spm.c (SentencePiece), tokenize.c, detok.c (pieces). Nothing outside
- * src/text/ includes this. */
+ * spm.c (SentencePiece), wordpiece.c (WordPiece), tokenize.c, detok.c
+ * (pieces). Nothing outside src/text/ includes this. */
 #ifndef HEARTH_TEXT_VOCAB_IMPL_H
 #define HEARTH_TEXT_VOCAB_IMPL_H
 
@@ -54,6 +54,7 @@ typedef struct hl_special_trie {
 typedef enum hl_vocab_type {
     HL_VOCAB_BPE, /* "gpt2": byte-level BPE over pre-tokenized words (bpe.c) */
     HL_VOCAB_SPM, /* "llama": SentencePiece BPE by token scores, byte fallback (spm.c) */
+    HL_VOCAB_WPM, /* "bert": BERT's basic tokenizer, then WordPiece longest match (wordpiece.c) */
 } hl_vocab_type;
 
 struct hl_vocab {
@@ -83,6 +84,9 @@ struct hl_vocab {
     int32_t byte_token[256]; /* the token "<0xXX>" (else the byte's own text) of each byte, or -1 */
     bool add_space_prefix;   /* a space before text that starts the input or follows a special token */
 
+    /* WordPiece: the longest token text in bytes (bounds the lookups). */
+    size_t max_token_len;
+
     /* CONTROL, USER_DEFINED and UNKNOWN tokens, longest text first: the order
      * in which tokenize.c looks for them in the text. */
     int32_t *special;
@@ -90,6 +94,7 @@ struct hl_vocab {
     hl_special_trie trie; /* their texts, to find which occur in a text */
 
     int32_t bos, eos, eot, eom, unk, pad;
+    int32_t sep; /* WordPiece's [SEP] (tokenizer.ggml.seperator_token_id), appended instead of EOS; else -1 */
     int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep; /* fill-in-the-middle */
     bool add_bos, add_eos;
     hl_pretok *pre; /* BPE only */
@@ -171,6 +176,14 @@ typedef struct hl_spm_scratch {
 hearth_status hl_spm_text(const hl_vocab *v, const char *text, size_t len, bool space_prefix, hl_spm_scratch *s,
                           hl_tok_out *o);
 void hl_spm_scratch_free(hl_spm_scratch *s);
+
+/* wordpiece.c: find the longest token text. */
+void hl_wpm_init(hl_vocab *v);
+
+/* Tokenizes one fragment of plain text (raw bytes; invalid UTF-8 is dropped
+ * as U+FFFD) into o. UNSUPPORTED when a word needs [UNK] and the vocabulary
+ * has none. Needs no working memory beyond the stack. */
+hearth_status hl_wpm_text(const hl_vocab *v, const char *text, size_t len, hl_tok_out *o);
 
 /* detok.c: compute v->pieces. */
 hearth_status hl_pieces_init(hl_vocab *v);

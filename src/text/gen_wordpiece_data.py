@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Generates src/text/wordpiece_data.c: the character tables of BERT's basic
+tokenizer as Hugging Face `tokenizers` runs it (BertNormalizer with
+clean_text, handle_chinese_chars, strip_accents and lowercase on, then
+BertPreTokenizer), so that hearth's WordPiece tokenizer (wordpiece.c) splits
+and normalizes text exactly as `tokenizers` does.
+
+The tables are read off `tokenizers` itself, one code point at a time, as
+gen_unicode_data.py reads llama.cpp's own tables: the Rust crates behind
+`tokenizers` carry their own (older) Unicode data, which differs from Python's
+unicodedata in hundreds of code points (punctuation added since Unicode 8,
+marks, format characters; unassigned code points are kept, not dropped as
+"other"), and matching the reference means matching its data, not the
+newest Unicode. The generator then checks what wordpiece.c assumes:
+
+- the normalizer works character by character (NFD's canonical reordering
+  aside: it only reorders marks, and the non-spacing ones are dropped), so a
+  text's normalization is the concatenation of its characters';
+- the CJK ideographs it pads with spaces are exactly BERT's is_chinese_char
+  ranges (hard-coded in wordpiece.c), and padding is all it adds to them
+  besides NFD (compatibility ideographs map to unified ones);
+- Hangul syllables decompose algorithmically (Unicode 15, section 3.12),
+  so wordpiece.c computes them instead of listing 11,172 entries;
+- the pre-tokenizer's whitespace and punctuation are per-character classes.
+
+Tables written:
+  hl_wp_class[]: ranges of whitespace and punctuation (BertPreTokenizer's
+      char::is_whitespace, and is_ascii_punctuation || is_punctuation);
+  hl_wp_drop[]: ranges of the code points the normalizer removes: those
+      clean_text drops (controls, format, private use, U+FFFD, NUL) and the
+      non-spacing marks strip_accents drops;
+  hl_wp_map[] + hl_wp_map_cpts[]: every other code point the normalizer
+      changes (outside the CJK and Hangul cases), with its replacement: " "
+      for whitespace, else NFD without marks, lower-cased.
+
+Usage: python3 gen_wordpiece_data.py > wordpiece_data.c  (needs `pip install tokenizers`)
+"""
+import sys
+
+import tokenizers
+from tokenizers.normalizers import BertNormalizer
+from tokenizers.pre_tokenizers import BertPreTokenizer
+
+MAX_CP = 0x110000
+# BERT's _is_chinese_char as `tokenizers` has it (bert.rs: 0x2B920 where
+# Google's BERT says 0x2B820); wordpiece.c has the same list.
+CJK = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+       (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)]
+HANGUL_FIRST, HANGUL_LAST = 0xAC00, 0xD7A3
+
+
+def is_cjk(cp):
+    return any(a <= cp <= b for a, b in CJK)
+
+
+def hangul_nfd(cp):
+    s = cp - HANGUL_FIRST
+    out = [0x1100 + s // 588, 0x1161 + (s % 588) // 28]
+    if s % 28:
+        out.append(0x11A7 + s % 28)
+    return "".join(map(chr, out))
+
+
+def main():
+    norm = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=True, lowercase=True)
+    pre = BertPreTokenizer()
+    cls = [0] * MAX_CP  # 0 other, 1 whitespace, 2 punctuation
+    maps = {}
+    for cp in range(MAX_CP):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue  # not characters; wordpiece.c decodes them as llama.cpp does and they stay unmapped
+        ch = chr(cp)
+        words = [w for w, _ in pre.pre_tokenize_str("a" + ch + "a")]
+        if words == ["a", "a"]:
+            cls[cp] = 1
+        elif words == ["a", ch, "a"]:
+            cls[cp] = 2
+        else:
+            assert words == ["a" + ch + "a"], (hex(cp), words)
+        n = norm.normalize_str(ch)
+        if is_cjk(cp):
+            assert n.startswith(" ") and n.endswith(" ") and len(n) == 3, (hex(cp), n)
+            n = n[1]
+        else:
+            assert not (len(n) > 1 and n.startswith(" ") and n.endswith(" ")), ("padded outside CJK", hex(cp))
+        if HANGUL_FIRST <= cp <= HANGUL_LAST:
+            assert n == hangul_nfd(cp), hex(cp)
+            continue
+        if n != ch:
+            assert len(n) <= 4, (hex(cp), n)
+            maps[cp] = n
+    # the normalizer's output must be stable under the tables (wordpiece.c
+    # maps each input character once and classifies what comes out)
+    assert all(all(c == " " or ord(c) not in maps or maps[ord(c)] == c for c in n) for n in maps.values())
+
+    runs = []
+    for cp in range(MAX_CP):
+        if cls[cp] and runs and runs[-1][2] == cls[cp] and runs[-1][1] == cp - 1:
+            runs[-1][1] = cp
+        elif cls[cp]:
+            runs.append([cp, cp, cls[cp]])
+    drops = []  # what the normalizer removes, as ranges (private use alone is 137,468 code points)
+    for cp in sorted(c for c, n in maps.items() if n == ""):
+        if drops and drops[-1][1] == cp - 1:
+            drops[-1][1] = cp
+        else:
+            drops.append([cp, cp])
+    maps = {c: n for c, n in maps.items() if n != ""}
+
+    out = sys.stdout
+    out.write("/* Generated by src/text/gen_wordpiece_data.py from Hugging Face tokenizers %s\n"
+              " * (BertNormalizer, BertPreTokenizer); do not edit. BERT's basic tokenizer per\n"
+              " * character, as wordpiece.c uses it: the whitespace and punctuation ranges,\n"
+              " * and what the normalizer turns each code point into (dropped: empty).\n"
+              " * CJK ideographs and Hangul syllables are computed in wordpiece.c. */\n" % tokenizers.__version__)
+    out.write('#include "text/wordpiece.h"\n\n')
+    out.write("const hl_wp_range hl_wp_class[] = {\n")
+    for first, last, c in runs:
+        out.write("    {0x%06X, 0x%06X, %s},\n" % (first, last, "HL_WP_SPACE" if c == 1 else "HL_WP_PUNCT"))
+    out.write("};\n\nconst size_t hl_wp_n_class = sizeof hl_wp_class / sizeof hl_wp_class[0];\n\n")
+    out.write("const hl_wp_range hl_wp_drop[] = {\n")
+    for first, last in drops:
+        out.write("    {0x%06X, 0x%06X, HL_WP_DROP},\n" % (first, last))
+    out.write("};\n\nconst size_t hl_wp_n_drop = sizeof hl_wp_drop / sizeof hl_wp_drop[0];\n\n")
+    pool = []
+    out.write("const hl_wp_map_entry hl_wp_map[] = {\n")
+    for cp in sorted(maps):
+        n = maps[cp]
+        out.write("    {0x%06X, %d, %d},\n" % (cp, len(pool), len(n)))
+        pool.extend(ord(c) for c in n)
+    out.write("};\n\nconst size_t hl_wp_n_map = sizeof hl_wp_map / sizeof hl_wp_map[0];\n\n")
+    assert len(pool) < 1 << 16  # hl_wp_map_entry.off is 16 bits
+    out.write("const uint32_t hl_wp_map_cpts[] = {\n")
+    for i in range(0, len(pool), 8):
+        out.write("    " + " ".join("0x%05X," % c for c in pool[i:i + 8]) + "\n")
+    out.write("};\n")
+    print("gen_wordpiece_data: %d class ranges, %d dropped ranges, %d mapped code points, %d in the pool"
+          % (len(runs), len(drops), len(maps), len(pool)),
+          file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
