@@ -1,6 +1,6 @@
 /* Offload devices for the rest of the library (see gpu.h), answered by
- * looping over the registry of backends (registry.h): one numbering over
- * the entries in order, each device's name (its backend's name and its
+ * looping over the registry's offload entries (registry.h; the host's,
+ * the CPU, is not numbered): one numbering over them in order, each device's name (its backend's name and its
  * number there), the device selection (--device, HEARTH_DEVICE, the
  * default), why there is none, backend instances, and the HEARTH_FORCE_CPU
  * switch. No backend is named here. */
@@ -54,6 +54,8 @@ hearth_status hl_gpu_device_get(int32_t i, hl_gpu_device *out) {
     *out = (hl_gpu_device){.is_gpu = r->all_gpus};
     HL_TRY(r->device_get(local, out));
     snprintf(out->id, sizeof out->id, "%s%d", r->name, (int)local);
+    out->backend = r->name;
+    out->backend_label = r->label;
     return HEARTH_OK;
 }
 

@@ -1,8 +1,9 @@
 /* Offload devices as the rest of the library sees them, whatever backend
  * drives them: whether any is usable and why not, their facts, which ones
  * offloaded layers go to (hl_gpu_select), and backend instances on them.
- * Devices are numbered in the order of the registry's entries (registry.h:
- * CUDA's, then OpenCL's; 0 .. hl_gpu_count() - 1); each also has a name,
+ * Devices are numbered in the order of the registry's offload entries
+ * (registry.h: CUDA's, then OpenCL's; 0 .. hl_gpu_count() - 1; the host's
+ * entry, the CPU, is not among them); each also has a name,
  * "cuda0" or "opencl1", its backend's name and its number there. gpu.c
  * answers by looping over the registry, so no other file names a backend
  * or branches on the build. HEARTH_FORCE_CPU=1 hides every device. */
@@ -24,6 +25,8 @@ typedef struct hl_gpu_device {
     int32_t compute_units;      /* CUDA multiprocessors, OpenCL compute units */
     bool is_gpu;                /* false for an OpenCL CPU device (PoCL's) */
     size_t free_bytes, total_bytes;
+    const char *backend;        /* its registry entry's name, "cuda", "opencl" (id's prefix) */
+    const char *backend_label;  /* and label, "CUDA", "OpenCL" */
 } hl_gpu_device;
 
 /* Scratch a compute instance sizes once (the token loop never allocates). */

@@ -1,12 +1,13 @@
 /* The CPU backend as the rest of the library sees it, like gpu.h for GPUs:
- * instances on the host (the CPU backend is built into every build) and the
- * CPU facts for the build info. What an instance can run is asked of it
- * (supports_op); nothing outside src/backend/cpu/ includes that folder's
- * headers, except the tests of its kernels. */
+ * instances on the host (the CPU backend is built into every build), the
+ * CPU facts for the build info, and its registry entry. What an instance
+ * can run is asked of it (supports_op); nothing outside src/backend/cpu/
+ * includes that folder's headers, except the tests of its kernels. */
 #ifndef HEARTH_BACKEND_HOST_H
 #define HEARTH_BACKEND_HOST_H
 
 #include "backend/backend.h"
+#include "backend/registry.h"
 
 /* What an instance's scratch is sized for (quantized activations, attention
  * scores): the token loop never allocates. */
@@ -33,5 +34,9 @@ void hl_backend_cpu_free(hl_backend *b);
 /* The detected SIMD features as a static string, e.g. "avx2 fma f16c avx512f
  * avx512bw avx512vl avx512vnni", or "none". Thread-safe. */
 const char *hl_cpu_features_str(void);
+
+/* The registry's host entry (registry.h; cpu/device.c): its one device is
+ * this machine; its init makes instances that only hold weights. */
+extern const hl_backend_reg hl_cpu_backend;
 
 #endif

@@ -1,10 +1,12 @@
-/* The registry's one list of entries (see registry.h): the backends that
- * can offload, in the order their devices are numbered. A backend the build
- * lacks keeps an entry that says why, so the reasons a machine has no
- * offload device name every backend. Adding a backend is one entry here. */
+/* The registry's one list of entries (see registry.h): the host's (the CPU
+ * backend), then the backends that can offload, in the order their devices
+ * are numbered. A backend the build lacks keeps an entry that says why, so
+ * the reasons a machine has no offload device name every backend. Adding a
+ * backend is one entry here. */
 #include "backend/registry.h"
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/host.h"
 #include "backend/opencl/opencl_backend.h"
 
 /* The entry of a backend left out of the build: `needs` is what its
@@ -16,6 +18,7 @@
     }
 
 static const hl_backend_reg *const entries[] = {
+    &hl_cpu_backend,
 #ifdef HEARTH_HAVE_CUDA
     &hl_cuda_backend,
 #else
@@ -28,8 +31,18 @@ static const hl_backend_reg *const entries[] = {
 #endif
 };
 
+#define N_ENTRIES (int)(sizeof entries / sizeof entries[0])
+
 const hl_backend_reg *hl_backend_reg_at(int k) {
-    return k >= 0 && k < (int)(sizeof entries / sizeof entries[0]) ? entries[k] : NULL;
+    for (int i = 0; i < N_ENTRIES && k >= 0; i++)
+        if (!entries[i]->host && k-- == 0) return entries[i];
+    return NULL;
+}
+
+const hl_backend_reg *hl_backend_reg_host(void) {
+    int i = 0;
+    while (!entries[i]->host) i++; /* the list has one */
+    return entries[i];
 }
 
 int32_t hl_backend_reg_devices(const hl_backend_reg *r, const char **reason) {

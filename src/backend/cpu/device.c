@@ -1,4 +1,6 @@
-/* CPUID-based feature detection for choosing the CPU kernels at run time. */
+/* The host CPU as the CPU backend's device: CPUID-based feature detection
+ * for choosing the CPU kernels at run time, the kernel level it allows, and
+ * the registry's host entry (hl_cpu_backend). */
 #include "backend/cpu/device.h"
 
 #include <pthread.h>
@@ -125,3 +127,26 @@ const char *hl_cpu_features_str(void) {
     pthread_once(&features_once, features_str_init);
     return features_str;
 }
+
+/* The registry's host entry (registry.h): one device, the machine itself. */
+static int32_t host_device_count(const char **reason) {
+    if (reason) *reason = NULL;
+    return 1;
+}
+
+static hearth_status host_init(int32_t device, const hl_gpu_limits *limits, hl_backend **out) {
+    *out = NULL;
+    if (device != 0 || limits->max_tokens != 0)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "the host's registry entry makes only weight-holding instances of "
+                       "device 0 (max_tokens 0); compute instances come from hl_backend_cpu_init");
+    return hl_backend_cpu_init(&(hl_cpu_limits){.max_tokens = 0}, out);
+}
+
+const hl_backend_reg hl_cpu_backend = {
+    .name = "cpu",
+    .label = "CPU",
+    .build = "cpu",
+    .host = true,
+    .device_count = host_device_count,
+    .init = host_init,
+};
