@@ -34,6 +34,8 @@ typedef struct op_case {
     bool yarn;         /* rope, rope_shift: YaRN (ext_factor 1, freq_scale 1/4, 4096 original tokens) */
     bool no_bias;      /* layer_norm without its bias (mpt's) */
     float max_bias;    /* attention: ALiBi's (hl_attn_args.max_bias) */
+    bool bidirectional; /* attention: an encoder's mask (hl_attn_args.bidirectional), also checked against a
+                           direct computation in double (test_backend_ops.c check_direct) */
     int32_t n_expert, k_used; /* matmul_id, moe_route: experts, and experts per token (moe_sum too) */
     int32_t result;    /* rope_store: the tensor compared (0 q, 3 k_cache, 4 v_cache) */
     double max_nmse;
@@ -111,6 +113,12 @@ typedef struct op_case {
 #define ATTN_ALIBI(h, hkv, hd, nt, p0, sp, p1, ctx, mb)                                                              \
     {.op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, \
      .split = sp, .pos1 = p1, .n_ctx = ctx, .max_bias = mb, .max_nmse = 5e-4, .max_abs = ATTN_MAX_ABS}
+/* an encoder's bidirectional attention: every token of a sequence sees all of its cells up to the last position
+ * of the pass, one sequence or two, with ALiBi (mb > 0) or without, short and over several tiles */
+#define ATTN_BIDI(h, hkv, hd, nt, p0, sp, p1, ctx, mb)                                                               \
+    {.op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, \
+     .split = sp, .pos1 = p1, .n_ctx = ctx, .max_bias = mb, .bidirectional = true, .max_nmse = 5e-4,                  \
+     .max_abs = ATTN_MAX_ABS}
 #define EW(o, v) {.op = HL_OP_##o, .d = 1003, .n = 3, .variant = v, .max_nmse = 1e-5}
 /* ffn_down's shape: rows of n_ff = 1536, whole blocks of every type */
 /* weight type, d_in, tokens, experts, experts per token, x per slot ({d_in, k, n}) or per token */
@@ -191,6 +199,10 @@ static const op_case cases[] = {
     ATTN_ALIBI(12, 12, 64, 30, 0, 20, 700, MAX_CTX, 8.0f),
     /* ALiBi through the tensor-core kernel: heads of 80, and two token tiles at depth */
     ATTN_ALIBI(5, 5, 80, 24, 0, 0, 0, 96, 0.5f), ATTN_ALIBI(6, 2, 64, 100, 300, 0, 0, MAX_CTX, 8.0f),
+    ATTN_BIDI(6, 2, 64, 9, 0, 0, 0, 96, 0.0f), ATTN_BIDI(12, 12, 32, 1, 0, 0, 0, 96, 0.0f),
+    ATTN_BIDI(6, 3, 64, 12, 0, 5, 0, 96, 0.0f), ATTN_BIDI(4, 4, 80, 7, 20, 0, 0, 96, 0.0f),
+    ATTN_BIDI(6, 6, 64, 9, 0, 4, 0, 96, 8.0f), ATTN_BIDI(9, 3, 64, 130, 0, 0, 0, MAX_CTX, 0.0f),
+    ATTN_BIDI(8, 2, 128, 100, 0, 40, 0, MAX_CTX, 4.0f),
     /* KV cache types: K, V, then as ATTN; short and long spans, a window, two sequences, decode at depth */
     ATTN_KV(Q8_0, Q8_0, 6, 2, 64, 5, 37, 0, 0, 0, 96), ATTN_KV(Q4_0, Q4_0, 6, 2, 64, 5, 37, 0, 0, 0, 96),
     ATTN_KV(BF16, BF16, 6, 2, 64, 5, 37, 0, 0, 0, 96), ATTN_KV(Q8_0, F16, 6, 2, 64, 1, 70, 0, 0, 0, 96),
@@ -291,6 +303,7 @@ static void label_of(const op_case *c, char *buf, size_t size) {
     case HL_OP_ATTENTION: {
         char alibi[32] = "";
         if (c->max_bias > 0.0f) snprintf(alibi, sizeof alibi, " alibi %g", (double)c->max_bias);
+        if (c->bidirectional) snprintf(alibi + strlen(alibi), sizeof alibi - strlen(alibi), " bidirectional");
         snprintf(buf, size, "attention %s/%s h=%d/%d hd=%d n=%lld pos0=%d swa=%d seq1=[%d..) at %d%s", type,
                  hl_ggml_type_get(c->type_v ? c->type_v : c->type)->name, (int)c->n_head,
                  (int)c->n_head_kv, (int)c->head_dim, (long long)c->n, (int)c->pos0, (int)c->n_swa, (int)c->split,

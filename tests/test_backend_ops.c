@@ -282,7 +282,8 @@ static void teardown(inst *in) {
 static hl_attn_args attn_of(const op_case *c, inst *in) {
     return (hl_attn_args){.q = &in->t[0], .k_cache = &in->t[1], .v_cache = &in->t[2], .out = &in->t[3],
                           .n_head = c->n_head, .n_head_kv = c->n_head_kv, .head_dim = c->head_dim, .n_swa = c->n_swa,
-                          .scale = 1.0f / sqrtf((float)c->head_dim), .max_bias = c->max_bias};
+                          .scale = 1.0f / sqrtf((float)c->head_dim), .max_bias = c->max_bias,
+                          .bidirectional = c->bidirectional};
 }
 
 static hearth_status run_op(const op_case *c, const prep *p, inst *in) {
@@ -398,6 +399,60 @@ static bool run_checked(const op_case *c, const prep *p, hl_backend *b, float **
     return true;
 }
 
+/* Bidirectional attention computed directly, in double, from the case's
+ * inputs (the F16 cells as stored, the query unrounded): each token of a
+ * sequence attends to the cells [0, end) of its sequence, end one past the
+ * last position of the sequence's tokens, with ALiBi's -slope |p - j|. An
+ * oracle independent of the backends' kernels; the CPU rounds the query and
+ * the probabilities to F16 (relative error 2^-11), within the case's bounds. */
+static void check_direct(const op_case *c, const prep *p, const float *want, const char *label) {
+    const int64_t kv_dim = (int64_t)c->n_head_kv * c->head_dim, q_dim = (int64_t)c->n_head * c->head_dim;
+    float *k = malloc(sizeof(float) * (size_t)(kv_dim * c->n_ctx)), *v = malloc(sizeof(float) * (size_t)(kv_dim * c->n_ctx));
+    float *direct = malloc(sizeof(float) * (size_t)(q_dim * c->n));
+    double *s = malloc(sizeof(double) * (size_t)c->n_ctx);
+    hl_quant_get(c->type)->to_float(p->host[1], k, kv_dim * c->n_ctx);
+    hl_quant_get(c->type)->to_float(p->host[2], v, kv_dim * c->n_ctx);
+    const float *q = p->host[0];
+    for (int32_t t = 0; t < p->n_pos; t++) {
+        int32_t end = 0;
+        for (int32_t u = 0; u < p->n_pos; u++)
+            if (p->row0[u] == p->row0[t] && p->pos[u] + 1 > end) end = p->pos[u] + 1;
+        for (int32_t h = 0; h < c->n_head; h++) {
+            const int32_t kvh = h / (c->n_head / c->n_head_kv);
+            const double slope = hl_alibi_slope(c->n_head, c->max_bias, h);
+            double max = -INFINITY, sum = 0.0;
+            for (int32_t j = 0; j < end; j++) {
+                const float *kj = k + (p->row0[t] + j) * kv_dim + kvh * c->head_dim;
+                double dot = 0.0;
+                for (int32_t d = 0; d < c->head_dim; d++) dot += (double)q[t * q_dim + h * c->head_dim + d] * kj[d];
+                s[j] = dot / sqrt((double)c->head_dim) - (c->max_bias > 0.0f ? slope * abs(p->pos[t] - j) : 0.0);
+                max = s[j] > max ? s[j] : max;
+            }
+            for (int32_t j = 0; j < end; j++) sum += s[j] = exp(s[j] - max);
+            for (int32_t d = 0; d < c->head_dim; d++) {
+                double o = 0.0;
+                for (int32_t j = 0; j < end; j++) o += s[j] / sum * v[(p->row0[t] + j) * kv_dim + kvh * c->head_dim + d];
+                direct[t * q_dim + h * c->head_dim + d] = (float)o;
+            }
+        }
+    }
+    const int64_t n = q_dim * c->n;
+    const double e = nmse(want, direct, n), worst = max_abs_diff(want, direct, n);
+    check_count++;
+    if (e <= c->max_nmse && worst <= c->max_abs) {
+        n_pass++;
+    } else {
+        printf("FAIL %-52s direct NMSE %.3g (at most %.3g), largest difference %.3g (at most %.3g)\n", label, e,
+               c->max_nmse, worst, c->max_abs);
+        n_fail++;
+        check_failures++;
+    }
+    free(k);
+    free(v);
+    free(direct);
+    free(s);
+}
+
 static void test_case(const op_case *c, size_t index) {
     char label[160], why[512];
     label_of(c, label, sizeof label);
@@ -412,6 +467,7 @@ static void test_case(const op_case *c, size_t index) {
         unprepare(&p);
         return;
     }
+    if (c->bidirectional) check_direct(c, &p, want, label);
     const int64_t n_out = hl_tensor_nelements(&p.shape[p.out]);
     for (int i = 0; i < n_backends; i++) {
         hl_backend *b = backends[i];

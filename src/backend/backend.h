@@ -104,11 +104,13 @@ static inline float hl_rope_ramp_mix(const hl_rope_consts *k, const hl_rope_para
     return (1.0f - (y < 0.0f ? 0.0f : y > 1.0f ? 1.0f : y)) * p->ext_factor;
 }
 
-/* Causal attention of a batch of queries over the KV cache of one layer.
- * K and V rows are stored per cell: k_cache ne = {head_dim * n_head_kv, n_ctx},
+/* Attention of a batch of queries over the KV cache of one layer. K and V
+ * rows are stored per cell: k_cache ne = {head_dim * n_head_kv, n_ctx},
  * each sequence owning a run of cells (see set_positions). Query token t, at
  * position pos[t] of the sequence whose cells start at row0[t], attends to
- * that sequence's cells [row0[t], row0[t] + pos[t]]: the tokens of other
+ * that sequence's cells [row0[t], row0[t] + pos[t]] (causal), or, where
+ * `bidirectional` is set (an encoder's), to all of them up to the last
+ * position of the sequence's tokens in the pass: the tokens of other
  * sequences are never seen. Grouped-query attention: query head h reads KV
  * head h / (n_head / n_head_kv) (Ainslie et al. 2023, arXiv:2305.13245). */
 typedef struct hl_attn_args {
@@ -120,9 +122,11 @@ typedef struct hl_attn_args {
     int32_t n_swa;            /* sliding window: query at position p sees keys at
                                  positions > p - n_swa; 0 = the whole causal past */
     float scale;              /* usually 1/sqrt(head_dim) */
-    float max_bias;           /* ALiBi (hl_alibi_slope): > 0 adds slope(h) * -(p - j) to the
+    float max_bias;           /* ALiBi (hl_alibi_slope): > 0 adds slope(h) * -|p - j| to the
                                  score of a query at position p for the key at position j;
                                  0 = none */
+    bool bidirectional;       /* an encoder's attention: no causal mask (see above); a backend
+                                 without it refuses in supports_op */
 } hl_attn_args;
 
 /* ALiBi's slope of query head h of n_head (Press, Smith & Lewis 2022,

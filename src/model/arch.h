@@ -126,6 +126,8 @@ typedef struct hl_arch {
     const char *name; /* general.architecture */
     hl_op norm;       /* the output layer's norm and the epsilon's key: HL_OP_RMS_NORM
                          (attention.layer_norm_rms_epsilon) or HL_OP_LAYER_NORM (attention.layer_norm_epsilon) */
+    bool bidirectional; /* an encoder's: every token attends to its whole sequence (hl_layer_attn);
+                           false: a decoder's causal attention */
     /* The weights, bound in order (so a later declaration can fall back on
      * an earlier one): the input's (host), each block's, the output
      * layer's. Every tensor of the file must be one of them. */

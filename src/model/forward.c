@@ -21,6 +21,16 @@ hearth_status hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, cons
     return HEARTH_OK;
 }
 
+hl_attn_args hl_layer_attn(const hearth_model *m, hl_work *w, int32_t il, float scale) {
+    const hl_hparams *hp = &m->hp;
+    return (hl_attn_args){
+        .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
+        .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
+        .n_swa = hl_layer_window(hp, il), .scale = scale, .max_bias = hp->max_alibi_bias,
+        .bidirectional = m->arch->bidirectional,
+    };
+}
+
 /* A view of rows [r, r+n) of a 2-D F32 activation, with the capacity left
  * after row r. */
 static hl_tensor rows_of(const hl_tensor *t, int64_t r, int64_t n) {

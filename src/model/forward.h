@@ -64,6 +64,11 @@ static inline const hl_rope_params *hl_layer_rope(const hl_hparams *hp, const hl
     return hl_layer_is_swa(hp, il) ? &w->rope_swa : &w->rope;
 }
 
+/* The attention of block il over its cache, from w->q into w->att, with the
+ * model's heads, the layer's window, ALiBi's max_bias and the
+ * architecture's mask (hl_arch.bidirectional); `scale` multiplies K.q. */
+hl_attn_args hl_layer_attn(const hearth_model *m, hl_work *w, int32_t il, float scale);
+
 /* The rope frequency factors of block l in a context, or NULL when it has
  * none: rope_freqs where the file has it, else LongRoPE's long or short
  * factors as the context chose (llama.cpp llama_model::get_rope_factors). */

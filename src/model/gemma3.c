@@ -78,11 +78,7 @@ static hearth_status gemma3_layer(const hearth_model *m, hl_backend *b, hl_work 
     /* the scale goes on the queries (in F32, before attention rounds them to
      * F16), and attention itself scales by 1, as llama.cpp does */
     HL_TRY(hl_scale(b, &w->q, hp->attn_scale));
-    hl_attn_args args = {
-        .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
-        .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-        .n_swa = hl_layer_window(hp, il), .scale = 1.0f,
-    };
+    const hl_attn_args args = hl_layer_attn(m, w, il, 1.0f);
     HL_TRY(hl_attention(b, &args));
     HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));
     hl_work outputs;

@@ -63,11 +63,7 @@ hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, in
         HL_TRY(hl_store_rows(b, &w->k, &w->k_cache[il]));
         HL_TRY(hl_store_rows(b, &w->v, &w->v_cache[il]));
     }
-    hl_attn_args args = {
-        .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
-        .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-        .n_swa = hl_layer_window(hp, il), .scale = hp->attn_scale, .max_bias = hp->max_alibi_bias,
-    };
+    const hl_attn_args args = hl_layer_attn(m, w, il, hp->attn_scale);
     HL_TRY(hl_attention(b, &args));
     HL_TRY(hl_matmul(b, &l->wo, &w->att, &w->xb));
     if (l->bo.data) HL_TRY(hl_add(b, &w->xb, &l->bo));

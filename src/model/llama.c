@@ -93,11 +93,7 @@ hearth_status hl_llama_layer(const hearth_model *m, hl_backend *b, hl_work *w, i
     HL_TRY(hl_attn_qkv(m, b, w, l));
     HL_TRY(hl_rope_store(b, &w->q, &w->k, &w->v, &w->k_cache[il], &w->v_cache[il], hp->n_head, rope, freq_factors));
     if (hp->scale_q) HL_TRY(hl_scale(b, &w->q, hp->attn_scale));
-    hl_attn_args args = {
-        .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
-        .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-        .n_swa = hl_layer_window(hp, il), .scale = hp->scale_q ? 1.0f : hp->attn_scale,
-    };
+    const hl_attn_args args = hl_layer_attn(m, w, il, hp->scale_q ? 1.0f : hp->attn_scale);
     HL_TRY(hl_attention(b, &args));
     HL_TRY(hl_matmul_add(b, &l->wo, &w->att, &w->x, &w->xb)); /* the residual: x += wo att */
     hl_work outputs;

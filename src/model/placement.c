@@ -191,7 +191,8 @@ static bool runs_block(const hearth_model *m, const hl_backend *b, int32_t il, c
     const hl_tensor cache = {.type = GGML_TYPE_F16, .ne = {kv_dim, 1, 1, 1}};
     const hl_attn_args a = {.q = &q, .k_cache = &cache, .v_cache = &cache, .out = &out, .n_head = hp->n_head,
                             .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .n_swa = hl_layer_window(hp, il),
-                            .scale = hp->attn_scale};
+                            .scale = hp->attn_scale, .max_bias = hp->max_alibi_bias,
+                            .bidirectional = m->arch->bidirectional};
     const hl_op_desc ops[] = {
         {.op = HL_OP_ROPE, .t = {&q}, .n_head = hp->n_head, .rope = hl_layer_is_swa(hp, il) ? &hp->rope_swa : &hp->rope},
         {.op = HL_OP_STORE_ROWS, .t = {&k, &cache}},

@@ -1,4 +1,4 @@
-/* CPU causal attention over the KV cache (scaled dot-product attention,
+/* CPU attention over the KV cache, causal or an encoder's bidirectional, (scaled dot-product attention,
  * Vaswani et al. 2017, arXiv:1706.03762) with grouped-query heads. Threads
  * take the (token, head) pairs in turn; each keeps its scores and probabilities in
  * its own slice of the backend's scratch, so nothing is allocated here.
@@ -22,6 +22,7 @@
  * other sequences sharing the pass. This is flash_attn OFF; an instance
  * made with flash_attn runs the tiled path instead (flash_attn.c). */
 #include <math.h>
+#include <stdlib.h>
 
 #include "backend/cpu/common.h"
 #include "backend/cpu/row_kernels.h"
@@ -34,7 +35,8 @@ typedef struct attn_task {
     float *scores;   /* n_ctx floats per thread */
     hl_half *probs;  /* n_ctx halves per thread */
     int64_t n_ctx;
-    const int32_t *pos, *row0, *run; /* per token: position, first cell of its sequence, its sequence's tokens in the pass */
+    const int32_t *pos, *row0, *run, *seq_end; /* per token: position, first cell of its sequence, its sequence's
+                                                  tokens in the pass, where their positions end */
 } attn_task;
 
 /* llama.cpp runs a batch of two or more tokens through tinyBLAS where it
@@ -49,13 +51,13 @@ static hl_attn_order pv_order(const hl_attn_args *a, int32_t run) {
     return run > 1 && a->head_dim % 4 == 0 ? HL_ATTN_TINYBLAS : HL_ATTN_VEC_DOT;
 }
 
-/* scores[j - j0] = scale * (K_j . q) + slope * (j - p) for j0 <= j < span
- * (p = span - 1, the query's position; slope 0 without ALiBi: ggml's
- * soft_max adds slope * mask after scaling, the F32 mask holding -|p - j|),
+/* scores[j - j0] = scale * (K_j . q) - slope * |j - p| for j0 <= j < span
+ * (p the query's position; slope 0 without ALiBi: ggml's soft_max adds
+ * slope * mask after scaling, the F32 mask holding -|p - j|),
  * -inf for the positions before `first` (outside the sliding window);
  * returns the maximum. */
 static float kq_scores(const attn_task *t, int64_t tok, const hl_half *q16, int32_t kvh, int64_t j0, int64_t first,
-                       int64_t span, float slope, float *scores) {
+                       int64_t span, int64_t p, float slope, float *scores) {
     const hl_attn_args *a = t->a;
     const int32_t hd = a->head_dim;
     const hl_attn_order order = kq_order(a, t->run[tok]);
@@ -69,7 +71,7 @@ static float kq_scores(const attn_task *t, int64_t tok, const hl_half *q16, int3
         if (t->k_ops) t->k_ops->vec_dot(hd, &s, k + (size_t)j * k_stride, q16);
         else s = t->k->dot_f16(hd, (const hl_half *)(k + (size_t)j * k_stride), q16, order);
         s *= a->scale;
-        if (slope != 0.0f) s += slope * (float)(j - (span - 1));
+        if (slope != 0.0f) s += slope * -(float)llabs(j - p);
         scores[j - j0] = s;
         max = s > max ? s : max;
     }
@@ -94,7 +96,8 @@ static void pv_rows(const attn_task *t, int64_t n, float *p, hl_half *probs, con
     }
 }
 
-/* Positions a query sees: [first, span) with span = its position + 1 and
+/* Positions a query sees: [first, span) with span = its position + 1
+ * (causal; bidirectional: its sequence's end in the pass) and
  * first = span - n_swa under a sliding window (llama.cpp's is_masked_swa:
  * key p0 is masked for query p1 when p1 - p0 >= n_swa). llama.cpp computes
  * the masked positions too and gives them probability 0 (score -inf), which
@@ -109,7 +112,7 @@ static void attend_one(const attn_task *t, int64_t tok, int32_t h, float *scores
     const hl_attn_args *a = t->a;
     const int32_t hd = a->head_dim;
     const int32_t kvh = h / (a->n_head / a->n_head_kv);
-    const int64_t span = t->pos[tok] + 1;
+    const int64_t span = hl_cpu_attn_end(a, t->pos, t->seq_end, (int32_t)tok);
     const int64_t first = a->n_swa > 0 && span > a->n_swa ? span - a->n_swa : 0;
     const int64_t j0 = first / SWA_ALIGN * SWA_ALIGN, n = span - j0;
     const float *q = (const float *)a->q->data + tok * a->q->ne[0] + (int64_t)h * hd;
@@ -120,7 +123,7 @@ static void attend_one(const attn_task *t, int64_t tok, int32_t h, float *scores
     if (t->k_ops) t->k_ops->act_from_float(q, q16, hd);
     else for (int32_t i = 0; i < hd; i++) q16[i] = hl_fp32_to_fp16(q[i]);
     const float slope = a->max_bias > 0.0f ? hl_alibi_slope(a->n_head, a->max_bias, h) : 0.0f;
-    const float max = kq_scores(t, tok, q16, kvh, j0, first, span, slope, scores);
+    const float max = kq_scores(t, tok, q16, kvh, j0, first, span, t->pos[tok], slope, scores);
     /* ggml_compute_forward_soft_max_f32: 1/sum in double, rounded to float */
     const float inv = (float)(1.0 / t->k->softmax_exp(n, scores, max));
 
@@ -156,7 +159,7 @@ void hl_cpu_attention(hl_backend *b, const hl_attn_args *args) {
         return;
     }
     attn_task t = {args, hl_cpu_kernels_for(b), NULL, NULL, cpu->scores, cpu->probs, cpu->limits.n_ctx,
-                   cpu->pos, cpu->row0, cpu->run};
+                   cpu->pos, cpu->row0, cpu->run, cpu->seq_end};
     if (args->k_cache->type != GGML_TYPE_F16) t.k_ops = hl_cpu_ops_for(b, args->k_cache->type);
     if (args->v_cache->type != GGML_TYPE_F16) t.v_ops = hl_cpu_ops_for(b, args->v_cache->type);
     hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), attn_run, &t);

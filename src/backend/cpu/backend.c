@@ -43,15 +43,21 @@ static hearth_status cpu_copy(hl_backend *b, void *dst, const void *src, size_t 
 }
 
 /* Also counts each token's run: the tokens of the pass in its sequence
- * (attention takes the order llama.cpp takes for a batch of that many). */
+ * (attention takes the order llama.cpp takes for a batch of that many),
+ * and finds where the sequence's positions in the pass end. */
 static void cpu_set_positions(hl_backend *b, const int32_t *pos, const int32_t *row0, int32_t n) {
     hl_cpu *cpu = cpu_of(b);
     memcpy(cpu->pos, pos, (size_t)n * sizeof *pos);
     memcpy(cpu->row0, row0, (size_t)n * sizeof *row0);
     for (int32_t t = 0; t < n; t++) {
-        int32_t same = 0;
-        for (int32_t u = 0; u < n; u++) same += row0[u] == row0[t];
+        int32_t same = 0, end = 0;
+        for (int32_t u = 0; u < n; u++)
+            if (row0[u] == row0[t]) {
+                same++;
+                end = pos[u] + 1 > end ? pos[u] + 1 : end;
+            }
         cpu->run[t] = same;
+        cpu->seq_end[t] = end;
     }
     cpu->n_pos = n;
 }
@@ -125,8 +131,10 @@ static bool cpu_supports_op(const hl_backend *b, const hl_op_desc *d) {
     }
     case HL_OP_GET_ROWS: return hl_quant_get(d->t[0]->type) && whole_blocks(d->t[0]->type, d->t[0]->ne[0]);
     case HL_OP_STORE_ROWS: return hl_quant_get(d->t[1]->type) && whole_blocks(d->t[1]->type, d->t[1]->ne[0]);
-    case HL_OP_ATTENTION: /* a quantized V cache on the tiled path only, as llama.cpp */
-        return hl_cpu_kv_type_runs(d->attn->k_cache->type, d->attn->head_dim) &&
+    case HL_OP_ATTENTION: /* a quantized V cache on the tiled path only, as llama.cpp; no window with a
+                             bidirectional mask */
+        return !(d->attn->bidirectional && d->attn->n_swa > 0) &&
+               hl_cpu_kv_type_runs(d->attn->k_cache->type, d->attn->head_dim) &&
                hl_cpu_kv_type_runs(d->attn->v_cache->type, d->attn->head_dim) &&
                (cpu->limits.flash_attn || block_of(d->attn->v_cache->type) == 1);
     case HL_OP_ROPE:
@@ -177,8 +185,8 @@ static const hl_backend_i cpu_iface = {
     .synchronize = cpu_synchronize,
 };
 
-/* Arrays of one int32 per token: pos, row0, run, moe_x_rows, moe_y_rows. */
-#define N_TOKEN_INTS 5
+/* Arrays of one int32 per token: pos, row0, run, seq_end, moe_x_rows, moe_y_rows. */
+#define N_TOKEN_INTS 6
 
 /* The scratch buffers an instance with these limits allocates, in bytes:
  * hl_backend_cpu_init allocates exactly these, hl_cpu_scratch_bytes sums
@@ -245,7 +253,8 @@ hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out)
     if (st == HEARTH_OK) st = cpu_alloc(b, sz.panels, (void **)&cpu->panels);
     if (st == HEARTH_OK && !limits->flash_attn) st = cpu_alloc(b, sz.scores, (void **)&cpu->scores);
     if (st == HEARTH_OK && !limits->flash_attn) st = cpu_alloc(b, sz.probs, (void **)&cpu->probs);
-    int32_t **token_ints[N_TOKEN_INTS] = {&cpu->pos, &cpu->row0, &cpu->run, &cpu->moe_x_rows, &cpu->moe_y_rows};
+    int32_t **token_ints[N_TOKEN_INTS] = {&cpu->pos,     &cpu->row0,       &cpu->run,
+                                          &cpu->seq_end, &cpu->moe_x_rows, &cpu->moe_y_rows};
     for (size_t i = 0; i < N_TOKEN_INTS && st == HEARTH_OK; i++) st = cpu_alloc(b, sz.token_ints, (void **)token_ints[i]);
     if (limits->flash_attn) {
         cpu->fa_partial_floats = sz.fa_partial / sizeof(float);
@@ -274,6 +283,7 @@ void hl_backend_cpu_free(hl_backend *b) {
     free(cpu->pos);
     free(cpu->row0);
     free(cpu->run);
+    free(cpu->seq_end);
     free(cpu->moe_x_rows);
     free(cpu->moe_y_rows);
     free(cpu->fa_ws);

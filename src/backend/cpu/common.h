@@ -16,9 +16,10 @@ typedef struct hl_cpu {
     float *scores;    /* attention scores, n_ctx floats per thread */
     hl_half *probs;   /* attention probabilities in F16, n_ctx per thread */
     /* the pass's tokens (set_positions), max_tokens each: position in the
-     * sequence, the sequence's first cache row, and how many tokens of the
-     * pass belong to the same sequence */
-    int32_t *pos, *row0, *run;
+     * sequence, the sequence's first cache row, how many tokens of the
+     * pass belong to the same sequence, and one past the last position of
+     * the sequence's tokens in the pass (what a bidirectional query sees) */
+    int32_t *pos, *row0, *run, *seq_end;
     int32_t n_pos;
     /* one expert's rows of a matmul_id (moe.c), max_tokens each: x and y row of each */
     int32_t *moe_x_rows, *moe_y_rows;
@@ -35,6 +36,13 @@ typedef struct hl_cpu {
      * vec-dot block); 0: no kernel. Filled at init, read by supports_op. */
     int32_t matmul_unit[GGML_TYPE_COUNT];
 } hl_cpu;
+
+/* One past the last cell (relative to row0[t]) query token t sees: its own
+ * position's (causal), or under an encoder's bidirectional attention the
+ * last position of its sequence's tokens in the pass. */
+static inline int64_t hl_cpu_attn_end(const hl_attn_args *a, const int32_t *pos, const int32_t *seq_end, int32_t t) {
+    return a->bidirectional ? seq_end[t] : (int64_t)pos[t] + 1;
+}
 
 static inline hl_cpu *cpu_of(hl_backend *b) { return (hl_cpu *)b->impl; }
 

@@ -41,6 +41,7 @@
  * in the same order as an unsplit task, so splitting changes no result. */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/common.h"
@@ -53,7 +54,7 @@ typedef struct fa_call {
     const hl_attn_args *a;
     const hl_flash_kernels *k;
     const hl_cpu_type_ops *k_ops; /* the kernels of a K cache that is not F16 (its query rounding), else NULL */
-    const int32_t *pos, *row0;
+    const int32_t *pos, *row0, *seq_end;
     const int32_t *blocks; /* first token of each block; blocks[n_blocks] = the pass's tokens */
     int32_t n_blocks;
     int32_t heads;   /* query heads per task: the KV head's group, or FA_ROWS of it */
@@ -69,11 +70,14 @@ typedef struct fa_call {
     atomic_llong next;
 } fa_call;
 
-/* [first, end): the cells (relative to row0) token t sees: its position and
- * the n_swa - 1 before it under a sliding window (llama.cpp's
- * is_masked_swa: key p0 is masked for query p1 when p1 - p0 >= n_swa). */
+/* [first, end): the cells (relative to row0) token t sees: up to its
+ * position (bidirectional: its sequence's end in the pass), from the
+ * n_swa - 1 before it under a sliding window (llama.cpp's is_masked_swa:
+ * key p0 is masked for query p1 when p1 - p0 >= n_swa). */
+static inline int64_t end_seen(const fa_call *f, int32_t t) { return hl_cpu_attn_end(f->a, f->pos, f->seq_end, t); }
+
 static inline int64_t first_seen(const fa_call *f, int32_t t) {
-    const int64_t end = f->pos[t] + 1;
+    const int64_t end = end_seen(f, t);
     return f->a->n_swa > 0 && end > f->a->n_swa ? end - f->a->n_swa : 0;
 }
 
@@ -82,7 +86,7 @@ static void block_range(const fa_call *f, int32_t b, int64_t *lo, int64_t *hi) {
     *lo = INT64_MAX;
     *hi = 0;
     for (int32_t t = f->blocks[b]; t < f->blocks[b + 1]; t++) {
-        const int64_t first = first_seen(f, t), end = f->pos[t] + 1;
+        const int64_t first = first_seen(f, t), end = end_seen(f, t);
         *lo = first < *lo ? first : *lo;
         *hi = end > *hi ? end : *hi;
     }
@@ -140,13 +144,13 @@ static void load_rows(const fa_call *f, uint32_t type, int32_t n, int32_t n_pad,
     }
 }
 
-/* ALiBi: s[j] += slope(h) * -(p - (j0 + j)) for the keys [lo, hi) of the
+/* ALiBi: s[j] += slope(h) * -|p - (j0 + j)| for the keys [lo, hi) of the
  * tile that token t (position p) sees with head h; llama.cpp's flash
  * attention adds the slope times its F16 mask, so the distance goes through
  * F16 (exact up to 2048). */
 static void alibi(const fa_call *f, int32_t t, int32_t h, int64_t j0, int64_t lo, int64_t hi, float *s) {
     const float slope = hl_alibi_slope(f->a->n_head, f->a->max_bias, h);
-    for (int64_t j = lo; j < hi; j++) s[j] += slope * hl_fp16_to_fp32(hl_fp32_to_fp16((float)(j0 + j - f->pos[t])));
+    for (int64_t j = lo; j < hi; j++) s[j] += slope * hl_fp16_to_fp32(hl_fp32_to_fp16(-(float)llabs(j0 + j - f->pos[t])));
 }
 
 /* Reads the cells [klo, khi) of one chunk for rows [0, rows) of a task
@@ -178,7 +182,7 @@ static void read_chunk(const fa_call *f, int32_t t0, int32_t h0, int32_t nh, int
             int64_t lo = 0, hi = 0; /* the keys of this tile row r sees, relative to j0 */
             if (r < rows) {
                 const int32_t t = t0 + r / nh;
-                const int64_t first = first_seen(f, t), end = f->pos[t] + 1;
+                const int64_t first = first_seen(f, t), end = end_seen(f, t);
                 lo = first > j0 ? first - j0 : 0;
                 hi = end < j0 + nk ? end - j0 : nk;
             }
@@ -319,7 +323,7 @@ void hl_cpu_flash_attention(hl_backend *b, const hl_attn_args *args) {
     hl_cpu *cpu = cpu_of(b);
     const int nth = hl_pool_n_threads(cpu->pool);
     const int32_t group = args->n_head / args->n_head_kv;
-    fa_call f = {.a = args, .k = hl_flash_kernels_for(b), .pos = cpu->pos, .row0 = cpu->row0, .blocks = cpu->fa_blocks,
+    fa_call f = {.a = args, .k = hl_flash_kernels_for(b), .pos = cpu->pos, .row0 = cpu->row0, .seq_end = cpu->seq_end, .blocks = cpu->fa_blocks,
                  .heads = group < FA_ROWS ? group : FA_ROWS, .n_split = 1, .ws = cpu->fa_ws,
                  .partial = cpu->fa_partial, .done = cpu->fa_done};
     if (args->k_cache->type != GGML_TYPE_F16) f.k_ops = hl_cpu_ops_for(b, args->k_cache->type);

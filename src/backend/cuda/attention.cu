@@ -280,14 +280,15 @@ attention_reduce(const float2 *__restrict__ part_ml, const float *__restrict__ p
                                                              first + c, q);
 }
 
-// K and V caches of F16, BF16, Q8_0 or Q4_0 (each on its own; heads of
+// Causal attention (no encoder's bidirectional mask yet) over K and V caches
+// of F16, BF16, Q8_0 or Q4_0 (each on its own; heads of
 // whole 32-element blocks for the quantized ones), heads of whole 8-element
 // chunks, a group and a head within the per-thread outputs, the block's
 // shared memory within the default limit, and tokens within CUDA's 65535
 // blocks in z.
 bool hl_cuda_attention_runs(const hl_attn_args *a) {
-    if (a->n_head_kv <= 0 || a->n_head % a->n_head_kv != 0 || !kv_type_runs(a->k_cache->type, a->head_dim) ||
-        !kv_type_runs(a->v_cache->type, a->head_dim))
+    if (a->bidirectional || a->n_head_kv <= 0 || a->n_head % a->n_head_kv != 0 ||
+        !kv_type_runs(a->k_cache->type, a->head_dim) || !kv_type_runs(a->v_cache->type, a->head_dim))
         return false;
     const int g = a->n_head / a->n_head_kv;
     return a->head_dim % 8 == 0 && a->head_dim <= ATT_MAX_HEAD_DIM && g * a->head_dim <= ATT_MAX_GROUP_DIMS &&
@@ -340,7 +341,7 @@ void hl_cuda_attention(hl_backend *b, const hl_attn_args *a) {
         hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: attention needs an F16, BF16, Q8_0 or Q4_0 KV cache "
                        "(16-byte aligned for F16 and BF16), head_dim a multiple of 8 (of 32 for Q8_0 and Q4_0) up "
                        "to %d, n_head a multiple of n_head_kv with at most %d head dimensions (and %d KiB of shared "
-                       "memory) per KV head, and at most 65535 tokens", cu->index, ATT_MAX_HEAD_DIM,
+                       "memory) per KV head, at most 65535 tokens, and a causal mask", cu->index, ATT_MAX_HEAD_DIM,
                        ATT_MAX_GROUP_DIMS, ATT_MAX_SHARED / 1024);
         return;
     }

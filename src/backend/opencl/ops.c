@@ -268,8 +268,8 @@ bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d) {
     case HL_OP_ROPE_STORE: /* rope, then store_rows (ops.h) */
         return (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) && stores_type(d->t[3]) &&
                stores_type(d->t[4]);
-    case HL_OP_ATTENTION: /* an F16 cache, a head within the work-items' accumulators */
-        return d->attn->k_cache->type == GGML_TYPE_F16 && d->attn->v_cache->type == GGML_TYPE_F16 &&
+    case HL_OP_ATTENTION: /* causal, over an F16 cache, a head within the work-items' accumulators */
+        return !d->attn->bidirectional && d->attn->k_cache->type == GGML_TYPE_F16 && d->attn->v_cache->type == GGML_TYPE_F16 &&
                d->attn->head_dim <= ATT_MAX_HEAD_DIM;
     case HL_OP_ROPE: return d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX;
     case HL_OP_ROPE_SHIFT:
