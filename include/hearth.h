@@ -270,6 +270,12 @@ HEARTH_API void hearth_model_free(hearth_model *model);
 HEARTH_API int32_t hearth_model_n_vocab(const hearth_model *model);
 HEARTH_API int32_t hearth_model_n_ctx_train(const hearth_model *model);  /* context length trained for */
 HEARTH_API int32_t hearth_model_n_embd(const hearth_model *model);
+/* The pooling the file gives (<arch>.pooling_type: a hearth_pooling_type,
+ * HEARTH_POOLING_NONE when absent). Thread-safe. */
+HEARTH_API int32_t hearth_model_pooling_type(const hearth_model *model);
+/* Whether the model has an output layer and so can generate text; false
+ * for an encoder (bert), which only computes embeddings. Thread-safe. */
+HEARTH_API bool hearth_model_can_generate(const hearth_model *model);
 HEARTH_API int32_t hearth_model_n_layer(const hearth_model *model);
 /* Layers actually on a GPU, counting the output layer as one (n_layer + 1
  * when everything is offloaded); 0 without a usable GPU. */
@@ -551,6 +557,17 @@ HEARTH_API const char *hearth_kv_type_name(int32_t type);
  * Thread-safe. */
 HEARTH_API hearth_status hearth_kv_type_from_name(const char *name, int32_t *out);
 
+/* How a context that computes embeddings pools a sequence's hidden states
+ * into one vector (llama.cpp's llama_pooling_type, same values). */
+typedef enum hearth_pooling_type {
+    HEARTH_POOLING_UNSPECIFIED = -1, /* the model's: <arch>.pooling_type, NONE when the file has none */
+    HEARTH_POOLING_NONE = 0,         /* no pooled vector: each token's hidden state only */
+    HEARTH_POOLING_MEAN = 1,         /* the mean over the sequence's tokens in the batch */
+    HEARTH_POOLING_CLS = 2,          /* the sequence's first token in the batch (BERT's [CLS]) */
+    HEARTH_POOLING_LAST = 3,         /* the sequence's last token in the batch (decoder embedding models) */
+    HEARTH_POOLING_RANK = 4,         /* a reranker's relevance score: not supported yet */
+} hearth_pooling_type;
+
 typedef struct hearth_context_params {
     uint32_t n_ctx;      /* KV cache length in tokens, over all sequences; 0 = the model's
                             n_ctx_train (capped at 4096) times n_seq_max */
@@ -593,6 +610,17 @@ typedef struct hearth_context_params {
                                   else its context_length */
     int32_t type_k;            /* hearth_kv_type of the K cache; default HEARTH_KV_F16 */
     int32_t type_v;            /* hearth_kv_type of the V cache; default HEARTH_KV_F16 */
+    /* Embeddings instead of logits (llama.cpp's embeddings): every token
+     * of a batch is an output, its hidden state (after the model's final
+     * norm where it has one; n_embd floats) read with
+     * hearth_get_embeddings_ith(), and each sequence of the batch pooled
+     * into one vector as pooling_type says, read with
+     * hearth_get_embeddings_seq(). Default false; an encoder (a model that
+     * cannot generate, hearth_model_can_generate) needs it. */
+    bool embeddings;
+    int32_t pooling_type;      /* hearth_pooling_type; default UNSPECIFIED (the model's) */
+    bool embd_normalize;       /* pooled vectors scaled to unit L2 norm (as sentence-transformers'
+                                  Normalize and llama.cpp's server do); default true */
 } hearth_context_params;
 
 HEARTH_API hearth_context_params hearth_context_default_params(void);
@@ -606,8 +634,11 @@ HEARTH_API hearth_context_params hearth_context_default_params(void);
  * rope_scaling_type that is not a hearth_rope_scaling, a rope_freq_base or
  * rope_freq_scale < 0, a YaRN value not finite, a type_k or type_v that is
  * not a hearth_kv_type, a quantized type with head_dim not a multiple of
- * 32, a quantized type_v with flash_attn OFF), UNSUPPORTED (a GPU that holds
- * layers has no kernels for type_k/type_v: use F16 or n_gpu_layers 0), OUT_OF_MEMORY (the message gives the bytes
+ * 32, a quantized type_v with flash_attn OFF, a pooling_type that is not a
+ * hearth_pooling_type, embeddings false with a model that cannot
+ * generate), UNSUPPORTED (a GPU that holds
+ * layers has no kernels for type_k/type_v: use F16 or n_gpu_layers 0; pooling
+ * RANK), OUT_OF_MEMORY (the message gives the bytes
  * needed; for a GPU, the MiB of KV cache and buffers needed and free on it,
  * and the advice to lower n_gpu_layers or n_ctx; on the host, when the
  * plan of hearth_context_memory_plan() needs more than MemAvailable), IO (a worker thread could
@@ -738,6 +769,20 @@ HEARTH_API hearth_status hearth_decode_batch(hearth_context *ctx, const hearth_b
  * context and overwritten by the next decode; NULL when that token did not
  * ask for logits or i is out of range. */
 HEARTH_API const float *hearth_get_logits_ith(const hearth_context *ctx, int32_t i);
+
+/* Hidden state of token i of the last batch of an embeddings context,
+ * float[n_embd] (hearth_model_n_embd), not normalised, owned by the
+ * context and overwritten by the next decode; NULL when the context
+ * computes logits or i is out of range. */
+HEARTH_API const float *hearth_get_embeddings_ith(const hearth_context *ctx, int32_t i);
+
+/* Pooled embedding of sequence `seq` over its tokens in the last batch,
+ * float[n_embd], unit L2 norm unless embd_normalize is false; owned by the
+ * context and overwritten by the next decode. NULL when the context
+ * computes logits, pools NONE, or the last batch had no token of `seq`.
+ * A sequence embeds whole in one batch: with an encoder, clear it
+ * (hearth_kv_seq_rm) before embedding another text in it. */
+HEARTH_API const float *hearth_get_embeddings_seq(const hearth_context *ctx, int32_t seq);
 
 /* Tokens of sequence `seq` in the KV cache (the position its next token
  * takes); 0 for an empty or out-of-range sequence. */

@@ -26,6 +26,7 @@ typedef enum hl_dim {
     HL_DIM_CTX_TRAIN, /* n_ctx_train: a learned position per row */
     HL_DIM_ROT_HALF,  /* rope.n_rot / 2: one frequency factor per rotated pair */
     HL_DIM_EXPERT,    /* n_expert: stacked experts */
+    HL_DIM_TOKEN_TYPES, /* n_token_types */
     HL_DIM_PARTS,     /* the sum of a fused tensor's parts (hl_weight_decl.part) */
 } hl_dim;
 

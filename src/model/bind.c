@@ -24,6 +24,7 @@ static int64_t dim_size(const hl_hparams *hp, hl_dim d) {
     case HL_DIM_CTX_TRAIN: return hp->n_ctx_train;
     case HL_DIM_ROT_HALF: return hp->rope.n_rot / 2;
     case HL_DIM_EXPERT: return hp->n_expert;
+    case HL_DIM_TOKEN_TYPES: return hp->n_token_types;
     case HL_DIM_PARTS: break;
     }
     return 0;

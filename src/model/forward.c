@@ -95,13 +95,18 @@ static hearth_status issue_stage(void *arg) {
     for (int32_t il = p->s->il0; il < p->s->il1; il++) HL_TRY(m->arch->layer(m, b, w, il));
     if (!p->logits) return HEARTH_OK;
     const int32_t r0 = p->pass->out_row0, n_out = p->pass->n_out;
+    const hl_tensor last = rows_of(&w->last, r0, n_out);
+    if (!m->output_norm.data) { /* an encoder's hidden states as they are */
+        hl_tensor rows = last;
+        return hl_get_rows(b, &w->x, p->pass->out, &rows);
+    }
     for (int32_t j = 0; j < n_out; j++) {
         hl_tensor in = rows_of(&w->x, p->pass->out[j], 1), out = rows_of(&w->last, r0 + j, 1);
         const hl_tensor *bias = m->output_norm_b.data ? &m->output_norm_b : NULL; /* mpt's may be absent */
         HL_TRY(m->arch->norm == HL_OP_LAYER_NORM ? hl_layer_norm(b, &in, &m->output_norm, bias, m->hp.norm_eps, &out)
                                 : hl_rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out));
     }
-    const hl_tensor last = rows_of(&w->last, r0, n_out);
+    if (p->pass->embd) return HEARTH_OK;
     hl_tensor logits = rows_of(&w->logits, r0, n_out);
     HL_TRY(hl_matmul(b, &m->output, &last, &logits));
     return m->output_b.data ? hl_add(b, &logits, &m->output_b) : HEARTH_OK; /* gptj's lm_head bias */
@@ -132,7 +137,12 @@ hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, cons
     set_tokens(p->host_work, pass);
     HL_TRY(hl_get_rows(host, &m->tok_embd, pass->tokens, &p->host_work->x));
     if (m->hp.embd_scale != 1.0f) HL_TRY(hl_scale(host, &p->host_work->x, m->hp.embd_scale));
-    if (m->pos_embd.data) { /* learned position embeddings (gpt2), by way of xb */
+    if (m->tok_types.data) { /* bert: every token is of type 0, whose row is added (llama.cpp's type_row0) */
+        hl_tensor row0 = rows_of(&p->host_work->xb, 0, 1);
+        HL_TRY(hl_get_rows(host, &m->tok_types, (const int32_t[]){0}, &row0));
+        HL_TRY(hl_add(host, &p->host_work->x, &row0));
+    }
+    if (m->pos_embd.data) { /* learned position embeddings (gpt2, bert), by way of xb */
         for (int32_t t = 0; t < n; t++)
             if (pass->pos[t] >= m->pos_embd.ne[1])
                 return hl_fail(HEARTH_ERR_CONTEXT_FULL, "position %d: %s has learned position embeddings for %lld "
@@ -160,9 +170,10 @@ hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, cons
     }
     HL_TRY(hl_synchronize(prev->b));
     if (pass->n_out > 0 && prev->w != p->host_work) {
-        const size_t row = (size_t)prev->w->logits.ne[0] * sizeof(float), skip = (size_t)pass->out_row0 * row;
-        HL_TRY(hl_download(prev->b, (uint8_t *)p->host_work->logits.data + skip, (uint8_t *)prev->w->logits.data + skip,
-                           (size_t)pass->n_out * row));
+        const hl_tensor *from = pass->embd ? &prev->w->last : &prev->w->logits;
+        const hl_tensor *to = pass->embd ? &p->host_work->last : &p->host_work->logits;
+        const size_t row = (size_t)from->ne[0] * sizeof(float), skip = (size_t)pass->out_row0 * row;
+        HL_TRY(hl_download(prev->b, (uint8_t *)to->data + skip, (uint8_t *)from->data + skip, (size_t)pass->n_out * row));
     }
     return hl_synchronize(host);
 }

@@ -114,6 +114,8 @@ typedef struct hl_pass {
     const int32_t *out;                 /* [n_out] */
     int32_t n_out;
     int32_t out_row0;
+    bool embd; /* the outputs are embeddings: hidden states after the output norm where the model has one,
+                  left in rows out_row0... of host_work->last {n_embd, *}; no output matrix */
 } hl_pass;
 
 /* Runs a pass through the model: embedding lookup on the host (times
@@ -121,7 +123,8 @@ typedef struct hl_pass {
  * hidden state {n_embd, n} copied across stage boundaries, and for the
  * output tokens the final norm and output matrix, their logits left in rows
  * out_row0... of host_work->logits {n_vocab, *} (a long prompt's earlier passes ask
- * for none and skip the output matrix). A one-token pass on a backend with
+ * for none and skip the output matrix), or with pass->embd their hidden
+ * states in those rows of host_work->last. A one-token pass on a backend with
  * graph_run is recorded once and replayed. Returns after every backend has
  * finished, with the first error one of them reports (DEVICE, ...). */
 hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, const hl_pass *pass);

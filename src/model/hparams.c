@@ -99,6 +99,11 @@ hearth_status hl_hparams_read(hearth_model *m, hl_rope_mode rope_mode) {
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "head size %d (keys) / %d (values) is not supported (even, 2..%d, equal)",
                        hp->head_dim, v_dim, HL_MAX_HEAD_DIM);
 
+    hp->pooling_type = HEARTH_POOLING_NONE;
+    HL_TRY(hl_arch_u32(f, arch, "pooling_type", false, &hp->pooling_type));
+    if (hp->pooling_type > HEARTH_POOLING_RANK)
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.pooling_type = %d is not a pooling type (0 none, 1 mean, 2 cls, "
+                       "3 last, 4 rank)", arch, (int)hp->pooling_type);
     hp->embd_scale = 1.0f;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->n_swa = 0;

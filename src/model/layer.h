@@ -14,7 +14,8 @@
  * and, where the architecture has them (data NULL when absent):
  *   bq {n_head*hd}, bk, bv {n_head_kv*hd}  F32 biases (qwen2)
  *   attn_q_norm, attn_k_norm {hd}          F32 per-head RMSNorm (qwen3, gemma3)
- *   attn_post_norm, ffn_post_norm {n_embd} F32 norms after each block (gemma3)
+ *   attn_post_norm, ffn_post_norm {n_embd} F32 norms after each block (gemma3; bert's LayerNorms after
+ *                                          each residual add, with their biases attn_post_norm_b, ffn_post_norm_b)
  *   rope_freqs {n_rot/2}                   F32 rope frequency factors (llama 3)
  *   rope_long, rope_short {n_rot/2}        F32 LongRoPE frequency factors (phi3)
  *   attn_norm_b, ffn_norm_b, bo {n_embd}, ffn_up_b {n_ff}, ffn_down_b {n_embd}
@@ -32,6 +33,7 @@
  * (placement, upload to a device) visits each without naming them. */
 #define HL_LAYER_TENSORS(X)                                                                              \
     X(attn_norm) X(wq) X(wk) X(wv) X(wo) X(bq) X(bk) X(bv) X(attn_q_norm) X(attn_k_norm) X(attn_post_norm) \
+    X(attn_post_norm_b) X(ffn_post_norm_b)                                                                    \
     X(ffn_norm) X(ffn_gate) X(ffn_up) X(ffn_down) X(ffn_post_norm) X(rope_freqs) X(rope_long) X(rope_short)   \
     X(attn_norm_b) X(bo) X(ffn_norm_b) X(ffn_up_b) X(ffn_down_b) X(ffn_gate_inp) X(ffn_gate_exps) X(ffn_up_exps)     \
     X(ffn_down_exps)

@@ -33,7 +33,8 @@ struct hearth_model {
     hl_tensor output_norm; /* F32 {n_embd} */
     hl_tensor output_norm_b; /* F32 {n_embd}: the final LayerNorm's bias (arch->norm LayerNorm), or absent */
     hl_tensor pos_embd;    /* {n_embd, n_ctx_train}: learned position embeddings (gpt2), or absent */
-    hl_tensor tok_norm, tok_norm_b; /* F32 {n_embd}: LayerNorm of the token embeddings (bloom), or absent */
+    hl_tensor tok_norm, tok_norm_b; /* F32 {n_embd}: LayerNorm of the token embeddings (bloom, bert), or absent */
+    hl_tensor tok_types;   /* {n_embd, n_token_types}: token-type embeddings (bert; every token is type 0), or absent */
     hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */
     hl_tensor output_b;    /* F32 {n_vocab}: the output matrix's bias (gptj's lm_head), or absent */
     hl_layer *layers;      /* [n_layer] */

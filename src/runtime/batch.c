@@ -44,7 +44,7 @@ static hearth_status run_batch(hearth_context *c, const int32_t *tokens, int32_t
         const int32_t o0 = o;
         for (; o < n_out && c->out[o] < t0 + m; o++) c->out[o] -= t0; /* the pass's own indices */
         const hl_pass pass = {.tokens = tokens + t0, .pos = c->pos + t0, .row0 = c->row0 + t0, .n = m,
-                              .out = c->out + o0, .n_out = o - o0, .out_row0 = o0};
+                              .out = c->out + o0, .n_out = o - o0, .out_row0 = o0, .embd = c->params.embeddings};
         HL_TRY(hl_model_forward(c->model, &c->pipe, &pass));
     }
     return HEARTH_OK;
@@ -61,6 +61,8 @@ static hearth_status check_tokens(const hearth_context *c, const int32_t *tokens
 
 hearth_status hearth_decode(hearth_context *c, const int32_t *tokens, uint32_t n_tokens) {
     if (!c || !tokens || n_tokens == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_decode: no tokens given");
+    if (c->params.embeddings) /* every token an output: one batch of sequence 0 */
+        return hearth_decode_batch(c, &(hearth_batch){.n_tokens = (int32_t)n_tokens, .token = tokens});
     HL_TRY(check_tokens(c, tokens, n_tokens));
     if ((uint64_t)c->seq_len[0] + n_tokens > c->n_ctx_seq)
         return hl_fail(HEARTH_ERR_CONTEXT_FULL,
@@ -118,7 +120,7 @@ static hearth_status plan_batch(hearth_context *c, const hearth_batch *b, int32_
                            "raise n_ctx or use fewer tokens", (int)s, (int)p, c->n_ctx_seq, c->params.n_ctx, n_seq);
         c->pos[t] = p;
         c->row0[t] = s * (int32_t)c->n_ctx_seq;
-        const bool wants = b->logits ? b->logits[t] != 0 : t == b->n_tokens - 1;
+        const bool wants = c->params.embeddings || (b->logits ? b->logits[t] != 0 : t == b->n_tokens - 1);
         c->out_row[t] = -1;
         if (!wants) continue;
         if ((uint32_t)*n_out >= c->n_out_max)
@@ -149,15 +151,16 @@ hearth_status hearth_decode_batch(hearth_context *c, const hearth_batch *b) {
     }
     c->n_last = b->n_tokens;
     c->last_row = n_out - 1;
+    if (c->params.embeddings) hl_context_pool(c, b);
     return HEARTH_OK;
 }
 
 const float *hearth_get_logits(const hearth_context *c) {
-    return c && c->last_row >= 0 ? (const float *)c->work.logits.data + (size_t)c->last_row * c->work.logits.ne[0] : NULL;
+    return c && !c->params.embeddings && c->last_row >= 0 ? (const float *)c->work.logits.data + (size_t)c->last_row * c->work.logits.ne[0] : NULL;
 }
 
 const float *hearth_get_logits_ith(const hearth_context *c, int32_t i) {
-    if (!c || i < 0 || i >= c->n_last || c->out_row[i] < 0) return NULL;
+    if (!c || c->params.embeddings || i < 0 || i >= c->n_last || c->out_row[i] < 0) return NULL;
     return (const float *)c->work.logits.data + (size_t)c->out_row[i] * c->work.logits.ne[0];
 }
 

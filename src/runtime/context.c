@@ -25,7 +25,9 @@ hearth_context_params hearth_context_default_params(void) {
                                    .flash_attn = HEARTH_FLASH_ATTN_AUTO, .n_ubatch = 512,
                                    .rope_scaling_type = HEARTH_ROPE_SCALING_UNSPECIFIED, .yarn_ext_factor = -1.0f,
                                    .yarn_attn_factor = -1.0f, .yarn_beta_fast = -1.0f, .yarn_beta_slow = -1.0f,
-                                   .type_k = HEARTH_KV_F16, .type_v = HEARTH_KV_F16};
+                                   .type_k = HEARTH_KV_F16, .type_v = HEARTH_KV_F16,
+                                   .embeddings = false, .pooling_type = HEARTH_POOLING_UNSPECIFIED,
+                                   .embd_normalize = true};
 }
 
 #define KV_TYPE_NAMES "f16, bf16, q8_0 or q4_0"
@@ -85,7 +87,7 @@ static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work
 #undef ACT_TOKENS
     if (w) w->moe_ids.type = GGML_TYPE_I32; /* the experts each token is routed to */
     ACT(last, hp->n_embd, c->n_out_max);
-    ACT(logits, hp->n_vocab, c->n_out_max);
+    ACT(logits, hp->n_vocab, c->params.embeddings ? 0 : c->n_out_max);
 #undef ACT
     const size_t act_bytes = off;
     for (int32_t il = 0; il < hp->n_layer; il++) {
@@ -99,6 +101,25 @@ static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work
     }
     *kv_bytes = off - act_bytes;
     return off;
+}
+
+/* An embeddings context: every token of a batch is an output, and the
+ * pooling resolved from the model's. */
+static hearth_status resolve_embeddings(hearth_context *c, hearth_context_params *p) {
+    if (p->pooling_type < HEARTH_POOLING_UNSPECIFIED || p->pooling_type > HEARTH_POOLING_RANK)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "pooling_type %d is not a hearth_pooling_type (-1 the model's, 0 none, "
+                       "1 mean, 2 cls, 3 last)", (int)p->pooling_type);
+    if (!p->embeddings) {
+        if (!hearth_model_can_generate(c->model))
+            return hl_fail(HEARTH_ERR_INVALID_ARG, "%s is an embedding model: it has no output layer and cannot "
+                           "generate text; create the context with embeddings", c->model->desc);
+        return HEARTH_OK;
+    }
+    if (p->pooling_type == HEARTH_POOLING_UNSPECIFIED) p->pooling_type = c->model->hp.pooling_type;
+    if (p->pooling_type == HEARTH_POOLING_RANK)
+        return hl_fail(HEARTH_ERR_UNSUPPORTED, "pooling rank (a reranker's score) is not supported yet");
+    c->n_out_max = p->n_batch;
+    return HEARTH_OK;
 }
 
 hearth_status hl_context_resolve(hearth_context *c, const hearth_context_params *in) {
@@ -126,6 +147,7 @@ hearth_status hl_context_resolve(hearth_context *c, const hearth_context_params 
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
     if (p->n_ubatch == 0 || p->n_ubatch > p->n_batch) p->n_ubatch = p->n_batch; /* llama.cpp's rule */
     c->n_out_max = p->n_seq_max < p->n_batch ? p->n_seq_max : p->n_batch;
+    HL_TRY(resolve_embeddings(c, p));
     HL_TRY(check_kv_type("type_k", p->type_k, m->hp.head_dim));
     HL_TRY(check_kv_type("type_v", p->type_v, m->hp.head_dim));
     if (p->flash_attn == HEARTH_FLASH_ATTN_OFF && hl_ggml_type_get((uint32_t)p->type_v)->blck_size > 1)
@@ -254,6 +276,11 @@ static hearth_status init(hearth_context *c) {
     c->out = hl_calloc(c->n_out_max, sizeof *c->out);
     if (!c->k_cache || !c->v_cache || !c->seq_len || !c->pos || !c->row0 || !c->out_row || !c->out)
         return HEARTH_ERR_OUT_OF_MEMORY;
+    if (c->params.embeddings) {
+        c->embd_seq = hl_calloc((size_t)c->params.n_seq_max * (size_t)c->model->hp.n_embd, sizeof *c->embd_seq);
+        c->embd_seq_ok = hl_calloc(c->params.n_seq_max, sizeof *c->embd_seq_ok);
+        if (!c->embd_seq || !c->embd_seq_ok) return HEARTH_ERR_OUT_OF_MEMORY;
+    }
     c->last_row = -1;
     share_context(c, w);
     size_t kv_host = 0, kv_gpu = 0;
@@ -325,6 +352,8 @@ void hearth_context_free(hearth_context *c) {
     free(c->row0);
     free(c->out_row);
     free(c->out);
+    free(c->embd_seq);
+    free(c->embd_seq_ok);
     free(c);
 }
 

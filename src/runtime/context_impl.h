@@ -29,8 +29,14 @@ struct hearth_context {
     int32_t n_last;                /* tokens of the last batch (hearth_get_logits_ith's range) */
     int32_t last_row;              /* output row hearth_get_logits() reads, -1: none */
     uint32_t type_k, type_v;       /* the KV cache's ggml types (hearth_kv_type, resolved) */
+    float *embd_seq;               /* embeddings: [n_seq_max][n_embd] pooled vectors of the last batch */
+    uint8_t *embd_seq_ok;          /* embeddings: [n_seq_max] 1 where the last batch pooled the sequence */
     hl_rope_params rope, rope_swa; /* the rope of its layers: the model's with params' overrides */
 };
+
+/* Pools the hidden states of the last batch (b, its plan in c) into
+ * c->embd_seq as c->params.pooling_type says (embeddings.c). */
+void hl_context_pool(hearth_context *c, const hearth_batch *b);
 
 /* The backend that runs block il: its GPU's compute instance, or the host's. */
 static inline hl_backend *hl_context_layer_backend(const hearth_context *c, int32_t il) {
