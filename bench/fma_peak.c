@@ -27,8 +27,11 @@ static double fma_chains(float *checksum) {
     for (int rep = 0; rep < 5; rep++) {
         const double t0 = bench_now();
         for (long k = 0; k < iters; k++) {
+            // clang-format off
             STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5) STEP(6) STEP(7) STEP(8) STEP(9) STEP(10) STEP(11)
-            __asm__("" : "+x"(x)); /* x unknown to the compiler each step: the FMAs cannot be folded */
+                // clang-format on
+                __asm__(""
+                        : "+x"(x)); /* x unknown to the compiler each step: the FMAs cannot be folded */
         }
         const double fmas = (double)iters * CHAINS / (bench_now() - t0);
         if (fmas > best) best = fmas;

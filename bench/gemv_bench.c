@@ -70,8 +70,8 @@ int main(int argc, char **argv) {
     const hl_quant_traits *q = hl_quant_get(type);
     const size_t w_row = q ? hl_row_size(type, n) : 0;
     if (!ops || !q || w_row == 0 || threads < 1 || threads > 64 || mib < 1) {
-        fprintf(stderr, "%s: no %s kernels for type %u at n %lld, or a bad size\n", argv[0],
-                hl_cpu_level_name(level), type, (long long)n);
+        fprintf(stderr, "%s: no %s kernels for type %u at n %lld, or a bad size\n", argv[0], hl_cpu_level_name(level),
+                type, (long long)n);
         return 1;
     }
     const long long rows = (long long)((mib << 20) / w_row);

@@ -22,7 +22,8 @@ static const char JSON_GBNF[] =
     "value  ::= object | array | string | number | (\"true\" | \"false\" | \"null\") ws\n"
     "object ::= \"{\" ws ( string \":\" ws value (\",\" ws string \":\" ws value)* )? \"}\" ws\n"
     "array  ::= \"[\" ws ( value (\",\" ws value)* )? \"]\" ws\n"
-    "string ::= \"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}) )* \"\\\"\" ws\n"
+    "string ::= \"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}) )* \"\\\"\" "
+    "ws\n"
     "number ::= (\"-\"? ([0-9] | [1-9] [0-9]{0,15})) (\".\" [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws\n"
     "ws ::= | \" \" | \"\\n\" [ \\t]{0,20}\n";
 
@@ -73,7 +74,8 @@ int main(int argc, char **argv) {
     uint8_t *allowed = malloc((size_t)n);
     for (size_t k = 0; k < sizeof states / sizeof states[0]; k++) {
         hl_grammar_state *s;
-        if (hl_grammar_state_init(g, &s) != HEARTH_OK || !hl_grammar_accept(s, states[k][1], strlen(states[k][1]))) return 1;
+        if (hl_grammar_state_init(g, &s) != HEARTH_OK || !hl_grammar_accept(s, states[k][1], strlen(states[k][1])))
+            return 1;
         double us[21];
         for (int r = 0; r < 21; r++) {
             double a = bench_now();

@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
         if (r < HL_PANEL_ROWS) q->from_float(x, w + (size_t)r * w_row, n);
         else ops->act_from_float(x, act + (size_t)(r - HL_PANEL_ROWS) * a_row, n);
     }
-    for (int t = 0; aux && t < n_tok; t++) ops->act_aux(n, aux + (size_t)t * (size_t)(n / HL_QK), act + (size_t)t * a_row);
+    for (int t = 0; aux && t < n_tok; t++)
+        ops->act_aux(n, aux + (size_t)t * (size_t)(n / HL_QK), act + (size_t)t * a_row);
     ops->pack_panel(n, panel, w, w_row);
     const int reps = (int)(3e8 / ((double)n * HL_PANEL_ROWS * n_tok)) + 1; /* about 0.01-0.03 s a timing */
     double gmacs[15];

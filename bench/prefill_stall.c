@@ -28,8 +28,8 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static double delays[3][MAX_DELAYS]; /* [0] alone, [1] during the prefill, [2] alone after it */
 static int n_delays[3];
-static int window = -1;              /* -1: not recording, else the window */
-static double t_first = -1.0;        /* the long prompt's first token, seconds */
+static int window = -1;       /* -1: not recording, else the window */
+static double t_first = -1.0; /* the long prompt's first token, seconds */
 
 typedef struct stream {
     double last;
@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
     ep.ctx.n_ctx = ep.ctx.n_seq_max * (uint32_t)(n_long + 64 > 4096 ? n_long + 64 : 4096);
     ep.ctx.n_threads = argc > 4 ? atoi(argv[4]) : 2;
     if (argc > 5)
-        ep.ctx.flash_attn = !strcmp(argv[5], "on") ? HEARTH_FLASH_ATTN_ON
+        ep.ctx.flash_attn = !strcmp(argv[5], "on")    ? HEARTH_FLASH_ATTN_ON
                             : !strcmp(argv[5], "off") ? HEARTH_FLASH_ATTN_OFF
                                                       : HEARTH_FLASH_ATTN_AUTO;
     hearth_engine *e;
@@ -141,8 +141,8 @@ int main(int argc, char **argv) {
     pthread_mutex_lock(&mu);
     window = -1;
     pthread_mutex_unlock(&mu);
-    printf("model %s, %d streams, %d-token prompt, %d threads, flash_attn %s\n", hearth_model_desc(m), n_streams, n_long,
-           (int)ep.ctx.n_threads, ep.ctx.flash_attn == HEARTH_FLASH_ATTN_OFF ? "off" : "on");
+    printf("model %s, %d streams, %d-token prompt, %d threads, flash_attn %s\n", hearth_model_desc(m), n_streams,
+           n_long, (int)ep.ctx.n_threads, ep.ctx.flash_attn == HEARTH_FLASH_ATTN_OFF ? "off" : "on");
     const double before = report("streams alone, before:", delays[0], n_delays[0]);
     const double during = report("during the prefill:", delays[1], n_delays[1]);
     const double after = report("streams alone, after:", delays[2], n_delays[2]);

@@ -42,17 +42,18 @@ extern "C" {
 
 typedef enum hearth_status {
     HEARTH_OK = 0,
-    HEARTH_ERR_INVALID_ARG = 1,     /* a parameter is out of range or NULL */
-    HEARTH_ERR_IO = 2,              /* a file could not be opened, read or mapped */
-    HEARTH_ERR_FORMAT = 3,          /* a file is malformed (truncated, hostile, inconsistent) */
-    HEARTH_ERR_UNSUPPORTED = 4,     /* valid input hearth cannot run (architecture, tensor type) */
-    HEARTH_ERR_OUT_OF_MEMORY = 5,   /* host or device allocation failed */
-    HEARTH_ERR_CONTEXT_FULL = 6,    /* the tokens do not fit in n_ctx */
-    HEARTH_ERR_BUFFER_TOO_SMALL = 7,/* a caller's buffer is too small; the size needed is reported */
-    HEARTH_ERR_DEVICE = 8,          /* a compute device failed or is missing */
-    HEARTH_ERR_BUSY = 9,            /* an engine's queue is full: retry later */
-    HEARTH_ERR_NETWORK = 10,        /* a download failed: host unknown or unreachable, refused (HTTP 401/403/404 ...), cut too often */
-    HEARTH_ERR_CANCELLED = 11,      /* a progress callback returned false */
+    HEARTH_ERR_INVALID_ARG = 1,      /* a parameter is out of range or NULL */
+    HEARTH_ERR_IO = 2,               /* a file could not be opened, read or mapped */
+    HEARTH_ERR_FORMAT = 3,           /* a file is malformed (truncated, hostile, inconsistent) */
+    HEARTH_ERR_UNSUPPORTED = 4,      /* valid input hearth cannot run (architecture, tensor type) */
+    HEARTH_ERR_OUT_OF_MEMORY = 5,    /* host or device allocation failed */
+    HEARTH_ERR_CONTEXT_FULL = 6,     /* the tokens do not fit in n_ctx */
+    HEARTH_ERR_BUFFER_TOO_SMALL = 7, /* a caller's buffer is too small; the size needed is reported */
+    HEARTH_ERR_DEVICE = 8,           /* a compute device failed or is missing */
+    HEARTH_ERR_BUSY = 9,             /* an engine's queue is full: retry later */
+    HEARTH_ERR_NETWORK =
+        10, /* a download failed: host unknown or unreachable, refused (HTTP 401/403/404 ...), cut too often */
+    HEARTH_ERR_CANCELLED = 11, /* a progress callback returned false */
 } hearth_status;
 
 /* The message of the last failure on the calling thread ("" if none). The
@@ -110,14 +111,14 @@ HEARTH_API int32_t hearth_gpu_device_count(void);
 HEARTH_API const char *hearth_gpu_unavailable_reason(void);
 
 typedef struct hearth_gpu_info {
-    char name[256];          /* "NVIDIA H100 80GB HBM3"; OpenCL: "<device> (<platform>)" */
-    int32_t cc_major;        /* CUDA compute capability, e.g. 9; 0 for OpenCL */
-    int32_t cc_minor;        /* e.g. 0 */
-    uint64_t free_bytes;     /* device memory free now, bytes (OpenCL: total less what hearth holds) */
-    uint64_t total_bytes;    /* device memory, bytes */
-    char id[24];             /* "cuda0", "opencl1": the name hearth_model_params.devices takes */
-    int32_t compute_units;   /* CUDA multiprocessors, OpenCL compute units */
-    bool is_gpu;             /* false for an OpenCL CPU device (used only when named) */
+    char name[256];        /* "NVIDIA H100 80GB HBM3"; OpenCL: "<device> (<platform>)" */
+    int32_t cc_major;      /* CUDA compute capability, e.g. 9; 0 for OpenCL */
+    int32_t cc_minor;      /* e.g. 0 */
+    uint64_t free_bytes;   /* device memory free now, bytes (OpenCL: total less what hearth holds) */
+    uint64_t total_bytes;  /* device memory, bytes */
+    char id[24];           /* "cuda0", "opencl1": the name hearth_model_params.devices takes */
+    int32_t compute_units; /* CUDA multiprocessors, OpenCL compute units */
+    bool is_gpu;           /* false for an OpenCL CPU device (used only when named) */
 } hearth_gpu_info;
 
 /* Facts of GPU `device` (0 <= device < hearth_gpu_device_count()) into *out;
@@ -153,13 +154,13 @@ HEARTH_API bool hearth_supports_mlock(void);
 /* Progress of a long operation: a download (hearth_model_resolve()) or a
  * model load that uploads weights to a GPU. */
 typedef struct hearth_progress {
-    const char *what;   /* what is being done: a file name, or "load" */
-    uint64_t done;      /* bytes done (for a resumed download, counting the bytes it already had) */
-    uint64_t total;     /* bytes in all; 0 when not known (yet) */
-    double rate;        /* bytes per second, smoothed over the last seconds; 0 until measured */
-    double eta;         /* seconds left at that rate; -1 when not known */
-    double elapsed;     /* seconds since the operation started */
-    bool finished;      /* the last report of the operation (done == total when it succeeded) */
+    const char *what; /* what is being done: a file name, or "load" */
+    uint64_t done;    /* bytes done (for a resumed download, counting the bytes it already had) */
+    uint64_t total;   /* bytes in all; 0 when not known (yet) */
+    double rate;      /* bytes per second, smoothed over the last seconds; 0 until measured */
+    double eta;       /* seconds left at that rate; -1 when not known */
+    double elapsed;   /* seconds since the operation started */
+    bool finished;    /* the last report of the operation (done == total when it succeeded) */
 } hearth_progress;
 
 /* Receives reports on the thread doing the work, about ten a second and a
@@ -212,7 +213,7 @@ typedef struct hearth_model_params {
      * LAYER = consecutive runs of layers in tensor_split proportions; ROW is
      * not supported yet (UNSUPPORTED at load). */
     hearth_split_mode split_mode;
-    int32_t main_gpu;           /* device index for SPLIT_NONE */
+    int32_t main_gpu; /* device index for SPLIT_NONE */
     /* per-device proportions [number of devices in `devices`], or NULL for
      * proportions of each device's free memory; not retained */
     const float *tensor_split;
@@ -224,13 +225,13 @@ typedef struct hearth_model_params {
      * name fails the load with INVALID_ARG, listing the devices. Not
      * retained. */
     const char *devices;
-    bool use_mmap;              /* map the file instead of reading it (default true). false reads it
+    bool use_mmap;   /* map the file instead of reading it (default true). false reads it
                                    into private memory advised as transparent huge pages (Linux):
                                    faster CPU decode (fewer TLB misses), a slower load, memory not
                                    shared with other processes; HEARTH_ERR_OUT_OF_MEMORY when the
                                    file does not fit */
-    bool use_mlock;             /* lock the weights in RAM (default false) */
-    bool vocab_only;            /* load only the vocabulary (tokenize without weights) */
+    bool use_mlock;  /* lock the weights in RAM (default false) */
+    bool vocab_only; /* load only the vocabulary (tokenize without weights) */
     /* Reports the bytes of weights uploaded to GPUs (what = "load"), or NULL;
      * not called when no layer is offloaded. Returning false cancels the
      * load (HEARTH_ERR_CANCELLED). */
@@ -259,8 +260,7 @@ HEARTH_API hearth_model_params hearth_model_default_params(void);
  * DEVICE (the GPU driver failed). On error *out is NULL and nothing is
  * leaked, device memory included. Thread-safe (distinct calls share
  * nothing). */
-HEARTH_API hearth_status hearth_model_load(const char *path, const hearth_model_params *params,
-                                           hearth_model **out);
+HEARTH_API hearth_status hearth_model_load(const char *path, const hearth_model_params *params, hearth_model **out);
 
 /* Frees a model. Every context made from it must be freed first. */
 HEARTH_API void hearth_model_free(hearth_model *model);
@@ -268,7 +268,7 @@ HEARTH_API void hearth_model_free(hearth_model *model);
 /* Model facts (model must be non-NULL; a vocab_only model reports 0 for the
  * weight figures). Pure getters; thread-safe. */
 HEARTH_API int32_t hearth_model_n_vocab(const hearth_model *model);
-HEARTH_API int32_t hearth_model_n_ctx_train(const hearth_model *model);  /* context length trained for */
+HEARTH_API int32_t hearth_model_n_ctx_train(const hearth_model *model); /* context length trained for */
 HEARTH_API int32_t hearth_model_n_embd(const hearth_model *model);
 /* The pooling the file gives (<arch>.pooling_type: a hearth_pooling_type,
  * HEARTH_POOLING_NONE when absent). Thread-safe. */
@@ -280,8 +280,8 @@ HEARTH_API int32_t hearth_model_n_layer(const hearth_model *model);
 /* Layers actually on a GPU, counting the output layer as one (n_layer + 1
  * when everything is offloaded); 0 without a usable GPU. */
 HEARTH_API int32_t hearth_model_n_gpu_layers(const hearth_model *model);
-HEARTH_API uint64_t hearth_model_n_params(const hearth_model *model);    /* weights, elements */
-HEARTH_API uint64_t hearth_model_size(const hearth_model *model);        /* weights, bytes */
+HEARTH_API uint64_t hearth_model_n_params(const hearth_model *model); /* weights, elements */
+HEARTH_API uint64_t hearth_model_size(const hearth_model *model);     /* weights, bytes */
 /* A static description like "llama 135M Q4_1"; owned by the model. */
 HEARTH_API const char *hearth_model_desc(const hearth_model *model);
 
@@ -289,8 +289,8 @@ HEARTH_API const char *hearth_model_desc(const hearth_model *model);
  * "tokenizer.chat_template") into buf with a terminating NUL.
  * Errors: INVALID_ARG (key absent or not a string), BUFFER_TOO_SMALL (*len set
  * to the length needed, excluding the NUL). *len receives the string length. */
-HEARTH_API hearth_status hearth_model_meta_str(const hearth_model *model, const char *key, char *buf,
-                                               size_t size, size_t *len);
+HEARTH_API hearth_status hearth_model_meta_str(const hearth_model *model, const char *key, char *buf, size_t size,
+                                               size_t *len);
 
 /* The metadata as llama.cpp's llama_model_meta_* calls give it: every key
  * whose value is not an array (arrays such as the vocabulary are left out),
@@ -327,17 +327,16 @@ HEARTH_API bool hearth_token_is_eog(const hearth_model *model, int32_t token);
  * again with a larger buffer), OUT_OF_MEMORY, UNSUPPORTED (the pre-tokenizer
  * regex hit PCRE2's match limits on pathological text, or a SentencePiece
  * vocabulary has no byte token for a byte the text needs). Thread-safe. */
-HEARTH_API hearth_status hearth_tokenize(const hearth_model *model, const char *text, size_t len,
-                                         bool add_special, bool parse_special, int32_t *tokens,
-                                         size_t n_max, size_t *n_tokens);
+HEARTH_API hearth_status hearth_tokenize(const hearth_model *model, const char *text, size_t len, bool add_special,
+                                         bool parse_special, int32_t *tokens, size_t n_max, size_t *n_tokens);
 
 /* The raw bytes a single token stands for (byte-level tokens decoded; may be a
  * fragment of a UTF-8 character). special: include the text of control tokens
  * ("<|im_end|>"); when false they render as nothing.
  * Errors: INVALID_ARG (token out of range), BUFFER_TOO_SMALL (*len set to the
  * size needed). No NUL is written. Thread-safe. */
-HEARTH_API hearth_status hearth_token_to_piece(const hearth_model *model, int32_t token, bool special,
-                                               char *buf, size_t size, size_t *len);
+HEARTH_API hearth_status hearth_token_to_piece(const hearth_model *model, int32_t token, bool special, char *buf,
+                                               size_t size, size_t *len);
 
 /* A streaming detokenizer: turns tokens into bytes that are always whole UTF-8
  * characters, holding back the bytes of an incomplete character until the
@@ -353,8 +352,7 @@ HEARTH_API void hearth_detok_free(hearth_detok *detok);
  * hundred for common vocabularies). Invalid UTF-8 from the model is replaced
  * with U+FFFD. Does not allocate. Errors: INVALID_ARG (bad token),
  * BUFFER_TOO_SMALL (nothing consumed; *len set to the size needed). */
-HEARTH_API hearth_status hearth_detok_push(hearth_detok *detok, int32_t token, char *buf, size_t size,
-                                           size_t *len);
+HEARTH_API hearth_status hearth_detok_push(hearth_detok *detok, int32_t token, char *buf, size_t size, size_t *len);
 
 /* Emits any held bytes (as U+FFFD, since they never completed) and resets. */
 HEARTH_API hearth_status hearth_detok_flush(hearth_detok *detok, char *buf, size_t size, size_t *len);
@@ -364,7 +362,7 @@ HEARTH_API hearth_status hearth_detok_flush(hearth_detok *detok, char *buf, size
 /* One turn of a conversation. Both strings are NUL-terminated UTF-8 and only
  * read during the call. */
 typedef struct hearth_chat_message {
-    const char *role;    /* "system", "user", "assistant" or any role the template knows */
+    const char *role; /* "system", "user", "assistant" or any role the template knows */
     const char *content;
 } hearth_chat_message;
 
@@ -415,8 +413,8 @@ HEARTH_API hearth_status hearth_model_chat_template(const hearth_model *model, c
  * hearth_chat_apply_template(); free it with hearth_chat_free().
  * Errors: those of hearth_chat_apply_template(), and INVALID_ARG when the
  * model has no chat template and tmpl is NULL. Thread-safe. */
-HEARTH_API hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl, const hearth_chat_message *msgs,
-                                            size_t n_msgs, char **out);
+HEARTH_API hearth_status hearth_chat_render(const hearth_model *model, const char *tmpl,
+                                            const hearth_chat_message *msgs, size_t n_msgs, char **out);
 
 /* As hearth_chat_apply_template(), with the conversation as JSON: `messages`
  * is a JSON array of OpenAI chat messages (objects with "role" and
@@ -541,7 +539,7 @@ typedef enum hearth_rope_scaling {
  * caches only: a context whose GPU layers would need another type fails
  * (hearth_context_init). */
 typedef enum hearth_kv_type {
-    HEARTH_KV_F16 = 1,   /* the default */
+    HEARTH_KV_F16 = 1, /* the default */
     HEARTH_KV_Q4_0 = 2,
     HEARTH_KV_Q8_0 = 8,
     HEARTH_KV_BF16 = 30,
@@ -569,17 +567,17 @@ typedef enum hearth_pooling_type {
 } hearth_pooling_type;
 
 typedef struct hearth_context_params {
-    uint32_t n_ctx;      /* KV cache length in tokens, over all sequences; 0 = the model's
+    uint32_t n_ctx;    /* KV cache length in tokens, over all sequences; 0 = the model's
                             n_ctx_train (capped at 4096) times n_seq_max */
-    uint32_t n_batch;    /* most tokens of one decode call (llama.cpp's logical batch); default 512 */
-    int32_t n_threads;   /* CPU threads; 0 = physical cores */
+    uint32_t n_batch;  /* most tokens of one decode call (llama.cpp's logical batch); default 512 */
+    int32_t n_threads; /* CPU threads; 0 = physical cores */
     /* Sequences the KV cache holds at once (default 1; at most 256). Each
      * sequence owns n_ctx / n_seq_max positions of the one cache buffer (as
      * llama.cpp's server divides n_ctx among its slots; n_ctx is rounded
      * down to a multiple of n_seq_max), and at most n_seq_max tokens of a
      * batch may ask for logits. */
     uint32_t n_seq_max;
-    int32_t flash_attn;  /* hearth_flash_attn; default HEARTH_FLASH_ATTN_AUTO */
+    int32_t flash_attn; /* hearth_flash_attn; default HEARTH_FLASH_ATTN_AUTO */
     /* Most tokens of one forward pass (llama.cpp's physical batch,
      * --ubatch-size); default 512, 0 or more than n_batch = n_batch. A
      * decode of more tokens runs in passes of n_ubatch, and the
@@ -618,8 +616,8 @@ typedef struct hearth_context_params {
      * hearth_get_embeddings_seq(). Default false; an encoder (a model that
      * cannot generate, hearth_model_can_generate) needs it. */
     bool embeddings;
-    int32_t pooling_type;      /* hearth_pooling_type; default UNSPECIFIED (the model's) */
-    bool embd_normalize;       /* pooled vectors scaled to unit L2 norm (as sentence-transformers'
+    int32_t pooling_type; /* hearth_pooling_type; default UNSPECIFIED (the model's) */
+    bool embd_normalize;  /* pooled vectors scaled to unit L2 norm (as sentence-transformers'
                                   Normalize and llama.cpp's server do); default true */
 } hearth_context_params;
 
@@ -668,11 +666,11 @@ typedef struct hearth_memory_device {
  * are left out. */
 typedef struct hearth_context_memory {
     uint32_t n_ctx, n_batch, n_ubatch, n_seq_max; /* the resolved parameters the figures are for */
-    char type_k[8], type_v[8];    /* the KV cache's element types, ggml's names ("f16") */
-    uint64_t weights, kv_cache, compute; /* sums over the devices */
-    uint64_t total;               /* weights + kv_cache + compute */
-    uint64_t context;             /* what creating the context adds: kv_cache + compute */
-    int32_t n_devices;            /* entries of device[]: [0] the host, then each GPU with layers */
+    char type_k[8], type_v[8];                    /* the KV cache's element types, ggml's names ("f16") */
+    uint64_t weights, kv_cache, compute;          /* sums over the devices */
+    uint64_t total;                               /* weights + kv_cache + compute */
+    uint64_t context;                             /* what creating the context adds: kv_cache + compute */
+    int32_t n_devices;                            /* entries of device[]: [0] the host, then each GPU with layers */
     hearth_memory_device device[17];
 } hearth_context_memory;
 
@@ -735,7 +733,7 @@ HEARTH_API const float *hearth_get_logits(const hearth_context *ctx);
  * sequence. The arrays are read during hearth_decode_batch() only. */
 typedef struct hearth_batch {
     int32_t n_tokens;
-    const int32_t *token;  /* [n_tokens] token ids in [0, n_vocab) */
+    const int32_t *token; /* [n_tokens] token ids in [0, n_vocab) */
     /* [n_tokens] position of each token in its sequence, or NULL: each
      * token continues its sequence (the sequence's length, then +1 for
      * every later token of it in the batch). A position below the
@@ -860,7 +858,7 @@ typedef struct hearth_sampler_params {
      * count. 0 disables (default); each in [-2, 2]. */
     float presence_penalty;
     float frequency_penalty;
-    uint64_t seed;         /* random seed; equal seeds give equal samples. Default 0xC0FFEE */
+    uint64_t seed; /* random seed; equal seeds give equal samples. Default 0xC0FFEE */
     /* Added to a token's logit before every other sampler (OpenAI's
      * logit_bias): n_logit_bias entries, copied at init; a bias of -100 or
      * less bans the token. Default none. */
@@ -937,7 +935,7 @@ typedef struct hearth_engine_params {
      * gets the model's n_ctx_train capped at 4096); n_batch the most tokens
      * of one step (default 512); n_threads. */
     hearth_context_params ctx;
-    int32_t n_queue_max;       /* requests that may wait for a slot; default 64 */
+    int32_t n_queue_max; /* requests that may wait for a slot; default 64 */
     /* A Jinja chat template for chat requests, copied; NULL: the model's
      * tokenizer.chat_template. */
     const char *chat_template;
@@ -948,7 +946,7 @@ typedef struct hearth_engine_params {
      * --context-shift does) and the generation goes on. A slot's cache after
      * a shift is reused by later requests only up to its kept tokens. */
     bool context_shift;
-    int32_t n_keep;            /* -1: the whole prompt; default 0 (the BOS alone) */
+    int32_t n_keep; /* -1: the whole prompt; default 0 (the BOS alone) */
 } hearth_engine_params;
 
 /* Defaults: context defaults with n_seq_max 4, n_queue_max 64, the model's
@@ -961,7 +959,8 @@ HEARTH_API hearth_engine_params hearth_engine_default_params(void);
  * bad context params), UNSUPPORTED (a chat template that does not parse),
  * OUT_OF_MEMORY, IO (the thread could not start), DEVICE: as
  * hearth_context_init(). Free with hearth_engine_free(). */
-HEARTH_API hearth_status hearth_engine_init(hearth_model *model, const hearth_engine_params *params, hearth_engine **out);
+HEARTH_API hearth_status hearth_engine_init(hearth_model *model, const hearth_engine_params *params,
+                                            hearth_engine **out);
 
 /* Cancels every request (each gets its final piece, finish CANCELLED),
  * stops the thread and frees the engine. Must not be called from a piece
@@ -970,13 +969,13 @@ HEARTH_API void hearth_engine_free(hearth_engine *engine);
 
 /* Why a request ended. */
 typedef enum hearth_finish_reason {
-    HEARTH_FINISH_NONE = 0,      /* not yet: more pieces follow */
-    HEARTH_FINISH_STOP = 1,      /* an end-of-generation token or a stop string */
-    HEARTH_FINISH_LENGTH = 2,    /* max_tokens generated, or the slot's context is full */
-    HEARTH_FINISH_CANCELLED = 3, /* hearth_engine_cancel(), a callback returned false, or the engine was freed */
-    HEARTH_FINISH_ERROR = 4,     /* the forward pass failed: see hearth_piece.error */
-    HEARTH_FINISH_TOOL_CALLS = 5,/* the model called tools (hearth_piece.tool_calls) and stopped */
-    HEARTH_FINISH_GRAMMAR = 6,   /* the grammar admits no token of the vocabulary here: the text ends */
+    HEARTH_FINISH_NONE = 0,       /* not yet: more pieces follow */
+    HEARTH_FINISH_STOP = 1,       /* an end-of-generation token or a stop string */
+    HEARTH_FINISH_LENGTH = 2,     /* max_tokens generated, or the slot's context is full */
+    HEARTH_FINISH_CANCELLED = 3,  /* hearth_engine_cancel(), a callback returned false, or the engine was freed */
+    HEARTH_FINISH_ERROR = 4,      /* the forward pass failed: see hearth_piece.error */
+    HEARTH_FINISH_TOOL_CALLS = 5, /* the model called tools (hearth_piece.tool_calls) and stopped */
+    HEARTH_FINISH_GRAMMAR = 6,    /* the grammar admits no token of the vocabulary here: the text ends */
 } hearth_finish_reason;
 
 /* OpenAI's finish_reason text of `f`: "stop", "length", "cancelled",
@@ -997,10 +996,10 @@ typedef struct hearth_token_logprob {
  * of its arguments (a JSON object's text); put together, the arguments
  * parse as JSON and validate against the tool's parameters schema. */
 typedef struct hearth_tool_call_delta {
-    int32_t index;          /* the call's place among the message's calls, from 0 */
-    const char *id;         /* in the call's first delta: "call_" and 24 letters or digits; else NULL */
-    const char *name;       /* in the call's first delta: the function's name; else NULL */
-    const char *arguments;  /* the next arguments_len bytes of the arguments (not NUL-terminated) */
+    int32_t index;         /* the call's place among the message's calls, from 0 */
+    const char *id;        /* in the call's first delta: "call_" and 24 letters or digits; else NULL */
+    const char *name;      /* in the call's first delta: the function's name; else NULL */
+    const char *arguments; /* the next arguments_len bytes of the arguments (not NUL-terminated) */
     size_t arguments_len;
 } hearth_tool_call_delta;
 
@@ -1026,12 +1025,12 @@ typedef struct hearth_piece {
      * only what the model wrote outside its calls; no call markup). */
     int32_t n_tool_calls;
     const hearth_tool_call_delta *tool_calls;
-    hearth_finish_reason finish;  /* NONE but in the request's last piece */
-    const char *error;            /* with FINISH_ERROR: the one-line message; else NULL */
-    int32_t n_prompt;             /* the request's prompt tokens */
-    int32_t n_cached;             /* of which reused from a slot's cache (not decoded) */
-    int32_t n_generated;          /* tokens sampled so far, this one included */
-    uint64_t id;                  /* the request's id (as hearth_engine_submit() gave it) */
+    hearth_finish_reason finish; /* NONE but in the request's last piece */
+    const char *error;           /* with FINISH_ERROR: the one-line message; else NULL */
+    int32_t n_prompt;            /* the request's prompt tokens */
+    int32_t n_cached;            /* of which reused from a slot's cache (not decoded) */
+    int32_t n_generated;         /* tokens sampled so far, this one included */
+    uint64_t id;                 /* the request's id (as hearth_engine_submit() gave it) */
 } hearth_piece;
 
 /* Receives a request's pieces on the engine's thread, in order. Return true
@@ -1069,15 +1068,15 @@ typedef struct hearth_request_params {
      * the template), "required" (at least one call) or a function's name
      * (exactly that function). */
     const char *tool_choice;
-    bool parallel_tool_calls;            /* may make several calls in one turn; default true */
-    int32_t max_tokens;                  /* tokens to generate at most; -1 (default): until the slot's context is full */
-    hearth_sampler_params sampling;      /* as hearth_sampler_init() */
-    const char *const *stop;             /* n_stop stop strings (non-empty), copied; the text ends before the first */
+    bool parallel_tool_calls;       /* may make several calls in one turn; default true */
+    int32_t max_tokens;             /* tokens to generate at most; -1 (default): until the slot's context is full */
+    hearth_sampler_params sampling; /* as hearth_sampler_init() */
+    const char *const *stop;        /* n_stop stop strings (non-empty), copied; the text ends before the first */
     size_t n_stop;
-    bool logprobs;                       /* report each token's log-probability */
-    int32_t top_logprobs;                /* and this many alternatives, 0..HEARTH_MAX_TOP_LOGPROBS */
-    bool ignore_eos;                     /* keep generating past end-of-generation tokens */
-    hearth_piece_fn on_piece;            /* required */
+    bool logprobs;            /* report each token's log-probability */
+    int32_t top_logprobs;     /* and this many alternatives, 0..HEARTH_MAX_TOP_LOGPROBS */
+    bool ignore_eos;          /* keep generating past end-of-generation tokens */
+    hearth_piece_fn on_piece; /* required */
     void *user;
 } hearth_request_params;
 
@@ -1120,26 +1119,26 @@ HEARTH_API void hearth_engine_pause(hearth_engine *engine, uint64_t id, bool pau
 /* Latency histogram with fixed buckets (Prometheus style). */
 #define HEARTH_HIST_BUCKETS 14
 typedef struct hearth_histogram {
-    double le[HEARTH_HIST_BUCKETS];        /* upper bounds in seconds, ascending; the last is +inf */
-    uint64_t count[HEARTH_HIST_BUCKETS];   /* observations <= le[i] (cumulative, as Prometheus) */
-    uint64_t n;                            /* observations */
-    double sum;                            /* their sum, seconds */
+    double le[HEARTH_HIST_BUCKETS];      /* upper bounds in seconds, ascending; the last is +inf */
+    uint64_t count[HEARTH_HIST_BUCKETS]; /* observations <= le[i] (cumulative, as Prometheus) */
+    uint64_t n;                          /* observations */
+    double sum;                          /* their sum, seconds */
 } hearth_histogram;
 
 typedef struct hearth_engine_stats {
     int32_t n_slots;
-    int32_t n_running;               /* requests in slots */
-    int32_t n_waiting;               /* requests queued for a slot */
-    uint64_t n_requests;             /* requests finished, any reason */
-    uint64_t n_prompt_tokens;        /* prompt tokens decoded (cached ones not counted) */
-    uint64_t n_cached_tokens;        /* prompt tokens reused from the cache */
-    uint64_t n_generated_tokens;     /* tokens sampled */
-    double prompt_seconds;           /* time in steps, shared out over the tokens by kind */
+    int32_t n_running;           /* requests in slots */
+    int32_t n_waiting;           /* requests queued for a slot */
+    uint64_t n_requests;         /* requests finished, any reason */
+    uint64_t n_prompt_tokens;    /* prompt tokens decoded (cached ones not counted) */
+    uint64_t n_cached_tokens;    /* prompt tokens reused from the cache */
+    uint64_t n_generated_tokens; /* tokens sampled */
+    double prompt_seconds;       /* time in steps, shared out over the tokens by kind */
     double generation_seconds;
-    uint32_t kv_used;                /* KV cells holding tokens, all slots */
-    uint32_t kv_size;                /* n_ctx */
-    hearth_histogram ttft;           /* submit to first token, seconds */
-    hearth_histogram inter_token;    /* between a request's consecutive tokens, seconds */
+    uint32_t kv_used;             /* KV cells holding tokens, all slots */
+    uint32_t kv_size;             /* n_ctx */
+    hearth_histogram ttft;        /* submit to first token, seconds */
+    hearth_histogram inter_token; /* between a request's consecutive tokens, seconds */
 } hearth_engine_stats;
 
 /* A snapshot of the engine's counters. Thread-safe. */
@@ -1147,17 +1146,17 @@ HEARTH_API void hearth_engine_stats_get(hearth_engine *engine, hearth_engine_sta
 
 typedef enum hearth_slot_state {
     HEARTH_SLOT_IDLE = 0,
-    HEARTH_SLOT_PREFILL = 1,    /* reading its prompt */
+    HEARTH_SLOT_PREFILL = 1, /* reading its prompt */
     HEARTH_SLOT_GENERATE = 2,
 } hearth_slot_state;
 
 typedef struct hearth_slot_info {
     int32_t id;
     hearth_slot_state state;
-    uint64_t request_id;        /* 0 when idle */
+    uint64_t request_id; /* 0 when idle */
     int32_t n_prompt, n_cached, n_generated;
-    uint32_t n_past;            /* tokens in the slot's KV cache (kept after a request for reuse) */
-    uint32_t n_ctx;             /* the slot's positions */
+    uint32_t n_past; /* tokens in the slot's KV cache (kept after a request for reuse) */
+    uint32_t n_ctx;  /* the slot's positions */
 } hearth_slot_info;
 
 /* Fills out[0..min(n_max, n_slots)) with the slots' state and sets *n to
@@ -1206,15 +1205,15 @@ HEARTH_API const char *hearth_ftype_name(hearth_ftype ftype);
  * before it is converted (done false) and once its bytes are written (done
  * true). All pointers are valid only during the call. */
 typedef struct hearth_quantize_progress {
-    uint32_t i_tensor;     /* 0-based, in file order */
+    uint32_t i_tensor; /* 0-based, in file order */
     uint32_t n_tensors;
-    const char *name;      /* "blk.0.attn_q.weight" */
-    const char *src_type;  /* ggml type names: "f32", "q4_K" ... */
-    const char *dst_type;  /* equal to src_type: copied unchanged */
+    const char *name;     /* "blk.0.attn_q.weight" */
+    const char *src_type; /* ggml type names: "f32", "q4_K" ... */
+    const char *dst_type; /* equal to src_type: copied unchanged */
     uint32_t n_dims;
-    int64_t ne[4];         /* elements per dimension; ne[0] is the row length */
-    uint64_t src_bytes;    /* size in the input */
-    uint64_t dst_bytes;    /* size in the output */
+    int64_t ne[4];      /* elements per dimension; ne[0] is the row length */
+    uint64_t src_bytes; /* size in the input */
+    uint64_t dst_bytes; /* size in the output */
     bool done;
 } hearth_quantize_progress;
 
@@ -1222,8 +1221,8 @@ typedef struct hearth_quantize_progress {
 typedef void (*hearth_quantize_progress_fn)(const hearth_quantize_progress *p, void *user);
 
 typedef struct hearth_quantize_params {
-    hearth_ftype ftype;     /* the mix; default Q8_0 (llama.cpp's default) */
-    int32_t n_threads;      /* threads converting rows; 0 = physical cores */
+    hearth_ftype ftype; /* the mix; default Q8_0 (llama.cpp's default) */
+    int32_t n_threads;  /* threads converting rows; 0 = physical cores */
     /* Allow converting tensors that are already quantized (the result is
      * worse than quantizing the F16/F32 original: two rounding errors, and
      * more bits cannot restore what was lost; it still runs at the speed of
@@ -1282,8 +1281,8 @@ typedef struct hearth_fetch_params {
     /* The store; NULL: $HEARTH_MODELS, else $XDG_CACHE_HOME/hearth, else
      * ~/.cache/hearth. Created when a download needs it. */
     const char *models_dir;
-    bool offline;                 /* never use the network (also when HEARTH_OFFLINE=1) */
-    hearth_progress_fn progress;  /* download reports (what = the file's name), or NULL */
+    bool offline;                /* never use the network (also when HEARTH_OFFLINE=1) */
+    hearth_progress_fn progress; /* download reports (what = the file's name), or NULL */
     void *progress_user;
 } hearth_fetch_params;
 
@@ -1335,10 +1334,10 @@ HEARTH_API void hearth_free(void *ptr);
 
 /* One model in the store. Every string is owned by the list. */
 typedef struct hearth_stored_model {
-    char *name;     /* a name that resolves to it: "llama3.2:1b", "hf.co/OWNER/REPO:Q4_K_M", "ollama:NAME:TAG", a URL */
-    char *quant;    /* the quant tag of its file name ("Q4_K_M"), "" when it has none */
-    uint64_t size;  /* bytes, all files of a split model together */
-    char *path;     /* the file (a split model's first file) */
+    char *name;    /* a name that resolves to it: "llama3.2:1b", "hf.co/OWNER/REPO:Q4_K_M", "ollama:NAME:TAG", a URL */
+    char *quant;   /* the quant tag of its file name ("Q4_K_M"), "" when it has none */
+    uint64_t size; /* bytes, all files of a split model together */
+    char *path;    /* the file (a split model's first file) */
 } hearth_stored_model;
 
 /* The complete models of the store (partial downloads left out), sorted by

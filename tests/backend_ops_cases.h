@@ -13,121 +13,161 @@
 #define MAX_TOKENS 512
 #define MAX_ROW 4608
 #define MAX_CTX 1024
-#define GUARD 256    /* bytes before and after every tensor */
-#define SEQ1_ROW 48  /* first cache row of sequence 1 in the two-sequence cases; sequence 0's is 0 */
+#define GUARD 256   /* bytes before and after every tensor */
+#define SEQ1_ROW 48 /* first cache row of sequence 1 in the two-sequence cases; sequence 0's is 0 */
 
 /* ------------------------------------------------------------ the cases -- */
 
 typedef struct op_case {
     hl_op op;
-    uint32_t type;     /* matmul's weight, get_rows' table, the KV cache of store_rows, rope_shift and attention */
-    uint32_t type_v;   /* attention's V cache when it differs from the K cache (`type`); 0: the same */
-    int64_t d;         /* row length: of the weight / table, of rms_norm's w, of element-wise tensors */
-    int64_t rows;      /* weight rows (d_out), table rows; rms_norm: runs of d in a row (QK-norm: heads) */
-    int64_t n;         /* tokens */
+    uint32_t type;   /* matmul's weight, get_rows' table, the KV cache of store_rows, rope_shift and attention */
+    uint32_t type_v; /* attention's V cache when it differs from the K cache (`type`); 0: the same */
+    int64_t d;       /* row length: of the weight / table, of rms_norm's w, of element-wise tensors */
+    int64_t rows;    /* weight rows (d_out), table rows; rms_norm: runs of d in a row (QK-norm: heads) */
+    int64_t n;       /* tokens */
     int32_t n_head, n_head_kv, head_dim;
-    int32_t n_rot, mode;             /* rope */
-    int32_t pos0, n_swa, split, pos1; /* token t < split at pos0 + t of sequence 0, the others at pos1 + ... of sequence 1 */
-    int32_t n_ctx;                   /* cache rows */
-    bool variant;      /* rms_norm: y is x (in place); rope: with frequency factors; add: y is a bias {d} */
-    bool perf;         /* a real model's shape, timed in perf mode only */
-    bool yarn;         /* rope, rope_shift: YaRN (ext_factor 1, freq_scale 1/4, 4096 original tokens) */
-    bool no_bias;      /* layer_norm without its bias (mpt's) */
-    float max_bias;    /* attention: ALiBi's (hl_attn_args.max_bias) */
-    bool bidirectional; /* attention: an encoder's mask (hl_attn_args.bidirectional), also checked against a
+    int32_t n_rot, mode; /* rope */
+    int32_t pos0, n_swa, split,
+        pos1;                 /* token t < split at pos0 + t of sequence 0, the others at pos1 + ... of sequence 1 */
+    int32_t n_ctx;            /* cache rows */
+    bool variant;             /* rms_norm: y is x (in place); rope: with frequency factors; add: y is a bias {d} */
+    bool perf;                /* a real model's shape, timed in perf mode only */
+    bool yarn;                /* rope, rope_shift: YaRN (ext_factor 1, freq_scale 1/4, 4096 original tokens) */
+    bool no_bias;             /* layer_norm without its bias (mpt's) */
+    float max_bias;           /* attention: ALiBi's (hl_attn_args.max_bias) */
+    bool bidirectional;       /* attention: an encoder's mask (hl_attn_args.bidirectional), also checked against a
                            direct computation in double (test_backend_ops.c check_direct) */
     int32_t n_expert, k_used; /* matmul_id, moe_route: experts, and experts per token (moe_sum too) */
-    int32_t result;    /* rope_store: the tensor compared (0 q, 3 k_cache, 4 v_cache) */
+    int32_t result;           /* rope_store: the tensor compared (0 q, 3 k_cache, 4 v_cache) */
     double max_nmse;
-    double max_abs;    /* and, when nonzero, the largest |y - ref| of an element */
+    double max_abs; /* and, when nonzero, the largest |y - ref| of an element */
 } op_case;
 
-#define MM(t, din, nt) {.op = HL_OP_MATMUL, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = nt, .max_nmse = 5e-4}
+#define MM(t, din, nt)                                                                                                 \
+    { .op = HL_OP_MATMUL, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = nt, .max_nmse = 5e-4 }
 /* y += W x (the residual through the output projection): decode (matvec) and prompt (cuBLAS) paths */
-#define MM_ADD(t, din, nt) {.op = HL_OP_MATMUL_ADD, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = nt, .max_nmse = 5e-4}
-#define GET_ROWS(t, din) {.op = HL_OP_GET_ROWS, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = 5, .max_nmse = 1e-10}
+#define MM_ADD(t, din, nt)                                                                                             \
+    { .op = HL_OP_MATMUL_ADD, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = nt, .max_nmse = 5e-4 }
+#define GET_ROWS(t, din)                                                                                               \
+    { .op = HL_OP_GET_ROWS, .type = GGML_TYPE_##t, .d = din, .rows = 67, .n = 5, .max_nmse = 1e-10 }
 /* each weight type: a row length of whole blocks (1, 32 or 256 elements) that is no multiple of a larger unit;
  * 19 and 67 tokens take the prompt paths (CUDA: cuBLAS from 8 tokens for the float types, from cuda/gemm.cu's
  * mv_max_tokens for the quantized ones, which run 19 tokens (Q2_K and Q3_K 67 too) as matvec launches of 8;
  * CLBlast from opencl/gemm.c GEMM_MIN_TOKENS) */
-#define WEIGHT(t, din) GET_ROWS(t, din), MM(t, din, 1), MM(t, din, 2), MM(t, din, 7), MM(t, din, 8), MM(t, din, 19), \
-    MM(t, din, 67),
-#define NORM(dd, runs, nt, inplace) \
-    {.op = HL_OP_RMS_NORM, .d = dd, .rows = runs, .n = nt, .variant = inplace, .max_nmse = 1e-6}
+#define WEIGHT(t, din)                                                                                                 \
+    GET_ROWS(t, din), MM(t, din, 1), MM(t, din, 2), MM(t, din, 7), MM(t, din, 8), MM(t, din, 19), MM(t, din, 67),
+#define NORM(dd, runs, nt, inplace)                                                                                    \
+    { .op = HL_OP_RMS_NORM, .d = dd, .rows = runs, .n = nt, .variant = inplace, .max_nmse = 1e-6 }
 /* LayerNorm over rows of dd (gpt2's 768, an odd row, a short one); in place or not */
-#define LNORM(dd, nt, inplace) {.op = HL_OP_LAYER_NORM, .d = dd, .n = nt, .variant = inplace, .max_nmse = 1e-6}
-#define LNORM_NO_BIAS(dd, nt, inplace) \
-    {.op = HL_OP_LAYER_NORM, .d = dd, .n = nt, .variant = inplace, .no_bias = true, .max_nmse = 1e-6}
-#define ROPE(m, rot, ff)                                                                                           \
-    {.op = HL_OP_ROPE, .n_head = 3, .head_dim = 64, .n = 5, .pos0 = 37, .n_rot = rot, .mode = HL_ROPE_##m, \
-     .variant = ff, .max_nmse = 1e-5}
+#define LNORM(dd, nt, inplace)                                                                                         \
+    { .op = HL_OP_LAYER_NORM, .d = dd, .n = nt, .variant = inplace, .max_nmse = 1e-6 }
+#define LNORM_NO_BIAS(dd, nt, inplace)                                                                                 \
+    { .op = HL_OP_LAYER_NORM, .d = dd, .n = nt, .variant = inplace, .no_bias = true, .max_nmse = 1e-6 }
+#define ROPE(m, rot, ff)                                                                                               \
+    {                                                                                                                  \
+        .op = HL_OP_ROPE, .n_head = 3, .head_dim = 64, .n = 5, .pos0 = 37, .n_rot = rot, .mode = HL_ROPE_##m,          \
+        .variant = ff, .max_nmse = 1e-5                                                                                \
+    }
 /* YaRN at a position past the original context's ramp, with and without factors */
-#define ROPE_YARN(m, rot, ff, p0)                                                                                \
-    {.op = HL_OP_ROPE, .n_head = 3, .head_dim = 64, .n = 5, .pos0 = p0, .n_rot = rot, .mode = HL_ROPE_##m, \
-     .variant = ff, .yarn = true, .max_nmse = 1e-5}
+#define ROPE_YARN(m, rot, ff, p0)                                                                                      \
+    {                                                                                                                  \
+        .op = HL_OP_ROPE, .n_head = 3, .head_dim = 64, .n = 5, .pos0 = p0, .n_rot = rot, .mode = HL_ROPE_##m,          \
+        .variant = ff, .yarn = true, .max_nmse = 1e-5                                                                  \
+    }
 /* the K-shift: rows [p0, p0 + nt) of an F16 cache of 96 rows turned by delta positions (every row compared: the
  * others must stay); F16 results, so backends may differ in the last bit of a few */
-#define SHIFT(m, hkv, hd, rot, nt, p0, delta, ff, y)                                                                \
-    {.op = HL_OP_ROPE_SHIFT, .type = GGML_TYPE_F16, .n_head_kv = hkv, .head_dim = hd, .n_rot = rot, .mode = HL_ROPE_##m, \
-     .n = nt, .pos0 = p0, .pos1 = delta, .n_ctx = 96, .variant = ff, .yarn = y, .max_nmse = 1e-6}
+#define SHIFT(m, hkv, hd, rot, nt, p0, delta, ff, y)                                                                   \
+    {                                                                                                                  \
+        .op = HL_OP_ROPE_SHIFT, .type = GGML_TYPE_F16, .n_head_kv = hkv, .head_dim = hd, .n_rot = rot,                 \
+        .mode = HL_ROPE_##m, .n = nt, .pos0 = p0, .pos1 = delta, .n_ctx = 96, .variant = ff, .yarn = y,                \
+        .max_nmse = 1e-6                                                                                               \
+    }
 /* the K-shift of a quantized cache (each head dequantized, rotated, requantized): the scalar and SIMD
  * quantizers write the same bytes, so the bound is the F16 cases' */
-#define SHIFT_KV(t, m, hkv, hd, rot, nt, p0, delta)                                                                 \
-    {.op = HL_OP_ROPE_SHIFT, .type = GGML_TYPE_##t, .n_head_kv = hkv, .head_dim = hd, .n_rot = rot,               \
-     .mode = HL_ROPE_##m, .n = nt, .pos0 = p0, .pos1 = delta, .n_ctx = 96, .max_nmse = 1e-6}
+#define SHIFT_KV(t, m, hkv, hd, rot, nt, p0, delta)                                                                    \
+    {                                                                                                                  \
+        .op = HL_OP_ROPE_SHIFT, .type = GGML_TYPE_##t, .n_head_kv = hkv, .head_dim = hd, .n_rot = rot,                 \
+        .mode = HL_ROPE_##m, .n = nt, .pos0 = p0, .pos1 = delta, .n_ctx = 96, .max_nmse = 1e-6                         \
+    }
 /* rope of q and k and the store of k and v in one op (cuda/rope.cu's fused kernel; the other backends run the
  * four ops): q, or a whole cache (F16 results may differ in the last bit of a few, a quantized cache's blocks by
  * a quant where a roped value sits at a rounding edge) */
-#define ROPE_STORE(t, m, h, hkv, hd, rot, nt, p0, ff, res)                                                          \
-    {.op = HL_OP_ROPE_STORE, .type = GGML_TYPE_##t, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n_rot = rot, \
-     .mode = HL_ROPE_##m, .n = nt, .pos0 = p0, .n_ctx = 96, .variant = ff, .result = res,                        \
-     .max_nmse = res == 0 ? 1e-5 : GGML_TYPE_##t == GGML_TYPE_Q8_0 || GGML_TYPE_##t == GGML_TYPE_Q4_0 ? 1e-5 : 1e-6}
-#define STORE_KV(t, hkv, hd, nt, p0) \
-    {.op = HL_OP_STORE_ROWS, .type = GGML_TYPE_##t, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, \
-     .n_ctx = 96, .max_nmse = 1e-10}
-#define STORE(hkv, hd, nt, p0) \
-    {.op = HL_OP_STORE_ROWS, .type = GGML_TYPE_F16, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, .n_ctx = 96, \
-     .max_nmse = 1e-10}
+#define ROPE_STORE(t, m, h, hkv, hd, rot, nt, p0, ff, res)                                                             \
+    {                                                                                                                  \
+        .op = HL_OP_ROPE_STORE, .type = GGML_TYPE_##t, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n_rot = rot,    \
+        .mode = HL_ROPE_##m, .n = nt, .pos0 = p0, .n_ctx = 96, .variant = ff, .result = res,                           \
+        .max_nmse = res == 0                                                             ? 1e-5                        \
+                    : GGML_TYPE_##t == GGML_TYPE_Q8_0 || GGML_TYPE_##t == GGML_TYPE_Q4_0 ? 1e-5                        \
+                                                                                         : 1e-6                        \
+    }
+#define STORE_KV(t, hkv, hd, nt, p0)                                                                                   \
+    {                                                                                                                  \
+        .op = HL_OP_STORE_ROWS, .type = GGML_TYPE_##t, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0,          \
+        .n_ctx = 96, .max_nmse = 1e-10                                                                                 \
+    }
+#define STORE(hkv, hd, nt, p0)                                                                                         \
+    {                                                                                                                  \
+        .op = HL_OP_STORE_ROWS, .type = GGML_TYPE_F16, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0,          \
+        .n_ctx = 96, .max_nmse = 1e-10                                                                                 \
+    }
 /* Attention outputs are averages of V rows in [-1, 1); the exact path rounds
  * the probabilities to F16 as llama.cpp does (relative error 2^-11), the
  * tiled path (cpu-fa) keeps them in F32 and sums in another order: per
  * element they agree to this much (measured: 2.9e-4 at worst, NMSE 6e-8). */
 #define ATTN_MAX_ABS 1e-3
-#define ATTN(h, hkv, hd, nt, p0, swa, sp, p1)                                                                         \
-    {.op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, \
-     .n_swa = swa, .split = sp, .pos1 = p1, .n_ctx = 96, .max_nmse = 5e-4, .max_abs = ATTN_MAX_ABS}
+#define ATTN(h, hkv, hd, nt, p0, swa, sp, p1)                                                                          \
+    {                                                                                                                  \
+        .op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt,          \
+        .pos0 = p0, .n_swa = swa, .split = sp, .pos1 = p1, .n_ctx = 96, .max_nmse = 5e-4, .max_abs = ATTN_MAX_ABS      \
+    }
 /* the same over a cache of MAX_CTX cells: several tiles of the tiled path, its split over the KV length */
-#define ATTN_LONG(h, hkv, hd, nt, p0, swa, sp, p1)                                                                   \
-    {.op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, \
-     .n_swa = swa, .split = sp, .pos1 = p1, .n_ctx = MAX_CTX, .max_nmse = 5e-4, .max_abs = ATTN_MAX_ABS}
+#define ATTN_LONG(h, hkv, hd, nt, p0, swa, sp, p1)                                                                     \
+    {                                                                                                                  \
+        .op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt,          \
+        .pos0 = p0, .n_swa = swa, .split = sp, .pos1 = p1, .n_ctx = MAX_CTX, .max_nmse = 5e-4, .max_abs = ATTN_MAX_ABS \
+    }
 /* attention over a K cache of type tk and a V cache of type tv (llama.cpp's -ctk, -ctv): quantized keys meet the
  * query quantized to Q8_0 in every path, so the scores agree; a BF16 V cache without flash attention rounds the
  * probabilities to BF16 (relative error 2^-8) where the tiled path keeps them in F32: a looser bound there */
 #define ATTN_KV_BF16_MAX_ABS 4e-3
-#define ATTN_KV(tk, tv, h, hkv, hd, nt, p0, swa, sp, p1, ctx)                                                        \
-    {.op = HL_OP_ATTENTION, .type = GGML_TYPE_##tk, .type_v = GGML_TYPE_##tv, .n_head = h, .n_head_kv = hkv,       \
-     .head_dim = hd, .n = nt, .pos0 = p0, .n_swa = swa, .split = sp, .pos1 = p1, .n_ctx = ctx, .max_nmse = 5e-4,  \
-     .max_abs = GGML_TYPE_##tv == GGML_TYPE_BF16 ? ATTN_KV_BF16_MAX_ABS : ATTN_MAX_ABS}
+#define ATTN_KV(tk, tv, h, hkv, hd, nt, p0, swa, sp, p1, ctx)                                                          \
+    {                                                                                                                  \
+        .op = HL_OP_ATTENTION, .type = GGML_TYPE_##tk, .type_v = GGML_TYPE_##tv, .n_head = h, .n_head_kv = hkv,        \
+        .head_dim = hd, .n = nt, .pos0 = p0, .n_swa = swa, .split = sp, .pos1 = p1, .n_ctx = ctx, .max_nmse = 5e-4,    \
+        .max_abs = GGML_TYPE_##tv == GGML_TYPE_BF16 ? ATTN_KV_BF16_MAX_ABS : ATTN_MAX_ABS                              \
+    }
 /* ALiBi (max_bias 8, bloom's; 4, 0.5) over head counts that are no power of two (6, 12: ggml's second run of
  * slopes), MHA, GQA and MQA, short and long spans, two sequences */
-#define ATTN_ALIBI(h, hkv, hd, nt, p0, sp, p1, ctx, mb)                                                              \
-    {.op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, \
-     .split = sp, .pos1 = p1, .n_ctx = ctx, .max_bias = mb, .max_nmse = 5e-4, .max_abs = ATTN_MAX_ABS}
+#define ATTN_ALIBI(h, hkv, hd, nt, p0, sp, p1, ctx, mb)                                                                \
+    {                                                                                                                  \
+        .op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt,          \
+        .pos0 = p0, .split = sp, .pos1 = p1, .n_ctx = ctx, .max_bias = mb, .max_nmse = 5e-4, .max_abs = ATTN_MAX_ABS   \
+    }
 /* an encoder's bidirectional attention: every token of a sequence sees all of its cells up to the last position
  * of the pass, one sequence or two, with ALiBi (mb > 0) or without, short and over several tiles */
-#define ATTN_BIDI(h, hkv, hd, nt, p0, sp, p1, ctx, mb)                                                               \
-    {.op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt, .pos0 = p0, \
-     .split = sp, .pos1 = p1, .n_ctx = ctx, .max_bias = mb, .bidirectional = true, .max_nmse = 5e-4,                  \
-     .max_abs = ATTN_MAX_ABS}
-#define EW(o, v) {.op = HL_OP_##o, .d = 1003, .n = 3, .variant = v, .max_nmse = 1e-5}
+#define ATTN_BIDI(h, hkv, hd, nt, p0, sp, p1, ctx, mb)                                                                 \
+    {                                                                                                                  \
+        .op = HL_OP_ATTENTION, .type = GGML_TYPE_F16, .n_head = h, .n_head_kv = hkv, .head_dim = hd, .n = nt,          \
+        .pos0 = p0, .split = sp, .pos1 = p1, .n_ctx = ctx, .max_bias = mb, .bidirectional = true, .max_nmse = 5e-4,    \
+        .max_abs = ATTN_MAX_ABS                                                                                        \
+    }
+#define EW(o, v)                                                                                                       \
+    { .op = HL_OP_##o, .d = 1003, .n = 3, .variant = v, .max_nmse = 1e-5 }
 /* ffn_down's shape: rows of n_ff = 1536, whole blocks of every type */
 /* weight type, d_in, tokens, experts, experts per token, x per slot ({d_in, k, n}) or per token */
-#define MMID(t, din, nt, ne, k, per_slot) {.op = HL_OP_MATMUL_ID, .type = GGML_TYPE_##t, .d = din, .rows = 37, \
-    .n = nt, .n_expert = ne, .k_used = k, .variant = per_slot, .max_nmse = 5e-4}
-#define ROUTE(ne, k, nt) {.op = HL_OP_MOE_ROUTE, .n = nt, .n_expert = ne, .k_used = k, .max_nmse = 1e-12}
-#define MOE_SUM(dd, k, nt) {.op = HL_OP_MOE_SUM, .d = dd, .n = nt, .k_used = k, .max_nmse = 1e-12}
-#define PERF_MM(t, nt) {.op = HL_OP_MATMUL, .type = GGML_TYPE_##t, .d = 1536, .rows = 576, .n = nt, .perf = true, .max_nmse = 5e-4}
+#define MMID(t, din, nt, ne, k, per_slot)                                                                              \
+    {                                                                                                                  \
+        .op = HL_OP_MATMUL_ID, .type = GGML_TYPE_##t, .d = din, .rows = 37, .n = nt, .n_expert = ne, .k_used = k,      \
+        .variant = per_slot, .max_nmse = 5e-4                                                                          \
+    }
+#define ROUTE(ne, k, nt)                                                                                               \
+    { .op = HL_OP_MOE_ROUTE, .n = nt, .n_expert = ne, .k_used = k, .max_nmse = 1e-12 }
+#define MOE_SUM(dd, k, nt)                                                                                             \
+    { .op = HL_OP_MOE_SUM, .d = dd, .n = nt, .k_used = k, .max_nmse = 1e-12 }
+#define PERF_MM(t, nt)                                                                                                 \
+    { .op = HL_OP_MATMUL, .type = GGML_TYPE_##t, .d = 1536, .rows = 576, .n = nt, .perf = true, .max_nmse = 5e-4 }
 
+// clang-format off
 static const op_case cases[] = {
     WEIGHT(F32, 97) WEIGHT(F16, 97) WEIGHT(BF16, 97) WEIGHT(Q4_0, 160) WEIGHT(Q4_1, 160) WEIGHT(Q5_0, 160)
     WEIGHT(Q5_1, 160) WEIGHT(Q8_0, 160) WEIGHT(Q2_K, 512) WEIGHT(Q3_K, 512) WEIGHT(Q4_K, 512) WEIGHT(Q5_K, 512)
@@ -249,6 +289,7 @@ static const op_case cases[] = {
     {.op = HL_OP_SWIGLU, .d = 1536, .n = 512, .perf = true, .max_nmse = 1e-5},
     {.op = HL_OP_ADD, .d = 576, .n = 512, .perf = true, .max_nmse = 1e-5},
 };
+// clang-format on
 #define N_CASES (sizeof cases / sizeof cases[0])
 
 static void label_of(const op_case *c, char *buf, size_t size) {
@@ -269,9 +310,9 @@ static void label_of(const op_case *c, char *buf, size_t size) {
                  c->variant ? " in place" : "", c->no_bias ? " no bias" : "");
         break;
     case HL_OP_ROPE:
-        snprintf(buf, size, "rope %s n_rot=%d h=%d hd=%d n=%lld pos0=%d%s%s", c->mode == HL_ROPE_NEOX ? "neox" : "normal",
-                 (int)c->n_rot, (int)c->n_head, (int)c->head_dim, (long long)c->n, (int)c->pos0,
-                 c->variant ? " freq_factors" : "", c->yarn ? " yarn" : "");
+        snprintf(buf, size, "rope %s n_rot=%d h=%d hd=%d n=%lld pos0=%d%s%s",
+                 c->mode == HL_ROPE_NEOX ? "neox" : "normal", (int)c->n_rot, (int)c->n_head, (int)c->head_dim,
+                 (long long)c->n, (int)c->pos0, c->variant ? " freq_factors" : "", c->yarn ? " yarn" : "");
         break;
     case HL_OP_ROPE_SHIFT:
         snprintf(buf, size, "rope_shift %s %s n_rot=%d h=%d hd=%d rows [%d, %lld) by %d%s%s", type,
@@ -305,9 +346,8 @@ static void label_of(const op_case *c, char *buf, size_t size) {
         if (c->max_bias > 0.0f) snprintf(alibi, sizeof alibi, " alibi %g", (double)c->max_bias);
         if (c->bidirectional) snprintf(alibi + strlen(alibi), sizeof alibi - strlen(alibi), " bidirectional");
         snprintf(buf, size, "attention %s/%s h=%d/%d hd=%d n=%lld pos0=%d swa=%d seq1=[%d..) at %d%s", type,
-                 hl_ggml_type_get(c->type_v ? c->type_v : c->type)->name, (int)c->n_head,
-                 (int)c->n_head_kv, (int)c->head_dim, (long long)c->n, (int)c->pos0, (int)c->n_swa, (int)c->split,
-                 (int)c->pos1, alibi);
+                 hl_ggml_type_get(c->type_v ? c->type_v : c->type)->name, (int)c->n_head, (int)c->n_head_kv,
+                 (int)c->head_dim, (long long)c->n, (int)c->pos0, (int)c->n_swa, (int)c->split, (int)c->pos1, alibi);
         break;
     }
     default:

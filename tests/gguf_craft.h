@@ -111,8 +111,8 @@ static inline void cr_kv_arr32(craft *c, const char *key, gguf_type elem_type, c
     cr_bytes(c, v, (size_t)n * 4);
 }
 
-static inline void cr_tensor(craft *c, const char *name, uint32_t type, uint32_t n_dims,
-                             const int64_t *ne, uint64_t offset) {
+static inline void cr_tensor(craft *c, const char *name, uint32_t type, uint32_t n_dims, const int64_t *ne,
+                             uint64_t offset) {
     cr_str(c, name);
     cr_u32(c, n_dims);
     for (uint32_t d = 0; d < n_dims; d++) cr_i64(c, ne[d]);

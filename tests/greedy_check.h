@@ -67,8 +67,8 @@ static inline greedy_steps_result greedy_steps(hearth_context *ctx, const cJSON 
 }
 
 /* llama.cpp's prompt tokens into ids; with `tokenize`, hearth's must equal them. */
-static inline void greedy_prompt_ids(hearth_model *m, const char *prompt, const cJSON *ref_ids, bool tokenize, int32_t *ids,
-                              size_t *n) {
+static inline void greedy_prompt_ids(hearth_model *m, const char *prompt, const cJSON *ref_ids, bool tokenize,
+                                     int32_t *ids, size_t *n) {
     if (tokenize) {
         CHECK(hearth_tokenize(m, prompt, strlen(prompt), true, true, ids, GREEDY_MAX_PROMPT, n) == HEARTH_OK);
         bool same = (size_t)cJSON_GetArraySize(ref_ids) == *n;
@@ -169,8 +169,10 @@ static inline void greedy_check_both(hearth_model *m, const char *fixture, float
     greedy_check(m, fixture, true, HEARTH_FLASH_ATTN_OFF, max_logit_diff);
     if (getenv("HEARTH_TEST_SHORT")) return;
     const greedy_result fa = greedy_check(m, fixture, false, HEARTH_FLASH_ATTN_ON, FA_MAX_LOGIT_DIFF);
-    CHECK_MSG(fa.n_equal * 100 >= fa.n_steps * FA_MIN_EQUAL_PCT, "%s, flash attention: %d of %d greedy tokens equal "
-              "llama.cpp's", fixture, fa.n_equal, fa.n_steps);
+    CHECK_MSG(fa.n_equal * 100 >= fa.n_steps * FA_MIN_EQUAL_PCT,
+              "%s, flash attention: %d of %d greedy tokens equal "
+              "llama.cpp's",
+              fixture, fa.n_equal, fa.n_steps);
 }
 
 #endif

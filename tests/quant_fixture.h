@@ -25,9 +25,7 @@ typedef struct fixture {
     uint64_t a_bytes, b_bytes;
 } fixture;
 
-static inline uint64_t fixture_u64(const uint8_t *p) {
-    return check_u32(p) | (uint64_t)check_u32(p + 4) << 32;
-}
+static inline uint64_t fixture_u64(const uint8_t *p) { return check_u32(p) | (uint64_t)check_u32(p + 4) << 32; }
 
 /* The whole file at tests/`rel`, or NULL (and a failed CHECK) if it cannot be
  * read or is not an HLQF file; *n_records from its header. Free with free(). */

@@ -54,10 +54,10 @@ typedef struct prep {
     hl_tensor shape[HL_OP_MAX_TENSORS]; /* data NULL */
     void *host[HL_OP_MAX_TENSORS];
     int n_args, out;
-    bool y_is_x;                        /* rms_norm, layer_norm in place: the last argument (y) is argument 0 */
-    int32_t *ids;                       /* get_rows */
+    bool y_is_x;  /* rms_norm, layer_norm in place: the last argument (y) is argument 0 */
+    int32_t *ids; /* get_rows */
     int32_t pos[MAX_TOKENS], row0[MAX_TOKENS];
-    int32_t n_pos;                      /* 0: the op takes no positions */
+    int32_t n_pos; /* 0: the op takes no positions */
     hl_rope_params rope;
 } prep;
 
@@ -154,14 +154,20 @@ static void prepare(const op_case *c, size_t index, prep *p) {
             for (int i = 0; i < c->n_rot / 2; i++) ff[i] = 1.0f + 0.75f * (frand() + 1.0f);
             add_arg(p, shape_of(f32, c->n_rot / 2, 1), ff);
         }
-        p->rope = (hl_rope_params){.n_rot = c->n_rot, .mode = c->mode, .freq_base = 10000.0f,
-                                   .freq_scale = c->yarn ? 0.25f : 0.5f, .n_ctx_orig = 4096,
-                                   .ext_factor = c->yarn ? 1.0f : 0.0f, .attn_factor = 1.0f, .beta_fast = 32.0f,
+        p->rope = (hl_rope_params){.n_rot = c->n_rot,
+                                   .mode = c->mode,
+                                   .freq_base = 10000.0f,
+                                   .freq_scale = c->yarn ? 0.25f : 0.5f,
+                                   .n_ctx_orig = 4096,
+                                   .ext_factor = c->yarn ? 1.0f : 0.0f,
+                                   .attn_factor = 1.0f,
+                                   .beta_fast = 32.0f,
                                    .beta_slow = 1.0f};
         break;
     case HL_OP_STORE_ROWS:
         add_arg(p, shape_of(f32, kv_dim, c->n), random_rows(f32, kv_dim, c->n, 1.0f));
-        add_arg(p, shape_of(c->type, kv_dim, c->n_ctx), random_rows(c->type, kv_dim, c->n_ctx, 1.0f)); /* compared whole */
+        add_arg(p, shape_of(c->type, kv_dim, c->n_ctx),
+                random_rows(c->type, kv_dim, c->n_ctx, 1.0f)); /* compared whole */
         p->out = 1;
         break;
     case HL_OP_ATTENTION:
@@ -195,7 +201,8 @@ static void prepare(const op_case *c, size_t index, prep *p) {
         p->out = 2;
         break;
     case HL_OP_MOE_SUM:
-        add_arg(p, (hl_tensor){.type = f32, .ne = {c->d, c->k_used, c->n, 1}}, random_rows(f32, c->d, c->k_used * c->n, 2.0f));
+        add_arg(p, (hl_tensor){.type = f32, .ne = {c->d, c->k_used, c->n, 1}},
+                random_rows(f32, c->d, c->k_used * c->n, 2.0f));
         add_arg(p, shape_of(f32, c->k_used, c->n), random_rows(f32, c->k_used, c->n, 1.0f));
         add_arg(p, shape_of(f32, c->d, c->n), NULL);
         p->out = 2;
@@ -280,9 +287,16 @@ static void teardown(inst *in) {
 
 /* The op's call and its description (for supports_op) on these tensors. */
 static hl_attn_args attn_of(const op_case *c, inst *in) {
-    return (hl_attn_args){.q = &in->t[0], .k_cache = &in->t[1], .v_cache = &in->t[2], .out = &in->t[3],
-                          .n_head = c->n_head, .n_head_kv = c->n_head_kv, .head_dim = c->head_dim, .n_swa = c->n_swa,
-                          .scale = 1.0f / sqrtf((float)c->head_dim), .max_bias = c->max_bias,
+    return (hl_attn_args){.q = &in->t[0],
+                          .k_cache = &in->t[1],
+                          .v_cache = &in->t[2],
+                          .out = &in->t[3],
+                          .n_head = c->n_head,
+                          .n_head_kv = c->n_head_kv,
+                          .head_dim = c->head_dim,
+                          .n_swa = c->n_swa,
+                          .scale = 1.0f / sqrtf((float)c->head_dim),
+                          .max_bias = c->max_bias,
                           .bidirectional = c->bidirectional};
 }
 
@@ -322,8 +336,8 @@ static bool supported(const op_case *c, const prep *p, hl_backend *b) {
     inst fake = {.b = b};
     memcpy(fake.t, p->shape, sizeof fake.t);
     const hl_attn_args a = attn_of(c, &fake);
-    hl_op_desc d = {.op = c->op, .n_head = c->op == HL_OP_ROPE_SHIFT ? c->n_head_kv : c->n_head, .rope = &p->rope,
-                    .attn = &a};
+    hl_op_desc d = {
+        .op = c->op, .n_head = c->op == HL_OP_ROPE_SHIFT ? c->n_head_kv : c->n_head, .rope = &p->rope, .attn = &a};
     for (int i = 0; i < p->n_args; i++) d.t[i] = &fake.t[i];
     if (p->y_is_x) d.t[p->n_args - 1] = &fake.t[0];
     return hl_supports_op(b, &d);
@@ -407,7 +421,8 @@ static bool run_checked(const op_case *c, const prep *p, hl_backend *b, float **
  * the probabilities to F16 (relative error 2^-11), within the case's bounds. */
 static void check_direct(const op_case *c, const prep *p, const float *want, const char *label) {
     const int64_t kv_dim = (int64_t)c->n_head_kv * c->head_dim, q_dim = (int64_t)c->n_head * c->head_dim;
-    float *k = malloc(sizeof(float) * (size_t)(kv_dim * c->n_ctx)), *v = malloc(sizeof(float) * (size_t)(kv_dim * c->n_ctx));
+    float *k = malloc(sizeof(float) * (size_t)(kv_dim * c->n_ctx)),
+          *v = malloc(sizeof(float) * (size_t)(kv_dim * c->n_ctx));
     float *direct = malloc(sizeof(float) * (size_t)(q_dim * c->n));
     double *s = malloc(sizeof(double) * (size_t)c->n_ctx);
     hl_quant_get(c->type)->to_float(p->host[1], k, kv_dim * c->n_ctx);
@@ -431,7 +446,8 @@ static void check_direct(const op_case *c, const prep *p, const float *want, con
             for (int32_t j = 0; j < end; j++) sum += s[j] = exp(s[j] - max);
             for (int32_t d = 0; d < c->head_dim; d++) {
                 double o = 0.0;
-                for (int32_t j = 0; j < end; j++) o += s[j] / sum * v[(p->row0[t] + j) * kv_dim + kvh * c->head_dim + d];
+                for (int32_t j = 0; j < end; j++)
+                    o += s[j] / sum * v[(p->row0[t] + j) * kv_dim + kvh * c->head_dim + d];
                 direct[t * q_dim + h * c->head_dim + d] = (float)o;
             }
         }
@@ -482,8 +498,9 @@ static void test_case(const op_case *c, size_t index) {
             const double e = nmse(got, want, n_out);
             const double worst = c->max_abs > 0.0 ? max_abs_diff(got, want, n_out) : 0.0;
             ok = e <= c->max_nmse && worst <= c->max_abs;
-            if (!ok) snprintf(why, sizeof why, "NMSE %.3g (at most %.3g), largest difference %.3g (at most %.3g)", e,
-                              c->max_nmse, worst, c->max_abs);
+            if (!ok)
+                snprintf(why, sizeof why, "NMSE %.3g (at most %.3g), largest difference %.3g (at most %.3g)", e,
+                         c->max_nmse, worst, c->max_abs);
         }
         check_count++;
         if (ok) n_pass++;
@@ -565,7 +582,8 @@ static void perf_case(const op_case *c, size_t index) {
         inst in;
         hearth_status st = setup(b, &p, &in);
         /* an op whose result overwrites an input runs on a fresh copy each time */
-        const bool in_place = (p.host[p.out] != NULL && c->op != HL_OP_STORE_ROWS) || p.y_is_x; /* store_rows repeats itself */
+        const bool in_place = (p.host[p.out] != NULL && c->op != HL_OP_STORE_ROWS) ||
+                              p.y_is_x; /* store_rows repeats itself */
         if (st == HEARTH_OK && in_place) {
             const size_t bytes = hl_tensor_nbytes(&in.t[p.out]);
             st = hl_buffer_alloc(b, bytes, &in.fresh);
@@ -602,8 +620,8 @@ static void perf_case(const op_case *c, size_t index) {
 static void test_flash_invariance(hl_backend *fa2) {
     static const op_case cases_alone[] = {ATTN_LONG(9, 3, 64, 30, 0, 0, 20, 700),
                                           ATTN_LONG(6, 3, 64, 50, 130, 100, 25, 600)};
-    const hl_cpu_limits three = {.n_threads = 3, .max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .n_ctx = MAX_CTX,
-                                 .flash_attn = true};
+    const hl_cpu_limits three = {
+        .n_threads = 3, .max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .n_ctx = MAX_CTX, .flash_attn = true};
     hl_backend *fa3 = NULL;
     CHECK(hl_backend_cpu_init(&three, &fa3) == HEARTH_OK);
     char why[512];
@@ -766,7 +784,8 @@ static void test_moe_route(void) {
                   hl_synchronize(backends[i]) == HEARTH_OK);
             int32_t ids[4 * 33];
             float w[4 * 33];
-            CHECK(hl_download(backends[i], ids, in.t[1].data, sizeof(int32_t) * (size_t)(c->k_used * c->n)) == HEARTH_OK);
+            CHECK(hl_download(backends[i], ids, in.t[1].data, sizeof(int32_t) * (size_t)(c->k_used * c->n)) ==
+                  HEARTH_OK);
             CHECK(hl_download(backends[i], w, in.t[2].data, sizeof(float) * (size_t)(c->k_used * c->n)) == HEARTH_OK);
             for (int64_t t = 0; t < c->n; t++) {
                 const float *x = logits + t * c->n_expert;
@@ -871,10 +890,17 @@ static void test_refusals(hl_backend *b) {
     CHECK(alloc_guarded(b, &cache, NULL, &cache, &cache_base) == HEARTH_OK);
     int32_t pos[4] = {13, 14, 15, 16}, row0[4] = {0, 0, 0, 0};
     CHECK(hl_set_positions(b, pos, row0, 4) == HEARTH_OK);
-    CHECK(hl_store_rows(b, &src, &cache) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "cache rows up to 16"));
+    CHECK(hl_store_rows(b, &src, &cache) == HEARTH_ERR_INVALID_ARG &&
+          strstr(hearth_last_error(), "cache rows up to 16"));
     /* rope_store: K rows of no whole heads of Q's head_dim (16), then the same cells past the cache */
-    const hl_rope_params rp = {.n_rot = 16, .mode = HL_ROPE_NORMAL, .freq_base = 10000.0f, .freq_scale = 1.0f,
-                               .n_ctx_orig = 4096, .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f};
+    const hl_rope_params rp = {.n_rot = 16,
+                               .mode = HL_ROPE_NORMAL,
+                               .freq_base = 10000.0f,
+                               .freq_scale = 1.0f,
+                               .n_ctx_orig = 4096,
+                               .attn_factor = 1.0f,
+                               .beta_fast = 32.0f,
+                               .beta_slow = 1.0f};
     hl_tensor k60 = src;
     k60.ne[0] = 60;
     CHECK(hl_rope_store(b, &src, &k60, &src, &cache, &cache, 4, &rp, NULL) == HEARTH_ERR_INVALID_ARG &&
@@ -910,7 +936,8 @@ static void test_refusals(hl_backend *b) {
 static int usage(const char *prog) {
     fprintf(stderr, "usage: %s [test|perf] [-o OP] [-b BACKEND]\n  OP: ", prog);
     for (int op = 0; op < HL_OP_COUNT; op++) fprintf(stderr, "%s%s", op ? ", " : "", hl_op_name((hl_op)op));
-    fprintf(stderr, "\n  BACKEND: cpu, cpu-fa (tiled attention), cpu-fa-scalar (with the scalar tile kernels), cuda0, ...\n");
+    fprintf(stderr,
+            "\n  BACKEND: cpu, cpu-fa (tiled attention), cpu-fa-scalar (with the scalar tile kernels), cuda0, ...\n");
     return 2;
 }
 
@@ -927,8 +954,8 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "-b") && i + 1 < argc) only_backend = argv[++i];
         else return usage(argv[0]);
     }
-    const hl_cpu_limits scalar = {.n_threads = 2, .max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .n_ctx = MAX_CTX,
-                                  .scalar = true};
+    const hl_cpu_limits scalar = {
+        .n_threads = 2, .max_tokens = MAX_TOKENS, .max_row = MAX_ROW, .n_ctx = MAX_CTX, .scalar = true};
     hl_cpu_limits best = scalar, fa = scalar, fa_scalar = scalar;
     best.scalar = fa.scalar = false;
     fa.flash_attn = fa_scalar.flash_attn = true;
@@ -937,8 +964,8 @@ int main(int argc, char **argv) {
     const char *names[3 + HL_MAX_GPUS] = {"cpu", "cpu-fa", "cpu-fa-scalar"};
     int n_all = 0;
     if (hl_backend_cpu_init(&scalar, &ref) != HEARTH_OK || hl_backend_cpu_init(&fa_scalar, &ref_fa) != HEARTH_OK ||
-        hl_backend_cpu_init(&best, &cpu) != HEARTH_OK ||
-        hl_backend_cpu_init(&fa, &cpu_fa) != HEARTH_OK || hl_backend_cpu_init(&fa_scalar, &cpu_fa_scalar) != HEARTH_OK) {
+        hl_backend_cpu_init(&best, &cpu) != HEARTH_OK || hl_backend_cpu_init(&fa, &cpu_fa) != HEARTH_OK ||
+        hl_backend_cpu_init(&fa_scalar, &cpu_fa_scalar) != HEARTH_OK) {
         fprintf(stderr, "CPU backend: %s\n", hearth_last_error());
         return 1;
     }
@@ -966,7 +993,8 @@ int main(int argc, char **argv) {
         }
     if (only_backend && n_backends == 0) printf("SKIP: no backend named %s here\n", only_backend);
     for (int i = 0; i < n_backends; i++)
-        printf("%s %s%s\n", perf ? "timing" : "testing", backend_names[i], perf ? "" : " against the CPU scalar kernels");
+        printf("%s %s%s\n", perf ? "timing" : "testing", backend_names[i],
+               perf ? "" : " against the CPU scalar kernels");
 
     for (size_t i = 0; i < N_CASES; i++) {
         if (only_op != HL_OP_COUNT && cases[i].op != only_op) continue;
@@ -977,7 +1005,8 @@ int main(int argc, char **argv) {
         if (only_op == HL_OP_COUNT && (!only_backend || !strcmp(only_backend, "cpu"))) test_refusals(cpu);
         if (only_op == HL_OP_COUNT || only_op == HL_OP_MOE_ROUTE) test_moe_route();
         if (only_op == HL_OP_COUNT || only_op == HL_OP_MATMUL || only_op == HL_OP_MATMUL_ADD) test_shared_activations();
-        if ((only_op == HL_OP_COUNT || only_op == HL_OP_ATTENTION) && (!only_backend || !strcmp(only_backend, "cpu-fa")))
+        if ((only_op == HL_OP_COUNT || only_op == HL_OP_ATTENTION) &&
+            (!only_backend || !strcmp(only_backend, "cpu-fa")))
             test_flash_invariance(cpu_fa);
         printf("%d case runs passed, %d failed, %d skipped (not supported)\n", n_pass, n_fail, n_skip);
     }

@@ -129,8 +129,8 @@ static void test_copy_and_remove(hearth_model *m) {
         for (size_t i = 5; i < n; i++) tok[k] = toks[i], seq[k] = s, want[k++] = i == n - 1;
     hearth_batch b = {.n_tokens = k, .token = tok, .seq_id = seq, .logits = want};
     CHECK(hearth_decode_batch(ctx, &b) == HEARTH_OK);
-    CHECK(argmax(hearth_get_logits_ith(ctx, k - 1), nv) == first);                 /* sequence 0 */
-    CHECK(argmax(hearth_get_logits_ith(ctx, (int32_t)(n - 5)), nv) == first);      /* sequence 2 */
+    CHECK(argmax(hearth_get_logits_ith(ctx, k - 1), nv) == first);            /* sequence 0 */
+    CHECK(argmax(hearth_get_logits_ith(ctx, (int32_t)(n - 5)), nv) == first); /* sequence 2 */
     /* sequence 1: one step past the prompt, as decoding it alone gives */
     hearth_context *one = new_ctx(m, 1);
     toks[n] = first;

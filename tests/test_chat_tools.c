@@ -64,19 +64,20 @@ static void test_fixtures(void) {
         tmpl[len] = '\0';
         char *messages = cJSON_PrintUnformatted(cJSON_GetObjectItem(convs, conv));
         char *out = NULL;
-        const hearth_status st =
-            hearth_chat_apply_template_json(tmpl, messages, with_tools ? tools : NULL, gen,
-                                            cJSON_GetObjectItem(c, "bos_token")->valuestring,
-                                            cJSON_GetObjectItem(c, "eos_token")->valuestring, &out);
+        const hearth_status st = hearth_chat_apply_template_json(
+            tmpl, messages, with_tools ? tools : NULL, gen, cJSON_GetObjectItem(c, "bos_token")->valuestring,
+            cJSON_GetObjectItem(c, "eos_token")->valuestring, &out);
         const cJSON *expected = cJSON_GetObjectItem(c, "expected"), *error = cJSON_GetObjectItem(c, "error");
         if (expected) {
             char *want = with_today(expected->valuestring, dates);
-            CHECK_MSG(st == HEARTH_OK && !strcmp(out, want), "%s / %s / tools %d / generation prompt %d:\n--- expected\n%s\n--- got (%s)\n%s\n",
-                      name, conv, with_tools, gen, want, st == HEARTH_OK ? "ok" : hearth_last_error(), out ? out : "");
+            CHECK_MSG(st == HEARTH_OK && !strcmp(out, want),
+                      "%s / %s / tools %d / generation prompt %d:\n--- expected\n%s\n--- got (%s)\n%s\n", name, conv,
+                      with_tools, gen, want, st == HEARTH_OK ? "ok" : hearth_last_error(), out ? out : "");
             free(want);
         } else if (cJSON_IsTrue(cJSON_GetObjectItem(c, "raised"))) {
-            CHECK_MSG(st == HEARTH_ERR_INVALID_ARG && !strcmp(hearth_last_error(), error->valuestring), "%s / %s: want '%s', got %s",
-                      name, conv, error->valuestring, st == HEARTH_OK ? out : hearth_last_error());
+            CHECK_MSG(st == HEARTH_ERR_INVALID_ARG && !strcmp(hearth_last_error(), error->valuestring),
+                      "%s / %s: want '%s', got %s", name, conv, error->valuestring,
+                      st == HEARTH_OK ? out : hearth_last_error());
         } else {
             CHECK_MSG(st != HEARTH_OK, "%s / %s: jinja2 fails ('%s'), hearth renders", name, conv, error->valuestring);
         }
@@ -91,9 +92,11 @@ static void test_fixtures(void) {
 
 static void expect_error(const char *messages, const char *tools, const char *want) {
     char *out = (char *)"unset";
-    const hearth_status st = hearth_chat_apply_template_json("{{ messages | length }}", messages, tools, true, NULL, NULL, &out);
-    CHECK_MSG(st == HEARTH_ERR_INVALID_ARG && !out && strstr(hearth_last_error(), want), "%s / %s: want '%s', got %s '%s'", messages,
-              tools ? tools : "NULL", want, hearth_status_str(st), st == HEARTH_OK ? out : hearth_last_error());
+    const hearth_status st = hearth_chat_apply_template_json("{{ messages | length }}", messages, tools, true, NULL,
+                                                             NULL, &out);
+    CHECK_MSG(st == HEARTH_ERR_INVALID_ARG && !out && strstr(hearth_last_error(), want),
+              "%s / %s: want '%s', got %s '%s'", messages, tools ? tools : "NULL", want, hearth_status_str(st),
+              st == HEARTH_OK ? out : hearth_last_error());
     if (st == HEARTH_OK) hearth_chat_free(out);
 }
 
@@ -110,15 +113,18 @@ static void test_errors_and_values(void) {
     CHECK(hearth_chat_apply_template_json("x", "[]", NULL, true, NULL, NULL, NULL) == HEARTH_ERR_INVALID_ARG);
     /* values as the template sees them: arguments text parsed (text that is
      * not JSON stays text), numbers, null, tools None when absent */
-    const char *tmpl = "{% for m in messages %}{{ m.content }}|{% for c in m.tool_calls or [] %}{{ c.function.arguments | tojson }}"
-                       "{{ c.function.arguments is string }};{% endfor %}{% endfor %}{{ tools is none }}{{ tools is defined }}"
-                       "{{ messages[0].extra }}";
-    const char *msgs = "[{\"role\": \"assistant\", \"content\": null, \"extra\": [1, 2.5, true, \"s\"], \"tool_calls\": ["
-                       "{\"function\": {\"name\": \"f\", \"arguments\": \"{\\\"a\\\": [1, 2.5, null, \\\"\\u00e9\\\"]}\"}},"
-                       "{\"function\": {\"name\": \"g\", \"arguments\": \"not json\"}}]}]";
+    const char *tmpl =
+        "{% for m in messages %}{{ m.content }}|{% for c in m.tool_calls or [] %}{{ c.function.arguments | tojson }}"
+        "{{ c.function.arguments is string }};{% endfor %}{% endfor %}{{ tools is none }}{{ tools is defined }}"
+        "{{ messages[0].extra }}";
+    const char *msgs =
+        "[{\"role\": \"assistant\", \"content\": null, \"extra\": [1, 2.5, true, \"s\"], \"tool_calls\": ["
+        "{\"function\": {\"name\": \"f\", \"arguments\": \"{\\\"a\\\": [1, 2.5, null, \\\"\\u00e9\\\"]}\"}},"
+        "{\"function\": {\"name\": \"g\", \"arguments\": \"not json\"}}]}]";
     CHECK(hearth_chat_apply_template_json(tmpl, msgs, NULL, false, NULL, NULL, &out) == HEARTH_OK);
-    CHECK_MSG(out && !strcmp(out, "None|{\"a\": [1, 2.5, null, \"é\"]}False;\"not json\"True;TrueTrue[1, 2.5, True, 's']"), "got %s",
-              out ? out : hearth_last_error());
+    CHECK_MSG(out &&
+                  !strcmp(out, "None|{\"a\": [1, 2.5, null, \"é\"]}False;\"not json\"True;TrueTrue[1, 2.5, True, 's']"),
+              "got %s", out ? out : hearth_last_error());
     hearth_chat_free(out);
 }
 
@@ -140,8 +146,9 @@ static void test_render_json(void) {
     const hearth_chat_message msgs[] = {{"system", "Be brief."}, {"user", "Hi"}};
     char *a = NULL, *b = NULL;
     CHECK(hearth_chat_render(model, NULL, msgs, 2, &a) == HEARTH_OK);
-    CHECK(hearth_chat_render_json(model, NULL, "[{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", "
-                                               "\"content\": [{\"type\": \"text\", \"text\": \"Hi\"}]}]",
+    CHECK(hearth_chat_render_json(model, NULL,
+                                  "[{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", "
+                                  "\"content\": [{\"type\": \"text\", \"text\": \"Hi\"}]}]",
                                   NULL, &b) == HEARTH_OK);
     CHECK_MSG(a && b && !strcmp(a, b), "render %s\nrender_json %s", a ? a : "", b ? b : hearth_last_error());
     hearth_chat_free(a);

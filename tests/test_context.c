@@ -22,7 +22,8 @@ static void logits_for(hearth_model *m, uint32_t n_batch, int32_t n_threads, uin
     int32_t toks[64];
     size_t n;
     CHECK(hearth_tokenize(m, PROMPT, strlen(PROMPT), true, true, toks, 64, &n) == HEARTH_OK);
-    for (size_t i = 0; i < n; i += step) CHECK(hearth_decode(ctx, toks + i, (uint32_t)(n - i < step ? n - i : step)) == HEARTH_OK);
+    for (size_t i = 0; i < n; i += step)
+        CHECK(hearth_decode(ctx, toks + i, (uint32_t)(n - i < step ? n - i : step)) == HEARTH_OK);
     CHECK(hearth_context_n_past(ctx) == n);
     memcpy(out, hearth_get_logits(ctx), sizeof(float) * (size_t)hearth_model_n_vocab(m));
     hearth_context_free(ctx);
@@ -50,7 +51,8 @@ static void test_facts(hearth_model *m) {
     CHECK(strstr(hearth_model_desc(m), "llama") && strstr(hearth_model_desc(m), "Q4_1"));
     char buf[16];
     size_t len;
-    CHECK(hearth_model_meta_str(m, "general.architecture", buf, sizeof buf, &len) == HEARTH_OK && !strcmp(buf, "llama"));
+    CHECK(hearth_model_meta_str(m, "general.architecture", buf, sizeof buf, &len) == HEARTH_OK &&
+          !strcmp(buf, "llama"));
     CHECK(hearth_model_meta_str(m, "general.architecture", buf, 3, &len) == HEARTH_ERR_BUFFER_TOO_SMALL && len == 5);
     CHECK(hearth_model_meta_str(m, "no.such.key", buf, sizeof buf, &len) == HEARTH_ERR_INVALID_ARG);
     /* by index: non-array keys only (the Python package's tests compare all

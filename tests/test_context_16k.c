@@ -62,8 +62,7 @@ static const cJSON *llama_logits(uint32_t n_past) {
 
 /* Counts the warnings that n_ctx is past the training length. */
 static void on_log(hearth_log_level level, const char *msg, void *user) {
-    if (level == HEARTH_LOG_WARN && strstr(msg, "larger than the 256 tokens the model was trained on"))
-        ++*(int *)user;
+    if (level == HEARTH_LOG_WARN && strstr(msg, "larger than the 256 tokens the model was trained on")) ++*(int *)user;
 }
 
 static hearth_context_params params(uint32_t n_ctx, int32_t flash_attn) {
@@ -89,7 +88,8 @@ static float read_both(hearth_model *m, hearth_context *on, hearth_context *off,
     int32_t n_first = 0; /* the fixture's tokens are these */
     const cJSON *t;
     cJSON_ArrayForEach(t, cJSON_GetObjectItem(ref, "first_tokens")) n_first += t->valueint == tok[n_first];
-    CHECK_MSG(n_first == 8 && cJSON_GetObjectItem(ref, "seed")->valueint == SEED, "the fixture's tokens are not the test's");
+    CHECK_MSG(n_first == 8 && cJSON_GetObjectItem(ref, "seed")->valueint == SEED,
+              "the fixture's tokens are not the test's");
     float worst = 0.0f, worst_llama[2] = {0.0f, 0.0f};
     for (int32_t i = 0; i < n_tokens; i += N_BATCH) {
         const uint32_t k = (uint32_t)(n_tokens - i < N_BATCH ? n_tokens - i : N_BATCH);

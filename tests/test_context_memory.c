@@ -53,7 +53,8 @@ static void test_ubatch_same_logits(hearth_model *m) {
         prompt_logits(m, toks, 64, fa, b);
         int32_t differ = 0;
         for (int32_t i = 0; i < nv; i++) differ += a[i] != b[i];
-        CHECK_MSG(differ == 0, "flash_attn %d: -ub 64 and -ub 512 differ in %d of %d logits", (int)fa, (int)differ, (int)nv);
+        CHECK_MSG(differ == 0, "flash_attn %d: -ub 64 and -ub 512 differ in %d of %d logits", (int)fa, (int)differ,
+                  (int)nv);
     }
     free(a);
     free(b);
@@ -153,7 +154,8 @@ static void test_plan_equals_allocation(hearth_model *m) {
         printf("n_ctx %u n_batch %u n_ubatch %u n_seq_max %u: planned %llu bytes, allocated %zu\n", cases[k].n_ctx,
                cases[k].n_batch, cases[k].n_ubatch, cases[k].n_seq, (unsigned long long)mem.context, grew);
         CHECK_MSG((double)grew >= (double)mem.context && (double)grew <= (double)mem.context + slack,
-                  "case %zu: the plan says %llu bytes, creation allocated %zu", k, (unsigned long long)mem.context, grew);
+                  "case %zu: the plan says %llu bytes, creation allocated %zu", k, (unsigned long long)mem.context,
+                  grew);
     }
 }
 
@@ -205,7 +207,8 @@ static void test_too_large_for_ram(hearth_model *m) {
     CHECK(hearth_context_init(m, &cp, &ctx) == HEARTH_ERR_OUT_OF_MEMORY && ctx == NULL);
     const char *e = hearth_last_error();
     CHECK_MSG(strstr(e, "the context needs 360.") && strstr(e, "GiB (KV cache 360.0 GiB at n_ctx 16777216)") &&
-                  strstr(e, "of memory is available: lower n_ctx"), "%s", e);
+                  strstr(e, "of memory is available: lower n_ctx"),
+              "%s", e);
 }
 
 int main(void) {

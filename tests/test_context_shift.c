@@ -86,8 +86,9 @@ static float check_model(const cJSON *ref, int n_ctx, int32_t flash_attn, float 
         CHECK_MSG(st == HEARTH_OK, "%s: decode: %s", file, hearth_last_error());
         CHECK_MSG((int)hearth_context_n_past(ctx) == json_int(rec, "n_past"), "%s: n_past %u, llama.cpp %d", file,
                   hearth_context_n_past(ctx), json_int(rec, "n_past"));
-        const float d = st == HEARTH_OK ? max_abs_diff(hearth_get_logits(ctx), cJSON_GetObjectItem(rec, "logits"), n_vocab)
-                                        : INFINITY;
+        const float d = st == HEARTH_OK
+                            ? max_abs_diff(hearth_get_logits(ctx), cJSON_GetObjectItem(rec, "logits"), n_vocab)
+                            : INFINITY;
         printf("%-32s fa %-3s keep %3d discard %3d then %2d tokens: n_past %3d, max |dlogit| %.3g\n", file,
                flash_attn == HEARTH_FLASH_ATTN_ON ? "on" : "off", n_keep, n_discard, n_new, json_int(rec, "n_past"),
                (double)d);

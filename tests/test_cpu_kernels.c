@@ -21,18 +21,12 @@ static uint64_t rng_state = 0x2545f4914f6cdd1du;
 static uint64_t rng_u64(void) { return check_splitmix64(&rng_state); }
 
 /* Uniform in [lo, hi). */
-static float rng_range(float lo, float hi) {
-    return lo + (hi - lo) * (float)((double)(rng_u64() >> 11) * 0x1p-53);
-}
+static float rng_range(float lo, float hi) { return lo + (hi - lo) * (float)((double)(rng_u64() >> 11) * 0x1p-53); }
 
-static int64_t rng_between(int64_t lo, int64_t hi) {
-    return lo + (int64_t)(rng_u64() % (uint64_t)(hi - lo + 1));
-}
+static int64_t rng_between(int64_t lo, int64_t hi) { return lo + (int64_t)(rng_u64() % (uint64_t)(hi - lo + 1)); }
 
 /* |got - want| <= rel * |want| + abs */
-static bool near(double got, double want, double rel, double abs) {
-    return fabs(got - want) <= rel * fabs(want) + abs;
-}
+static bool near(double got, double want, double rel, double abs) { return fabs(got - want) <= rel * fabs(want) + abs; }
 
 #define N_MAX 1100
 #define HD_MAX 136
@@ -70,8 +64,8 @@ static void test_softmax_exp(const hl_cpu_kernels *k, const char *level) {
         memcpy(want, s, (size_t)n * sizeof *s);
         const double sum_want = ref->softmax_exp(n, want, max);
         const double sum = k->softmax_exp(n, s, max);
-        CHECK_MSG(near(sum, sum_want, 1e-6, 0.0), "%s softmax sum n %lld: %.9g, scalar %.9g", level, (long long)n,
-                  sum, sum_want);
+        CHECK_MSG(near(sum, sum_want, 1e-6, 0.0), "%s softmax sum n %lld: %.9g, scalar %.9g", level, (long long)n, sum,
+                  sum_want);
         int bad = 0;
         for (int64_t i = 0; i < n; i++) {
             bad += !near(s[i], want[i], 4 * FLT_EPSILON, 1e-38) || (want[i] == 0) != (s[i] == 0);
@@ -147,8 +141,8 @@ static void test_rope_rotate(const hl_cpu_kernels *k, const char *level) {
             }
             ref->rope_rotate(want, n_rot, neox, cos_sin);
             k->rope_rotate(v, n_rot, neox, cos_sin);
-            CHECK_MSG(memcmp(v, want, (size_t)hd * sizeof *v) == 0, "%s rope_rotate hd %d n_rot %d neox %d", level,
-                      hd, n_rot, neox);
+            CHECK_MSG(memcmp(v, want, (size_t)hd * sizeof *v) == 0, "%s rope_rotate hd %d n_rot %d neox %d", level, hd,
+                      n_rot, neox);
         }
     }
 }

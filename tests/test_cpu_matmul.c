@@ -108,8 +108,10 @@ static void check_matmul_n(const uint32_t *types, int n, int64_t d_in, int64_t n
             hl_quant_get(types[i])->from_float(wf, wdata + (size_t)r * row, d_in);
         }
         w[i] = (hl_tensor){.type = types[i], .ne = {d_in, d_out[i], 1, 1}, .data = wdata, .backend = b};
-        y[i] = (hl_tensor){.type = GGML_TYPE_F32, .ne = {d_out[i], n_tok, 1, 1},
-                           .data = malloc(sizeof(float) * (size_t)(d_out[i] * n_tok)), .backend = b};
+        y[i] = (hl_tensor){.type = GGML_TYPE_F32,
+                           .ne = {d_out[i], n_tok, 1, 1},
+                           .data = malloc(sizeof(float) * (size_t)(d_out[i] * n_tok)),
+                           .backend = b};
         one[i] = malloc(sizeof(float) * (size_t)(d_out[i] * n_tok));
         hl_tensor alone = y[i];
         alone.data = one[i];
@@ -129,10 +131,9 @@ static void check_matmul_n(const uint32_t *types, int n, int64_t d_in, int64_t n
 }
 
 int main(void) {
-    static const uint32_t types[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q4_0,
-                                     GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
-                                     GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
-                                     GGML_TYPE_Q6_K};
+    static const uint32_t types[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,
+                                     GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
+                                     GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
     static const int64_t tokens[] = {1, 3, 8, 11, 13, 70}; /* 70: two blocks of panel tokens (cpu/matmul.c) */
     static const int64_t outs[] = {16, 37, 53};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
@@ -156,7 +157,8 @@ int main(void) {
                                        {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0}};
     static const int run_len[] = {3, 2, 2, 2, 3};
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++)
-        for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) check_matmul_n(runs[r], run_len[r], 512, tokens[t]);
+        for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++)
+            check_matmul_n(runs[r], run_len[r], 512, tokens[t]);
     printf("cpu matmul: kernels %s\n", hl_cpu_level_name(hl_cpu_level_best()));
     return check_report();
 }

@@ -25,11 +25,11 @@ typedef struct collect {
     int n_tokens, n_pieces, n_final;
     hearth_finish_reason finish;
     int32_t n_prompt, n_cached;
-    uint64_t id;         /* the request id the pieces carry */
-    bool logprobs_ok;    /* every piece's logprob and top list were consistent */
+    uint64_t id;                       /* the request id the pieces carry */
+    bool logprobs_ok;                  /* every piece's logprob and top list were consistent */
     hearth_token_logprob first_top[5]; /* the first token's most likely alternatives */
-    int cancel_after;    /* > 0: return false from this piece on */
-    hearth_engine *pause_engine; /* with pause_after > 0: pause the request at that piece */
+    int cancel_after;                  /* > 0: return false from this piece on */
+    hearth_engine *pause_engine;       /* with pause_after > 0: pause the request at that piece */
     int pause_after;
     bool done;
 } collect;
@@ -371,7 +371,7 @@ static void test_errors_and_free(hearth_model *m) {
     static collect a, b;
     hearth_request_params p = greedy(&a, 8);
     CHECK(hearth_engine_submit(e, &p, NULL) == HEARTH_ERR_INVALID_ARG); /* no prompt */
-    p.prompt = ""; /* SmolLM2 adds no BOS: no tokens */
+    p.prompt = "";                                                      /* SmolLM2 adds no BOS: no tokens */
     CHECK(hearth_engine_submit(e, &p, NULL) == HEARTH_ERR_INVALID_ARG);
     p = greedy(&a, 8);
     int32_t bad = hearth_model_n_vocab(m);

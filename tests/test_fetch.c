@@ -18,7 +18,8 @@ extern const char hl_catalog_json[];
 static void test_names(void) {
     hl_name n;
     CHECK(hl_name_parse("hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:q4_k_m", &n) == HEARTH_OK);
-    CHECK(n.kind == HL_NAME_HF && !strcmp(n.repo, "bartowski/Llama-3.2-1B-Instruct-GGUF") && !strcmp(n.quant, "q4_k_m"));
+    CHECK(n.kind == HL_NAME_HF && !strcmp(n.repo, "bartowski/Llama-3.2-1B-Instruct-GGUF") &&
+          !strcmp(n.quant, "q4_k_m"));
     CHECK(hl_name_parse("huggingface.co/a/b", &n) == HEARTH_OK && n.kind == HL_NAME_HF && !n.quant[0]);
     CHECK(hl_name_parse("ollama:llama3.2:1b", &n) == HEARTH_OK);
     CHECK(n.kind == HL_NAME_OLLAMA && !strcmp(n.ns, "library") && !strcmp(n.model, "llama3.2") && !strcmp(n.tag, "1b"));
@@ -28,8 +29,8 @@ static void test_names(void) {
     CHECK(hl_name_parse("llama3.2:1b", &n) == HEARTH_OK && n.kind == HL_NAME_HF && !strcmp(n.catalog, "llama3.2:1b"));
     CHECK(!strcmp(n.quant, "Q4_K_M") && !strcmp(n.file, "Llama-3.2-1B-Instruct-Q4_K_M.gguf") && strlen(n.sha256) == 64);
     CHECK(hl_name_parse("LLAMA3.2:1B:q8_0", &n) == HEARTH_OK && !strcmp(n.quant, "Q8_0") && !n.file[0]);
-    static const char *const bad[] = {"nosuchmodel", "hf.co/onlyowner", "hf.co/a/b/c", "hf.co/../x", "ollama:",
-                                      "ollama:a b", "hf.co/a/b:Q4 K", ""};
+    static const char *const bad[] = {"nosuchmodel", "hf.co/onlyowner", "hf.co/a/b/c",    "hf.co/../x",
+                                      "ollama:",     "ollama:a b",      "hf.co/a/b:Q4 K", ""};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         CHECK_MSG(hl_name_parse(bad[i], &n) == HEARTH_ERR_INVALID_ARG, "%s", bad[i]);
         CHECK_MSG(!strchr(hearth_last_error(), '\n') && strlen(hearth_last_error()) > 10, "%s", hearth_last_error());
@@ -38,10 +39,14 @@ static void test_names(void) {
 
 static void test_file_names(void) {
     static const char *const quants[][2] = {
-        {"Llama-3.2-1B-Instruct-Q4_K_M.gguf", "Q4_K_M"}, {"qwen2.5-0.5b-instruct-q4_k_m.gguf", "Q4_K_M"},
-        {"SmolLM2-135M-Instruct.Q4_1.gguf", "Q4_1"},     {"x-IQ4_XS.gguf", "IQ4_XS"},
-        {"gemma-3-4b-it-BF16.gguf", "BF16"},             {"Q8_0/m-Q8_0-00002-of-00003.gguf", "Q8_0"},
-        {"model.gguf", ""},                               {"mmproj-model-f16.gguf", "F16"},
+        {"Llama-3.2-1B-Instruct-Q4_K_M.gguf", "Q4_K_M"},
+        {"qwen2.5-0.5b-instruct-q4_k_m.gguf", "Q4_K_M"},
+        {"SmolLM2-135M-Instruct.Q4_1.gguf", "Q4_1"},
+        {"x-IQ4_XS.gguf", "IQ4_XS"},
+        {"gemma-3-4b-it-BF16.gguf", "BF16"},
+        {"Q8_0/m-Q8_0-00002-of-00003.gguf", "Q8_0"},
+        {"model.gguf", ""},
+        {"mmproj-model-f16.gguf", "F16"},
         {"qwen2.5-7b-instruct.gguf", ""},
     };
     for (size_t i = 0; i < sizeof quants / sizeof *quants; i++) {
@@ -61,16 +66,22 @@ static void test_file_names(void) {
 }
 
 static void test_select(void) {
-    const char *files[] = {"README.md", "m-Q8_0.gguf", "m-Q4_K_S.gguf", "m-Q4_K_M.gguf", "m-Q4_0.gguf",
-                           "mmproj-m-Q4_K_M.gguf", "big/m-Q6_K-00002-of-00002.gguf", "big/m-Q6_K-00001-of-00002.gguf"};
+    const char *files[] = {"README.md",
+                           "m-Q8_0.gguf",
+                           "m-Q4_K_S.gguf",
+                           "m-Q4_K_M.gguf",
+                           "m-Q4_0.gguf",
+                           "mmproj-m-Q4_K_M.gguf",
+                           "big/m-Q6_K-00002-of-00002.gguf",
+                           "big/m-Q6_K-00001-of-00002.gguf"};
     const size_t n = sizeof files / sizeof *files;
-    CHECK(hl_hf_select(files, n, "") == 3);        /* Q4_K_M first */
-    CHECK(hl_hf_select(files, n, "q4_k") == -1);   /* a word: not Q4_K_M's prefix */
+    CHECK(hl_hf_select(files, n, "") == 3);      /* Q4_K_M first */
+    CHECK(hl_hf_select(files, n, "q4_k") == -1); /* a word: not Q4_K_M's prefix */
     CHECK(hl_hf_select(files, n, "Q4_K_S") == 2);
-    CHECK(hl_hf_select(files, n, "Q6_K") == 7);    /* a split model by its first part */
-    CHECK(hl_hf_select(files, 3, "") == 2);        /* neither Q4_K_M nor Q4_0: the first .gguf by name */
+    CHECK(hl_hf_select(files, n, "Q6_K") == 7); /* a split model by its first part */
+    CHECK(hl_hf_select(files, 3, "") == 2);     /* neither Q4_K_M nor Q4_0: the first .gguf by name */
     CHECK(hl_hf_select(files + 1, 4, "") == 2);
-    CHECK(hl_hf_select(files + 4, 1, "") == 0);    /* Q4_0 */
+    CHECK(hl_hf_select(files + 4, 1, "") == 0); /* Q4_0 */
     CHECK(hl_hf_select(files, 1, "") == -1);
 }
 
@@ -94,8 +105,10 @@ static void test_catalog(void) {
     }
     cJSON_Delete(root);
     char name[64];
-    CHECK(hl_catalog_name_of("Qwen/Qwen2.5-0.5B-Instruct-GGUF", "Q4_K_M", name, sizeof name) && !strcmp(name, "qwen2.5:0.5b"));
-    CHECK(hl_catalog_name_of("Qwen/Qwen2.5-0.5B-Instruct-GGUF", "Q8_0", name, sizeof name) && !strcmp(name, "qwen2.5:0.5b:Q8_0"));
+    CHECK(hl_catalog_name_of("Qwen/Qwen2.5-0.5B-Instruct-GGUF", "Q4_K_M", name, sizeof name) &&
+          !strcmp(name, "qwen2.5:0.5b"));
+    CHECK(hl_catalog_name_of("Qwen/Qwen2.5-0.5B-Instruct-GGUF", "Q8_0", name, sizeof name) &&
+          !strcmp(name, "qwen2.5:0.5b:Q8_0"));
     CHECK(!hl_catalog_name_of("nobody/Nothing", "Q8_0", name, sizeof name));
 }
 
@@ -103,7 +116,8 @@ static void test_store_paths(void) {
     hl_name n;
     char path[512];
     CHECK(hl_name_parse("http://127.0.0.1:8080/a/b.gguf?x=1", &n) == HEARTH_OK);
-    CHECK(hl_store_path("/s", &n, NULL, path, sizeof path) == HEARTH_OK && !strcmp(path, "/s/url/http/127.0.0.1:8080/a/b.gguf"));
+    CHECK(hl_store_path("/s", &n, NULL, path, sizeof path) == HEARTH_OK &&
+          !strcmp(path, "/s/url/http/127.0.0.1:8080/a/b.gguf"));
     static const char *const escapes[] = {"http://h/../x.gguf", "http://h/a//b.gguf", "http://h/", "https://../x"};
     for (size_t i = 0; i < sizeof escapes / sizeof *escapes; i++) {
         CHECK(hl_name_parse(escapes[i], &n) == HEARTH_OK);

@@ -82,8 +82,8 @@ static float long_context(hearth_model *m, const char *name, int32_t n_prompt) {
             CHECK(hearth_decode(off, &tok[n_prompt + step], 1) == HEARTH_OK);
         }
     }
-    printf("%-34s %d tokens: max |on - off| / max |logit| %.3g (bound %.3g); argmax equal %d/%d (%d near ties)\n",
-           name, (int)n, (double)worst, (double)FLASH_REL_BOUND, n_same, N_DECODE + 1, n_ties);
+    printf("%-34s %d tokens: max |on - off| / max |logit| %.3g (bound %.3g); argmax equal %d/%d (%d near ties)\n", name,
+           (int)n, (double)worst, (double)FLASH_REL_BOUND, n_same, N_DECODE + 1, n_ties);
     CHECK_MSG(worst <= FLASH_REL_BOUND, "%s: tiled attention moves the logits by %.3g of the largest", name,
               (double)worst);
     hearth_context_free(on);
@@ -152,8 +152,8 @@ done:
 }
 
 int main(void) {
-    static const char *const tiny[] = {"llama3-f32", "mistral-q8_0", "qwen2-f16", "qwen3-q8_0", "gemma3-q8_0",
-                                       "gemma3-f16", "mistral-window-q8_0"};
+    static const char *const tiny[] = {"llama3-f32",  "mistral-q8_0", "qwen2-f16",          "qwen3-q8_0",
+                                       "gemma3-q8_0", "gemma3-f16",   "mistral-window-q8_0"};
     hearth_log_set(NULL, NULL); /* n_ctx past the tiny models' training length: no warning */
     const int32_t div = getenv("HEARTH_TEST_SHORT") ? 4 : 1;
     for (size_t i = 0; i < sizeof tiny / sizeof *tiny; i++) {

@@ -51,8 +51,8 @@ static uint64_t tensor_bytes(uint32_t type, const int64_t ne[4]) {
 }
 
 /* A file with one kv and one tensor whose data section holds data_bytes. */
-static void one_tensor_file(craft *c, const char *name, uint32_t type, uint32_t n_dims,
-                            const int64_t *ne, uint64_t offset, uint64_t data_bytes) {
+static void one_tensor_file(craft *c, const char *name, uint32_t type, uint32_t n_dims, const int64_t *ne,
+                            uint64_t offset, uint64_t data_bytes) {
     cr_begin(c, 3);
     cr_kv_str(c, "general.architecture", "llama");
     cr_tensor(c, name, type, n_dims, ne, offset);
@@ -292,12 +292,11 @@ static void test_valid(uint32_t version, uint32_t alignment) {
 /* ------------------------------------------------------------ getters -- */
 
 /* Getter `call` must fail with FORMAT naming `needle`, leaving out as it was. */
-#define EXPECT_GET_FAIL(call, needle)                                                   \
-    do {                                                                                \
-        hearth_status st_ = (call);                                                     \
-        CHECK_MSG(st_ == HEARTH_ERR_FORMAT, "%s: status %d", #call, st_);               \
-        CHECK_MSG(strstr(hearth_last_error(), needle), "%s: '%s' lacks '%s'", #call,    \
-                  hearth_last_error(), needle);                                         \
+#define EXPECT_GET_FAIL(call, needle)                                                                                  \
+    do {                                                                                                               \
+        hearth_status st_ = (call);                                                                                    \
+        CHECK_MSG(st_ == HEARTH_ERR_FORMAT, "%s: status %d", #call, st_);                                              \
+        CHECK_MSG(strstr(hearth_last_error(), needle), "%s: '%s' lacks '%s'", #call, hearth_last_error(), needle);     \
     } while (0)
 
 static void test_int_getters(const gguf_file *f) {
@@ -349,14 +348,12 @@ static void test_other_getters(const gguf_file *f) {
 
     const gguf_array *a = NULL;
     EXPECT_GET_FAIL(hl_gguf_get_arr(f, "t.arr.i32", true, GGUF_TYPE_UINT32, &a), "array of int32");
-    EXPECT_GET_FAIL(hl_gguf_get_arr(f, "t.str", true, GGUF_TYPE_STRING, &a),
-                    "expected array of string");
+    EXPECT_GET_FAIL(hl_gguf_get_arr(f, "t.str", true, GGUF_TYPE_STRING, &a), "expected array of string");
     CHECK(a == NULL);
 
     /* Absent keys: required -> FORMAT, optional -> OK with out untouched. */
     uint32_t u = 99;
-    EXPECT_GET_FAIL(hl_gguf_get_u32(f, "llama.block_count", true, &u),
-                    "missing key 'llama.block_count'");
+    EXPECT_GET_FAIL(hl_gguf_get_u32(f, "llama.block_count", true, &u), "missing key 'llama.block_count'");
     CHECK(hl_gguf_get_u32(f, "llama.block_count", false, &u) == HEARTH_OK && u == 99);
     CHECK(hl_gguf_get_f32(f, "nope", false, &x) == HEARTH_OK && x == 2.25f);
     CHECK(hl_gguf_get_arr(f, "nope", false, GGUF_TYPE_STRING, &a) == HEARTH_OK && a == NULL);
@@ -383,22 +380,36 @@ static void test_getters(void) {
 
 static void test_type_table(void) {
     /* From ggml.c type_traits / ggml-common.h block sizes. */
-    static const struct { uint32_t id; const char *name; uint32_t blck, size; } want[] = {
-        {GGML_TYPE_F32, "f32", 1, 4},         {GGML_TYPE_F16, "f16", 1, 2},
-        {GGML_TYPE_Q4_0, "q4_0", 32, 18},     {GGML_TYPE_Q4_1, "q4_1", 32, 20},
-        {GGML_TYPE_Q8_0, "q8_0", 32, 34},     {GGML_TYPE_Q8_1, "q8_1", 32, 36},
-        {GGML_TYPE_Q2_K, "q2_K", 256, 84},    {GGML_TYPE_Q4_K, "q4_K", 256, 144},
-        {GGML_TYPE_Q6_K, "q6_K", 256, 210},   {GGML_TYPE_Q8_K, "q8_K", 256, 292},
-        {GGML_TYPE_IQ2_XXS, "iq2_xxs", 256, 66}, {GGML_TYPE_IQ4_NL, "iq4_nl", 32, 18},
-        {GGML_TYPE_IQ4_XS, "iq4_xs", 256, 136},  {GGML_TYPE_I64, "i64", 1, 8},
-        {GGML_TYPE_IQ1_M, "iq1_m", 256, 56},  {GGML_TYPE_BF16, "bf16", 1, 2},
-        {GGML_TYPE_TQ1_0, "tq1_0", 256, 54},  {GGML_TYPE_TQ2_0, "tq2_0", 256, 66},
+    static const struct {
+        uint32_t id;
+        const char *name;
+        uint32_t blck, size;
+    } want[] = {
+        {GGML_TYPE_F32, "f32", 1, 4},
+        {GGML_TYPE_F16, "f16", 1, 2},
+        {GGML_TYPE_Q4_0, "q4_0", 32, 18},
+        {GGML_TYPE_Q4_1, "q4_1", 32, 20},
+        {GGML_TYPE_Q8_0, "q8_0", 32, 34},
+        {GGML_TYPE_Q8_1, "q8_1", 32, 36},
+        {GGML_TYPE_Q2_K, "q2_K", 256, 84},
+        {GGML_TYPE_Q4_K, "q4_K", 256, 144},
+        {GGML_TYPE_Q6_K, "q6_K", 256, 210},
+        {GGML_TYPE_Q8_K, "q8_K", 256, 292},
+        {GGML_TYPE_IQ2_XXS, "iq2_xxs", 256, 66},
+        {GGML_TYPE_IQ4_NL, "iq4_nl", 32, 18},
+        {GGML_TYPE_IQ4_XS, "iq4_xs", 256, 136},
+        {GGML_TYPE_I64, "i64", 1, 8},
+        {GGML_TYPE_IQ1_M, "iq1_m", 256, 56},
+        {GGML_TYPE_BF16, "bf16", 1, 2},
+        {GGML_TYPE_TQ1_0, "tq1_0", 256, 54},
+        {GGML_TYPE_TQ2_0, "tq2_0", 256, 66},
         {GGML_TYPE_MXFP4, "mxfp4", 32, 17},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const ggml_type_info *t = hl_ggml_type_get(want[i].id);
         CHECK_MSG(t && strcmp(t->name, want[i].name) == 0 && t->blck_size == want[i].blck &&
-                      t->type_size == want[i].size, "type %u", want[i].id);
+                      t->type_size == want[i].size,
+                  "type %u", want[i].id);
     }
     static const uint32_t removed[] = {4, 5, 31, 32, 33, 36, 37, 38, GGML_TYPE_COUNT, UINT32_MAX};
     for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++)
@@ -446,8 +457,8 @@ static void test_counts(void) {
     build_valid(&c, 3, GGUF_DEFAULT_ALIGNMENT);
     /* The last two are ceil(2^64 / 33) and ceil(2^64 / 14): times the smallest
      * tensor info (33 bytes) or kv (14 bytes) they wrap around to 17 and 12. */
-    uint64_t bad[] = {UINT64_MAX, UINT64_MAX / 8, 1ull << 61, 1ull << 32, 1000000,
-                      558992244657865201ull, 1317624576693539402ull};
+    uint64_t bad[] = {
+        UINT64_MAX, UINT64_MAX / 8, 1ull << 61, 1ull << 32, 1000000, 558992244657865201ull, 1317624576693539402ull};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_put_u64(&c, CR_N_TENSORS_AT, bad[i]);
         expect_format(&c, "n_tensors");
@@ -506,7 +517,11 @@ static void test_lengths(void) {
     }
     /* Array counts: n x element size wraps to a small number; n strings or n
      * arrays cannot fit. */
-    static const struct { gguf_type type; uint64_t n; const char *needle; } arrays[] = {
+    static const struct {
+        gguf_type type;
+        uint64_t n;
+        const char *needle;
+    } arrays[] = {
         {GGUF_TYPE_UINT32, (1ull << 62) + 1, "runs past the end"},
         {GGUF_TYPE_UINT64, (1ull << 61) + 1, "runs past the end"},
         {GGUF_TYPE_UINT8, UINT64_MAX, "runs past the end"},
@@ -654,13 +669,15 @@ static void test_duplicates(void) {
 /* CVE classes: element-count and byte-size overflow, zero and negative
  * dimensions, too many dimensions, unknown types. */
 static void test_shapes(void) {
-    static const struct { uint32_t type, n_dims; int64_t ne[5]; const char *needle; } cases[] = {
-        {GGML_TYPE_F32, 2, {1ll << 32, 1ll << 32},
-         "element count 4294967296 x 4294967296 x 1 x 1 overflows"},
+    static const struct {
+        uint32_t type, n_dims;
+        int64_t ne[5];
+        const char *needle;
+    } cases[] = {
+        {GGML_TYPE_F32, 2, {1ll << 32, 1ll << 32}, "element count 4294967296 x 4294967296 x 1 x 1 overflows"},
         {GGML_TYPE_F32, 4, {65536, 65536, 65536, 65536}, "element count"},
         {GGML_TYPE_F32, 2, {1ll << 62, 2}, "element count"},
-        {GGML_TYPE_F64, 2, {1ll << 31, 1ll << 31},
-         "byte size of 2147483648 x 2147483648 x 1 x 1 f64"},
+        {GGML_TYPE_F64, 2, {1ll << 31, 1ll << 31}, "byte size of 2147483648 x 2147483648 x 1 x 1 f64"},
         {GGML_TYPE_F32, 1, {1ll << 62}, "byte size"},
         {GGML_TYPE_I64, 3, {1ll << 20, 1ll << 20, 1ll << 21}, "byte size"},
         {GGML_TYPE_F32, 2, {4, 0}, "dimension 1 is 0 (must be >= 1): the file is corrupt"},
@@ -679,8 +696,7 @@ static void test_shapes(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         craft c;
-        one_tensor_file(&c, "blk.0.attn_q.weight", cases[i].type, cases[i].n_dims, cases[i].ne, 0,
-                        1024);
+        one_tensor_file(&c, "blk.0.attn_q.weight", cases[i].type, cases[i].n_dims, cases[i].ne, 0, 1024);
         expect_format(&c, "GGUF: tensor 'blk.0.attn_q.weight': ");
         expect_format(&c, cases[i].needle);
         cr_free(&c);
@@ -789,9 +805,7 @@ static void test_type_confusion(void) {
                                        "array of string"
                                      : "key 'tokenizer.ggml.tokens' has type array of int32, "
                                        "expected array of string";
-        if (f)
-            EXPECT_GET_FAIL(hl_gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &a),
-                            want);
+        if (f) EXPECT_GET_FAIL(hl_gguf_get_arr(f, "tokenizer.ggml.tokens", true, GGUF_TYPE_STRING, &a), want);
         CHECK(a == NULL);
         hl_gguf_close(f);
         cr_free(&c);
@@ -855,8 +869,8 @@ static unsigned walk(const gguf_file *f) {
 static void test_mutation_fuzz(void) {
     craft c;
     build_valid(&c, 3, GGUF_DEFAULT_ALIGNMENT);
-    static const uint64_t interesting[] = {0, 1, 0x7f, 0x80, 0xff, 0xffff, 0x7fffffff, 0xffffffff,
-                                           1ull << 32, INT64_MAX, UINT64_MAX, 64, 33};
+    static const uint64_t interesting[] = {0,          1,          0x7f,      0x80,       0xff, 0xffff, 0x7fffffff,
+                                           0xffffffff, 1ull << 32, INT64_MAX, UINT64_MAX, 64,   33};
     uint64_t seed = 0x9E3779B97F4A7C15ull;
     int bad = 0, ok = 0;
     uint8_t *buf = malloc(c.len + 64);
@@ -883,7 +897,10 @@ static void test_mutation_fuzz(void) {
                     len++;
                 }
                 break;
-            default: memmove(buf + at, buf + at + 1, len - at - 1); len--; break;
+            default:
+                memmove(buf + at, buf + at + 1, len - at - 1);
+                len--;
+                break;
             }
         }
         uint8_t *copy = malloc(len);
@@ -894,8 +911,7 @@ static void test_mutation_fuzz(void) {
             ok++;
             (void)walk(f);
         } else if (st != HEARTH_ERR_FORMAT || f != NULL) {
-            if (bad++ < 5)
-                fprintf(stderr, "fuzz %d: status %d: %s\n", iter, st, hearth_last_error());
+            if (bad++ < 5) fprintf(stderr, "fuzz %d: status %d: %s\n", iter, st, hearth_last_error());
         }
         hl_gguf_close(f);
         free(copy);
@@ -920,8 +936,7 @@ static void expect_open(const char *path, hearth_status want, const char *needle
     hearth_status st = hl_gguf_open(path, &f);
     CHECK_MSG(st == want, "%s: status %d (%s)", path, st, hearth_last_error());
     CHECK_MSG(f == NULL, "%s: file returned on error", path);
-    CHECK_MSG(strstr(hearth_last_error(), needle), "%s: '%s' lacks '%s'", path, hearth_last_error(),
-              needle);
+    CHECK_MSG(strstr(hearth_last_error(), needle), "%s: '%s' lacks '%s'", path, hearth_last_error(), needle);
 }
 
 static void test_files(void) {
@@ -964,8 +979,7 @@ static void test_model(void) {
     const char *path = getenv("HEARTH_MODEL");
     struct stat sb;
     if (!path || stat(path, &sb) != 0) {
-        printf("SKIP part: model not found (%s); run scripts/fetch_model.sh\n",
-               path ? path : "HEARTH_MODEL unset");
+        printf("SKIP part: model not found (%s); run scripts/fetch_model.sh\n", path ? path : "HEARTH_MODEL unset");
         return;
     }
     gguf_file *f = NULL;

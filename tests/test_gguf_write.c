@@ -62,9 +62,14 @@ static bool str_eq(gguf_str a, gguf_str b) {
 
 static size_t elem_size(gguf_type t) {
     switch (t) {
-    case GGUF_TYPE_UINT8: case GGUF_TYPE_INT8: case GGUF_TYPE_BOOL: return 1;
-    case GGUF_TYPE_UINT16: case GGUF_TYPE_INT16: return 2;
-    case GGUF_TYPE_UINT32: case GGUF_TYPE_INT32: case GGUF_TYPE_FLOAT32: return 4;
+    case GGUF_TYPE_UINT8:
+    case GGUF_TYPE_INT8:
+    case GGUF_TYPE_BOOL: return 1;
+    case GGUF_TYPE_UINT16:
+    case GGUF_TYPE_INT16: return 2;
+    case GGUF_TYPE_UINT32:
+    case GGUF_TYPE_INT32:
+    case GGUF_TYPE_FLOAT32: return 4;
     default: return 8;
     }
 }
@@ -90,8 +95,10 @@ static bool value_eq(const gguf_value *a, const gguf_value *b) {
     case GGUF_TYPE_BOOL: return a->v.b == b->v.b;
     case GGUF_TYPE_FLOAT32: return (float)a->v.f64 == (float)b->v.f64;
     case GGUF_TYPE_FLOAT64: return a->v.f64 == b->v.f64;
-    case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
-        return a->v.i64 == b->v.i64;
+    case GGUF_TYPE_INT8:
+    case GGUF_TYPE_INT16:
+    case GGUF_TYPE_INT32:
+    case GGUF_TYPE_INT64: return a->v.i64 == b->v.i64;
     default: return a->v.u64 == b->v.u64;
     }
 }
@@ -129,14 +136,15 @@ static const gguf_str strs[] = {{"a", 1}, {"", 0}, {"ccc", 3}};
 static const int32_t in1[] = {1, 2}, in2[] = {3};
 static const gguf_str s1[] = {{"x", 1}}, s2[] = {{"y", 1}, {"zz", 2}};
 
-#define ARR(t, ptr, count) ((gguf_value){GGUF_TYPE_ARRAY, .v.arr = {.elem_type = (t), .n = (count), .raw = (const uint8_t *)(ptr)}})
+#define ARR(t, ptr, count)                                                                                             \
+    ((gguf_value){GGUF_TYPE_ARRAY, .v.arr = {.elem_type = (t), .n = (count), .raw = (const uint8_t *)(ptr)}})
 
 #define N_ARRAYS 12
 static gguf_value arrays[N_ARRAYS];
 static gguf_value nested_i32[2], nested_str[2], deep_inner[1], deep_mid[1];
 static const char *array_keys[N_ARRAYS] = {
-    "a.i32", "a.f32", "a.bool", "a.u64", "a.f64", "a.i16", "a.str", "a.empty_u32",
-    "a.nested_i32", "a.nested_str", "a.deep", "a.empty_nested",
+    "a.i32", "a.f32",       "a.bool",       "a.u64",        "a.f64",  "a.i16",
+    "a.str", "a.empty_u32", "a.nested_i32", "a.nested_str", "a.deep", "a.empty_nested",
 };
 
 static void make_arrays(void) {
@@ -170,7 +178,7 @@ typedef struct tspec {
 } tspec;
 
 static const tspec tensors[] = {
-    {"norm.weight", GGML_TYPE_F32, 1, {5}},               /* 20 bytes: padding follows */
+    {"norm.weight", GGML_TYPE_F32, 1, {5}}, /* 20 bytes: padding follows */
     {"f16.weight", GGML_TYPE_F16, 2, {3, 2}},
     {"q8.weight", GGML_TYPE_Q8_0, 2, {64, 3}},
     {"q4.weight", GGML_TYPE_Q4_0, 4, {32, 1, 2, 1}},
@@ -192,7 +200,10 @@ static hearth_status write_every_type(const char *path, uint32_t alignment) {
     gguf_writer *w;
     HL_TRY(hl_gguf_writer_create(path, 0, &w));
     hearth_status st = HEARTH_OK;
-#define T(x) do { if ((st = (x)) != HEARTH_OK) goto out; } while (0)
+#define T(x)                                                                                                           \
+    do {                                                                                                               \
+        if ((st = (x)) != HEARTH_OK) goto out;                                                                         \
+    } while (0)
     T(hl_gguf_writer_set_str(w, "general.name", "first"));
     for (int i = 0; i < N_SCALARS; i++) T(hl_gguf_writer_set(w, scalar_keys[i], &scalars[i]));
     for (int i = 0; i < N_ARRAYS; i++) T(hl_gguf_writer_set(w, array_keys[i], &arrays[i]));
@@ -309,13 +320,13 @@ static void test_copy_model(void) {
         CHECK(hl_gguf_n_kv(out) == hl_gguf_n_kv(in) && hl_gguf_n_tensors(out) == hl_gguf_n_tensors(in));
         for (uint64_t i = 0; i < hl_gguf_n_kv(in) && i < hl_gguf_n_kv(out); i++) {
             const gguf_kv *a = hl_gguf_kv_at(in, i), *b = hl_gguf_kv_at(out, i);
-            CHECK_MSG(str_eq(a->key, b->key) && value_eq(&a->value, &b->value), "key %.*s",
-                      (int)a->key.len, a->key.data);
+            CHECK_MSG(str_eq(a->key, b->key) && value_eq(&a->value, &b->value), "key %.*s", (int)a->key.len,
+                      a->key.data);
         }
         for (uint64_t i = 0; i < hl_gguf_n_tensors(in) && i < hl_gguf_n_tensors(out); i++) {
             const gguf_tensor *a = hl_gguf_tensor_at(in, i), *b = hl_gguf_tensor_at(out, i);
-            CHECK(str_eq(a->name, b->name) && a->type == b->type && a->size == b->size &&
-                  a->offset == b->offset && memcmp(a->data, b->data, (size_t)a->size) == 0);
+            CHECK(str_eq(a->name, b->name) && a->type == b->type && a->size == b->size && a->offset == b->offset &&
+                  memcmp(a->data, b->data, (size_t)a->size) == 0);
         }
         /* the reader's files are laid out as ggml does: the copy is the same file */
         size_t na, nb;
@@ -343,7 +354,7 @@ static void test_misuse(void) {
     CHECK(hl_gguf_writer_add_tensor(w, "x", GGML_TYPE_F32, 5, ok) == HEARTH_ERR_INVALID_ARG);
     CHECK(hl_gguf_writer_add_tensor(w, "", GGML_TYPE_F32, 2, ok) == HEARTH_ERR_INVALID_ARG);
     CHECK(hl_gguf_writer_add_tensor(w, "a_name_of_sixty_four_bytes_which_is_one_byte_over_the_limit_ok_o",
-                                 GGML_TYPE_F32, 2, ok) == HEARTH_ERR_INVALID_ARG);
+                                    GGML_TYPE_F32, 2, ok) == HEARTH_ERR_INVALID_ARG);
     const int64_t zero[2] = {32, 0};
     CHECK(hl_gguf_writer_add_tensor(w, "x", GGML_TYPE_F32, 2, zero) == HEARTH_ERR_INVALID_ARG);
     CHECK(hl_gguf_writer_add_tensor(w, "x", GGML_TYPE_Q4_0, 2, ok) == HEARTH_OK);
@@ -377,8 +388,8 @@ static void test_misuse(void) {
     CHECK(hl_gguf_writer_set_u32(w, "late", 1) == HEARTH_ERR_INVALID_ARG);
     CHECK(hl_gguf_writer_add_tensor(w, "z", GGML_TYPE_F32, 1, ok) == HEARTH_ERR_INVALID_ARG);
     uint8_t data[64 * 4] = {0};
-    CHECK(hl_gguf_writer_write(w, data, 36) == HEARTH_OK); /* 2 rows of Q4_0 = 36 bytes */
-    CHECK(hl_gguf_writer_commit(w) == HEARTH_ERR_INVALID_ARG);        /* y is missing */
+    CHECK(hl_gguf_writer_write(w, data, 36) == HEARTH_OK);     /* 2 rows of Q4_0 = 36 bytes */
+    CHECK(hl_gguf_writer_commit(w) == HEARTH_ERR_INVALID_ARG); /* y is missing */
     CHECK(strstr(hearth_last_error(), "'y'") != NULL);
     CHECK(hl_gguf_writer_write(w, data, 32 * 4 + 1) == HEARTH_ERR_INVALID_ARG); /* one byte too many */
     hl_gguf_writer_free(w);
@@ -435,8 +446,8 @@ static void test_disk_full(void) {
     }
     hearth_status st = write_big("/dev/full", GGUF_WRITE_IN_PLACE, 3u << 20);
     CHECK(st == HEARTH_ERR_IO);
-    CHECK_MSG(strstr(hearth_last_error(), "'/dev/full'") && strstr(hearth_last_error(), strerror(ENOSPC)),
-              "%s", hearth_last_error());
+    CHECK_MSG(strstr(hearth_last_error(), "'/dev/full'") && strstr(hearth_last_error(), strerror(ENOSPC)), "%s",
+              hearth_last_error());
 }
 
 /* A file size limit makes write() fail with EFBIG mid-file: the error is IO

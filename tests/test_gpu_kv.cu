@@ -34,16 +34,22 @@ static void fill(float *x) {
         float *v = x + 32 * b;
         for (int j = 0; j < 32; j++) v[j] = 2.0f * uniform() - 1.0f;
         switch (b % 8) {
-        case 1: for (int j = 0; j < 32; j++) v[j] *= 1000.0f; break;
-        case 2: for (int j = 0; j < 32; j++) v[j] = 0.0f; break;
+        case 1:
+            for (int j = 0; j < 32; j++) v[j] *= 1000.0f;
+            break;
+        case 2:
+            for (int j = 0; j < 32; j++) v[j] = 0.0f;
+            break;
         case 3: /* amax 127: id = 1, so x * id = k + 1/2 exactly: halves to even vs away from zero */
             v[0] = 127.0f;
             for (int j = 1; j < 32; j++) v[j] = (float)(j - 16) + 0.5f;
             break;
         case 4: v[5] = -1.5f, v[9] = 1.5f; break; /* Q4_0's max: the first of largest magnitude, negative */
         case 5: v[5] = 1.5f, v[9] = -1.5f; break; /* ... positive */
-        case 6: for (int j = 0; j < 32; j++) v[j] *= 1e-6f; break; /* F16 scales below 2^-14 */
-        case 7: /* max -1: d = 1/8, id = 8, x * id + 8.5 lands on integers and halves */
+        case 6:
+            for (int j = 0; j < 32; j++) v[j] *= 1e-6f;
+            break; /* F16 scales below 2^-14 */
+        case 7:    /* max -1: d = 1/8, id = 8, x * id + 8.5 lands on integers and halves */
             for (int j = 0; j < 32; j++) v[j] = (float)((j * 7) % 33 - 16) / 16.0f;
             v[0] = -1.0f;
             break;

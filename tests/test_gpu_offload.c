@@ -183,7 +183,8 @@ static int too_large_case(const char *path) {
     CHECK(plan.n_devices == 2);
     if (plan.device[1].kv_cache <= plan.device[1].available) { /* the smallest tiny models */
         printf("too-large context: not possible with this model: its 16M-position KV cache (%llu MiB) fits in cuda0's "
-               "%llu MiB\n", (unsigned long long)(plan.device[1].kv_cache >> 20),
+               "%llu MiB\n",
+               (unsigned long long)(plan.device[1].kv_cache >> 20),
                (unsigned long long)(plan.device[1].available >> 20));
         hearth_model_free(m);
         return check_report();

@@ -29,9 +29,15 @@ static int differing(int mode, int hd, int n_rot, bool ff, bool yarn) {
     static float x[N_TOK * N_HEAD * MAX_HD], paired[N_TOK * N_HEAD * MAX_HD], factors[MAX_HD / 2];
     for (int64_t i = 0; i < N_TOK * d; i++) x[i] = uniform();
     for (int i = 0; i < n_rot / 2; i++) factors[i] = 1.0f + 0.5f * (uniform() + 2.0f);
-    const hl_rope_params p = {.n_rot = n_rot, .mode = mode, .freq_base = 500000.0f, .freq_scale = yarn ? 0.25f : 1.0f,
-                              .n_ctx_orig = 4096, .ext_factor = yarn ? 1.0f : 0.0f, .attn_factor = 1.0f,
-                              .beta_fast = 32.0f, .beta_slow = 1.0f};
+    const hl_rope_params p = {.n_rot = n_rot,
+                              .mode = mode,
+                              .freq_base = 500000.0f,
+                              .freq_scale = yarn ? 0.25f : 1.0f,
+                              .n_ctx_orig = 4096,
+                              .ext_factor = yarn ? 1.0f : 0.0f,
+                              .attn_factor = 1.0f,
+                              .beta_fast = 32.0f,
+                              .beta_slow = 1.0f};
     const rope_args a = rope_args_of(&p, N_HEAD, hd, ff ? factors : NULL);
     memcpy(paired, x, sizeof(float) * (size_t)(N_TOK * d));
     for (int64_t i = 0; i < (int64_t)N_TOK * N_HEAD * (n_rot / 2); i++) rope_pair(paired, a, pos, i);

@@ -64,8 +64,9 @@ template <uint32_t T> static double row_dot(const uint8_t *w, const int8_t *qs, 
 
 namespace {
 struct check_type {
-    template <uint32_t T> static void run(const float *wx, uint8_t *wq, float *wf, const float *x_exact,
-                                          const int8_t *q_exact, float d_exact, const float *x_rand) {
+    template <uint32_t T>
+    static void run(const float *wx, uint8_t *wq, float *wf, const float *x_exact, const int8_t *q_exact, float d_exact,
+                    const float *x_rand) {
         const char *name = hl_ggml_type_get(T)->name;
         const hl_quant_traits *tr = hl_quant_get(T);
         tr->from_float(wx, wq, N);
@@ -120,9 +121,8 @@ int main(void) {
         x_exact[i] = d_exact * q_exact[i];
         x_rand[i] = (float)(uniform() * 8.0 - 3.0) * (i % 61 == 0 ? 5.0f : 1.0f);
     }
-    static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
-                                     GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K,
-                                     GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+    static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
+                                     GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         CHECK(dispatch_vq<check_type>(types[t], wx, wq, wf, x_exact, q_exact, d_exact, x_rand));
     CHECK(!dispatch_vq<check_type>(GGML_TYPE_F16, wx, wq, wf, x_exact, q_exact, d_exact, x_rand));

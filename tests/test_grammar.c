@@ -30,7 +30,8 @@ static void check_lang(const char *text, const char *const *yes, const char *con
     hl_grammar_free(g);
 }
 #define LANG(text, ...) check_lang(text, (const char *const[]){__VA_ARGS__}, no_)
-#define NO(...) (const char *const[]){__VA_ARGS__, NULL}
+#define NO(...)                                                                                                        \
+    (const char *const[]) { __VA_ARGS__, NULL }
 
 static const char *const *no_;
 
@@ -178,8 +179,8 @@ static void test_utf8(void) {
 }
 
 static void test_json(void) {
-    no_ = NO("", "{", "{\"a\"}", "{\"a\":}", "[1,]", "{\"a\":1,}", "tru", "\"\\x\"", "01x", "{\"a\":\"\x01\"}",
-             "[1 2]", "nul", "{'a':1}");
+    no_ = NO("", "{", "{\"a\"}", "{\"a\":}", "[1,]", "{\"a\":1,}", "tru", "\"\\x\"", "01x", "{\"a\":\"\x01\"}", "[1 2]",
+             "nul", "{'a':1}");
     LANG(JSON_GBNF, "{}", "{\"a\":1}", "{\"a\": [1, 2.5, -3e19, true, false, null, \"x\\n\\u00e9\"]}",
          "{ \"k\" : { \"n\" : [ ] } }", "{\"\xc3\xa9\xf0\x9f\x98\x80\":\"\\\"\"}", "{\n  \"a\": 1\n}", NULL);
 }
@@ -311,12 +312,41 @@ static void check_allowed(const hl_grammar *g, const hl_token_trie *t, const cha
 
 static void test_allowed_tokens(void) {
     static const char *const vocab[] = {
-        "",      "{",     "}",     "{\"",  "\"",    "\":",   ":",     ",",      ", \"",  " ",     "\n",     "  ",
-        "a",     "ab",    "abc",   "b",    "true",  "tr",    "t",     "false",  "null",  "nul",   "1",      "12",
-        "123",   "0",     "-",     "-1",   ".",     ".5",    "e",     "E+",     "[",     "]",     "[]",     "{}",
-        "\\",    "\\n",   "\\u",   "00e9", "\xc3",  "\xa9",  "\xc3\xa9", "\xf0\x9f", "\x98\x80", "\xf0\x9f\x98\x80",
-        "x\"",   "\"}",   "\"]",   "}\n",  "a\"b",  "\x01",  "ab",    "(",      ")",     "()",    "((",     "))",
-        "(a)",   "z",     "\xce",  "\xce\xb1", "\xb1", "\xcf\x89\xce", "ok\"", "\",\"", "1,",  "1.5e",  "true}",
+        "",         "{",
+        "}",        "{\"",
+        "\"",       "\":",
+        ":",        ",",
+        ", \"",     " ",
+        "\n",       "  ",
+        "a",        "ab",
+        "abc",      "b",
+        "true",     "tr",
+        "t",        "false",
+        "null",     "nul",
+        "1",        "12",
+        "123",      "0",
+        "-",        "-1",
+        ".",        ".5",
+        "e",        "E+",
+        "[",        "]",
+        "[]",       "{}",
+        "\\",       "\\n",
+        "\\u",      "00e9",
+        "\xc3",     "\xa9",
+        "\xc3\xa9", "\xf0\x9f",
+        "\x98\x80", "\xf0\x9f\x98\x80",
+        "x\"",      "\"}",
+        "\"]",      "}\n",
+        "a\"b",     "\x01",
+        "ab",       "(",
+        ")",        "()",
+        "((",       "))",
+        "(a)",      "z",
+        "\xce",     "\xce\xb1",
+        "\xb1",     "\xcf\x89\xce",
+        "ok\"",     "\",\"",
+        "1,",       "1.5e",
+        "true}",
     };
     int32_t n = (int32_t)(sizeof vocab / sizeof vocab[0]);
     size_t lens[sizeof vocab / sizeof vocab[0]];
@@ -325,20 +355,24 @@ static void test_allowed_tokens(void) {
     CHECK(hl_token_trie_build(vocab, lens, n, &t) == HEARTH_OK);
 
     hl_grammar *g = parse(JSON_GBNF);
-    static const char *const json_prefixes[] = {"", "{", "{\"", "{\"a", "{\"a\"", "{\"a\":", "{\"a\": ", "{\"a\":1",
-                                                "{\"a\":[", "{\"a\":[1,", "{\"a\":\"\xc3", "{\"a\":\"\\", "{\"a\":\"\\u0",
-                                                "{\"a\":t", "{\"a\":-", "{\"a\":1.", "{\"a\":1e", "{}", "{\"a\":{}}"};
-    for (size_t i = 0; g && i < sizeof json_prefixes / sizeof json_prefixes[0]; i++) check_allowed(g, t, vocab, n, json_prefixes[i]);
+    static const char *const json_prefixes[] = {
+        "",          "{",          "{\"",           "{\"a",        "{\"a\"",        "{\"a\":",  "{\"a\": ", "{\"a\":1",
+        "{\"a\":[",  "{\"a\":[1,", "{\"a\":\"\xc3", "{\"a\":\"\\", "{\"a\":\"\\u0", "{\"a\":t", "{\"a\":-", "{\"a\":1.",
+        "{\"a\":1e", "{}",         "{\"a\":{}}"};
+    for (size_t i = 0; g && i < sizeof json_prefixes / sizeof json_prefixes[0]; i++)
+        check_allowed(g, t, vocab, n, json_prefixes[i]);
     hl_grammar_free(g);
 
     g = parse("root ::= p\np ::= (\"(\" p \")\" | [a-z\xce\xb1-\xcf\x89])*");
     static const char *const paren_prefixes[] = {"", "(", "((", "(a", "()", "(\xce", "(\xce\xb1(", "(((a))"};
-    for (size_t i = 0; g && i < sizeof paren_prefixes / sizeof paren_prefixes[0]; i++) check_allowed(g, t, vocab, n, paren_prefixes[i]);
+    for (size_t i = 0; g && i < sizeof paren_prefixes / sizeof paren_prefixes[0]; i++)
+        check_allowed(g, t, vocab, n, paren_prefixes[i]);
     hl_grammar_free(g);
 
     g = parse("root ::= \"ab\"{1,3} [0-9]? .");
     static const char *const rep_prefixes[] = {"", "a", "ab", "aba", "abab", "ababab", "ab1", "ab\xf0\x9f"};
-    for (size_t i = 0; g && i < sizeof rep_prefixes / sizeof rep_prefixes[0]; i++) check_allowed(g, t, vocab, n, rep_prefixes[i]);
+    for (size_t i = 0; g && i < sizeof rep_prefixes / sizeof rep_prefixes[0]; i++)
+        check_allowed(g, t, vocab, n, rep_prefixes[i]);
     hl_grammar_free(g);
     hl_token_trie_free(t);
 

@@ -19,7 +19,6 @@
  * decimals (measured: 5.7e-6 at worst over Gemma's 512 steps). */
 #define MAX_LOGIT_DIFF 1e-3f
 
-
 static const struct {
     const char *env;     /* environment variable holding the model path */
     const char *fixture; /* under tests/ */

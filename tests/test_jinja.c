@@ -15,8 +15,8 @@
 
 /* The fixtures' strftime_now time: 2025-03-14 15:09:26 local. */
 static time_t fixed_now(void) {
-    struct tm tm = {.tm_year = 2025 - 1900, .tm_mon = 2, .tm_mday = 14, .tm_hour = 15, .tm_min = 9, .tm_sec = 26,
-                    .tm_isdst = -1};
+    struct tm tm = {
+        .tm_year = 2025 - 1900, .tm_mon = 2, .tm_mday = 14, .tm_hour = 15, .tm_min = 9, .tm_sec = 26, .tm_isdst = -1};
     return mktime(&tm);
 }
 
@@ -74,11 +74,12 @@ static void check_case(const char *what, const char *src, const cJSON *vars, con
     char *out;
     hearth_status st = render(src, vars, NULL, &out);
     if (expected) {
-        CHECK_MSG(st == HEARTH_OK && !strcmp(out, expected->valuestring), "%s:\n--- expected\n%s\n--- got (%s)\n%s\n", what,
-                  expected->valuestring, st == HEARTH_OK ? "ok" : hearth_last_error(), out ? out : "");
+        CHECK_MSG(st == HEARTH_OK && !strcmp(out, expected->valuestring), "%s:\n--- expected\n%s\n--- got (%s)\n%s\n",
+                  what, expected->valuestring, st == HEARTH_OK ? "ok" : hearth_last_error(), out ? out : "");
     } else {
-        CHECK_MSG(st == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), error->valuestring), "%s: expected error '%s', got %s '%s'",
-                  what, error->valuestring, hearth_status_str(st), st == HEARTH_OK ? out : hearth_last_error());
+        CHECK_MSG(st == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), error->valuestring),
+                  "%s: expected error '%s', got %s '%s'", what, error->valuestring, hearth_status_str(st),
+                  st == HEARTH_OK ? out : hearth_last_error());
     }
     free(out);
 }
@@ -129,7 +130,8 @@ static void test_templates(void) {
         if (!src) continue;
         cJSON *vars = cJSON_CreateObject();
         cJSON_AddItemToObject(vars, "messages", cJSON_Duplicate(cJSON_GetObjectItem(convs, conv), 1));
-        cJSON_AddBoolToObject(vars, "add_generation_prompt", cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt")));
+        cJSON_AddBoolToObject(vars, "add_generation_prompt",
+                              cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt")));
         cJSON_AddStringToObject(vars, "bos_token", cJSON_GetObjectItem(c, "bos_token")->valuestring);
         cJSON_AddStringToObject(vars, "eos_token", cJSON_GetObjectItem(c, "eos_token")->valuestring);
         char what[160];
@@ -154,9 +156,10 @@ static void test_public_api(void) {
                                   {"user", "And of Italy?"}};
     char *out = NULL;
     CHECK(hearth_chat_apply_template(src, msgs, 4, true, "<|im_start|>", "<|im_end|>", &out) == HEARTH_OK);
-    const char *want = "<|im_start|>system\nYou are a concise assistant.<|im_end|>\n<|im_start|>user\nWhat is the capital "
-                       "of France?<|im_end|>\n<|im_start|>assistant\nParis.<|im_end|>\n<|im_start|>user\nAnd of "
-                       "Italy?<|im_end|>\n<|im_start|>assistant\n";
+    const char *want =
+        "<|im_start|>system\nYou are a concise assistant.<|im_end|>\n<|im_start|>user\nWhat is the capital "
+        "of France?<|im_end|>\n<|im_start|>assistant\nParis.<|im_end|>\n<|im_start|>user\nAnd of "
+        "Italy?<|im_end|>\n<|im_start|>assistant\n";
     CHECK_MSG(out && !strcmp(out, want), "got: %s", out ? out : hearth_last_error());
     hearth_chat_free(out);
     CHECK(hearth_chat_apply_template(src, msgs, 1, false, NULL, NULL, &out) == HEARTH_OK);
@@ -171,7 +174,8 @@ static void test_public_api(void) {
     /* raise_exception: the template's message */
     char *gemma = read_text(check_test_path("reference/chat/templates/gemma3.jinja"));
     hearth_chat_message two_users[] = {{"user", "a"}, {"user", "b"}};
-    CHECK(gemma && hearth_chat_apply_template(gemma, two_users, 2, true, "<bos>", "<eos>", &out) == HEARTH_ERR_INVALID_ARG);
+    CHECK(gemma &&
+          hearth_chat_apply_template(gemma, two_users, 2, true, "<bos>", "<eos>", &out) == HEARTH_ERR_INVALID_ARG);
     CHECK_MSG(!strcmp(hearth_last_error(), "Conversation roles must alternate user/assistant/user/assistant/..."), "%s",
               hearth_last_error());
     free(gemma);
@@ -206,8 +210,8 @@ static void expect_error(const char *src, hearth_status st, const char *want1, c
     hearth_status got = render(src, NULL, NULL, &out);
     const char *msg = hearth_last_error();
     CHECK_MSG(got == st && strstr(msg, want1) && (!want2 || strstr(msg, want2)),
-              "template %s: expected %s with '%s', got %s '%s'", src, hearth_status_str(st), want1, hearth_status_str(got),
-              got == HEARTH_OK ? out : msg);
+              "template %s: expected %s with '%s', got %s '%s'", src, hearth_status_str(st), want1,
+              hearth_status_str(got), got == HEARTH_OK ? out : msg);
     free(out);
 }
 
@@ -218,7 +222,8 @@ static void test_errors(void) {
     expect_error("{% import 'm' as m %}", U, "unsupported Jinja feature 'import'", NULL);
     expect_error("\n{% block body %}{% endblock %}", U, "line 2: unsupported Jinja feature 'block'", NULL);
     expect_error("{{ x | wordwrap(10) }}", U, "line 1: unsupported Jinja feature 'filter wordwrap'", NULL);
-    expect_error("\n\n\n{% if x is divisible %}{% endif %}", U, "line 4: unsupported Jinja feature 'test divisible'", NULL);
+    expect_error("\n\n\n{% if x is divisible %}{% endif %}", U, "line 4: unsupported Jinja feature 'test divisible'",
+                 NULL);
     expect_error("{% for x in y recursive %}{% endfor %}", U, "unsupported Jinja feature 'recursive loop'", NULL);
     expect_error("{{ '{} {}'.format(1, 2) }}", U, "line 1: unsupported Jinja feature 'str.format'", NULL);
     expect_error("{{ [1].append(2) }}", U, "unsupported Jinja feature 'list.append'", NULL);
@@ -237,7 +242,8 @@ static void test_errors(void) {
     expect_error("{{ (1 }}", F, "line 1", NULL);
     expect_error("{{ x ]] }}", F, "unexpected ']'", NULL);
     expect_error("a{% break %}", F, "'break' outside loop", NULL);
-    expect_error("{% for x in [1] %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}", F, "'continue' outside loop", NULL);
+    expect_error("{% for x in [1] %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}", F,
+                 "'continue' outside loop", NULL);
     /* runtime errors: jinja2's wording */
     expect_error("\n{{ x.y }}", F, "line 2: 'x' is undefined", NULL);
     expect_error("{{ {}.a.b }}", F, "'dict object' has no attribute 'a'", NULL);
@@ -248,11 +254,13 @@ static void test_errors(void) {
     expect_error("{{ 1 < 'a' }}", F, "cannot order int and str", NULL);
     /* hostile templates stop at the limits */
     expect_error("{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}", F, "nesting deeper than", NULL);
-    expect_error("{% for i in range(1000) %}{% for j in range(1000) %}{% for k in range(1000) %}{% endfor %}{% endfor %}{% endfor %}",
+    expect_error("{% for i in range(1000) %}{% for j in range(1000) %}{% for k in range(1000) %}{% endfor %}{% endfor "
+                 "%}{% endfor %}",
                  F, "loop iterations", NULL);
     expect_error("{{ range(10000000000) }}", F, "range of more than", NULL);
     expect_error("{{ 'x' * 100000000000 }}", F, "exceeds", NULL);
-    expect_error("{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+    expect_error("{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% "
+                 "endfor %}",
                  HEARTH_ERR_OUT_OF_MEMORY, "rendering needs more than 256 MiB", NULL);
     expect_error("{% set ns = namespace(a=1) %}{% set ns.a = ns %}{{ ns | tojson }}", F, "not JSON serializable", NULL);
     /* nesting: a deep expression fails cleanly */
@@ -268,7 +276,8 @@ static void test_errors(void) {
     hl_jinja_limits lim = hl_jinja_default_limits();
     lim.max_output = 10;
     char *out;
-    CHECK(render("{{ 'abcdefghijk' }}", NULL, &lim, &out) == HEARTH_ERR_FORMAT && strstr(hearth_last_error(), "output exceeds"));
+    CHECK(render("{{ 'abcdefghijk' }}", NULL, &lim, &out) == HEARTH_ERR_FORMAT &&
+          strstr(hearth_last_error(), "output exceeds"));
     CHECK(render("{{ 'abcdefghij' }}", NULL, &lim, &out) == HEARTH_OK && !strcmp(out, "abcdefghij"));
     free(out);
 }

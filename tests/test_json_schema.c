@@ -47,7 +47,8 @@ static void expect_error(const char *schema, const char *part) {
     char *g = NULL;
     hearth_status st = hl_json_schema_to_gbnf(schema, strlen(schema), &g);
     CHECK_MSG(st == HEARTH_ERR_INVALID_ARG && !g, "%s: status %d", schema, st);
-    CHECK_MSG(strstr(hearth_last_error(), part) != NULL, "%s: error '%s' lacks '%s'", schema, hearth_last_error(), part);
+    CHECK_MSG(strstr(hearth_last_error(), part) != NULL, "%s: error '%s' lacks '%s'", schema, hearth_last_error(),
+              part);
     free(g);
 }
 
@@ -60,8 +61,10 @@ static void test_primitives(void) {
            "- NaN", "- 1e");
     EXPECT("{\"type\":\"boolean\"}", "+ true", "+ false", "- True", "- 1");
     EXPECT("{\"type\":\"null\"}", "+ null", "- nul", "- \"null\"");
-    static const char *const any[] = {"+ {}", "+ []", "+ {\"a\": [1, {\"b\": null}], \"c\": \"d\"}", "+ -1.5",
-                                      "+ \"s\"", "+ true", "+ null", "- {a:1}", "- [1,]", "- "};
+    static const char *const any[] = {"+ {}",   "+ []",    "+ {\"a\": [1, {\"b\": null}], \"c\": \"d\"}",
+                                      "+ -1.5", "+ \"s\"", "+ true",
+                                      "+ null", "- {a:1}", "- [1,]",
+                                      "- "};
     expect("{}", any, sizeof any / sizeof any[0]);
     expect("true", any, sizeof any / sizeof any[0]);
     expect("{\"title\":\"x\",\"description\":\"d\",\"$comment\":\"c\",\"examples\":[1],\"default\":2}", any,
@@ -131,12 +134,12 @@ static void test_arrays(void) {
            "+ [1, \"a\"]", "- [\"a\"]", "- [1, \"a\", 2]", "- [1, 2]");
     EXPECT("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"string\"}],\"minItems\":2,"
            "\"items\":{\"type\":\"boolean\"},\"maxItems\":4}",
-           "+ [1, \"a\"]", "+ [1, \"a\", true]", "+ [1, \"a\", true, false]", "- [1]", "- [1, \"a\", true, false, true]",
-           "- [1, \"a\", 3]");
+           "+ [1, \"a\"]", "+ [1, \"a\", true]", "+ [1, \"a\", true, false]", "- [1]",
+           "- [1, \"a\", true, false, true]", "- [1, \"a\", 3]");
     EXPECT("{\"type\":\"array\",\"items\":[{\"const\":1},{\"const\":2}],\"minItems\":2}", "+ [1,2]", "- [1]",
            "- [2,1]");
-    EXPECT("{\"type\":\"array\",\"items\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}}", "+ [[1], [], [2, 3]]",
-           "- [[1], 2]");
+    EXPECT("{\"type\":\"array\",\"items\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}}",
+           "+ [[1], [], [2, 3]]", "- [[1], 2]");
 }
 
 static void test_enum_const(void) {
@@ -144,16 +147,17 @@ static void test_enum_const(void) {
            "+ 1.5", "+ true", "- \"blue\"", "- false", "- 4", "- \"Red\"");
     EXPECT("{\"type\":\"string\",\"enum\":[\"a\",1]}", "+ \"a\"", "- 1");
     EXPECT("{\"const\":{\"k\":[1,\"\xc3\xa9\"],\"n\":null}}", "+ {\"k\":[1,\"\xc3\xa9\"],\"n\":null}",
-           "+ {\"k\": [1, \"\\u00e9\"], \"n\": null}", "+ {\n  \"k\": [\n    1,\n    \"\\u00E9\"\n  ],\n  \"n\": null\n}",
-           "- {\"n\":null,\"k\":[1,\"\xc3\xa9\"]}", "- {\"k\":[1,\"e\"],\"n\":null}");
+           "+ {\"k\": [1, \"\\u00e9\"], \"n\": null}",
+           "+ {\n  \"k\": [\n    1,\n    \"\\u00E9\"\n  ],\n  \"n\": null\n}", "- {\"n\":null,\"k\":[1,\"\xc3\xa9\"]}",
+           "- {\"k\":[1,\"e\"],\"n\":null}");
     EXPECT("{\"const\":\"tab\\tquote\\\"\\u0001\xf0\x9f\x98\x80\"}", "+ \"tab\\tquote\\\"\\u0001\xf0\x9f\x98\x80\"",
            "+ \"tab\\tquote\\\"\\u0001\\ud83d\\ude00\"", "- \"tab\tquote\\\"\\u0001\xf0\x9f\x98\x80\"");
     EXPECT("{\"const\":-0.001}", "+ -0.001", "- -0.0010", "- 0.001");
 }
 
 static void test_combinators(void) {
-    EXPECT("{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\",\"maxLength\":2}]}", "+ 5", "+ \"ab\"",
-           "- \"abc\"", "- null");
+    EXPECT("{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\",\"maxLength\":2}]}", "+ 5", "+ \"ab\"", "- \"abc\"",
+           "- null");
     EXPECT("{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"kind\":{\"const\":\"a\"},\"x\":{\"type\":\"integer\"}},"
            "\"required\":[\"kind\",\"x\"]},{\"type\":\"object\",\"properties\":{\"kind\":{\"const\":\"b\"}},"
            "\"required\":[\"kind\"]}]}",
@@ -163,9 +167,11 @@ static void test_combinators(void) {
            "\"required\":[\"id\"]}},\"allOf\":[{\"$ref\":\"#/$defs/Base\"},{\"properties\":{\"name\":{\"type\":"
            "\"string\"}},\"required\":[\"name\"]}]}",
            "+ {\"id\": 1, \"name\": \"n\"}", "- {\"id\": 1}", "- {\"name\": \"n\"}", "- {\"name\":\"n\",\"id\":1}");
-    EXPECT("{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}},"
-           "\"additionalProperties\":false},{\"properties\":{\"b\":{\"type\":\"integer\"},\"c\":{\"type\":\"integer\"}}}]}",
-           "+ {\"a\":1,\"b\":2}", "+ {}", "- {\"c\":1}");
+    EXPECT(
+        "{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}},"
+        "\"additionalProperties\":false},{\"properties\":{\"b\":{\"type\":\"integer\"},\"c\":{\"type\":\"integer\"}}}]"
+        "}",
+        "+ {\"a\":1,\"b\":2}", "+ {}", "- {\"c\":1}");
     /* one subschema: that schema, whatever it is */
     EXPECT("{\"allOf\":[{\"enum\":[1,2]}],\"description\":\"d\"}", "+ 1", "- 3");
 }
@@ -195,7 +201,9 @@ static void test_strings(void) {
     EXPECT("{\"type\":\"string\",\"pattern\":\"(foo|ba(r|z))+\\\\.txt\"}", "+ \"foo.txt\"", "+ \"barbazfoo.txt\"",
            "- \".txt\"", "- \"fooXtxt\"");
     EXPECT("{\"type\":\"string\",\"pattern\":\"^a.c$\"}", "+ \"abc\"", "+ \"a\\\"c\"", "+ \"a\\tc\"",
-           "+ \"a\xc3\xa9" "c\"", "- \"a\\nc\"", "- \"ac\"");
+           "+ \"a\xc3\xa9"
+           "c\"",
+           "- \"a\\nc\"", "- \"ac\"");
     EXPECT("{\"type\":\"string\",\"pattern\":\"^[^a-c\\\"]?x*?(?:y|)$\"}", "+ \"\"", "+ \"dxxy\"", "+ \"\\\\\"",
            "+ \"\\n\"", "+ \"yy\"", "- \"a\"", "- \"\\\"\"", "- \"zz\"");
     EXPECT("{\"type\":\"string\",\"pattern\":\"^\\\\w+@\\\\w+\\\\.[a-z]{2,}$\"}", "+ \"me@host.org\"", "- \"me@host\"");
@@ -261,10 +269,9 @@ static void test_integer_ranges(void) {
 }
 
 static void test_number_ranges(void) {
-    EXPECT("{\"type\":\"number\",\"minimum\":0,\"maximum\":10}", "+ 0", "+ 0.5", "+ 9.999", "+ 10", "+ 10.000",
-           "+ 3", "- 10.001", "- -0.5", "- 11", "- 1e1");
-    EXPECT("{\"type\":\"number\",\"minimum\":-2}", "+ -2", "+ -2.0", "+ -1.99", "+ 0", "+ 123456.5", "- -2.01",
-           "- -3");
+    EXPECT("{\"type\":\"number\",\"minimum\":0,\"maximum\":10}", "+ 0", "+ 0.5", "+ 9.999", "+ 10", "+ 10.000", "+ 3",
+           "- 10.001", "- -0.5", "- 11", "- 1e1");
+    EXPECT("{\"type\":\"number\",\"minimum\":-2}", "+ -2", "+ -2.0", "+ -1.99", "+ 0", "+ 123456.5", "- -2.01", "- -3");
     EXPECT("{\"type\":\"number\",\"maximum\":-1}", "+ -1", "+ -1.5", "+ -100", "- -0.5", "- 0", "- 1");
     EXPECT("{\"type\":\"number\",\"minimum\":1,\"maximum\":1}", "+ 1", "+ 1.0", "- 1.5", "- 0.5");
     /* exclusive bounds of integers (pydantic's gt= and lt=) */
@@ -276,10 +283,22 @@ static void test_number_ranges(void) {
 }
 
 static void test_errors(void) {
-    static const char *const unsupported[] = {"not", "if", "then", "else",
-                                              "multipleOf", "patternProperties", "dependentRequired", "minProperties",
-                                              "maxProperties", "uniqueItems", "contains", "propertyNames",
-                                              "unevaluatedProperties", "additionalItems", "$anchor", "dependencies"};
+    static const char *const unsupported[] = {"not",
+                                              "if",
+                                              "then",
+                                              "else",
+                                              "multipleOf",
+                                              "patternProperties",
+                                              "dependentRequired",
+                                              "minProperties",
+                                              "maxProperties",
+                                              "uniqueItems",
+                                              "contains",
+                                              "propertyNames",
+                                              "unevaluatedProperties",
+                                              "additionalItems",
+                                              "$anchor",
+                                              "dependencies"};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
         char schema[200], msg[120];
         snprintf(schema, sizeof schema, "{\"properties\":{\"x\":{\"type\":\"integer\",\"%s\":1}}}", unsupported[i]);
@@ -316,12 +335,14 @@ static void test_errors(void) {
     static const struct {
         const char *pattern, *msg;
     } bad_patterns[] = {
-        {"(?=a)b", "a lookahead"},        {"(?!a)b", "a lookahead"},       {"(?<=a)b", "a lookbehind"},
-        {"(a)\\\\1", "a backreference"},  {"\\\\bword", "word boundary"}, {"a^b", "an anchor inside"},
-        {"(?i)abc", "inline flag"},       {"a{2,1}", "n < m"},             {"a**", "a repeated quantifier"},
-        {"[z-a]", "reversed class range"}, {"(ab", "unclosed group"},     {"ab)", "unmatched ')'"},
-        {"\\\\p{L}", "Unicode property"},  {"a{20000}", "over 10000"},    {"*a", "nothing to repeat"},
-        {"a++", "possessive"},
+        {"(?=a)b", "a lookahead"},        {"(?!a)b", "a lookahead"},
+        {"(?<=a)b", "a lookbehind"},      {"(a)\\\\1", "a backreference"},
+        {"\\\\bword", "word boundary"},   {"a^b", "an anchor inside"},
+        {"(?i)abc", "inline flag"},       {"a{2,1}", "n < m"},
+        {"a**", "a repeated quantifier"}, {"[z-a]", "reversed class range"},
+        {"(ab", "unclosed group"},        {"ab)", "unmatched ')'"},
+        {"\\\\p{L}", "Unicode property"}, {"a{20000}", "over 10000"},
+        {"*a", "nothing to repeat"},      {"a++", "possessive"},
     };
     for (size_t i = 0; i < sizeof bad_patterns / sizeof bad_patterns[0]; i++) {
         char schema[200];

@@ -128,11 +128,14 @@ static void compare_types(const char *name, hearth_model *m, const int32_t *toke
             const float bound = smol ? c->max_smol : c->max_tiny, rms_bound = smol ? c->rms_smol : c->rms_tiny;
             const double rms = sqrt(sq / (double)((size_t)n_rec * n_vocab));
             printf("%-17s fa %-3s %-4s/%-4s  rms |dlogit| %.3g (bound %.2g), max %.3g (bound %.2g), argmax equal "
-                   "%d/%d\n", name, fa ? "on" : "off", hearth_kv_type_name(c->type_k), hearth_kv_type_name(c->type_v),
-                   rms, rms_bound, worst, bound, same_argmax, n_rec);
-            CHECK_MSG(rms <= rms_bound && worst <= bound, "%s %s/%s fa %d: logits moved %.3g rms, %.3g at most from "
-                      "the f16 cache's (bounds %.2g, %.2g)", name, hearth_kv_type_name(c->type_k),
-                      hearth_kv_type_name(c->type_v), (int)fa, rms, worst, rms_bound, bound);
+                   "%d/%d\n",
+                   name, fa ? "on" : "off", hearth_kv_type_name(c->type_k), hearth_kv_type_name(c->type_v), rms,
+                   rms_bound, worst, bound, same_argmax, n_rec);
+            CHECK_MSG(rms <= rms_bound && worst <= bound,
+                      "%s %s/%s fa %d: logits moved %.3g rms, %.3g at most from "
+                      "the f16 cache's (bounds %.2g, %.2g)",
+                      name, hearth_kv_type_name(c->type_k), hearth_kv_type_name(c->type_v), (int)fa, rms, worst,
+                      rms_bound, bound);
         }
     }
     free(ref);
@@ -169,7 +172,7 @@ static void test_params(void) {
     CHECK(hearth_context_memory_plan(m, &cp, &bf16) == HEARTH_OK && !strcmp(bf16.type_k, "bf16"));
     /* 512 cells of whole 64-byte runs: 2 bytes an element, 34 and 18 bytes per 32 */
     CHECK_MSG(q8.kv_cache * 64 == f16.kv_cache * 34 && q4.kv_cache * 64 == f16.kv_cache * 18 &&
-              bf16.kv_cache == f16.kv_cache && q8.device[0].kv_cache == q8.kv_cache,
+                  bf16.kv_cache == f16.kv_cache && q8.device[0].kv_cache == q8.kv_cache,
               "KV bytes: f16 %llu, q8_0 %llu, q4_0 %llu, bf16 %llu", (unsigned long long)f16.kv_cache,
               (unsigned long long)q8.kv_cache, (unsigned long long)q4.kv_cache, (unsigned long long)bf16.kv_cache);
     CHECK(q8.compute == f16.compute && q8.context == q8.kv_cache + q8.compute);
@@ -220,15 +223,15 @@ static void test_gpu(const char *id) {
         hearth_context_free(ctx);
     } else {
         CHECK_MSG(st == HEARTH_ERR_UNSUPPORTED && ctx == NULL && strstr(hearth_last_error(), id) &&
-                  strstr(hearth_last_error(), "-ctk f16") && !strchr(hearth_last_error(), '\n'),
+                      strstr(hearth_last_error(), "-ctk f16") && !strchr(hearth_last_error(), '\n'),
                   "%s: a q8_0 cache: status %d, %s", id, (int)st, hearth_last_error());
     }
     hearth_model_free(m);
 }
 
 static const char *tiny_files[] = {
-    "reference/tiny/tiny-f32.gguf",  "reference/tiny/tiny-f16.gguf",  "reference/tiny/tiny-bf16.gguf",
-    "reference/tiny/tiny-q4_0.gguf", "reference/tiny/tiny-q4_1.gguf", "reference/tiny/tiny-q8_0.gguf",
+    "reference/tiny/tiny-f32.gguf",   "reference/tiny/tiny-f16.gguf",    "reference/tiny/tiny-bf16.gguf",
+    "reference/tiny/tiny-q4_0.gguf",  "reference/tiny/tiny-q4_1.gguf",   "reference/tiny/tiny-q8_0.gguf",
     "reference/arch/qwen3-q8_0.gguf", "reference/arch/gemma3-q8_0.gguf", "reference/arch/mistral-q8_0.gguf",
 };
 
@@ -255,9 +258,10 @@ int main(void) {
     hearth_model *m = NULL;
     CHECK(hearth_model_load(check_model_path(), NULL, &m) == HEARTH_OK);
     if (m) {
-        static const char text[] = "The history of the printing press begins in the fifteenth century, when a goldsmith "
-                                   "in Mainz combined movable metal type, oil-based ink and a screw press into one "
-                                   "system that could print pages far faster than scribes could copy them.";
+        static const char text[] =
+            "The history of the printing press begins in the fifteenth century, when a goldsmith "
+            "in Mainz combined movable metal type, oil-based ink and a screw press into one "
+            "system that could print pages far faster than scribes could copy them.";
         int32_t ids[MAX_TOKENS];
         size_t n = 0;
         CHECK(hearth_tokenize(m, text, strlen(text), true, false, ids, MAX_TOKENS, &n) == HEARTH_OK && n >= 32);

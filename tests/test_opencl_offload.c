@@ -137,7 +137,8 @@ static void test_too_little_memory(const char *path, const char *dev, int32_t in
     CHECK(hearth_model_load(path, &mp, &m) == HEARTH_ERR_OUT_OF_MEMORY && m == NULL);
     const char *msg = hearth_last_error();
     CHECK_MSG(strstr(msg, dev) && strstr(msg, "MiB free") && strstr(msg, "lower n_gpu_layers or n_ctx") &&
-                  !strchr(msg, '\n'), "message: %s", msg);
+                  !strchr(msg, '\n'),
+              "message: %s", msg);
     hearth_gpu_info info;
     CHECK(hearth_gpu_device_info(index, &info) == HEARTH_OK && info.total_bytes == 16u << 20);
     CHECK_MSG(info.free_bytes == info.total_bytes, "%llu of %llu bytes free after the failed load",
@@ -209,12 +210,32 @@ int main(void) {
     }
     const char *dev = info.id;
     printf("on %s: %s\n", dev, info.name);
-    static const char *const arch[] = {"llama3-f32", "mistral-q8_0", "qwen2-f16", "qwen3-q8_0", "gemma3-f16",
-                                       "gemma3-q8_0", "tinyphi-f16", "tinyphi-q8_0", "gpt2-f16", "gpt2-q8_0",
-                                       "starcoder2-f16", "starcoder2-q8_0", "gptneox-f16", "gptneox-q8_0",
-                                       "mpt-f16", "mpt-q8_0", "bloom-f16", "bloom-q8_0", "falcon-f16",
-                                       "falcon-q8_0", "mixtral-f16", "mixtral-q8_0", "gptj-f16", "gptj-q8_0",
-                                       "mistral-window-q8_0", "starcoder2-window-f16"};
+    static const char *const arch[] = {"llama3-f32",
+                                       "mistral-q8_0",
+                                       "qwen2-f16",
+                                       "qwen3-q8_0",
+                                       "gemma3-f16",
+                                       "gemma3-q8_0",
+                                       "tinyphi-f16",
+                                       "tinyphi-q8_0",
+                                       "gpt2-f16",
+                                       "gpt2-q8_0",
+                                       "starcoder2-f16",
+                                       "starcoder2-q8_0",
+                                       "gptneox-f16",
+                                       "gptneox-q8_0",
+                                       "mpt-f16",
+                                       "mpt-q8_0",
+                                       "bloom-f16",
+                                       "bloom-q8_0",
+                                       "falcon-f16",
+                                       "falcon-q8_0",
+                                       "mixtral-f16",
+                                       "mixtral-q8_0",
+                                       "gptj-f16",
+                                       "gptj-q8_0",
+                                       "mistral-window-q8_0",
+                                       "starcoder2-window-f16"};
     for (size_t i = 0; i < sizeof arch / sizeof arch[0]; i++) {
         char rel[64];
         snprintf(rel, sizeof rel, "reference/arch/%s.gguf", arch[i]);
@@ -222,8 +243,9 @@ int main(void) {
     }
     check_model(path, PROMPT_LONG, dev);
     if (second >= 0) test_split(path, dev, other.id);
-    else printf("SKIP the split over two OpenCL devices: only %s is here (POCL_DEVICES=%s)\n", dev,
-                getenv("POCL_DEVICES"));
+    else
+        printf("SKIP the split over two OpenCL devices: only %s is here (POCL_DEVICES=%s)\n", dev,
+               getenv("POCL_DEVICES"));
     test_too_little_memory(path, dev, index);
     test_auto(path, dev);
     return check_report();

@@ -21,9 +21,15 @@ static size_t layer_bytes[N_LAYER];
 static int8_t dev[N_LAYER];
 
 static hl_placement_in base(int32_t ngl, int32_t n_devices, const size_t *free_bytes) {
-    return (hl_placement_in){.n_layer = N_LAYER, .layer_bytes = layer_bytes, .output_bytes = 50 * MIB,
-                             .n_gpu_layers = ngl, .split_mode = HEARTH_SPLIT_LAYER, .main_gpu = 0,
-                             .tensor_split = NULL, .n_devices = n_devices, .free_bytes = free_bytes,
+    return (hl_placement_in){.n_layer = N_LAYER,
+                             .layer_bytes = layer_bytes,
+                             .output_bytes = 50 * MIB,
+                             .n_gpu_layers = ngl,
+                             .split_mode = HEARTH_SPLIT_LAYER,
+                             .main_gpu = 0,
+                             .tensor_split = NULL,
+                             .n_devices = n_devices,
+                             .free_bytes = free_bytes,
                              .reserve_bytes = 100 * MIB};
 }
 
@@ -134,7 +140,8 @@ static void test_auto(void) {
     in.n_gpu_layers = n_fit + 1;
     CHECK(hl_placement_plan(&in, dev, &pl) == HEARTH_OK);
     bool short_one = false;
-    for (int d = 0; d < 2; d++) short_one |= pl.dev_bytes[d] + pl.dev_blocks[d] * 20 * MIB + 100 * MIB + two[d] / 20 > two[d];
+    for (int d = 0; d < 2; d++)
+        short_one |= pl.dev_bytes[d] + pl.dev_blocks[d] * 20 * MIB + 100 * MIB + two[d] / 20 > two[d];
     CHECK_MSG(short_one, "auto took %d blocks, and %d fit as well", (int)n_fit, (int)n_fit + 1);
 }
 

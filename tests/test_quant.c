@@ -30,9 +30,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 static uint64_t rng_u64(void) { return check_splitmix64(&rng_state); }
 
 /* Uniform in [-1, 1). */
-static float rng_sym(void) {
-    return (float)((double)(rng_u64() >> 11) * 0x1p-52 - 1.0);
-}
+static float rng_sym(void) { return (float)((double)(rng_u64() >> 11) * 0x1p-52 - 1.0); }
 
 /* A value with extremes: zeros, exact halves, and magnitudes 1e-12 .. 1e4
  * (within fp16 range, as activations are). */
@@ -48,14 +46,13 @@ static void rng_fill(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = rng_value();
 }
 
-static int64_t rng_between(int64_t lo, int64_t hi) {
-    return lo + (int64_t)(rng_u64() % (uint64_t)(hi - lo + 1));
-}
+static int64_t rng_between(int64_t lo, int64_t hi) { return lo + (int64_t)(rng_u64() % (uint64_t)(hi - lo + 1)); }
 
 /* A finite fp16 of random magnitude in [2^-24, 65504], either sign, or zero. */
 static hl_half rng_half(void) {
     hl_half h;
-    do h = (hl_half)rng_u64(); while ((h & 0x7c00) == 0x7c00);
+    do h = (hl_half)rng_u64();
+    while ((h & 0x7c00) == 0x7c00);
     return h;
 }
 
@@ -65,9 +62,7 @@ static void rng_weight_row(uint32_t type, void *row, int64_t n) {
     const size_t size = hl_row_size(type, n);
     for (size_t i = 0; i < size; i++) p[i] = (uint8_t)rng_u64();
     switch (type) {
-    case GGML_TYPE_F32:
-        rng_fill(row, n);
-        break;
+    case GGML_TYPE_F32: rng_fill(row, n); break;
     case GGML_TYPE_F16:
         for (int64_t i = 0; i < n; i++) ((hl_half *)row)[i] = rng_half();
         break;
@@ -116,15 +111,15 @@ static void test_fp16(void) {
     CHECK(hl_fp32_to_fp16(-0.0f) == 0x8000);
     CHECK(hl_fp32_to_fp16(65504.0f) == 0x7bff);
     CHECK(hl_fp32_to_fp16(65519.996f) == 0x7bff);
-    CHECK(hl_fp32_to_fp16(65520.0f) == 0x7c00);   /* tie, rounds to even = inf */
-    CHECK(hl_fp32_to_fp16(0x1p-25f) == 0x0000);   /* tie between 0 and 2^-24 */
-    CHECK(hl_fp32_to_fp16(0x3p-25f) == 0x0002);   /* tie between 1 and 2 ulps */
+    CHECK(hl_fp32_to_fp16(65520.0f) == 0x7c00); /* tie, rounds to even = inf */
+    CHECK(hl_fp32_to_fp16(0x1p-25f) == 0x0000); /* tie between 0 and 2^-24 */
+    CHECK(hl_fp32_to_fp16(0x3p-25f) == 0x0002); /* tie between 1 and 2 ulps */
     CHECK(hl_fp32_to_fp16(0x1.001p-25f) == 0x0001);
-    CHECK(hl_fp32_to_fp16(1.0f + 0x1p-11f) == 0x3c00);      /* tie to even */
-    CHECK(hl_fp32_to_fp16(1.0f + 0x3p-11f) == 0x3c02);      /* tie to even, up */
-    CHECK(hl_fp32_to_fp16(0x1.ff8p-15f) == 0x03ff);         /* largest subnormal */
+    CHECK(hl_fp32_to_fp16(1.0f + 0x1p-11f) == 0x3c00); /* tie to even */
+    CHECK(hl_fp32_to_fp16(1.0f + 0x3p-11f) == 0x3c02); /* tie to even, up */
+    CHECK(hl_fp32_to_fp16(0x1.ff8p-15f) == 0x03ff);    /* largest subnormal */
     CHECK(hl_fp32_to_fp16(0x1.ffbp-15f) == 0x03ff);
-    CHECK(hl_fp32_to_fp16(0x1.ffcp-15f) == 0x0400);         /* tie, rounds up to normal */
+    CHECK(hl_fp32_to_fp16(0x1.ffcp-15f) == 0x0400); /* tie, rounds up to normal */
     CHECK(hl_fp32_to_fp16(1e-30f) == 0 && hl_fp32_to_fp16(-1e30f) == 0xfc00);
     CHECK(hl_fp32_to_fp16(NAN) == 0x7e00);
 }
@@ -135,10 +130,10 @@ static void test_bf16(void) {
         const uint32_t expect = ((h & 0x7f80) == 0x7f80 && (h & 0x7f)) ? (h | 0x40) : h;
         CHECK_MSG(hl_fp32_to_bf16(f) == expect, "bf16 %04x -> %04x", h, hl_fp32_to_bf16(f));
     }
-    CHECK(hl_fp32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);  /* tie to even, down */
-    CHECK(hl_fp32_to_bf16(1.0f + 0x3p-8f) == 0x3f82);  /* tie to even, up */
-    CHECK(hl_fp32_to_bf16(0x1p-130f) == 0x0008);       /* subnormal kept */
-    CHECK(hl_fp32_to_bf16(FLT_MAX) == 0x7f80);         /* rounds to inf */
+    CHECK(hl_fp32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);               /* tie to even, down */
+    CHECK(hl_fp32_to_bf16(1.0f + 0x3p-8f) == 0x3f82);               /* tie to even, up */
+    CHECK(hl_fp32_to_bf16(0x1p-130f) == 0x0008);                    /* subnormal kept */
+    CHECK(hl_fp32_to_bf16(FLT_MAX) == 0x7f80);                      /* rounds to inf */
     CHECK(hl_fp32_to_bf16(hl_f32_from_bits(0x7f800001)) == 0x7fc0); /* sNaN made quiet */
 }
 
@@ -240,9 +235,8 @@ static void test_act_q8_formula(void) {
     free(y1);
 }
 
-static const uint32_t weight_types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16,
-                                        GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0,
-                                        GGML_TYPE_Q5_1};
+static const uint32_t weight_types[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q4_0,
+                                        GGML_TYPE_Q4_1, GGML_TYPE_Q8_0, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1};
 #define N_WEIGHT_TYPES (sizeof weight_types / sizeof weight_types[0])
 
 /* Row lengths: small, odd block counts, the model's 576 and 1536, large. */
@@ -274,7 +268,8 @@ static void test_act_from_float(void) {
                 rng_fill(x, n);
                 if (iter % 2) { /* random finite bit patterns; for Q8 within range of an fp16 d */
                     for (int64_t i = 0; i < n; i++) {
-                        do x[i] = hl_f32_from_bits((uint32_t)rng_u64()); while (!isfinite(x[i]));
+                        do x[i] = hl_f32_from_bits((uint32_t)rng_u64());
+                        while (!isfinite(x[i]));
                         if (q8) x[i] = fmodf(x[i], 1e6f);
                     }
                 }
@@ -296,8 +291,7 @@ static void test_act_from_float(void) {
 /* The sum of the magnitudes of the terms the kernels add up in float: the
  * scale of their rounding errors. Weight and activation given as floats
  * (wf, af) and in their block form (w, a). */
-static double dot_magnitude(uint32_t type, int64_t n, const float *wf, const float *af, const void *w,
-                            const void *a) {
+static double dot_magnitude(uint32_t type, int64_t n, const float *wf, const float *af, const void *w, const void *a) {
     double sum = 0.0;
     if (type != GGML_TYPE_Q4_1 && type != GGML_TYPE_Q5_1) {
         for (int64_t i = 0; i < n; i++) sum += fabs((double)wf[i] * af[i]);
@@ -322,8 +316,7 @@ typedef struct dot_bufs {
 } dot_bufs;
 
 /* Compares one result with the scalar one, within `tol`. */
-static void check_near(const char *what, hl_cpu_level level, uint32_t type, int64_t n, float s, float ref,
-                       double tol) {
+static void check_near(const char *what, hl_cpu_level level, uint32_t type, int64_t n, float s, float ref, double tol) {
     CHECK_MSG(fabs((double)s - ref) <= tol, "%s %s type %u n %lld: %.9g, scalar %.9g (tol %.3g)",
               hl_cpu_level_name(level), what, type, (long long)n, s, ref, tol);
 }
@@ -342,7 +335,8 @@ static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, 
     const int max_tok = ops->panel_block ? PANEL_TOKENS_MAX : 4;
     uint8_t *act = malloc(PANEL_TOKENS_MAX * a_stride);
     float y[PANEL_TOKENS_MAX][HL_PANEL_ROWS + 1], one;
-    for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy(rows + (size_t)r * w_stride, bf->w[r % 4], hl_row_size(ops->type, n));
+    for (int r = 0; r < HL_PANEL_ROWS; r++)
+        memcpy(rows + (size_t)r * w_stride, bf->w[r % 4], hl_row_size(ops->type, n));
     for (int c = 0; c < PANEL_TOKENS_MAX; c++) memcpy(act + (size_t)c * a_stride, bf->a[c % 4], a_stride);
     for (int c = 4; aux && c < PANEL_TOKENS_MAX; c++)
         hl_act_q8_0_aux(n, aux + (size_t)c * (size_t)(n / HL_QK), bf->a[c % 4]);
@@ -359,15 +353,18 @@ static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, 
     ops->pack_panel(n, panel, rows, w_stride);
     for (int n_tok = 1; n_tok <= max_tok; n_tok++) {
         memset(y, 0xff, sizeof y);
-        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, act, a_stride, aux, aux ? (size_t)(n / HL_QK) : 0,
-                       n_tok);
+        ops->panel_dot(n, &y[0][0], HL_PANEL_ROWS + 1, panel, act, a_stride, aux, aux ? (size_t)(n / HL_QK) : 0, n_tok);
         for (int c = 0; c < PANEL_TOKENS_MAX; c++) {
-            CHECK_MSG(isnan(y[c][HL_PANEL_ROWS]) && (c < n_tok || isnan(y[c][0])), "%s panel_dot type %u n %lld: "
-                      "wrote outside its %d tokens", hl_cpu_level_name(lv), ops->type, (long long)n, n_tok);
+            CHECK_MSG(isnan(y[c][HL_PANEL_ROWS]) && (c < n_tok || isnan(y[c][0])),
+                      "%s panel_dot type %u n %lld: "
+                      "wrote outside its %d tokens",
+                      hl_cpu_level_name(lv), ops->type, (long long)n, n_tok);
             for (int r = 0; c < n_tok && r < HL_PANEL_ROWS; r++) {
                 ops->vec_dot(n, &one, bf->w[r % 4], bf->a[c % 4]);
-                CHECK_MSG(memcmp(&one, &y[c][r], sizeof one) == 0, "%s panel_dot type %u n %lld row %d token %d/%d: "
-                          "%.9g, 1x1 %.9g", hl_cpu_level_name(lv), ops->type, (long long)n, r, c, n_tok, y[c][r], one);
+                CHECK_MSG(memcmp(&one, &y[c][r], sizeof one) == 0,
+                          "%s panel_dot type %u n %lld row %d token %d/%d: "
+                          "%.9g, 1x1 %.9g",
+                          hl_cpu_level_name(lv), ops->type, (long long)n, r, c, n_tok, y[c][r], one);
             }
         }
     }
@@ -391,7 +388,7 @@ static void check_dot(uint32_t type, int64_t n, dot_bufs *bf) {
         scalar->act_from_float(bf->x, bf->a[k], n);
         hl_quant_get(at)->to_float(bf->a[k], bf->af[k], n);
     }
-    float ref[4][4];  /* [weight row][activation row] */
+    float ref[4][4]; /* [weight row][activation row] */
     double tol[4][4];
     for (int r = 0; r < 4; r++) {
         for (int c = 0; c < 4; c++) {
@@ -403,8 +400,8 @@ static void check_dot(uint32_t type, int64_t n, dot_bufs *bf) {
             /* Q4_1 and Q5_1 use s = fp16(d * sum(q)) in place of the activations' sum. */
             const double s_err = at == GGML_TYPE_Q8_1 ? mag * 0x1p-10 : 0.0;
             CHECK_MSG(fabs(ref[r][c] - exact) <= tol[r][c] + s_err,
-                      "scalar dot type %u n %lld: %.9g, exact %.9g (tol %.3g)", type, (long long)n, ref[r][c],
-                      exact, tol[r][c] + s_err);
+                      "scalar dot type %u n %lld: %.9g, exact %.9g (tol %.3g)", type, (long long)n, ref[r][c], exact,
+                      tol[r][c] + s_err);
         }
     }
     for (int level = HL_CPU_SCALAR + 1; level < HL_CPU_LEVEL_COUNT; level++) {
@@ -462,7 +459,7 @@ static void test_tables(void) {
     CHECK(hl_row_size(GGML_TYPE_Q8_1, 1536) == 48 * 36);
     CHECK(hl_row_size(GGML_TYPE_Q4_0, 33) == 0);
     CHECK(hl_row_size(GGML_TYPE_Q4_0, -32) == 0);
-    CHECK(hl_row_size(4, 32) == 0);          /* removed type */
+    CHECK(hl_row_size(4, 32) == 0); /* removed type */
     CHECK(hl_quant_get(GGML_TYPE_COUNT) == NULL);
     CHECK(hl_cpu_type_ops_get(GGML_TYPE_Q8_1) == NULL); /* an activation type only */
     CHECK(hl_cpu_type_ops_at(GGML_TYPE_Q4_0, HL_CPU_LEVEL_COUNT) == NULL);

@@ -171,7 +171,7 @@ static void test_q8_K(void) {
     for (int iter = 0; iter < 50; iter++) {
         for (int i = 0; i < N; i++) x[i] = rng_value();
         memset(x + HL_QK_K, 0, HL_QK_K * sizeof(float)); /* an all-zero block */
-        x[2 * HL_QK_K + 3] = 1e7f; /* two of the largest magnitude: the first one counts */
+        x[2 * HL_QK_K + 3] = 1e7f;                       /* two of the largest magnitude: the first one counts */
         x[2 * HL_QK_K + 5] = -1e7f;
         hl_q8_K_from_float(x, y, N);
         hl_q8_K_to_float(y, back, N);

@@ -110,7 +110,8 @@ static int32_t sample_text(const hearth_model *m, hearth_sampler *s, uint32_t se
     size_t at = 0;
     int32_t t = -1;
     for (int step = 0; step < 64; step++) {
-        for (int32_t i = 0; i < n_vocab; i++) logits[i] = (float)((seed * 2654435761u + (uint32_t)i * 40503u) % 997) / 100.0f;
+        for (int32_t i = 0; i < n_vocab; i++)
+            logits[i] = (float)((seed * 2654435761u + (uint32_t)i * 40503u) % 997) / 100.0f;
         seed = seed * 1103515245u + 12345u;
         t = hearth_sampler_sample(s, logits);
         if (t == HEARTH_TOKEN_NONE || hearth_token_is_eog(m, t)) break;
@@ -220,7 +221,8 @@ static void test_distribution(const hearth_model *m) {
     const int n = 20000; /* proportion sd <= 0.0036: the 0.015 bound is > 4 sd */
     hearth_sampler *s = make(m, 1.0f, 0, 1.0f, 0.0f, 42);
     draw_counts(s, n, counts, 3);
-    for (int i = 0; i < 3; i++) CHECK_MSG(fabs(counts[i] / (double)n - p[i]) < 0.015, "token %d: %d/%d", i, counts[i], n);
+    for (int i = 0; i < 3; i++)
+        CHECK_MSG(fabs(counts[i] / (double)n - p[i]) < 0.015, "token %d: %d/%d", i, counts[i], n);
     hearth_sampler_free(s);
 
     /* temperature 0.5 squares the probabilities: 25:9:4 */
@@ -292,7 +294,8 @@ static void test_bad_params(const hearth_model *m) {
     CHECK(hearth_sampler_init(m, &sp, &s) == HEARTH_ERR_INVALID_ARG);
     sp = hearth_sampler_default_params();
     sp.frequency_penalty = 2.5f;
-    CHECK(hearth_sampler_init(m, &sp, &s) == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), "frequency_penalty"));
+    CHECK(hearth_sampler_init(m, &sp, &s) == HEARTH_ERR_INVALID_ARG &&
+          strstr(hearth_last_error(), "frequency_penalty"));
 }
 
 int main(void) {

@@ -111,8 +111,8 @@ typedef struct {
 } tolerance;
 
 static const tolerance tolerances[] = {
-    {"F32", 2e-3f, 2.5e-2f}, {"F16", 1e-2f, 2.5e-2f}, {"BF16", 1e-3f, 0.5f},
-    {"Q4_0", 1e-3f, 0.5f},   {"Q4_1", 1e-3f, 0.5f},   {"Q8_0", 1e-3f, 0.5f}, {NULL, 0, 0},
+    {"F32", 2e-3f, 2.5e-2f}, {"F16", 1e-2f, 2.5e-2f}, {"BF16", 1e-3f, 0.5f}, {"Q4_0", 1e-3f, 0.5f},
+    {"Q4_1", 1e-3f, 0.5f},   {"Q8_0", 1e-3f, 0.5f},   {NULL, 0, 0},
 };
 
 /* The gptj models (arch/gptj_reference.json) have no llama.cpp reference
@@ -228,8 +228,8 @@ static float compare_logits(const char *file, const char *type, const char *mode
     }
     printf("%-22s %-4s %-6s n_past %2d  max |dlogit| %.3g at token %d (hearth %.6g, reference %.6g; max |logit| %.3g)"
            "%s%s\n",
-           file, type, mode, (int)n_past, (double)max_diff, (int)at, (double)logits[at], (double)ref[at], (double)max_ref,
-           exact ? "  exact" : "", arg_h != arg_r ? "  argmax differs" : "");
+           file, type, mode, (int)n_past, (double)max_diff, (int)at, (double)logits[at], (double)ref[at],
+           (double)max_ref, exact ? "  exact" : "", arg_h != arg_r ? "  argmax differs" : "");
     return max_diff;
 }
 

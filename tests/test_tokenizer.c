@@ -65,14 +65,21 @@ static int check_pre_variants(const gguf_file *model, const cJSON *fixture) {
 typedef struct tiny {
     const char *model, *pre;
     bool tokens_as_i32, omit_merges, duplicate;
-    int n_types;      /* token_type entries; 7 when right */
-    int64_t bos;      /* -1: no key */
+    int n_types; /* token_type entries; 7 when right */
+    int64_t bos; /* -1: no key */
 } tiny;
 
 static const tiny TINY_OK = {"gpt2", "gpt-2", false, false, false, 7, -1};
 
 static hearth_status load_tiny(const tiny *t, hl_vocab **v) {
-    const char *tokens[] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "a", "<|end|>", t->duplicate ? "a" : ""};
+    const char *tokens[] = {"a",
+                            "b",
+                            "ab",
+                            "\xc4\xa0",
+                            "\xc4\xa0"
+                            "a",
+                            "<|end|>",
+                            t->duplicate ? "a" : ""};
     const char *merges[] = {"a b", "\xc4\xa0 a", "x y", "nospace"};
     const int32_t types[] = {1, 1, 1, 1, 1, 3, 1};
     const int32_t as_i32[] = {1, 2, 3, 4, 5, 6, 7};
@@ -127,7 +134,8 @@ static void check_tiny_vocabularies(void) {
     expect_load_error(t, HEARTH_ERR_FORMAT, "tokenizer.ggml.tokens");
     t = TINY_OK;
     t.model = "t5";
-    expect_load_error(t, HEARTH_ERR_UNSUPPORTED, "tokenizer model 't5' is not supported (supported: gpt2, llama, bert)");
+    expect_load_error(t, HEARTH_ERR_UNSUPPORTED,
+                      "tokenizer model 't5' is not supported (supported: gpt2, llama, bert)");
     t = TINY_OK;
     t.pre = "no-such-pre";
     expect_load_error(t, HEARTH_ERR_UNSUPPORTED, "'no-such-pre'");
@@ -187,9 +195,12 @@ static void check_stream(const hl_vocab *v) {
     const int32_t lead = find_piece(v, "\xf0", 1), cont = find_piece(v, "\x9f", 1);
     const int32_t a = find_piece(v, "a", 1), hello = find_piece(v, "Hello", 5);
     CHECK(lead >= 0 && cont >= 0 && a >= 0 && hello >= 0);
-    push_expect(d, cont, "\xef\xbf\xbd", 3);      /* a stray continuation byte */
-    push_expect(d, lead, "", 0);                  /* held */
-    push_expect(d, a, "\xef\xbf\xbd" "a", 4);     /* broken by 'a' */
+    push_expect(d, cont, "\xef\xbf\xbd", 3); /* a stray continuation byte */
+    push_expect(d, lead, "", 0);             /* held */
+    push_expect(d, a,
+                "\xef\xbf\xbd"
+                "a",
+                4); /* broken by 'a' */
     push_expect(d, lead, "", 0);
     push_expect(d, cont, "", 0);
     char buf[8];

@@ -39,7 +39,9 @@ static int check_reference(const hl_vocab *v, const cJSON *ref) {
                              plain[n_plain - 1] == sep && memcmp(bare, plain + 1, n_bare * sizeof *bare) == 0;
         CHECK_MSG(ok_special && ok_plain && ok_bare, "input %d '%.60s' differs from tokenizers (%s)", total,
                   cJSON_GetObjectItem(c, "text")->valuestring,
-                  !ok_special ? "special tokens parsed" : !ok_plain ? "special tokens as text" : "without [CLS]/[SEP]");
+                  !ok_special ? "special tokens parsed"
+                  : !ok_plain ? "special tokens as text"
+                              : "without [CLS]/[SEP]");
         if (!ok_special) {
             print_ids("hearth", special, n_special);
             fprintf(stderr, "  tokenizers:");
@@ -96,9 +98,27 @@ static void check_pieces(const hl_vocab *v) {
 /* Random bytes (and random picks of tricky characters) must not fail or
  * crash, and every id must be in range. */
 static void check_random(const hl_vocab *v) {
-    static const char *const bits[] = {"a", "Z", " ", "\t", "é", "e\xcc\x81", "\xe4\xb8\xad", "\xea\xb0\x80", "!",
-                                       "##", "[CLS]", "[MASK]", "\xf0\x9f\x98\x80", "\xef\xbf\xbd", "\xed\xa0\x80",
-                                       "\xc3", "\xff", "\x80", "\0", "\xe2\x96\x81", "x"};
+    static const char *const bits[] = {"a",
+                                       "Z",
+                                       " ",
+                                       "\t",
+                                       "é",
+                                       "e\xcc\x81",
+                                       "\xe4\xb8\xad",
+                                       "\xea\xb0\x80",
+                                       "!",
+                                       "##",
+                                       "[CLS]",
+                                       "[MASK]",
+                                       "\xf0\x9f\x98\x80",
+                                       "\xef\xbf\xbd",
+                                       "\xed\xa0\x80",
+                                       "\xc3",
+                                       "\xff",
+                                       "\x80",
+                                       "\0",
+                                       "\xe2\x96\x81",
+                                       "x"};
     uint64_t state = 0x9E3779B97F4A7C15ull;
     int bad = 0;
     for (int round = 0; round < 3000; round++) {
@@ -144,8 +164,18 @@ static void craft_vocab(craft *c, const char *const *tokens, int n, const int32_
 
 static void check_tiny(void) {
     /* ids: [PAD] [UNK] [CLS] [SEP] ▁un ▁unk aff able ▁a ▁, ▁中 */
-    static const char *const tokens[] = {"[PAD]",  "[UNK]", "[CLS]", "[SEP]",         "\xe2\x96\x81un",
-                                         "\xe2\x96\x81" "unk", "aff", "able",  "\xe2\x96\x81" "a", "\xe2\x96\x81,",
+    static const char *const tokens[] = {"[PAD]",
+                                         "[UNK]",
+                                         "[CLS]",
+                                         "[SEP]",
+                                         "\xe2\x96\x81un",
+                                         "\xe2\x96\x81"
+                                         "unk",
+                                         "aff",
+                                         "able",
+                                         "\xe2\x96\x81"
+                                         "a",
+                                         "\xe2\x96\x81,",
                                          "\xe2\x96\x81\xe4\xb8\xad"};
     static const int32_t types[] = {3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1};
     craft c;
@@ -160,18 +190,20 @@ static void check_tiny(void) {
             int32_t ids[8];
             size_t n;
         } cases[] = {
-            {"Unaffable", {2, 4, 6, 7, 3}, 5},          /* longest first: ▁unk is no prefix of "unaffable" */
-            {"unaffablex", {2, 1, 3}, 3},               /* no piece for "x": the whole word is [UNK] */
-            {"UNK,a", {2, 5, 9, 8, 3}, 5},              /* punctuation splits, case folds */
-            {"\xe4\xb8\xad" "a", {2, 10, 8, 3}, 4},     /* CJK is a word of its own */
-            {"A\xcc\x81", {2, 8, 3}, 3},                /* accents stripped */
+            {"Unaffable", {2, 4, 6, 7, 3}, 5}, /* longest first: ▁unk is no prefix of "unaffable" */
+            {"unaffablex", {2, 1, 3}, 3},      /* no piece for "x": the whole word is [UNK] */
+            {"UNK,a", {2, 5, 9, 8, 3}, 5},     /* punctuation splits, case folds */
+            {"\xe4\xb8\xad"
+             "a",
+             {2, 10, 8, 3},
+             4},                         /* CJK is a word of its own */
+            {"A\xcc\x81", {2, 8, 3}, 3}, /* accents stripped */
             {"", {2, 3}, 2},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             size_t n;
             int32_t *ids = tokenize(v, (const uint8_t *)cases[i].text, strlen(cases[i].text), true, true, &n);
-            CHECK_MSG(n == cases[i].n && memcmp(ids, cases[i].ids, n * sizeof *ids) == 0, "tiny: '%s'",
-                      cases[i].text);
+            CHECK_MSG(n == cases[i].n && memcmp(ids, cases[i].ids, n * sizeof *ids) == 0, "tiny: '%s'", cases[i].text);
             if (n != cases[i].n || memcmp(ids, cases[i].ids, n * sizeof *ids)) print_ids("hearth", ids, n);
             free(ids);
         }
@@ -189,7 +221,8 @@ int main(void) {
     const char *path = getenv("HEARTH_MODEL_MINILM");
     FILE *probe = path ? fopen(path, "rb") : NULL;
     if (!probe) { /* the crafted checks ran; the model's need scripts/fetch_model.sh minilm */
-        printf("SKIP: model not found (%s); run scripts/fetch_model.sh minilm\n", path ? path : "HEARTH_MODEL_MINILM unset");
+        printf("SKIP: model not found (%s); run scripts/fetch_model.sh minilm\n",
+               path ? path : "HEARTH_MODEL_MINILM unset");
         return check_failures ? check_report() : 77;
     }
     fclose(probe);

@@ -40,11 +40,21 @@ static void test_formats(void) {
         const char *name;
         hl_tool_format f;
     } want[] = {
-        {"deepseek-r1-llama", HL_TOOLS_GENERIC}, {"deepseek-r1-qwen", HL_TOOLS_GENERIC}, {"gemma2", HL_TOOLS_GENERIC},
-        {"gemma3", HL_TOOLS_GENERIC},           {"hermes3-tool-use", HL_TOOLS_HERMES}, {"llama3.1", HL_TOOLS_LLAMA3},
-        {"llama3.2", HL_TOOLS_LLAMA3},          {"llama3.3", HL_TOOLS_LLAMA3},         {"mistral-nemo", HL_TOOLS_MISTRAL},
-        {"mistral-small-3.2", HL_TOOLS_MISTRAL}, {"phi3.5", HL_TOOLS_GENERIC},         {"qwen2.5", HL_TOOLS_HERMES},
-        {"qwen3", HL_TOOLS_HERMES},             {"qwq", HL_TOOLS_HERMES},              {"smollm2", HL_TOOLS_GENERIC},
+        {"deepseek-r1-llama", HL_TOOLS_GENERIC},
+        {"deepseek-r1-qwen", HL_TOOLS_GENERIC},
+        {"gemma2", HL_TOOLS_GENERIC},
+        {"gemma3", HL_TOOLS_GENERIC},
+        {"hermes3-tool-use", HL_TOOLS_HERMES},
+        {"llama3.1", HL_TOOLS_LLAMA3},
+        {"llama3.2", HL_TOOLS_LLAMA3},
+        {"llama3.3", HL_TOOLS_LLAMA3},
+        {"mistral-nemo", HL_TOOLS_MISTRAL},
+        {"mistral-small-3.2", HL_TOOLS_MISTRAL},
+        {"phi3.5", HL_TOOLS_GENERIC},
+        {"qwen2.5", HL_TOOLS_HERMES},
+        {"qwen3", HL_TOOLS_HERMES},
+        {"qwq", HL_TOOLS_HERMES},
+        {"smollm2", HL_TOOLS_GENERIC},
     };
     const size_t n_want = sizeof want / sizeof want[0];
     for (size_t i = 0; i < n_want; i++) {
@@ -60,8 +70,10 @@ static void test_formats(void) {
     for (struct dirent *e; d && (e = readdir(d));) n_files += strstr(e->d_name, ".jinja") != NULL;
     if (d) closedir(d);
     CHECK_MSG(n_files == n_want, "%zu templates in the folder, %zu in the table", n_files, n_want);
-    CHECK(!strcmp(hl_tool_format_name(HL_TOOLS_GENERIC), "generic") && !strcmp(hl_tool_format_name(HL_TOOLS_HERMES), "hermes") &&
-          !strcmp(hl_tool_format_name(HL_TOOLS_LLAMA3), "llama3") && !strcmp(hl_tool_format_name(HL_TOOLS_MISTRAL), "mistral"));
+    CHECK(!strcmp(hl_tool_format_name(HL_TOOLS_GENERIC), "generic") &&
+          !strcmp(hl_tool_format_name(HL_TOOLS_HERMES), "hermes") &&
+          !strcmp(hl_tool_format_name(HL_TOOLS_LLAMA3), "llama3") &&
+          !strcmp(hl_tool_format_name(HL_TOOLS_MISTRAL), "mistral"));
 }
 
 /* ------------------------------------------------------------ prepare -- */
@@ -70,7 +82,8 @@ static const char *TOOLS =
     "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"The weather in a city\", "
     "\"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": "
     "\"integer\"}}, \"required\": [\"city\"]}}},"
-    " {\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"description\": \"The time in a zone\", \"parameters\": {\"type\": \"object\", "
+    " {\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"description\": \"The time in a zone\", "
+    "\"parameters\": {\"type\": \"object\", "
     "\"properties\": {\"zone\": {\"type\": \"string\", \"enum\": [\"UTC\", \"CET\"]}}, \"required\": [\"zone\"]}}}]";
 static const char *MSGS = "[{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": "
                           "\"Weather in Paris?\"}]";
@@ -79,8 +92,9 @@ static void expect_prepare_error(const char *tools, const char *choice, const ch
     char *t = template_text("qwen2.5");
     hl_tool_setup s;
     hearth_status st = hl_tools_prepare(t, MSGS, tools, choice, true, "", "<|im_end|>", &s);
-    CHECK_MSG(st == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), want), "tools %s / choice %s: want '%s', got %s '%s'",
-              tools, choice ? choice : "NULL", want, hearth_status_str(st), st == HEARTH_OK ? "" : hearth_last_error());
+    CHECK_MSG(st == HEARTH_ERR_INVALID_ARG && strstr(hearth_last_error(), want),
+              "tools %s / choice %s: want '%s', got %s '%s'", tools, choice ? choice : "NULL", want,
+              hearth_status_str(st), st == HEARTH_OK ? "" : hearth_last_error());
     CHECK(!s.prompt && !s.grammar && !s.triggers);
     free(t);
 }
@@ -93,22 +107,28 @@ static void test_prepare_errors(void) {
     expect_prepare_error("[{\"function\": {\"name\": \"f\"}}]", NULL, "tools[0].type must be \"function\"");
     expect_prepare_error("[{\"type\": \"retrieval\", \"function\": {\"name\": \"f\"}}]", NULL, "tools[0].type");
     expect_prepare_error("[{\"type\": \"function\"}]", NULL, "tools[0].function is missing");
-    expect_prepare_error("[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}, {\"type\": \"function\", \"function\": "
-                         "{\"description\": \"d\"}}]",
-                         NULL, "tools[1].function.name is missing");
-    expect_prepare_error("[{\"type\": \"function\", \"function\": {\"name\": \"\"}}]", NULL, "tools[0].function.name must be a non-empty string");
-    expect_prepare_error("[{\"type\": \"function\", \"function\": {\"name\": 3}}]", NULL, "tools[0].function.name must be");
-    expect_prepare_error("[{\"type\": \"function\", \"function\": {\"name\": \"a\\\"b\"}}]", NULL, "tools[0].function.name 'a\"b'");
-    expect_prepare_error("[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}, {\"type\": \"function\", \"function\": "
-                         "{\"name\": \"f\"}}]",
-                         NULL, "tools[1].function.name 'f' is also tools[0]'s");
+    expect_prepare_error(
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}, {\"type\": \"function\", \"function\": "
+        "{\"description\": \"d\"}}]",
+        NULL, "tools[1].function.name is missing");
+    expect_prepare_error("[{\"type\": \"function\", \"function\": {\"name\": \"\"}}]", NULL,
+                         "tools[0].function.name must be a non-empty string");
+    expect_prepare_error("[{\"type\": \"function\", \"function\": {\"name\": 3}}]", NULL,
+                         "tools[0].function.name must be");
+    expect_prepare_error("[{\"type\": \"function\", \"function\": {\"name\": \"a\\\"b\"}}]", NULL,
+                         "tools[0].function.name 'a\"b'");
+    expect_prepare_error(
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}, {\"type\": \"function\", \"function\": "
+        "{\"name\": \"f\"}}]",
+        NULL, "tools[1].function.name 'f' is also tools[0]'s");
     expect_prepare_error("[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"description\": 1}}]", NULL,
                          "tools[0].function.description must be a string");
     expect_prepare_error("[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": [1]}}]", NULL,
                          "tools[0].function.parameters must be a JSON Schema object");
-    expect_prepare_error("[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}, {\"type\": \"function\", \"function\": "
-                         "{\"name\": \"g\", \"parameters\": {\"not\": {\"type\": \"string\"}}}}]",
-                         NULL, "tools[1].function.parameters: ");
+    expect_prepare_error(
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}, {\"type\": \"function\", \"function\": "
+        "{\"name\": \"g\", \"parameters\": {\"not\": {\"type\": \"string\"}}}}]",
+        NULL, "tools[1].function.parameters: ");
     expect_prepare_error(TOOLS, "get_wether", "tool_choice names 'get_wether', which is not among the tools");
     /* the messages' errors are the renderer's */
     char *t = template_text("qwen2.5");
@@ -124,7 +144,8 @@ static void test_prepare_errors(void) {
 static void check_grammar(const char *what, const char *gbnf, const char *const *ok, const char *const *bad) {
     hl_grammar *g = NULL;
     hearth_status st = gbnf ? hl_grammar_parse(gbnf, strlen(gbnf), &g) : HEARTH_ERR_INVALID_ARG;
-    CHECK_MSG(st == HEARTH_OK, "%s: grammar does not parse: %s\n%s", what, gbnf ? hearth_last_error() : "none", gbnf ? gbnf : "");
+    CHECK_MSG(st == HEARTH_OK, "%s: grammar does not parse: %s\n%s", what, gbnf ? hearth_last_error() : "none",
+              gbnf ? gbnf : "");
     if (st != HEARTH_OK) return;
     for (; ok && *ok; ok++) CHECK_MSG(hl_grammar_matches(g, *ok, strlen(*ok)), "%s: rejects %s", what, *ok);
     for (; bad && *bad; bad++) CHECK_MSG(!hl_grammar_matches(g, *bad, strlen(*bad)), "%s: accepts %s", what, *bad);
@@ -137,7 +158,8 @@ static void check_trigger(const char *what, const char *gbnf, const char *trigge
     hl_grammar_state *st = NULL;
     if (!gbnf || hl_grammar_parse(gbnf, strlen(gbnf), &g) != HEARTH_OK) return; /* check_grammar reports it */
     CHECK(hl_grammar_state_init(g, &st) == HEARTH_OK);
-    CHECK_MSG(st && hl_grammar_accept(st, trigger, strlen(trigger)), "%s: the grammar does not start with '%s'", what, trigger);
+    CHECK_MSG(st && hl_grammar_accept(st, trigger, strlen(trigger)), "%s: the grammar does not start with '%s'", what,
+              trigger);
     hl_grammar_state_free(st);
     hl_grammar_free(g);
 }
@@ -158,27 +180,43 @@ typedef struct grammar_case {
 
 static void test_prepare(void) {
     static const grammar_case cases[] = {
-        {"qwen2.5", NULL, true,
+        {"qwen2.5",
+         NULL,
+         true,
          {"<tool_call>\n" W1 "\n</tool_call>", "<tool_call>\n" W1 "\n</tool_call>\n<tool_call>\n" W2 "\n</tool_call>",
           "<tool_call>" W2 "</tool_call>", W1},
          {"<tool_call>\n" WBADNAME "\n</tool_call>", "<tool_call>\n" WBADARGS "\n</tool_call>", W1 "\n" W2,
           "<tool_call>\n{\"arguments\": {\"city\": \"Paris\"}, \"name\": \"get_weather\"}\n</tool_call>",
           "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"PST\"}}\n</tool_call>"}},
-        {"qwen3", "get_time", false,
+        {"qwen3",
+         "get_time",
+         false,
          {"<tool_call>\n" W2 "\n</tool_call>"},
          {"<tool_call>\n" W1 "\n</tool_call>", "<tool_call>\n" W2 "\n</tool_call>\n<tool_call>\n" W2 "\n</tool_call>"}},
         {"hermes3-tool-use", "required", true, {"<tool_call>\n" W1 "\n</tool_call>"}, {"Hello", ""}},
-        {"llama3.1", NULL, true,
+        {"llama3.1",
+         NULL,
+         true,
          {L1, "<|python_tag|>" L1},
          {W1, L1 "\n" L1, "{\"name\": \"get_weather\", \"parameters\": {}}"}},
-        {"mistral-nemo", NULL, true,
-         {"[TOOL_CALLS][" W1 ", " W2 "]", "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}, \"id\": \"a1B2c3D4e\"}]"},
-         {"[TOOL_CALLS][" WBADNAME "]", "[TOOL_CALLS]" W1, "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}, \"id\": \"short\"}]"}},
+        {"mistral-nemo",
+         NULL,
+         true,
+         {"[TOOL_CALLS][" W1 ", " W2 "]",
+          "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}, \"id\": \"a1B2c3D4e\"}]"},
+         {"[TOOL_CALLS][" WBADNAME "]", "[TOOL_CALLS]" W1,
+          "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}, \"id\": \"short\"}]"}},
         {"mistral-small-3.2", NULL, false, {"[TOOL_CALLS][" W2 "]"}, {"[TOOL_CALLS][" W1 ", " W2 "]"}},
-        {"smollm2", NULL, true,
+        {"smollm2",
+         NULL,
+         true,
          {"{\"tool_calls\": [" W1 ", " W2 "]}", "{\"response\": \"It is \\\"sunny\\\".\\n\"}"},
          {"{\"tool_calls\": [" WBADARGS "]}", "{\"response\": 3}", "Hello", "{\"tool_calls\": []}"}},
-        {"gemma3", "required", false, {"{\"tool_calls\": [" W1 "]}"}, {"{\"response\": \"hi\"}", "{\"tool_calls\": [" W1 ", " W2 "]}"}},
+        {"gemma3",
+         "required",
+         false,
+         {"{\"tool_calls\": [" W1 "]}"},
+         {"{\"response\": \"hi\"}", "{\"tool_calls\": [" W1 ", " W2 "]}"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const grammar_case *c = &cases[i];
@@ -188,16 +226,18 @@ static void test_prepare(void) {
         CHECK_MSG(st == HEARTH_OK, "%s: %s", c->tmpl, hearth_last_error());
         if (st == HEARTH_OK) {
             const hl_tool_format f = hl_tool_format_of(t);
-            CHECK_MSG(strstr(s.prompt, "get_weather") && strstr(s.prompt, "Weather in Paris?"), "%s prompt:\n%s", c->tmpl, s.prompt);
+            CHECK_MSG(strstr(s.prompt, "get_weather") && strstr(s.prompt, "Weather in Paris?"), "%s prompt:\n%s",
+                      c->tmpl, s.prompt);
             const bool is_auto = !c->choice;
             CHECK_MSG(s.n_triggers == (is_auto && (f == HL_TOOLS_LLAMA3 || f == HL_TOOLS_HERMES) ? 2u
-                                       : is_auto && f != HL_TOOLS_GENERIC                         ? 1u
-                                                                                                  : 0u),
+                                       : is_auto && f != HL_TOOLS_GENERIC                        ? 1u
+                                                                                                 : 0u),
                       "%s: %zu triggers", c->tmpl, s.n_triggers);
             for (size_t k = 0; k < s.n_triggers; k++) check_trigger(c->tmpl, s.grammar, s.triggers[k]);
             check_grammar(c->tmpl, s.grammar, c->ok, c->bad);
             if (f == HL_TOOLS_GENERIC) /* the tools are described in a system message, merged into the first */
-                CHECK_MSG(strstr(s.prompt, "Be brief.\n\nYou can call these tools") && strstr(s.prompt, "\"tool_calls\""),
+                CHECK_MSG(strstr(s.prompt, "Be brief.\n\nYou can call these tools") &&
+                              strstr(s.prompt, "\"tool_calls\""),
                           "%s prompt:\n%s", c->tmpl, s.prompt);
         }
         hl_tool_setup_free(&s);
@@ -205,15 +245,16 @@ static void test_prepare(void) {
         st = hl_tools_prepare(t, MSGS, TOOLS, "none", true, "<s>", "</s>", &s);
         CHECK(st == HEARTH_OK && !s.grammar && !s.n_triggers);
         if (st == HEARTH_OK)
-            CHECK_MSG((strstr(s.prompt, "get_weather") != NULL) == (hl_tool_format_of(t) != HL_TOOLS_GENERIC), "%s none:\n%s",
-                      c->tmpl, s.prompt);
+            CHECK_MSG((strstr(s.prompt, "get_weather") != NULL) == (hl_tool_format_of(t) != HL_TOOLS_GENERIC),
+                      "%s none:\n%s", c->tmpl, s.prompt);
         hl_tool_setup_free(&s);
         free(t);
     }
     /* GENERIC without a system message: one is put first */
     char *t = template_text("smollm2");
     hl_tool_setup s;
-    CHECK(hl_tools_prepare(t, "[{\"role\": \"user\", \"content\": \"hi\"}]", TOOLS, NULL, true, "", "", &s) == HEARTH_OK);
+    CHECK(hl_tools_prepare(t, "[{\"role\": \"user\", \"content\": \"hi\"}]", TOOLS, NULL, true, "", "", &s) ==
+          HEARTH_OK);
     CHECK_MSG(s.prompt && !strncmp(s.prompt, "<|im_start|>system\nYou can call these tools", 43), "%s", s.prompt);
     hl_tool_setup_free(&s);
     free(t);
@@ -269,7 +310,8 @@ static void run(hl_tool_format f, uint64_t seed, const char *text, const size_t 
 static bool same(const parsed *a, const parsed *b) {
     if (strcmp(a->content, b->content) || a->n_calls != b->n_calls) return false;
     for (int i = 0; i < a->n_calls; i++)
-        if (strcmp(a->ids[i], b->ids[i]) || strcmp(a->names[i], b->names[i]) || strcmp(a->args[i], b->args[i])) return false;
+        if (strcmp(a->ids[i], b->ids[i]) || strcmp(a->names[i], b->names[i]) || strcmp(a->args[i], b->args[i]))
+            return false;
     return true;
 }
 
@@ -287,11 +329,14 @@ static void check_parse_case(const parse_case *c, uint64_t *rng) {
     parsed whole, part;
     run(c->f, 42, c->text, NULL, 0, &whole);
     bool ok = whole.ok && !strcmp(whole.content, c->content) && whole.n_calls == c->n_calls;
-    for (int i = 0; ok && i < c->n_calls; i++) ok = !strcmp(whole.names[i], c->names[i]) && !strcmp(whole.args[i], c->args[i]);
-    CHECK_MSG(ok, "%s %s: content '%s' (want '%s'), %d calls (want %d)%s%s %s", hl_tool_format_name(c->f), c->text, whole.content,
-              c->content, whole.n_calls, c->n_calls, whole.n_calls ? ", first: " : "", whole.names[0], whole.args[0]);
+    for (int i = 0; ok && i < c->n_calls; i++)
+        ok = !strcmp(whole.names[i], c->names[i]) && !strcmp(whole.args[i], c->args[i]);
+    CHECK_MSG(ok, "%s %s: content '%s' (want '%s'), %d calls (want %d)%s%s %s", hl_tool_format_name(c->f), c->text,
+              whole.content, c->content, whole.n_calls, c->n_calls, whole.n_calls ? ", first: " : "", whole.names[0],
+              whole.args[0]);
     for (int i = 0; i < whole.n_calls; i++) {
-        CHECK_MSG(!strncmp(whole.ids[i], "call_", 5) && strspn(whole.ids[i] + 5, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") == 24,
+        CHECK_MSG(!strncmp(whole.ids[i], "call_", 5) &&
+                      strspn(whole.ids[i] + 5, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") == 24,
                   "id %s", whole.ids[i]);
         for (int j = 0; j < i; j++) CHECK(strcmp(whole.ids[i], whole.ids[j]));
         /* complete arguments parse as JSON */
@@ -304,8 +349,8 @@ static void check_parse_case(const parse_case *c, uint64_t *rng) {
     for (size_t cut = 1; cut < n; cut++) {
         if (((unsigned char)c->text[cut] & 0xC0) == 0x80) continue;
         run(c->f, 42, c->text, &cut, 1, &part);
-        CHECK_MSG(part.ok && same(&whole, &part), "%s %s split at %zu: content '%s'", hl_tool_format_name(c->f), c->text, cut,
-                  part.content);
+        CHECK_MSG(part.ok && same(&whole, &part), "%s %s split at %zu: content '%s'", hl_tool_format_name(c->f),
+                  c->text, cut, part.content);
     }
     /* one character a push, and random pieces */
     size_t cuts[1024], n_cuts = 0;
@@ -318,7 +363,8 @@ static void check_parse_case(const parse_case *c, uint64_t *rng) {
         for (size_t i = 0; i < n_cuts; i++)
             if (check_splitmix64(rng) % 5 == 0 && m < 64) rc[m++] = cuts[i];
         run(c->f, 42, c->text, rc, m, &part);
-        CHECK_MSG(part.ok && same(&whole, &part), "%s %s: random pieces (trial %d) differ", hl_tool_format_name(c->f), c->text, trial);
+        CHECK_MSG(part.ok && same(&whole, &part), "%s %s: random pieces (trial %d) differ", hl_tool_format_name(c->f),
+                  c->text, trial);
     }
     /* ids depend on the seed */
     if (c->n_calls) {
@@ -333,36 +379,108 @@ static void test_parser(void) {
     const hl_tool_format H = HL_TOOLS_HERMES, L = HL_TOOLS_LLAMA3, M = HL_TOOLS_MISTRAL, G = HL_TOOLS_GENERIC;
     static const parse_case cases[] = {
         /* HERMES */
-        {H, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " ARGS_W "}\n</tool_call>", "", 1, {"get_weather"}, {ARGS_W}, false},
-        {H, "Let me check: ünïcode 🙂\n<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call>", "Let me check: ünïcode 🙂\n", 1, {"f"}, {"{}"}, false},
-        {H, "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": [1, {\"y\": 2}]}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\"z\": null}}\n</tool_call>",
-         "", 2, {"a", "b"}, {"{\"x\": [1, {\"y\": 2}]}", "{\"z\": null}"}, false},
-        {H, "a <toolbox> is not a call, nor <tool_call> this", "a <toolbox> is not a call, nor <tool_call> this", 0, {0}, {0}, false},
+        {H,
+         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " ARGS_W "}\n</tool_call>",
+         "",
+         1,
+         {"get_weather"},
+         {ARGS_W},
+         false},
+        {H,
+         "Let me check: ünïcode 🙂\n<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call>",
+         "Let me check: ünïcode 🙂\n",
+         1,
+         {"f"},
+         {"{}"},
+         false},
+        {H,
+         "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": [1, {\"y\": "
+         "2}]}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\"z\": null}}\n</tool_call>",
+         "",
+         2,
+         {"a", "b"},
+         {"{\"x\": [1, {\"y\": 2}]}", "{\"z\": null}"},
+         false},
+        {H,
+         "a <toolbox> is not a call, nor <tool_call> this",
+         "a <toolbox> is not a call, nor <tool_call> this",
+         0,
+         {0},
+         {0},
+         false},
         {H, "ends with <tool", "ends with <tool", 0, {0}, {0}, false},
         {H, "\n<tool_call>\n{\"name\": \"f\"", "\n<tool_call>\n{\"name\": \"f\"", 0, {0}, {0}, false},
         {H, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, 2", "", 1, {"f"}, {"{\"a\": [1, 2"}, true},
         {H, "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>\nDone.", "\nDone.", 1, {"f"}, {"{}"}, false},
         {H, "<tool_call>{\"name\": \"f\", \"arguments\": {}}\n</tool_", "", 1, {"f"}, {"{}"}, false},
         {H, " {\"name\": \"f\", \"arguments\": {\"a\": 1}}\n", "", 1, {"f"}, {"{\"a\": 1}"}, false}, /* a bare call */
-        {H, "Use {\"name\": \"f\", \"arguments\": {}} later", "Use {\"name\": \"f\", \"arguments\": {}} later", 0, {0}, {0}, false},
+        {H,
+         "Use {\"name\": \"f\", \"arguments\": {}} later",
+         "Use {\"name\": \"f\", \"arguments\": {}} later",
+         0,
+         {0},
+         {0},
+         false},
         /* LLAMA3 */
         {L, "{\"name\": \"get_weather\", \"parameters\": " ARGS_W "}", "", 1, {"get_weather"}, {ARGS_W}, false},
-        {L, " \n<|python_tag|>{\"name\": \"g\", \"parameters\": {\"q\": \"x\"}}", "", 1, {"g"}, {"{\"q\": \"x\"}"}, false},
-        {L, "The call is {\"name\": \"g\", \"parameters\": {}}", "The call is {\"name\": \"g\", \"parameters\": {}}", 0, {0}, {0}, false},
+        {L,
+         " \n<|python_tag|>{\"name\": \"g\", \"parameters\": {\"q\": \"x\"}}",
+         "",
+         1,
+         {"g"},
+         {"{\"q\": \"x\"}"},
+         false},
+        {L,
+         "The call is {\"name\": \"g\", \"parameters\": {}}",
+         "The call is {\"name\": \"g\", \"parameters\": {}}",
+         0,
+         {0},
+         {0},
+         false},
         {L, "{\"foo\": 1}", "{\"foo\": 1}", 0, {0}, {0}, false},
         /* MISTRAL */
-        {M, "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"x\": [1, {\"y\": \"]\"}]}, \"id\": \"abc123XYZ\"}, {\"name\": \"b\", \"arguments\": {}}]",
-         "", 2, {"a", "b"}, {"{\"x\": [1, {\"y\": \"]\"}]}", "{}"}, false},
-        {M, "Sure.[TOOL_CALLS] [ {\"name\": \"a\", \"arguments\": {\"k\": \"v\"}} ]", "Sure.", 1, {"a"}, {"{\"k\": \"v\"}"}, false},
+        {M,
+         "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"x\": [1, {\"y\": \"]\"}]}, \"id\": \"abc123XYZ\"}, "
+         "{\"name\": \"b\", \"arguments\": {}}]",
+         "",
+         2,
+         {"a", "b"},
+         {"{\"x\": [1, {\"y\": \"]\"}]}", "{}"},
+         false},
+        {M,
+         "Sure.[TOOL_CALLS] [ {\"name\": \"a\", \"arguments\": {\"k\": \"v\"}} ]",
+         "Sure.",
+         1,
+         {"a"},
+         {"{\"k\": \"v\"}"},
+         false},
         {M, "[TOOL_CALLS is not a marker", "[TOOL_CALLS is not a marker", 0, {0}, {0}, false},
         {M, "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}, {\"name\": \"b", "", 1, {"a"}, {"{}"}, false},
         /* GENERIC */
-        {G, "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {\"k\": \"v\"}}, {\"name\": \"b\", \"arguments\": " ARGS_W "}]}",
-         "", 2, {"a", "b"}, {"{\"k\": \"v\"}", ARGS_W}, false},
-        {G, "{\"response\": \"Hello \\\"world\\\"\\n\\u00e9\\ud83d\\ude00 ok\\\\\"}", "Hello \"world\"\né😀 ok\\", 0, {0}, {0}, false},
+        {G,
+         "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {\"k\": \"v\"}}, {\"name\": \"b\", \"arguments\": " ARGS_W
+         "}]}",
+         "",
+         2,
+         {"a", "b"},
+         {"{\"k\": \"v\"}", ARGS_W},
+         false},
+        {G,
+         "{\"response\": \"Hello \\\"world\\\"\\n\\u00e9\\ud83d\\ude00 ok\\\\\"}",
+         "Hello \"world\"\né😀 ok\\",
+         0,
+         {0},
+         {0},
+         false},
         {G, "Hi there {\"response\": \"x\"}", "Hi there {\"response\": \"x\"}", 0, {0}, {0}, false},
         {G, "{\"answer\": 1}", "{\"answer\": 1}", 0, {0}, {0}, false},
-        {G, "\n {\"response\" : \"bad \\q escape, lone \\ud800 half\"}", "bad \\q escape, lone \\ud800 half", 0, {0}, {0}, false},
+        {G,
+         "\n {\"response\" : \"bad \\q escape, lone \\ud800 half\"}",
+         "bad \\q escape, lone \\ud800 half",
+         0,
+         {0},
+         {0},
+         false},
     };
     uint64_t rng = 7;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_parse_case(&cases[i], &rng);
@@ -382,9 +500,10 @@ static void test_generic_history(void) {
         hearth_status st = hl_tools_prepare(t, msgs, TOOLS, none ? "none" : NULL, true, "", "", &s);
         CHECK_MSG(st == HEARTH_OK, "%s", hearth_last_error());
         if (st != HEARTH_OK) continue;
-        CHECK_MSG(strstr(s.prompt, "{\"tool_calls\":[{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}]}") &&
-                      strstr(s.prompt, "sunny") && (none || strstr(s.prompt, "\"response\"")),
-                  "prompt:\n%s", s.prompt);
+        CHECK_MSG(
+            strstr(s.prompt, "{\"tool_calls\":[{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}]}") &&
+                strstr(s.prompt, "sunny") && (none || strstr(s.prompt, "\"response\"")),
+            "prompt:\n%s", s.prompt);
         hl_tool_setup_free(&s);
     }
     free(t);

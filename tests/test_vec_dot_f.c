@@ -70,9 +70,7 @@ typedef struct bufs {
     float wf[4][N_MAX], af[4][N_MAX], x[N_MAX], xa[4][N_MAX];
 } bufs;
 
-static const char *type_name(uint32_t type) {
-    return hl_ggml_type_get(type)->name;
-}
+static const char *type_name(uint32_t type) { return hl_ggml_type_get(type)->name; }
 
 static void check_same(const char *what, hl_cpu_level lv, uint32_t type, int64_t n, float s, float want) {
     CHECK_MSG(memcmp(&s, &want, sizeof s) == 0, "%s %s %s n %lld: %.9g, expected %.9g", hl_cpu_level_name(lv), what,
@@ -183,7 +181,7 @@ static void check_dot(uint32_t type, int64_t n, bufs *bf) {
             for (int c = 0; c < 4; c++) check_same("batch vec_dot_4c", lv, type, n, s[c], first[1][2][c]);
         }
         if (bt->pack_panel) check_panel(bt, lv, n, bf);
-#if defined(__x86_64__) || defined(__i386__) /* where the build has the x86 kernels (CMakeLists.txt) */
+#if defined(__x86_64__) || defined(__i386__)              /* where the build has the x86 kernels (CMakeLists.txt) */
         if (lv == HL_CPU_AVX2 && type == GGML_TYPE_F16) { /* both panel layouts, whichever this CPU gets */
             const hl_cpu_type_ops *floats = hl_cpu_ops_avx2_f16_batch(false), *halves = hl_cpu_ops_avx2_f16_batch(true);
             CHECK(bt == (hl_cpu_features_get().zen ? halves : floats));
@@ -210,7 +208,8 @@ static void test_batch_applies(void) {
               !hl_cpu_batch_applies(ops, 64, 5, 8) && !hl_cpu_batch_applies(ops, 40, 16, 8));
     }
     const hl_cpu_type_ops *q6 = hl_cpu_type_ops_scalar(GGML_TYPE_Q6_K);
-    CHECK(!hl_cpu_batch_applies(q6, 256, 16, HL_CPU_BATCH_MIN - 1) && hl_cpu_batch_applies(q6, 256, 18, HL_CPU_BATCH_MIN));
+    CHECK(!hl_cpu_batch_applies(q6, 256, 16, HL_CPU_BATCH_MIN - 1) &&
+          hl_cpu_batch_applies(q6, 256, 18, HL_CPU_BATCH_MIN));
 }
 
 /* ------------------------------------------------------ llama.cpp fixture -- */

@@ -29,9 +29,7 @@ static const uint32_t types[] = {GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q2_K,
                                  GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
 #define N_TYPES (sizeof types / sizeof types[0])
 
-static bool is_k(uint32_t type) {
-    return type >= GGML_TYPE_Q2_K && type <= GGML_TYPE_Q6_K;
-}
+static bool is_k(uint32_t type) { return type >= GGML_TYPE_Q2_K && type <= GGML_TYPE_Q6_K; }
 
 /* ------------------------------------------------------------- random -- */
 
@@ -40,9 +38,7 @@ static uint64_t rng_state = 0x2545f4914f6cdd1du;
 static uint64_t rng_u64(void) { return check_splitmix64(&rng_state); }
 
 /* Uniform in [lo, hi). */
-static double rng_uniform(double lo, double hi) {
-    return lo + (hi - lo) * (double)(rng_u64() >> 11) * 0x1p-53;
-}
+static double rng_uniform(double lo, double hi) { return lo + (hi - lo) * (double)(rng_u64() >> 11) * 0x1p-53; }
 
 /* Roughly normal (sum of uniforms), mean 0, deviation 1. */
 static float rng_normal(void) {
@@ -145,7 +141,8 @@ static void test_q8_K(void) {
         }
         for (int64_t b = 0; b < n / HL_QK_K; b++) q8_K_formula(x + b * HL_QK_K, &ref[b]);
         hl_act_q8_K_from_float(x, out, n);
-        CHECK_MSG(memcmp(ref, out, n / HL_QK_K * sizeof *ref) == 0, "scalar Q8_K differs from the formula, iter %d", iter);
+        CHECK_MSG(memcmp(ref, out, n / HL_QK_K * sizeof *ref) == 0, "scalar Q8_K differs from the formula, iter %d",
+                  iter);
         for (int level = HL_CPU_SCALAR; level < HL_CPU_LEVEL_COUNT; level++) {
             const hl_cpu_type_ops *ops = hl_cpu_type_ops_at(GGML_TYPE_Q4_K, (hl_cpu_level)level);
             if (!ops) continue;
@@ -298,7 +295,8 @@ static float ggml_dot(uint32_t type, int64_t n, const uint8_t *row, const block_
         }
         if (type == GGML_TYPE_Q6_K) {
             const int8_t *sc = ((const block_q6_K *)blk)->scales;
-            for (int m = 0; m < 8; m++) lane[m] -= 32 * (sc[2 * m] * a[b].bsums[2 * m] + sc[2 * m + 1] * a[b].bsums[2 * m + 1]);
+            for (int m = 0; m < 8; m++)
+                lane[m] -= 32 * (sc[2 * m] * a[b].bsums[2 * m] + sc[2 * m + 1] * a[b].bsums[2 * m + 1]);
         }
         const float d = a[b].d * hl_fp16_to_fp32(dh);
         for (int m = 0; m < 8; m++) acc[m] = fmaf(d, (float)lane[m], acc[m]);
@@ -308,13 +306,9 @@ static float ggml_dot(uint32_t type, int64_t n, const uint8_t *row, const block_
     return type == GGML_TYPE_Q5_K ? sum + summs : sum;
 }
 
-static bool is_repacked(uint32_t type) {
-    return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q4_K;
-}
+static bool is_repacked(uint32_t type) { return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q4_K; }
 
-static int gemm_part(uint32_t type) {
-    return type == GGML_TYPE_Q4_K ? 64 : 128;
-}
+static int gemm_part(uint32_t type) { return type == GGML_TYPE_Q4_K ? 64 : 128; }
 
 /* ---------------------------------------------------------- dot products -- */
 
@@ -336,7 +330,8 @@ static void dequantize_parts(uint32_t type, bufs *bf, int k, int64_t n) {
     memset(bf->off[k], 0, (size_t)n * sizeof(float));
     if (m_at < 0) return;
     memcpy(bf->w_off, bf->w[k], hl_row_size(type, n));
-    for (int64_t b = 0; b < n / (int64_t)ti->blck_size; b++) put_half(bf->w_off + (size_t)b * ti->type_size + d_at, 0.0f);
+    for (int64_t b = 0; b < n / (int64_t)ti->blck_size; b++)
+        put_half(bf->w_off + (size_t)b * ti->type_size + d_at, 0.0f);
     hl_quant_get(type)->to_float(bf->w_off, bf->off[k], n);
 }
 
@@ -372,7 +367,8 @@ static void check_dot(uint32_t type, int64_t n, bufs *bf) {
             double exact = 0.0, mag = 0.0;
             for (int64_t i = 0; i < n; i++) {
                 exact += (double)bf->wf[r][i] * bf->af[c][i];
-                mag += fabs((double)(bf->wf[r][i] - bf->off[r][i]) * bf->af[c][i]) + fabs((double)bf->off[r][i] * bf->af[c][i]);
+                mag += fabs((double)(bf->wf[r][i] - bf->off[r][i]) * bf->af[c][i]) +
+                       fabs((double)bf->off[r][i] * bf->af[c][i]);
             }
             tol[r][c] = (double)(n / 8 + 16) * FLT_EPSILON * mag + 1e-30;
             scalar->vec_dot(n, &ref[r][c], bf->w[r], bf->a[c]);
@@ -402,7 +398,8 @@ static void check_panel(const hl_cpu_type_ops *ops, hl_cpu_level lv, int64_t n, 
     uint8_t *rows = calloc(HL_PANEL_ROWS, w_stride), *panel = malloc(HL_PANEL_BYTES(n));
     uint8_t *act = malloc(PANEL_TOKENS_MAX * a_stride);
     float y[PANEL_TOKENS_MAX][HL_PANEL_ROWS + 1], want[4];
-    for (int r = 0; r < HL_PANEL_ROWS; r++) memcpy(rows + (size_t)r * w_stride, bf->w[r % 4], hl_row_size(ops->type, n));
+    for (int r = 0; r < HL_PANEL_ROWS; r++)
+        memcpy(rows + (size_t)r * w_stride, bf->w[r % 4], hl_row_size(ops->type, n));
     for (int c = 0; c < PANEL_TOKENS_MAX; c++) memcpy(act + (size_t)c * a_stride, bf->a[c % 4], a_stride);
     ops->pack_panel(n, panel, rows, w_stride);
     for (int n_tok = 1; n_tok <= max_tok; n_tok++) {
@@ -441,7 +438,8 @@ static void check_level(const hl_cpu_type_ops *ops, hl_cpu_level lv, uint32_t ty
         const block_q8_K *a = (const block_q8_K *)bf->a[k];
         if (rp) check_same("vec_dot (gemv order)", lv, type, n, s[k], repacked_dot(type, n, bf->w[k], a, HL_QK_K));
         if (batch) check_same("batch vec_dot (tiled order)", lv, type, n, s[k], tiled_dot(type, n, bf->w[k], a));
-        else if (is_k(type) && !rp) check_same("vec_dot (ggml order)", lv, type, n, s[k], ggml_dot(type, n, bf->w[k], a));
+        else if (is_k(type) && !rp)
+            check_same("vec_dot (ggml order)", lv, type, n, s[k], ggml_dot(type, n, bf->w[k], a));
     }
     if (ops->vec_dot_4r) { /* weight rows 0..3 with activation row 1 */
         ops->vec_dot_4r(n, s, bf->w, sizeof bf->w[0], bf->a[1]);
@@ -457,8 +455,10 @@ static void check_level(const hl_cpu_type_ops *ops, hl_cpu_level lv, uint32_t ty
             check_near("vec_dot_4c", lv, type, n, s[c], ref[2][c], tol[2][c]);
             if (rp) one = repacked_dot(type, n, bf->w[2], (const block_q8_K *)bf->a[c], gemm_part(type));
             else ops->vec_dot(n, &one, bf->w[2], bf->a[c]);
-            check_same(rp ? "vec_dot_4c (gemm order)" : batch ? "batch vec_dot_4c" : "vec_dot_4c", lv, type, n, s[c],
-                       one);
+            check_same(rp      ? "vec_dot_4c (gemm order)"
+                       : batch ? "batch vec_dot_4c"
+                               : "vec_dot_4c",
+                       lv, type, n, s[c], one);
         }
     }
     if (ops->panel_dot && is_k(type)) check_panel(ops, lv, n, bf);
@@ -479,9 +479,7 @@ static void test_dots(void) {
 
 /* ------------------------------------------------------ llama.cpp fixture -- */
 
-static uint64_t read_u64(const uint8_t *p) {
-    return check_u32(p) | (uint64_t)check_u32(p + 4) << 32;
-}
+static uint64_t read_u64(const uint8_t *p) { return check_u32(p) | (uint64_t)check_u32(p + 4) << 32; }
 
 typedef struct act_rec {
     uint32_t n, n_tok;
@@ -512,7 +510,9 @@ static void check_case(const case_rec *cr, const act_rec *ar) {
     CHECK_MSG(ar->n == cr->n && ar->n_tok == cr->n_tok && w_row * cr->n_rows == cr->w_bytes &&
                   a_row * cr->n_tok == cr->a_bytes,
               "%s: sizes", cr->name);
-    if (ar->n != cr->n || ar->n_tok != cr->n_tok || w_row * cr->n_rows != cr->w_bytes || a_row * cr->n_tok != cr->a_bytes) return;
+    if (ar->n != cr->n || ar->n_tok != cr->n_tok || w_row * cr->n_rows != cr->w_bytes ||
+        a_row * cr->n_tok != cr->a_bytes)
+        return;
     float *x = malloc(cr->n * sizeof(float));
     uint8_t *w = malloc(cr->w_bytes), *a = malloc(cr->a_bytes), *mine = malloc(a_row);
     memcpy(w, cr->w, cr->w_bytes);
@@ -548,7 +548,8 @@ static void check_case(const case_rec *cr, const act_rec *ar) {
                 ops->vec_dot(cr->n, &s, w + r * w_row, a + t * a_row);
                 const float want = get_f32(cr->mul_mat, t * cr->n_rows + r);
                 if (memcmp(&s, &want, sizeof s) != 0 && bad++ < 3)
-                    CHECK_MSG(0, "%s %s row %u token %u: %.9g, llama.cpp %.9g", hl_cpu_level_name(lv), cr->name, r, t, s, want);
+                    CHECK_MSG(0, "%s %s row %u token %u: %.9g, llama.cpp %.9g", hl_cpu_level_name(lv), cr->name, r, t,
+                              s, want);
             }
             float s4[4];
             for (uint32_t r0 = 0; ops->vec_dot_4r && r0 + 4 <= cr->n_rows; r0 += 4) {
@@ -610,7 +611,8 @@ static void test_fixture(void) {
         }
         n++;
     }
-    CHECK_MSG(n == n_records && pos == size && n_cases == N_TYPES * n_acts, "read %u of %u fixture records", n, n_records);
+    CHECK_MSG(n == n_records && pos == size && n_cases == N_TYPES * n_acts, "read %u of %u fixture records", n,
+              n_records);
     if (hl_cpu_level_best() == HL_CPU_SCALAR) printf("note: no SIMD level on this CPU; llama.cpp's bits not checked\n");
     free(data);
 }

@@ -16,7 +16,6 @@
 #include "json_file.h"
 #include "text/vocab.h"
 
-
 static inline uint8_t *hex_decode(const char *hex, size_t *len) {
     *len = strlen(hex) / 2;
     uint8_t *out = malloc(*len + 1);

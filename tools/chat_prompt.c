@@ -22,7 +22,9 @@ int chat_template_load(const hearth_model *model, const char *file, chat_templat
     char *own;
     if (hearth_model_chat_template(model, &own) != HEARTH_OK) return cli_fail("chat template");
     if (!own) {
-        fprintf(stderr, "hearth: the model has no chat template (tokenizer.chat_template): give one with --chat-template FILE\n");
+        fprintf(
+            stderr,
+            "hearth: the model has no chat template (tokenizer.chat_template): give one with --chat-template FILE\n");
         return 1;
     }
     hearth_chat_free(own);

@@ -107,7 +107,8 @@ bool cli_parse_flash_attn(const char *opt, const char *val, int32_t *out) {
     static const struct {
         const char *word, *number;
         int32_t value;
-    } names[] = {{"on", "1", HEARTH_FLASH_ATTN_ON}, {"off", "0", HEARTH_FLASH_ATTN_OFF}, {"auto", "-1", HEARTH_FLASH_ATTN_AUTO}};
+    } names[] = {
+        {"on", "1", HEARTH_FLASH_ATTN_ON}, {"off", "0", HEARTH_FLASH_ATTN_OFF}, {"auto", "-1", HEARTH_FLASH_ATTN_AUTO}};
     for (size_t k = 0; k < sizeof names / sizeof *names; k++)
         if (!strcmp(val, names[k].word) || !strcmp(val, names[k].number)) {
             *out = names[k].value;
@@ -160,8 +161,11 @@ int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_con
     static const struct {
         const char *s, *l;
         long lo, hi;
-    } opts[] = {{"-t", "--threads", 1, 1024}, {"-c", "--ctx-size", 0, 1L << 24}, {"-b", "--batch-size", 1, 1L << 20},
-                {"-ngl", "--n-gpu-layers", -1, 1L << 20}, {"-ub", "--ubatch-size", 1, 1L << 20}};
+    } opts[] = {{"-t", "--threads", 1, 1024},
+                {"-c", "--ctx-size", 0, 1L << 24},
+                {"-b", "--batch-size", 1, 1L << 20},
+                {"-ngl", "--n-gpu-layers", -1, 1L << 20},
+                {"-ub", "--ubatch-size", 1, 1L << 20}};
     for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
         if (strcmp(a, opts[k].s) && strcmp(a, opts[k].l)) continue;
         long v;
@@ -183,7 +187,8 @@ int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_con
 
 void cli_load_init(cli_load *s) {
     const hearth_model_params d = hearth_model_default_params();
-    *s = (cli_load){.main_gpu = d.main_gpu, .split_mode = d.split_mode, .use_mmap = d.use_mmap, .use_mlock = d.use_mlock};
+    *s = (cli_load){
+        .main_gpu = d.main_gpu, .split_mode = d.split_mode, .use_mmap = d.use_mmap, .use_mlock = d.use_mlock};
 }
 
 /* "A,B,..." or "A/B/..." (llama.cpp takes either) of proportions >= 0. */

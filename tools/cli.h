@@ -36,9 +36,9 @@ bool cli_parse_flash_attn(const char *opt, const char *val, int32_t *out);
  * ctx or *n_gpu_layers, *i moved past it), 0 when it is not, -2 after
  * printing the error (a missing or bad value; `cmd` names the --help). */
 int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_context_params *ctx, long *n_gpu_layers);
-#define CLI_CACHE_TYPE_HELP                                                                                  \
-    "  -ctk, --cache-type-k T   KV cache type of the keys: f16, bf16, q8_0, q4_0 (default f16)\n"             \
-    "  -ctv, --cache-type-v T   KV cache type of the values, the same types; q8_0 and q4_0 need -fa on or\n"  \
+#define CLI_CACHE_TYPE_HELP                                                                                            \
+    "  -ctk, --cache-type-k T   KV cache type of the keys: f16, bf16, q8_0, q4_0 (default f16)\n"                      \
+    "  -ctv, --cache-type-v T   KV cache type of the values, the same types; q8_0 and q4_0 need -fa on or\n"           \
     "                           auto (default f16); GPU layers take f16 only\n"
 
 /* The RoPE options (cli_rope.c), llama.cpp's: --rope-scaling, --rope-scale,
@@ -47,16 +47,16 @@ int cli_parse_ctx_opt(int argc, char **argv, int *i, const char *cmd, hearth_con
  * as cli_parse_ctx_opt (which tries them too). CLI_ROPE_HELP lists them for
  * a --help. */
 int cli_parse_rope_opt(int argc, char **argv, int *i, const char *cmd, hearth_context_params *ctx);
-#define CLI_ROPE_HELP                                                                                        \
-    "rope (llama.cpp's options; default: the model's):\n"                                                    \
-    "  --rope-scaling {none,linear,yarn}  how positions stretch past the trained context\n"                 \
-    "  --rope-scale N           context scaling factor: the context grows N times (freq scale 1/N)\n"       \
-    "  --rope-freq-base N       theta base of the rotations\n"                                              \
-    "  --rope-freq-scale N      frequency scale: the context grows 1/N times\n"                             \
-    "  --yarn-orig-ctx N        YaRN: the model's original context (0 = its rope.scaling or training length)\n" \
-    "  --yarn-ext-factor N      YaRN: extrapolation mix (-1 = 1 with YaRN; 0 = full interpolation)\n"        \
-    "  --yarn-attn-factor N     attention magnitude scale (-1 = 1; YaRN uses its own)\n"                     \
-    "  --yarn-beta-fast N       YaRN: low correction dim, rotations (-1 = 32)\n"                             \
+#define CLI_ROPE_HELP                                                                                                  \
+    "rope (llama.cpp's options; default: the model's):\n"                                                              \
+    "  --rope-scaling {none,linear,yarn}  how positions stretch past the trained context\n"                            \
+    "  --rope-scale N           context scaling factor: the context grows N times (freq scale 1/N)\n"                  \
+    "  --rope-freq-base N       theta base of the rotations\n"                                                         \
+    "  --rope-freq-scale N      frequency scale: the context grows 1/N times\n"                                        \
+    "  --yarn-orig-ctx N        YaRN: the model's original context (0 = its rope.scaling or training length)\n"        \
+    "  --yarn-ext-factor N      YaRN: extrapolation mix (-1 = 1 with YaRN; 0 = full interpolation)\n"                  \
+    "  --yarn-attn-factor N     attention magnitude scale (-1 = 1; YaRN uses its own)\n"                               \
+    "  --yarn-beta-fast N       YaRN: low correction dim, rotations (-1 = 32)\n"                                       \
     "  --yarn-beta-slow N       YaRN: high correction dim, rotations (-1 = 1)\n"
 
 /* How the weights are held and how offloaded layers spread over the devices
@@ -76,15 +76,15 @@ typedef struct cli_load {
 } cli_load;
 
 /* Their lines of each command's --help, after --device's. */
-#define CLI_LOAD_HELP                                                                                         \
-    "  -sm, --split-mode MODE   how the layers spread over several devices: layer (runs of layers in\n"      \
-    "                           -ts proportions; default) or none (all on -mg); row is not supported\n"     \
-    "  -ts, --tensor-split A,B,...  each device's share of the layers, in --device order (default: in\n"    \
-    "                           proportion to their free memory)\n"                                         \
-    "  -mg, --main-gpu N        the device of -sm none, an index into --device's list (default 0)\n"        \
-    "  --no-mmap                read the model into memory (transparent huge pages where the kernel\n"      \
-    "                           allows: faster CPU decode) instead of mapping the file; slower to load,\n"  \
-    "                           and the memory is not shared with other processes\n"                        \
+#define CLI_LOAD_HELP                                                                                                  \
+    "  -sm, --split-mode MODE   how the layers spread over several devices: layer (runs of layers in\n"                \
+    "                           -ts proportions; default) or none (all on -mg); row is not supported\n"                \
+    "  -ts, --tensor-split A,B,...  each device's share of the layers, in --device order (default: in\n"               \
+    "                           proportion to their free memory)\n"                                                    \
+    "  -mg, --main-gpu N        the device of -sm none, an index into --device's list (default 0)\n"                   \
+    "  --no-mmap                read the model into memory (transparent huge pages where the kernel\n"                 \
+    "                           allows: faster CPU decode) instead of mapping the file; slower to load,\n"             \
+    "                           and the memory is not shared with other processes\n"                                   \
     "  --mlock                  lock the weights in RAM so that they are never paged out\n"
 
 void cli_load_init(cli_load *s);
@@ -104,11 +104,11 @@ void cli_log_init(bool verbose);
 
 /* The progress line of pulls and model loads on stderr (progress_bar.c). */
 typedef struct cli_progress {
-    const char *verb;   /* "pulling", "loading" */
-    bool tty;           /* stderr is a terminal: redraw one line */
-    bool quiet_first;   /* draw nothing before a second has passed (loads) */
-    bool drawn;         /* a line is on screen without its newline */
-    double last_line;   /* elapsed seconds at the last line off a terminal */
+    const char *verb; /* "pulling", "loading" */
+    bool tty;         /* stderr is a terminal: redraw one line */
+    bool quiet_first; /* draw nothing before a second has passed (loads) */
+    bool drawn;       /* a line is on screen without its newline */
+    double last_line; /* elapsed seconds at the last line off a terminal */
 } cli_progress;
 
 void cli_progress_init(cli_progress *b, const char *verb);
@@ -140,7 +140,7 @@ int cli_emit(const char *buf, size_t len);
 
 /* What cli_generate() samples with and where its text goes. */
 typedef struct cli_gen {
-    hearth_context *ctx;              /* holds the decoded prompt */
+    hearth_context *ctx; /* holds the decoded prompt */
     const hearth_model *model;
     hearth_sampler *smpl;
     hearth_detok *detok;
@@ -173,11 +173,11 @@ typedef struct run_opts {
     const char *system;        /* --system TEXT */
     const char *chat_template; /* --chat-template FILE: instead of the model's */
     long n_predict;
-    bool context_shift;        /* run: --context-shift */
-    long n_keep;               /* run: --keep N (-1: the whole prompt) */
+    bool context_shift;             /* run: --context-shift */
+    long n_keep;                    /* run: --keep N (-1: the whole prompt) */
     hearth_sampler_params sampling; /* grammar and json_schema: run's --grammar, --json-schema, --json */
     bool seed_set;
-    const char *grammar_file;       /* run: --grammar-file FILE */
+    const char *grammar_file; /* run: --grammar-file FILE */
     hearth_context_params ctx;
     long n_gpu_layers;
     cli_load load;

@@ -7,8 +7,8 @@
 #include "cli.h"
 
 int cli_parse_rope_opt(int argc, char **argv, int *i, const char *cmd, hearth_context_params *ctx) {
-    static const char *const names[] = {"--rope-scaling",    "--rope-scale",      "--rope-freq-base",
-                                        "--rope-freq-scale", "--yarn-orig-ctx",   "--yarn-ext-factor",
+    static const char *const names[] = {"--rope-scaling",     "--rope-scale",     "--rope-freq-base",
+                                        "--rope-freq-scale",  "--yarn-orig-ctx",  "--yarn-ext-factor",
                                         "--yarn-attn-factor", "--yarn-beta-fast", "--yarn-beta-slow"};
     const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
     int k = 0;
@@ -38,8 +38,15 @@ int cli_parse_rope_opt(int argc, char **argv, int *i, const char *cmd, hearth_co
     double v;
     /* the scale and base must be positive; the YaRN values take -1 for "the default" */
     if (!cli_parse_float(a, val, k <= 3 ? 1e-9 : -1.0, 1e9, &v)) return -2;
-    float *const fields[] = {NULL, &ctx->rope_freq_scale, &ctx->rope_freq_base, &ctx->rope_freq_scale, NULL,
-                             &ctx->yarn_ext_factor, &ctx->yarn_attn_factor, &ctx->yarn_beta_fast, &ctx->yarn_beta_slow};
+    float *const fields[] = {NULL,
+                             &ctx->rope_freq_scale,
+                             &ctx->rope_freq_base,
+                             &ctx->rope_freq_scale,
+                             NULL,
+                             &ctx->yarn_ext_factor,
+                             &ctx->yarn_attn_factor,
+                             &ctx->yarn_beta_fast,
+                             &ctx->yarn_beta_slow};
     *fields[k] = k == 1 ? (float)(1.0 / v) : (float)v; /* --rope-scale N is a frequency scale of 1/N */
     return 1;
 }

@@ -25,12 +25,12 @@
 
 #include "cli.h"
 
-#define MAX_LIST 16          /* values in one -p / -n / -d / -ub / -fa / -ctk / -ctv list */
+#define MAX_LIST 16           /* values in one -p / -n / -d / -ub / -fa / -ctk / -ctv list */
 #define MAX_TOKENS (1L << 16) /* largest -p / -n */
 #define MAX_DEPTH (1L << 24)  /* largest -d: the library's largest n_ctx */
-#define N_BATCH_MIN 2048     /* n_batch at least (llama-bench's default): the depth's decode calls */
+#define N_BATCH_MIN 2048      /* n_batch at least (llama-bench's default): the depth's decode calls */
 #define N_UBATCH_DEFAULT 512
-#define TOKEN_SEED 0x5EEDu   /* the random tokens are the same on every run */
+#define TOKEN_SEED 0x5EEDu /* the random tokens are the same on every run */
 
 typedef enum bench_format { FMT_MD, FMT_JSON, FMT_CSV } bench_format;
 
@@ -39,18 +39,18 @@ typedef struct bench_opts {
     long n_prompt[MAX_LIST], n_gen[MAX_LIST], n_depth[MAX_LIST], n_ubatch[MAX_LIST];
     int n_prompt_count, n_gen_count, n_depth_count, n_ubatch_count;
     long n_threads, reps, n_gpu_layers;
-    cli_load load; /* -ts, -mg, -sm, --no-mmap, --mlock */
-    long n_ctx; /* -c; 0: each context as large as its longest test needs */
+    cli_load load;                /* -ts, -mg, -sm, --no-mmap, --mlock */
+    long n_ctx;                   /* -c; 0: each context as large as its longest test needs */
     int32_t flash_attn[MAX_LIST]; /* hearth_flash_attn values, a context each */
     int flash_attn_count;
-    bool fa_column;               /* -fa given other than auto: the md table shows it, as llama-bench */
-    bool ub_column;               /* -ub other than 512 or several: an n_ubatch column, as llama-bench */
+    bool fa_column;                             /* -fa given other than auto: the md table shows it, as llama-bench */
+    bool ub_column;                             /* -ub other than 512 or several: an n_ubatch column, as llama-bench */
     int32_t type_k[MAX_LIST], type_v[MAX_LIST]; /* hearth_kv_type values (-ctk, -ctv), a context each */
     int type_k_count, type_v_count;
-    bool ctk_column, ctv_column;  /* -ctk / -ctv other than f16 or several: type_k / type_v columns */
+    bool ctk_column, ctv_column; /* -ctk / -ctv other than f16 or several: type_k / type_v columns */
     bench_format format;
     bool progress, verbose;
-    hearth_context_params ctx;    /* the defaults with the rope options (cli_rope.c) */
+    hearth_context_params ctx; /* the defaults with the rope options (cli_rope.c) */
 } bench_opts;
 
 /* What every output row repeats about the model and the settings. */
@@ -61,8 +61,8 @@ typedef struct bench_env {
     uint64_t model_n_params;
     char cpu_info[128];
     uint32_t n_batch;
-    const char *backends;      /* where the layers run, llama-bench's names: "CPU", "CUDA", "OpenCL" */
-    int32_t n_gpu_layers;      /* the layers the load offloaded (what -ngl auto came to) */
+    const char *backends; /* where the layers run, llama-bench's names: "CPU", "CUDA", "OpenCL" */
+    int32_t n_gpu_layers; /* the layers the load offloaded (what -ngl auto came to) */
 } bench_env;
 
 /* One test (ppN or tgN at depth n_depth) and its timings. */
@@ -70,10 +70,10 @@ typedef struct bench_result {
     long n_prompt, n_gen; /* one of them is 0 */
     long n_depth;         /* tokens in the context before the test */
     long n_ubatch;
-    int32_t flash_attn;   /* as asked: -1 auto, 0 off, 1 on */
+    int32_t flash_attn;     /* as asked: -1 auto, 0 off, 1 on */
     int32_t type_k, type_v; /* the KV cache's types (hearth_kv_type) */
-    char test_time[32];   /* UTC, ISO 8601, when the test started */
-    uint64_t *ns;         /* [reps] nanoseconds per repetition */
+    char test_time[32];     /* UTC, ISO 8601, when the test started */
+    uint64_t *ns;           /* [reps] nanoseconds per repetition */
     long reps;
 } bench_result;
 
@@ -101,16 +101,14 @@ static void bench_usage(FILE *out) {
             "                           context (default 0; no GPU backend\n"
             "                           in this build: accepted, and the model runs on the CPU)\n"
             "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (default: CUDA\n"
-            "                           devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
-            CLI_LOAD_HELP
+            "                           devices, else OpenCL GPUs; env HEARTH_DEVICE)\n" CLI_LOAD_HELP
             "  -fa, --flash-attn V[,V...]  attention on the CPU: on (tiled), off (llama.cpp's exact order) or\n"
             "                           auto (= on); 1, 0, -1 too, as llama-bench; each value is a run (default auto)\n"
             "  -ctk, --cache-type-k T[,T...]  KV cache type of the keys: f16, bf16, q8_0, q4_0; each value is a\n"
             "                           run (default f16)\n"
             "  -ctv, --cache-type-v T[,T...]  of the values, the same types; q8_0 and q4_0 need -fa on or auto\n"
             "                           (default f16)\n"
-            "  -o, --output FORMAT      md (a table like llama-bench's), json or csv (default md)\n"
-            CLI_ROPE_HELP
+            "  -o, --output FORMAT      md (a table like llama-bench's), json or csv (default md)\n" CLI_ROPE_HELP
             "      --progress           print each step to stderr\n"
             "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
             "  -h, --help               this help\n"
@@ -230,23 +228,36 @@ static int check_ctx(const bench_opts *o) {
 
 /* Returns 0 to go on, -1 after --help, otherwise the exit status. */
 static int parse_args(int argc, char **argv, bench_opts *o) {
-    *o = (bench_opts){.n_prompt = {512}, .n_gen = {128}, .n_prompt_count = 1, .n_gen_count = 1,
-                      .n_depth = {0}, .n_depth_count = 1, .n_ubatch = {N_UBATCH_DEFAULT}, .n_ubatch_count = 1,
-                      .n_threads = hearth_cpu_physical_cores(), .reps = 5, .flash_attn = {HEARTH_FLASH_ATTN_AUTO},
-                      .flash_attn_count = 1, .type_k = {HEARTH_KV_F16}, .type_v = {HEARTH_KV_F16},
-                      .type_k_count = 1, .type_v_count = 1, .format = FMT_MD, .ctx = hearth_context_default_params()};
+    *o = (bench_opts){.n_prompt = {512},
+                      .n_gen = {128},
+                      .n_prompt_count = 1,
+                      .n_gen_count = 1,
+                      .n_depth = {0},
+                      .n_depth_count = 1,
+                      .n_ubatch = {N_UBATCH_DEFAULT},
+                      .n_ubatch_count = 1,
+                      .n_threads = hearth_cpu_physical_cores(),
+                      .reps = 5,
+                      .flash_attn = {HEARTH_FLASH_ATTN_AUTO},
+                      .flash_attn_count = 1,
+                      .type_k = {HEARTH_KV_F16},
+                      .type_v = {HEARTH_KV_F16},
+                      .type_k_count = 1,
+                      .type_v_count = 1,
+                      .format = FMT_MD,
+                      .ctx = hearth_context_default_params()};
     cli_load_init(&o->load);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 #define IS(short_, long_) (!strcmp(a, short_) || !strcmp(a, long_))
-#define NEED_VALUE()                                                                   \
-    do {                                                                               \
-        if (!val) {                                                                    \
-            fprintf(stderr, "hearth: %s needs a value; see hearth bench --help\n", a); \
-            return 2;                                                                  \
-        }                                                                              \
-        i++;                                                                           \
+#define NEED_VALUE()                                                                                                   \
+    do {                                                                                                               \
+        if (!val) {                                                                                                    \
+            fprintf(stderr, "hearth: %s needs a value; see hearth bench --help\n", a);                                 \
+            return 2;                                                                                                  \
+        }                                                                                                              \
+        i++;                                                                                                           \
     } while (0)
         bool ok = true;
         int load; /* cli_parse_load_opt's answer: -ts, -mg, -sm, --no-mmap, --mlock */
@@ -394,7 +405,8 @@ static int run_test(hearth_context *ctx, const int32_t *tokens, long n_batch, lo
     }
     if (o->progress) fprintf(stderr, "hearth: bench %s: warm-up\n", name);
     uint64_t ns;
-    if (decode_once(ctx, tokens, r->n_depth, r->n_prompt, r->n_gen > 0 ? 1 : 0, &ns) != HEARTH_OK) return cli_fail(name);
+    if (decode_once(ctx, tokens, r->n_depth, r->n_prompt, r->n_gen > 0 ? 1 : 0, &ns) != HEARTH_OK)
+        return cli_fail(name);
     for (long i = 0; i < r->reps; i++) {
         if (o->progress) fprintf(stderr, "hearth: bench %s: run %ld/%ld\n", name, i + 1, r->reps);
         if (decode_once(ctx, tokens, r->n_depth, r->n_prompt, r->n_gen, &r->ns[i]) != HEARTH_OK) return cli_fail(name);
@@ -428,11 +440,12 @@ static void mean_sd(const bench_result *r, bool ts, double *mean, double *sd) {
 static void md_header(const bench_opts *o) {
     printf("| %-30s | %10s | %10s | %-10s | %7s |%s%s%s%s%s %15s | %20s |\n", "model", "size", "params", "backend",
            "threads", o->ub_column ? " n_ubatch |" : "", o->ctk_column ? " type_k |" : "",
-           o->ctv_column ? " type_v |" : "", o->fa_column ? "  fa |" : "", o->load.use_mmap ? "" : " mmap |", "test", "t/s");
-    printf("| %s | %s | %s | %s | %s |%s%s%s%s%s %s | %s |\n", "------------------------------", "---------:",
-           "---------:", "----------", "------:", o->ub_column ? " -------: |" : "", o->ctk_column ? " -----: |" : "",
-           o->ctv_column ? " -----: |" : "", o->fa_column ? " --: |" : "", o->load.use_mmap ? "" : " ---: |",
-           "--------------:", "-------------------:");
+           o->ctv_column ? " type_v |" : "", o->fa_column ? "  fa |" : "", o->load.use_mmap ? "" : " mmap |", "test",
+           "t/s");
+    printf("| %s | %s | %s | %s | %s |%s%s%s%s%s %s | %s |\n", "------------------------------",
+           "---------:", "---------:", "----------", "------:", o->ub_column ? " -------: |" : "",
+           o->ctk_column ? " -----: |" : "", o->ctv_column ? " -----: |" : "", o->fa_column ? " --: |" : "",
+           o->load.use_mmap ? "" : " ---: |", "--------------:", "-------------------:");
 }
 
 static void md_row(const bench_env *e, const bench_opts *o, const bench_result *r) {
@@ -488,9 +501,10 @@ static void print_samples(const bench_result *r, bool ts) {
 /* The fields of one result, named as llama-bench names them, as strings. */
 enum { N_FIELDS = 23, FIELD_LEN = 4096 }; /* a path fits */
 static const char *const field_names[N_FIELDS] = {
-    "build_info", "cpu_info", "backends", "model_filename", "model_type", "model_size", "model_n_params",
-    "n_batch", "n_ubatch", "n_threads", "n_gpu_layers", "type_k", "type_v", "n_prompt", "n_gen", "n_depth",
-    "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "flash_attn", "use_mmap"};
+    "build_info",     "cpu_info", "backends",  "model_filename", "model_type",   "model_size",
+    "model_n_params", "n_batch",  "n_ubatch",  "n_threads",      "n_gpu_layers", "type_k",
+    "type_v",         "n_prompt", "n_gen",     "n_depth",        "test_time",    "avg_ns",
+    "stddev_ns",      "avg_ts",   "stddev_ts", "flash_attn",     "use_mmap"};
 /* the fields that are strings in JSON */
 static const bool field_is_str[N_FIELDS] = {[0] = 1, [1] = 1, [2] = 1, [3] = 1, [4] = 1, [11] = 1, [12] = 1, [16] = 1};
 
@@ -508,7 +522,8 @@ static void field_values(const bench_env *e, const bench_opts *o, const bench_re
     snprintf(v[7], FIELD_LEN, "%u", e->n_batch);
     snprintf(v[8], FIELD_LEN, "%ld", r->n_ubatch);
     snprintf(v[9], FIELD_LEN, "%ld", o->n_threads);
-    snprintf(v[10], FIELD_LEN, "%ld", o->n_gpu_layers == HEARTH_N_GPU_LAYERS_AUTO ? (long)e->n_gpu_layers : o->n_gpu_layers);
+    snprintf(v[10], FIELD_LEN, "%ld",
+             o->n_gpu_layers == HEARTH_N_GPU_LAYERS_AUTO ? (long)e->n_gpu_layers : o->n_gpu_layers);
     snprintf(v[11], FIELD_LEN, "%s", hearth_kv_type_name(r->type_k));
     snprintf(v[12], FIELD_LEN, "%s", hearth_kv_type_name(r->type_v));
     snprintf(v[13], FIELD_LEN, "%ld", r->n_prompt);
@@ -609,7 +624,8 @@ static hearth_context_params context_params(const bench_opts *o, long n_ubatch, 
                                             int32_t type_v) {
     const long max_p = list_max(o->n_prompt, o->n_prompt_count), max_n = list_max(o->n_gen, o->n_gen_count);
     hearth_context_params cp = o->ctx;
-    cp.n_ctx = (uint32_t)(o->n_ctx ? o->n_ctx : list_max(o->n_depth, o->n_depth_count) + (max_p > max_n ? max_p : max_n));
+    cp.n_ctx = (uint32_t)(o->n_ctx ? o->n_ctx
+                                   : list_max(o->n_depth, o->n_depth_count) + (max_p > max_n ? max_p : max_n));
     cp.n_batch = (uint32_t)(max_p > N_BATCH_MIN ? max_p : N_BATCH_MIN);
     cp.n_ubatch = (uint32_t)n_ubatch;
     cp.n_threads = (int32_t)o->n_threads;
@@ -620,7 +636,8 @@ static hearth_context_params context_params(const bench_opts *o, long n_ubatch, 
 }
 
 static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
-    const hearth_context_params cp = context_params(o, o->n_ubatch[0], HEARTH_FLASH_ATTN_AUTO, o->type_k[0], o->type_v[0]);
+    const hearth_context_params cp = context_params(o, o->n_ubatch[0], HEARTH_FLASH_ATTN_AUTO, o->type_k[0],
+                                                    o->type_v[0]);
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
     mp.fit_n_ctx = cp.n_ctx; /* in F16 (fit_type 0), the largest of every -ctk/-ctv the contexts may take */
@@ -635,8 +652,10 @@ static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
         fprintf(stderr, "hearth: out of memory\n");
         return 1;
     }
-    *e = (bench_env){.model_path = o->model, .model_type = hearth_model_desc(s->model),
-                     .model_size = hearth_model_size(s->model), .model_n_params = hearth_model_n_params(s->model),
+    *e = (bench_env){.model_path = o->model,
+                     .model_type = hearth_model_desc(s->model),
+                     .model_size = hearth_model_size(s->model),
+                     .model_n_params = hearth_model_n_params(s->model),
                      .n_batch = mem.n_batch};
     bool cuda = false, opencl = false; /* device[0] is the host */
     for (int32_t i = 1; i < mem.n_devices; i++) {
@@ -662,8 +681,8 @@ static int bench(const bench_opts *o, bench_state *s) {
         const int v = c / o->flash_attn_count % o->type_v_count, f = c % o->flash_attn_count;
         hearth_context_free(s->ctx);
         s->ctx = NULL;
-        const hearth_context_params cp =
-            context_params(o, o->n_ubatch[u], o->flash_attn[f], o->type_k[k], o->type_v[v]);
+        const hearth_context_params cp = context_params(o, o->n_ubatch[u], o->flash_attn[f], o->type_k[k],
+                                                        o->type_v[v]);
         if (hearth_context_init(s->model, &cp, &s->ctx) != HEARTH_OK) return cli_fail("context");
         if (first) print_header(o);
         long filled = 0; /* the depth the context holds */
@@ -673,10 +692,15 @@ static int bench(const bench_opts *o, bench_state *s) {
                 const int count = kind == 0 ? o->n_prompt_count : o->n_gen_count;
                 for (int i = 0; i < count; i++) {
                     if (list[i] == 0) continue;
-                    bench_result r = {.n_prompt = kind == 0 ? list[i] : 0, .n_gen = kind == 1 ? list[i] : 0,
-                                      .n_depth = o->n_depth[d], .n_ubatch = o->n_ubatch[u],
-                                      .flash_attn = o->flash_attn[f], .type_k = o->type_k[k], .type_v = o->type_v[v],
-                                      .ns = s->ns, .reps = o->reps};
+                    bench_result r = {.n_prompt = kind == 0 ? list[i] : 0,
+                                      .n_gen = kind == 1 ? list[i] : 0,
+                                      .n_depth = o->n_depth[d],
+                                      .n_ubatch = o->n_ubatch[u],
+                                      .flash_attn = o->flash_attn[f],
+                                      .type_k = o->type_k[k],
+                                      .type_v = o->type_v[v],
+                                      .ns = s->ns,
+                                      .reps = o->reps};
                     if ((rc = run_test(s->ctx, s->tokens, (long)cp.n_batch, &filled, o, &r))) return rc;
                     print_result(&e, o, &r, first);
                     first = false;

@@ -34,10 +34,10 @@ typedef struct chat_state {
     chat_template tmpl;
     hearth_chat_message *msgs; /* role and content strings are malloc'd */
     size_t n_msgs, cap_msgs;
-    int32_t *cache;            /* the tokens in the KV cache, [n_ctx] */
+    int32_t *cache; /* the tokens in the KV cache, [n_ctx] */
     uint32_t n_cache;
-    int32_t *prompt;           /* the rendered conversation's tokens, [n_ctx + 1] */
-    bool dropped;              /* turns were dropped (said once) */
+    int32_t *prompt; /* the rendered conversation's tokens, [n_ctx + 1] */
+    bool dropped;    /* turns were dropped (said once) */
 } chat_state;
 
 static void chat_state_free(chat_state *s) {
@@ -128,8 +128,13 @@ static int answer(chat_state *s, const run_opts *o, char **answer, size_t *answe
     const long room = (long)(hearth_context_n_ctx(s->ctx) - s->n_cache) + 1;
     const long limit = o->n_predict >= 0 && o->n_predict < room ? o->n_predict : room;
     answer_text a = {.s = s};
-    const cli_gen g = {.ctx = s->ctx, .model = s->model, .smpl = s->smpl, .detok = s->detok,
-                       .stop = &interrupted, .on_text = on_text, .user = &a};
+    const cli_gen g = {.ctx = s->ctx,
+                       .model = s->model,
+                       .smpl = s->smpl,
+                       .detok = s->detok,
+                       .stop = &interrupted,
+                       .on_text = on_text,
+                       .user = &a};
     long n_gen;
     /* the final flush always reaches on_text, so a.text is set on success */
     int rc = cli_generate(&g, limit, &n_gen);
@@ -173,7 +178,8 @@ static int render_fitting(chat_state *s, const run_opts *o, size_t *n_prompt, he
         const bool fits = *st == HEARTH_OK && *n_prompt + reserve < n_ctx;
         if (fits || (*st != HEARTH_OK && *st != HEARTH_ERR_BUFFER_TOO_SMALL) || !drop_oldest_turn(s)) return 0;
         if (!s->dropped)
-            fprintf(stderr, "hearth: the conversation outgrew the context (%u tokens): dropping its oldest turns\n", n_ctx);
+            fprintf(stderr, "hearth: the conversation outgrew the context (%u tokens): dropping its oldest turns\n",
+                    n_ctx);
         s->dropped = true;
     }
 }
@@ -188,7 +194,9 @@ static int turn(chat_state *s, const run_opts *o, const char *line, size_t line_
     int rc = render_fitting(s, o, &n_prompt, &st);
     if (rc) return rc;
     if (st == HEARTH_ERR_BUFFER_TOO_SMALL || (st == HEARTH_OK && n_prompt + 1 >= n_ctx)) {
-        fprintf(stderr, "hearth: the conversation is %zu tokens but the context holds %u: start a new chat or raise -c/--ctx-size\n",
+        fprintf(stderr,
+                "hearth: the conversation is %zu tokens but the context holds %u: start a new chat or raise "
+                "-c/--ctx-size\n",
                 n_prompt, n_ctx);
         return 1;
     }

@@ -77,7 +77,8 @@ static int print_model(const char *path, int32_t n_gpu_layers, const hearth_cont
     if (cli_model_load(path, &mp, &m)) return 1;
     char name[256];
     size_t len;
-    if (hearth_model_meta_str(m, "general.name", name, sizeof name, &len) != HEARTH_OK) snprintf(name, sizeof name, "?");
+    if (hearth_model_meta_str(m, "general.name", name, sizeof name, &len) != HEARTH_OK)
+        snprintf(name, sizeof name, "?");
     printf("model: %s\n", path);
     printf("  name: %s\n  description: %s\n", name, hearth_model_desc(m));
     printf("  parameters: %llu\n  size: %.1f MiB\n", (unsigned long long)hearth_model_n_params(m),
@@ -101,7 +102,8 @@ int cmd_info(int argc, char **argv) {
                    "Prints the version, build features, devices and what the build supports; with MODEL, the "
                    "model's facts,\nhow many of its layers a load places on the GPU (-ngl N, -1 = all, auto), and the "
                    "memory a context needs\n(weights, KV cache, compute buffers; per device and in all) for the "
-                   "context options of hearth run\n(-c, -b, -ub, -fa, -ctk, -ctv, -t) and -np, --parallel N sequences (the "
+                   "context options of hearth run\n(-c, -b, -ub, -fa, -ctk, -ctv, -t) and -np, --parallel N sequences "
+                   "(the "
                    "slots of hearth serve; default 1).\n");
             return 0;
         }

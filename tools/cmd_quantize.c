@@ -50,8 +50,8 @@ static void on_progress(const hearth_quantize_progress *p, void *user) {
         for (uint32_t d = 1; d < p->n_dims && len < (int)sizeof shape; d++)
             len += snprintf(shape + len, sizeof shape - (size_t)len, " x %lld", (long long)p->ne[d]);
         int width = snprintf(NULL, 0, "%u", p->n_tensors);
-        fprintf(stderr, "[%*u/%u] %-28s %5s -> %-5s %s ...", width, p->i_tensor + 1, p->n_tensors,
-                p->name, p->src_type, p->dst_type, shape);
+        fprintf(stderr, "[%*u/%u] %-28s %5s -> %-5s %s ...", width, p->i_tensor + 1, p->n_tensors, p->name, p->src_type,
+                p->dst_type, shape);
         s->line_open = true;
         return;
     }
@@ -104,8 +104,9 @@ int cmd_quantize(int argc, char **argv) {
     }
     int want = params.dry_run ? 2 : 3;
     if (n_pos != want) {
-        fprintf(stderr, params.dry_run ? "hearth: quantize --dry-run needs IN.gguf and TYPE; see hearth quantize --help\n"
-                                       : "hearth: quantize needs IN.gguf, OUT.gguf and TYPE; see hearth quantize --help\n");
+        fprintf(stderr, params.dry_run
+                            ? "hearth: quantize --dry-run needs IN.gguf and TYPE; see hearth quantize --help\n"
+                            : "hearth: quantize needs IN.gguf, OUT.gguf and TYPE; see hearth quantize --help\n");
         return 2;
     }
     const char *in = pos[0], *out = params.dry_run ? NULL : pos[1], *type = pos[want - 1];

@@ -14,20 +14,19 @@
 
 static void run_usage(FILE *out, bool chat) {
     if (chat)
-        fprintf(out,
-                "usage: hearth chat MODEL [options]\n"
-                "\n"
-                "Chats with the GGUF model MODEL: type a message and press Enter; the answer streams to\n"
-                "stdout. The conversation is rendered with the model's chat template, and the KV cache is\n"
-                "kept between turns. /exit or Ctrl-D ends the chat; Ctrl-C stops an answer (at the prompt,\n"
-                "it ends the chat).\n"
-                "\n"
-                "chat:\n"
-                "      --system TEXT        a system message first\n"
-                "      --chat-template FILE use the Jinja template in FILE instead of the model's\n"
-                "generation:\n"
-                "  -n, --n-predict N        tokens per answer, at most (default -1: until the end-of-turn token\n"
-                "                           or a full context)\n");
+        fprintf(out, "usage: hearth chat MODEL [options]\n"
+                     "\n"
+                     "Chats with the GGUF model MODEL: type a message and press Enter; the answer streams to\n"
+                     "stdout. The conversation is rendered with the model's chat template, and the KV cache is\n"
+                     "kept between turns. /exit or Ctrl-D ends the chat; Ctrl-C stops an answer (at the prompt,\n"
+                     "it ends the chat).\n"
+                     "\n"
+                     "chat:\n"
+                     "      --system TEXT        a system message first\n"
+                     "      --chat-template FILE use the Jinja template in FILE instead of the model's\n"
+                     "generation:\n"
+                     "  -n, --n-predict N        tokens per answer, at most (default -1: until the end-of-turn token\n"
+                     "                           or a full context)\n");
     else
         fprintf(out,
                 "usage: hearth run MODEL [PROMPT] [options]\n"
@@ -49,45 +48,45 @@ static void run_usage(FILE *out, bool chat) {
                 "                           (the cached keys are re-rotated, nothing is recomputed); default: stop\n"
                 "      --keep N             with --context-shift: prompt tokens always kept, after the BOS\n"
                 "                           (default 0; -1 = the whole prompt)\n");
-    fprintf(out,
-            "      --temp T             temperature; 0 = greedy (default 0.8)\n"
-            "      --top-k K            keep the K most likely tokens; 0 = off (default 40)\n"
-            "      --top-p P            nucleus sampling threshold in (0, 1]; 1 = off (default 0.95)\n"
-            "      --min-p P            drop tokens below P x the top probability; 0 = off (default 0.05)\n"
-            "      --repeat-penalty R   penalty for the last 64 tokens; 1 = off (default 1.0)\n"
-            "      --seed S             random seed; the same seed gives the same text (default: random)\n"
-            "%s"
-            "performance:\n"
-            "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
-            "  -c, --ctx-size N         context length in tokens (default: the model's, at most 4096)\n"
-            "  -b, --batch-size N       prompt tokens per decode call (default 512)\n"
-            "  -ub, --ubatch-size N     tokens per forward pass, at most -b; the buffers are sized for it (default 512)\n"
-            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all and the output layer, auto = as\n"
-            "                           many as fit beside the context -c (default 0; without a usable GPU\n"
-            "                           the model runs on the CPU and says why)\n"
-            "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (hearth info lists\n"
-            "                           them; default: CUDA devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
-            CLI_LOAD_HELP
-            "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
-            "                           (llama.cpp's exact order without flash attention), auto = on (default auto)\n"
-            CLI_CACHE_TYPE_HELP
-            CLI_ROPE_HELP
-            "other:\n"
-            "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
-            "  -h, --help               this help\n",
-            chat ? ""
-                 : "structured output (one of):\n"
-                   "      --grammar GBNF       only text this GBNF grammar (llama.cpp's notation, rule root) accepts\n"
-                   "      --grammar-file FILE  the grammar in FILE\n"
-                   "  -j, --json-schema JSON   only JSON that this JSON Schema accepts (the subset in README)\n"
-                   "      --json               only a JSON object\n",
-            hearth_cpu_physical_cores());
+    fprintf(
+        out,
+        "      --temp T             temperature; 0 = greedy (default 0.8)\n"
+        "      --top-k K            keep the K most likely tokens; 0 = off (default 40)\n"
+        "      --top-p P            nucleus sampling threshold in (0, 1]; 1 = off (default 0.95)\n"
+        "      --min-p P            drop tokens below P x the top probability; 0 = off (default 0.05)\n"
+        "      --repeat-penalty R   penalty for the last 64 tokens; 1 = off (default 1.0)\n"
+        "      --seed S             random seed; the same seed gives the same text (default: random)\n"
+        "%s"
+        "performance:\n"
+        "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
+        "  -c, --ctx-size N         context length in tokens (default: the model's, at most 4096)\n"
+        "  -b, --batch-size N       prompt tokens per decode call (default 512)\n"
+        "  -ub, --ubatch-size N     tokens per forward pass, at most -b; the buffers are sized for it (default 512)\n"
+        "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all and the output layer, auto = as\n"
+        "                           many as fit beside the context -c (default 0; without a usable GPU\n"
+        "                           the model runs on the CPU and says why)\n"
+        "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (hearth info lists\n"
+        "                           them; default: CUDA devices, else OpenCL GPUs; env HEARTH_DEVICE)\n" CLI_LOAD_HELP
+        "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
+        "                           (llama.cpp's exact order without flash attention), auto = on (default "
+        "auto)\n" CLI_CACHE_TYPE_HELP CLI_ROPE_HELP "other:\n"
+        "  -v, --verbose            log loading details to stderr (or set HEARTH_LOG=debug|info|warn|error)\n"
+        "  -h, --help               this help\n",
+        chat ? ""
+             : "structured output (one of):\n"
+               "      --grammar GBNF       only text this GBNF grammar (llama.cpp's notation, rule root) accepts\n"
+               "      --grammar-file FILE  the grammar in FILE\n"
+               "  -j, --json-schema JSON   only JSON that this JSON Schema accepts (the subset in README)\n"
+               "      --json               only a JSON object\n",
+        hearth_cpu_physical_cores());
 }
 
 int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat) {
     const char *cmd = chat ? "chat" : "run";
-    *o = (run_opts){.n_predict = chat ? -1 : 128, .sampling = hearth_sampler_default_params(),
-                    .ctx = hearth_context_default_params(), .parse_special = true};
+    *o = (run_opts){.n_predict = chat ? -1 : 128,
+                    .sampling = hearth_sampler_default_params(),
+                    .ctx = hearth_context_default_params(),
+                    .parse_special = true};
     cli_load_init(&o->load);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -95,13 +94,13 @@ int cli_parse_run_args(int argc, char **argv, run_opts *o, bool chat) {
         long l;
         double d;
 #define IS(short_, long_) (!strcmp(a, short_) || !strcmp(a, long_))
-#define NEED_VALUE()                                                            \
-    do {                                                                        \
-        if (!val) {                                                             \
-            fprintf(stderr, "hearth: %s needs a value; see hearth %s --help\n", a, cmd); \
-            return 2;                                                           \
-        }                                                                       \
-        i++;                                                                    \
+#define NEED_VALUE()                                                                                                   \
+    do {                                                                                                               \
+        if (!val) {                                                                                                    \
+            fprintf(stderr, "hearth: %s needs a value; see hearth %s --help\n", a, cmd);                               \
+            return 2;                                                                                                  \
+        }                                                                                                              \
+        i++;                                                                                                           \
     } while (0)
         int shared = cli_parse_ctx_opt(argc, argv, &i, cmd, &o->ctx, &o->n_gpu_layers);
         if (!shared) shared = cli_parse_load_opt(argc, argv, &i, cmd, &o->load);
@@ -247,8 +246,10 @@ static int tokenize_prompt(run_state *s, const run_opts *o, const char *text, si
     }
     uint32_t n_ctx = hearth_context_n_ctx(s->ctx);
     if (*n_prompt >= n_ctx) {
-        fprintf(stderr, "hearth: the prompt is %zu tokens but the context holds %u: raise -c/--ctx-size or shorten the prompt\n",
-                *n_prompt, n_ctx);
+        fprintf(
+            stderr,
+            "hearth: the prompt is %zu tokens but the context holds %u: raise -c/--ctx-size or shorten the prompt\n",
+            *n_prompt, n_ctx);
         return 1;
     }
     return 0;
@@ -267,12 +268,17 @@ static int generate(run_state *s, const run_opts *o, size_t n_prompt, long *n_ge
      * after the BOS, which always stays */
     const size_t bos = s->tokens[0] == hearth_token_bos(s->model);
     const size_t n_keep = o->n_keep < 0 || (size_t)o->n_keep + bos > n_prompt ? n_prompt : (size_t)o->n_keep + bos;
-    const cli_gen g = {.ctx = s->ctx, .model = s->model, .smpl = s->smpl, .detok = s->detok,
-                       .context_shift = o->context_shift, .n_keep = (uint32_t)n_keep};
+    const cli_gen g = {.ctx = s->ctx,
+                       .model = s->model,
+                       .smpl = s->smpl,
+                       .detok = s->detok,
+                       .context_shift = o->context_shift,
+                       .n_keep = (uint32_t)n_keep};
     int rc = cli_generate(&g, limit, n_gen);
     *t_gen = cli_now() - t1;
     if (!rc && !o->context_shift && limit == (long)room && *n_gen == limit && o->n_predict != limit)
-        fprintf(stderr, "\nhearth: the context is full (%u tokens): stopped; raise -c/--ctx-size or add --context-shift\n",
+        fprintf(stderr,
+                "\nhearth: the context is full (%u tokens): stopped; raise -c/--ctx-size or add --context-shift\n",
                 hearth_context_n_ctx(s->ctx));
     return rc;
 }
@@ -324,8 +330,7 @@ static int run(const run_opts *o, run_state *s) {
     double t_prompt = 0, t_gen = 0;
     rc = generate(s, o, n_prompt, &n_gen, &t_prompt, &t_gen);
     if (rc) return rc;
-    fprintf(stderr,
-            "\nhearth: %s | load %.0f ms | prompt %zu tokens, %.1f tok/s | generated %ld tokens, %.1f tok/s\n",
+    fprintf(stderr, "\nhearth: %s | load %.0f ms | prompt %zu tokens, %.1f tok/s | generated %ld tokens, %.1f tok/s\n",
             hearth_model_desc(s->model), t_load * 1e3, n_prompt, n_prompt / (t_prompt > 0 ? t_prompt : 1e-9), n_gen,
             n_gen > 0 ? n_gen / t_gen : 0.0);
     return 0;

@@ -15,49 +15,47 @@
 #define MAX_API_KEYS 64
 
 static void serve_usage(FILE *out) {
-    fprintf(out,
-            "usage: hearth serve MODEL [options]\n"
-            "\n"
-            "Serves the GGUF model MODEL over HTTP with OpenAI's API (/v1/chat/completions,\n"
-            "/v1/completions, /v1/models) and /health, /metrics, /slots, /tokenize, /detokenize.\n"
-            "Requests run together in slots (continuous batching); more wait in a queue.\n"
-            "\n"
-            "network:\n"
-            "      --host HOST          address to listen on (default 127.0.0.1)\n"
-            "      --port N             port; 0 = any free port, printed at start (default 8080)\n"
-            "      --api-key KEY        require 'Authorization: Bearer KEY' (repeat for more keys)\n"
-            "      --api-key-file FILE  keys from FILE, one per line\n"
-            "      --max-body BYTES     largest request body (default 1048576)\n"
-            "      --timeout SECONDS    close connections idle this long; 0 = never (default 600)\n"
-            "model:\n"
-            "      --alias NAME         the model id clients see (default: MODEL's file name)\n"
-            "      --chat-template FILE the Jinja chat template in FILE instead of the model's\n"
-            "context:\n"
-            "      --context-shift      a generation that fills its slot drops the oldest tokens after --keep\n"
-            "                           and goes on (default: it ends with finish_reason \"length\")\n"
-            "      --keep N             with --context-shift: prompt tokens always kept, after the BOS\n"
-            "                           (default 0; -1 = the whole prompt)\n"
-            "performance:\n"
-            "      --parallel N         slots: requests generating at once (default 4)\n"
-            "      --queue N            requests that may wait for a slot (default 64)\n"
-            "  -c, --ctx-size N         KV cache over all slots, in tokens (default: each slot gets\n"
-            "                           the model's context, at most 4096)\n"
-            "  -b, --batch-size N       most tokens of one step (default 512)\n"
-            "  -ub, --ubatch-size N     tokens per forward pass, at most -b; a step runs in passes of it (default 512)\n"
-            "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
-            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all, auto = as many as fit beside a\n"
-            "                           context of -c tokens (give -c for all slots; default 0)\n"
-            "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (default: CUDA\n"
-            "                           devices, else OpenCL GPUs; env HEARTH_DEVICE)\n"
-            CLI_LOAD_HELP
-            "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
-            "                           (llama.cpp's exact order without flash attention), auto = on (default auto)\n"
-            CLI_CACHE_TYPE_HELP
-            CLI_ROPE_HELP
-            "other:\n"
-            "  -v, --verbose            log each request and loading details to stderr\n"
-            "  -h, --help               this help\n",
-            hearth_cpu_physical_cores());
+    fprintf(
+        out,
+        "usage: hearth serve MODEL [options]\n"
+        "\n"
+        "Serves the GGUF model MODEL over HTTP with OpenAI's API (/v1/chat/completions,\n"
+        "/v1/completions, /v1/models) and /health, /metrics, /slots, /tokenize, /detokenize.\n"
+        "Requests run together in slots (continuous batching); more wait in a queue.\n"
+        "\n"
+        "network:\n"
+        "      --host HOST          address to listen on (default 127.0.0.1)\n"
+        "      --port N             port; 0 = any free port, printed at start (default 8080)\n"
+        "      --api-key KEY        require 'Authorization: Bearer KEY' (repeat for more keys)\n"
+        "      --api-key-file FILE  keys from FILE, one per line\n"
+        "      --max-body BYTES     largest request body (default 1048576)\n"
+        "      --timeout SECONDS    close connections idle this long; 0 = never (default 600)\n"
+        "model:\n"
+        "      --alias NAME         the model id clients see (default: MODEL's file name)\n"
+        "      --chat-template FILE the Jinja chat template in FILE instead of the model's\n"
+        "context:\n"
+        "      --context-shift      a generation that fills its slot drops the oldest tokens after --keep\n"
+        "                           and goes on (default: it ends with finish_reason \"length\")\n"
+        "      --keep N             with --context-shift: prompt tokens always kept, after the BOS\n"
+        "                           (default 0; -1 = the whole prompt)\n"
+        "performance:\n"
+        "      --parallel N         slots: requests generating at once (default 4)\n"
+        "      --queue N            requests that may wait for a slot (default 64)\n"
+        "  -c, --ctx-size N         KV cache over all slots, in tokens (default: each slot gets\n"
+        "                           the model's context, at most 4096)\n"
+        "  -b, --batch-size N       most tokens of one step (default 512)\n"
+        "  -ub, --ubatch-size N     tokens per forward pass, at most -b; a step runs in passes of it (default 512)\n"
+        "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
+        "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all, auto = as many as fit beside a\n"
+        "                           context of -c tokens (give -c for all slots; default 0)\n"
+        "  --device LIST            devices for those layers: cuda0, opencl0,opencl1 ... (default: CUDA\n"
+        "                           devices, else OpenCL GPUs; env HEARTH_DEVICE)\n" CLI_LOAD_HELP
+        "  -fa, --flash-attn MODE   attention on the CPU: on (tiled, fast on long contexts), off\n"
+        "                           (llama.cpp's exact order without flash attention), auto = on (default "
+        "auto)\n" CLI_CACHE_TYPE_HELP CLI_ROPE_HELP "other:\n"
+        "  -v, --verbose            log each request and loading details to stderr\n"
+        "  -h, --help               this help\n",
+        hearth_cpu_physical_cores());
 }
 
 typedef struct serve_opts {
@@ -240,9 +238,8 @@ int cmd_serve(int argc, char **argv) {
     }
     const char *host = o.cfg.host;
     bool v6 = strchr(host, ':') != NULL;
-    fprintf(stderr, "hearth: listening on http://%s%s%s:%d (model %s, %u slot%s)\n", v6 ? "[" : "", host,
-            v6 ? "]" : "", hl_server_port(srv), o.cfg.alias, o.engine.ctx.n_seq_max,
-            o.engine.ctx.n_seq_max == 1 ? "" : "s");
+    fprintf(stderr, "hearth: listening on http://%s%s%s:%d (model %s, %u slot%s)\n", v6 ? "[" : "", host, v6 ? "]" : "",
+            hl_server_port(srv), o.cfg.alias, o.engine.ctx.n_seq_max, o.engine.ctx.n_seq_max == 1 ? "" : "s");
     hearth_model *model = NULL;
     hearth_engine *engine = NULL;
     rc = load(&o, &model, &engine);

@@ -26,7 +26,8 @@ static bool make_room(const cli_gen *g, int *rc) {
     if (!g->context_shift || hearth_context_n_past(g->ctx) < hearth_context_n_ctx(g->ctx)) return true;
     const hearth_status st = hearth_context_shift_half(g->ctx, 0, g->n_keep, NULL);
     if (st == HEARTH_ERR_CONTEXT_FULL) {
-        fprintf(stderr, "\nhearth: the context is full and keeping %u tokens leaves nothing to drop: stopped\n", g->n_keep);
+        fprintf(stderr, "\nhearth: the context is full and keeping %u tokens leaves nothing to drop: stopped\n",
+                g->n_keep);
         return false;
     }
     if (st != HEARTH_OK) {

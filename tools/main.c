@@ -6,28 +6,29 @@
 #include "cli.h"
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "hearth %s - run GGUF language models on CPUs and GPUs\n"
-            "\n"
-            "usage: hearth <command> [options]\n"
-            "\n"
-            "commands:\n"
-            "  run MODEL [PROMPT]   generate text from a prompt (hearth run --help)\n"
-            "  chat MODEL           chat with the model, using its chat template (hearth chat --help)\n"
-            "  bench MODEL          prompt and generation speed, like llama-bench (hearth bench --help)\n"
-            "  info [MODEL]         version, build features, devices; with MODEL, its metadata\n"
-            "  quantize IN OUT TYPE convert a model to Q4_0, Q4_K_M, Q8_0, F16 ... (hearth quantize --help)\n"
-            "  serve MODEL          OpenAI-compatible HTTP server (hearth serve --help)\n"
-            "  pull NAME            download a model into the store (hearth pull --help)\n"
-            "  list                 the models in the store\n"
-            "  rm NAME              delete a model from the store\n"
-            "\n"
-            "MODEL is a .gguf file or a model name: llama3.2:1b, hf.co/OWNER/REPO[:QUANT] (or -hf OWNER/REPO[:QUANT]),\n"
-            "ollama:NAME[:TAG], an http(s) URL; a name not in the store is downloaded first (--offline: never).\n"
-            "\n"
-            "  -h, --help           this help\n"
-            "  --version            print the version\n",
-            HEARTH_VERSION);
+    fprintf(
+        out,
+        "hearth %s - run GGUF language models on CPUs and GPUs\n"
+        "\n"
+        "usage: hearth <command> [options]\n"
+        "\n"
+        "commands:\n"
+        "  run MODEL [PROMPT]   generate text from a prompt (hearth run --help)\n"
+        "  chat MODEL           chat with the model, using its chat template (hearth chat --help)\n"
+        "  bench MODEL          prompt and generation speed, like llama-bench (hearth bench --help)\n"
+        "  info [MODEL]         version, build features, devices; with MODEL, its metadata\n"
+        "  quantize IN OUT TYPE convert a model to Q4_0, Q4_K_M, Q8_0, F16 ... (hearth quantize --help)\n"
+        "  serve MODEL          OpenAI-compatible HTTP server (hearth serve --help)\n"
+        "  pull NAME            download a model into the store (hearth pull --help)\n"
+        "  list                 the models in the store\n"
+        "  rm NAME              delete a model from the store\n"
+        "\n"
+        "MODEL is a .gguf file or a model name: llama3.2:1b, hf.co/OWNER/REPO[:QUANT] (or -hf OWNER/REPO[:QUANT]),\n"
+        "ollama:NAME[:TAG], an http(s) URL; a name not in the store is downloaded first (--offline: never).\n"
+        "\n"
+        "  -h, --help           this help\n"
+        "  --version            print the version\n",
+        HEARTH_VERSION);
 }
 
 /* The options every command that takes a MODEL (and pull) accepts:
@@ -92,6 +93,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "pull")) return cmd_pull(argc - 1, argv + 1);
     if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "rm")) return cmd_rm(argc - 1, argv + 1);
-    fprintf(stderr, "hearth: unknown command '%s' (commands: run, chat, bench, info, quantize, serve, pull, list, rm); see hearth --help\n", cmd);
+    fprintf(stderr,
+            "hearth: unknown command '%s' (commands: run, chat, bench, info, quantize, serve, pull, list, rm); see "
+            "hearth --help\n",
+            cmd);
     return 2;
 }

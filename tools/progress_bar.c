@@ -40,8 +40,9 @@ bool cli_progress_draw(const hearth_progress *p, void *user) {
     b->last_line = p->elapsed;
     char done[32], total[32], rate[32], eta[32], line[256];
     int n = snprintf(line, sizeof line, "%s %s: ", b->verb, p->what);
-    if (p->total) n += snprintf(line + n, sizeof line - (size_t)n, "%3.0f%% %s / %s", 100.0 * (double)p->done / (double)p->total,
-                                bytes((double)p->done, done, sizeof done), bytes((double)p->total, total, sizeof total));
+    if (p->total)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%3.0f%% %s / %s", 100.0 * (double)p->done / (double)p->total,
+                      bytes((double)p->done, done, sizeof done), bytes((double)p->total, total, sizeof total));
     else n += snprintf(line + n, sizeof line - (size_t)n, "%s", bytes((double)p->done, done, sizeof done));
     if (n > 0 && (size_t)n < sizeof line && p->rate > 0)
         n += snprintf(line + n, sizeof line - (size_t)n, ", %s/s", bytes(p->rate, rate, sizeof rate));

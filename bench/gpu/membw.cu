@@ -18,14 +18,13 @@
 
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                                    \
-    do {                                                                                            \
-        cudaError_t e_ = (call);                                                                    \
-        if (e_ != cudaSuccess) {                                                                    \
-            fprintf(stderr, "membw: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,           \
-                    cudaGetErrorString(e_));                                                        \
-            exit(1);                                                                                \
-        }                                                                                           \
+#define CK(call)                                                                                                       \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "membw: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__, cudaGetErrorString(e_));     \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 __global__ void fill(uint4 *p, size_t n, uint32_t seed) {

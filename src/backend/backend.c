@@ -23,15 +23,21 @@ static const char *const op_names[HL_OP_COUNT] = {
 
 /* The names of each op's tensors, in HL_OPS order. */
 static const char *const op_tensors[HL_OP_COUNT][HL_OP_MAX_TENSORS] = {
-    [HL_OP_GET_ROWS] = {"table", "out"},     [HL_OP_RMS_NORM] = {"x", "w", "y"},
-    [HL_OP_LAYER_NORM] = {"x", "w", "b", "y"}, [HL_OP_GELU] = {"x"},
-    [HL_OP_MATMUL] = {"w", "x", "y"},        [HL_OP_ROPE] = {"x", "freq_factors"},
+    [HL_OP_GET_ROWS] = {"table", "out"},
+    [HL_OP_RMS_NORM] = {"x", "w", "y"},
+    [HL_OP_LAYER_NORM] = {"x", "w", "b", "y"},
+    [HL_OP_GELU] = {"x"},
+    [HL_OP_MATMUL] = {"w", "x", "y"},
+    [HL_OP_ROPE] = {"x", "freq_factors"},
     [HL_OP_MATMUL_ADD] = {"w", "x", "y", "tmp"},
     [HL_OP_ROPE_SHIFT] = {"cache", "freq_factors"},
     [HL_OP_ROPE_STORE] = {"q", "k", "v", "k_cache", "v_cache", "freq_factors"},
-    [HL_OP_STORE_ROWS] = {"src", "cache"},   [HL_OP_ATTENTION] = {"q", "k_cache", "v_cache", "out"},
-    [HL_OP_SWIGLU] = {"gate", "up"},         [HL_OP_GEGLU] = {"gate", "up"},
-    [HL_OP_ADD] = {"x", "y"},                [HL_OP_SCALE] = {"x"},
+    [HL_OP_STORE_ROWS] = {"src", "cache"},
+    [HL_OP_ATTENTION] = {"q", "k_cache", "v_cache", "out"},
+    [HL_OP_SWIGLU] = {"gate", "up"},
+    [HL_OP_GEGLU] = {"gate", "up"},
+    [HL_OP_ADD] = {"x", "y"},
+    [HL_OP_SCALE] = {"x"},
     [HL_OP_CLAMP] = {"x"},
 };
 

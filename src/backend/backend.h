@@ -23,11 +23,11 @@
 typedef struct hl_backend hl_backend;
 
 typedef struct hl_tensor {
-    uint32_t type;      /* ggml type id (gguf/ggml_types.h) */
-    int64_t ne[4];      /* elements per dimension, ne[0] innermost */
-    void *data;         /* in `backend`'s memory, rows contiguous */
+    uint32_t type; /* ggml type id (gguf/ggml_types.h) */
+    int64_t ne[4]; /* elements per dimension, ne[0] innermost */
+    void *data;    /* in `backend`'s memory, rows contiguous */
     hl_backend *backend;
-    size_t capacity;    /* bytes `data` holds, for tensors whose shape changes
+    size_t capacity; /* bytes `data` holds, for tensors whose shape changes
                            per pass (activations planned for n_batch tokens):
                            the checked calls (ops.h) refuse a larger shape;
                            0 = exactly the shape's bytes */
@@ -55,13 +55,13 @@ typedef enum hl_rope_mode {
  * 0.1 ln(1 / freq_scale)). hl_rope_yarn_consts gives every backend the
  * same per-op numbers. */
 typedef struct hl_rope_params {
-    int32_t n_rot;      /* dimensions rotated per head (<= head_dim, even) */
-    int32_t mode;       /* hl_rope_mode */
-    float freq_base;    /* theta base, e.g. 10000 */
-    float freq_scale;   /* 1 / linear scaling factor */
-    int32_t n_ctx_orig; /* YaRN: the context length the model was trained on, tokens */
-    float ext_factor;   /* YaRN: extrapolation mix; 0 = no YaRN */
-    float attn_factor;  /* magnitude scale of cos and sin (1 = none) */
+    int32_t n_rot;              /* dimensions rotated per head (<= head_dim, even) */
+    int32_t mode;               /* hl_rope_mode */
+    float freq_base;            /* theta base, e.g. 10000 */
+    float freq_scale;           /* 1 / linear scaling factor */
+    int32_t n_ctx_orig;         /* YaRN: the context length the model was trained on, tokens */
+    float ext_factor;           /* YaRN: extrapolation mix; 0 = no YaRN */
+    float attn_factor;          /* magnitude scale of cos and sin (1 = none) */
     float beta_fast, beta_slow; /* YaRN: the ramp's ends, in rotations over n_ctx_orig (32, 1) */
 } hl_rope_params;
 
@@ -119,13 +119,13 @@ typedef struct hl_attn_args {
     const hl_tensor *v_cache; /* {head_dim * n_head_kv, n_ctx}: F16, or what supports_op accepts */
     hl_tensor *out;           /* F32 {head_dim * n_head, n_tokens} */
     int32_t n_head, n_head_kv, head_dim;
-    int32_t n_swa;            /* sliding window: query at position p sees keys at
+    int32_t n_swa;      /* sliding window: query at position p sees keys at
                                  positions > p - n_swa; 0 = the whole causal past */
-    float scale;              /* usually 1/sqrt(head_dim) */
-    float max_bias;           /* ALiBi (hl_alibi_slope): > 0 adds slope(h) * -|p - j| to the
+    float scale;        /* usually 1/sqrt(head_dim) */
+    float max_bias;     /* ALiBi (hl_alibi_slope): > 0 adds slope(h) * -|p - j| to the
                                  score of a query at position p for the key at position j;
                                  0 = none */
-    bool bidirectional;       /* an encoder's attention: no causal mask (see above); a backend
+    bool bidirectional; /* an encoder's attention: no causal mask (see above); a backend
                                  without it refuses in supports_op */
 } hl_attn_args;
 
@@ -147,32 +147,34 @@ static inline float hl_alibi_slope(int32_t n_head, float max_bias, int32_t h) {
 /* The ops of the interface, with the tensors each one takes in the order of
  * its slot's arguments (hl_op_desc.t): supports_op is asked about them,
  * ops.h checks calls of them, the op tests name them (-o). */
-#define HL_OPS(X)                                                              \
-    X(GET_ROWS, get_rows)     /* table, out */                                 \
-    X(RMS_NORM, rms_norm)     /* x, w, y */                                    \
-    X(LAYER_NORM, layer_norm) /* x, w, b, y */                                 \
-    X(MATMUL, matmul)         /* w, x, y */                                    \
-    X(MATMUL_ADD, matmul_add) /* w, x, y (tmp) */                              \
-    X(ROPE, rope)             /* x, freq_factors */                            \
-    X(ROPE_SHIFT, rope_shift) /* cache, freq_factors */                        \
-    X(ROPE_STORE, rope_store) /* q, k, v, k_cache, v_cache, freq_factors */    \
-    X(STORE_ROWS, store_rows) /* src, cache */                                 \
-    X(ATTENTION, attention)   /* q, k_cache, v_cache, out */                   \
-    X(SWIGLU, swiglu)         /* gate, up */                                   \
-    X(GEGLU, geglu)           /* gate, up */                                   \
-    X(GELU, gelu)             /* x */                                          \
-    X(ADD, add)               /* x, y */                                       \
-    X(SCALE, scale)           /* x */                                          \
-    X(CLAMP, clamp)           /* x */                                          \
-    X(MOE_ROUTE, moe_route)   /* logits, ids, weights */                       \
-    X(MATMUL_ID, matmul_id)   /* w, x, ids, y */                               \
+#define HL_OPS(X)                                                                                                      \
+    X(GET_ROWS, get_rows)     /* table, out */                                                                         \
+    X(RMS_NORM, rms_norm)     /* x, w, y */                                                                            \
+    X(LAYER_NORM, layer_norm) /* x, w, b, y */                                                                         \
+    X(MATMUL, matmul)         /* w, x, y */                                                                            \
+    X(MATMUL_ADD, matmul_add) /* w, x, y (tmp) */                                                                      \
+    X(ROPE, rope)             /* x, freq_factors */                                                                    \
+    X(ROPE_SHIFT, rope_shift) /* cache, freq_factors */                                                                \
+    X(ROPE_STORE, rope_store) /* q, k, v, k_cache, v_cache, freq_factors */                                            \
+    X(STORE_ROWS, store_rows) /* src, cache */                                                                         \
+    X(ATTENTION, attention)   /* q, k_cache, v_cache, out */                                                           \
+    X(SWIGLU, swiglu)         /* gate, up */                                                                           \
+    X(GEGLU, geglu)           /* gate, up */                                                                           \
+    X(GELU, gelu)             /* x */                                                                                  \
+    X(ADD, add)               /* x, y */                                                                               \
+    X(SCALE, scale)           /* x */                                                                                  \
+    X(CLAMP, clamp)           /* x */                                                                                  \
+    X(MOE_ROUTE, moe_route)   /* logits, ids, weights */                                                               \
+    X(MATMUL_ID, matmul_id)   /* w, x, ids, y */                                                                       \
     X(MOE_SUM, moe_sum)       /* y, weights, out */
 
 typedef enum hl_op {
+// clang-format off
 #define HL_OP_ENUM(id, name) HL_OP_##id,
     HL_OPS(HL_OP_ENUM)
 #undef HL_OP_ENUM
     HL_OP_COUNT
+    // clang-format on
 } hl_op;
 
 #define HL_OP_MAX_TENSORS 6
@@ -190,9 +192,9 @@ typedef enum hl_op {
 typedef struct hl_op_desc {
     hl_op op;
     const hl_tensor *t[HL_OP_MAX_TENSORS];
-    int32_t n_head;              /* ROPE, ROPE_SHIFT: heads in a row; ROPE_STORE: in q's row */
-    const hl_rope_params *rope;  /* ROPE, ROPE_SHIFT, ROPE_STORE */
-    const hl_attn_args *attn;    /* ATTENTION */
+    int32_t n_head;             /* ROPE, ROPE_SHIFT: heads in a row; ROPE_STORE: in q's row */
+    const hl_rope_params *rope; /* ROPE, ROPE_SHIFT, ROPE_STORE */
+    const hl_attn_args *attn;   /* ATTENTION */
 } hl_op_desc;
 
 /* "matmul", "rms_norm" ...; NULL for a value out of range. */
@@ -375,8 +377,8 @@ typedef struct hl_pass_extent {
 struct hl_backend {
     const hl_backend_i *iface; /* callers go through ops.h, not the table */
     void *impl;
-    hl_backend_limits limits;  /* set by the backend's init */
-    hl_pass_extent pass;       /* set by hl_set_positions */
+    hl_backend_limits limits; /* set by the backend's init */
+    hl_pass_extent pass;      /* set by hl_set_positions */
 };
 
 /* Number of elements and bytes of a tensor (its rows in its type). */

@@ -112,7 +112,8 @@ hearth_status hl_gpu_select(const char *list, int32_t *ids, int32_t *n) {
             if (strlen(id) == len && strncmp(id, s, len) == 0) found = i;
         }
         for (int32_t k = 0; k < *n && found >= 0; k++)
-            if (ids[k] == found) return hl_fail(HEARTH_ERR_INVALID_ARG, "device %.*s is named twice in \"%s\"", (int)len, s, list);
+            if (ids[k] == found)
+                return hl_fail(HEARTH_ERR_INVALID_ARG, "device %.*s is named twice in \"%s\"", (int)len, s, list);
         if (found < 0) {
             char known[256];
             list_devices(known, sizeof known);

@@ -25,8 +25,8 @@ typedef struct hl_gpu_device {
     int32_t compute_units;      /* CUDA multiprocessors, OpenCL compute units */
     bool is_gpu;                /* false for an OpenCL CPU device (PoCL's) */
     size_t free_bytes, total_bytes;
-    const char *backend;        /* its registry entry's name, "cuda", "opencl" (id's prefix) */
-    const char *backend_label;  /* and label, "CUDA", "OpenCL" */
+    const char *backend;       /* its registry entry's name, "cuda", "opencl" (id's prefix) */
+    const char *backend_label; /* and label, "CUDA", "OpenCL" */
 } hl_gpu_device;
 
 /* Scratch a compute instance sizes once (the token loop never allocates). */

@@ -26,7 +26,9 @@ hearth_status hl_op_refuse(const hl_backend *b, const hl_op_desc *d, hearth_stat
 /* ---- what the wrappers check */
 
 /* A matrix: ne[2] = ne[3] = 1, at least one element per row and one row. */
-static inline bool hl_is_mat(const hl_tensor *t) { return t->ne[0] > 0 && t->ne[1] > 0 && t->ne[2] == 1 && t->ne[3] == 1; }
+static inline bool hl_is_mat(const hl_tensor *t) {
+    return t->ne[0] > 0 && t->ne[1] > 0 && t->ne[2] == 1 && t->ne[3] == 1;
+}
 
 /* An F32 matrix whose shape fits the buffer planned for it. */
 static inline bool hl_is_f32_mat(const hl_tensor *t) {
@@ -79,8 +81,10 @@ static inline hearth_status hl_set_positions(hl_backend *b, const int32_t *pos, 
         span = (int64_t)pos[t] + 1 > span ? (int64_t)pos[t] + 1 : span;
     }
     if (n < 1 || n > b->limits.max_tokens || negative)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "set_positions on %s: %d tokens (the instance was sized for %lld), "
-                       "positions and rows must be >= 0", b->iface->name(b), (int)n, (long long)b->limits.max_tokens);
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "set_positions on %s: %d tokens (the instance was sized for %lld), "
+                       "positions and rows must be >= 0",
+                       b->iface->name(b), (int)n, (long long)b->limits.max_tokens);
     b->pass = (hl_pass_extent){.n = n, .end = end, .span = span};
     b->iface->set_positions(b, pos, row0, n);
     return HEARTH_OK;
@@ -95,18 +99,20 @@ static inline hearth_status hl_get_rows(hl_backend *b, const hl_tensor *table, c
     HL_TRY(hl_check_tokens(b, &d, out->ne[1], false));
     for (int64_t t = 0; t < out->ne[1]; t++)
         if (ids[t] < 0 || ids[t] >= table->ne[1])
-            return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "id %d (token %lld) is not a row of the table", (int)ids[t],
-                                (long long)t);
+            return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "id %d (token %lld) is not a row of the table",
+                                (int)ids[t], (long long)t);
     HL_TRY(hl_check_supported(b, &d));
     b->iface->get_rows(b, table, ids, out);
     return HEARTH_OK;
 }
 
-static inline hearth_status hl_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps, hl_tensor *y) {
+static inline hearth_status hl_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, float eps,
+                                        hl_tensor *y) {
     const hl_op_desc d = {.op = HL_OP_RMS_NORM, .t = {x, w, y}};
     if (!hl_is_f32_mat(x) || !hl_is_f32_mat(w) || !hl_is_f32_mat(y) || w->ne[1] != 1 || x->ne[0] % w->ne[0] ||
         !hl_same_shape(x, y))
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "x, w, y must be F32, w {d}, x and y of one shape whose "
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG,
+                            "x, w, y must be F32, w {d}, x and y of one shape whose "
                             "rows are runs of d");
     HL_TRY(hl_check_tokens(b, &d, x->ne[1], false));
     HL_TRY(hl_check_supported(b, &d));
@@ -119,7 +125,8 @@ static inline hearth_status hl_layer_norm(hl_backend *b, const hl_tensor *x, con
     const hl_op_desc d = {.op = HL_OP_LAYER_NORM, .t = {x, w, bias, y}};
     if (!hl_is_f32_mat(x) || !hl_is_f32_mat(w) || (bias && (!hl_is_f32_mat(bias) || !hl_same_shape(w, bias))) ||
         !hl_is_f32_mat(y) || w->ne[1] != 1 || x->ne[0] != w->ne[0] || !hl_same_shape(x, y))
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "x, w, b, y must be F32, w and b {d} (b may be absent), x "
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG,
+                            "x, w, b, y must be F32, w and b {d} (b may be absent), x "
                             "and y {d, n}");
     HL_TRY(hl_check_tokens(b, &d, x->ne[1], false));
     HL_TRY(hl_check_supported(b, &d));
@@ -128,11 +135,12 @@ static inline hearth_status hl_layer_norm(hl_backend *b, const hl_tensor *x, con
 }
 
 /* What matmul, matmul_add and each product of matmul_n take: w {d_in, d_out}, x F32 {d_in, n}, y F32 {d_out, n}. */
-static inline hearth_status hl_check_matmul(hl_backend *b, const hl_op_desc *d, const hl_tensor *w,
-                                            const hl_tensor *x, const hl_tensor *y) {
+static inline hearth_status hl_check_matmul(hl_backend *b, const hl_op_desc *d, const hl_tensor *w, const hl_tensor *x,
+                                            const hl_tensor *y) {
     if (!hl_is_mat(w) || !hl_is_f32_mat(x) || !hl_is_f32_mat(y) || x->ne[0] != w->ne[0] || y->ne[0] != w->ne[1] ||
         y->ne[1] != x->ne[1])
-        return hl_op_refuse(b, d, HEARTH_ERR_INVALID_ARG, "x must be F32 {d_in, n} and y F32 {d_out, n} for w "
+        return hl_op_refuse(b, d, HEARTH_ERR_INVALID_ARG,
+                            "x must be F32 {d_in, n} and y F32 {d_out, n} for w "
                             "{d_in, d_out}");
     HL_TRY(hl_check_tokens(b, d, x->ne[1], false));
     if (x->ne[0] > b->limits.max_row)
@@ -153,9 +161,12 @@ static inline hearth_status hl_check_rope(hl_backend *b, const hl_op_desc *d, co
                                           const hl_rope_params *p, const hl_tensor *freq_factors) {
     if (!hl_is_f32_mat(x) || n_head < 1 || x->ne[0] % n_head || p->n_rot < 2 || p->n_rot % 2 ||
         p->n_rot > x->ne[0] / n_head ||
-        (freq_factors && (!hl_is_f32_mat(freq_factors) || freq_factors->ne[0] != p->n_rot / 2 || freq_factors->ne[1] != 1)))
-        return hl_op_refuse(b, d, HEARTH_ERR_INVALID_ARG, "x must be F32 {n_head * head_dim, n} with n_head %d and an "
-                            "even n_rot %d <= head_dim; freq_factors F32 {n_rot / 2}", (int)n_head, (int)p->n_rot);
+        (freq_factors &&
+         (!hl_is_f32_mat(freq_factors) || freq_factors->ne[0] != p->n_rot / 2 || freq_factors->ne[1] != 1)))
+        return hl_op_refuse(b, d, HEARTH_ERR_INVALID_ARG,
+                            "x must be F32 {n_head * head_dim, n} with n_head %d and an "
+                            "even n_rot %d <= head_dim; freq_factors F32 {n_rot / 2}",
+                            (int)n_head, (int)p->n_rot);
     return hl_check_tokens(b, d, x->ne[1], true);
 }
 
@@ -173,10 +184,13 @@ static inline hearth_status hl_rope_shift(hl_backend *b, hl_tensor *cache, int64
     const hl_op_desc d = {.op = HL_OP_ROPE_SHIFT, .t = {cache, freq_factors}, .n_head = n_head, .rope = p};
     if (!hl_is_mat(cache) || n_head < 1 || cache->ne[0] % n_head || p->n_rot < 2 || p->n_rot % 2 ||
         p->n_rot > cache->ne[0] / n_head || row < 0 || n < 0 || row + n > cache->ne[1] ||
-        (freq_factors && (!hl_is_f32_mat(freq_factors) || freq_factors->ne[0] != p->n_rot / 2 || freq_factors->ne[1] != 1)))
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "rows [%lld, %lld) must be rows of a cache {n_head * "
+        (freq_factors &&
+         (!hl_is_f32_mat(freq_factors) || freq_factors->ne[0] != p->n_rot / 2 || freq_factors->ne[1] != 1)))
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG,
+                            "rows [%lld, %lld) must be rows of a cache {n_head * "
                             "head_dim, n_ctx} with n_head %d and an even n_rot %d <= head_dim; freq_factors F32 "
-                            "{n_rot / 2}", (long long)row, (long long)(row + n), (int)n_head, (int)p->n_rot);
+                            "{n_rot / 2}",
+                            (long long)row, (long long)(row + n), (int)n_head, (int)p->n_rot);
     HL_TRY(hl_check_supported(b, &d));
     if (n > 0) b->iface->rope_shift(b, cache, row, n, n_head, delta, p, freq_factors);
     return HEARTH_OK;
@@ -206,12 +220,14 @@ static inline hearth_status hl_store_rows(hl_backend *b, const hl_tensor *src, h
 static inline hearth_status hl_rope_store(hl_backend *b, hl_tensor *q, hl_tensor *k, const hl_tensor *v,
                                           hl_tensor *k_cache, hl_tensor *v_cache, int32_t n_head,
                                           const hl_rope_params *p, const hl_tensor *freq_factors) {
-    const hl_op_desc d = {.op = HL_OP_ROPE_STORE, .t = {q, k, v, k_cache, v_cache, freq_factors}, .n_head = n_head,
-                          .rope = p};
+    const hl_op_desc d = {
+        .op = HL_OP_ROPE_STORE, .t = {q, k, v, k_cache, v_cache, freq_factors}, .n_head = n_head, .rope = p};
     const int64_t head_dim = n_head > 0 ? q->ne[0] / n_head : 0;
     if (head_dim < 1 || k->ne[0] % head_dim || k->ne[1] != q->ne[1] || v->ne[1] != q->ne[1])
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "k must hold whole heads of q's head_dim (n_head %d), "
-                            "q, k and v the same tokens", (int)n_head);
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG,
+                            "k must hold whole heads of q's head_dim (n_head %d), "
+                            "q, k and v the same tokens",
+                            (int)n_head);
     const int32_t n_head_kv = (int32_t)(k->ne[0] / head_dim);
     HL_TRY(hl_check_rope(b, &d, q, n_head, p, freq_factors));
     HL_TRY(hl_check_rope(b, &d, k, n_head_kv, p, freq_factors));
@@ -233,14 +249,18 @@ static inline hearth_status hl_attention(hl_backend *b, const hl_attn_args *a) {
     if (!hl_is_f32_mat(a->q) || !hl_is_f32_mat(a->out) || !hl_same_shape(a->q, a->out) || !hl_is_mat(a->k_cache) ||
         a->n_head_kv < 1 || a->head_dim < 1 || a->n_head % a->n_head_kv || a->q->ne[0] != q_dim ||
         a->k_cache->ne[0] != kv_dim || !hl_same_shape(a->k_cache, a->v_cache) || a->n_swa < 0 || !(a->max_bias >= 0.0f))
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "q and out must be F32 {n_head * head_dim, n}, the caches "
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG,
+                            "q and out must be F32 {n_head * head_dim, n}, the caches "
                             "alike {n_head_kv * head_dim, n_ctx}, n_head a multiple of n_head_kv (n_head %d, n_head_kv "
-                            "%d, head_dim %d), n_swa and max_bias >= 0", (int)a->n_head, (int)a->n_head_kv, (int)a->head_dim);
+                            "%d, head_dim %d), n_swa and max_bias >= 0",
+                            (int)a->n_head, (int)a->n_head_kv, (int)a->head_dim);
     HL_TRY(hl_check_tokens(b, &d, a->q->ne[1], true));
     HL_TRY(hl_check_cells(b, &d, a->k_cache));
     if (b->pass.span > b->limits.max_span)
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "a query attends over %lld positions, the instance was "
-                            "sized for %lld", (long long)b->pass.span, (long long)b->limits.max_span);
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG,
+                            "a query attends over %lld positions, the instance was "
+                            "sized for %lld",
+                            (long long)b->pass.span, (long long)b->limits.max_span);
     HL_TRY(hl_check_supported(b, &d));
     b->iface->attention(b, a);
     return HEARTH_OK;
@@ -352,10 +372,11 @@ static inline hearth_status hl_moe_route(hl_backend *b, const hl_tensor *logits,
     const hl_op_desc d = {.op = HL_OP_MOE_ROUTE, .t = {logits, ids, weights}};
     const int64_t n = logits->ne[1], k = ids->ne[0];
     if (!hl_is_f32_mat(logits) || !hl_is_act3(ids, GGML_TYPE_I32, k, n, 1) ||
-        !hl_is_act3(weights, GGML_TYPE_F32, k, n, 1) || k > logits->ne[0] ||
-        logits->ne[0] > HL_MOE_MAX_EXPERTS)
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "logits must be F32 {n_expert, n}, ids I32 and weights "
-                            "F32 {k, n} with k <= n_expert <= %d", HL_MOE_MAX_EXPERTS);
+        !hl_is_act3(weights, GGML_TYPE_F32, k, n, 1) || k > logits->ne[0] || logits->ne[0] > HL_MOE_MAX_EXPERTS)
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG,
+                            "logits must be F32 {n_expert, n}, ids I32 and weights "
+                            "F32 {k, n} with k <= n_expert <= %d",
+                            HL_MOE_MAX_EXPERTS);
     HL_TRY(hl_check_tokens(b, &d, n, false));
     HL_TRY(hl_check_supported(b, &d));
     b->iface->moe_route(b, logits, ids, weights);
@@ -371,7 +392,8 @@ static inline hearth_status hl_matmul_id(hl_backend *b, const hl_tensor *w, cons
     if (w->ne[0] < 1 || w->ne[1] < 1 || w->ne[2] < 1 || w->ne[3] != 1 || !hl_is_act3(ids, GGML_TYPE_I32, k, n, 1) ||
         k > w->ne[2] || (x->ne[1] != 1 && x->ne[1] != k) || !hl_is_act3(x, GGML_TYPE_F32, w->ne[0], x->ne[1], n) ||
         !hl_is_act3(y, GGML_TYPE_F32, w->ne[1], k, n))
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "w must be {d_in, d_out, n_expert}, ids I32 {k, n} with k "
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG,
+                            "w must be {d_in, d_out, n_expert}, ids I32 {k, n} with k "
                             "<= n_expert, x F32 {d_in, 1 or k, n}, y F32 {d_out, k, n}");
     HL_TRY(hl_check_tokens(b, &d, n, false));
     if (x->ne[0] > b->limits.max_row)
@@ -387,7 +409,8 @@ static inline hearth_status hl_moe_sum(hl_backend *b, const hl_tensor *y, const 
     const int64_t k = weights->ne[0], n = weights->ne[1];
     if (!hl_is_act3(weights, GGML_TYPE_F32, k, n, 1) || !hl_is_act3(y, GGML_TYPE_F32, out->ne[0], k, n) ||
         !hl_is_f32_mat(out) || out->ne[1] != n)
-        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG, "y must be F32 {d, k, n}, weights F32 {k, n}, out F32 {d, n}");
+        return hl_op_refuse(b, &d, HEARTH_ERR_INVALID_ARG,
+                            "y must be F32 {d, k, n}, weights F32 {k, n}, out F32 {d, n}");
     HL_TRY(hl_check_tokens(b, &d, n, false));
     HL_TRY(hl_check_supported(b, &d));
     b->iface->moe_sum(b, y, weights, out);

@@ -11,10 +11,10 @@
 
 /* The entry of a backend left out of the build: `needs` is what its
  * detection looks for, `option` the CMake switch (HEARTH_<option>). */
-#define HL_MISSING(name_, label_, needs, option)                                                                    \
-    &(const hl_backend_reg) {                                                                                       \
-        .name = name_, .label = label_,                                                                             \
-        .missing = "this build has no " label_ " backend (built without " needs " or with -DHEARTH_" option "=OFF)" \
+#define HL_MISSING(name_, label_, needs, option)                                                                       \
+    &(const hl_backend_reg) {                                                                                          \
+        .name = name_, .label = label_,                                                                                \
+        .missing = "this build has no " label_ " backend (built without " needs " or with -DHEARTH_" option "=OFF)"    \
     }
 
 static const hl_backend_reg *const entries[] = {

@@ -20,9 +20,9 @@
 
 /* Device numbers here are the backend's own: 0 .. device_count() - 1. */
 typedef struct hl_backend_reg {
-    const char *name;    /* "cuda": its devices are named "cuda0", "cuda1" ... */
-    const char *label;   /* "CUDA": the backend in reasons and warnings */
-    const char *build;   /* as hearth_build_info lists it: "opencl+clblast" */
+    const char *name;  /* "cuda": its devices are named "cuda0", "cuda1" ... */
+    const char *label; /* "CUDA": the backend in reasons and warnings */
+    const char *build; /* as hearth_build_info lists it: "opencl+clblast" */
     /* Why this build has no such backend ("this build has no CUDA backend
      * (...)"); non-NULL only in the registry's entry for a backend left out
      * of the build, where nothing below is set. */

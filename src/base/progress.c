@@ -10,7 +10,6 @@
 #define SAMPLE_EVERY 0.5 /* seconds between rate samples */
 #define SMOOTHING 0.3    /* weight of the newest sample */
 
-
 void hl_progress_init(hl_progress *p, hearth_progress_fn fn, void *user, const char *what, uint64_t total) {
     *p = (hl_progress){.fn = fn, .user = user, .what = what, .total = total, .t0 = hl_now()};
     p->last_report = -1.0;

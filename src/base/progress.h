@@ -11,18 +11,18 @@
 #include "hearth.h"
 
 typedef struct hl_progress {
-    hearth_progress_fn fn;   /* NULL: reports are dropped (and never cancel) */
+    hearth_progress_fn fn; /* NULL: reports are dropped (and never cancel) */
     void *user;
-    const char *what;        /* shown to the callback; not copied */
-    uint64_t total;          /* bytes in all, 0 when unknown */
-    uint64_t base;           /* bytes done before the current part (earlier files of a split model) */
-    double t0;               /* monotonic seconds at init */
-    double last_report;      /* when the callback last ran */
-    double sample_t;         /* the rate's last sample: time and bytes */
+    const char *what;   /* shown to the callback; not copied */
+    uint64_t total;     /* bytes in all, 0 when unknown */
+    uint64_t base;      /* bytes done before the current part (earlier files of a split model) */
+    double t0;          /* monotonic seconds at init */
+    double last_report; /* when the callback last ran */
+    double sample_t;    /* the rate's last sample: time and bytes */
     uint64_t sample_done;
     bool sampled;
-    double rate;             /* bytes/s, smoothed */
-    bool cancelled;          /* the callback returned false */
+    double rate;    /* bytes/s, smoothed */
+    bool cancelled; /* the callback returned false */
 } hl_progress;
 
 void hl_progress_init(hl_progress *p, hearth_progress_fn fn, void *user, const char *what, uint64_t total);

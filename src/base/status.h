@@ -21,10 +21,10 @@ hearth_status hl_fail(hearth_status st, const char *fmt, ...) HL_PRINTF(2, 3);
 void hl_clear_error(void);
 
 /* Propagates a failing status to the caller; the message is already set. */
-#define HL_TRY(expr)                                                            \
-    do {                                                                        \
-        hearth_status hl_try_st_ = (expr);                                      \
-        if (hl_try_st_ != HEARTH_OK) return hl_try_st_;                         \
+#define HL_TRY(expr)                                                                                                   \
+    do {                                                                                                               \
+        hearth_status hl_try_st_ = (expr);                                                                             \
+        if (hl_try_st_ != HEARTH_OK) return hl_try_st_;                                                                \
     } while (0)
 
 /* Allocation that records an out-of-memory error (with the byte count and the

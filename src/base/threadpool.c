@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define SPIN_ITERS 100000       /* pause iterations before a worker sleeps */
-#define YIELD_EVERY 1024        /* a spinning thread yields its core this often */
+#define SPIN_ITERS 100000 /* pause iterations before a worker sleeps */
+#define YIELD_EVERY 1024  /* a spinning thread yields its core this often */
 #define MAX_SHARES 0xffff
 
 struct hl_pool {

@@ -32,7 +32,8 @@ static bool fill(const cJSON *e, const char *name, const char *quant, hl_name *o
     out->kind = HL_NAME_HF;
     strcpy(out->repo, repo);
     strcpy(out->catalog, name);
-    for (size_t i = 0; quant[i]; i++) out->quant[i] = (char)(quant[i] >= 'a' && quant[i] <= 'z' ? quant[i] - 32 : quant[i]);
+    for (size_t i = 0; quant[i]; i++)
+        out->quant[i] = (char)(quant[i] >= 'a' && quant[i] <= 'z' ? quant[i] - 32 : quant[i]);
     out->quant[strlen(quant)] = '\0';
     const cJSON *f;
     cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(e, "files")) {

@@ -34,17 +34,17 @@
 typedef struct xfer {
     const hl_download *d;
     char partial[4096];
-    FILE *f;              /* the partial file, appended to */
-    EVP_MD_CTX *md;       /* has hashed exactly the `have` bytes of the file */
+    FILE *f;        /* the partial file, appended to */
+    EVP_MD_CTX *md; /* has hashed exactly the `have` bytes of the file */
     uint64_t have;
-    uint64_t total;       /* expected size: d->size, or from the answer's Content-Length; 0 unknown */
-    bool started;         /* the current attempt has delivered its first bytes */
+    uint64_t total;                 /* expected size: d->size, or from the answer's Content-Length; 0 unknown */
+    bool started;                   /* the current attempt has delivered its first bytes */
     char server_sha[HL_SHA256_HEX]; /* from X-Linked-Etag, else "" */
-    double stall_after;   /* seconds without a byte that make a stall */
-    double last_byte_t;   /* monotonic time of the last byte (or of the attempt's start) */
+    double stall_after;             /* seconds without a byte that make a stall */
+    double last_byte_t;             /* monotonic time of the last byte (or of the attempt's start) */
     uint64_t last_have;
     bool stalled;
-    hearth_status st;     /* why a callback stopped the transfer */
+    hearth_status st; /* why a callback stopped the transfer */
 } xfer;
 
 /* Empties the partial file and the hash (the server sent the whole file). */
@@ -52,7 +52,8 @@ static hearth_status restart(xfer *x) {
     if (ftruncate(fileno(x->f), 0) != 0 || fseek(x->f, 0, SEEK_SET) != 0)
         return hl_fail(HEARTH_ERR_IO, "cannot truncate '%s': %s", x->partial, strerror(errno));
     x->have = 0;
-    return EVP_DigestInit_ex(x->md, EVP_sha256(), NULL) ? HEARTH_OK : hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "sha256 init failed");
+    return EVP_DigestInit_ex(x->md, EVP_sha256(), NULL) ? HEARTH_OK
+                                                        : hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "sha256 init failed");
 }
 
 static hearth_status check_space(const xfer *x, uint64_t total) {
@@ -128,7 +129,6 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *user) {
     }
     return n;
 }
-
 
 static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
     (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
@@ -297,7 +297,9 @@ hearth_status hl_download_file(const hl_download *d) {
     char lock[4096];
     snprintf(lock, sizeof lock, "%s.lock", d->dest);
     const int fd = open(lock, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    if (fd < 0) return hl_fail(HEARTH_ERR_IO, "cannot create '%s': %s (set HEARTH_MODELS to a writable folder)", lock, strerror(errno));
+    if (fd < 0)
+        return hl_fail(HEARTH_ERR_IO, "cannot create '%s': %s (set HEARTH_MODELS to a writable folder)", lock,
+                       strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         HL_INFO("waiting for another download of %s", d->dest);
         if (flock(fd, LOCK_EX) != 0) {

@@ -24,23 +24,23 @@
 /* ------------------------------------------------------------ name.c -- */
 
 typedef enum hl_name_kind {
-    HL_NAME_PATH,    /* a local file */
-    HL_NAME_URL,     /* http(s)://... */
-    HL_NAME_HF,      /* a Hugging Face repository (from hf.co/... or the catalog) */
-    HL_NAME_OLLAMA,  /* ollama:NAME[:TAG] */
+    HL_NAME_PATH,   /* a local file */
+    HL_NAME_URL,    /* http(s)://... */
+    HL_NAME_HF,     /* a Hugging Face repository (from hf.co/... or the catalog) */
+    HL_NAME_OLLAMA, /* ollama:NAME[:TAG] */
 } hl_name_kind;
 
 typedef struct hl_name {
     hl_name_kind kind;
-    char text[1024];     /* PATH: the path; URL: the URL */
-    char repo[256];      /* HF: "OWNER/REPO" */
-    char quant[64];      /* HF: the quant tag asked for ("" = the default order) */
-    char file[512];      /* HF: the file when the catalog names it, else "" */
+    char text[1024];            /* PATH: the path; URL: the URL */
+    char repo[256];             /* HF: "OWNER/REPO" */
+    char quant[64];             /* HF: the quant tag asked for ("" = the default order) */
+    char file[512];             /* HF: the file when the catalog names it, else "" */
     char sha256[HL_SHA256_HEX]; /* HF: the catalog's sha256 of `file`, else "" */
-    char catalog[64];    /* HF from the catalog: its short name ("llama3.2:1b"), else "" */
-    char ns[128];        /* OLLAMA: namespace ("library") */
-    char model[128];     /* OLLAMA: model name */
-    char tag[128];       /* OLLAMA: tag ("latest") */
+    char catalog[64];           /* HF from the catalog: its short name ("llama3.2:1b"), else "" */
+    char ns[128];               /* OLLAMA: namespace ("library") */
+    char model[128];            /* OLLAMA: model name */
+    char tag[128];              /* OLLAMA: tag ("latest") */
 } hl_name;
 
 /* Parses `name` (the forms of hearth_model_resolve()). INVALID_ARG with the
@@ -83,9 +83,9 @@ bool hl_catalog_name_of(const char *repo, const char *quant, char *buf, size_t s
 /* --------------------------------------------------------------- hf.c -- */
 
 typedef struct hl_hf_file {
-    char *path;                  /* in the repository, may hold '/' */
+    char *path; /* in the repository, may hold '/' */
     uint64_t size;
-    char sha256[HL_SHA256_HEX];  /* the LFS object id; "" for a file not in LFS */
+    char sha256[HL_SHA256_HEX]; /* the LFS object id; "" for a file not in LFS */
 } hl_hf_file;
 
 /* The files of a repository (recursive listing), into *files (n entries);
@@ -178,10 +178,10 @@ struct curl_slist *hl_http_setup(void *curl, const char *url, const char *accept
 
 typedef struct hl_download {
     const char *url;
-    const char *dest;       /* the final path (in the store) */
-    const char *sha256;     /* expected hex digest, or NULL: the server's X-Linked-Etag when it is one */
-    uint64_t size;          /* expected bytes, 0 when unknown */
-    hl_progress *progress;  /* may be NULL */
+    const char *dest;      /* the final path (in the store) */
+    const char *sha256;    /* expected hex digest, or NULL: the server's X-Linked-Etag when it is one */
+    uint64_t size;         /* expected bytes, 0 when unknown */
+    hl_progress *progress; /* may be NULL */
 } hl_download;
 
 /* Downloads d->url to d->dest as hearth_model_resolve() describes (lock,

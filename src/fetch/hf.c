@@ -34,8 +34,8 @@ static hearth_status parse_listing(const char *repo, const char *body, hl_hf_fil
     cJSON *root = cJSON_Parse(body);
     if (!cJSON_IsArray(root)) {
         cJSON_Delete(root);
-        return hl_fail(HEARTH_ERR_FORMAT, "the file listing of %s is not a JSON array: is HF_ENDPOINT a Hugging Face Hub?",
-                       repo);
+        return hl_fail(HEARTH_ERR_FORMAT,
+                       "the file listing of %s is not a JSON array: is HF_ENDPOINT a Hugging Face Hub?", repo);
     }
     const int count = cJSON_GetArraySize(root);
     hl_hf_file *out = hl_calloc((size_t)count + 1, sizeof *out);
@@ -44,8 +44,10 @@ static hearth_status parse_listing(const char *repo, const char *body, hl_hf_fil
     hearth_status st = out ? HEARTH_OK : HEARTH_ERR_OUT_OF_MEMORY;
     cJSON_ArrayForEach(e, root) {
         if (st != HEARTH_OK) break;
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "type"), *path = cJSON_GetObjectItemCaseSensitive(e, "path");
-        const cJSON *size = cJSON_GetObjectItemCaseSensitive(e, "size"), *lfs = cJSON_GetObjectItemCaseSensitive(e, "lfs");
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "type"),
+                    *path = cJSON_GetObjectItemCaseSensitive(e, "path");
+        const cJSON *size = cJSON_GetObjectItemCaseSensitive(e, "size"),
+                    *lfs = cJSON_GetObjectItemCaseSensitive(e, "lfs");
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "file") != 0) continue;
         if (!cJSON_IsString(path) || !cJSON_IsNumber(size) || size->valuedouble < 0) {
             st = hl_fail(HEARTH_ERR_FORMAT, "the file listing of %s has an entry without a path or size", repo);
@@ -93,7 +95,8 @@ static bool has_tag(const char *path, const char *tag) {
     for (const char *s = base; *s; s++) {
         if (strncasecmp(s, tag, n) != 0) continue;
         const char after = s[n];
-        if ((s == base || !isalnum((unsigned char)s[-1])) && !isalnum((unsigned char)after) && after != '_') return true;
+        if ((s == base || !isalnum((unsigned char)s[-1])) && !isalnum((unsigned char)after) && after != '_')
+            return true;
     }
     return false;
 }
@@ -112,7 +115,8 @@ static bool is_model_file(const char *path) {
 static long first_with(const char *const *paths, size_t n, const char *tag) {
     long best = -1;
     for (size_t i = 0; i < n; i++)
-        if (is_model_file(paths[i]) && (!tag || has_tag(paths[i], tag)) && (best < 0 || strcmp(paths[i], paths[best]) < 0))
+        if (is_model_file(paths[i]) && (!tag || has_tag(paths[i], tag)) &&
+            (best < 0 || strcmp(paths[i], paths[best]) < 0))
             best = (long)i;
     return best;
 }

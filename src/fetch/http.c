@@ -77,8 +77,7 @@ hearth_status hl_http_fail(int curl_code, long http_code, const char *url, const
     case 404:
         return hl_fail(HEARTH_ERR_NETWORK, "%s: HTTP 404 not found: check the name (owner, repository, file, tag)%s",
                        url, hf ? "; a private repository also answers 404 without HF_TOKEN" : "");
-    case 416:
-        return hl_fail(HEARTH_ERR_NETWORK, "%s: HTTP 416: the server cannot resume this file", url);
+    case 416: return hl_fail(HEARTH_ERR_NETWORK, "%s: HTTP 416: the server cannot resume this file", url);
     case 429:
         return hl_fail(HEARTH_ERR_NETWORK, "%s: HTTP 429 too many requests: wait a while and pull again%s", url,
                        hf ? " (a HF_TOKEN raises the limit)" : "");
@@ -103,8 +102,7 @@ hearth_status hl_http_fail(int curl_code, long http_code, const char *url, const
     case CURLE_PEER_FAILED_VERIFICATION:
         return hl_fail(HEARTH_ERR_NETWORK, "%s: TLS certificate not trusted (%s): check the system's CA certificates",
                        url, curl_msg);
-    default:
-        return hl_fail(HEARTH_ERR_NETWORK, "%s: %s: pull again to resume", url, curl_msg);
+    default: return hl_fail(HEARTH_ERR_NETWORK, "%s: %s: pull again to resume", url, curl_msg);
     }
 }
 
@@ -155,7 +153,8 @@ hearth_status hl_http_get(const char *url, const char *accept, char **body, size
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     hearth_status st = HEARTH_OK;
-    if (d.too_big) st = hl_fail(HEARTH_ERR_FORMAT, "%s: the answer is over %u MiB: not a listing", url, MAX_DOCUMENT >> 20);
+    if (d.too_big)
+        st = hl_fail(HEARTH_ERR_FORMAT, "%s: the answer is over %u MiB: not a listing", url, MAX_DOCUMENT >> 20);
     else if (rc == CURLE_WRITE_ERROR) st = hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "out of memory reading %s", url);
     else if (rc != CURLE_OK || code >= 400) st = hl_http_fail(rc, code, url, err[0] ? err : curl_easy_strerror(rc));
     else if (!d.data && !(d.data = calloc(1, 1))) st = hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "out of memory");

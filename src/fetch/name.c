@@ -73,8 +73,8 @@ hearth_status hl_name_parse(const char *name, hl_name *out) {
     }
     if (has_prefix(name, "ollama:")) {
         if (parse_ollama(name + 7, out)) return HEARTH_OK;
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "'%s' is not an Ollama name: write ollama:NAME[:TAG] (ollama:llama3.2:1b)",
-                       name);
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "'%s' is not an Ollama name: write ollama:NAME[:TAG] (ollama:llama3.2:1b)", name);
     }
     const char *hf = has_prefix(name, "hf.co/") ? name + 6 : has_prefix(name, "huggingface.co/") ? name + 15 : NULL;
     if (hf) {
@@ -101,7 +101,8 @@ bool hl_split_name(const char *file, uint32_t *no, uint32_t *count, size_t *pref
     const char *s = file + n - 20;
     unsigned a, b;
     char dash, tail[8];
-    if (sscanf(s, "%c%5u-of-%5u%6s", &dash, &a, &b, tail) != 4 || dash != '-' || strcasecmp(tail, ".gguf")) return false;
+    if (sscanf(s, "%c%5u-of-%5u%6s", &dash, &a, &b, tail) != 4 || dash != '-' || strcasecmp(tail, ".gguf"))
+        return false;
     for (int i = 1; i <= 5; i++)
         if (!isdigit((unsigned char)s[i]) || !isdigit((unsigned char)s[i + 9])) return false;
     if (a < 1 || b < 1 || a > b) return false;

@@ -106,8 +106,8 @@ static hearth_status choose(const hl_name *n, const hl_hf_file *files, size_t co
         snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", base_name(files[k].path));
     }
     if (!list[0])
-        return hl_fail(HEARTH_ERR_NETWORK, "%s has no .gguf file: give a repository of GGUF models (their names end in -GGUF)",
-                       n->repo);
+        return hl_fail(HEARTH_ERR_NETWORK,
+                       "%s has no .gguf file: give a repository of GGUF models (their names end in -GGUF)", n->repo);
     return hl_fail(HEARTH_ERR_NETWORK, "no file of %s carries the quant tag '%s': its files are %s", n->repo, n->quant,
                    list);
 }
@@ -128,7 +128,8 @@ static hearth_status fetch_parts(const hl_name *n, const char *root, const heart
     uint64_t total = 0;
     for (uint32_t k = 0; k < parts; k++) {
         const hl_hf_file *f = part_of(files, count, pick, k);
-        if (!f) return hl_fail(HEARTH_ERR_NETWORK, "%s lacks part %u of the split model %s", n->repo, k + 1, pick->path);
+        if (!f)
+            return hl_fail(HEARTH_ERR_NETWORK, "%s lacks part %u of the split model %s", n->repo, k + 1, pick->path);
         total += f->size;
     }
     char ep[512], url[2048], dest[4096];
@@ -178,7 +179,8 @@ static hearth_status resolve_hf(const hl_name *n, const char *root, const hearth
         }
         if (!file && st == HEARTH_OK) st = choose(n, files, count, &pick);
         if (!file && st == HEARTH_OK) st = fetch_parts(n, root, p, files, count, pick);
-        if (!file && st == HEARTH_OK && !(file = strdup(pick->path))) st = hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!file && st == HEARTH_OK && !(file = strdup(pick->path)))
+            st = hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "out of memory");
         hl_hf_files_free(files, count);
         if (st != HEARTH_OK) {
             free(file);

@@ -72,14 +72,16 @@ hearth_status hl_store_path(const char *root, const hl_name *n, const char *file
     } else {
         what = file;
     }
-    if (k < 0) return hl_fail(HEARTH_ERR_FORMAT, "'%s' has no file name hearth can store (empty, '..' or hidden parts)", what);
+    if (k < 0)
+        return hl_fail(HEARTH_ERR_FORMAT, "'%s' has no file name hearth can store (empty, '..' or hidden parts)", what);
     if ((size_t)k >= size) return hl_fail(HEARTH_ERR_IO, "the store path of '%s' is too long", what);
     return HEARTH_OK;
 }
 
 hearth_status hl_mkdirs_for(const char *path) {
     char dir[4096];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return hl_fail(HEARTH_ERR_IO, "path too long: %s", path);
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return hl_fail(HEARTH_ERR_IO, "path too long: %s", path);
     char *slash = strrchr(dir, '/');
     if (!slash || slash == dir) return HEARTH_OK;
     *slash = '\0';
@@ -88,8 +90,9 @@ hearth_status hl_mkdirs_for(const char *path) {
         if (*s == '/' || end) {
             *s = '\0';
             if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-                return hl_fail(HEARTH_ERR_IO, "cannot create the folder '%s': %s (set HEARTH_MODELS to a writable folder)",
-                               dir, strerror(errno));
+                return hl_fail(HEARTH_ERR_IO,
+                               "cannot create the folder '%s': %s (set HEARTH_MODELS to a writable folder)", dir,
+                               strerror(errno));
             if (end) break;
             *s = '/';
         }
@@ -120,14 +123,18 @@ static hearth_status walk(scan *s, const char *root, const char *rel, int depth)
     char dir[4096];
     snprintf(dir, sizeof dir, "%s%s%s", root, *rel ? "/" : "", rel);
     DIR *d = opendir(dir);
-    if (!d) return errno == ENOENT || errno == ENOTDIR ? HEARTH_OK : hl_fail(HEARTH_ERR_IO, "cannot read the folder '%s': %s", dir, strerror(errno));
+    if (!d)
+        return errno == ENOENT || errno == ENOTDIR
+                   ? HEARTH_OK
+                   : hl_fail(HEARTH_ERR_IO, "cannot read the folder '%s': %s", dir, strerror(errno));
     hearth_status st = HEARTH_OK;
     const struct dirent *e;
     while (st == HEARTH_OK && (e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
         char sub[4096], full[4096];
         const int k = snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
-        if (k < 0 || (size_t)k >= sizeof sub || snprintf(full, sizeof full, "%s/%s", root, sub) >= (int)sizeof full) continue;
+        if (k < 0 || (size_t)k >= sizeof sub || snprintf(full, sizeof full, "%s/%s", root, sub) >= (int)sizeof full)
+            continue;
         struct stat sb;
         if (stat(full, &sb) != 0) continue;
         const size_t len = strlen(e->d_name);

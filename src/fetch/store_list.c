@@ -88,7 +88,8 @@ hearth_status hearth_model_list(const hearth_fetch_params *p, hearth_stored_mode
         uint64_t bytes;
         if (!describe(root, rels[i], name, sizeof name, quant, sizeof quant, &bytes)) continue;
         snprintf(full, sizeof full, "%s/%s", root, rels[i]);
-        list[k] = (hearth_stored_model){.name = strdup(name), .quant = strdup(quant), .size = bytes, .path = strdup(full)};
+        list[k] = (hearth_stored_model){
+            .name = strdup(name), .quant = strdup(quant), .size = bytes, .path = strdup(full)};
         if (!list[k].name || !list[k].quant || !list[k].path) st = hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "out of memory");
         k++;
     }
@@ -123,8 +124,10 @@ hearth_status hearth_model_remove(const char *name, const hearth_fetch_params *p
     if (!name) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_remove: name is NULL");
     HL_TRY(hl_name_parse(name, &n));
     if (n.kind == HL_NAME_PATH)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "'%s' is a path, not a model in the store: hearth rm deletes only what "
-                                               "hearth pulled (see hearth list)", name);
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "'%s' is a path, not a model in the store: hearth rm deletes only what "
+                       "hearth pulled (see hearth list)",
+                       name);
     char root[2048], dest[4096];
     HL_TRY(hl_store_root(p, root, sizeof root));
     bool found = false;
@@ -150,6 +153,7 @@ hearth_status hearth_model_remove(const char *name, const hearth_fetch_params *p
     }
     if (!found)
         return hl_fail(HEARTH_ERR_IO, "'%s' is not in the model store (%s)%s; see hearth list", name, root,
-                       n.kind == HL_NAME_OLLAMA ? " (a model of the Ollama store is Ollama's: ollama rm removes it)" : "");
+                       n.kind == HL_NAME_OLLAMA ? " (a model of the Ollama store is Ollama's: ollama rm removes it)"
+                                                : "");
     return HEARTH_OK;
 }

@@ -55,8 +55,7 @@ static hearth_status parse_or_close(gguf_file *f, gguf_file **out) {
 static hearth_status map_file(const char *path, int fd, size_t size, const void **base) {
     void *m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED)
-        return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': mmap of %zu bytes failed: %s", path, size,
-                       strerror(errno));
+        return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': mmap of %zu bytes failed: %s", path, size, strerror(errno));
 #ifdef MADV_HUGEPAGE
     /* Advice only: where the file system keeps large folios (ext4, xfs on
      * Linux 6.x) the parts of the file read from disk after this come in
@@ -71,17 +70,12 @@ static hearth_status map_file(const char *path, int fd, size_t size, const void 
 /* Checks what fd is (fstat) and maps it. */
 static hearth_status stat_and_map(const char *path, int fd, const void **base, size_t *size) {
     struct stat sb;
-    if (fstat(fd, &sb) != 0)
-        return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': cannot stat: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode))
-        return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': is a directory, not a model file", path);
-    if (!S_ISREG(sb.st_mode))
-        return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': not a regular file", path);
+    if (fstat(fd, &sb) != 0) return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': cannot stat: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': is a directory, not a model file", path);
+    if (!S_ISREG(sb.st_mode)) return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': not a regular file", path);
     if (sb.st_size == 0)
-        return hl_fail(HEARTH_ERR_FORMAT, "GGUF file '%s': the file is empty (0 bytes): truncated",
-                       path);
-    if ((uint64_t)sb.st_size > SIZE_MAX)
-        return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': too large to map", path);
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF file '%s': the file is empty (0 bytes): truncated", path);
+    if ((uint64_t)sb.st_size > SIZE_MAX) return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': too large to map", path);
     *size = (size_t)sb.st_size;
     return map_file(path, fd, *size, base);
 }
@@ -91,8 +85,7 @@ hearth_status hl_gguf_open(const char *path, gguf_file **out) {
     *out = NULL;
     if (!path) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_open: path is NULL");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': cannot open: %s", path, strerror(errno));
+    if (fd < 0) return hl_fail(HEARTH_ERR_IO, "GGUF file '%s': cannot open: %s", path, strerror(errno));
     const void *base = NULL;
     size_t size = 0;
     hearth_status st = stat_and_map(path, fd, &base, &size);
@@ -135,9 +128,7 @@ uint64_t hl_gguf_n_kv(const gguf_file *f) { return f->n_kv; }
 uint64_t hl_gguf_n_tensors(const gguf_file *f) { return f->n_tensors; }
 uint32_t hl_gguf_alignment(const gguf_file *f) { return f->alignment; }
 
-const gguf_kv *hl_gguf_kv_at(const gguf_file *f, uint64_t i) {
-    return i < f->n_kv ? &f->kvs[i] : NULL;
-}
+const gguf_kv *hl_gguf_kv_at(const gguf_file *f, uint64_t i) { return i < f->n_kv ? &f->kvs[i] : NULL; }
 
 const gguf_tensor *hl_gguf_tensor_at(const gguf_file *f, uint64_t i) {
     return i < f->n_tensors ? &f->tensors[i] : NULL;
@@ -157,9 +148,7 @@ int hl_gguf_str_cmp(gguf_str a, const char *b, size_t len) {
     return a.len < len ? -1 : a.len > len;
 }
 
-bool hl_gguf_str_eq(gguf_str s, const char *cstr) {
-    return hl_gguf_str_cmp(s, cstr, strlen(cstr)) == 0;
-}
+bool hl_gguf_str_eq(gguf_str s, const char *cstr) { return hl_gguf_str_cmp(s, cstr, strlen(cstr)) == 0; }
 
 const gguf_kv *hl_gguf_find_kv(const gguf_file *f, const char *key) {
     size_t len = strlen(key), lo = 0, hi = (size_t)f->n_kv;
@@ -189,8 +178,8 @@ const gguf_tensor *hl_gguf_find_tensor(const gguf_file *f, const char *name) {
 
 const char *hl_gguf_type_name(gguf_type t) {
     static const char *const names[GGUF_TYPE_COUNT] = {
-        "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-        "bool", "string", "array", "uint64", "int64", "float64",
+        "uint8", "int8",   "uint16", "int16",  "uint32", "int32",   "float32",
+        "bool",  "string", "array",  "uint64", "int64",  "float64",
     };
     return (unsigned)t < GGUF_TYPE_COUNT ? names[t] : "unknown";
 }
@@ -202,16 +191,14 @@ static const char *value_type_desc(const gguf_value *v, char buf[32]) {
     return buf;
 }
 
-static hearth_status type_error(const gguf_file *f, const char *key, const gguf_value *v,
-                                const char *expected) {
+static hearth_status type_error(const gguf_file *f, const char *key, const gguf_value *v, const char *expected) {
     char buf[32];
-    return hl_fail(HEARTH_ERR_FORMAT, "%s: key '%s' has type %s, expected %s", f->origin, key,
-                   value_type_desc(v, buf), expected);
+    return hl_fail(HEARTH_ERR_FORMAT, "%s: key '%s' has type %s, expected %s", f->origin, key, value_type_desc(v, buf),
+                   expected);
 }
 
 /* Finds key: *v is NULL when it is absent and not required. */
-static hearth_status lookup(const gguf_file *f, const char *key, bool required, const void *out,
-                            const gguf_value **v) {
+static hearth_status lookup(const gguf_file *f, const char *key, bool required, const void *out, const gguf_value **v) {
     *v = NULL;
     if (!f || !key || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_get: NULL argument");
     const gguf_kv *kv = hl_gguf_find_kv(f, key);
@@ -220,35 +207,35 @@ static hearth_status lookup(const gguf_file *f, const char *key, bool required, 
         return HEARTH_OK;
     }
     if (required)
-        return hl_fail(HEARTH_ERR_FORMAT, "%s: missing key '%s' (the model needs it: re-convert "
-                       "the model with a current converter)", f->origin, key);
+        return hl_fail(HEARTH_ERR_FORMAT,
+                       "%s: missing key '%s' (the model needs it: re-convert "
+                       "the model with a current converter)",
+                       f->origin, key);
     return HEARTH_OK;
 }
 
 static bool is_unsigned(gguf_type t) {
-    return t == GGUF_TYPE_UINT8 || t == GGUF_TYPE_UINT16 || t == GGUF_TYPE_UINT32 ||
-           t == GGUF_TYPE_UINT64;
+    return t == GGUF_TYPE_UINT8 || t == GGUF_TYPE_UINT16 || t == GGUF_TYPE_UINT32 || t == GGUF_TYPE_UINT64;
 }
 
 static bool is_signed(gguf_type t) {
-    return t == GGUF_TYPE_INT8 || t == GGUF_TYPE_INT16 || t == GGUF_TYPE_INT32 ||
-           t == GGUF_TYPE_INT64;
+    return t == GGUF_TYPE_INT8 || t == GGUF_TYPE_INT16 || t == GGUF_TYPE_INT32 || t == GGUF_TYPE_INT64;
 }
 
 /* Any integer value within [lo, hi]; `to` names the output type. */
-static hearth_status get_int(const gguf_file *f, const char *key, const gguf_value *v, int64_t lo,
-                             int64_t hi, const char *to, int64_t *x) {
+static hearth_status get_int(const gguf_file *f, const char *key, const gguf_value *v, int64_t lo, int64_t hi,
+                             const char *to, int64_t *x) {
     if (is_unsigned(v->type)) {
         if (v->v.u64 > (uint64_t)hi)
-            return hl_fail(HEARTH_ERR_FORMAT, "%s: key '%s' is %" PRIu64 ", out of range for %s",
-                           f->origin, key, v->v.u64, to);
+            return hl_fail(HEARTH_ERR_FORMAT, "%s: key '%s' is %" PRIu64 ", out of range for %s", f->origin, key,
+                           v->v.u64, to);
         *x = (int64_t)v->v.u64;
         return HEARTH_OK;
     }
     if (is_signed(v->type)) {
         if (v->v.i64 < lo || v->v.i64 > hi)
-            return hl_fail(HEARTH_ERR_FORMAT, "%s: key '%s' is %" PRId64 ", out of range for %s",
-                           f->origin, key, v->v.i64, to);
+            return hl_fail(HEARTH_ERR_FORMAT, "%s: key '%s' is %" PRId64 ", out of range for %s", f->origin, key,
+                           v->v.i64, to);
         *x = v->v.i64;
         return HEARTH_OK;
     }
@@ -286,8 +273,7 @@ hearth_status hl_gguf_get_f32(const gguf_file *f, const char *key, bool required
         return type_error(f, key, v, "float32 (or float64)");
     double d = v->v.f64;
     if (!isinf(d) && (d > FLT_MAX || d < -FLT_MAX))
-        return hl_fail(HEARTH_ERR_FORMAT, "%s: key '%s' is %g, out of range for float32",
-                       f->origin, key, d);
+        return hl_fail(HEARTH_ERR_FORMAT, "%s: key '%s' is %g, out of range for float32", f->origin, key, d);
     *out = (float)d;
     return HEARTH_OK;
 }
@@ -311,7 +297,7 @@ hearth_status hl_gguf_get_str(const gguf_file *f, const char *key, bool required
 }
 
 hearth_status hl_gguf_get_arr(const gguf_file *f, const char *key, bool required, gguf_type elem_type,
-                           const gguf_array **out) {
+                              const gguf_array **out) {
     const gguf_value *v;
     HL_TRY(lookup(f, key, required, out, &v));
     if (!v) return HEARTH_OK;

@@ -56,9 +56,9 @@ typedef struct gguf_array {
 struct gguf_value {
     gguf_type type;
     union {
-        uint64_t u64;  /* UINT8..UINT64 */
-        int64_t i64;   /* INT8..INT64 */
-        double f64;    /* FLOAT32, FLOAT64 */
+        uint64_t u64; /* UINT8..UINT64 */
+        int64_t i64;  /* INT8..INT64 */
+        double f64;   /* FLOAT32, FLOAT64 */
         bool b;
         gguf_str str;
         gguf_array arr;
@@ -134,8 +134,8 @@ hearth_status hl_gguf_get_bool(const gguf_file *f, const char *key, bool require
 hearth_status hl_gguf_get_str(const gguf_file *f, const char *key, bool required, gguf_str *out);
 /* Arrays must have exactly elem_type, else FORMAT ("tokenizer.ggml.tokens: array
  * of int32, expected string"); this is the tokenizer type-confusion guard. */
-hearth_status hl_gguf_get_arr(const gguf_file *f, const char *key, bool required,
-                           gguf_type elem_type, const gguf_array **out);
+hearth_status hl_gguf_get_arr(const gguf_file *f, const char *key, bool required, gguf_type elem_type,
+                              const gguf_array **out);
 
 /* Element i of a scalar array (i < arr->n and the type must match). */
 int32_t hl_gguf_arr_i32(const gguf_array *arr, uint64_t i);

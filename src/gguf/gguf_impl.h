@@ -15,22 +15,22 @@
 #define GGUF_MAX_KEY_LEN (64u << 10)
 
 struct gguf_file {
-    const uint8_t *base;   /* [size] the whole image (mapping or caller's buffer) */
+    const uint8_t *base; /* [size] the whole image (mapping or caller's buffer) */
     size_t size;
-    bool mapped;           /* munmap base on close */
-    char *origin;          /* "GGUF file 'path'" or "GGUF": prefix of messages */
+    bool mapped;  /* munmap base on close */
+    char *origin; /* "GGUF file 'path'" or "GGUF": prefix of messages */
     uint32_t version;
     uint32_t alignment;
-    uint64_t data_offset;  /* start of the data section, bytes from base */
+    uint64_t data_offset; /* start of the data section, bytes from base */
     uint64_t n_kv;
-    gguf_kv *kvs;                    /* [n_kv] in file order */
-    const gguf_kv **kv_by_key;       /* [n_kv] sorted by key, for lookups */
+    gguf_kv *kvs;              /* [n_kv] in file order */
+    const gguf_kv **kv_by_key; /* [n_kv] sorted by key, for lookups */
     uint64_t n_tensors;
-    gguf_tensor *tensors;            /* [n_tensors] in file order */
+    gguf_tensor *tensors;               /* [n_tensors] in file order */
     const gguf_tensor **tensor_by_name; /* [n_tensors] sorted by name */
     /* A split model's other files (gguf_split.c), open as long as this one:
      * tensors and tensor_by_name then cover every file's tensors. */
-    gguf_file **parts;     /* [n_parts] */
+    gguf_file **parts; /* [n_parts] */
     uint32_t n_parts;
 };
 

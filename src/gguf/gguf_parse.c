@@ -36,8 +36,8 @@
 
 typedef struct parser {
     gguf_file *f;
-    size_t pos;     /* cursor: offset of the next byte to read */
-    char what[96];  /* what is being read ("key 'general.name'"); "" for none */
+    size_t pos;    /* cursor: offset of the next byte to read */
+    char what[96]; /* what is being read ("key 'general.name'"); "" for none */
 } parser;
 
 static hearth_status perr(const parser *p, const char *fmt, ...) HL_PRINTF(2, 3);
@@ -84,8 +84,10 @@ static size_t remaining(const parser *p) { return p->f->size - p->pos; }
 
 static hearth_status need(const parser *p, uint64_t n) {
     if (n <= remaining(p)) return HEARTH_OK;
-    return perr(p, "truncated: needs %" PRIu64 " bytes at offset %zu but the file ends at %zu "
-                "(an incomplete download or a corrupt file)", n, p->pos, p->f->size);
+    return perr(p,
+                "truncated: needs %" PRIu64 " bytes at offset %zu but the file ends at %zu "
+                "(an incomplete download or a corrupt file)",
+                n, p->pos, p->f->size);
 }
 
 /* Returns the next n bytes and advances; need(p, n) must have passed. */
@@ -117,8 +119,10 @@ static hearth_status rd_str(parser *p, gguf_str *s) {
     uint64_t len;
     HL_TRY(rd_u64(p, &len));
     if (len > remaining(p))
-        return perr(p, "string of %" PRIu64 " bytes at offset %zu runs past the end of the file "
-                    "(%zu bytes left)", len, p->pos, remaining(p));
+        return perr(p,
+                    "string of %" PRIu64 " bytes at offset %zu runs past the end of the file "
+                    "(%zu bytes left)",
+                    len, p->pos, remaining(p));
     s->len = len;
     s->data = (const char *)take(p, (size_t)len);
     return HEARTH_OK;
@@ -128,8 +132,7 @@ static hearth_status rd_str(parser *p, gguf_str *s) {
  * would make two different names look equal to C code). */
 static hearth_status check_name(const parser *p, gguf_str s, uint32_t max) {
     if (s.len == 0) return perr(p, "the name is empty");
-    if (s.len > max)
-        return perr(p, "the name is %" PRIu64 " bytes long (the limit is %u)", s.len, max);
+    if (s.len > max) return perr(p, "the name is %" PRIu64 " bytes long (the limit is %u)", s.len, max);
     if (memchr(s.data, '\0', (size_t)s.len)) return perr(p, "the name contains a NUL byte");
     return HEARTH_OK;
 }
@@ -138,24 +141,73 @@ static hearth_status check_name(const parser *p, gguf_str s, uint32_t max) {
 
 /* Encoded size of each scalar type; 0 for STRING and ARRAY. */
 static const uint8_t scalar_bytes[GGUF_TYPE_COUNT] = {
-    [GGUF_TYPE_UINT8] = 1,   [GGUF_TYPE_INT8] = 1,    [GGUF_TYPE_UINT16] = 2,
-    [GGUF_TYPE_INT16] = 2,   [GGUF_TYPE_UINT32] = 4,  [GGUF_TYPE_INT32] = 4,
-    [GGUF_TYPE_FLOAT32] = 4, [GGUF_TYPE_BOOL] = 1,    [GGUF_TYPE_UINT64] = 8,
-    [GGUF_TYPE_INT64] = 8,   [GGUF_TYPE_FLOAT64] = 8,
+    [GGUF_TYPE_UINT8] = 1,  [GGUF_TYPE_INT8] = 1,  [GGUF_TYPE_UINT16] = 2,  [GGUF_TYPE_INT16] = 2,
+    [GGUF_TYPE_UINT32] = 4, [GGUF_TYPE_INT32] = 4, [GGUF_TYPE_FLOAT32] = 4, [GGUF_TYPE_BOOL] = 1,
+    [GGUF_TYPE_UINT64] = 8, [GGUF_TYPE_INT64] = 8, [GGUF_TYPE_FLOAT64] = 8,
 };
 
 static void decode_scalar(gguf_type t, const uint8_t *src, gguf_value *v) {
     switch (t) {
-    case GGUF_TYPE_UINT8: { uint8_t x; memcpy(&x, src, 1); v->v.u64 = x; break; }
-    case GGUF_TYPE_INT8: { int8_t x; memcpy(&x, src, 1); v->v.i64 = x; break; }
-    case GGUF_TYPE_UINT16: { uint16_t x; memcpy(&x, src, 2); v->v.u64 = x; break; }
-    case GGUF_TYPE_INT16: { int16_t x; memcpy(&x, src, 2); v->v.i64 = x; break; }
-    case GGUF_TYPE_UINT32: { uint32_t x; memcpy(&x, src, 4); v->v.u64 = x; break; }
-    case GGUF_TYPE_INT32: { int32_t x; memcpy(&x, src, 4); v->v.i64 = x; break; }
-    case GGUF_TYPE_UINT64: { uint64_t x; memcpy(&x, src, 8); v->v.u64 = x; break; }
-    case GGUF_TYPE_INT64: { int64_t x; memcpy(&x, src, 8); v->v.i64 = x; break; }
-    case GGUF_TYPE_FLOAT32: { float x; memcpy(&x, src, 4); v->v.f64 = x; break; }
-    case GGUF_TYPE_FLOAT64: { double x; memcpy(&x, src, 8); v->v.f64 = x; break; }
+    case GGUF_TYPE_UINT8: {
+        uint8_t x;
+        memcpy(&x, src, 1);
+        v->v.u64 = x;
+        break;
+    }
+    case GGUF_TYPE_INT8: {
+        int8_t x;
+        memcpy(&x, src, 1);
+        v->v.i64 = x;
+        break;
+    }
+    case GGUF_TYPE_UINT16: {
+        uint16_t x;
+        memcpy(&x, src, 2);
+        v->v.u64 = x;
+        break;
+    }
+    case GGUF_TYPE_INT16: {
+        int16_t x;
+        memcpy(&x, src, 2);
+        v->v.i64 = x;
+        break;
+    }
+    case GGUF_TYPE_UINT32: {
+        uint32_t x;
+        memcpy(&x, src, 4);
+        v->v.u64 = x;
+        break;
+    }
+    case GGUF_TYPE_INT32: {
+        int32_t x;
+        memcpy(&x, src, 4);
+        v->v.i64 = x;
+        break;
+    }
+    case GGUF_TYPE_UINT64: {
+        uint64_t x;
+        memcpy(&x, src, 8);
+        v->v.u64 = x;
+        break;
+    }
+    case GGUF_TYPE_INT64: {
+        int64_t x;
+        memcpy(&x, src, 8);
+        v->v.i64 = x;
+        break;
+    }
+    case GGUF_TYPE_FLOAT32: {
+        float x;
+        memcpy(&x, src, 4);
+        v->v.f64 = x;
+        break;
+    }
+    case GGUF_TYPE_FLOAT64: {
+        double x;
+        memcpy(&x, src, 8);
+        v->v.f64 = x;
+        break;
+    }
     case GGUF_TYPE_BOOL: v->v.b = src[0] != 0; break;
     default: break; /* STRING, ARRAY: not scalars */
     }
@@ -165,8 +217,7 @@ static void decode_scalar(gguf_type t, const uint8_t *src, gguf_value *v) {
  * left: this bounds the allocation for them by the file size. */
 static hearth_status check_count(const parser *p, uint64_t n, uint32_t min_bytes, const char *of) {
     if (n <= remaining(p) / min_bytes) return HEARTH_OK;
-    return perr(p, "array of %" PRIu64 " %s cannot fit in the %zu bytes left in the file", n, of,
-                remaining(p));
+    return perr(p, "array of %" PRIu64 " %s cannot fit in the %zu bytes left in the file", n, of, remaining(p));
 }
 
 static hearth_status read_array(parser *p, gguf_array *arr, uint32_t depth);
@@ -175,14 +226,15 @@ static hearth_status read_scalar_array(parser *p, gguf_array *arr, uint64_t n) {
     uint32_t size = scalar_bytes[arr->elem_type];
     uint64_t bytes;
     if (__builtin_mul_overflow(n, size, &bytes) || bytes > remaining(p))
-        return perr(p, "array of %" PRIu64 " %s (%u bytes each) runs past the end of the file "
-                    "(%zu bytes left)", n, hl_gguf_type_name(arr->elem_type), size, remaining(p));
+        return perr(p,
+                    "array of %" PRIu64 " %s (%u bytes each) runs past the end of the file "
+                    "(%zu bytes left)",
+                    n, hl_gguf_type_name(arr->elem_type), size, remaining(p));
     arr->raw = take(p, (size_t)bytes);
     arr->n = n;
     if (arr->elem_type == GGUF_TYPE_BOOL) {
         for (uint64_t i = 0; i < n; i++)
-            if (arr->raw[i] > 1)
-                return perr(p, "bool element %" PRIu64 " is %u (must be 0 or 1)", i, arr->raw[i]);
+            if (arr->raw[i] > 1) return perr(p, "bool element %" PRIu64 " is %u (must be 0 or 1)", i, arr->raw[i]);
     }
     return HEARTH_OK;
 }
@@ -213,14 +265,12 @@ static hearth_status read_nested_array(parser *p, gguf_array *arr, uint64_t n, u
 /* An array at nesting level `depth` (1 for a key's own array). What is
  * allocated is attached to arr at once so hl_gguf_free_parsed() finds it. */
 static hearth_status read_array(parser *p, gguf_array *arr, uint32_t depth) {
-    if (depth > GGUF_MAX_ARRAY_DEPTH)
-        return perr(p, "arrays are nested more than %d deep", GGUF_MAX_ARRAY_DEPTH);
+    if (depth > GGUF_MAX_ARRAY_DEPTH) return perr(p, "arrays are nested more than %d deep", GGUF_MAX_ARRAY_DEPTH);
     uint32_t type;
     uint64_t n;
     HL_TRY(rd_u32(p, &type));
     if (type >= GGUF_TYPE_COUNT)
-        return perr(p, "array element type %u is unknown (0 to %d are defined)", type,
-                    GGUF_TYPE_COUNT - 1);
+        return perr(p, "array element type %u is unknown (0 to %d are defined)", type, GGUF_TYPE_COUNT - 1);
     arr->elem_type = (gguf_type)type;
     HL_TRY(rd_u64(p, &n));
     if (type == GGUF_TYPE_STRING) return read_string_array(p, arr, n);
@@ -234,8 +284,7 @@ static hearth_status read_value(parser *p, gguf_type type, gguf_value *v) {
     if (type == GGUF_TYPE_ARRAY) return read_array(p, &v->v.arr, 1);
     HL_TRY(need(p, scalar_bytes[type]));
     const uint8_t *src = take(p, scalar_bytes[type]);
-    if (type == GGUF_TYPE_BOOL && src[0] > 1)
-        return perr(p, "bool value is %u (must be 0 or 1)", src[0]);
+    if (type == GGUF_TYPE_BOOL && src[0] > 1) return perr(p, "bool value is %u (must be 0 or 1)", src[0]);
     decode_scalar(type, src, v);
     return HEARTH_OK;
 }
@@ -247,22 +296,19 @@ static hearth_status check_version(const parser *p, uint32_t version) {
     /* GGUF v3 marks big-endian files only by a byte-swapped version. */
     if (version == 0x02000000u || version == 0x03000000u)
         return perr(p, "big-endian GGUF files are not supported: convert the model as "
-                    "little-endian");
-    return perr(p, "GGUF version %u is not supported (only 2 and 3): re-convert the model",
-                version);
+                       "little-endian");
+    return perr(p, "GGUF version %u is not supported (only 2 and 3): re-convert the model", version);
 }
 
 static hearth_status parse_header(parser *p, uint64_t *n_tensors, uint64_t *n_kv) {
     const gguf_file *f = p->f;
     if (f->size < 4)
-        return perr(p, "truncated: the file is %zu bytes, shorter than the %u-byte GGUF header",
-                    f->size, HEADER_BYTES);
+        return perr(p, "truncated: the file is %zu bytes, shorter than the %u-byte GGUF header", f->size, HEADER_BYTES);
     if (memcmp(f->base, "GGUF", 4) != 0)
-        return perr(p, "not a GGUF file (magic %02x %02x %02x %02x, expected \"GGUF\")",
-                    f->base[0], f->base[1], f->base[2], f->base[3]);
+        return perr(p, "not a GGUF file (magic %02x %02x %02x %02x, expected \"GGUF\")", f->base[0], f->base[1],
+                    f->base[2], f->base[3]);
     if (f->size < HEADER_BYTES)
-        return perr(p, "truncated: the file is %zu bytes, shorter than the %u-byte GGUF header",
-                    f->size, HEADER_BYTES);
+        return perr(p, "truncated: the file is %zu bytes, shorter than the %u-byte GGUF header", f->size, HEADER_BYTES);
     p->pos = 4;
     uint32_t version;
     HL_TRY(rd_u32(p, &version));
@@ -274,14 +320,20 @@ static hearth_status parse_header(parser *p, uint64_t *n_tensors, uint64_t *n_kv
     describe(p, "header");
     size_t left = remaining(p);
     if (*n_kv > left / MIN_KV_BYTES)
-        return perr(p, "n_kv is %" PRIu64 " but the %zu bytes after the header hold at most "
-                    "%zu keys", *n_kv, left, left / MIN_KV_BYTES);
+        return perr(p,
+                    "n_kv is %" PRIu64 " but the %zu bytes after the header hold at most "
+                    "%zu keys",
+                    *n_kv, left, left / MIN_KV_BYTES);
     if (*n_tensors > left / MIN_TENSOR_INFO_BYTES)
-        return perr(p, "n_tensors is %" PRIu64 " but the %zu bytes after the header hold at most "
-                    "%zu tensor infos", *n_tensors, left, left / MIN_TENSOR_INFO_BYTES);
+        return perr(p,
+                    "n_tensors is %" PRIu64 " but the %zu bytes after the header hold at most "
+                    "%zu tensor infos",
+                    *n_tensors, left, left / MIN_TENSOR_INFO_BYTES);
     if (*n_tensors * MIN_TENSOR_INFO_BYTES > left - *n_kv * MIN_KV_BYTES)
-        return perr(p, "n_kv %" PRIu64 " and n_tensors %" PRIu64 " cannot both fit in the "
-                    "%zu bytes after the header", *n_kv, *n_tensors, left);
+        return perr(p,
+                    "n_kv %" PRIu64 " and n_tensors %" PRIu64 " cannot both fit in the "
+                    "%zu bytes after the header",
+                    *n_kv, *n_tensors, left);
     return HEARTH_OK;
 }
 
@@ -341,8 +393,7 @@ static hearth_status parse_alignment(parser *p) {
         return perr(p, "type is %s, must be uint32", hl_gguf_type_name(kv->value.type));
     uint64_t a = kv->value.v.u64;
     if (a == 0 || (a & (a - 1)) != 0 || a > GGUF_MAX_ALIGNMENT)
-        return perr(p, "alignment %" PRIu64 " is not a power of two from 1 to %u", a,
-                    GGUF_MAX_ALIGNMENT);
+        return perr(p, "alignment %" PRIu64 " is not a power of two from 1 to %u", a, GGUF_MAX_ALIGNMENT);
     f->alignment = (uint32_t)a;
     return HEARTH_OK;
 }
@@ -353,24 +404,23 @@ static hearth_status parse_alignment(parser *p) {
  * overflows: elements must fit int64 (ggml's ne), bytes uint64. */
 static hearth_status size_tensor(const parser *p, gguf_tensor *t) {
     const ggml_type_info *ti = hl_ggml_type_get(t->type);
-    if (!ti)
-        return perr(p, "unknown tensor type %u (a removed ggml type, or one newer than hearth)",
-                    t->type);
+    if (!ti) return perr(p, "unknown tensor type %u (a removed ggml type, or one newer than hearth)", t->type);
     const int64_t *ne = t->ne;
     if (ne[0] % ti->blck_size != 0)
-        return perr(p, "dimension 0 is %" PRId64 ", not a multiple of the %s block size %u", ne[0],
-                    ti->name, ti->blck_size);
+        return perr(p, "dimension 0 is %" PRId64 ", not a multiple of the %s block size %u", ne[0], ti->name,
+                    ti->blck_size);
     int64_t n = ne[0], rows = 1;
     for (int d = 1; d < GGUF_MAX_DIMS; d++) {
         if (__builtin_mul_overflow(n, ne[d], &n) || __builtin_mul_overflow(rows, ne[d], &rows))
-            return perr(p, "element count %" PRId64 " x %" PRId64 " x %" PRId64 " x %" PRId64
-                        " overflows 64 bits", ne[0], ne[1], ne[2], ne[3]);
+            return perr(p, "element count %" PRId64 " x %" PRId64 " x %" PRId64 " x %" PRId64 " overflows 64 bits",
+                        ne[0], ne[1], ne[2], ne[3]);
     }
     uint64_t row_bytes;
     if (__builtin_mul_overflow((uint64_t)(ne[0] / ti->blck_size), ti->type_size, &row_bytes) ||
         __builtin_mul_overflow(row_bytes, (uint64_t)rows, &t->size))
-        return perr(p, "byte size of %" PRId64 " x %" PRId64 " x %" PRId64 " x %" PRId64
-                    " %s elements overflows 64 bits", ne[0], ne[1], ne[2], ne[3], ti->name);
+        return perr(p,
+                    "byte size of %" PRId64 " x %" PRId64 " x %" PRId64 " x %" PRId64 " %s elements overflows 64 bits",
+                    ne[0], ne[1], ne[2], ne[3], ti->name);
     return HEARTH_OK;
 }
 
@@ -386,15 +436,13 @@ static hearth_status parse_tensor_info(parser *p, uint64_t i, gguf_tensor *t) {
     for (uint32_t d = 0; d < t->n_dims; d++) {
         HL_TRY(rd_i64(p, &t->ne[d]));
         if (t->ne[d] < 1)
-            return perr(p, "dimension %u is %" PRId64 " (must be >= 1): the file is corrupt", d,
-                        t->ne[d]);
+            return perr(p, "dimension %u is %" PRId64 " (must be >= 1): the file is corrupt", d, t->ne[d]);
     }
     HL_TRY(rd_u32(p, &t->type));
     HL_TRY(rd_u64(p, &t->offset));
     HL_TRY(size_tensor(p, t));
     if (t->offset % p->f->alignment != 0)
-        return perr(p, "data offset %" PRIu64 " is not a multiple of the alignment %u", t->offset,
-                    p->f->alignment);
+        return perr(p, "data offset %" PRIu64 " is not a multiple of the alignment %u", t->offset, p->f->alignment);
     return HEARTH_OK;
 }
 
@@ -447,9 +495,10 @@ static hearth_status check_overlaps(parser *p) {
         if (a->offset + a->size > b->offset) {
             char buf[SHOW_MAX + 4];
             describe_named(p, "tensor", i, b->name);
-            st = perr(p, "data at bytes [%" PRIu64 ", %" PRIu64 ") overlaps tensor '%s' at "
-                      "[%" PRIu64 ", %" PRIu64 ") of the data section", b->offset,
-                      b->offset + b->size, show(buf, a->name), a->offset, a->offset + a->size);
+            st = perr(p,
+                      "data at bytes [%" PRIu64 ", %" PRIu64 ") overlaps tensor '%s' at "
+                      "[%" PRIu64 ", %" PRIu64 ") of the data section",
+                      b->offset, b->offset + b->size, show(buf, a->name), a->offset, a->offset + a->size);
         }
     }
     free(by_off);
@@ -465,12 +514,14 @@ static hearth_status place_tensors(parser *p) {
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         gguf_tensor *t = &f->tensors[i];
         uint64_t start, end;
-        if (__builtin_add_overflow(f->data_offset, t->offset, &start) ||
-            __builtin_add_overflow(start, t->size, &end) || end > f->size) {
+        if (__builtin_add_overflow(f->data_offset, t->offset, &start) || __builtin_add_overflow(start, t->size, &end) ||
+            end > f->size) {
             describe_named(p, "tensor", i, t->name);
-            return perr(p, "data (offset %" PRIu64 ", %" PRIu64 " bytes, data section at %" PRIu64
+            return perr(p,
+                        "data (offset %" PRIu64 ", %" PRIu64 " bytes, data section at %" PRIu64
                         ") runs past the end of the file (%zu bytes): the file is truncated or "
-                        "corrupt", t->offset, t->size, f->data_offset, f->size);
+                        "corrupt",
+                        t->offset, t->size, f->data_offset, f->size);
         }
         t->data = f->base + start;
     }

@@ -40,8 +40,10 @@ static hearth_status check_part(const gguf_file *part, uint32_t no, uint32_t cou
     HL_TRY(hl_gguf_get_u32(part, "split.no", true, &pno));
     HL_TRY(hl_gguf_get_u32(part, "split.count", true, &pcount));
     if (pno != no - 1 || pcount != count)
-        return hl_fail(HEARTH_ERR_FORMAT, "%s: split.no %u of split.count %u, expected %u of %u: the files of the split "
-                       "model do not belong together", part->origin, pno, pcount, no - 1, count);
+        return hl_fail(HEARTH_ERR_FORMAT,
+                       "%s: split.no %u of split.count %u, expected %u of %u: the files of the split "
+                       "model do not belong together",
+                       part->origin, pno, pcount, no - 1, count);
     return HEARTH_OK;
 }
 
@@ -82,8 +84,9 @@ hearth_status hl_gguf_attach_parts(gguf_file *f, const char *path) {
     HL_TRY(hl_gguf_get_u32(f, "split.no", true, &no));
     HL_TRY(hl_gguf_get_i32(f, "split.tensors.count", true, &n_tensors));
     if (no != 0)
-        return hl_fail(HEARTH_ERR_FORMAT, "%s is file %u of a split model of %u: load the first file (-00001-of-%05u.gguf)",
-                       f->origin, no + 1, count, count);
+        return hl_fail(HEARTH_ERR_FORMAT,
+                       "%s is file %u of a split model of %u: load the first file (-00001-of-%05u.gguf)", f->origin,
+                       no + 1, count, count);
     if (count > 99999) return hl_fail(HEARTH_ERR_FORMAT, "%s: split.count %u is over 99999", f->origin, count);
     if (!(f->parts = hl_calloc(count - 1, sizeof *f->parts))) return HEARTH_ERR_OUT_OF_MEMORY;
     uint64_t total = f->n_tensors;

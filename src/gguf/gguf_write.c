@@ -73,8 +73,8 @@ typedef struct gw_tensor {
 } gw_tensor;
 
 struct gguf_writer {
-    char *path;       /* what the user asked for */
-    char *tmp_path;   /* the file being written (== path when IN_PLACE) */
+    char *path;     /* what the user asked for */
+    char *tmp_path; /* the file being written (== path when IN_PLACE) */
     unsigned flags;
     int fd;
     hearth_status failed; /* sticky */
@@ -86,7 +86,7 @@ struct gguf_writer {
     gw_tensor *tensors;
     size_t n_tensors, cap_tensors;
 
-    uint8_t *out;      /* [OUT_BUF_SIZE] pending output */
+    uint8_t *out; /* [OUT_BUF_SIZE] pending output */
     size_t out_len;
     uint64_t cur;      /* tensor whose data comes next */
     uint64_t cur_done; /* its bytes written so far */
@@ -164,10 +164,8 @@ static hearth_status create_fail(const char *path, int err) {
     struct stat sb;
     if (stat(folder, &sb) != 0)
         return hl_fail(HEARTH_ERR_IO, "cannot create '%s': the folder '%s' does not exist", path, folder);
-    if (!S_ISDIR(sb.st_mode))
-        return hl_fail(HEARTH_ERR_IO, "cannot create '%s': '%s' is not a folder", path, folder);
-    return hl_fail(HEARTH_ERR_IO, "cannot create '%s': %s (is the folder '%s' writable?)", path,
-                   strerror(err), folder);
+    if (!S_ISDIR(sb.st_mode)) return hl_fail(HEARTH_ERR_IO, "cannot create '%s': '%s' is not a folder", path, folder);
+    return hl_fail(HEARTH_ERR_IO, "cannot create '%s': %s (is the folder '%s' writable?)", path, strerror(err), folder);
 }
 
 /* Creates "path.tmp-XXXXXX" exclusively (mode 0666 less the umask, like any
@@ -186,8 +184,7 @@ static hearth_status open_temp(gguf_writer *w) {
         if (w->fd >= 0) return HEARTH_OK;
         if (errno != EEXIST) return create_fail(w->path, errno);
     }
-    return hl_fail(HEARTH_ERR_IO, "cannot create '%s': 100 temporary names next to it are taken",
-                   w->path);
+    return hl_fail(HEARTH_ERR_IO, "cannot create '%s': 100 temporary names next to it are taken", w->path);
 }
 
 hearth_status hl_gguf_writer_create(const char *path, unsigned flags, gguf_writer **out) {
@@ -243,8 +240,7 @@ void hl_gguf_writer_free(gguf_writer *w) {
 static hearth_status header_open(const gguf_writer *w, const char *what) {
     if (w->failed) return w->failed;
     if (w->data_started)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer '%s': %s after the header was written",
-                       w->path, what);
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer '%s': %s after the header was written", w->path, what);
     return HEARTH_OK;
 }
 
@@ -257,13 +253,25 @@ static hearth_status enc_scalar(gw_buf *b, const char *key, gguf_type t, const g
     uint64_t u = v->v.u64;
     int64_t i = v->v.i64;
     switch (t) {
-    case GGUF_TYPE_UINT8: if (u > UINT8_MAX) break; return buf_put(b, &(uint8_t){(uint8_t)u}, 1);
-    case GGUF_TYPE_UINT16: if (u > UINT16_MAX) break; return buf_put(b, &(uint16_t){(uint16_t)u}, 2);
-    case GGUF_TYPE_UINT32: if (u > UINT32_MAX) break; return buf_u32(b, (uint32_t)u);
+    case GGUF_TYPE_UINT8:
+        if (u > UINT8_MAX) break;
+        return buf_put(b, &(uint8_t){(uint8_t)u}, 1);
+    case GGUF_TYPE_UINT16:
+        if (u > UINT16_MAX) break;
+        return buf_put(b, &(uint16_t){(uint16_t)u}, 2);
+    case GGUF_TYPE_UINT32:
+        if (u > UINT32_MAX) break;
+        return buf_u32(b, (uint32_t)u);
     case GGUF_TYPE_UINT64: return buf_u64(b, u);
-    case GGUF_TYPE_INT8: if (i < INT8_MIN || i > INT8_MAX) break; return buf_put(b, &(int8_t){(int8_t)i}, 1);
-    case GGUF_TYPE_INT16: if (i < INT16_MIN || i > INT16_MAX) break; return buf_put(b, &(int16_t){(int16_t)i}, 2);
-    case GGUF_TYPE_INT32: if (i < INT32_MIN || i > INT32_MAX) break; return buf_put(b, &(int32_t){(int32_t)i}, 4);
+    case GGUF_TYPE_INT8:
+        if (i < INT8_MIN || i > INT8_MAX) break;
+        return buf_put(b, &(int8_t){(int8_t)i}, 1);
+    case GGUF_TYPE_INT16:
+        if (i < INT16_MIN || i > INT16_MAX) break;
+        return buf_put(b, &(int16_t){(int16_t)i}, 2);
+    case GGUF_TYPE_INT32:
+        if (i < INT32_MIN || i > INT32_MAX) break;
+        return buf_put(b, &(int32_t){(int32_t)i}, 4);
     case GGUF_TYPE_INT64: return buf_put(b, &i, 8);
     case GGUF_TYPE_FLOAT32: return buf_put(b, &(float){(float)v->v.f64}, 4);
     case GGUF_TYPE_FLOAT64: return buf_put(b, &v->v.f64, 8);
@@ -276,9 +284,9 @@ static hearth_status enc_scalar(gw_buf *b, const char *key, gguf_type t, const g
 /* Bytes of one element of a scalar array type; 0 for STRING, ARRAY. */
 static size_t scalar_size(gguf_type t) {
     static const uint8_t size[GGUF_TYPE_COUNT] = {
-        [GGUF_TYPE_UINT8] = 1,   [GGUF_TYPE_INT8] = 1,   [GGUF_TYPE_UINT16] = 2, [GGUF_TYPE_INT16] = 2,
-        [GGUF_TYPE_UINT32] = 4,  [GGUF_TYPE_INT32] = 4,  [GGUF_TYPE_FLOAT32] = 4, [GGUF_TYPE_BOOL] = 1,
-        [GGUF_TYPE_UINT64] = 8,  [GGUF_TYPE_INT64] = 8,  [GGUF_TYPE_FLOAT64] = 8,
+        [GGUF_TYPE_UINT8] = 1,  [GGUF_TYPE_INT8] = 1,  [GGUF_TYPE_UINT16] = 2,  [GGUF_TYPE_INT16] = 2,
+        [GGUF_TYPE_UINT32] = 4, [GGUF_TYPE_INT32] = 4, [GGUF_TYPE_FLOAT32] = 4, [GGUF_TYPE_BOOL] = 1,
+        [GGUF_TYPE_UINT64] = 8, [GGUF_TYPE_INT64] = 8, [GGUF_TYPE_FLOAT64] = 8,
     };
     return (unsigned)t < GGUF_TYPE_COUNT ? size[t] : 0;
 }
@@ -419,22 +427,22 @@ hearth_status hl_gguf_writer_copy_kvs(gguf_writer *w, const gguf_file *f) {
 
 /* ----------------------------------------------------------- tensors -- */
 
-hearth_status hl_gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type,
-                                     uint32_t n_dims, const int64_t *ne) {
+hearth_status hl_gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                                        const int64_t *ne) {
     if (!w || !name || !ne) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_writer_add_tensor: NULL argument");
     HL_TRY(header_open(w, "adding a tensor"));
     size_t len = strlen(name);
     if (len == 0 || len > GGUF_MAX_TENSOR_NAME)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor name '%s' must be 1 to %d bytes",
-                       name, GGUF_MAX_TENSOR_NAME);
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor name '%s' must be 1 to %d bytes", name,
+                       GGUF_MAX_TENSOR_NAME);
     for (size_t i = 0; i < w->n_tensors; i++)
         if (strcmp(w->tensors[i].name, name) == 0)
             return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor '%s' added twice", name);
     const ggml_type_info *ti = hl_ggml_type_get(type);
     if (!ti) return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor '%s': unknown type %u", name, type);
     if (n_dims < 1 || n_dims > GGUF_MAX_DIMS)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor '%s': %u dimensions (1 to %d)",
-                       name, n_dims, GGUF_MAX_DIMS);
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor '%s': %u dimensions (1 to %d)", name, n_dims,
+                       GGUF_MAX_DIMS);
 
     gw_tensor t = {.type = type, .n_dims = n_dims, .ne = {1, 1, 1, 1}};
     memcpy(t.name, name, len + 1);
@@ -442,13 +450,13 @@ hearth_status hl_gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32
     for (uint32_t d = 0; d < n_dims; d++) {
         t.ne[d] = ne[d];
         if (ne[d] < 1 || __builtin_mul_overflow(n, ne[d], &n))
-            return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor '%s': bad dimension %u (%" PRId64 ")",
-                           name, d, ne[d]);
+            return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor '%s': bad dimension %u (%" PRId64 ")", name, d,
+                           ne[d]);
     }
     if (ne[0] % ti->blck_size != 0)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor '%s': %" PRId64
-                       " columns are not a multiple of the %s block size %u", name, ne[0], ti->name,
-                       ti->blck_size);
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "GGUF writer: tensor '%s': %" PRId64 " columns are not a multiple of the %s block size %u", name,
+                       ne[0], ti->name, ti->blck_size);
     if (__builtin_mul_overflow((uint64_t)(n / ti->blck_size), (uint64_t)ti->type_size, &t.size))
         return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer: tensor '%s' is too large", name);
 
@@ -515,13 +523,12 @@ hearth_status hl_gguf_writer_write(gguf_writer *w, const void *data, size_t n) {
     if (!w || (!data && n)) return hl_fail(HEARTH_ERR_INVALID_ARG, "gguf_writer_write: NULL argument");
     if (w->failed) return w->failed;
     if (!w->data_started || w->committed)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer '%s': data written outside begin_data..commit",
-                       w->path);
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer '%s': data written outside begin_data..commit", w->path);
     const uint8_t *p = data;
     while (n > 0) {
         if (w->cur >= w->n_tensors)
-            return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer '%s': %zu bytes of data past the last tensor",
-                           w->path, n);
+            return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer '%s': %zu bytes of data past the last tensor", w->path,
+                           n);
         const gw_tensor *t = &w->tensors[w->cur];
         uint64_t left = t->size - w->cur_done;
         size_t k = n < left ? n : (size_t)left;
@@ -544,9 +551,8 @@ hearth_status hl_gguf_writer_commit(gguf_writer *w) {
     if (w->committed) return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer '%s': committed twice", w->path);
     if (!w->data_started) HL_TRY(hl_gguf_writer_begin_data(w));
     if (w->cur < w->n_tensors)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer '%s': tensor '%s' has %" PRIu64 " of its %"
-                       PRIu64 " bytes", w->path, w->tensors[w->cur].name, w->cur_done,
-                       w->tensors[w->cur].size);
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "GGUF writer '%s': tensor '%s' has %" PRIu64 " of its %" PRIu64 " bytes",
+                       w->path, w->tensors[w->cur].name, w->cur_done, w->tensors[w->cur].size);
     HL_TRY(flush_out(w));
     /* Data on disk before the rename makes the name visible: after a crash
      * the file is either absent or complete. fsync of a device or pipe (IN_PLACE)

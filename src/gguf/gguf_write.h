@@ -72,8 +72,8 @@ hearth_status hl_gguf_writer_copy_kvs(gguf_writer *w, const gguf_file *f);
  * ne[d] >= 1, ne[0] a multiple of the type's block size. Data is written in
  * the order tensors are added. Errors: INVALID_ARG (any of those, or after
  * begin_data), OUT_OF_MEMORY. */
-hearth_status hl_gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type,
-                                     uint32_t n_dims, const int64_t *ne);
+hearth_status hl_gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                                        const int64_t *ne);
 
 /* Bytes of tensor i's data (without padding); 0 when i is out of range. */
 uint64_t hl_gguf_writer_tensor_size(const gguf_writer *w, uint64_t i);

@@ -40,11 +40,11 @@ hearth_status hl_gbnf_error(const char *text, size_t len, size_t off, const char
 typedef struct parser {
     hl_gbnf g;
     size_t pos;
-    uint32_t *names;     /* open-addressing table of user rule ids; UINT32_MAX empty */
-    uint32_t names_cap;  /* power of two */
+    uint32_t *names;    /* open-addressing table of user rule ids; UINT32_MAX empty */
+    uint32_t names_cap; /* power of two */
     uint32_t n_names;
-    uint64_t n_elems;    /* elements in all rules, against HL_GRAMMAR_MAX_ELEMS */
-    uint32_t any_class;  /* the class of `.`; UINT32_MAX until used */
+    uint64_t n_elems;   /* elements in all rules, against HL_GRAMMAR_MAX_ELEMS */
+    uint32_t any_class; /* the class of `.`; UINT32_MAX until used */
 } parser;
 
 typedef struct evec {
@@ -83,7 +83,8 @@ static hearth_status evec_push(parser *p, evec *v, uint32_t type, uint32_t value
     if (++p->n_elems > HL_GRAMMAR_MAX_ELEMS)
         return hl_gbnf_error(p->g.text, p->g.len, src,
                              "the grammar is too large after expanding repetitions (over %u elements): "
-                             "lower the repetition counts", HL_GRAMMAR_MAX_ELEMS);
+                             "lower the repetition counts",
+                             HL_GRAMMAR_MAX_ELEMS);
     if (v->n == v->cap) {
         uint32_t cap = v->cap ? v->cap * 2 : 16;
         hl_gelem *e = hl_malloc(cap * sizeof *e);
@@ -183,7 +184,10 @@ static hearth_status parse_hex(parser *p, int digits, size_t esc, uint32_t *cp) 
     uint32_t v = 0;
     for (int i = 0; i < digits; i++) {
         int c = peek(p);
-        int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+        int d = (c >= '0' && c <= '9')   ? c - '0'
+                : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                         : -1;
         if (d < 0)
             return hl_gbnf_error(p->g.text, p->g.len, p->pos, "expecting %d hex digits after '\\%c'", digits,
                                  p->g.text[esc + 1]);
@@ -191,7 +195,8 @@ static hearth_status parse_hex(parser *p, int digits, size_t esc, uint32_t *cp) 
         p->pos++;
     }
     if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return hl_gbnf_error(p->g.text, p->g.len, esc, "escape U+%X is not a character (surrogate or past U+10FFFF)", v);
+        return hl_gbnf_error(p->g.text, p->g.len, esc, "escape U+%X is not a character (surrogate or past U+10FFFF)",
+                             v);
     *cp = v;
     return HEARTH_OK;
 }
@@ -210,15 +215,21 @@ static hearth_status parse_char(parser *p, uint32_t *cp) {
         case 't': *cp = '\t'; return HEARTH_OK;
         case 'r': *cp = '\r'; return HEARTH_OK;
         case 'n': *cp = '\n'; return HEARTH_OK;
-        case '\\': case '"': case '[': case ']': *cp = (uint32_t)e; return HEARTH_OK;
+        case '\\':
+        case '"':
+        case '[':
+        case ']': *cp = (uint32_t)e; return HEARTH_OK;
         case -1: return perr(p, at, "unexpected end of the grammar after '\\'");
-        default:
-            return perr(p, at, "unknown escape (known: \\x \\u \\U \\t \\r \\n \\\\ \\\" \\[ \\])");
+        default: return perr(p, at, "unknown escape (known: \\x \\u \\U \\t \\r \\n \\\\ \\\" \\[ \\])");
         }
     }
     /* UTF-8 decoding with RFC 3629's checks: no overlong forms, no
      * surrogates, nothing past U+10FFFF. */
-    int n = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+    int n = c < 0x80                   ? 1
+            : (c >= 0xC2 && c <= 0xDF) ? 2
+            : (c >= 0xE0 && c <= 0xEF) ? 3
+            : (c >= 0xF0 && c <= 0xF4) ? 4
+                                       : 0;
     if (n == 0) return perr(p, at, "invalid UTF-8");
     uint32_t v = n == 1 ? (uint32_t)c : (uint32_t)c & (0x7Fu >> n);
     for (int i = 1; i < n; i++) {
@@ -416,13 +427,15 @@ static hearth_status repeat(parser *p, evec *v, uint32_t from, uint32_t min, uin
     uint32_t len = v->n - from;
     evec item = {0};
     hearth_status st = HEARTH_OK;
-    for (uint32_t i = 0; i < len && st == HEARTH_OK; i++) st = evec_push(p, &item, v->e[from + i].type, v->e[from + i].value, v->src[from + i]);
+    for (uint32_t i = 0; i < len && st == HEARTH_OK; i++)
+        st = evec_push(p, &item, v->e[from + i].type, v->e[from + i].value, v->src[from + i]);
     if (min == 0) {
         p->n_elems -= len; /* dropped from v */
         v->n = from;
     }
     for (uint32_t k = 1; k < min && st == HEARTH_OK; k++)
-        for (uint32_t i = 0; i < len && st == HEARTH_OK; i++) st = evec_push(p, v, item.e[i].type, item.e[i].value, item.src[i]);
+        for (uint32_t i = 0; i < len && st == HEARTH_OK; i++)
+            st = evec_push(p, v, item.e[i].type, item.e[i].value, item.src[i]);
     bool unbounded = max == UINT32_MAX;
     uint32_t n_opt = unbounded ? 1 : max - min;
     uint32_t last = 0;
@@ -430,7 +443,8 @@ static hearth_status repeat(parser *p, evec *v, uint32_t from, uint32_t min, uin
         uint32_t id;
         evec body = {0};
         if ((st = helper_rule(p, of, &id)) != HEARTH_OK) break;
-        for (uint32_t i = 0; i < len && st == HEARTH_OK; i++) st = evec_push(p, &body, item.e[i].type, item.e[i].value, item.src[i]);
+        for (uint32_t i = 0; i < len && st == HEARTH_OK; i++)
+            st = evec_push(p, &body, item.e[i].type, item.e[i].value, item.src[i]);
         if (st == HEARTH_OK && (k > 0 || unbounded)) st = evec_push(p, &body, HL_GE_REF, unbounded ? id : last, op);
         if (st == HEARTH_OK) st = evec_push(p, &body, HL_GE_ALT, 0, op);
         if (st == HEARTH_OK) set_rule(p, id, &body);
@@ -563,8 +577,9 @@ static hearth_status parse_rule(parser *p) {
     while (is_word(peek(p))) p->pos++;
     if (p->pos == at) {
         if (peek(p) == '|')
-            return perr(p, at, "expecting a rule name, found '|' (an alternative goes on the next line only "
-                               "after a '|' that ends the line, or inside ( ))");
+            return perr(p, at,
+                        "expecting a rule name, found '|' (an alternative goes on the next line only "
+                        "after a '|' that ends the line, or inside ( ))");
         return perr(p, at, "expecting a rule name");
     }
     uint32_t id;
@@ -584,8 +599,7 @@ static hearth_status parse_rule(parser *p) {
     } else if (c == ')') {
         return perr(p, p->pos, "unexpected ')' (no group is open)");
     } else if (c >= 0) {
-        if (c >= 0x21 && c < 0x7F)
-            return hl_gbnf_error(p->g.text, p->g.len, p->pos, "unexpected '%c'", c);
+        if (c >= 0x21 && c < 0x7F) return hl_gbnf_error(p->g.text, p->g.len, p->pos, "unexpected '%c'", c);
         return hl_gbnf_error(p->g.text, p->g.len, p->pos, "unexpected byte 0x%02X", (unsigned)c);
     }
     skip_space(p, true);

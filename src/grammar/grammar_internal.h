@@ -25,10 +25,10 @@ enum {
 };
 
 /* Bounds that keep a hostile grammar from exhausting memory or the C stack. */
-#define HL_GRAMMAR_MAX_REPEAT 10000u       /* m and n of x{m,n} */
-#define HL_GRAMMAR_MAX_ELEMS (1u << 22)    /* elements after expanding repetitions */
-#define HL_GRAMMAR_MAX_NESTING 256         /* ( ) groups inside each other */
-#define HL_GRAMMAR_MAX_STACKS 8192u        /* ways to continue after one byte */
+#define HL_GRAMMAR_MAX_REPEAT 10000u    /* m and n of x{m,n} */
+#define HL_GRAMMAR_MAX_ELEMS (1u << 22) /* elements after expanding repetitions */
+#define HL_GRAMMAR_MAX_NESTING 256      /* ( ) groups inside each other */
+#define HL_GRAMMAR_MAX_STACKS 8192u     /* ways to continue after one byte */
 
 typedef struct hl_gelem {
     uint32_t type;  /* HL_GE_* */
@@ -45,27 +45,27 @@ typedef struct hl_gclass {
 } hl_gclass;
 
 struct hl_grammar {
-    hl_gelem *elems;      /* [n_elems] */
+    hl_gelem *elems; /* [n_elems] */
     uint32_t n_elems;
-    uint32_t *alt_start;  /* [n_alts]: index in elems where an alternative begins */
-    uint32_t *rule_alts;  /* [n_rules + 1]: rule r's alternatives are alt_start[rule_alts[r] .. rule_alts[r+1]) */
+    uint32_t *alt_start; /* [n_alts]: index in elems where an alternative begins */
+    uint32_t *rule_alts; /* [n_rules + 1]: rule r's alternatives are alt_start[rule_alts[r] .. rule_alts[r+1]) */
     uint32_t n_rules;
-    hl_gclass *classes;   /* [n_classes] */
+    hl_gclass *classes; /* [n_classes] */
     uint32_t n_classes;
-    uint32_t root;        /* the rule named root */
+    uint32_t root; /* the rule named root */
 };
 
 /* The parsed grammar before compilation (gbnf_parse.c -> gbnf_compile.c):
  * one element list per rule, alternatives separated by HL_GE_ALT, with the
  * source offset of every element for error messages. */
 typedef struct hl_gbnf_rule {
-    const char *name;  /* the user's rule name (a helper rule: its user rule's) */
+    const char *name; /* the user's rule name (a helper rule: its user rule's) */
     uint32_t name_len;
-    uint32_t ref_off;  /* offset of the first reference; UINT32_MAX: none */
+    uint32_t ref_off; /* offset of the first reference; UINT32_MAX: none */
     bool defined;
-    bool helper;       /* made for a group or a repetition */
-    hl_gelem *e;       /* [n] */
-    uint32_t *src;     /* [n] byte offsets in the text */
+    bool helper;   /* made for a group or a repetition */
+    hl_gelem *e;   /* [n] */
+    uint32_t *src; /* [n] byte offsets in the text */
     uint32_t n, cap;
 } hl_gbnf_rule;
 
@@ -74,7 +74,7 @@ typedef struct hl_gbnf {
     size_t len;
     hl_gbnf_rule *rules; /* [n_rules] */
     uint32_t n_rules, cap_rules;
-    hl_gclass *classes;  /* [n_classes] */
+    hl_gclass *classes; /* [n_classes] */
     uint32_t n_classes, cap_classes;
 } hl_gbnf;
 
@@ -106,21 +106,21 @@ typedef struct hl_gnode {
 
 struct hl_grammar_state {
     const hl_grammar *g;
-    hl_gnode *nodes;      /* [cap_nodes] */
+    hl_gnode *nodes; /* [cap_nodes] */
     uint32_t n_nodes, cap_nodes;
-    uint32_t *buckets;    /* [mask + 1] heads of the node hash chains */
+    uint32_t *buckets; /* [mask + 1] heads of the node hash chains */
     uint32_t mask;
-    uint32_t *sets;       /* [cap_sets] node indices of stack sets, one after another */
+    uint32_t *sets; /* [cap_sets] node indices of stack sets, one after another */
     uint32_t n_sets, cap_sets;
-    uint32_t n_cur;       /* the current set is sets[0, n_cur) */
-    bool cur_done;        /* ... and holds the empty stack */
-    uint32_t *work;       /* [cap_work] (pos, parent) pairs still to expand */
+    uint32_t n_cur; /* the current set is sets[0, n_cur) */
+    bool cur_done;  /* ... and holds the empty stack */
+    uint32_t *work; /* [cap_work] (pos, parent) pairs still to expand */
     uint32_t n_work, cap_work;
     uint32_t epoch;
-    uint32_t compact_at;  /* compact after an accept that leaves more nodes */
-    hl_gnode *spare;      /* [cap_spare] compaction scratch */
+    uint32_t compact_at; /* compact after an accept that leaves more nodes */
+    hl_gnode *spare;     /* [cap_spare] compaction scratch */
     uint32_t cap_spare;
-    uint32_t *remap;      /* [cap_remap] old node index -> kept index */
+    uint32_t *remap; /* [cap_remap] old node index -> kept index */
     uint32_t cap_remap;
 };
 

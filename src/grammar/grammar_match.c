@@ -22,7 +22,7 @@
 #define PARTIAL(acc, rem, len) (0x80000000u | ((uint32_t)(len) << 28) | ((uint32_t)(rem) << 24) | (acc))
 #define PARTIAL_LEN(p) (((p) >> 28) & 3)
 #define PARTIAL_REM(p) (((p) >> 24) & 3)
-#define PARTIAL_ACC(p) ((p) & 0x1FFFFF)
+#define PARTIAL_ACC(p) ((p)&0x1FFFFF)
 
 #define MAX_NODES (1u << 23) /* 160 MiB of nodes: far past any sane grammar state */
 
@@ -152,7 +152,8 @@ static hearth_status expand(hl_grammar_state *s, uint32_t out_from, bool *done) 
             if (s->n_sets - out_from > HL_GRAMMAR_MAX_STACKS)
                 return hl_fail(HEARTH_ERR_INVALID_ARG,
                                "grammar: more than %u ways to go on at one byte; the grammar is too ambiguous "
-                               "(alternatives that match the same text)", HL_GRAMMAR_MAX_STACKS);
+                               "(alternatives that match the same text)",
+                               HL_GRAMMAR_MAX_STACKS);
         }
     }
     return HEARTH_OK;

@@ -39,15 +39,31 @@
 
 /* annotations (2020-12 meta-data vocabulary, and OpenAPI's discriminator,
  * which pydantic writes beside oneOf) */
-static const char *const annotation_kw[] = {"title",   "description", "examples", "default",   "$schema",
-                                             "$id",     "$comment",    "$defs",    "definitions", "deprecated",
-                                             "readOnly", "writeOnly",  "discriminator"};
-static const char *const constraint_kw[] = {"type",      "properties", "required",  "additionalProperties",
-                                             "enum",      "const",      "anyOf",     "oneOf",
-                                             "allOf",     "$ref",       "items",     "prefixItems",
-                                             "minItems",  "maxItems",   "minLength", "maxLength",
-                                             "pattern",   "format",     "minimum",   "maximum",
-                                             "exclusiveMinimum", "exclusiveMaximum"};
+static const char *const annotation_kw[] = {"title",    "description", "examples",     "default",     "$schema",
+                                            "$id",      "$comment",    "$defs",        "definitions", "deprecated",
+                                            "readOnly", "writeOnly",   "discriminator"};
+static const char *const constraint_kw[] = {"type",
+                                            "properties",
+                                            "required",
+                                            "additionalProperties",
+                                            "enum",
+                                            "const",
+                                            "anyOf",
+                                            "oneOf",
+                                            "allOf",
+                                            "$ref",
+                                            "items",
+                                            "prefixItems",
+                                            "minItems",
+                                            "maxItems",
+                                            "minLength",
+                                            "maxLength",
+                                            "pattern",
+                                            "format",
+                                            "minimum",
+                                            "maximum",
+                                            "exclusiveMinimum",
+                                            "exclusiveMaximum"};
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static bool in_list(const char *s, const char *const *list, size_t n) {
@@ -218,7 +234,8 @@ static hearth_status build_string(hl_js_conv *c, const cJSON *s, hl_str *out) {
     HL_TRY(get_count(c, s, "maxLength", &max, &has_max));
     if (has_max && min > max) return hl_js_fail(c, "minLength %zu is greater than maxLength %zu", min, max);
     if ((pattern || format) && (has_min || has_max))
-        return hl_js_fail(c, "'%s' together with minLength or maxLength is not supported", pattern ? "pattern" : "format");
+        return hl_js_fail(c, "'%s' together with minLength or maxLength is not supported",
+                          pattern ? "pattern" : "format");
     if (pattern && format) return hl_js_fail(c, "'pattern' together with 'format' is not supported");
     if (pattern && !cJSON_IsString(pattern)) return hl_js_fail(c, "'pattern' must be a string");
     if (format && !cJSON_IsString(format)) return hl_js_fail(c, "'format' must be a string");
@@ -226,11 +243,13 @@ static hearth_status build_string(hl_js_conv *c, const cJSON *s, hl_str *out) {
         static const struct {
             const char *name;
             hl_js_prim prim;
-        } formats[] = {{"date", HL_JS_DATE}, {"time", HL_JS_TIME}, {"date-time", HL_JS_DATE_TIME}, {"uuid", HL_JS_UUID}};
+        } formats[] = {
+            {"date", HL_JS_DATE}, {"time", HL_JS_TIME}, {"date-time", HL_JS_DATE_TIME}, {"uuid", HL_JS_UUID}};
         size_t f = 0;
         while (f < N_OF(formats) && strcmp(formats[f].name, format->valuestring)) f++;
         if (f == N_OF(formats))
-            return hl_js_fail(c, "unsupported format '%s' (supported: date, time, date-time, uuid)", format->valuestring);
+            return hl_js_fail(c, "unsupported format '%s' (supported: date, time, date-time, uuid)",
+                              format->valuestring);
         hl_js_elem(out, "\"\\\"\"");
         hl_js_prim_ref(c, formats[f].prim, out);
         hl_js_elem(out, "\"\\\"\"");
@@ -277,7 +296,8 @@ static hearth_status get_bounds(hl_js_conv *c, const cJSON *s, bool integer, boo
     if (xmx && ceil(xmx->valuedouble) - 1 < b) b = ceil(xmx->valuedouble) - 1;
     if (!integer && ((mn && a != floor(a)) || (mx && b != floor(b))))
         return hl_js_fail(c, "a minimum or maximum of a number that is not an integer is not supported");
-    if (a > b || a >= out || b <= -out) return hl_js_fail(c, "no %s lies between minimum and maximum", integer ? "integer" : "number");
+    if (a > b || a >= out || b <= -out)
+        return hl_js_fail(c, "no %s lies between minimum and maximum", integer ? "integer" : "number");
     *has_lo = a > -out;
     *has_hi = b < out;
     *lo = *has_lo ? (int64_t)a : -lim;
@@ -350,7 +370,8 @@ static hearth_status build_enum(hl_js_conv *c, const cJSON *s, hl_str *out) {
     const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(s, "type");
     if (en && !cJSON_IsArray(en)) return hl_js_fail(c, "'enum' must be an array");
-    if (type && !cJSON_IsString(type) && !cJSON_IsArray(type)) return hl_js_fail(c, "'type' must be a string or an array");
+    if (type && !cJSON_IsString(type) && !cJSON_IsArray(type))
+        return hl_js_fail(c, "'type' must be a string or an array");
     hl_str alts = {0};
     size_t n = 0;
     hearth_status st = HEARTH_OK;
@@ -544,7 +565,8 @@ static bool has_any(const cJSON *s, const char *const *kws, size_t n) {
 static hearth_status build_schema(hl_js_conv *c, const cJSON *s, const char *hint, hl_str *out) {
     HL_TRY(hl_js_check_keywords(c, s));
     if (cJSON_GetObjectItemCaseSensitive(s, "$ref")) return build_ref(c, s, out);
-    if (cJSON_GetObjectItemCaseSensitive(s, "const") || cJSON_GetObjectItemCaseSensitive(s, "enum")) return build_enum(c, s, out);
+    if (cJSON_GetObjectItemCaseSensitive(s, "const") || cJSON_GetObjectItemCaseSensitive(s, "enum"))
+        return build_enum(c, s, out);
     if (cJSON_GetObjectItemCaseSensitive(s, "anyOf")) return build_any_of(c, s, "anyOf", hint, out);
     if (cJSON_GetObjectItemCaseSensitive(s, "oneOf")) return build_any_of(c, s, "oneOf", hint, out);
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(s, "allOf");
@@ -569,8 +591,9 @@ static hearth_status build_schema(hl_js_conv *c, const cJSON *s, const char *hin
             size_t k = 0;
             while (k < N_OF(type_names) && !(cJSON_IsString(t) && !strcmp(t->valuestring, type_names[k]))) k++;
             if (k == N_OF(type_names))
-                return hl_js_fail(c, "unknown type '%s' (JSON types: object, array, string, number, integer, boolean, null)",
-                                  cJSON_IsString(t) ? t->valuestring : "(not a string)");
+                return hl_js_fail(
+                    c, "unknown type '%s' (JSON types: object, array, string, number, integer, boolean, null)",
+                    cJSON_IsString(t) ? t->valuestring : "(not a string)");
             bool dup = false;
             for (size_t j = 0; j < n; j++) dup |= types[j] == type_names[k];
             if (!dup && n < N_OF(types)) types[n++] = type_names[k];
@@ -619,7 +642,8 @@ hearth_status hl_js_visit(hl_js_conv *c, const cJSON *s, const char *hint, hl_st
 static bool is_rule_name(const char *s) {
     if (!*s) return false;
     for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-')) return false;
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-'))
+            return false;
     return true;
 }
 
@@ -627,7 +651,8 @@ static hearth_status convert(const char *schema, size_t len, const char *prefix,
     if (!schema || !out || !prefix || !root_name) return hl_fail(HEARTH_ERR_INVALID_ARG, "json_schema: NULL argument");
     *out = NULL;
     if (!is_rule_name(root_name))
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "json_schema: root_name '%s' is not a rule name ([a-zA-Z0-9-]+)", root_name);
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "json_schema: root_name '%s' is not a rule name ([a-zA-Z0-9-]+)",
+                       root_name);
     const char *end = NULL;
     cJSON *doc = cJSON_ParseWithLengthOpts(schema, len, &end, false);
     size_t at = end ? (size_t)(end - schema) : 0;
@@ -643,7 +668,8 @@ static hearth_status convert(const char *schema, size_t len, const char *prefix,
     hearth_status st = c.prefix ? HEARTH_OK : HEARTH_ERR_OUT_OF_MEMORY;
     for (size_t i = 0; st == HEARTH_OK && i <= plen; i++) {
         char ch = prefix[i];
-        c.prefix[i] = !ch || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ? ch : '-';
+        c.prefix[i] = !ch || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ? ch
+                                                                                                              : '-';
     }
     /* the start rule first, named exactly root_name (no prefix) */
     size_t root = 0;
@@ -677,7 +703,8 @@ hearth_status hl_json_schema_to_gbnf_rules(const char *schema, size_t len, const
 }
 
 hearth_status hearth_json_schema_to_grammar(const char *schema, char **out) {
-    if (!schema || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_json_schema_to_grammar: schema and out must not be NULL");
+    if (!schema || !out)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_json_schema_to_grammar: schema and out must not be NULL");
     return hl_json_schema_to_gbnf(schema, strlen(schema), out);
 }
 

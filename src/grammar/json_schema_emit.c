@@ -43,10 +43,11 @@ static const struct {
     /* RFC 8259 section 7: unescaped characters are all but the quote, the
      * backslash and U+0000-U+001F; \u escapes of UTF-16 surrogates come in
      * high-low pairs (a lone one names no character). */
-    [HL_JS_CHAR] = {"char",
-                    "[^\\x22\\x5C\\x00-\\x1F] | \"\\\\\" ( [\\x22\\x5C/bfnrt] | \"u\" ( [0-9a-cA-CefEF] [0-9a-fA-F]{3} | "
-                    "[dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} \"\\\\u\" [dD] [c-fC-F] [0-9a-fA-F]{2} ) )",
-                    0},
+    [HL_JS_CHAR] =
+        {"char",
+         "[^\\x22\\x5C\\x00-\\x1F] | \"\\\\\" ( [\\x22\\x5C/bfnrt] | \"u\" ( [0-9a-cA-CefEF] [0-9a-fA-F]{3} | "
+         "[dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} \"\\\\u\" [dD] [c-fC-F] [0-9a-fA-F]{2} ) )",
+         0},
     [HL_JS_STRING] = {"string", "\"\\\"\" @char* \"\\\"\" @space", 1u << HL_JS_CHAR | 1u << HL_JS_SPACE},
     /* RFC 8259 section 6: no leading zeros; at most 16 digits. */
     [HL_JS_INTEGRAL] = {"integral-part", "\"0\" | [1-9] [0-9]{0,15}", 0},
@@ -202,7 +203,8 @@ hearth_status hl_js_write_rules(hl_js_conv *c, char **out) {
             if (c->prims & 1u << p) c->prims |= prims[p].deps;
     }
     hl_str b = {0};
-    for (size_t r = 0; r < c->n_rules; r++) hl_str_printf(&b, "%s ::= ", c->rules[r].name), hl_str_puts(&b, c->rules[r].body), hl_str_puts(&b, "\n");
+    for (size_t r = 0; r < c->n_rules; r++)
+        hl_str_printf(&b, "%s ::= ", c->rules[r].name), hl_str_puts(&b, c->rules[r].body), hl_str_puts(&b, "\n");
     for (int p = 0; p < HL_JS_N_PRIMS; p++) {
         if (!(c->prims & 1u << p)) continue;
         hl_str_puts(&b, c->prefix);
@@ -453,7 +455,8 @@ static void digits_between(hl_str *b, const uint8_t *lo, const uint8_t *hi, size
     hl_js_elem(b, "(");
     digit_class(b, lo[0], lo[0], base);
     at_least(b, lo + 1, n - 1, base);
-    if (lo[0] + 1 <= hi[0] - 1) hl_str_puts(b, " |"), digit_class(b, lo[0] + 1, hi[0] - 1, base), any_digits(b, n - 1, base);
+    if (lo[0] + 1 <= hi[0] - 1)
+        hl_str_puts(b, " |"), digit_class(b, lo[0] + 1, hi[0] - 1, base), any_digits(b, n - 1, base);
     hl_str_puts(b, " |");
     digit_class(b, hi[0], hi[0], base);
     at_most(b, hi + 1, n - 1, base);
@@ -491,7 +494,8 @@ void hl_js_emit_escaped_ranges(const uint32_t *lo, const uint32_t *hi, size_t n,
         uint32_t a = (lo[i] > 0x10000 ? lo[i] : 0x10000) - 0x10000, z = hi[i] - 0x10000;
         uint32_t ah = 0xD800 + (a >> 10), zh = 0xD800 + (z >> 10);
         uint32_t al = 0xDC00 + (a & 0x3FF), zl = 0xDC00 + (z & 0x3FF);
-        uint32_t pieces[3][4] = {{ah, ah, al, ah == zh ? zl : 0xDFFF}, {ah + 1, zh - 1, 0xDC00, 0xDFFF}, {zh, zh, 0xDC00, zl}};
+        uint32_t pieces[3][4] = {
+            {ah, ah, al, ah == zh ? zl : 0xDFFF}, {ah + 1, zh - 1, 0xDC00, 0xDFFF}, {zh, zh, 0xDC00, zl}};
         for (int k = 0; k < (ah == zh ? 1 : 3); k++) {
             if (pieces[k][0] > pieces[k][1]) continue;
             hl_str_puts(out, first ? "" : " |");

@@ -71,16 +71,16 @@ typedef struct hl_js_ref {
 } hl_js_ref;
 
 typedef struct hl_js_conv {
-    const cJSON *doc;      /* the schema document, for $ref */
-    char *prefix;          /* sanitized rule-name prefix, "" for none */
+    const cJSON *doc; /* the schema document, for $ref */
+    char *prefix;     /* sanitized rule-name prefix, "" for none */
     hl_js_rule *rules;
     size_t n_rules, cap_rules;
-    size_t *slots;         /* open-addressed name index: rule index + 1, 0 empty */
+    size_t *slots; /* open-addressed name index: rule index + 1, 0 empty */
     size_t n_slots;
     hl_js_ref *refs;
     size_t n_refs, cap_refs;
-    uint32_t prims;        /* bit per hl_js_prim referenced */
-    hl_str ptr;         /* JSON pointer of the schema being converted */
+    uint32_t prims; /* bit per hl_js_prim referenced */
+    hl_str ptr;     /* JSON pointer of the schema being converted */
     int depth;
     /* Counts the object and array bodies entered: a $ref met again at the
      * same count recurs without consuming input (left recursion). */

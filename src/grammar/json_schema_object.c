@@ -40,8 +40,8 @@ static size_t *map_get(const strmap *m, const char *k) {
 
 static hearth_status map_put(strmap *m, const char *k, size_t v) {
     if ((m->n + 1) * 2 > m->cap) {
-        strmap g = {hl_calloc(m->cap ? m->cap * 2 : 16, sizeof(char *)), hl_calloc(m->cap ? m->cap * 2 : 16, sizeof(size_t)),
-                    0, m->cap ? m->cap * 2 : 16};
+        strmap g = {hl_calloc(m->cap ? m->cap * 2 : 16, sizeof(char *)),
+                    hl_calloc(m->cap ? m->cap * 2 : 16, sizeof(size_t)), 0, m->cap ? m->cap * 2 : 16};
         if (!g.keys || !g.vals) {
             free(g.keys);
             free(g.vals);
@@ -188,10 +188,12 @@ static hearth_status not_keys(hl_js_conv *c, const objdesc *o, const char *hint,
         for (size_t ch = t[i].child; ch; ch = t[ch].next) n_ch++;
         static const uint32_t specials[][2] = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
         uint32_t(*ex)[2] = hl_malloc((n_ch + N_OF(specials)) * sizeof *ex);
-        uint32_t *lo = hl_malloc((n_ch + N_OF(specials)) * sizeof *lo), *hi = hl_malloc((n_ch + N_OF(specials)) * sizeof *hi);
+        uint32_t *lo = hl_malloc((n_ch + N_OF(specials)) * sizeof *lo),
+                 *hi = hl_malloc((n_ch + N_OF(specials)) * sizeof *hi);
         if (!ex || !lo || !hi) st = HEARTH_ERR_OUT_OF_MEMORY;
         size_t n_ex = 0;
-        for (size_t k = 0; st == HEARTH_OK && k < N_OF(specials); k++) ex[n_ex][0] = specials[k][0], ex[n_ex++][1] = specials[k][1];
+        for (size_t k = 0; st == HEARTH_OK && k < N_OF(specials); k++)
+            ex[n_ex][0] = specials[k][0], ex[n_ex++][1] = specials[k][1];
         for (size_t ch = t[i].child; st == HEARTH_OK && ch; ch = t[ch].next) {
             hl_js_emit_json_char(&body, t[ch].cp);
             hl_js_elem(&body, c->rules[rule[ch]].name);
@@ -274,7 +276,8 @@ static hearth_status emit_object(hl_js_conv *c, const objdesc *o, const char *hi
         if (n) st = not_keys(c, o, h, &key);
         else hl_js_prim_ref(c, HL_JS_STRING, &key);
         if (st == HEARTH_OK) st = hl_str_status(&key);
-        if (st == HEARTH_OK) st = member_rule(c, NULL, key.p, o->extra_schema, o->extra_ptr ? o->extra_ptr : "", h, &kv[n]);
+        if (st == HEARTH_OK)
+            st = member_rule(c, NULL, key.p, o->extra_schema, o->extra_ptr ? o->extra_ptr : "", h, &kv[n]);
         hl_str_free(&key);
     }
     if (st != HEARTH_OK) {
@@ -396,7 +399,9 @@ static hearth_status obj_from_schema(hl_js_conv *c, const cJSON *s, objdesc *o) 
      * simply not written; with them it would have to be excluded from the
      * extra keys, which the key grammar does not do. */
     for (size_t k = 0; st == HEARTH_OK && o->extras && k < absent.cap; k++)
-        if (absent.keys[k]) st = hl_js_fail(c, "property '%s' with the schema false next to additional properties is not supported", absent.keys[k]);
+        if (absent.keys[k])
+            st = hl_js_fail(c, "property '%s' with the schema false next to additional properties is not supported",
+                            absent.keys[k]);
     map_free(&absent);
     return st;
 }
@@ -404,7 +409,8 @@ static hearth_status obj_from_schema(hl_js_conv *c, const cJSON *s, objdesc *o) 
 hearth_status hl_js_build_object(hl_js_conv *c, const cJSON *s, const char *hint, hl_str *out) {
     objdesc o = {0};
     hearth_status st = obj_from_schema(c, s, &o);
-    if (st == HEARTH_OK && !o.n && o.extras && !o.extra_schema) hl_js_prim_ref(c, HL_JS_OBJECT, out), st = hl_str_status(out);
+    if (st == HEARTH_OK && !o.n && o.extras && !o.extra_schema)
+        hl_js_prim_ref(c, HL_JS_OBJECT, out), st = hl_str_status(out);
     else if (st == HEARTH_OK) st = emit_object(c, &o, hint, out);
     obj_free(&o);
     return st;
@@ -430,7 +436,11 @@ static hearth_status allof_collect(hl_js_conv *c, const cJSON *s, objdesc *o, st
     static const char *const object_kw[] = {"type", "properties", "required", "additionalProperties", "allOf", "$ref"};
     HL_TRY(hl_js_check_keywords(c, s));
     const char *other = hl_js_other_constraint(s, object_kw, N_OF(object_kw));
-    if (other) return hl_js_fail(c, "'allOf' combines object schemas only (properties, required, additionalProperties): '%s' is not supported there", other);
+    if (other)
+        return hl_js_fail(c,
+                          "'allOf' combines object schemas only (properties, required, additionalProperties): '%s' is "
+                          "not supported there",
+                          other);
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(s, "type");
     if (type && !(cJSON_IsString(type) && !strcmp(type->valuestring, "object")))
         return hl_js_fail(c, "'allOf' combines object schemas only: 'type' must be \"object\"");
@@ -447,7 +457,8 @@ static hearth_status allof_collect(hl_js_conv *c, const cJSON *s, objdesc *o, st
             size_t mark = hl_js_ptr_push(c, "properties");
             hl_js_ptr_push(c, p->string);
             size_t *at = map_get(&o->index, p->string);
-            if (cJSON_IsFalse(p)) st = hl_js_fail(c, "a property with the schema false inside 'allOf' is not supported");
+            if (cJSON_IsFalse(p))
+                st = hl_js_fail(c, "a property with the schema false inside 'allOf' is not supported");
             else if (at && o->props[*at].schema && !cJSON_Compare(o->props[*at].schema, p, true))
                 st = hl_js_fail(c, "property '%s' has different schemas in the parts of 'allOf'", p->string);
             else if (!at) st = obj_add(c, o, p->string, p, false);
@@ -514,7 +525,9 @@ hearth_status hl_js_build_allof(hl_js_conv *c, const cJSON *s, const char *hint,
             size_t *n = map_get(&allowed, o.props[i].key);
             if (n && *n == n_closed) o.props[k++] = o.props[i];
             else if (o.props[i].required)
-                st = hl_js_fail(c, "required property '%s' is excluded by an 'allOf' part with additionalProperties false", o.props[i].key);
+                st = hl_js_fail(c,
+                                "required property '%s' is excluded by an 'allOf' part with additionalProperties false",
+                                o.props[i].key);
             else free(o.props[i].ptr);
         }
         if (st == HEARTH_OK) {

@@ -95,9 +95,9 @@ static const uint32_t digit_ranges[][2] = {{'0', '9'}};
 static const uint32_t word_ranges[][2] = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 /* \s: ECMA-262 WhiteSpace and LineTerminator plus Python's extra
  * separators U+001C-U+001F, so \S excludes what either calls a space. */
-static const uint32_t space_ranges[][2] = {{0x09, 0x0D}, {0x1C, 0x20}, {0x85, 0x85}, {0xA0, 0xA0},
-                                          {0x1680, 0x1680}, {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F},
-                                          {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
+static const uint32_t space_ranges[][2] = {{0x09, 0x0D},     {0x1C, 0x20},     {0x85, 0x85},     {0xA0, 0xA0},
+                                           {0x1680, 0x1680}, {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F},
+                                           {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 static const uint32_t ascii_space_ranges[][2] = {{0x09, 0x0D}, {' ', ' '}};
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -147,7 +147,8 @@ static hearth_status emit_set(rx *x, rset *r, hl_str *out, bool *single) {
                 hl_js_emit_json_char(&alts, cp);
                 n_parts++;
             }
-    if (st == HEARTH_OK && !n_parts) st = hl_js_fail(x->c, "pattern '%.*s': a class that matches no character", (int)x->n, x->s);
+    if (st == HEARTH_OK && !n_parts)
+        st = hl_js_fail(x->c, "pattern '%.*s': a class that matches no character", (int)x->n, x->s);
     /* the \u escapes of its non-ASCII characters (json.dumps writes them) */
     hl_str esc = {0};
     if (st == HEARTH_OK) hl_js_emit_escaped_ranges(keep.lo, keep.hi, keep.n, &esc);
@@ -205,7 +206,9 @@ static hearth_status escape(rx *x, rset *r, bool in_class, bool negated, uint32_
         v = 0;
         for (int k = 0; k < digits; k++) {
             int h = x->i < x->n ? hex_value(x->s[x->i]) : -1;
-            if (h < 0) return unsupported(x, e == 'x' ? "a \\x escape without 2 hex digits" : "a \\u escape without 4 hex digits");
+            if (h < 0)
+                return unsupported(x, e == 'x' ? "a \\x escape without 2 hex digits"
+                                               : "a \\u escape without 4 hex digits");
             v = v << 4 | (uint32_t)h;
             x->i++;
         }
@@ -401,13 +404,15 @@ static hearth_status parse_piece(rx *x, hl_str *out) {
             quantified = true;
         } else if (q == '{' && read_braces(x, &m, &n, &open)) {
             quantified = true;
-            if (m > HL_JS_MAX_REPEAT || (!open && n > HL_JS_MAX_REPEAT)) st = unsupported(x, "a repetition count over 10000");
+            if (m > HL_JS_MAX_REPEAT || (!open && n > HL_JS_MAX_REPEAT))
+                st = unsupported(x, "a repetition count over 10000");
             else if (!open && n < m) st = unsupported(x, "a repetition {m,n} with n < m");
         }
         if (st == HEARTH_OK && quantified && x->i < x->n) {
             if (x->s[x->i] == '?') x->i++; /* lazy: the same strings */
             else if (x->s[x->i] == '+') st = unsupported(x, "a possessive quantifier");
-            if (st == HEARTH_OK && x->i < x->n && strchr("*+?", x->s[x->i])) st = unsupported(x, "a repeated quantifier");
+            if (st == HEARTH_OK && x->i < x->n && strchr("*+?", x->s[x->i]))
+                st = unsupported(x, "a repeated quantifier");
         }
     }
     if (st == HEARTH_OK && atom.n && !(quantified && !open && n == 0)) {

@@ -14,10 +14,10 @@
 #include "grammar/grammar_internal.h"
 
 struct hl_token_trie {
-    uint8_t *byte;    /* [n_nodes] the byte on the edge into the node (root: 0) */
-    uint32_t *end;    /* [n_nodes] one past the last node of the node's subtree */
-    uint32_t *tok;    /* [n_nodes + 1] the node's own tokens are ids[tok[i], tok[i + 1]) */
-    int32_t *ids;     /* [n_tokens] token ids in byte-string order */
+    uint8_t *byte; /* [n_nodes] the byte on the edge into the node (root: 0) */
+    uint32_t *end; /* [n_nodes] one past the last node of the node's subtree */
+    uint32_t *tok; /* [n_nodes + 1] the node's own tokens are ids[tok[i], tok[i + 1]) */
+    int32_t *ids;  /* [n_tokens] token ids in byte-string order */
     uint32_t n_nodes;
     int32_t n_tokens;
     uint32_t max_depth; /* the longest token, in bytes */
@@ -53,7 +53,8 @@ void hl_token_trie_free(hl_token_trie *t) {
     free(t);
 }
 
-hearth_status hl_token_trie_build(const char *const *pieces, const size_t *lens, int32_t n_tokens, hl_token_trie **out) {
+hearth_status hl_token_trie_build(const char *const *pieces, const size_t *lens, int32_t n_tokens,
+                                  hl_token_trie **out) {
     *out = NULL;
     if (n_tokens < 0 || (n_tokens && (!pieces || !lens)))
         return hl_fail(HEARTH_ERR_INVALID_ARG, "hl_token_trie_build: bad vocabulary arguments");
@@ -121,10 +122,10 @@ hearth_status hl_token_trie_build(const char *const *pieces, const size_t *lens,
 }
 
 typedef struct frame {
-    uint32_t node, child;          /* trie node, next child to try */
-    uint32_t in, n_in;             /* its stack set in s->sets */
+    uint32_t node, child;           /* trie node, next child to try */
+    uint32_t in, n_in;              /* its stack set in s->sets */
     uint32_t keep_nodes, keep_sets; /* the matcher's sizes before this node's byte */
-    uint64_t next[4];              /* bytes the set might read */
+    uint64_t next[4];               /* bytes the set might read */
 } frame;
 
 hearth_status hl_grammar_allowed_tokens(const hl_grammar_state *s0, const hl_token_trie *t, uint8_t *allowed) {
@@ -167,7 +168,11 @@ hearth_status hl_grammar_allowed_tokens(const hl_grammar_state *s0, const hl_tok
         for (uint32_t k = t->tok[j]; k < t->tok[j + 1]; k++) allowed[t->ids[k]] = 1;
         if (n_out > 0 && j + 1 < t->end[j]) {
             frame *c = &fr[++depth];
-            *c = (frame){.node = j, .child = j + 1, .in = keep_sets, .n_in = n_out, .keep_nodes = keep_nodes,
+            *c = (frame){.node = j,
+                         .child = j + 1,
+                         .in = keep_sets,
+                         .n_in = n_out,
+                         .keep_nodes = keep_nodes,
                          .keep_sets = keep_sets};
             hl_gm_next_bytes(s, c->in, c->n_in, c->next);
         } else {

@@ -16,18 +16,18 @@
 /* A size a declared weight's shape is given in, resolved from the
  * hyperparameters at binding (bind.c). */
 typedef enum hl_dim {
-    HL_DIM_NONE,      /* past the tensor's last dimension */
-    HL_DIM_EMBD,      /* n_embd */
-    HL_DIM_Q,         /* n_head * head_dim: a row of queries */
-    HL_DIM_KV,        /* n_head_kv * head_dim: a row of keys or values */
-    HL_DIM_HEAD,      /* head_dim */
-    HL_DIM_FF,        /* n_ff */
-    HL_DIM_VOCAB,     /* n_vocab */
-    HL_DIM_CTX_TRAIN, /* n_ctx_train: a learned position per row */
-    HL_DIM_ROT_HALF,  /* rope.n_rot / 2: one frequency factor per rotated pair */
-    HL_DIM_EXPERT,    /* n_expert: stacked experts */
+    HL_DIM_NONE,        /* past the tensor's last dimension */
+    HL_DIM_EMBD,        /* n_embd */
+    HL_DIM_Q,           /* n_head * head_dim: a row of queries */
+    HL_DIM_KV,          /* n_head_kv * head_dim: a row of keys or values */
+    HL_DIM_HEAD,        /* head_dim */
+    HL_DIM_FF,          /* n_ff */
+    HL_DIM_VOCAB,       /* n_vocab */
+    HL_DIM_CTX_TRAIN,   /* n_ctx_train: a learned position per row */
+    HL_DIM_ROT_HALF,    /* rope.n_rot / 2: one frequency factor per rotated pair */
+    HL_DIM_EXPERT,      /* n_expert: stacked experts */
     HL_DIM_TOKEN_TYPES, /* n_token_types */
-    HL_DIM_PARTS,     /* the sum of a fused tensor's parts (hl_weight_decl.part) */
+    HL_DIM_PARTS,       /* the sum of a fused tensor's parts (hl_weight_decl.part) */
 } hl_dim;
 
 /* How a declaration binds (hl_weight_decl.flags). */
@@ -50,64 +50,75 @@ enum {
  * bound as views of consecutive row ranges (elements, for a vector) of
  * sizes part[i] to field[i], each an ordinary weight to the backends. */
 typedef struct hl_weight_decl {
-    const char *name;   /* "attn_q.weight"; a block's is bound as "blk.N.<name>" */
-    hl_dim ne[3];       /* ggml order, ne0 first; HL_DIM_NONE past the last (a vector is {d}) */
-    hl_op feeds;        /* what placement asks each device about it (supports_op): MATMUL, MATMUL_ID,
+    const char *name; /* "attn_q.weight"; a block's is bound as "blk.N.<name>" */
+    hl_dim ne[3];     /* ggml order, ne0 first; HL_DIM_NONE past the last (a vector is {d}) */
+    hl_op feeds;      /* what placement asks each device about it (supports_op): MATMUL, MATMUL_ID,
                            RMS_NORM, LAYER_NORM (weight and bias), ADD (a bias), ROPE (frequency factors),
                            GET_ROWS (embeddings, on the host) */
-    unsigned flags;     /* HL_W_* */
-    size_t field[3];    /* offsetof the hl_tensor it binds: in hl_layer for a block's weight, in
+    unsigned flags;   /* HL_W_* */
+    size_t field[3];  /* offsetof the hl_tensor it binds: in hl_layer for a block's weight, in
                            hearth_model for the input's and the output layer's */
-    hl_dim part[3];     /* a fused tensor's parts, HL_DIM_NONE past the last; all NONE: not fused */
+    hl_dim part[3];   /* a fused tensor's parts, HL_DIM_NONE past the last; all NONE: not fused */
 } hl_weight_decl;
 
 /* Declarations of a block weight (HL_W) and of a model weight (HL_M) of
  * shape {ne0, ne1}: HL_W("attn_q.weight", wq, EMBD, Q, MATMUL, 0). A
  * vector's ne1 is NONE. */
-#define HL_W(name_, field_, ne0, ne1, op, flags_)                                                        \
-    {.name = (name_), .ne = {HL_DIM_##ne0, HL_DIM_##ne1}, .feeds = HL_OP_##op, .flags = (flags_),      \
-     .field = {offsetof(hl_layer, field_)}}
-#define HL_M(name_, field_, ne0, ne1, op, flags_)                                                        \
-    {.name = (name_), .ne = {HL_DIM_##ne0, HL_DIM_##ne1}, .feeds = HL_OP_##op, .flags = (flags_),      \
-     .field = {offsetof(struct hearth_model, field_)}}
+#define HL_W(name_, field_, ne0, ne1, op, flags_)                                                                      \
+    {                                                                                                                  \
+        .name = (name_), .ne = {HL_DIM_##ne0, HL_DIM_##ne1}, .feeds = HL_OP_##op, .flags = (flags_), .field = {        \
+            offsetof(hl_layer, field_)                                                                                 \
+        }                                                                                                              \
+    }
+#define HL_M(name_, field_, ne0, ne1, op, flags_)                                                                      \
+    {                                                                                                                  \
+        .name = (name_), .ne = {HL_DIM_##ne0, HL_DIM_##ne1}, .feeds = HL_OP_##op, .flags = (flags_), .field = {        \
+            offsetof(struct hearth_model, field_)                                                                      \
+        }                                                                                                              \
+    }
 
 /* Runs of declarations several architectures share. */
 
 /* q, k and v as separate weights with their optional biases (llama.cpp's
  * create_tensor_qkv), each skipped where a fused attn_qkv bound it */
-#define HL_DECL_QKV                                                                              \
-    HL_W("attn_q.weight", wq, EMBD, Q, MATMUL, HL_W_UNLESS_BOUND),                               \
-    HL_W("attn_k.weight", wk, EMBD, KV, MATMUL, HL_W_UNLESS_BOUND),                              \
-    HL_W("attn_v.weight", wv, EMBD, KV, MATMUL, HL_W_UNLESS_BOUND),                              \
-    HL_W("attn_q.bias", bq, Q, NONE, ADD, HL_W_OPTIONAL | HL_W_UNLESS_BOUND),                   \
-    HL_W("attn_k.bias", bk, KV, NONE, ADD, HL_W_OPTIONAL | HL_W_UNLESS_BOUND),                  \
-    HL_W("attn_v.bias", bv, KV, NONE, ADD, HL_W_OPTIONAL | HL_W_UNLESS_BOUND)
+#define HL_DECL_QKV                                                                                                    \
+    HL_W("attn_q.weight", wq, EMBD, Q, MATMUL, HL_W_UNLESS_BOUND),                                                     \
+        HL_W("attn_k.weight", wk, EMBD, KV, MATMUL, HL_W_UNLESS_BOUND),                                                \
+        HL_W("attn_v.weight", wv, EMBD, KV, MATMUL, HL_W_UNLESS_BOUND),                                                \
+        HL_W("attn_q.bias", bq, Q, NONE, ADD, HL_W_OPTIONAL | HL_W_UNLESS_BOUND),                                      \
+        HL_W("attn_k.bias", bk, KV, NONE, ADD, HL_W_OPTIONAL | HL_W_UNLESS_BOUND),                                     \
+        HL_W("attn_v.bias", bv, KV, NONE, ADD, HL_W_OPTIONAL | HL_W_UNLESS_BOUND)
 
 /* the fused attn_qkv {n_embd, q_dim + 2 kv_dim} and its bias where the file
  * has them, as views wq, wk, wv (bq, bk, bv); then HL_DECL_QKV for a file
  * with separate ones */
-#define HL_DECL_QKV_FUSED                                                                        \
-    {.name = "attn_qkv.weight", .ne = {HL_DIM_EMBD, HL_DIM_PARTS}, .feeds = HL_OP_MATMUL,        \
-     .flags = HL_W_OPTIONAL, .field = {offsetof(hl_layer, wq), offsetof(hl_layer, wk), offsetof(hl_layer, wv)}, \
-     .part = {HL_DIM_Q, HL_DIM_KV, HL_DIM_KV}},                                                  \
-    {.name = "attn_qkv.bias", .ne = {HL_DIM_PARTS}, .feeds = HL_OP_ADD, .flags = HL_W_OPTIONAL,  \
-     .field = {offsetof(hl_layer, bq), offsetof(hl_layer, bk), offsetof(hl_layer, bv)},          \
-     .part = {HL_DIM_Q, HL_DIM_KV, HL_DIM_KV}},                                                  \
-    HL_DECL_QKV
+#define HL_DECL_QKV_FUSED                                                                                              \
+    {.name = "attn_qkv.weight",                                                                                        \
+     .ne = {HL_DIM_EMBD, HL_DIM_PARTS},                                                                                \
+     .feeds = HL_OP_MATMUL,                                                                                            \
+     .flags = HL_W_OPTIONAL,                                                                                           \
+     .field = {offsetof(hl_layer, wq), offsetof(hl_layer, wk), offsetof(hl_layer, wv)},                                \
+     .part = {HL_DIM_Q, HL_DIM_KV, HL_DIM_KV}},                                                                        \
+        {.name = "attn_qkv.bias",                                                                                      \
+         .ne = {HL_DIM_PARTS},                                                                                         \
+         .feeds = HL_OP_ADD,                                                                                           \
+         .flags = HL_W_OPTIONAL,                                                                                       \
+         .field = {offsetof(hl_layer, bq), offsetof(hl_layer, bk), offsetof(hl_layer, bv)},                            \
+         .part = {HL_DIM_Q, HL_DIM_KV, HL_DIM_KV}},                                                                    \
+        HL_DECL_QKV
 
 /* the SwiGLU (GeGLU) feed-forward of a dense block */
-#define HL_DECL_GLU_FFN                                                                          \
-    HL_W("ffn_gate.weight", ffn_gate, EMBD, FF, MATMUL, HL_W_DENSE),                             \
-    HL_W("ffn_up.weight", ffn_up, EMBD, FF, MATMUL, HL_W_DENSE),                                 \
-    HL_W("ffn_down.weight", ffn_down, FF, EMBD, MATMUL, HL_W_DENSE)
+#define HL_DECL_GLU_FFN                                                                                                \
+    HL_W("ffn_gate.weight", ffn_gate, EMBD, FF, MATMUL, HL_W_DENSE),                                                   \
+        HL_W("ffn_up.weight", ffn_up, EMBD, FF, MATMUL, HL_W_DENSE),                                                   \
+        HL_W("ffn_down.weight", ffn_down, FF, EMBD, MATMUL, HL_W_DENSE)
 
 /* the GELU feed-forward of the LayerNorm families, its biases as `bias`
  * says (0: required, HL_W_OPTIONAL) */
-#define HL_DECL_GELU_FFN(bias)                                                                   \
-    HL_W("ffn_up.weight", ffn_up, EMBD, FF, MATMUL, 0),                                          \
-    HL_W("ffn_up.bias", ffn_up_b, FF, NONE, ADD, bias),                                          \
-    HL_W("ffn_down.weight", ffn_down, FF, EMBD, MATMUL, 0),                                      \
-    HL_W("ffn_down.bias", ffn_down_b, EMBD, NONE, ADD, bias)
+#define HL_DECL_GELU_FFN(bias)                                                                                         \
+    HL_W("ffn_up.weight", ffn_up, EMBD, FF, MATMUL, 0), HL_W("ffn_up.bias", ffn_up_b, FF, NONE, ADD, bias),            \
+        HL_W("ffn_down.weight", ffn_down, FF, EMBD, MATMUL, 0),                                                        \
+        HL_W("ffn_down.bias", ffn_down_b, EMBD, NONE, ADD, bias)
 
 /* the input of a decoder: token embeddings */
 #define HL_DECL_TOKEN_EMBD HL_M("token_embd.weight", tok_embd, EMBD, VOCAB, GET_ROWS, 0)
@@ -115,17 +126,18 @@ typedef struct hl_weight_decl {
 /* the output layer: its norm (RMSNorm, or LayerNorm where the norm's bias
  * is declared after it), then the output matrix, or the token embeddings
  * where the file has none (tied) */
-#define HL_DECL_OUTPUT(norm_op)                                                                  \
-    HL_M("output_norm.weight", output_norm, EMBD, NONE, norm_op, 0),                             \
-    HL_M("output.weight", output, EMBD, VOCAB, MATMUL, HL_W_OPTIONAL),                           \
-    HL_M("token_embd.weight", output, EMBD, VOCAB, MATMUL, HL_W_UNLESS_BOUND)
+#define HL_DECL_OUTPUT(norm_op)                                                                                        \
+    HL_M("output_norm.weight", output_norm, EMBD, NONE, norm_op, 0),                                                   \
+        HL_M("output.weight", output, EMBD, VOCAB, MATMUL, HL_W_OPTIONAL),                                             \
+        HL_M("token_embd.weight", output, EMBD, VOCAB, MATMUL, HL_W_UNLESS_BOUND)
 
 /* A list of declarations, ended by HL_DECL_END. */
-#define HL_DECL_END {.name = NULL}
+#define HL_DECL_END                                                                                                    \
+    { .name = NULL }
 
 typedef struct hl_arch {
-    const char *name; /* general.architecture */
-    hl_op norm;       /* the output layer's norm and the epsilon's key: HL_OP_RMS_NORM
+    const char *name;   /* general.architecture */
+    hl_op norm;         /* the output layer's norm and the epsilon's key: HL_OP_RMS_NORM
                          (attention.layer_norm_rms_epsilon) or HL_OP_LAYER_NORM (attention.layer_norm_epsilon) */
     bool bidirectional; /* an encoder's: every token attends to its whole sequence (hl_layer_attn);
                            false: a decoder's causal attention */

@@ -45,8 +45,8 @@ static bool host_computes(const hearth_model *m, const hl_tensor *t) {
 
 /* Binds tensor `name` of shape ne into *t; a tensor the file lacks is an
  * error where `required`, else leaves *t as it is and sets *found false. */
-static hearth_status bind_tensor(hearth_model *m, const char *name, const int64_t ne[3], bool required,
-                                 hl_tensor *t, bool *found) {
+static hearth_status bind_tensor(hearth_model *m, const char *name, const int64_t ne[3], bool required, hl_tensor *t,
+                                 bool *found) {
     const gguf_tensor *gt = hl_gguf_find_tensor(m->gguf, name);
     *found = gt != NULL;
     if (!gt && !required) return HEARTH_OK;
@@ -54,13 +54,16 @@ static hearth_status bind_tensor(hearth_model *m, const char *name, const int64_
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' is missing: the file is incomplete or not a %s model",
                        name, m->arch->name);
     if (gt->ne[0] != ne[0] || gt->ne[1] != ne[1] || gt->ne[2] != ne[2] || gt->ne[3] != 1)
-        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: tensor '%s' has shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld, "
-                       "%lld}", name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2],
-                       (long long)gt->ne[3], (long long)ne[0], (long long)ne[1], (long long)ne[2]);
+        return hl_fail(HEARTH_ERR_FORMAT,
+                       "GGUF: tensor '%s' has shape {%lld, %lld, %lld, %lld}, expected {%lld, %lld, "
+                       "%lld}",
+                       name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
+                       (long long)ne[0], (long long)ne[1], (long long)ne[2]);
     const ggml_type_info *ti = hl_ggml_type_get(gt->type);
     if (ne[1] == 1 && gt->type != GGML_TYPE_F32)
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' is %s; hearth expects norm weights in F32", name, ti->name);
-    const hl_tensor w = {.type = gt->type, .ne = {ne[0], ne[1], ne[2], 1}, .data = (void *)gt->data, .backend = m->host};
+    const hl_tensor w = {
+        .type = gt->type, .ne = {ne[0], ne[1], ne[2], 1}, .data = (void *)gt->data, .backend = m->host};
     if (!host_computes(m, &w))
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' has type %s, which hearth cannot compute yet", name,
                        ti->name);
@@ -83,7 +86,8 @@ static hearth_status bind_decl(hearth_model *m, const hl_weight_decl *d, void *b
     else snprintf(name, sizeof name, "%s", d->name);
     int64_t ne[3], parts[3] = {0}, total = 0;
     int n_parts = 0;
-    for (; n_parts < 3 && d->part[n_parts] != HL_DIM_NONE; n_parts++) total += parts[n_parts] = dim_size(hp, d->part[n_parts]);
+    for (; n_parts < 3 && d->part[n_parts] != HL_DIM_NONE; n_parts++)
+        total += parts[n_parts] = dim_size(hp, d->part[n_parts]);
     for (int i = 0; i < 3; i++) ne[i] = d->ne[i] == HL_DIM_PARTS ? total : dim_size(hp, d->ne[i]);
     hl_tensor whole = {0};
     HL_TRY(bind_tensor(m, name, ne, !(d->flags & HL_W_OPTIONAL), n_parts ? &whole : field, bound));

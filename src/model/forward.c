@@ -24,9 +24,16 @@ hearth_status hl_attn_qkv(const hearth_model *m, hl_backend *b, hl_work *w, cons
 hl_attn_args hl_layer_attn(const hearth_model *m, hl_work *w, int32_t il, float scale) {
     const hl_hparams *hp = &m->hp;
     return (hl_attn_args){
-        .q = &w->q, .k_cache = &w->k_cache[il], .v_cache = &w->v_cache[il], .out = &w->att,
-        .n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-        .n_swa = hl_layer_window(hp, il), .scale = scale, .max_bias = hp->max_alibi_bias,
+        .q = &w->q,
+        .k_cache = &w->k_cache[il],
+        .v_cache = &w->v_cache[il],
+        .out = &w->att,
+        .n_head = hp->n_head,
+        .n_head_kv = hp->n_head_kv,
+        .head_dim = hp->head_dim,
+        .n_swa = hl_layer_window(hp, il),
+        .scale = scale,
+        .max_bias = hp->max_alibi_bias,
         .bidirectional = m->arch->bidirectional,
     };
 }
@@ -104,7 +111,7 @@ static hearth_status issue_stage(void *arg) {
         hl_tensor in = rows_of(&w->x, p->pass->out[j], 1), out = rows_of(&w->last, r0 + j, 1);
         const hl_tensor *bias = m->output_norm_b.data ? &m->output_norm_b : NULL; /* mpt's may be absent */
         HL_TRY(m->arch->norm == HL_OP_LAYER_NORM ? hl_layer_norm(b, &in, &m->output_norm, bias, m->hp.norm_eps, &out)
-                                : hl_rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out));
+                                                 : hl_rms_norm(b, &in, &m->output_norm, m->hp.norm_eps, &out));
     }
     if (p->pass->embd) return HEARTH_OK;
     hl_tensor logits = rows_of(&w->logits, r0, n_out);
@@ -145,9 +152,11 @@ hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, cons
     if (m->pos_embd.data) { /* learned position embeddings (gpt2, bert), by way of xb */
         for (int32_t t = 0; t < n; t++)
             if (pass->pos[t] >= m->pos_embd.ne[1])
-                return hl_fail(HEARTH_ERR_CONTEXT_FULL, "position %d: %s has learned position embeddings for %lld "
-                               "positions only (its context_length); use n_ctx <= %lld per sequence", (int)pass->pos[t],
-                               m->arch->name, (long long)m->pos_embd.ne[1], (long long)m->pos_embd.ne[1]);
+                return hl_fail(HEARTH_ERR_CONTEXT_FULL,
+                               "position %d: %s has learned position embeddings for %lld "
+                               "positions only (its context_length); use n_ctx <= %lld per sequence",
+                               (int)pass->pos[t], m->arch->name, (long long)m->pos_embd.ne[1],
+                               (long long)m->pos_embd.ne[1]);
         HL_TRY(hl_get_rows(host, &m->pos_embd, pass->pos, &p->host_work->xb));
         HL_TRY(hl_add(host, &p->host_work->x, &p->host_work->xb));
     }
@@ -173,7 +182,8 @@ hearth_status hl_model_forward(const hearth_model *m, const hl_pipeline *p, cons
         const hl_tensor *from = pass->embd ? &prev->w->last : &prev->w->logits;
         const hl_tensor *to = pass->embd ? &p->host_work->last : &p->host_work->logits;
         const size_t row = (size_t)from->ne[0] * sizeof(float), skip = (size_t)pass->out_row0 * row;
-        HL_TRY(hl_download(prev->b, (uint8_t *)to->data + skip, (uint8_t *)from->data + skip, (size_t)pass->n_out * row));
+        HL_TRY(
+            hl_download(prev->b, (uint8_t *)to->data + skip, (uint8_t *)from->data + skip, (size_t)pass->n_out * row));
     }
     return hl_synchronize(host);
 }

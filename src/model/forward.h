@@ -16,9 +16,11 @@
  * the attention output projection; q, k, v; att, attention's output; gate and
  * up, the feed-forward's. HL_WORK_ACTIVATIONS lists them once for the code
  * that plans, sizes and views them all. */
+// clang-format off
 #define HL_WORK_ACTIVATIONS(X) X(x, n_embd) X(xb, n_embd) X(q, q_dim) X(k, kv_dim) X(v, kv_dim) X(att, q_dim) \
     X(gate, n_ff) X(up, n_ff) X(moe_logits, n_expert) X(moe_ids, n_expert_used) X(moe_w, n_expert_used)          \
     X(moe_gate, ff_exp) X(moe_up, ff_exp) X(moe_out, embd_exp)
+// clang-format on
 
 typedef struct hl_work_widths {
     int64_t n_embd, q_dim, kv_dim, n_ff; /* q_dim = n_head * head_dim, kv_dim = n_head_kv * head_dim */
@@ -37,13 +39,13 @@ typedef struct hl_work {
 #define HL_WORK_FIELD(name, width) hl_tensor name;
     HL_WORK_ACTIVATIONS(HL_WORK_FIELD)
 #undef HL_WORK_FIELD
-    hl_tensor last;      /* F32 {n_embd, n_out}: final norm of the output tokens */
-    hl_tensor logits;    /* F32 {n_vocab, n_out} */
-    hl_tensor *k_cache;  /* per layer, F16 {n_head_kv*hd, n_ctx}: n_seq_max runs of n_ctx_seq cells */
+    hl_tensor last;     /* F32 {n_embd, n_out}: final norm of the output tokens */
+    hl_tensor logits;   /* F32 {n_vocab, n_out} */
+    hl_tensor *k_cache; /* per layer, F16 {n_head_kv*hd, n_ctx}: n_seq_max runs of n_ctx_seq cells */
     hl_tensor *v_cache;
     hl_rope_params rope, rope_swa; /* the context's rope of full and sliding-window layers (hl_rope_resolve) */
-    bool rope_long;      /* LongRoPE: the context runs the long factors (hl_rope_long_factors) */
-    int32_t out_tail;    /* the pass's first output row where its outputs are its last rows and not all of
+    bool rope_long;                /* LongRoPE: the context runs the long factors (hl_rope_long_factors) */
+    int32_t out_tail;              /* the pass's first output row where its outputs are its last rows and not all of
                             them (hl_work_outputs), else 0; set per pass by hl_model_forward */
 } hl_work;
 
@@ -111,7 +113,7 @@ void hl_pipeline_init(const hearth_model *m, hl_backend *host, hl_work *host_wor
 typedef struct hl_pass {
     const int32_t *tokens, *pos, *row0; /* [n] */
     int32_t n;
-    const int32_t *out;                 /* [n_out] */
+    const int32_t *out; /* [n_out] */
     int32_t n_out;
     int32_t out_row0;
     bool embd; /* the outputs are embeddings: hidden states after the output norm where the model has one,

@@ -62,8 +62,8 @@ static hearth_status gemma3_hparams(hearth_model *m) {
     float softcap = 0.0f;
     HL_TRY(hl_arch_f32(f, "gemma3", "final_logit_softcapping", false, &softcap));
     if (softcap != 0.0f)
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "gemma3.final_logit_softcapping = %g: logit soft-capping is not supported yet",
-                       softcap);
+        return hl_fail(HEARTH_ERR_UNSUPPORTED,
+                       "gemma3.final_logit_softcapping = %g: logit soft-capping is not supported yet", softcap);
     return HEARTH_OK;
 }
 

@@ -25,8 +25,8 @@ hearth_status hl_layer_norm_hparams(hearth_model *m, hl_rope_mode rope_mode) {
     /* llama.cpp's attn_output is {n_embd, n_embd}; the block keeps the
      * attention output's row (n_head * head size) as a row of n_embd */
     if ((int64_t)hp->n_head * hp->head_dim != hp->n_embd)
-        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s needs n_head * head size = n_embd (here %d * %d != %d)", m->arch->name,
-                       hp->n_head, hp->head_dim, hp->n_embd);
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s needs n_head * head size = n_embd (here %d * %d != %d)",
+                       m->arch->name, hp->n_head, hp->head_dim, hp->n_embd);
     return HEARTH_OK;
 }
 

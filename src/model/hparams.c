@@ -31,8 +31,8 @@ static hearth_status read_rope_scaling(const gguf_file *f, const char *arch, hl_
     static const struct {
         const char *name;
         int32_t type;
-    } types[] = {{"none", HEARTH_ROPE_SCALING_NONE}, {"linear", HEARTH_ROPE_SCALING_LINEAR},
-                 {"yarn", HEARTH_ROPE_SCALING_YARN}};
+    } types[] = {
+        {"none", HEARTH_ROPE_SCALING_NONE}, {"linear", HEARTH_ROPE_SCALING_LINEAR}, {"yarn", HEARTH_ROPE_SCALING_YARN}};
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     gguf_str type = {"linear", 6};
@@ -41,7 +41,8 @@ static hearth_status read_rope_scaling(const gguf_file *f, const char *arch, hl_
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (hl_gguf_str_eq(type, types[i].name)) hp->rope_scaling = types[i].type;
     if (hp->rope_scaling == HEARTH_ROPE_SCALING_UNSPECIFIED)
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "rope scaling type '%.*s' is not supported yet (supported: none, linear, yarn)",
+        return hl_fail(HEARTH_ERR_UNSUPPORTED,
+                       "rope scaling type '%.*s' is not supported yet (supported: none, linear, yarn)",
                        (int)(type.len > 32 ? 32 : type.len), type.data);
     float factor = 0.0f;
     snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
@@ -55,8 +56,10 @@ static hearth_status read_rope_scaling(const gguf_file *f, const char *arch, hl_
     hp->rope_attn_factor = 1.0f;
     HL_TRY(hl_arch_f32(f, arch, "rope.scaling.attn_factor", false, &hp->rope_attn_factor));
     if (hp->n_ctx_orig_yarn < 1 || !(hp->rope_attn_factor > 0.0f) || !isfinite(hp->rope_attn_factor))
-        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.rope.scaling.original_context_length = %d and attn_factor = %g "
-                       "must be > 0", arch, (int)hp->n_ctx_orig_yarn, hp->rope_attn_factor);
+        return hl_fail(HEARTH_ERR_FORMAT,
+                       "GGUF: %s.rope.scaling.original_context_length = %d and attn_factor = %g "
+                       "must be > 0",
+                       arch, (int)hp->n_ctx_orig_yarn, hp->rope_attn_factor);
     return HEARTH_OK;
 }
 
@@ -74,7 +77,7 @@ hearth_status hl_hparams_read(hearth_model *m, hl_rope_mode rope_mode) {
     hp->n_head_kv = hp->n_head;
     HL_TRY(hl_arch_u32(f, arch, "attention.head_count_kv", false, &hp->n_head_kv));
     const char *eps_key = m->arch->norm == HL_OP_LAYER_NORM ? "attention.layer_norm_epsilon"
-                                                           : "attention.layer_norm_rms_epsilon";
+                                                            : "attention.layer_norm_rms_epsilon";
     HL_TRY(hl_arch_f32(f, arch, eps_key, true, &hp->norm_eps));
 
     if (hp->n_embd < 1 || hp->n_layer < 1 || hp->n_layer > HL_MAX_LAYERS || hp->n_ff < 1 || hp->n_head < 1 ||
@@ -88,22 +91,24 @@ hearth_status hl_hparams_read(hearth_model *m, hl_rope_mode rope_mode) {
         return hl_fail(HEARTH_ERR_FORMAT, "GGUF: n_head %d must be a multiple of n_head_kv %d", hp->n_head,
                        hp->n_head_kv);
     if (!(hp->norm_eps > 0.0f) || !isfinite(hp->norm_eps))
-        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.%s = %g must be > 0", arch, eps_key,
-                       hp->norm_eps);
+        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.%s = %g must be > 0", arch, eps_key, hp->norm_eps);
     /* both default to n_embd / n_head, as in llama.cpp */
     hp->head_dim = hp->n_embd / hp->n_head;
     int32_t v_dim = hp->head_dim;
     HL_TRY(hl_arch_u32(f, arch, "attention.key_length", false, &hp->head_dim));
     HL_TRY(hl_arch_u32(f, arch, "attention.value_length", false, &v_dim));
     if (hp->head_dim < 2 || hp->head_dim > HL_MAX_HEAD_DIM || hp->head_dim % 2 || v_dim != hp->head_dim)
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "head size %d (keys) / %d (values) is not supported (even, 2..%d, equal)",
-                       hp->head_dim, v_dim, HL_MAX_HEAD_DIM);
+        return hl_fail(HEARTH_ERR_UNSUPPORTED,
+                       "head size %d (keys) / %d (values) is not supported (even, 2..%d, equal)", hp->head_dim, v_dim,
+                       HL_MAX_HEAD_DIM);
 
     hp->pooling_type = HEARTH_POOLING_NONE;
     HL_TRY(hl_arch_u32(f, arch, "pooling_type", false, &hp->pooling_type));
     if (hp->pooling_type > HEARTH_POOLING_RANK)
-        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: %s.pooling_type = %d is not a pooling type (0 none, 1 mean, 2 cls, "
-                       "3 last, 4 rank)", arch, (int)hp->pooling_type);
+        return hl_fail(HEARTH_ERR_FORMAT,
+                       "GGUF: %s.pooling_type = %d is not a pooling type (0 none, 1 mean, 2 cls, "
+                       "3 last, 4 rank)",
+                       arch, (int)hp->pooling_type);
     hp->embd_scale = 1.0f;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->n_swa = 0;
@@ -122,8 +127,10 @@ hearth_status hl_hparams_read(hearth_model *m, hl_rope_mode rope_mode) {
     /* the rope of a context that overrides none of it: hearth.h's "the
      * model's" values of each rope field (0, or negative for yarn_*) */
     const hearth_context_params no_overrides = {.rope_scaling_type = HEARTH_ROPE_SCALING_UNSPECIFIED,
-                                                .yarn_ext_factor = -1.0f, .yarn_attn_factor = -1.0f,
-                                                .yarn_beta_fast = -1.0f, .yarn_beta_slow = -1.0f};
+                                                .yarn_ext_factor = -1.0f,
+                                                .yarn_attn_factor = -1.0f,
+                                                .yarn_beta_fast = -1.0f,
+                                                .yarn_beta_slow = -1.0f};
     hp->rope_swa = hp->rope;
     return hl_rope_resolve(hp, &no_overrides, &hp->rope, &hp->rope_swa);
 }
@@ -133,7 +140,8 @@ hearth_status hl_hparams_sliding_window(const gguf_file *f, const char *arch, hl
     memset(hp->swa_layers, hp->n_swa > 0 ? 0xff : 0, sizeof hp->swa_layers);
     if (hp->n_swa > 0)
         HL_INFO("%s.attention.sliding_window = %d: every layer attends over the last %d positions (llama.cpp 0.3.36 "
-                "ignores the key and differs past them)", arch, (int)hp->n_swa, (int)hp->n_swa);
+                "ignores the key and differs past them)",
+                arch, (int)hp->n_swa, (int)hp->n_swa);
     return HEARTH_OK;
 }
 

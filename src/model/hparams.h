@@ -14,8 +14,8 @@
 
 /* How a block's attention and feed-forward join the residual stream x. */
 typedef enum hl_residual {
-    HL_RESIDUAL_SEQUENTIAL, /* x += attn(norm1(x)); x += ffn(norm2(x)) */
-    HL_RESIDUAL_PARALLEL,   /* x + attn(norm1(x)) + ffn(norm2(x)), added as (x + ffn) + attn (gptneox's
+    HL_RESIDUAL_SEQUENTIAL,              /* x += attn(norm1(x)); x += ffn(norm2(x)) */
+    HL_RESIDUAL_PARALLEL,                /* x + attn(norm1(x)) + ffn(norm2(x)), added as (x + ffn) + attn (gptneox's
                                use_parallel_residual) */
     HL_RESIDUAL_PARALLEL_BRANCHES_FIRST, /* the same added as x + (ffn + attn) (falcon's, gptj's) */
 } hl_residual;
@@ -27,23 +27,23 @@ typedef struct hl_hparams {
     int32_t n_layer;
     int32_t n_head;
     int32_t n_head_kv;
-    int32_t head_dim;     /* n_embd / n_head unless the file says otherwise */
+    int32_t head_dim; /* n_embd / n_head unless the file says otherwise */
     int32_t n_ff;
-    int32_t n_expert;     /* mixture of experts (Mixtral-style llama): experts per block, 0 = a dense
+    int32_t n_expert; /* mixture of experts (Mixtral-style llama): experts per block, 0 = a dense
                              feed-forward; n_expert_used of them (top-k) run for each token */
     int32_t n_expert_used;
     int32_t n_token_types; /* rows of the token-type embeddings (bert's token_type_count), 0 = none */
     int32_t pooling_type;  /* hearth_pooling_type the file gives (<arch>.pooling_type), NONE when absent */
-    float norm_eps;       /* the norm's epsilon: RMSNorm's, or LayerNorm's where the architecture's norm is
+    float norm_eps;        /* the norm's epsilon: RMSNorm's, or LayerNorm's where the architecture's norm is
                              HL_OP_LAYER_NORM (hl_arch.norm) */
-    hl_residual residual; /* how a block adds its attention and feed-forward to the residual stream */
-    float embd_scale;     /* token embeddings are multiplied by it (gemma: sqrt(n_embd)); 1 = none */
-    float max_alibi_bias; /* ALiBi's (hl_attn_args.max_bias: mpt's attention.max_alibi_bias, bloom's 8); 0 = none */
-    float clamp_kqv;      /* q, k and v clamped to [-c, c] after their biases (mpt's attention.clamp_kqv); 0 = none */
-    float attn_scale;     /* multiplies K.q in attention; 1/sqrt(head_dim) unless the architecture says otherwise */
-    bool scale_q;         /* hl_llama_layer puts attn_scale on the queries (in F32, after rope) and runs
+    hl_residual residual;  /* how a block adds its attention and feed-forward to the residual stream */
+    float embd_scale;      /* token embeddings are multiplied by it (gemma: sqrt(n_embd)); 1 = none */
+    float max_alibi_bias;  /* ALiBi's (hl_attn_args.max_bias: mpt's attention.max_alibi_bias, bloom's 8); 0 = none */
+    float clamp_kqv;       /* q, k and v clamped to [-c, c] after their biases (mpt's attention.clamp_kqv); 0 = none */
+    float attn_scale;      /* multiplies K.q in attention; 1/sqrt(head_dim) unless the architecture says otherwise */
+    bool scale_q;          /* hl_llama_layer puts attn_scale on the queries (in F32, after rope) and runs
                              attention with scale 1, as llama.cpp's phi3 graph does; false unless set */
-    hl_rope_params rope;  /* rope of the full-attention layers */
+    hl_rope_params rope;   /* rope of the full-attention layers */
     /* Sliding-window attention: layers whose bit is set in swa_layers see
      * the last n_swa positions only (each query the n_swa keys up to its own
      * position) and use rope_swa. n_swa 0 = none. swa_own_rope: rope_swa's

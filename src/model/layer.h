@@ -31,12 +31,14 @@
  * (falcon's and gptj's attn_norm is also their ffn_norm).
  * HL_LAYER_TENSORS lists every field, so code that moves whole layers
  * (placement, upload to a device) visits each without naming them. */
+// clang-format off
 #define HL_LAYER_TENSORS(X)                                                                              \
     X(attn_norm) X(wq) X(wk) X(wv) X(wo) X(bq) X(bk) X(bv) X(attn_q_norm) X(attn_k_norm) X(attn_post_norm) \
     X(attn_post_norm_b) X(ffn_post_norm_b)                                                                    \
     X(ffn_norm) X(ffn_gate) X(ffn_up) X(ffn_down) X(ffn_post_norm) X(rope_freqs) X(rope_long) X(rope_short)   \
     X(attn_norm_b) X(bo) X(ffn_norm_b) X(ffn_up_b) X(ffn_down_b) X(ffn_gate_inp) X(ffn_gate_exps) X(ffn_up_exps)     \
     X(ffn_down_exps)
+// clang-format on
 
 /* The output layer's weights, which sit on one device together (fields of
  * hearth_model), listed once for the code that places, sizes, uploads and

@@ -28,9 +28,10 @@ static hearth_status llama_hparams(hearth_model *m) {
     if (hp->n_expert > 0) {
         HL_TRY(hl_arch_u32(m->gguf, "llama", "expert_used_count", true, &hp->n_expert_used));
         if (hp->n_expert > HL_MOE_MAX_EXPERTS || hp->n_expert_used < 1 || hp->n_expert_used > hp->n_expert)
-            return hl_fail(HEARTH_ERR_FORMAT, "GGUF: llama.expert_count = %d and expert_used_count = %d must satisfy "
-                           "1 <= expert_used_count <= expert_count <= %d", (int)hp->n_expert, (int)hp->n_expert_used,
-                           HL_MOE_MAX_EXPERTS);
+            return hl_fail(HEARTH_ERR_FORMAT,
+                           "GGUF: llama.expert_count = %d and expert_used_count = %d must satisfy "
+                           "1 <= expert_used_count <= expert_count <= %d",
+                           (int)hp->n_expert, (int)hp->n_expert_used, HL_MOE_MAX_EXPERTS);
     }
     return HEARTH_OK;
 }
@@ -44,12 +45,21 @@ static const hl_weight_decl llama_block[] = {
     HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, RMS_NORM, 0),
     HL_DECL_GLU_FFN,
     HL_W("ffn_gate_inp.weight", ffn_gate_inp, EMBD, EXPERT, MATMUL, HL_W_MOE),
-    {.name = "ffn_gate_exps.weight", .ne = {HL_DIM_EMBD, HL_DIM_FF, HL_DIM_EXPERT}, .feeds = HL_OP_MATMUL_ID,
-     .flags = HL_W_MOE, .field = {offsetof(hl_layer, ffn_gate_exps)}},
-    {.name = "ffn_up_exps.weight", .ne = {HL_DIM_EMBD, HL_DIM_FF, HL_DIM_EXPERT}, .feeds = HL_OP_MATMUL_ID,
-     .flags = HL_W_MOE, .field = {offsetof(hl_layer, ffn_up_exps)}},
-    {.name = "ffn_down_exps.weight", .ne = {HL_DIM_FF, HL_DIM_EMBD, HL_DIM_EXPERT}, .feeds = HL_OP_MATMUL_ID,
-     .flags = HL_W_MOE, .field = {offsetof(hl_layer, ffn_down_exps)}},
+    {.name = "ffn_gate_exps.weight",
+     .ne = {HL_DIM_EMBD, HL_DIM_FF, HL_DIM_EXPERT},
+     .feeds = HL_OP_MATMUL_ID,
+     .flags = HL_W_MOE,
+     .field = {offsetof(hl_layer, ffn_gate_exps)}},
+    {.name = "ffn_up_exps.weight",
+     .ne = {HL_DIM_EMBD, HL_DIM_FF, HL_DIM_EXPERT},
+     .feeds = HL_OP_MATMUL_ID,
+     .flags = HL_W_MOE,
+     .field = {offsetof(hl_layer, ffn_up_exps)}},
+    {.name = "ffn_down_exps.weight",
+     .ne = {HL_DIM_FF, HL_DIM_EMBD, HL_DIM_EXPERT},
+     .feeds = HL_OP_MATMUL_ID,
+     .flags = HL_W_MOE,
+     .field = {offsetof(hl_layer, ffn_down_exps)}},
     /* one tensor for all layers (llama.cpp binds it to each, TENSOR_DUPLICATED) */
     HL_W("rope_freqs.weight", rope_freqs, ROT_HALF, NONE, ROPE, HL_W_OPTIONAL | HL_W_SHARED),
     HL_DECL_END,

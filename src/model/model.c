@@ -134,10 +134,11 @@ static hearth_status check_all_bound(const hearth_model *m) {
         const gguf_tensor *t = hl_gguf_tensor_at(m->gguf, i);
         const uintptr_t addr = (uintptr_t)t->data;
         if (!bsearch(&addr, bound, n, sizeof *bound, cmp_addr))
-            st = hl_fail(HEARTH_ERR_UNSUPPORTED,
-                         "tensor '%.*s' is not part of the %s architecture as hearth runs it: this variant of the model "
-                         "is not supported yet",
-                         (int)(t->name.len > 96 ? 96 : t->name.len), t->name.data, m->arch->name);
+            st = hl_fail(
+                HEARTH_ERR_UNSUPPORTED,
+                "tensor '%.*s' is not part of the %s architecture as hearth runs it: this variant of the model "
+                "is not supported yet",
+                (int)(t->name.len > 96 ? 96 : t->name.len), t->name.data, m->arch->name);
     }
     free(bound);
     return st;
@@ -212,14 +213,18 @@ hearth_status hearth_model_load(const char *path, const hearth_model_params *par
     if (!path) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_load: path is NULL");
     hearth_model_params p = params ? *params : hearth_model_default_params();
     if (p.n_gpu_layers < HEARTH_N_GPU_LAYERS_AUTO)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "n_gpu_layers must be -2 (auto: as many as fit), -1 (all), 0 or a "
-                       "layer count (got %d)", (int)p.n_gpu_layers);
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "n_gpu_layers must be -2 (auto: as many as fit), -1 (all), 0 or a "
+                       "layer count (got %d)",
+                       (int)p.n_gpu_layers);
     if (p.n_gpu_layers == HEARTH_N_GPU_LAYERS_AUTO)
         for (int i = 0; i < 2; i++) {
             const int32_t t = i ? p.fit_type_v : p.fit_type_k;
             if (t != 0 && !hl_kv_type_name(t))
-                return hl_fail(HEARTH_ERR_INVALID_ARG, "%s %d is not a KV cache type: use a hearth_kv_type (f16, bf16, "
-                               "q8_0, q4_0) or 0 for f16", i ? "fit_type_v" : "fit_type_k", (int)t);
+                return hl_fail(HEARTH_ERR_INVALID_ARG,
+                               "%s %d is not a KV cache type: use a hearth_kv_type (f16, bf16, "
+                               "q8_0, q4_0) or 0 for f16",
+                               i ? "fit_type_v" : "fit_type_k", (int)t);
         }
     hearth_model *m = hl_calloc(1, sizeof *m);
     if (!m) return HEARTH_ERR_OUT_OF_MEMORY;

@@ -25,28 +25,28 @@
 
 struct hearth_model {
     gguf_file *gguf;
-    void *file_copy;       /* the file read into memory when use_mmap is false */
+    void *file_copy; /* the file read into memory when use_mmap is false */
     hl_vocab *vocab;
     const hl_arch *arch;
     hl_hparams hp;
-    hl_tensor tok_embd;    /* {n_embd, n_vocab} */
-    hl_tensor output_norm; /* F32 {n_embd} */
-    hl_tensor output_norm_b; /* F32 {n_embd}: the final LayerNorm's bias (arch->norm LayerNorm), or absent */
-    hl_tensor pos_embd;    /* {n_embd, n_ctx_train}: learned position embeddings (gpt2), or absent */
+    hl_tensor tok_embd;             /* {n_embd, n_vocab} */
+    hl_tensor output_norm;          /* F32 {n_embd} */
+    hl_tensor output_norm_b;        /* F32 {n_embd}: the final LayerNorm's bias (arch->norm LayerNorm), or absent */
+    hl_tensor pos_embd;             /* {n_embd, n_ctx_train}: learned position embeddings (gpt2), or absent */
     hl_tensor tok_norm, tok_norm_b; /* F32 {n_embd}: LayerNorm of the token embeddings (bloom, bert), or absent */
-    hl_tensor tok_types;   /* {n_embd, n_token_types}: token-type embeddings (bert; every token is type 0), or absent */
-    hl_tensor output;      /* {n_embd, n_vocab}; tok_embd when tied */
-    hl_tensor output_b;    /* F32 {n_vocab}: the output matrix's bias (gptj's lm_head), or absent */
-    hl_layer *layers;      /* [n_layer] */
+    hl_tensor tok_types; /* {n_embd, n_token_types}: token-type embeddings (bert; every token is type 0), or absent */
+    hl_tensor output;    /* {n_embd, n_vocab}; tok_embd when tied */
+    hl_tensor output_b;  /* F32 {n_vocab}: the output matrix's bias (gptj's lm_head), or absent */
+    hl_layer *layers;    /* [n_layer] */
     /* a CPU instance that holds no scratch: load asks it (supports_op)
      * whether the host computes each weight */
     hl_backend *host;
     /* placement (model/placement.c): weights of offloaded layers live in
      * gpu_weights[d], held by the weight-only backend gpu[d] */
-    int8_t *layer_dev;     /* [n_layer] GPU of each block, -1 = host */
-    int32_t output_dev;    /* GPU of output_norm and output, -1 = host */
-    int32_t n_gpu_layers;  /* blocks on GPUs, +1 when the output layer is */
-    size_t gpu_bytes;      /* weights on GPUs */
+    int8_t *layer_dev;    /* [n_layer] GPU of each block, -1 = host */
+    int32_t output_dev;   /* GPU of output_norm and output, -1 = host */
+    int32_t n_gpu_layers; /* blocks on GPUs, +1 when the output layer is */
+    size_t gpu_bytes;     /* weights on GPUs */
     hl_backend *gpu[HL_MAX_GPUS];
     int32_t gpu_id[HL_MAX_GPUS]; /* device (gpu.h's number) of each gpu[d]: the selection, in order */
     void *gpu_weights[HL_MAX_GPUS];

@@ -10,7 +10,8 @@
 #include "model/model.h"
 
 /* Copies `len` bytes of text and a NUL into buf, or reports the size needed. */
-static hearth_status copy_text(const char *what, const char *text, size_t len, char *buf, size_t size, size_t *out_len) {
+static hearth_status copy_text(const char *what, const char *text, size_t len, char *buf, size_t size,
+                               size_t *out_len) {
     *out_len = len;
     if (len + 1 > size) return hl_fail(HEARTH_ERR_BUFFER_TOO_SMALL, "%s needs %zu bytes", what, len + 1);
     memcpy(buf, text, len);
@@ -19,7 +20,8 @@ static hearth_status copy_text(const char *what, const char *text, size_t len, c
 }
 
 hearth_status hearth_model_meta_str(const hearth_model *m, const char *key, char *buf, size_t size, size_t *len) {
-    if (!m || !key || !len || (!buf && size)) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_meta_str: NULL argument");
+    if (!m || !key || !len || (!buf && size))
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_meta_str: NULL argument");
     const gguf_kv *kv = hl_gguf_find_kv(m->gguf, key);
     if (!kv || kv->value.type != GGUF_TYPE_STRING)
         return hl_fail(HEARTH_ERR_INVALID_ARG, "model has no string metadata '%s'", key);
@@ -46,7 +48,9 @@ static const gguf_kv *scalar_kv(const hearth_model *m, int32_t i) {
 static hearth_status find(const hearth_model *m, int32_t i, char *buf, size_t size, size_t *len, const gguf_kv **kv) {
     if (!m || !len || (!buf && size)) return hl_fail(HEARTH_ERR_INVALID_ARG, "model metadata: NULL argument");
     *kv = scalar_kv(m, i);
-    if (!*kv) return hl_fail(HEARTH_ERR_INVALID_ARG, "model metadata index %d is out of range [0, %d)", i, hearth_model_meta_count(m));
+    if (!*kv)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "model metadata index %d is out of range [0, %d)", i,
+                       hearth_model_meta_count(m));
     return HEARTH_OK;
 }
 
@@ -57,7 +61,8 @@ hearth_status hearth_model_meta_key_by_index(const hearth_model *m, int32_t i, c
     return copy_text("metadata key", kv->key.data, (size_t)kv->key.len, buf, size, len);
 }
 
-hearth_status hearth_model_meta_val_str_by_index(const hearth_model *m, int32_t i, char *buf, size_t size, size_t *len) {
+hearth_status hearth_model_meta_val_str_by_index(const hearth_model *m, int32_t i, char *buf, size_t size,
+                                                 size_t *len) {
     const gguf_kv *kv;
     hearth_status st = find(m, i, buf, size, len, &kv);
     if (st != HEARTH_OK) return st;

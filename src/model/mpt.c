@@ -25,8 +25,10 @@ static hearth_status mpt_hparams(hearth_model *m) {
     HL_TRY(hl_arch_f32(m->gguf, "mpt", "attention.max_alibi_bias", false, &m->hp.max_alibi_bias));
     if (!(m->hp.clamp_kqv >= 0.0f) || !isfinite(m->hp.clamp_kqv) || !(m->hp.max_alibi_bias >= 0.0f) ||
         !isfinite(m->hp.max_alibi_bias))
-        return hl_fail(HEARTH_ERR_FORMAT, "GGUF: mpt.attention.clamp_kqv = %g and max_alibi_bias = %g must be finite "
-                       "and >= 0", m->hp.clamp_kqv, m->hp.max_alibi_bias);
+        return hl_fail(HEARTH_ERR_FORMAT,
+                       "GGUF: mpt.attention.clamp_kqv = %g and max_alibi_bias = %g must be finite "
+                       "and >= 0",
+                       m->hp.clamp_kqv, m->hp.max_alibi_bias);
     return HEARTH_OK;
 }
 

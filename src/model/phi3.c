@@ -33,7 +33,8 @@ static hearth_status phi3_hparams(hearth_model *m) {
     HL_TRY(hl_arch_u32(m->gguf, "phi3", "attention.sliding_window", false, &n_swa));
     if (n_swa > 0)
         HL_WARN("phi3.attention.sliding_window = %d is ignored, as llama.cpp does (its Phi sliding window is "
-                "disabled): every layer attends to the whole context", (int)n_swa);
+                "disabled): every layer attends to the whole context",
+                (int)n_swa);
     return HEARTH_OK;
 }
 
@@ -44,8 +45,11 @@ static const hl_weight_decl phi3_block[] = {
     HL_DECL_QKV_FUSED,
     HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
     HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, RMS_NORM, 0),
-    {.name = "ffn_up.weight", .ne = {HL_DIM_EMBD, HL_DIM_PARTS}, .feeds = HL_OP_MATMUL,
-     .field = {offsetof(hl_layer, ffn_gate), offsetof(hl_layer, ffn_up)}, .part = {HL_DIM_FF, HL_DIM_FF}},
+    {.name = "ffn_up.weight",
+     .ne = {HL_DIM_EMBD, HL_DIM_PARTS},
+     .feeds = HL_OP_MATMUL,
+     .field = {offsetof(hl_layer, ffn_gate), offsetof(hl_layer, ffn_up)},
+     .part = {HL_DIM_FF, HL_DIM_FF}},
     HL_W("ffn_down.weight", ffn_down, FF, EMBD, MATMUL, 0),
     /* LongRoPE's factors, one pair for all layers */
     HL_W("rope_factors_long.weight", rope_long, ROT_HALF, NONE, ROPE, HL_W_OPTIONAL | HL_W_SHARED),

@@ -32,10 +32,11 @@ static hearth_status plan_count(const hl_placement_in *in, int32_t ngl, int8_t *
     *out = (hl_placement){.output_dev = -1};
     for (int32_t il = 0; il < in->n_layer; il++) layer_dev[il] = -1;
     if (in->n_devices == 0 || ngl == 0) return HEARTH_OK;
-    if (in->n_devices > HL_MAX_GPUS) return hl_fail(HEARTH_ERR_INVALID_ARG, "at most %d GPUs are supported", HL_MAX_GPUS);
+    if (in->n_devices > HL_MAX_GPUS)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "at most %d GPUs are supported", HL_MAX_GPUS);
     if (in->split_mode == HEARTH_SPLIT_ROW)
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "split_mode row (matrices split over GPUs) is not supported yet; use "
-                       "split_mode layer");
+                                               "split_mode layer");
     if (in->main_gpu < 0 || in->main_gpu >= in->n_devices)
         return hl_fail(HEARTH_ERR_INVALID_ARG, "main_gpu %d does not exist (%d GPUs usable)", (int)in->main_gpu,
                        (int)in->n_devices);
@@ -46,7 +47,8 @@ static hearth_status plan_count(const hl_placement_in *in, int32_t ngl, int8_t *
         double share = in->split_mode == HEARTH_SPLIT_NONE ? (d == in->main_gpu)
                        : in->tensor_split                  ? (double)in->tensor_split[d]
                                                            : (double)in->free_bytes[d];
-        if (!(share >= 0.0)) return hl_fail(HEARTH_ERR_INVALID_ARG, "tensor_split[%d] = %g must be >= 0", (int)d, share);
+        if (!(share >= 0.0))
+            return hl_fail(HEARTH_ERR_INVALID_ARG, "tensor_split[%d] = %g must be >= 0", (int)d, share);
         total += share;
         cum[d] = total;
     }
@@ -117,7 +119,8 @@ hearth_status hl_placement_plan(const hl_placement_in *in, int8_t *layer_dev, hl
     char dev[32];
     if (in->names) snprintf(dev, sizeof dev, "%s", in->names[d]);
     else snprintf(dev, sizeof dev, "device %d", (int)d);
-    return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "%d offloaded layers need %.0f MiB on %s (%.0f MiB of weights + %.0f MiB "
+    return hl_fail(HEARTH_ERR_OUT_OF_MEMORY,
+                   "%d offloaded layers need %.0f MiB on %s (%.0f MiB of weights + %.0f MiB "
                    "for the context), %.0f MiB free: lower n_gpu_layers or n_ctx, or use n_gpu_layers auto",
                    (int)out->n_offloaded, MIB(need), dev, MIB(out->dev_bytes[d]), MIB(in->reserve_bytes),
                    MIB(in->free_bytes[d]));
@@ -133,7 +136,8 @@ static size_t kv_row_bytes(int32_t t, int64_t n) { return hl_row_size(t ? (uint3
 /* Bytes of a block's weights (absent optional tensors have no data). */
 static size_t layer_bytes(const hl_layer *l) {
     size_t n = 0;
-#define ADD_BYTES(name) if (l->name.data) n += aligned(hl_tensor_nbytes(&l->name));
+#define ADD_BYTES(name)                                                                                                \
+    if (l->name.data) n += aligned(hl_tensor_nbytes(&l->name));
     HL_LAYER_TENSORS(ADD_BYTES)
 #undef ADD_BYTES
     return n;
@@ -189,12 +193,22 @@ static bool runs_block(const hearth_model *m, const hl_backend *b, int32_t il, c
     hl_tensor out = q;
     const hl_tensor k = {.type = GGML_TYPE_F32, .ne = {kv_dim, 1, 1, 1}};
     const hl_tensor cache = {.type = GGML_TYPE_F16, .ne = {kv_dim, 1, 1, 1}};
-    const hl_attn_args a = {.q = &q, .k_cache = &cache, .v_cache = &cache, .out = &out, .n_head = hp->n_head,
-                            .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .n_swa = hl_layer_window(hp, il),
-                            .scale = hp->attn_scale, .max_bias = hp->max_alibi_bias,
+    const hl_attn_args a = {.q = &q,
+                            .k_cache = &cache,
+                            .v_cache = &cache,
+                            .out = &out,
+                            .n_head = hp->n_head,
+                            .n_head_kv = hp->n_head_kv,
+                            .head_dim = hp->head_dim,
+                            .n_swa = hl_layer_window(hp, il),
+                            .scale = hp->attn_scale,
+                            .max_bias = hp->max_alibi_bias,
                             .bidirectional = m->arch->bidirectional};
     const hl_op_desc ops[] = {
-        {.op = HL_OP_ROPE, .t = {&q}, .n_head = hp->n_head, .rope = hl_layer_is_swa(hp, il) ? &hp->rope_swa : &hp->rope},
+        {.op = HL_OP_ROPE,
+         .t = {&q},
+         .n_head = hp->n_head,
+         .rope = hl_layer_is_swa(hp, il) ? &hp->rope_swa : &hp->rope},
         {.op = HL_OP_STORE_ROWS, .t = {&k, &cache}},
         {.op = HL_OP_ATTENTION, .t = {&q, &cache, &cache, &out}, .attn = &a},
     };
@@ -217,7 +231,8 @@ static void find_host_only(const hearth_model *m, int32_t n_dev, int32_t n_asked
             char why[160];
             if (runs_block(m, m->gpu[d], il, why, sizeof why)) continue;
             host_only[il] = true;
-            if (il < m->hp.n_layer) HL_WARN("layer %d stays on the CPU: %s has %s", (int)il, hl_backend_name(m->gpu[d]), why);
+            if (il < m->hp.n_layer)
+                HL_WARN("layer %d stays on the CPU: %s has %s", (int)il, hl_backend_name(m->gpu[d]), why);
             else HL_WARN("the output layer stays on the CPU: %s has %s", hl_backend_name(m->gpu[d]), why);
         }
     }
@@ -318,15 +333,23 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     const uint32_t fit_n_ctx = p->fit_n_ctx ? p->fit_n_ctx : hl_default_n_ctx(&m->hp);
     const int64_t kv_dim = (int64_t)m->hp.n_head_kv * m->hp.head_dim;
     const hl_placement_in in = {
-        .n_layer = n_layer, .layer_bytes = bytes,
+        .n_layer = n_layer,
+        .layer_bytes = bytes,
 #define OUTPUT_BYTES(name) +aligned(hl_tensor_nbytes(&m->name))
         .output_bytes = 0 HL_OUTPUT_TENSORS(OUTPUT_BYTES),
 #undef OUTPUT_BYTES
-        .n_gpu_layers = p->n_gpu_layers, .split_mode = p->split_mode, .main_gpu = p->main_gpu,
-        .tensor_split = p->tensor_split, .n_devices = n_dev, .free_bytes = free_bytes,
-        .reserve_bytes = HL_PLACEMENT_RESERVE, .host_only = host_only, .names = name_of,
+        .n_gpu_layers = p->n_gpu_layers,
+        .split_mode = p->split_mode,
+        .main_gpu = p->main_gpu,
+        .tensor_split = p->tensor_split,
+        .n_devices = n_dev,
+        .free_bytes = free_bytes,
+        .reserve_bytes = HL_PLACEMENT_RESERVE,
+        .host_only = host_only,
+        .names = name_of,
         /* K and V, fit_n_ctx rows of n_head_kv x head_dim in the fit types */
-        .layer_ctx_bytes = (size_t)fit_n_ctx * (kv_row_bytes(p->fit_type_k, kv_dim) + kv_row_bytes(p->fit_type_v, kv_dim)),
+        .layer_ctx_bytes = (size_t)fit_n_ctx *
+                           (kv_row_bytes(p->fit_type_k, kv_dim) + kv_row_bytes(p->fit_type_v, kv_dim)),
     };
     hl_placement pl;
     if (st == HEARTH_OK) st = hl_placement_plan(&in, m->layer_dev, &pl);
@@ -347,14 +370,16 @@ hearth_status hl_placement_apply(hearth_model *m, const hearth_model_params *p) 
     }
     if (pl.n_capped > 0)
         HL_WARN("%d layers stay on the CPU: between the layers a GPU cannot run, the pipeline would need more than "
-                "%d stages", (int)pl.n_capped, HL_MAX_STAGES);
+                "%d stages",
+                (int)pl.n_capped, HL_MAX_STAGES);
     char used[HL_MAX_GPUS * 26] = "";
     for (int32_t d = 0, len = 0; d < n_dev; d++)
-        if (pl.dev_bytes[d] > 0) len += snprintf(used + len, sizeof used - (size_t)len, "%s%s", len ? ", " : "", names[d]);
+        if (pl.dev_bytes[d] > 0)
+            len += snprintf(used + len, sizeof used - (size_t)len, "%s%s", len ? ", " : "", names[d]);
     if (fit && n_dev > 0)
         HL_INFO("n_gpu_layers auto: %d of %d layers fit with room for a context of %u tokens (%.1f MiB of KV cache a "
-                "layer) and %.0f MiB of buffers", (int)m->n_gpu_layers, (int)n_layer + 1, fit_n_ctx,
-                MIB(in.layer_ctx_bytes), MIB(HL_PLACEMENT_RESERVE));
+                "layer) and %.0f MiB of buffers",
+                (int)m->n_gpu_layers, (int)n_layer + 1, fit_n_ctx, MIB(in.layer_ctx_bytes), MIB(HL_PLACEMENT_RESERVE));
     if (m->n_gpu_layers > 0)
         HL_INFO("placed %d/%d layers on %s (%.1f MiB of weights)%s", (int)m->n_gpu_layers, (int)n_layer + 1, used,
                 MIB(m->gpu_bytes), pl.n_pinned ? "; see above for the layers kept on the CPU" : "");

@@ -21,29 +21,29 @@
 
 typedef struct hl_placement_in {
     int32_t n_layer;
-    const size_t *layer_bytes;  /* [n_layer] weight bytes of each block */
-    size_t output_bytes;        /* final norm + output matrix */
-    int32_t n_gpu_layers;       /* 0 none; N the first N blocks (N > n_layer: all + output); -1 all + output;
+    const size_t *layer_bytes; /* [n_layer] weight bytes of each block */
+    size_t output_bytes;       /* final norm + output matrix */
+    int32_t n_gpu_layers;      /* 0 none; N the first N blocks (N > n_layer: all + output); -1 all + output;
                                    HEARTH_N_GPU_LAYERS_AUTO the most that fit (layer_ctx_bytes) */
     hearth_split_mode split_mode;
-    int32_t main_gpu;           /* the device of SPLIT_NONE */
-    const float *tensor_split;  /* [n_devices] proportions, or NULL: proportional to free memory */
+    int32_t main_gpu;          /* the device of SPLIT_NONE */
+    const float *tensor_split; /* [n_devices] proportions, or NULL: proportional to free memory */
     int32_t n_devices;
-    const size_t *free_bytes;   /* [n_devices] free memory of each device now */
-    size_t reserve_bytes;       /* left free on each device used, for contexts (KV cache, buffers) */
-    size_t layer_ctx_bytes;     /* AUTO: what each offloaded block adds to a context (its KV cache) */
-    const char *const *names;   /* [n_devices] "cuda0", "opencl1" for messages, or NULL: "device <d>" */
-    const bool *host_only;      /* [n_layer + 1] blocks (and at n_layer the output layer) that must stay
+    const size_t *free_bytes; /* [n_devices] free memory of each device now */
+    size_t reserve_bytes;     /* left free on each device used, for contexts (KV cache, buffers) */
+    size_t layer_ctx_bytes;   /* AUTO: what each offloaded block adds to a context (its KV cache) */
+    const char *const *names; /* [n_devices] "cuda0", "opencl1" for messages, or NULL: "device <d>" */
+    const bool *host_only;    /* [n_layer + 1] blocks (and at n_layer the output layer) that must stay
                                    on the host because a device cannot run them, or NULL: none */
 } hl_placement_in;
 
 typedef struct hl_placement {
-    int32_t n_offloaded;              /* blocks on GPUs, plus 1 when the output layer is */
-    int32_t output_dev;               /* device of the output layer, -1 = host */
-    size_t dev_bytes[HL_MAX_GPUS];    /* weights placed on each device */
-    int32_t dev_blocks[HL_MAX_GPUS];  /* blocks placed on each device */
-    int32_t n_pinned;                 /* layers asked for that stay on the host (host_only) */
-    int32_t n_capped;                 /* layers asked for and runnable that stay on the host because
+    int32_t n_offloaded;             /* blocks on GPUs, plus 1 when the output layer is */
+    int32_t output_dev;              /* device of the output layer, -1 = host */
+    size_t dev_bytes[HL_MAX_GPUS];   /* weights placed on each device */
+    int32_t dev_blocks[HL_MAX_GPUS]; /* blocks placed on each device */
+    int32_t n_pinned;                /* layers asked for that stay on the host (host_only) */
+    int32_t n_capped;                /* layers asked for and runnable that stay on the host because
                                          the pinned ones split the rest into too many stages */
 } hl_placement;
 

@@ -17,8 +17,10 @@ hearth_status hl_rope_resolve(const hl_hparams *hp, const hearth_context_params 
     const int32_t type = cp->rope_scaling_type == HEARTH_ROPE_SCALING_UNSPECIFIED ? hp->rope_scaling
                                                                                   : cp->rope_scaling_type;
     if (type != HEARTH_ROPE_SCALING_NONE && type != HEARTH_ROPE_SCALING_LINEAR && type != HEARTH_ROPE_SCALING_YARN)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "rope_scaling_type %d is not a hearth_rope_scaling (-1 the model's, "
-                       "0 none, 1 linear, 2 yarn)", (int)cp->rope_scaling_type);
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "rope_scaling_type %d is not a hearth_rope_scaling (-1 the model's, "
+                       "0 none, 1 linear, 2 yarn)",
+                       (int)cp->rope_scaling_type);
     hl_rope_params r = hp->rope;
     r.freq_base = cp->rope_freq_base == 0.0f ? hp->rope_freq_base_train : cp->rope_freq_base;
     r.freq_scale = cp->rope_freq_scale == 0.0f ? hp->rope_freq_scale_train : cp->rope_freq_scale;
@@ -32,9 +34,10 @@ hearth_status hl_rope_resolve(const hl_hparams *hp, const hearth_context_params 
                        r.freq_base, r.freq_scale);
     if (cp->yarn_orig_ctx > INT32_MAX || !isfinite(r.ext_factor) || !isfinite(r.attn_factor) ||
         !isfinite(r.beta_fast) || !isfinite(r.beta_slow))
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "yarn_orig_ctx %u, yarn_ext_factor %g, yarn_attn_factor %g, "
-                       "yarn_beta_fast %g, yarn_beta_slow %g must be finite (negative: the default)", cp->yarn_orig_ctx,
-                       r.ext_factor, r.attn_factor, r.beta_fast, r.beta_slow);
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "yarn_orig_ctx %u, yarn_ext_factor %g, yarn_attn_factor %g, "
+                       "yarn_beta_fast %g, yarn_beta_slow %g must be finite (negative: the default)",
+                       cp->yarn_orig_ctx, r.ext_factor, r.attn_factor, r.beta_fast, r.beta_slow);
     if (type == HEARTH_ROPE_SCALING_NONE) r.freq_scale = 1.0f;
     if (r.ext_factor < 0.0f) r.ext_factor = type == HEARTH_ROPE_SCALING_YARN ? 1.0f : 0.0f;
     if (r.ext_factor != 0.0f) {

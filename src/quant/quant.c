@@ -6,20 +6,13 @@
 #include "quant/quant.h"
 
 static const hl_quant_traits quant_traits[] = {
-    {GGML_TYPE_F32, hl_f32_to_float, hl_f32_from_float},
-    {GGML_TYPE_F16, hl_f16_to_float, hl_f16_from_float},
-    {GGML_TYPE_BF16, hl_bf16_to_float, hl_bf16_from_float},
-    {GGML_TYPE_Q4_0, hl_q4_0_to_float, hl_q4_0_from_float},
-    {GGML_TYPE_Q4_1, hl_q4_1_to_float, hl_q4_1_from_float},
-    {GGML_TYPE_Q8_0, hl_q8_0_to_float, hl_q8_0_from_float},
-    {GGML_TYPE_Q8_1, hl_q8_1_to_float, hl_q8_1_from_float},
-    {GGML_TYPE_Q5_0, hl_q5_0_to_float, hl_q5_0_from_float},
-    {GGML_TYPE_Q5_1, hl_q5_1_to_float, hl_q5_1_from_float},
-    {GGML_TYPE_Q2_K, hl_q2_K_to_float, hl_q2_K_from_float},
-    {GGML_TYPE_Q3_K, hl_q3_K_to_float, hl_q3_K_from_float},
-    {GGML_TYPE_Q4_K, hl_q4_K_to_float, hl_q4_K_from_float},
-    {GGML_TYPE_Q5_K, hl_q5_K_to_float, hl_q5_K_from_float},
-    {GGML_TYPE_Q6_K, hl_q6_K_to_float, hl_q6_K_from_float},
+    {GGML_TYPE_F32, hl_f32_to_float, hl_f32_from_float},    {GGML_TYPE_F16, hl_f16_to_float, hl_f16_from_float},
+    {GGML_TYPE_BF16, hl_bf16_to_float, hl_bf16_from_float}, {GGML_TYPE_Q4_0, hl_q4_0_to_float, hl_q4_0_from_float},
+    {GGML_TYPE_Q4_1, hl_q4_1_to_float, hl_q4_1_from_float}, {GGML_TYPE_Q8_0, hl_q8_0_to_float, hl_q8_0_from_float},
+    {GGML_TYPE_Q8_1, hl_q8_1_to_float, hl_q8_1_from_float}, {GGML_TYPE_Q5_0, hl_q5_0_to_float, hl_q5_0_from_float},
+    {GGML_TYPE_Q5_1, hl_q5_1_to_float, hl_q5_1_from_float}, {GGML_TYPE_Q2_K, hl_q2_K_to_float, hl_q2_K_from_float},
+    {GGML_TYPE_Q3_K, hl_q3_K_to_float, hl_q3_K_from_float}, {GGML_TYPE_Q4_K, hl_q4_K_to_float, hl_q4_K_from_float},
+    {GGML_TYPE_Q5_K, hl_q5_K_to_float, hl_q5_K_from_float}, {GGML_TYPE_Q6_K, hl_q6_K_to_float, hl_q6_K_from_float},
     {GGML_TYPE_Q8_K, hl_q8_K_to_float, hl_q8_K_from_float},
 };
 
@@ -36,13 +29,9 @@ size_t hl_row_size(uint32_t type, int64_t n) {
     return (size_t)(n / (int64_t)info->blck_size) * (size_t)info->type_size;
 }
 
-void hl_f32_to_float(const void *src, float *dst, int64_t n) {
-    memcpy(dst, src, (size_t)n * sizeof(float));
-}
+void hl_f32_to_float(const void *src, float *dst, int64_t n) { memcpy(dst, src, (size_t)n * sizeof(float)); }
 
-void hl_f32_from_float(const float *src, void *dst, int64_t n) {
-    memcpy(dst, src, (size_t)n * sizeof(float));
-}
+void hl_f32_from_float(const float *src, void *dst, int64_t n) { memcpy(dst, src, (size_t)n * sizeof(float)); }
 
 void hl_f16_to_float(const void *src, float *dst, int64_t n) {
     const hl_half *x = src;

@@ -63,14 +63,12 @@ static inline hl_half hl_fp32_to_fp16(float f) {
         const float sum = hl_f32_from_bits(ax) + 0.5f;
         return sign | (uint16_t)(hl_f32_bits(sum) - hl_f32_bits(0.5f));
     }
-    ax += 0xfff + ((ax >> 13) & 1); /* round the 13 dropped bits, ties to even */
+    ax += 0xfff + ((ax >> 13) & 1);   /* round the 13 dropped bits, ties to even */
     ax -= (uint32_t)(127 - 15) << 23; /* rebias the exponent; a carry may make inf */
     return sign | (uint16_t)(ax >> 13);
 }
 
-static inline float hl_bf16_to_fp32(hl_bf16 h) {
-    return hl_f32_from_bits((uint32_t)h << 16);
-}
+static inline float hl_bf16_to_fp32(hl_bf16 h) { return hl_f32_from_bits((uint32_t)h << 16); }
 
 /* Round to nearest, ties to even; NaN stays NaN with the quiet bit forced
  * (ggml_compute_fp32_to_bf16 in ggml-impl.h). */
@@ -158,8 +156,8 @@ typedef void (*hl_to_float_fn)(const void *src, float *dst, int64_t n);
 typedef void (*hl_from_float_fn)(const float *src, void *dst, int64_t n);
 
 typedef struct hl_quant_traits {
-    uint32_t type;              /* GGML_TYPE_* */
-    hl_to_float_fn to_float;    /* reference dequantizer */
+    uint32_t type;               /* GGML_TYPE_* */
+    hl_to_float_fn to_float;     /* reference dequantizer */
     hl_from_float_fn from_float; /* reference quantizer (ggml's *_ref) */
 } hl_quant_traits;
 

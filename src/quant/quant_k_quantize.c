@@ -14,9 +14,7 @@
 #include "quant/quant.h"
 #include "quant/quant_k_search.h"
 
-static int clamp_int(int v, int lo, int hi) {
-    return v < lo ? lo : v > hi ? hi : v;
-}
+static int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Packs 2-bit levels as Q2_K/Q3_K store them: element e in bits
  * 2*((e%128)/32) of qs[32*(e/128) + e%32]. */

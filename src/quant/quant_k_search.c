@@ -8,9 +8,7 @@
 
 #include "quant/quant_k_search.h"
 
-static int clamp_int(int v, int lo, int hi) {
-    return v < lo ? lo : v > hi ? hi : v;
-}
+static int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* The signed element of largest magnitude (the first one on ties). */
 static float signed_absmax(int n, const float *x) {
@@ -107,8 +105,7 @@ float hl_make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
 }
 
 /* sum w[i] * e(scale*L[i] + min - x[i]), e = |.| or square. */
-static float qkx2_error(int n, const float *x, const float *w, const uint8_t *L, float scale, float min,
-                        bool use_mad) {
+static float qkx2_error(int n, const float *x, const float *w, const uint8_t *L, float scale, float min, bool use_mad) {
     float err = 0.0f;
     for (int i = 0; i < n; i++) {
         const float diff = scale * (float)L[i] + min - x[i];

@@ -19,7 +19,7 @@
 #include "base/status.h"
 #include "gguf/ggml_types.h"
 
-#define BASE GGML_TYPE_COUNT        /* the mix's base type */
+#define BASE GGML_TYPE_COUNT          /* the mix's base type */
 #define NO_TYPE (GGML_TYPE_COUNT + 1) /* this tier of a rule does not exist */
 
 /* A per-layer choice, in the shape llama-quant.cpp writes them. For layer i
@@ -33,18 +33,23 @@ typedef struct layer_rule {
     uint16_t first, more, rest;
 } layer_rule;
 
-#define KEEP {0, 0, NO_TYPE, NO_TYPE, BASE}
-#define ALWAYS(t) {0, 0, NO_TYPE, NO_TYPE, t}
-#define MORE_BITS(t) {0, 0, NO_TYPE, t, BASE}
-#define FIRST_N(n, t, rest) {n, 0, t, NO_TYPE, rest}
-#define FIRST_DIV(d, t, more, rest) {0, d, t, more, rest}
+#define KEEP                                                                                                           \
+    { 0, 0, NO_TYPE, NO_TYPE, BASE }
+#define ALWAYS(t)                                                                                                      \
+    { 0, 0, NO_TYPE, NO_TYPE, t }
+#define MORE_BITS(t)                                                                                                   \
+    { 0, 0, NO_TYPE, t, BASE }
+#define FIRST_N(n, t, rest)                                                                                            \
+    { n, 0, t, NO_TYPE, rest }
+#define FIRST_DIV(d, t, more, rest)                                                                                    \
+    { 0, d, t, more, rest }
 
 struct hl_mix {
     const char *name;
-    uint32_t ftype;  /* llama.h enum llama_ftype */
-    uint32_t base;   /* llama_ftype_get_default_type */
-    layer_rule attn_v;        /* attn_v / attn_qkv / attn_kv_b (category_is_attn_v) */
-    uint16_t attn_v_gqa4;     /* attn_v type when n_gqa >= 4, before attn_v (Q2_K) */
+    uint32_t ftype;       /* llama.h enum llama_ftype */
+    uint32_t base;        /* llama_ftype_get_default_type */
+    layer_rule attn_v;    /* attn_v / attn_qkv / attn_kv_b (category_is_attn_v) */
+    uint16_t attn_v_gqa4; /* attn_v type when n_gqa >= 4, before attn_v (Q2_K) */
     layer_rule ffn_down;
     layer_rule ffn_down_falcon;
     uint16_t attn_output;      /* not Falcon; BASE = unchanged */
@@ -72,12 +77,12 @@ static const hl_mix mixes[] = {
      FIRST_DIV(16, Q(Q5_K), Q(Q4_K), Q(Q3_K)), Q(Q4_K), Q(Q5_K)},
     /* Q4_K_S: attn_v "i_attention_wv < 4 -> Q5_K"; ffn_down "arch != FALCON &&
      * i_layer < n_layer/8 -> Q5_K". */
-    {"Q4_K_S", 14, Q(Q4_K), FIRST_N(4, Q(Q5_K), BASE), NO_TYPE, FIRST_DIV(8, Q(Q5_K), NO_TYPE, BASE), KEEP,
-     BASE, Q(Q5_K)},
+    {"Q4_K_S", 14, Q(Q4_K), FIRST_N(4, Q(Q5_K), BASE), NO_TYPE, FIRST_DIV(8, Q(Q5_K), NO_TYPE, BASE), KEEP, BASE,
+     Q(Q5_K)},
     /* Q4_K_M: attn_v and ffn_down "use_more_bits -> Q6_K"; Falcon's ffn_down
      * "i_layer < n_layer/16 ? Q6_K : use_more_bits ? Q5_K : Q4_K". */
-    {"Q4_K_M", 15, Q(Q4_K), MORE_BITS(Q(Q6_K)), NO_TYPE, MORE_BITS(Q(Q6_K)),
-     FIRST_DIV(16, Q(Q6_K), Q(Q5_K), Q(Q4_K)), BASE, Q(Q5_K)},
+    {"Q4_K_M", 15, Q(Q4_K), MORE_BITS(Q(Q6_K)), NO_TYPE, MORE_BITS(Q(Q6_K)), FIRST_DIV(16, Q(Q6_K), Q(Q5_K), Q(Q4_K)),
+     BASE, Q(Q5_K)},
     {"Q5_K_S", 16, Q(Q5_K), KEEP, NO_TYPE, KEEP, KEEP, BASE, BASE},
     /* Q5_K_M: attn_v and ffn_down "use_more_bits -> Q6_K" (any arch). */
     {"Q5_K_M", 17, Q(Q5_K), MORE_BITS(Q(Q6_K)), NO_TYPE, MORE_BITS(Q(Q6_K)), MORE_BITS(Q(Q6_K)), BASE, BASE},
@@ -112,8 +117,16 @@ const hl_mix *hl_mix_by_ftype(uint32_t ftype) {
 
 /* tensor_category in llama-quant.cpp (first match wins, in this order). */
 typedef enum category {
-    CAT_OUTPUT, CAT_TOKEN_EMBD, CAT_ATTN_V /* attn_qkv, attn_kv_b, attn_v */, CAT_ATTN_K, CAT_ATTN_Q,
-    CAT_ATTN_OUTPUT, CAT_FFN_UP, CAT_FFN_GATE, CAT_FFN_DOWN, CAT_OTHER,
+    CAT_OUTPUT,
+    CAT_TOKEN_EMBD,
+    CAT_ATTN_V /* attn_qkv, attn_kv_b, attn_v */,
+    CAT_ATTN_K,
+    CAT_ATTN_Q,
+    CAT_ATTN_OUTPUT,
+    CAT_FFN_UP,
+    CAT_FFN_GATE,
+    CAT_FFN_DOWN,
+    CAT_OTHER,
 } category;
 
 static category category_of(const char *name) {
@@ -133,14 +146,41 @@ static category category_of(const char *name) {
 /* Parts of names that tensor_allows_quantization() keeps unquantized (the
  * architecture-independent list; GLM5-next's own list is not here). */
 static const char *const keep_substrings[] = {
-    "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
-    "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
-    "indexer.q_proj.weight", "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight",
-    "time_mix_w2.weight", "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight",
-    "time_mix_a0.weight", "time_mix_a1.weight", "time_mix_a2.weight", "time_mix_g1.weight",
-    "time_mix_g2.weight", "time_mix_decay_w1.weight", "time_mix_decay_w2.weight",
-    "time_mix_lerp_fused.weight", "attn_rel_b.weight", ".position_embd", "sam.pos_embd", "sam.neck.",
-    "sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook", "mm.a.code_embd",
+    "_norm.weight",
+    "ffn_gate_inp.weight",
+    "ffn_gate_tid2eid.weight",
+    "altup",
+    "laurel",
+    "per_layer_model_proj",
+    "ssm_conv1d",
+    "shortconv.conv.weight",
+    "indexer.k_proj.weight",
+    "indexer.q_proj.weight",
+    "time_mix_first.weight",
+    "time_mix_w0.weight",
+    "time_mix_w1.weight",
+    "time_mix_w2.weight",
+    "time_mix_v0.weight",
+    "time_mix_v1.weight",
+    "time_mix_v2.weight",
+    "time_mix_a0.weight",
+    "time_mix_a1.weight",
+    "time_mix_a2.weight",
+    "time_mix_g1.weight",
+    "time_mix_g2.weight",
+    "time_mix_decay_w1.weight",
+    "time_mix_decay_w2.weight",
+    "time_mix_lerp_fused.weight",
+    "attn_rel_b.weight",
+    ".position_embd",
+    "sam.pos_embd",
+    "sam.neck.",
+    "sam.net_",
+    ".rel_pos",
+    ".patch_embd",
+    ".patch_merger",
+    "a.rvq.codebook",
+    "mm.a.code_embd",
 };
 
 /* tensor_allows_quantization: 2-D and up, name ends in "weight", not a norm,
@@ -166,9 +206,7 @@ static int layer_of(const char *name) {
 
 /* llama_tensor_get_type_impl's use_more_bits: the first and last eighth of
  * the layers, and every third layer in between. */
-static bool use_more_bits(int i, int n) {
-    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
-}
+static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 static uint32_t apply_rule(const layer_rule *r, int i, int n, uint32_t cur) {
     uint32_t t;
@@ -190,7 +228,8 @@ static uint32_t fallback_type(uint32_t type, int64_t ne0, bool *fell_back) {
     *fell_back = true;
     uint32_t r;
     switch (type) {
-    case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: r = GGML_TYPE_Q4_0; break;
+    case GGML_TYPE_Q2_K:
+    case GGML_TYPE_Q3_K: r = GGML_TYPE_Q4_0; break;
     case GGML_TYPE_Q4_K: r = GGML_TYPE_Q5_0; break;
     case GGML_TYPE_Q5_K: r = GGML_TYPE_Q5_1; break;
     case GGML_TYPE_Q6_K: r = GGML_TYPE_Q8_0; break;
@@ -203,7 +242,7 @@ static uint32_t fallback_type(uint32_t type, int64_t ne0, bool *fell_back) {
 typedef struct plan_state {
     const hl_mix *mix;
     const hl_mix_model *m;
-    bool tied;        /* has_tied_embeddings: no output.weight */
+    bool tied; /* has_tied_embeddings: no output.weight */
     int n_attn_v, i_attn_v, i_ffn_down;
 } plan_state;
 

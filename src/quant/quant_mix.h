@@ -21,9 +21,9 @@ const hl_mix *hl_mix_find(const char *name);
 /* By llama.cpp's LLAMA_FTYPE value (general.file_type); NULL if not a mix here. */
 const hl_mix *hl_mix_by_ftype(uint32_t ftype);
 
-const char *hl_mix_name(const hl_mix *mix);  /* "Q4_K_M" */
-uint32_t hl_mix_ftype(const hl_mix *mix);    /* LLAMA_FTYPE_MOSTLY_Q4_K_M = 15 */
-uint32_t hl_mix_base(const hl_mix *mix);     /* GGML_TYPE_Q4_K: what most tensors get */
+const char *hl_mix_name(const hl_mix *mix); /* "Q4_K_M" */
+uint32_t hl_mix_ftype(const hl_mix *mix);   /* LLAMA_FTYPE_MOSTLY_Q4_K_M = 15 */
+uint32_t hl_mix_base(const hl_mix *mix);    /* GGML_TYPE_Q4_K: what most tensors get */
 
 /* The model facts the rules look at (from the GGUF metadata). */
 typedef struct hl_mix_model {
@@ -35,13 +35,13 @@ typedef struct hl_mix_model {
 } hl_mix_model;
 
 typedef struct hl_mix_tensor {
-    const char *name;   /* NUL-terminated */
+    const char *name; /* NUL-terminated */
     uint32_t n_dims;
-    int64_t ne0;        /* elements per row */
-    uint32_t type;      /* ggml type in the input */
+    int64_t ne0;   /* elements per row */
+    uint32_t type; /* ggml type in the input */
     /* set by hl_mix_plan: */
-    uint32_t new_type;  /* ggml type in the output (== type: copied as is) */
-    bool fallback;      /* the rules' type does not fit ne0; new_type replaced it */
+    uint32_t new_type; /* ggml type in the output (== type: copied as is) */
+    bool fallback;     /* the rules' type does not fit ne0; new_type replaced it */
 } hl_mix_tensor;
 
 /* Sets new_type (and fallback) of each of the n tensors as llama.cpp's

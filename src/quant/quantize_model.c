@@ -41,14 +41,14 @@ typedef struct quantizer {
     const hl_mix *mix;
     gguf_file *in;
     size_t n;
-    hl_mix_tensor *plan;      /* [n] in file order */
-    char (*names)[64];        /* [n] NUL-terminated tensor names */
+    hl_mix_tensor *plan; /* [n] in file order */
+    char (*names)[64];   /* [n] NUL-terminated tensor names */
     gguf_writer *w;
     hl_pool *pool;
     int n_threads;
-    uint8_t *dst;             /* slab of output rows */
+    uint8_t *dst; /* slab of output rows */
     size_t dst_cap;
-    float *rows;              /* [n_threads][rows_cap] one F32 row per thread */
+    float *rows; /* [n_threads][rows_cap] one F32 row per thread */
     size_t rows_cap;
 } quantizer;
 
@@ -94,7 +94,8 @@ static hearth_status model_facts(const quantizer *q, hl_mix_model *m) {
     gguf_str arch = {"", 0};
     HL_TRY(hl_gguf_get_str(q->in, "general.architecture", false, &arch));
     char key[160];
-#define ARCH_KEY(suffix) (snprintf(key, sizeof key, "%.*s." suffix, (int)(arch.len < 100 ? arch.len : 100), arch.data), key)
+#define ARCH_KEY(suffix)                                                                                               \
+    (snprintf(key, sizeof key, "%.*s." suffix, (int)(arch.len < 100 ? arch.len : 100), arch.data), key)
     uint32_t n_head = u32_fact(q->in, ARCH_KEY("attention.head_count"), 0);
     uint32_t n_head_kv = u32_fact(q->in, ARCH_KEY("attention.head_count_kv"), n_head);
     uint32_t n_layer = u32_fact(q->in, ARCH_KEY("block_count"), 0);
@@ -113,7 +114,9 @@ static hearth_status model_facts(const quantizer *q, hl_mix_model *m) {
         .is_70b = hl_gguf_str_eq(arch, "llama") && n_layer == 80 && n_head != n_head_kv,
         .n_gqa = n_head_kv ? n_head / n_head_kv : 0,
         .n_expert = n_expert,
-        .n_layer = n_layer == 0 ? 1 : n_layer > INT32_MAX ? INT32_MAX : (int32_t)n_layer,
+        .n_layer = n_layer == 0          ? 1
+                   : n_layer > INT32_MAX ? INT32_MAX
+                                         : (int32_t)n_layer,
     };
     return HEARTH_OK;
 }
@@ -130,8 +133,7 @@ static hearth_status make_plan(quantizer *q) {
         /* the reader guarantees at most 63 bytes and no NUL */
         memcpy(q->names[i], t->name.data, (size_t)t->name.len);
         q->names[i][t->name.len] = '\0';
-        q->plan[i] = (hl_mix_tensor){.name = q->names[i], .n_dims = t->n_dims, .ne0 = t->ne[0],
-                                     .type = t->type};
+        q->plan[i] = (hl_mix_tensor){.name = q->names[i], .n_dims = t->n_dims, .ne0 = t->ne[0], .type = t->type};
     }
     hl_mix_model m;
     HL_TRY(model_facts(q, &m));
@@ -171,15 +173,19 @@ static hearth_status check_requantize(const quantizer *q) {
     if (!requant) return HEARTH_OK;
     char kind[16];
     if (!q->p->allow_requantize && more_bits)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "input is already %s; quantizing it to %s cannot "
-                       "restore precision: start from an F16/F32/BF16 file", input_kind(q, kind),
-                       hl_mix_name(q->mix));
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "input is already %s; quantizing it to %s cannot "
+                       "restore precision: start from an F16/F32/BF16 file",
+                       input_kind(q, kind), hl_mix_name(q->mix));
     if (!q->p->allow_requantize)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "input is already %s; requantizing it to %s adds a "
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "input is already %s; requantizing it to %s adds a "
                        "second rounding error: start from an F16/F32/BF16 file, or allow it "
-                       "(--allow-requantize)", input_kind(q, kind), hl_mix_name(q->mix));
+                       "(--allow-requantize)",
+                       input_kind(q, kind), hl_mix_name(q->mix));
     HL_WARN("input is already %s: requantizing it to %s gives a worse model than quantizing the "
-            "F16/F32/BF16 original", input_kind(q, kind), hl_mix_name(q->mix));
+            "F16/F32/BF16 original",
+            input_kind(q, kind), hl_mix_name(q->mix));
     return HEARTH_OK;
 }
 
@@ -196,9 +202,10 @@ static hearth_status check_types(const quantizer *q) {
     for (size_t i = 0; i < q->n; i++) {
         const hl_mix_tensor *t = &q->plan[i];
         if (t->new_type != t->type && !hl_quant_get(t->type))
-            return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' is %s, which this build cannot read yet "
-                           "(to convert it to %s)", t->name, upper_name(t->type, a),
-                           upper_name(t->new_type, b));
+            return hl_fail(HEARTH_ERR_UNSUPPORTED,
+                           "tensor '%s' is %s, which this build cannot read yet "
+                           "(to convert it to %s)",
+                           t->name, upper_name(t->type, a), upper_name(t->new_type, b));
     }
     return HEARTH_OK;
 }
@@ -211,11 +218,11 @@ static hearth_status check_types(const quantizer *q) {
 typedef struct convert_job {
     hl_to_float_fn to_float;
     hl_from_float_fn from_float;
-    const uint8_t *src;  /* first row of the slab */
+    const uint8_t *src; /* first row of the slab */
     size_t src_row, dst_row;
     uint8_t *dst;
     int64_t ne0, nrows;
-    float *rows;         /* [nth][ne0] */
+    float *rows;                      /* [nth][ne0] */
     int64_t bad[MAX_CONVERT_THREADS]; /* per share: first row (in the slab) with NaN/inf, or -1 */
 } convert_job;
 
@@ -272,8 +279,10 @@ static hearth_status convert_tensor(quantizer *q, size_t i) {
         hl_pool_run(q->pool, nth, convert_task, &j);
         for (int k = 0; k < nth; k++) {
             if (j.bad[k] >= 0)
-                return hl_fail(HEARTH_ERR_FORMAT, "tensor '%s': row %" PRId64 " holds NaN or infinity: "
-                               "the input is damaged", pt->name, r0 + j.bad[k]);
+                return hl_fail(HEARTH_ERR_FORMAT,
+                               "tensor '%s': row %" PRId64 " holds NaN or infinity: "
+                               "the input is damaged",
+                               pt->name, r0 + j.bad[k]);
         }
         HL_TRY(hl_gguf_writer_write(q->w, j.dst, (size_t)j.nrows * j.dst_row));
     }
@@ -323,8 +332,10 @@ static hearth_status run(quantizer *q, const char *in_path, const char *out_path
     uint32_t n_split = 1;
     HL_TRY(hl_gguf_get_u32(q->in, "split.count", false, &n_split));
     if (n_split > 1)
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "'%s' is one of %u split files: merge them first "
-                       "(llama-gguf-split --merge)", in_path, n_split);
+        return hl_fail(HEARTH_ERR_UNSUPPORTED,
+                       "'%s' is one of %u split files: merge them first "
+                       "(llama-gguf-split --merge)",
+                       in_path, n_split);
     HL_TRY(make_plan(q));
     HL_TRY(check_requantize(q));
     size_t n_fallback = 0;
@@ -332,8 +343,8 @@ static hearth_status run(quantizer *q, const char *in_path, const char *out_path
         if (!q->plan[i].fallback) continue;
         n_fallback++;
         HL_INFO("%s: %" PRId64 " columns are not a multiple of the block size of the type the rules "
-                "give it: falling back to %s", q->plan[i].name, q->plan[i].ne0,
-                hl_ggml_type_get(q->plan[i].new_type)->name);
+                "give it: falling back to %s",
+                q->plan[i].name, q->plan[i].ne0, hl_ggml_type_get(q->plan[i].new_type)->name);
     }
     if (q->p->dry_run) {
         for (size_t i = 0; i < q->n; i++) {
@@ -355,8 +366,7 @@ static hearth_status run(quantizer *q, const char *in_path, const char *out_path
     }
     HL_TRY(hl_gguf_writer_commit(q->w));
     if (n_fallback)
-        HL_INFO("%zu of %zu tensors needed a fallback type (as llama.cpp's tensor_type_fallback)",
-                n_fallback, q->n);
+        HL_INFO("%zu of %zu tensors needed a fallback type (as llama.cpp's tensor_type_fallback)", n_fallback, q->n);
     return HEARTH_OK;
 }
 
@@ -403,13 +413,11 @@ hearth_status hearth_ftype_from_name(const char *name, hearth_ftype *out) {
     return hl_fail(HEARTH_ERR_INVALID_ARG, "unknown type '%s' (valid types: %s)", name ? name : "(null)", list);
 }
 
-hearth_status hearth_model_quantize(const char *in_path, const char *out_path,
-                                    const hearth_quantize_params *params) {
+hearth_status hearth_model_quantize(const char *in_path, const char *out_path, const hearth_quantize_params *params) {
     hearth_quantize_params def = hearth_quantize_default_params();
     const hearth_quantize_params *p = params ? params : &def;
     if (!in_path) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_quantize: in_path is NULL");
-    if (!out_path && !p->dry_run)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_quantize: out_path is NULL");
+    if (!out_path && !p->dry_run) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_model_quantize: out_path is NULL");
     hl_clear_error();
     return hl_quantize_model(in_path, out_path, p);
 }

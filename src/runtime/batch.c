@@ -43,8 +43,14 @@ static hearth_status run_batch(hearth_context *c, const int32_t *tokens, int32_t
         const int32_t m = n - t0 < (int32_t)c->params.n_ubatch ? n - t0 : (int32_t)c->params.n_ubatch;
         const int32_t o0 = o;
         for (; o < n_out && c->out[o] < t0 + m; o++) c->out[o] -= t0; /* the pass's own indices */
-        const hl_pass pass = {.tokens = tokens + t0, .pos = c->pos + t0, .row0 = c->row0 + t0, .n = m,
-                              .out = c->out + o0, .n_out = o - o0, .out_row0 = o0, .embd = c->params.embeddings};
+        const hl_pass pass = {.tokens = tokens + t0,
+                              .pos = c->pos + t0,
+                              .row0 = c->row0 + t0,
+                              .n = m,
+                              .out = c->out + o0,
+                              .n_out = o - o0,
+                              .out_row0 = o0,
+                              .embd = c->params.embeddings};
         HL_TRY(hl_model_forward(c->model, &c->pipe, &pass));
     }
     return HEARTH_OK;
@@ -54,8 +60,8 @@ static hearth_status check_tokens(const hearth_context *c, const int32_t *tokens
     const int32_t n_vocab = c->model->hp.n_vocab;
     for (uint32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= n_vocab)
-            return hl_fail(HEARTH_ERR_INVALID_ARG, "token %u has id %d, outside the vocabulary [0, %d)", i, (int)tokens[i],
-                           (int)n_vocab);
+            return hl_fail(HEARTH_ERR_INVALID_ARG, "token %u has id %d, outside the vocabulary [0, %d)", i,
+                           (int)tokens[i], (int)n_vocab);
     return HEARTH_OK;
 }
 
@@ -65,9 +71,10 @@ hearth_status hearth_decode(hearth_context *c, const int32_t *tokens, uint32_t n
         return hearth_decode_batch(c, &(hearth_batch){.n_tokens = (int32_t)n_tokens, .token = tokens});
     HL_TRY(check_tokens(c, tokens, n_tokens));
     if ((uint64_t)c->seq_len[0] + n_tokens > c->n_ctx_seq)
-        return hl_fail(HEARTH_ERR_CONTEXT_FULL,
-                       "%u tokens do not fit: %u already in the context of n_ctx %u; raise n_ctx (-c) or use fewer tokens",
-                       n_tokens, c->seq_len[0], c->n_ctx_seq);
+        return hl_fail(
+            HEARTH_ERR_CONTEXT_FULL,
+            "%u tokens do not fit: %u already in the context of n_ctx %u; raise n_ctx (-c) or use fewer tokens",
+            n_tokens, c->seq_len[0], c->n_ctx_seq);
     c->n_last = 0;
     c->last_row = -1;
     for (uint32_t done = 0; done < n_tokens;) {
@@ -98,8 +105,9 @@ static hearth_status plan_batch(hearth_context *c, const hearth_batch *b, int32_
     for (int32_t t = 0; t < b->n_tokens; t++) {
         const int32_t s = b->seq_id ? b->seq_id[t] : 0;
         if (s < 0 || (uint32_t)s >= n_seq)
-            return hl_fail(HEARTH_ERR_INVALID_ARG, "token %d of the batch is in sequence %d, outside [0, n_seq_max = %u)",
-                           (int)t, (int)s, n_seq);
+            return hl_fail(HEARTH_ERR_INVALID_ARG,
+                           "token %d of the batch is in sequence %d, outside [0, n_seq_max = %u)", (int)t, (int)s,
+                           n_seq);
         /* the position this token must take if it continues its sequence in the batch */
         int32_t expect = (int32_t)c->seq_len[s], first = 1;
         for (int32_t u = t - 1; u >= 0; u--)
@@ -112,20 +120,23 @@ static hearth_status plan_batch(hearth_context *c, const hearth_batch *b, int32_
         if (p < 0 || (first ? p > expect : p != expect))
             return hl_fail(HEARTH_ERR_INVALID_ARG,
                            "token %d of the batch has position %d in sequence %d, which holds %d tokens: positions "
-                           "must continue the sequence without gaps or repeats", (int)t, (int)p, (int)s,
-                           first ? (int)c->seq_len[s] : (int)expect);
+                           "must continue the sequence without gaps or repeats",
+                           (int)t, (int)p, (int)s, first ? (int)c->seq_len[s] : (int)expect);
         if ((uint32_t)p >= c->n_ctx_seq)
             return hl_fail(HEARTH_ERR_CONTEXT_FULL,
                            "sequence %d would need position %d but holds %u positions (n_ctx %u / n_seq_max %u): "
-                           "raise n_ctx or use fewer tokens", (int)s, (int)p, c->n_ctx_seq, c->params.n_ctx, n_seq);
+                           "raise n_ctx or use fewer tokens",
+                           (int)s, (int)p, c->n_ctx_seq, c->params.n_ctx, n_seq);
         c->pos[t] = p;
         c->row0[t] = s * (int32_t)c->n_ctx_seq;
         const bool wants = c->params.embeddings || (b->logits ? b->logits[t] != 0 : t == b->n_tokens - 1);
         c->out_row[t] = -1;
         if (!wants) continue;
         if ((uint32_t)*n_out >= c->n_out_max)
-            return hl_fail(HEARTH_ERR_INVALID_ARG, "more than %u tokens of the batch ask for logits (the context keeps "
-                           "min(n_seq_max, n_batch) per batch)", c->n_out_max);
+            return hl_fail(HEARTH_ERR_INVALID_ARG,
+                           "more than %u tokens of the batch ask for logits (the context keeps "
+                           "min(n_seq_max, n_batch) per batch)",
+                           c->n_out_max);
         c->out_row[t] = *n_out;
         c->out[(*n_out)++] = t;
     }
@@ -156,7 +167,9 @@ hearth_status hearth_decode_batch(hearth_context *c, const hearth_batch *b) {
 }
 
 const float *hearth_get_logits(const hearth_context *c) {
-    return c && !c->params.embeddings && c->last_row >= 0 ? (const float *)c->work.logits.data + (size_t)c->last_row * c->work.logits.ne[0] : NULL;
+    return c && !c->params.embeddings && c->last_row >= 0
+               ? (const float *)c->work.logits.data + (size_t)c->last_row * c->work.logits.ne[0]
+               : NULL;
 }
 
 const float *hearth_get_logits_ith(const hearth_context *c, int32_t i) {
@@ -177,9 +190,10 @@ hearth_status hearth_kv_seq_rm(hearth_context *c, int32_t seq, int32_t p0, int32
     if (seq >= 0) HL_TRY(check_seq(c, seq, "hearth_kv_seq_rm"));
     for (int32_t s = s0; s < s1; s++)
         if (p1 >= 0 && (uint32_t)p1 < c->seq_len[s] && p1 > p0)
-            return hl_fail(HEARTH_ERR_UNSUPPORTED, "removing positions [%d, %d) of sequence %d would leave a hole in "
-                           "its %u tokens: only the end of a sequence can be removed", (int)p0, (int)p1, (int)s,
-                           c->seq_len[s]);
+            return hl_fail(HEARTH_ERR_UNSUPPORTED,
+                           "removing positions [%d, %d) of sequence %d would leave a hole in "
+                           "its %u tokens: only the end of a sequence can be removed",
+                           (int)p0, (int)p1, (int)s, c->seq_len[s]);
     for (int32_t s = s0; s < s1; s++)
         if ((uint32_t)p0 < c->seq_len[s] && (p1 < 0 || p1 > p0)) c->seq_len[s] = (uint32_t)p0;
     return HEARTH_OK;
@@ -189,7 +203,8 @@ hearth_status hearth_kv_seq_cp(hearth_context *c, int32_t src, int32_t dst, int3
     if (!c) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_kv_seq_cp: NULL context");
     HL_TRY(check_seq(c, src, "hearth_kv_seq_cp"));
     HL_TRY(check_seq(c, dst, "hearth_kv_seq_cp"));
-    if (src == dst) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_kv_seq_cp: source and destination are sequence %d", (int)src);
+    if (src == dst)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_kv_seq_cp: source and destination are sequence %d", (int)src);
     if (n < 0) n = (int32_t)c->seq_len[src];
     if ((uint32_t)n > c->seq_len[src])
         return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_kv_seq_cp: sequence %d holds %u tokens, fewer than %d", (int)src,

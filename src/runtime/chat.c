@@ -59,8 +59,8 @@ static bool adds_bos(const hearth_model *model) {
     return bos >= 0 && hearth_tokenize(model, "", 0, true, false, tok, 2, &n) == HEARTH_OK && n >= 1 && tok[0] == bos;
 }
 
-hearth_status hl_chat_render_for_model(const hearth_model *model, const char *tmpl, hl_chat_apply_fn apply,
-                                       void *ctx, char **out) {
+hearth_status hl_chat_render_for_model(const hearth_model *model, const char *tmpl, hl_chat_apply_fn apply, void *ctx,
+                                       char **out) {
     char *own = NULL;
     if (!tmpl) {
         HL_TRY(hearth_model_chat_template(model, &own));
@@ -74,7 +74,8 @@ hearth_status hl_chat_render_for_model(const hearth_model *model, const char *tm
     /* llama.cpp (common/chat.cpp) drops a BOS the template wrote when the
      * tokenizer adds one itself, so the tokens start with exactly one BOS */
     const size_t nb = bos ? strlen(bos) : 0;
-    if (st == HEARTH_OK && nb && !strncmp(*out, bos, nb) && adds_bos(model)) memmove(*out, *out + nb, strlen(*out) - nb + 1);
+    if (st == HEARTH_OK && nb && !strncmp(*out, bos, nb) && adds_bos(model))
+        memmove(*out, *out + nb, strlen(*out) - nb + 1);
     free(bos);
     free(eos);
     free(own);

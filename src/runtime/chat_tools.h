@@ -16,8 +16,8 @@ typedef hearth_status (*hl_chat_apply_fn)(const char *tmpl, const char *bos, con
  * model's BOS and EOS texts, then drops a BOS the template wrote when the
  * tokenizer adds one itself, as llama.cpp does (common/chat.cpp). Errors:
  * apply's, INVALID_ARG (no template), OUT_OF_MEMORY. (runtime/chat.c) */
-hearth_status hl_chat_render_for_model(const hearth_model *model, const char *tmpl, hl_chat_apply_fn apply,
-                                       void *ctx, char **out);
+hearth_status hl_chat_render_for_model(const hearth_model *model, const char *tmpl, hl_chat_apply_fn apply, void *ctx,
+                                       char **out);
 
 /* hl_tools_prepare() for request `p` (messages_json, tools_json,
  * tool_choice, parallel_tool_calls) with `tmpl` or, when NULL, the model's

@@ -21,12 +21,21 @@
 #define MIB(b) ((double)(b) / (1 << 20))
 
 hearth_context_params hearth_context_default_params(void) {
-    return (hearth_context_params){.n_ctx = 0, .n_batch = 512, .n_threads = 0, .n_seq_max = 1,
-                                   .flash_attn = HEARTH_FLASH_ATTN_AUTO, .n_ubatch = 512,
-                                   .rope_scaling_type = HEARTH_ROPE_SCALING_UNSPECIFIED, .yarn_ext_factor = -1.0f,
-                                   .yarn_attn_factor = -1.0f, .yarn_beta_fast = -1.0f, .yarn_beta_slow = -1.0f,
-                                   .type_k = HEARTH_KV_F16, .type_v = HEARTH_KV_F16,
-                                   .embeddings = false, .pooling_type = HEARTH_POOLING_UNSPECIFIED,
+    return (hearth_context_params){.n_ctx = 0,
+                                   .n_batch = 512,
+                                   .n_threads = 0,
+                                   .n_seq_max = 1,
+                                   .flash_attn = HEARTH_FLASH_ATTN_AUTO,
+                                   .n_ubatch = 512,
+                                   .rope_scaling_type = HEARTH_ROPE_SCALING_UNSPECIFIED,
+                                   .yarn_ext_factor = -1.0f,
+                                   .yarn_attn_factor = -1.0f,
+                                   .yarn_beta_fast = -1.0f,
+                                   .yarn_beta_slow = -1.0f,
+                                   .type_k = HEARTH_KV_F16,
+                                   .type_v = HEARTH_KV_F16,
+                                   .embeddings = false,
+                                   .pooling_type = HEARTH_POOLING_UNSPECIFIED,
                                    .embd_normalize = true};
 }
 
@@ -53,8 +62,10 @@ static hearth_status check_kv_type(const char *which, int32_t type, int32_t head
                        (int)type, KV_TYPE_NAMES);
     const int64_t block = hl_ggml_type_get((uint32_t)type)->blck_size;
     if (head_dim % block)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "%s %s stores blocks of %lld elements and the model's heads have %d: "
-                       "use f16 or bf16", which, name, (long long)block, (int)head_dim);
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "%s %s stores blocks of %lld elements and the model's heads have %d: "
+                       "use f16 or bf16",
+                       which, name, (long long)block, (int)head_dim);
     return HEARTH_OK;
 }
 
@@ -68,19 +79,23 @@ static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work
     const uint32_t n_ubatch = c->params.n_ubatch, n_ctx = c->params.n_ctx;
     size_t off = 0;
     const int64_t kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
-    const hl_work_widths wd = {.n_embd = hp->n_embd, .q_dim = (int64_t)hp->n_head * hp->head_dim, .kv_dim = kv_dim,
-                               .n_ff = hp->n_ff, .n_expert = hp->n_expert, .n_expert_used = hp->n_expert_used,
+    const hl_work_widths wd = {.n_embd = hp->n_embd,
+                               .q_dim = (int64_t)hp->n_head * hp->head_dim,
+                               .kv_dim = kv_dim,
+                               .n_ff = hp->n_ff,
+                               .n_expert = hp->n_expert,
+                               .n_expert_used = hp->n_expert_used,
                                .ff_exp = (int64_t)hp->n_ff * hp->n_expert_used,
                                .embd_exp = (int64_t)hp->n_embd * hp->n_expert_used};
 /* n rows of d floats; each pass sets ne[1] to its tokens, and the checked
  * calls hold it to the planned capacity */
-#define ACT(field, d, n)                                                                                   \
-    do {                                                                                                   \
-        const size_t bytes_ = (size_t)(d) * (size_t)(n) * sizeof(float);                                  \
-        if (w)                                                                                             \
-            w->field = (hl_tensor){.type = GGML_TYPE_F32, .ne = {(d), (n), 1, 1},                          \
-                                   .data = base ? base + off : NULL, .capacity = bytes_};                  \
-        off += (bytes_ + 63) & ~(size_t)63;                                                                \
+#define ACT(field, d, n)                                                                                               \
+    do {                                                                                                               \
+        const size_t bytes_ = (size_t)(d) * (size_t)(n) * sizeof(float);                                               \
+        if (w)                                                                                                         \
+            w->field = (hl_tensor){                                                                                    \
+                .type = GGML_TYPE_F32, .ne = {(d), (n), 1, 1}, .data = base ? base + off : NULL, .capacity = bytes_};  \
+        off += (bytes_ + 63) & ~(size_t)63;                                                                            \
     } while (0)
 #define ACT_TOKENS(field, width) ACT(field, wd.width, n_ubatch);
     HL_WORK_ACTIVATIONS(ACT_TOKENS)
@@ -93,8 +108,8 @@ static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work
     for (int32_t il = 0; il < hp->n_layer; il++) {
         if (layer_dev[il] != dev) continue;
         for (int kv = 0; kv < 2; kv++) {
-            const hl_tensor cache = {.type = kv ? c->type_v : c->type_k, .ne = {kv_dim, n_ctx, 1, 1},
-                                     .data = base ? base + off : NULL};
+            const hl_tensor cache = {
+                .type = kv ? c->type_v : c->type_k, .ne = {kv_dim, n_ctx, 1, 1}, .data = base ? base + off : NULL};
             if (w) (kv ? w->v_cache : w->k_cache)[il] = cache;
             off += (hl_tensor_nbytes(&cache) + 63) & ~(size_t)63;
         }
@@ -107,12 +122,16 @@ static size_t plan_work(const hearth_context *c, int dev, uint8_t *base, hl_work
  * pooling resolved from the model's. */
 static hearth_status resolve_embeddings(hearth_context *c, hearth_context_params *p) {
     if (p->pooling_type < HEARTH_POOLING_UNSPECIFIED || p->pooling_type > HEARTH_POOLING_RANK)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "pooling_type %d is not a hearth_pooling_type (-1 the model's, 0 none, "
-                       "1 mean, 2 cls, 3 last)", (int)p->pooling_type);
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "pooling_type %d is not a hearth_pooling_type (-1 the model's, 0 none, "
+                       "1 mean, 2 cls, 3 last)",
+                       (int)p->pooling_type);
     if (!p->embeddings) {
         if (!hearth_model_can_generate(c->model))
-            return hl_fail(HEARTH_ERR_INVALID_ARG, "%s is an embedding model: it has no output layer and cannot "
-                           "generate text; create the context with embeddings", c->model->desc);
+            return hl_fail(HEARTH_ERR_INVALID_ARG,
+                           "%s is an embedding model: it has no output layer and cannot "
+                           "generate text; create the context with embeddings",
+                           c->model->desc);
         return HEARTH_OK;
     }
     if (p->pooling_type == HEARTH_POOLING_UNSPECIFIED) p->pooling_type = c->model->hp.pooling_type;
@@ -136,13 +155,12 @@ hearth_status hl_context_resolve(hearth_context *c, const hearth_context_params 
     if (p->n_seq_max > MAX_SEQ)
         return hl_fail(HEARTH_ERR_INVALID_ARG, "n_seq_max %u is too large (at most %d)", p->n_seq_max, MAX_SEQ);
     if (p->n_threads == 0) p->n_threads = hearth_cpu_physical_cores();
-    if (p->n_ctx == 0)
-        p->n_ctx = hl_default_n_ctx(&m->hp) * p->n_seq_max;
+    if (p->n_ctx == 0) p->n_ctx = hl_default_n_ctx(&m->hp) * p->n_seq_max;
     if (p->n_ctx > (1u << 24)) return hl_fail(HEARTH_ERR_INVALID_ARG, "n_ctx %u is too large (at most 16M)", p->n_ctx);
     c->n_ctx_seq = p->n_ctx / p->n_seq_max;
     if (c->n_ctx_seq == 0)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "n_ctx %u cannot give each of %u sequences a cell: raise n_ctx", p->n_ctx,
-                       p->n_seq_max);
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "n_ctx %u cannot give each of %u sequences a cell: raise n_ctx",
+                       p->n_ctx, p->n_seq_max);
     p->n_ctx = c->n_ctx_seq * p->n_seq_max;
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
     if (p->n_ubatch == 0 || p->n_ubatch > p->n_batch) p->n_ubatch = p->n_batch; /* llama.cpp's rule */
@@ -151,8 +169,10 @@ hearth_status hl_context_resolve(hearth_context *c, const hearth_context_params 
     HL_TRY(check_kv_type("type_k", p->type_k, m->hp.head_dim));
     HL_TRY(check_kv_type("type_v", p->type_v, m->hp.head_dim));
     if (p->flash_attn == HEARTH_FLASH_ATTN_OFF && hl_ggml_type_get((uint32_t)p->type_v)->blck_size > 1)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "a quantized V cache (type_v %s) needs flash_attn on or auto, as in "
-                       "llama.cpp: use type_v f16 or bf16 with flash_attn off", hearth_kv_type_name(p->type_v));
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "a quantized V cache (type_v %s) needs flash_attn on or auto, as in "
+                       "llama.cpp: use type_v f16 or bf16 with flash_attn off",
+                       hearth_kv_type_name(p->type_v));
     c->type_k = (uint32_t)p->type_k;
     c->type_v = (uint32_t)p->type_v;
     return hl_rope_resolve(&m->hp, p, &c->rope, &c->rope_swa);
@@ -170,7 +190,8 @@ static int64_t max_matrix(const hearth_model *m, int d) {
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
         if (m->layer_dev[il] != d) continue;
         const hl_layer *l = &m->layers[il];
-#define BIGGEST(name) if (l->name.data && l->name.ne[1] > 1 && l->name.ne[0] * l->name.ne[1] > best) best = l->name.ne[0] * l->name.ne[1];
+#define BIGGEST(name)                                                                                                  \
+    if (l->name.data && l->name.ne[1] > 1 && l->name.ne[0] * l->name.ne[1] > best) best = l->name.ne[0] * l->name.ne[1];
         HL_LAYER_TENSORS(BIGGEST)
 #undef BIGGEST
     }
@@ -179,8 +200,10 @@ static int64_t max_matrix(const hearth_model *m, int d) {
 
 /* The scratch of the host's compute instance. */
 static hl_cpu_limits host_limits(const hearth_context *c) {
-    return (hl_cpu_limits){.n_threads = c->params.n_threads, .max_tokens = c->params.n_ubatch,
-                           .max_row = max_row(&c->model->hp), .n_ctx = c->params.n_ctx,
+    return (hl_cpu_limits){.n_threads = c->params.n_threads,
+                           .max_tokens = c->params.n_ubatch,
+                           .max_row = max_row(&c->model->hp),
+                           .n_ctx = c->params.n_ctx,
                            .flash_attn = c->params.flash_attn == HEARTH_FLASH_ATTN_ON};
 }
 
@@ -211,18 +234,28 @@ void hl_context_plan_dev(const hearth_context *c, int dev, hl_ctx_plan_dev *out)
 static hearth_status check_gpu_cache(const hearth_context *c, const hl_backend *b) {
     const hl_hparams *hp = &c->model->hp;
     const int64_t q_dim = (int64_t)hp->n_head * hp->head_dim, kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
-    const hl_tensor q = {.type = GGML_TYPE_F32, .ne = {q_dim, 1, 1, 1}}, k = {.type = GGML_TYPE_F32, .ne = {kv_dim, 1, 1, 1}};
-    const hl_tensor kc = {.type = c->type_k, .ne = {kv_dim, 1, 1, 1}}, vc = {.type = c->type_v, .ne = {kv_dim, 1, 1, 1}};
+    const hl_tensor q = {.type = GGML_TYPE_F32, .ne = {q_dim, 1, 1, 1}},
+                    k = {.type = GGML_TYPE_F32, .ne = {kv_dim, 1, 1, 1}};
+    const hl_tensor kc = {.type = c->type_k, .ne = {kv_dim, 1, 1, 1}},
+                    vc = {.type = c->type_v, .ne = {kv_dim, 1, 1, 1}};
     hl_tensor out = q;
-    const hl_attn_args a = {.q = &q, .k_cache = &kc, .v_cache = &vc, .out = &out, .n_head = hp->n_head,
-                            .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim, .scale = hp->attn_scale};
-    const hl_op_desc ops[] = {{.op = HL_OP_STORE_ROWS, .t = {&k, &kc}}, {.op = HL_OP_STORE_ROWS, .t = {&k, &vc}},
+    const hl_attn_args a = {.q = &q,
+                            .k_cache = &kc,
+                            .v_cache = &vc,
+                            .out = &out,
+                            .n_head = hp->n_head,
+                            .n_head_kv = hp->n_head_kv,
+                            .head_dim = hp->head_dim,
+                            .scale = hp->attn_scale};
+    const hl_op_desc ops[] = {{.op = HL_OP_STORE_ROWS, .t = {&k, &kc}},
+                              {.op = HL_OP_STORE_ROWS, .t = {&k, &vc}},
                               {.op = HL_OP_ATTENTION, .t = {&q, &kc, &vc, &out}, .attn = &a}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (!hl_supports_op(b, &ops[i]))
-            return hl_fail(HEARTH_ERR_UNSUPPORTED, "%s has no %s kernel for a %s K / %s V cache: use type_k and type_v "
-                           "f16 (-ctk f16 -ctv f16) with GPU layers, or n_gpu_layers 0", hl_backend_name(b),
-                           hl_op_name(ops[i].op), hearth_kv_type_name((int32_t)c->type_k),
+            return hl_fail(HEARTH_ERR_UNSUPPORTED,
+                           "%s has no %s kernel for a %s K / %s V cache: use type_k and type_v "
+                           "f16 (-ctk f16 -ctv f16) with GPU layers, or n_gpu_layers 0",
+                           hl_backend_name(b), hl_op_name(ops[i].op), hearth_kv_type_name((int32_t)c->type_k),
                            hearth_kv_type_name((int32_t)c->type_v));
     return HEARTH_OK;
 }
@@ -250,9 +283,11 @@ static hearth_status init_gpu(hearth_context *c, int d, size_t *kv_total) {
     hl_gpu_device dev;
     HL_TRY(hl_gpu_device_get(m->gpu_id[d], &dev));
     if (plan.arena + scratch > dev.free_bytes)
-        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "the context needs %.0f MiB on %s (%.0f MiB KV cache, %.0f MiB "
-                       "buffers), %.0f MiB free: lower n_gpu_layers, n_ctx or n_ubatch", MIB(plan.arena + scratch),
-                       dev.id, MIB(plan.kv), MIB(plan.arena + scratch - plan.kv), MIB(dev.free_bytes));
+        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY,
+                       "the context needs %.0f MiB on %s (%.0f MiB KV cache, %.0f MiB "
+                       "buffers), %.0f MiB free: lower n_gpu_layers, n_ctx or n_ubatch",
+                       MIB(plan.arena + scratch), dev.id, MIB(plan.kv), MIB(plan.arena + scratch - plan.kv),
+                       MIB(dev.free_bytes));
     HL_TRY(hl_gpu_backend_init(m->gpu_id[d], &limits, &c->gpu[d]));
     if (plan.kv > 0) HL_TRY(check_gpu_cache(c, c->gpu[d])); /* a device with only the output layer keeps no cache */
     HL_TRY(hl_buffer_alloc(c->gpu[d], plan.arena, &c->gpu_arena[d]));
@@ -291,14 +326,17 @@ static hearth_status init(hearth_context *c) {
     const hl_cpu_limits limits = host_limits(c);
     HL_TRY(hl_backend_cpu_init(&limits, &c->backend));
     if (hl_buffer_alloc(c->backend, bytes, &c->arena) != HEARTH_OK)
-        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "context needs %zu MiB (KV cache and buffers) and the allocation failed: lower n_ctx or n_ubatch",
-                       bytes >> 20);
+        return hl_fail(
+            HEARTH_ERR_OUT_OF_MEMORY,
+            "context needs %zu MiB (KV cache and buffers) and the allocation failed: lower n_ctx or n_ubatch",
+            bytes >> 20);
     plan_work(c, -1, c->arena, w, &kv_host);
     char devices[HL_MAX_GPUS * 26] = "";
     for (int d = 0, len = 0; d < HL_MAX_GPUS; d++) {
         if (!m->gpu[d]) continue;
         HL_TRY(init_gpu(c, d, &kv_gpu));
-        len += snprintf(devices + len, sizeof devices - (size_t)len, "%s%s", len ? ", " : "", hl_backend_name(c->gpu[d]));
+        len += snprintf(devices + len, sizeof devices - (size_t)len, "%s%s", len ? ", " : "",
+                        hl_backend_name(c->gpu[d]));
     }
     if (m->n_gpu_layers > 0)
         HL_INFO("offloaded %d/%d layers to %s (%.1f MiB weights, %.1f MiB KV)", (int)m->n_gpu_layers,
@@ -308,10 +346,10 @@ static hearth_status init(hearth_context *c) {
         HL_WARN("n_ctx %u per sequence is larger than the %d tokens the model was trained on; quality may drop past it",
                 c->n_ctx_seq, (int)hp->n_ctx_train);
     HL_INFO("context: n_ctx %u (%u sequences of %u), n_batch %u, n_ubatch %u, n_threads %d, flash_attn %s, KV cache "
-            "%s/%s, %.1f MiB of buffers and KV cache", c->params.n_ctx, c->params.n_seq_max, c->n_ctx_seq,
-            c->params.n_batch, c->params.n_ubatch, (int)c->params.n_threads,
-            c->params.flash_attn == HEARTH_FLASH_ATTN_ON ? "on" : "off", hearth_kv_type_name((int32_t)c->type_k),
-            hearth_kv_type_name((int32_t)c->type_v), MIB(bytes));
+            "%s/%s, %.1f MiB of buffers and KV cache",
+            c->params.n_ctx, c->params.n_seq_max, c->n_ctx_seq, c->params.n_batch, c->params.n_ubatch,
+            (int)c->params.n_threads, c->params.flash_attn == HEARTH_FLASH_ATTN_ON ? "on" : "off",
+            hearth_kv_type_name((int32_t)c->type_k), hearth_kv_type_name((int32_t)c->type_v), MIB(bytes));
     return HEARTH_OK;
 }
 
@@ -320,7 +358,8 @@ hearth_status hearth_context_init(hearth_model *model, const hearth_context_para
     if (!out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_context_init: out is NULL");
     *out = NULL;
     if (!model) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_context_init: model is NULL");
-    if (!model->layers) return hl_fail(HEARTH_ERR_INVALID_ARG, "the model was loaded with vocab_only: it has no weights to run");
+    if (!model->layers)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "the model was loaded with vocab_only: it has no weights to run");
     hearth_context *c = hl_calloc(1, sizeof *c);
     if (!c) return HEARTH_ERR_OUT_OF_MEMORY;
     c->model = model;
@@ -356,4 +395,3 @@ void hearth_context_free(hearth_context *c) {
     free(c->embd_seq_ok);
     free(c);
 }
-

@@ -9,19 +9,19 @@
 
 struct hearth_context {
     hearth_model *model;
-    hearth_context_params params;  /* resolved: n_ctx = n_ctx_seq * n_seq_max */
-    uint32_t n_ctx_seq;            /* cells of each sequence */
-    uint32_t n_out_max;            /* output rows of a pass: min(n_seq_max, n_batch) */
-    hl_backend *backend;           /* the host: CPU backend */
-    hl_work work;                  /* host activations; logits end here */
-    void *arena;                   /* one allocation: host activations and the KV cache of host layers */
-    hl_backend *gpu[HL_MAX_GPUS];  /* compute instances on the devices the model uses */
+    hearth_context_params params; /* resolved: n_ctx = n_ctx_seq * n_seq_max */
+    uint32_t n_ctx_seq;           /* cells of each sequence */
+    uint32_t n_out_max;           /* output rows of a pass: min(n_seq_max, n_batch) */
+    hl_backend *backend;          /* the host: CPU backend */
+    hl_work work;                 /* host activations; logits end here */
+    void *arena;                  /* one allocation: host activations and the KV cache of host layers */
+    hl_backend *gpu[HL_MAX_GPUS]; /* compute instances on the devices the model uses */
     hl_work gpu_work[HL_MAX_GPUS];
-    void *gpu_arena[HL_MAX_GPUS];  /* per device: activations and the KV cache of its layers */
-    hl_tensor *k_cache, *v_cache;  /* [n_layer], shared by every hl_work */
+    void *gpu_arena[HL_MAX_GPUS]; /* per device: activations and the KV cache of its layers */
+    hl_tensor *k_cache, *v_cache; /* [n_layer], shared by every hl_work */
     hl_pipeline pipe;
     /* sequences: seq_len[s] tokens of sequence s in cells [s * n_ctx_seq, ...) */
-    uint32_t *seq_len;             /* [n_seq_max] */
+    uint32_t *seq_len; /* [n_seq_max] */
     /* a pass's token layout, planned at creation (decoding does not allocate) */
     int32_t *pos, *row0;           /* [n_batch] */
     int32_t *out;                  /* [n_out_max] batch indices of the output tokens */

@@ -46,16 +46,18 @@ hearth_status hl_context_check_host(const hearth_context *c, const hl_ctx_plan_d
     const uint64_t need = host->arena + host->scratch, avail = host_available();
     if (need <= avail) return HEARTH_OK;
     char n[24], kv[24], a[24];
-    return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "the context needs %s (KV cache %s at n_ctx %u), %s of memory is "
-                   "available: lower n_ctx or n_ubatch", fmt_bytes(need, n), fmt_bytes(host->kv, kv), c->params.n_ctx,
-                   fmt_bytes(avail, a));
+    return hl_fail(HEARTH_ERR_OUT_OF_MEMORY,
+                   "the context needs %s (KV cache %s at n_ctx %u), %s of memory is "
+                   "available: lower n_ctx or n_ubatch",
+                   fmt_bytes(need, n), fmt_bytes(host->kv, kv), c->params.n_ctx, fmt_bytes(avail, a));
 }
 
 hearth_status hearth_context_memory_plan(const hearth_model *model, const hearth_context_params *params,
                                          hearth_context_memory *out) {
     hl_clear_error();
     if (!model || !out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_context_memory_plan: model or out is NULL");
-    if (!model->layers) return hl_fail(HEARTH_ERR_INVALID_ARG, "the model was loaded with vocab_only: it has no weights to run");
+    if (!model->layers)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "the model was loaded with vocab_only: it has no weights to run");
     hearth_context c = {.model = (hearth_model *)model};
     HL_TRY(hl_context_resolve(&c, params));
     memset(out, 0, sizeof *out);

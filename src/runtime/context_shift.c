@@ -39,8 +39,10 @@ hearth_status hearth_context_shift(hearth_context *c, int32_t seq, uint32_t n_ke
                        c->params.n_seq_max);
     const uint32_t len = c->seq_len[seq];
     if ((uint64_t)n_keep + n_discard > len)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_context_shift: sequence %d holds %u tokens, fewer than n_keep %u + "
-                       "n_discard %u", (int)seq, len, n_keep, n_discard);
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "hearth_context_shift: sequence %d holds %u tokens, fewer than n_keep %u + "
+                       "n_discard %u",
+                       (int)seq, len, n_keep, n_discard);
     if (n_discard == 0) return HEARTH_OK;
     const hearth_model *m = c->model;
     const hl_hparams *hp = &m->hp;
@@ -48,10 +50,13 @@ hearth_status hearth_context_shift(hearth_context *c, int32_t seq, uint32_t n_ke
     /* every layer's backend must have the K-shift before anything moves */
     for (int32_t il = 0; turn && il < hp->n_layer; il++) {
         hl_backend *b = hl_context_layer_backend(c, il);
-        const hl_op_desc d = {.op = HL_OP_ROPE_SHIFT, .t = {&c->k_cache[il], layer_freq_factors(c, il)},
-                              .n_head = hp->n_head_kv, .rope = hl_layer_rope(hp, &c->work, il)};
+        const hl_op_desc d = {.op = HL_OP_ROPE_SHIFT,
+                              .t = {&c->k_cache[il], layer_freq_factors(c, il)},
+                              .n_head = hp->n_head_kv,
+                              .rope = hl_layer_rope(hp, &c->work, il)};
         if (!hl_supports_op(b, &d))
-            return hl_op_refuse(b, &d, HEARTH_ERR_UNSUPPORTED, "no K-shift for this cache or rope: "
+            return hl_op_refuse(b, &d, HEARTH_ERR_UNSUPPORTED,
+                                "no K-shift for this cache or rope: "
                                 "context shift is not available");
     }
     const int64_t row0 = (int64_t)seq * c->n_ctx_seq, keep = row0 + n_keep, n_move = len - n_keep - n_discard;
@@ -87,8 +92,10 @@ hearth_status hearth_context_shift_half(hearth_context *c, int32_t seq, uint32_t
     /* llama.cpp tools/main and tools/server: n_discard = (n_past - n_keep) / 2 */
     const uint32_t len = c->seq_len[seq], half = len > n_keep ? (len - n_keep) / 2 : 0;
     if (half == 0)
-        return hl_fail(HEARTH_ERR_CONTEXT_FULL, "hearth_context_shift_half: sequence %d holds %u tokens and keeping %u "
-                       "leaves nothing to drop: keep fewer tokens or use a larger context", (int)seq, len, n_keep);
+        return hl_fail(HEARTH_ERR_CONTEXT_FULL,
+                       "hearth_context_shift_half: sequence %d holds %u tokens and keeping %u "
+                       "leaves nothing to drop: keep fewer tokens or use a larger context",
+                       (int)seq, len, n_keep);
     HL_TRY(hearth_context_shift(c, seq, n_keep, half));
     if (n_discard) *n_discard = half;
     return HEARTH_OK;

@@ -58,14 +58,14 @@ hearth_status hearth_device_weight_types(int32_t device, char *buf, size_t size)
         if (!ti) continue;
         /* 4096: whole blocks of every type and of its activations' */
         const hl_tensor w = {.type = type, .ne = {4096, 2, 1, 1}};
-        const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {4096, 1, 1, 1}}, y = {.type = GGML_TYPE_F32, .ne = {2, 1, 1, 1}};
+        const hl_tensor x = {.type = GGML_TYPE_F32, .ne = {4096, 1, 1, 1}},
+                        y = {.type = GGML_TYPE_F32, .ne = {2, 1, 1, 1}};
         const hl_op_desc d = {.op = HL_OP_MATMUL, .t = {&w, &x, &y}};
         if (!hl_supports_op(b, &d)) continue;
         const int n = snprintf(buf + len, size - len, "%s%s", len ? " " : "", ti->name);
         if (n < 0 || (size_t)n >= size - len)
             st = hl_fail(HEARTH_ERR_BUFFER_TOO_SMALL, "hearth_device_weight_types: %zu bytes are too few", size);
-        else
-            len += (size_t)n;
+        else len += (size_t)n;
     }
     if (device == -1) hl_backend_cpu_free(b);
     else hl_gpu_backend_free(b);

@@ -23,18 +23,23 @@ struct hearth_sampler {
     candidate *cand;   /* [n_vocab] */
     float *top_logits; /* [n_vocab]: logits left by top-k, for top-p's normaliser */
     int32_t n_top;
-    float *weights;    /* [n_vocab]: unnormalised probabilities of the draw */
-    int32_t *count;    /* [n_vocab] occurrences in the recent tokens, during the penalty pass */
-    int32_t *recent;   /* ring of the last repeat_last_n tokens */
+    float *weights;  /* [n_vocab]: unnormalised probabilities of the draw */
+    int32_t *count;  /* [n_vocab] occurrences in the recent tokens, during the penalty pass */
+    int32_t *recent; /* ring of the last repeat_last_n tokens */
     int32_t n_recent, recent_head;
     uint64_t rng[4];
-    hl_constraint con;  /* logit bias and grammar */
+    hl_constraint con; /* logit bias and grammar */
 };
 
 hearth_sampler_params hearth_sampler_default_params(void) {
     return (hearth_sampler_params){
-        .temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
-        .repeat_penalty = 1.0f, .repeat_last_n = 64, .seed = 0xC0FFEE,
+        .temp = 0.8f,
+        .top_k = 40,
+        .top_p = 0.95f,
+        .min_p = 0.05f,
+        .repeat_penalty = 1.0f,
+        .repeat_last_n = 64,
+        .seed = 0xC0FFEE,
     };
 }
 
@@ -64,15 +69,19 @@ static void rng_seed(uint64_t s[4], uint64_t seed) {
 /* uniform in [0, 1) with 53 random bits */
 static double rng_uniform(uint64_t s[4]) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
 
-hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sampler_params *params, hearth_sampler **out) {
+hearth_status hearth_sampler_init(const hearth_model *model, const hearth_sampler_params *params,
+                                  hearth_sampler **out) {
     if (!out || !model) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_sampler_init: NULL argument");
     *out = NULL;
     hearth_sampler_params p = params ? *params : hearth_sampler_default_params();
-    if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return hl_fail(HEARTH_ERR_INVALID_ARG, "top_p must be in (0, 1] (got %g)", p.top_p);
-    if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return hl_fail(HEARTH_ERR_INVALID_ARG, "min_p must be in [0, 1] (got %g)", p.min_p);
+    if (!(p.top_p > 0.0f && p.top_p <= 1.0f))
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "top_p must be in (0, 1] (got %g)", p.top_p);
+    if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "min_p must be in [0, 1] (got %g)", p.min_p);
     if (!(p.repeat_penalty > 0.0f) || !isfinite(p.repeat_penalty))
         return hl_fail(HEARTH_ERR_INVALID_ARG, "repeat_penalty must be > 0 (got %g)", p.repeat_penalty);
-    if (p.repeat_last_n < 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "repeat_last_n must be >= 0 (got %d)", (int)p.repeat_last_n);
+    if (p.repeat_last_n < 0)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "repeat_last_n must be >= 0 (got %d)", (int)p.repeat_last_n);
     if (!isfinite(p.temp)) return hl_fail(HEARTH_ERR_INVALID_ARG, "temperature must be a finite number");
     if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f) ||
         !(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f))

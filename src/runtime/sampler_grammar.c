@@ -73,7 +73,8 @@ static hearth_status model_trie(const hearth_model *cm, const hl_token_trie **ou
 
 static hearth_status read_bias(hl_constraint *c, const hearth_sampler_params *p, int32_t n_vocab) {
     if (!p->n_logit_bias) return HEARTH_OK;
-    if (!p->logit_bias) return hl_fail(HEARTH_ERR_INVALID_ARG, "n_logit_bias is %zu but logit_bias is NULL", p->n_logit_bias);
+    if (!p->logit_bias)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "n_logit_bias is %zu but logit_bias is NULL", p->n_logit_bias);
     c->bias = hl_calloc((size_t)n_vocab, sizeof *c->bias);
     if (!c->bias) return HEARTH_ERR_OUT_OF_MEMORY;
     for (size_t i = 0; i < p->n_logit_bias; i++) {
@@ -81,7 +82,8 @@ static hearth_status read_bias(hl_constraint *c, const hearth_sampler_params *p,
         if (b.token < 0 || b.token >= n_vocab)
             return hl_fail(HEARTH_ERR_INVALID_ARG, "logit_bias names token %d, outside the vocabulary [0, %d)",
                            (int)b.token, (int)n_vocab);
-        if (!isfinite(b.bias)) return hl_fail(HEARTH_ERR_INVALID_ARG, "logit_bias of token %d is not a finite number", (int)b.token);
+        if (!isfinite(b.bias))
+            return hl_fail(HEARTH_ERR_INVALID_ARG, "logit_bias of token %d is not a finite number", (int)b.token);
         /* OpenAI: -100 "should result in a ban"; make it one */
         c->bias[b.token] = b.bias <= -100.0f ? -INFINITY : b.bias;
     }
@@ -92,7 +94,8 @@ static hearth_status read_triggers(hl_constraint *c, const hearth_sampler_params
     c->active = p->n_grammar_triggers == 0;
     if (!p->n_grammar_triggers) return HEARTH_OK;
     if (!p->grammar_triggers)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "n_grammar_triggers is %zu but grammar_triggers is NULL", p->n_grammar_triggers);
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "n_grammar_triggers is %zu but grammar_triggers is NULL",
+                       p->n_grammar_triggers);
     c->triggers = hl_calloc(p->n_grammar_triggers, sizeof *c->triggers);
     if (!c->triggers) return HEARTH_ERR_OUT_OF_MEMORY;
     for (size_t i = 0; i < p->n_grammar_triggers; i++) {
@@ -171,8 +174,10 @@ bool hl_constraint_allows(hl_constraint *c, int32_t token) {
     char buf[HL_MAX_PIECE];
     size_t len;
     c->tried = -1;
-    if (!piece(c->model, token, buf, &len)) return hl_vocab_is_eog(c->model->vocab, token) && hl_grammar_is_complete(c->state);
-    if (hl_grammar_state_copy(c->scratch, c->state) != HEARTH_OK || !hl_grammar_accept(c->scratch, buf, len)) return false;
+    if (!piece(c->model, token, buf, &len))
+        return hl_vocab_is_eog(c->model->vocab, token) && hl_grammar_is_complete(c->state);
+    if (hl_grammar_state_copy(c->scratch, c->state) != HEARTH_OK || !hl_grammar_accept(c->scratch, buf, len))
+        return false;
     c->tried = token;
     return true;
 }
@@ -194,7 +199,8 @@ int32_t hl_constraint_mask(hl_constraint *c) {
  * trigger in it, turns the grammar on from the trigger's first byte. */
 static void watch_triggers(hl_constraint *c, const char *text, size_t len) {
     if (c->n_window + len > c->cap_window) { /* keep the bytes a trigger could still start in */
-        const size_t keep = c->max_trigger > 1 ? c->max_trigger - 1 : 0, drop = c->n_window > keep ? c->n_window - keep : 0;
+        const size_t keep = c->max_trigger > 1 ? c->max_trigger - 1 : 0,
+                     drop = c->n_window > keep ? c->n_window - keep : 0;
         memmove(c->window, c->window + drop, c->n_window - drop);
         c->n_window -= drop;
     }

@@ -14,19 +14,19 @@
 
 typedef struct hl_constraint {
     const hearth_model *model;
-    float *bias;                 /* [n_vocab] or NULL: no logit_bias */
-    hl_grammar *grammar;         /* NULL: none */
-    hl_grammar_state *state;     /* where the text so far leaves the grammar */
-    hl_grammar_state *scratch;   /* a trial state for the sampled token */
-    int32_t tried;               /* the token `scratch` holds the state after; -1: none */
-    const hl_token_trie *trie;   /* the model's, for the mask */
-    uint8_t *allowed;            /* [n_vocab] the mask of the last rejection */
+    float *bias;               /* [n_vocab] or NULL: no logit_bias */
+    hl_grammar *grammar;       /* NULL: none */
+    hl_grammar_state *state;   /* where the text so far leaves the grammar */
+    hl_grammar_state *scratch; /* a trial state for the sampled token */
+    int32_t tried;             /* the token `scratch` holds the state after; -1: none */
+    const hl_token_trie *trie; /* the model's, for the mask */
+    uint8_t *allowed;          /* [n_vocab] the mask of the last rejection */
     /* lazy grammars: off until one of the triggers shows in `window`, the
      * last bytes of the generated text */
     char **triggers;
     size_t n_triggers, max_trigger;
     bool active;
-    char *window;                /* [cap_window] */
+    char *window; /* [cap_window] */
     size_t n_window, cap_window;
 } hl_constraint;
 

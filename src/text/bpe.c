@@ -179,8 +179,7 @@ static bool pair_before(const bpe_pair *a, const bpe_pair *b) {
 
 HL_HEAP_DEFINE(heap, bpe_pair, pair_before)
 
-static void try_pair(const hl_vocab *v, const bpe_symbol *sym, bpe_pair *heap, size_t *n, int32_t left,
-                     int32_t right) {
+static void try_pair(const hl_vocab *v, const bpe_symbol *sym, bpe_pair *heap, size_t *n, int32_t left, int32_t right) {
     if (left < 0 || right < 0 || sym[left].str < 0 || sym[right].str < 0) return;
     const hl_merge *m = find_merge(&v->merges, sym[left].str, sym[right].str);
     if (m) heap_push(heap, n, (bpe_pair){m->rank, left, right, m->result, sym[left].len + sym[right].len});

@@ -75,7 +75,8 @@ hearth_status hearth_chat_apply_template(const char *tmpl, const hearth_chat_mes
                                          char **out) {
     if (!out) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_chat_apply_template: NULL out");
     *out = NULL;
-    if (!tmpl || (!msgs && n_msgs)) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_chat_apply_template: NULL template or messages");
+    if (!tmpl || (!msgs && n_msgs))
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_chat_apply_template: NULL template or messages");
     const msg_list ml = {msgs, n_msgs};
     return render(tmpl, set_messages, &ml, add_generation_prompt, bos_token, eos_token, out);
 }

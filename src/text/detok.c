@@ -147,7 +147,7 @@ hearth_status hl_vocab_token_to_piece(const hl_vocab *v, int32_t id, bool specia
 struct hl_detok {
     const hl_vocab *v;
     bool special;
-    uint8_t held[3];  /* the start of a character whose other bytes have not come yet */
+    uint8_t held[3]; /* the start of a character whose other bytes have not come yet */
     size_t n_held;
     uint8_t *scratch; /* [3 + max_piece] held bytes, then the new piece */
 };

@@ -38,12 +38,12 @@
 /* GPT-2's regex (openai/gpt-2 src/encoder.py) as llama.cpp writes it. */
 #define RX_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
 /* Llama 3's, with (?i:...) spelled out as llama.cpp adapts it (PR #6920). */
-#define RX_LLAMA3                                                                             \
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|" \
+#define RX_LLAMA3                                                                                                      \
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"                         \
     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 /* Qwen2's: Llama 3's with single digits. */
-#define RX_QWEN2                                                                              \
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|" \
+#define RX_QWEN2                                                                                                       \
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"                         \
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 typedef struct pre_type {
@@ -58,19 +58,22 @@ typedef struct pre_type {
  * exceptions for solar-open) are left out. The regexes may use only ASCII
  * literals and the classes \p{L}, \p{N}, \p{P}, \s, \S (see the top). */
 static const pre_type PRE_TYPES[] = {
-    {{"default"},
-     {"[\\p{P}\\$\\+<=>\\^~\\|]+", RX_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}, false, false},
-    {{"gpt-2", "phi-2", "gigachat", "a.x-4.0", "mellum", "mpt", "olmo", "jais", "trillion",
-      "granite-docling", "exaone4"},
-     {RX_GPT2}, false, false},
+    {{"default"}, {"[\\p{P}\\$\\+<=>\\^~\\|]+", RX_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}, false, false},
+    {{"gpt-2", "phi-2", "gigachat", "a.x-4.0", "mellum", "mpt", "olmo", "jais", "trillion", "granite-docling",
+      "exaone4"},
+     {RX_GPT2},
+     false,
+     false},
     {{"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2"},
-     {"\\p{N}", RX_GPT2}, false, false},
-    {{"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
-      "jina-v5-nano"},
-     {RX_LLAMA3}, true, true},
+     {"\\p{N}", RX_GPT2},
+     false,
+     false},
+    {{"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"},
+     {RX_LLAMA3},
+     true,
+     true},
     {{"dbrx", "smaug-bpe"}, {RX_LLAMA3}, false, false},
-    {{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "stablelm2", "hunyuan"},
-     {RX_QWEN2}, false, false},
+    {{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez", "stablelm2", "hunyuan"}, {RX_QWEN2}, false, false},
 };
 #define N_PRE_TYPES (sizeof PRE_TYPES / sizeof PRE_TYPES[0])
 
@@ -88,7 +91,7 @@ static const uint32_t STAND_IN[HL_UCLASS_COUNT][3] = {
     [HL_UCLASS_NUMBER] = {0x00B2, 0x0966, 0x1D7CE}, /* superscript two, Devanagari 0, math 0 */
     [HL_UCLASS_PUNCT] = {0x00A1, 0x3001, 0x10100},  /* inverted !, ideographic comma, Aegean */
     /* No White_Space code point takes 4 bytes (gen_unicode_data.py checks). */
-    [HL_UCLASS_SPACE] = {0x0085, 0x3000, 0x1F600},  /* next line, ideographic space */
+    [HL_UCLASS_SPACE] = {0x0085, 0x3000, 0x1F600}, /* next line, ideographic space */
 };
 
 static const pre_type *find_type(gguf_str name) {

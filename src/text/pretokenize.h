@@ -28,7 +28,7 @@ bool hl_pretok_add_bos(const hl_pretok *p);       /* default for tokenizer.ggml.
  * text[bounds[i], bounds[i+1]) for i < n_bounds - 1. */
 typedef struct hl_words {
     char *text;
-    char *subject;   /* what PCRE2 matches (see pretokenize.c); same length as text */
+    char *subject; /* what PCRE2 matches (see pretokenize.c); same length as text */
     size_t len, cap;
     size_t *bounds, *next_bounds;
     size_t n_bounds, bounds_cap;

@@ -12,36 +12,86 @@
 
 /* Texts by which llama.cpp finds a token that the file leaves unset. */
 static const char *const EOT_TEXTS[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
-    "_<EOT>", "[EOT]", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", /* <｜end▁of▁sentence｜> */
-    "<end_of_utterance>", NULL};
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "<\xef\xbd\x9c"
+    "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", /* <｜end▁of▁sentence｜> */
+    "<end_of_utterance>",
+    NULL};
 static const char *const EOM_TEXTS[] = {"<|eom_id|>", NULL};
-static const char *const FIM_PRE_TEXTS[] = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>",
-    "<PRE>", "\xe2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>", NULL};
-static const char *const FIM_SUF_TEXTS[] = {
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81hole\xef\xbd\x9c>",
-    "<SUF>", "\xe2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>", NULL};
-static const char *const FIM_MID_TEXTS[] = {
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>",
-    "<MID>", "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>", NULL};
-static const char *const FIM_PAD_TEXTS[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", NULL};
-static const char *const FIM_REP_TEXTS[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>",
+static const char *const FIM_PRE_TEXTS[] = {"<|fim_prefix|>",
+                                            "<fim-prefix>",
+                                            "<fim_prefix>",
+                                            "<\xef\xbd\x9c"
+                                            "fim\xe2\x96\x81"
+                                            "begin\xef\xbd\x9c>",
+                                            "<PRE>",
+                                            "\xe2\x96\x81<PRE>",
+                                            "<|code_prefix|>",
+                                            "<|prefix|>",
                                             NULL};
+static const char *const FIM_SUF_TEXTS[] = {"<|fim_suffix|>",
+                                            "<fim-suffix>",
+                                            "<fim_suffix>",
+                                            "<\xef\xbd\x9c"
+                                            "fim\xe2\x96\x81hole\xef\xbd\x9c>",
+                                            "<SUF>",
+                                            "\xe2\x96\x81<SUF>",
+                                            "<|code_suffix|>",
+                                            "<|suffix|>",
+                                            NULL};
+static const char *const FIM_MID_TEXTS[] = {"<|fim_middle|>",
+                                            "<fim-middle>",
+                                            "<fim_middle>",
+                                            "<\xef\xbd\x9c"
+                                            "fim\xe2\x96\x81"
+                                            "end\xef\xbd\x9c>",
+                                            "<MID>",
+                                            "\xe2\x96\x81<MID>",
+                                            "<|code_middle|>",
+                                            "<|middle|>",
+                                            NULL};
+static const char *const FIM_PAD_TEXTS[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", NULL};
+static const char *const FIM_REP_TEXTS[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                            "<REPO>",       "<reponame>",    NULL};
 static const char *const FIM_SEP_TEXTS[] = {"<|file_sep|>", NULL};
 
 /* Every token with one of these texts ends generation. llama.cpp also drops
  * <|end|> when <|return|> and <|call|> exist (gpt-oss), and </s> next to
  * <|tool_response>; no pre-tokenizer hearth supports serves those vocabularies. */
-static const char *const EOG_TEXTS[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
-    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
-    "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "[e~[", NULL};
+static const char *const EOG_TEXTS[] = {"<|eot_id|>",
+                                        "<|im_end|>",
+                                        "<|end|>",
+                                        "<|return|>",
+                                        "<|call|>",
+                                        "<|flush|>",
+                                        "<|calls|>",
+                                        "<end_of_turn>",
+                                        "<|endoftext|>",
+                                        "</s>",
+                                        "<|eom_id|>",
+                                        "<EOT>",
+                                        "_<EOT>",
+                                        "[EOT]",
+                                        "[EOS]",
+                                        "<|end_of_text|>",
+                                        "<end_of_utterance>",
+                                        "<eos>",
+                                        "<turn|>",
+                                        "<|tool_response>",
+                                        "<\xef\xbd\x9c"
+                                        "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+                                        "[e~[",
+                                        NULL};
 
-static int32_t find_text(const hl_vocab *v, const char *text) {
-    return hl_strtab_find(&v->texts, text, strlen(text));
-}
+static int32_t find_text(const hl_vocab *v, const char *text) { return hl_strtab_find(&v->texts, text, strlen(text)); }
 
 /* The token for an id the file leaves unset, made CONTROL. llama.cpp takes the
  * first match while walking its token_to_id unordered_map, an order it does

@@ -13,12 +13,12 @@
 #include "hearth.h"
 
 typedef struct hl_strtab {
-    char *pool;          /* all strings back to back */
+    char *pool; /* all strings back to back */
     size_t pool_len, pool_cap;
-    size_t *off;         /* [n + 1] string i is pool[off[i], off[i+1]) */
-    uint32_t *hash;      /* [n] */
-    int32_t n, cap;      /* strings stored, capacity of off/hash */
-    int32_t *index;      /* [index_cap] string id or -1; index_cap a power of two */
+    size_t *off;    /* [n + 1] string i is pool[off[i], off[i+1]) */
+    uint32_t *hash; /* [n] */
+    int32_t n, cap; /* strings stored, capacity of off/hash */
+    int32_t *index; /* [index_cap] string id or -1; index_cap a power of two */
     size_t index_cap;
 } hl_strtab;
 

@@ -95,8 +95,8 @@ static hearth_status partition(const hl_vocab *v, const char *text, size_t len, 
     return HEARTH_OK;
 }
 
-static hearth_status tokenize_plain(const hl_vocab *v, const char *text, size_t len, bool after_special,
-                                    session *s, hl_tok_out *o) {
+static hearth_status tokenize_plain(const hl_vocab *v, const char *text, size_t len, bool after_special, session *s,
+                                    hl_tok_out *o) {
     if (v->type == HL_VOCAB_SPM) return hl_spm_text(v, text, len, v->add_space_prefix && after_special, &s->spm, o);
     if (v->type == HL_VOCAB_WPM) return hl_wpm_text(v, text, len, o);
     HL_TRY(hl_pretok_split(v->pre, text, len, &s->words));
@@ -126,14 +126,14 @@ static hearth_status run(const hl_vocab *v, const char *text, size_t len, bool a
     return HEARTH_OK;
 }
 
-hearth_status hl_vocab_tokenize(const hl_vocab *v, const char *text, size_t len, bool add_special,
-                                bool parse_special, int32_t *tokens, size_t n_max, size_t *n_tokens) {
+hearth_status hl_vocab_tokenize(const hl_vocab *v, const char *text, size_t len, bool add_special, bool parse_special,
+                                int32_t *tokens, size_t n_max, size_t *n_tokens) {
     if (!v || !n_tokens || (!text && len) || (!tokens && n_max)) {
         return hl_fail(HEARTH_ERR_INVALID_ARG, "tokenize: NULL vocabulary, text, tokens or n_tokens");
     }
     if (len > MAX_TEXT_BYTES) {
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "tokenize: %zu bytes of text at once is more than the %zu allowed",
-                       len, MAX_TEXT_BYTES);
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "tokenize: %zu bytes of text at once is more than the %zu allowed", len,
+                       MAX_TEXT_BYTES);
     }
     hl_tok_out o = {tokens, n_max, 0};
     session s = {0};
@@ -147,8 +147,8 @@ hearth_status hl_vocab_tokenize(const hl_vocab *v, const char *text, size_t len,
     HL_TRY(st);
     *n_tokens = o.n;
     if (o.n > n_max) {
-        return hl_fail(HEARTH_ERR_BUFFER_TOO_SMALL, "tokenize: the text needs %zu tokens, the buffer holds %zu",
-                       o.n, n_max);
+        return hl_fail(HEARTH_ERR_BUFFER_TOO_SMALL, "tokenize: the text needs %zu tokens, the buffer holds %zu", o.n,
+                       n_max);
     }
     return HEARTH_OK;
 }

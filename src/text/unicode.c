@@ -22,8 +22,8 @@ uint32_t hl_utf8_decode(const uint8_t *s, size_t n, size_t *len) {
     if (!(b & 0x08)) {
         if (n < 4 || !is_cont(s[1]) || !is_cont(s[2]) || !is_cont(s[3])) return HL_CPT_REPLACEMENT;
         *len = 4;
-        uint32_t cpt = ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
-                       ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+        uint32_t cpt = ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) | ((uint32_t)(s[2] & 0x3F) << 6) |
+                       (s[3] & 0x3F);
         return cpt <= 0x10FFFF ? cpt : HL_CPT_REPLACEMENT;
     }
     return HL_CPT_REPLACEMENT; /* 0xF8..0xFF */

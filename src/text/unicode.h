@@ -34,10 +34,10 @@ size_t hl_utf8_encode(uint32_t cpt, uint8_t out[4]);
 /* The character classes the supported pre-tokenizer regexes distinguish. */
 typedef enum hl_uclass {
     HL_UCLASS_OTHER = 0,
-    HL_UCLASS_LETTER,   /* \p{L} */
-    HL_UCLASS_NUMBER,   /* \p{N} */
-    HL_UCLASS_PUNCT,    /* \p{P} */
-    HL_UCLASS_SPACE,    /* \s (Unicode White_Space) */
+    HL_UCLASS_LETTER, /* \p{L} */
+    HL_UCLASS_NUMBER, /* \p{N} */
+    HL_UCLASS_PUNCT,  /* \p{P} */
+    HL_UCLASS_SPACE,  /* \s (Unicode White_Space) */
     HL_UCLASS_COUNT
 } hl_uclass;
 

@@ -125,30 +125,23 @@ static hearth_status load_special_ids(const gguf_file *f, hl_vocab *v) {
         const char *key;
         int32_t *id;
     } keys[] = {
-        {"tokenizer.ggml.bos_token_id", &v->bos},
-        {"tokenizer.ggml.eos_token_id", &v->eos},
-        {"tokenizer.ggml.eot_token_id", &v->eot},
-        {"tokenizer.ggml.eom_token_id", &v->eom},
-        {"tokenizer.ggml.unknown_token_id", &v->unk},
-        {"tokenizer.ggml.padding_token_id", &v->pad},
+        {"tokenizer.ggml.bos_token_id", &v->bos},         {"tokenizer.ggml.eos_token_id", &v->eos},
+        {"tokenizer.ggml.eot_token_id", &v->eot},         {"tokenizer.ggml.eom_token_id", &v->eom},
+        {"tokenizer.ggml.unknown_token_id", &v->unk},     {"tokenizer.ggml.padding_token_id", &v->pad},
         {"tokenizer.ggml.seperator_token_id", &v->sep}, /* gguf-py's spelling */
-        {"tokenizer.ggml.fim_pre_token_id", &v->fim_pre},
-        {"tokenizer.ggml.fim_suf_token_id", &v->fim_suf},
-        {"tokenizer.ggml.fim_mid_token_id", &v->fim_mid},
-        {"tokenizer.ggml.fim_pad_token_id", &v->fim_pad},
-        {"tokenizer.ggml.fim_rep_token_id", &v->fim_rep},
-        {"tokenizer.ggml.fim_sep_token_id", &v->fim_sep},
+        {"tokenizer.ggml.fim_pre_token_id", &v->fim_pre}, {"tokenizer.ggml.fim_suf_token_id", &v->fim_suf},
+        {"tokenizer.ggml.fim_mid_token_id", &v->fim_mid}, {"tokenizer.ggml.fim_pad_token_id", &v->fim_pad},
+        {"tokenizer.ggml.fim_rep_token_id", &v->fim_rep}, {"tokenizer.ggml.fim_sep_token_id", &v->fim_sep},
         {"tokenizer.ggml.prefix_token_id", &v->fim_pre}, /* deprecated names */
-        {"tokenizer.ggml.suffix_token_id", &v->fim_suf},
-        {"tokenizer.ggml.middle_token_id", &v->fim_mid},
+        {"tokenizer.ggml.suffix_token_id", &v->fim_suf},  {"tokenizer.ggml.middle_token_id", &v->fim_mid},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (!hl_gguf_find_kv(f, keys[i].key)) continue;
         uint32_t id;
         HL_TRY(hl_gguf_get_u32(f, keys[i].key, true, &id));
         if (id >= (uint32_t)v->n_tokens) {
-            return hl_fail(HEARTH_ERR_FORMAT, "%s = %u is out of range: the vocabulary has %d tokens", keys[i].key,
-                           id, v->n_tokens);
+            return hl_fail(HEARTH_ERR_FORMAT, "%s = %u is out of range: the vocabulary has %d tokens", keys[i].key, id,
+                           v->n_tokens);
         }
         *keys[i].id = (int32_t)id;
     }

@@ -51,12 +51,11 @@ bool hl_vocab_is_eog(const hl_vocab *v, int32_t id);
  * (*n_tokens = the count needed, the first n_max ids written), OUT_OF_MEMORY,
  * UNSUPPORTED (PCRE2 gave up on the text: its match limits; or a SentencePiece
  * vocabulary lacks the byte token a character of the text falls back to). */
-hearth_status hl_vocab_tokenize(const hl_vocab *v, const char *text, size_t len, bool add_special,
-                                bool parse_special, int32_t *tokens, size_t n_max, size_t *n_tokens);
+hearth_status hl_vocab_tokenize(const hl_vocab *v, const char *text, size_t len, bool add_special, bool parse_special,
+                                int32_t *tokens, size_t n_max, size_t *n_tokens);
 
 /* As hearth_token_to_piece(). `buf` may be NULL when size is 0. */
-hearth_status hl_vocab_token_to_piece(const hl_vocab *v, int32_t id, bool special, char *buf, size_t size,
-                                      size_t *len);
+hearth_status hl_vocab_token_to_piece(const hl_vocab *v, int32_t id, bool special, char *buf, size_t size, size_t *len);
 
 /* Streaming detokenizer, as hearth_detok_*(). */
 typedef struct hl_detok hl_detok;

@@ -42,11 +42,11 @@ typedef struct hl_trie_edge {
 } hl_trie_edge;
 
 typedef struct hl_special_trie {
-    int32_t *rank;     /* [n_nodes] index in v->special of the token spelled up to the node, or -1 */
+    int32_t *rank; /* [n_nodes] index in v->special of the token spelled up to the node, or -1 */
     int32_t n_nodes;
     int32_t root[256]; /* child of the root per byte, or -1 */
     hl_trie_edge *edges;
-    size_t cap;        /* power of two, at least twice the nodes */
+    size_t cap; /* power of two, at least twice the nodes */
 } hl_special_trie;
 
 /* The tokenizer algorithm, from tokenizer.ggml.model (llama.cpp's

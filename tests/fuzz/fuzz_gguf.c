@@ -47,8 +47,7 @@ static unsigned walk(const gguf_file *f) {
         if (hl_gguf_get_f32(f, key, true, &x) == HEARTH_OK) sum += x > 0;
         if (hl_gguf_get_bool(f, key, true, &b) == HEARTH_OK) sum += b;
         if (hl_gguf_get_str(f, key, true, &str) == HEARTH_OK) sum += (unsigned)str.len;
-        if (hl_gguf_get_arr(f, key, true, GGUF_TYPE_FLOAT32, &a) == HEARTH_OK && a->n)
-            sum += hl_gguf_arr_f32(a, 0) > 0;
+        if (hl_gguf_get_arr(f, key, true, GGUF_TYPE_FLOAT32, &a) == HEARTH_OK && a->n) sum += hl_gguf_arr_f32(a, 0) > 0;
         walk_value(&kv->value, &sum);
     }
     for (uint64_t i = 0; i < hl_gguf_n_tensors(f); i++) {

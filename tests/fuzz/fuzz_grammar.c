@@ -11,8 +11,9 @@
 
 #include "grammar/grammar.h"
 
-static const char *const vocab[] = {"a", "ab", "\"", "{", "}", " ", "\n", "0", "12", "\xc3", "\xa9", "\xc3\xa9",
-                                    "\xf0\x9f\x98\x80", "x\"y", "[", "]", "(", ")", "true", "\\"};
+static const char *const vocab[] = {
+    "a",    "ab", "\"", "{", "}", " ",    "\n", "0", "12", "\xc3", "\xa9", "\xc3\xa9", "\xf0\x9f\x98\x80",
+    "x\"y", "[",  "]",  "(", ")", "true", "\\"};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hl_grammar *g;

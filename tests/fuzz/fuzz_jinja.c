@@ -11,8 +11,10 @@
 #include "text/jinja/jinja.h"
 
 static bool set_messages(hl_jinja_env *env) {
-    static const char *const turns[][2] = {{"system", "Be brief."}, {"user", "Hi <b>\"there\"</b>\n"},
-                                           {"assistant", "<think>x</think>\n\nHello 🙂"}, {"user", "Bye"}};
+    static const char *const turns[][2] = {{"system", "Be brief."},
+                                           {"user", "Hi <b>\"there\"</b>\n"},
+                                           {"assistant", "<think>x</think>\n\nHello 🙂"},
+                                           {"user", "Bye"}};
     jv list, role_key, content_key;
     if (!hl_jv_list(env, &list) || !hl_jv_str(env, "role", 4, &role_key) || !hl_jv_str(env, "content", 7, &content_key))
         return false;
@@ -36,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hl_jinja_env *env;
     if (hl_jinja_env_init(&lim, 1741964966, &env) == HEARTH_OK) {
         jv bos;
-        if (set_messages(env) && hl_jv_str(env, "<s>", 3, &bos) && hl_jinja_env_set(env, "bos_token", bos) == HEARTH_OK &&
+        if (set_messages(env) && hl_jv_str(env, "<s>", 3, &bos) &&
+            hl_jinja_env_set(env, "bos_token", bos) == HEARTH_OK &&
             hl_jinja_env_set(env, "add_generation_prompt", hl_jv_bool(true)) == HEARTH_OK) {
             char *out;
             size_t len;

@@ -27,8 +27,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argv;
     const char *path = getenv("HEARTH_MODEL");
     if (!path || hl_gguf_open(path, &file) != HEARTH_OK || hl_vocab_load(file, &vocab) != HEARTH_OK) {
-        fprintf(stderr, "fuzz_tokenize: set HEARTH_MODEL to a GGUF file with a vocabulary (%s)\n",
-                hearth_last_error());
+        fprintf(stderr, "fuzz_tokenize: set HEARTH_MODEL to a GGUF file with a vocabulary (%s)\n", hearth_last_error());
         abort();
     }
     return 0;

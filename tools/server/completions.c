@@ -22,9 +22,9 @@ typedef struct hl_call_out {
 
 /* What one choice has produced so far. */
 typedef struct hl_choice_out {
-    hl_buf text;     /* whole text (non-streaming) */
-    size_t n_text;   /* bytes of text so far: completions' text_offset */
-    cJSON *logprobs; /* non-streaming with logprobs */
+    hl_buf text;        /* whole text (non-streaming) */
+    size_t n_text;      /* bytes of text so far: completions' text_offset */
+    cJSON *logprobs;    /* non-streaming with logprobs */
     hl_call_out *calls; /* [n_calls] non-streaming */
     int32_t n_calls;
     int32_t n_generated;
@@ -125,7 +125,8 @@ static bool collect_calls(hl_choice_out *c, const hl_event *ev) {
             hl_call_out *grown = realloc(c->calls, (size_t)(c->n_calls + 1) * sizeof *grown);
             if (!grown) return false;
             c->calls = grown;
-            c->calls[c->n_calls++] = (hl_call_out){.id = dup_str(d->id ? d->id : ""), .name = dup_str(d->name ? d->name : "")};
+            c->calls[c->n_calls++] = (hl_call_out){.id = dup_str(d->id ? d->id : ""),
+                                                   .name = dup_str(d->name ? d->name : "")};
             if (!c->calls[d->index].id || !c->calls[d->index].name) return false;
         }
         if (!hl_buf_add(&c->calls[d->index].args, d->arguments, d->arguments_len)) return false;
@@ -199,8 +200,8 @@ static void answer_whole(hl_gen *g, hl_reply *rep) {
             choices = NULL;
         }
     }
-    cJSON *result =
-        choices ? hl_oai_result(&g->meta, choices, hl_oai_usage(g->n_prompt, g->n_cached, n_completion)) : NULL;
+    cJSON *result = choices ? hl_oai_result(&g->meta, choices, hl_oai_usage(g->n_prompt, g->n_cached, n_completion))
+                            : NULL;
     hl_reply_json(rep, 200, result);
 }
 
@@ -291,8 +292,7 @@ static void submit_error(hl_error *e, hearth_status st, const char *msg, const h
                                                   : NULL;
         hl_error_set(e, 400, "invalid_request_error", "invalid_value", param, "%s", msg);
         break;
-    default:
-        hl_error_set(e, 500, "server_error", NULL, NULL, "%s", msg);
+    default: hl_error_set(e, 500, "server_error", NULL, NULL, "%s", msg);
     }
 }
 
@@ -331,8 +331,8 @@ static void handle(hl_call *call, hl_reply *rep, hl_oai_kind kind) {
                             .model = srv->cfg.alias,
                             .usage_null = req.stream && req.include_usage};
     char msg[512];
-    hearth_status st =
-        hl_job_start(call->engine, &g->req.params, g->req.n, call->fd, &srv->stopping, &g->job, msg, sizeof msg);
+    hearth_status st = hl_job_start(call->engine, &g->req.params, g->req.n, call->fd, &srv->stopping, &g->job, msg,
+                                    sizeof msg);
     if (st != HEARTH_OK) {
         submit_error(&err, st, msg, &g->req);
         gen_free(g);

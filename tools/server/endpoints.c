@@ -74,10 +74,8 @@ void hl_handle_slots(hl_call *call, hl_reply *rep) {
 /* A status of the text calls as a reply: the model's message for bad input. */
 static void text_error(hl_reply *rep, hearth_status st, const char *param) {
     hl_error e;
-    if (st == HEARTH_ERR_OUT_OF_MEMORY)
-        hl_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
-    else
-        hl_error_set(&e, 400, "invalid_request_error", "invalid_value", param, "%s", hearth_last_error());
+    if (st == HEARTH_ERR_OUT_OF_MEMORY) hl_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+    else hl_error_set(&e, 400, "invalid_request_error", "invalid_value", param, "%s", hearth_last_error());
     hl_reply_error(rep, &e);
 }
 
@@ -154,8 +152,8 @@ void hl_handle_detokenize(hl_call *call, hl_reply *rep) {
                 break;
             }
             char *at = text.p + text.len;
-            st =
-                i < n ? hearth_detok_push(detok, tokens[i], at, room, &got) : hearth_detok_flush(detok, at, room, &got);
+            st = i < n ? hearth_detok_push(detok, tokens[i], at, room, &got)
+                       : hearth_detok_flush(detok, at, room, &got);
             room = got;
         } while (st == HEARTH_ERR_BUFFER_TOO_SMALL);
         if (st == HEARTH_OK) text.p[text.len += got] = '\0';

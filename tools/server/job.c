@@ -146,16 +146,13 @@ static bool on_piece(const hearth_piece *pc, void *user) {
     if (keep && (final || job->n_queued < HL_JOB_MAX_EVENTS)) {
         hl_event *ev = event_new((int32_t)(c - job->choice), pc);
         if (ev) {
-            if (job->tail)
-                job->tail->next = ev;
-            else
-                job->head = ev;
+            if (job->tail) job->tail->next = ev;
+            else job->head = ev;
             job->tail = ev;
             job->n_queued++;
         }
         keep = ev != NULL;
-    } else
-        keep = false;
+    } else keep = false;
     if (final) job->n_live--;
     pthread_cond_signal(&job->cv);
     bool last = final && job->closed && job->n_live == 0;

@@ -16,8 +16,7 @@ static bool histogram(hl_buf *b, const char *name, const char *help, const heart
     for (int i = 0; ok && i < HEARTH_HIST_BUCKETS; i++) {
         if (isinf(h->le[i]))
             ok = hl_buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)h->count[i]);
-        else
-            ok = hl_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, h->le[i], (unsigned long long)h->count[i]);
+        else ok = hl_buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, h->le[i], (unsigned long long)h->count[i]);
     }
     return ok && hl_buf_printf(b, "%s_sum %.17g\n%s_count %llu\n", name, h->sum, name, (unsigned long long)h->n);
 }

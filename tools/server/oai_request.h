@@ -50,7 +50,7 @@ typedef struct hl_oai_request {
     cJSON *root;
     char *messages_json; /* the messages printed for the engine */
     char *tools_json;
-    char *schema_json;   /* response_format's or json_schema's schema, printed */
+    char *schema_json; /* response_format's or json_schema's schema, printed */
     hearth_logit_bias *logit_bias;
     int32_t *tokens;
     const char **stop;

@@ -123,8 +123,7 @@ static bool token_fields(const hearth_model *model, int32_t token, cJSON *obj, c
         ok = put(obj, "token", cJSON_CreateString(valid)) && put(obj, "bytes", bytes);
         for (size_t i = 0; ok && i < len; i++) ok = push(bytes, cJSON_CreateNumber((unsigned char)raw[i]));
         free(valid);
-    } else if (text)
-        *text = valid;
+    } else if (text) *text = valid;
     if (raw != stack) free(raw);
     return ok;
 }
@@ -132,8 +131,7 @@ static bool token_fields(const hearth_model *model, int32_t token, cJSON *obj, c
 cJSON *hl_oai_logprobs_new(hl_oai_kind kind) {
     cJSON *lp = cJSON_CreateObject();
     bool ok = lp != NULL;
-    if (kind == HL_OAI_CHAT)
-        ok = ok && put(lp, "content", cJSON_CreateArray());
+    if (kind == HL_OAI_CHAT) ok = ok && put(lp, "content", cJSON_CreateArray());
     else
         ok = ok && put(lp, "tokens", cJSON_CreateArray()) && put(lp, "token_logprobs", cJSON_CreateArray()) &&
              put(lp, "top_logprobs", cJSON_CreateArray()) && put(lp, "text_offset", cJSON_CreateArray());
@@ -235,7 +233,8 @@ cJSON *hl_oai_tool_call_delta(const hearth_tool_call_delta *d) {
     }
     memcpy(args, d->arguments, d->arguments_len);
     args[d->arguments_len] = '\0';
-    bool ok = put(call, "index", cJSON_CreateNumber(d->index)) && (!d->id || put(call, "id", cJSON_CreateString(d->id))) &&
+    bool ok = put(call, "index", cJSON_CreateNumber(d->index)) &&
+              (!d->id || put(call, "id", cJSON_CreateString(d->id))) &&
               (!d->id || put(call, "type", cJSON_CreateString("function"))) && put(call, "function", fn) &&
               (!d->name || put(fn, "name", cJSON_CreateString(d->name))) &&
               put(fn, "arguments", cJSON_CreateString(args));
@@ -255,8 +254,7 @@ cJSON *hl_oai_choice(const hl_oai_meta *m, int32_t index, const char *text, cJSO
             ok = ok && put(msg, "tool_calls", tool_calls);
             tool_calls = NULL;
         }
-    } else
-        ok = ok && put(c, "text", cJSON_CreateString(text));
+    } else ok = ok && put(c, "text", cJSON_CreateString(text));
     cJSON_Delete(tool_calls);
     return done(c, ok);
 }
@@ -290,8 +288,7 @@ cJSON *hl_oai_chunk(const hl_oai_meta *m, int32_t index, bool role, const char *
             ok = ok && put(delta, "tool_calls", tool_calls);
             tool_calls = NULL;
         }
-    } else
-        ok = ok && put(c, "text", cJSON_CreateString(text ? text : ""));
+    } else ok = ok && put(c, "text", cJSON_CreateString(text ? text : ""));
     ok = ok && (!m->usage_null || put(o, "usage", cJSON_CreateNull()));
     cJSON_Delete(tool_calls);
     return done(o, ok);

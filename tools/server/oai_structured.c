@@ -48,15 +48,13 @@ static bool parse_response_format(const cJSON *root, hl_oai_request *r, hl_error
     if (!strcmp(type->valuestring, "text")) return true;
     if (!strcmp(type->valuestring, "json_object")) {
         cJSON *any = cJSON_CreateObject();
-        bool ok = any && cJSON_AddStringToObject(any, "type", "object") &&
-                  take_schema(r, any, "response_format", err);
+        bool ok = any && cJSON_AddStringToObject(any, "type", "object") && take_schema(r, any, "response_format", err);
         if (!any && !err->status) hl_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
         cJSON_Delete(any);
         return ok;
     }
     if (strcmp(type->valuestring, "json_schema") != 0)
-        return invalid(err, "response_format",
-                       "'response_format.type' must be 'text', 'json_object' or 'json_schema'");
+        return invalid(err, "response_format", "'response_format.type' must be 'text', 'json_object' or 'json_schema'");
     const cJSON *js = hl_json_field(rf, "json_schema");
     if (!cJSON_IsObject(js))
         return invalid(err, "response_format", "'response_format.json_schema' must be an object with a 'schema'");
@@ -77,7 +75,8 @@ static bool parse_grammar(const cJSON *root, hl_oai_request *r, hl_error *err) {
     if (!grammar) return true;
     if (!cJSON_IsString(grammar)) return invalid(err, "grammar", "'grammar' must be a string of GBNF rules");
     if (r->constraint_param)
-        return invalid(err, "grammar", "give one of response_format (json_object or json_schema), json_schema and grammar");
+        return invalid(err, "grammar",
+                       "give one of response_format (json_object or json_schema), json_schema and grammar");
     r->params.sampling.grammar = grammar->valuestring;
     r->constraint_param = "grammar";
     return true;
@@ -131,7 +130,8 @@ static bool parse_tools(const cJSON *root, hl_oai_request *r, hl_error *err) {
     if (!cJSON_IsArray(tools)) return invalid(err, "tools", "'tools' must be an array of tool definitions");
     if (cJSON_GetArraySize(tools) == 0) return true; /* no tools: a plain chat */
     if (r->constraint_param)
-        return invalid(err, "tools", "a request with tools cannot also constrain its text (response_format, json_schema, grammar)");
+        return invalid(err, "tools",
+                       "a request with tools cannot also constrain its text (response_format, json_schema, grammar)");
     if (!(r->tools_json = hl_json_print(tools, "tools", err))) return false;
     r->params.tools_json = r->tools_json;
     r->params.tool_choice = "auto";
@@ -178,15 +178,11 @@ static bool text_only(const cJSON *v) {
 }
 
 static const unsupported UNSUPPORTED[] = {
-    {"functions", true, false, NULL},          /* the deprecated form of tools */
-    {"function_call", true, false, NULL},
-    {"audio", true, false, NULL},
-    {"modalities", true, false, text_only},
-    {"prediction", true, false, NULL},
-    {"web_search_options", true, false, NULL},
-    {"reasoning_effort", true, false, NULL},
-    {"echo", false, true, is_false},
-    {"best_of", false, true, is_one},
+    {"functions", true, false, NULL}, /* the deprecated form of tools */
+    {"function_call", true, false, NULL},      {"audio", true, false, NULL},
+    {"modalities", true, false, text_only},    {"prediction", true, false, NULL},
+    {"web_search_options", true, false, NULL}, {"reasoning_effort", true, false, NULL},
+    {"echo", false, true, is_false},           {"best_of", false, true, is_one},
     {"suffix", false, true, is_empty_string},
 };
 
@@ -196,8 +192,8 @@ bool hl_oai_check_unsupported(const cJSON *root, hl_oai_kind kind, hl_error *err
         if (!(kind == HL_OAI_CHAT ? u->chat : u->completion)) continue;
         const cJSON *v = hl_json_field(root, u->name);
         if (!v || (u->harmless && u->harmless(v))) continue;
-        hl_error_set(err, 400, INVALID, "unsupported_parameter", u->name,
-                     "'%s' is not supported by this server", u->name);
+        hl_error_set(err, 400, INVALID, "unsupported_parameter", u->name, "'%s' is not supported by this server",
+                     u->name);
         return false;
     }
     return true;

@@ -151,20 +151,18 @@ static enum MHD_Result send_reply(hl_server *srv, struct MHD_Connection *conn, h
                                                                        rep->reader_cls, rep->reader_free)
                                    : MHD_create_response_from_buffer(rep->len, rep->body, MHD_RESPMEM_MUST_FREE);
     if (!res) {
-        if (rep->reader)
-            rep->reader_free(rep->reader_cls);
-        else
-            free(rep->body);
+        if (rep->reader) rep->reader_free(rep->reader_cls);
+        else free(rep->body);
         return MHD_NO;
     }
     char retry[16];
     snprintf(retry, sizeof retry, "%u", rep->retry_after);
-    bool ok =
-        MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type) == MHD_YES &&
-        (!rep->retry_after || MHD_add_response_header(res, MHD_HTTP_HEADER_RETRY_AFTER, retry) == MHD_YES) &&
-        (!rep->allow || MHD_add_response_header(res, MHD_HTTP_HEADER_ALLOW, rep->allow) == MHD_YES) &&
-        (!rep->reader || MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache") == MHD_YES) &&
-        (!atomic_load(&srv->stopping) || MHD_add_response_header(res, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES);
+    bool ok = MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type) == MHD_YES &&
+              (!rep->retry_after || MHD_add_response_header(res, MHD_HTTP_HEADER_RETRY_AFTER, retry) == MHD_YES) &&
+              (!rep->allow || MHD_add_response_header(res, MHD_HTTP_HEADER_ALLOW, rep->allow) == MHD_YES) &&
+              (!rep->reader || MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache") == MHD_YES) &&
+              (!atomic_load(&srv->stopping) ||
+               MHD_add_response_header(res, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES);
     enum MHD_Result queued = ok ? MHD_queue_response(conn, rep->status, res) : MHD_NO;
     MHD_destroy_response(res);
     return queued;
@@ -174,8 +172,7 @@ static enum MHD_Result send_reply(hl_server *srv, struct MHD_Connection *conn, h
 static void answer(hl_server *srv, struct MHD_Connection *conn, hl_request *r, hl_reply *rep) {
     hearth_engine *engine = atomic_load(&srv->engine);
     hl_error e = {0};
-    if (r->err.status)
-        e = r->err;
+    if (r->err.status) e = r->err;
     else if (atomic_load(&srv->stopping))
         hl_error_set(&e, 503, "server_error", "server_shutting_down", NULL, "the server is shutting down");
     else if (!engine)

@@ -25,12 +25,12 @@
 /* Calls a napi_* function; on failure returns NULL from the calling
  * napi_callback, leaving the pending JS exception (Node-API sets one for
  * most failures; hn_napi_failed() adds one when it did not). */
-#define HN_CALL(call)                          \
-    do {                                       \
-        if ((call) != napi_ok) {               \
-            hn_napi_failed(env, #call);        \
-            return NULL;                       \
-        }                                      \
+#define HN_CALL(call)                                                                                                  \
+    do {                                                                                                               \
+        if ((call) != napi_ok) {                                                                                       \
+            hn_napi_failed(env, #call);                                                                                \
+            return NULL;                                                                                               \
+        }                                                                                                              \
     } while (0)
 
 /* ------------------------------------------------------------- errors.c -- */
@@ -86,9 +86,9 @@ void hn_strings_free(char **s, size_t n);
 typedef struct hn_model_options {
     hearth_model_params mp;
     hearth_engine_params ep;
-    float *split;                    /* mp.tensor_split's storage (padded to the GPU count), or NULL */
-    char *chat_template;             /* ep.chat_template's storage, or NULL */
-    char *devices;                   /* mp.devices's storage, or NULL */
+    float *split;        /* mp.tensor_split's storage (padded to the GPU count), or NULL */
+    char *chat_template; /* ep.chat_template's storage, or NULL */
+    char *devices;       /* mp.devices's storage, or NULL */
 } hn_model_options;
 
 /* Reads the loader options (nGpuLayers, nCtx, flashAttn, chatTemplate ...)
@@ -103,13 +103,13 @@ void hn_model_options_free(hn_model_options *o);
  * its thread-safe function; freed when the last of them lets go. */
 typedef struct hn_model {
     napi_env env;
-    hearth_model *model;             /* NULL once disposed */
-    hearth_engine *engine;           /* NULL once disposed */
-    char *name;                      /* the file's base name: the "model" of chat results */
-    napi_threadsafe_function tsfn;   /* wakes the JS side of this model's requests */
-    int32_t refs;                    /* JS thread only */
-    int32_t n_armed;                 /* requests whose JS side waits: the tsfn keeps the event loop alive */
-    bool hooked;                     /* hn_model_cleanup is registered with the environment */
+    hearth_model *model;           /* NULL once disposed */
+    hearth_engine *engine;         /* NULL once disposed */
+    char *name;                    /* the file's base name: the "model" of chat results */
+    napi_threadsafe_function tsfn; /* wakes the JS side of this model's requests */
+    int32_t refs;                  /* JS thread only */
+    int32_t n_armed;               /* requests whose JS side waits: the tsfn keeps the event loop alive */
+    bool hooked;                   /* hn_model_cleanup is registered with the environment */
     /* Guards its requests' buffers, shared with the engine's thread
      * (stream.c's piece callback); taken before the engine's own lock. */
     pthread_mutex_t mu;
@@ -148,13 +148,13 @@ napi_value hn_detokenize(napi_env env, napi_callback_info info);
 /* What a request needs kept alive until hearth_engine_submit() has copied it. */
 typedef struct hn_request_input {
     char *prompt;
-    char *messages_json;             /* the conversation as JSON text */
-    char **stop;                     /* [n_stop] */
+    char *messages_json; /* the conversation as JSON text */
+    char **stop;         /* [n_stop] */
     size_t n_stop;
-    hearth_logit_bias *logit_bias;   /* [n_logit_bias] */
+    hearth_logit_bias *logit_bias; /* [n_logit_bias] */
     size_t n_logit_bias;
-    char *grammar, *json_schema;     /* GBNF; a JSON Schema's text */
-    char *tools, *tool_choice;       /* JSON text of the tools; "auto", "none", "required" or a name */
+    char *grammar, *json_schema; /* GBNF; a JSON Schema's text */
+    char *tools, *tool_choice;   /* JSON text of the tools; "auto", "none", "required" or a name */
 } hn_request_input;
 
 /* Fills p from the prompt (a string) or the messages (the conversation as

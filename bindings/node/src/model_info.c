@@ -15,12 +15,15 @@ napi_value hn_model_info(napi_env env, napi_callback_info info) {
     hearth_engine_stats st;
     hearth_engine_stats_get(m->engine, &st);
     HN_CALL(napi_create_object(env, &o));
-    if (!hn_set_num(env, o, "nLayer", hearth_model_n_layer(md)) || !hn_set_num(env, o, "nCtxTrain", hearth_model_n_ctx_train(md)) ||
-        !hn_set_num(env, o, "gpuLayers", hearth_model_n_gpu_layers(md)) || !hn_set_num(env, o, "nVocab", hearth_model_n_vocab(md)) ||
-        !hn_set_num(env, o, "nEmbd", hearth_model_n_embd(md)) || !hn_set_num(env, o, "nParams", (double)hearth_model_n_params(md)) ||
-        !hn_set_num(env, o, "size", (double)hearth_model_size(md)) || !hn_set_num(env, o, "nCtx", st.kv_size / (uint32_t)st.n_slots) ||
-        !hn_set_num(env, o, "nSeqMax", st.n_slots) || !hn_set_str(env, o, "description", hearth_model_desc(md)) ||
-        !hn_set_str(env, o, "name", m->name)) {
+    if (!hn_set_num(env, o, "nLayer", hearth_model_n_layer(md)) ||
+        !hn_set_num(env, o, "nCtxTrain", hearth_model_n_ctx_train(md)) ||
+        !hn_set_num(env, o, "gpuLayers", hearth_model_n_gpu_layers(md)) ||
+        !hn_set_num(env, o, "nVocab", hearth_model_n_vocab(md)) ||
+        !hn_set_num(env, o, "nEmbd", hearth_model_n_embd(md)) ||
+        !hn_set_num(env, o, "nParams", (double)hearth_model_n_params(md)) ||
+        !hn_set_num(env, o, "size", (double)hearth_model_size(md)) ||
+        !hn_set_num(env, o, "nCtx", st.kv_size / (uint32_t)st.n_slots) || !hn_set_num(env, o, "nSeqMax", st.n_slots) ||
+        !hn_set_str(env, o, "description", hearth_model_desc(md)) || !hn_set_str(env, o, "name", m->name)) {
         hn_napi_failed(env, "building the model facts");
         return NULL;
     }
@@ -30,8 +33,8 @@ napi_value hn_model_info(napi_env env, napi_callback_info info) {
 /* One metadata entry's key or value into a malloc'd string (NULL: out of memory). */
 static char *meta_text(const hearth_model *md, int32_t i, bool key) {
     size_t len = 0;
-    hearth_status (*get)(const hearth_model *, int32_t, char *, size_t, size_t *) =
-        key ? hearth_model_meta_key_by_index : hearth_model_meta_val_str_by_index;
+    hearth_status (*get)(const hearth_model *, int32_t, char *, size_t,
+                         size_t *) = key ? hearth_model_meta_key_by_index : hearth_model_meta_val_str_by_index;
     get(md, i, NULL, 0, &len); /* BUFFER_TOO_SMALL, with the length */
     char *s = malloc(len + 1);
     if (s && get(md, i, s, len + 1, &len) != HEARTH_OK) {

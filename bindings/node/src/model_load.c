@@ -11,10 +11,10 @@
 typedef struct load_job {
     char *path;
     hn_model_options opts;
-    hearth_model *model;         /* the result, or NULL */
+    hearth_model *model; /* the result, or NULL */
     hearth_engine *engine;
     hearth_status st;
-    char error[1024];            /* hearth_last_error() is per thread: copied on the worker */
+    char error[1024]; /* hearth_last_error() is per thread: copied on the worker */
     napi_deferred deferred;
     napi_async_work work;
 } load_job;

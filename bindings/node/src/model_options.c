@@ -45,7 +45,8 @@ static bool read_split(napi_env env, napi_value opts, float **split) {
 
 /* options.splitMode: 'none' | 'layer' | 'row'. */
 static bool read_split_mode(napi_env env, napi_value opts, hearth_split_mode *mode) {
-    static const char *const names[] = {[HEARTH_SPLIT_NONE] = "none", [HEARTH_SPLIT_LAYER] = "layer", [HEARTH_SPLIT_ROW] = "row"};
+    static const char *const names[] = {
+        [HEARTH_SPLIT_NONE] = "none", [HEARTH_SPLIT_LAYER] = "layer", [HEARTH_SPLIT_ROW] = "row"};
     napi_value v = hn_opt(env, opts, "splitMode");
     if (hn_is_nullish(env, v)) return true;
     char *s = hn_string(env, v, "options.splitMode", NULL);
@@ -123,7 +124,8 @@ static bool read_kv_type(napi_env env, napi_value opts, const char *name, int32_
     if (t == napi_string && !s) return false; /* hn_string threw */
     const bool ok = s && hearth_kv_type_from_name(s, out) == HEARTH_OK;
     free(s);
-    if (!ok) hn_throw(env, "ERR_INVALID_ARG", "%s must be 'f16', 'bf16', 'q8_0' or 'q4_0' (or ggml's 1, 30, 8, 2)", what);
+    if (!ok)
+        hn_throw(env, "ERR_INVALID_ARG", "%s must be 'f16', 'bf16', 'q8_0' or 'q4_0' (or ggml's 1, 30, 8, 2)", what);
     return ok;
 }
 
@@ -187,9 +189,10 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
     int32_t n_ctx = (int32_t)ep->ctx.n_ctx, n_batch = (int32_t)ep->ctx.n_batch, n_seq = (int32_t)ep->ctx.n_seq_max;
     int32_t n_ubatch = (int32_t)ep->ctx.n_ubatch, orig_ctx = (int32_t)ep->ctx.yarn_orig_ctx;
     bool ok = read_gpu_layers(env, opts, &mp->n_gpu_layers) &&
-              hn_opt_int(env, opts, "mainGpu", 0, INT32_MAX, &mp->main_gpu) && read_split_mode(env, opts, &mp->split_mode) &&
-              hn_opt_bool(env, opts, "useMmap", &mp->use_mmap) && hn_opt_bool(env, opts, "useMlock", &mp->use_mlock) &&
-              hn_opt_int(env, opts, "nCtx", 0, 1 << 24, &n_ctx) && hn_opt_int(env, opts, "nBatch", 1, INT32_MAX, &n_batch) &&
+              hn_opt_int(env, opts, "mainGpu", 0, INT32_MAX, &mp->main_gpu) &&
+              read_split_mode(env, opts, &mp->split_mode) && hn_opt_bool(env, opts, "useMmap", &mp->use_mmap) &&
+              hn_opt_bool(env, opts, "useMlock", &mp->use_mlock) && hn_opt_int(env, opts, "nCtx", 0, 1 << 24, &n_ctx) &&
+              hn_opt_int(env, opts, "nBatch", 1, INT32_MAX, &n_batch) &&
               hn_opt_int(env, opts, "nUbatch", 1, INT32_MAX, &n_ubatch) &&
               hn_opt_int(env, opts, "nThreads", 0, 1024, &ep->ctx.n_threads) &&
               hn_opt_int(env, opts, "nSeqMax", 1, 256, &n_seq) && read_flash_attn(env, opts, &ep->ctx.flash_attn) &&
@@ -200,8 +203,8 @@ bool hn_model_options_read(napi_env env, napi_value opts, hn_model_options *o) {
               read_string(env, opts, "devices", &o->devices) && read_split(env, opts, &o->split);
     ep->chat_template = o->chat_template;
     mp->devices = o->devices;
-    ep->ctx.n_ctx = (uint32_t)n_ctx * (uint32_t)n_seq; /* nCtx is each request's context */
-    mp->fit_n_ctx = ep->ctx.n_ctx;                     /* nGpuLayers 'auto': room for every request's */
+    ep->ctx.n_ctx = (uint32_t)n_ctx * (uint32_t)n_seq;                /* nCtx is each request's context */
+    mp->fit_n_ctx = ep->ctx.n_ctx;                                    /* nGpuLayers 'auto': room for every request's */
     mp->fit_type_k = ep->ctx.type_k, mp->fit_type_v = ep->ctx.type_v; /* ... in its cache types */
     ep->ctx.n_batch = (uint32_t)n_batch;
     ep->ctx.n_ubatch = (uint32_t)n_ubatch;

@@ -64,9 +64,9 @@ static bool read_logit_bias(napi_env env, napi_value opts, hn_request_input *in)
         const bool bias_ok = napi_get_value_double(env, v, &bias) == napi_ok && isfinite(bias);
         if (!id_ok || !bias_ok) {
             if (!id_ok)
-                hn_throw(env, "ERR_INVALID_ARG", "options.logitBias keys must be token ids (integers >= 0), got '%s'", name);
-            else
-                hn_throw(env, "ERR_INVALID_ARG", "options.logitBias['%s'] must be a finite number", name);
+                hn_throw(env, "ERR_INVALID_ARG", "options.logitBias keys must be token ids (integers >= 0), got '%s'",
+                         name);
+            else hn_throw(env, "ERR_INVALID_ARG", "options.logitBias['%s'] must be a finite number", name);
             free(name);
             return false;
         }
@@ -79,8 +79,9 @@ static bool read_logit_bias(napi_env env, napi_value opts, hn_request_input *in)
 static bool read_sampling(napi_env env, napi_value opts, hearth_sampler_params *s) {
     bool seeded = false;
     if (!hn_opt_float(env, opts, "temperature", &s->temp) ||
-        !hn_opt_int(env, opts, "topK", INT32_MIN, INT32_MAX, &s->top_k) || !hn_opt_float(env, opts, "topP", &s->top_p) ||
-        !hn_opt_float(env, opts, "minP", &s->min_p) || !hn_opt_float(env, opts, "repeatPenalty", &s->repeat_penalty) ||
+        !hn_opt_int(env, opts, "topK", INT32_MIN, INT32_MAX, &s->top_k) ||
+        !hn_opt_float(env, opts, "topP", &s->top_p) || !hn_opt_float(env, opts, "minP", &s->min_p) ||
+        !hn_opt_float(env, opts, "repeatPenalty", &s->repeat_penalty) ||
         !hn_opt_int(env, opts, "repeatLastN", 0, INT32_MAX, &s->repeat_last_n) ||
         !hn_opt_float(env, opts, "presencePenalty", &s->presence_penalty) ||
         !hn_opt_float(env, opts, "frequencyPenalty", &s->frequency_penalty) ||
@@ -109,7 +110,8 @@ bool hn_request_read(napi_env env, napi_value prompt, napi_value messages, napi_
         !hn_opt_bool(env, opts, "parallelToolCalls", &p->parallel_tool_calls) ||
         !read_text(env, constraints, "grammar", &in->grammar) ||
         !read_text(env, constraints, "jsonSchema", &in->json_schema) ||
-        !read_text(env, constraints, "tools", &in->tools) || !read_text(env, constraints, "toolChoice", &in->tool_choice))
+        !read_text(env, constraints, "tools", &in->tools) ||
+        !read_text(env, constraints, "toolChoice", &in->tool_choice))
         return false;
     p->prompt = in->prompt;
     p->messages_json = in->messages_json;

@@ -38,31 +38,31 @@ static const napi_type_tag REQUEST_TAG = {0x6865617274687265ULL, 0x71756573742d6
 /* A tool-call delta not yet taken. */
 typedef struct hn_call {
     int32_t index;
-    char *id, *name;               /* in the call's first delta; else NULL */
-    char *args;                    /* [args_len] the arguments' next bytes */
+    char *id, *name; /* in the call's first delta; else NULL */
+    char *args;      /* [args_len] the arguments' next bytes */
     size_t args_len;
 } hn_call;
 
 typedef struct hn_request {
     hn_model *m;
-    hearth_engine *engine;         /* m->engine at submit, for the piece callback (the engine outlives its callbacks) */
-    uint64_t id;                   /* the engine's request id */
-    napi_ref waker;                /* JS function to call when text or the end arrives */
-    int32_t refs;                  /* JS thread only */
-    bool ended;                    /* JS thread: the end reached JS and the engine's reference is gone */
+    hearth_engine *engine; /* m->engine at submit, for the piece callback (the engine outlives its callbacks) */
+    uint64_t id;           /* the engine's request id */
+    napi_ref waker;        /* JS function to call when text or the end arrives */
+    int32_t refs;          /* JS thread only */
+    bool ended;            /* JS thread: the end reached JS and the engine's reference is gone */
     /* under m->mu */
-    char *text;                    /* [cap] the text not yet taken: text[0, len) */
+    char *text; /* [cap] the text not yet taken: text[0, len) */
     size_t len, cap;
-    int32_t n_pieces;              /* non-empty pieces in text and calls */
-    hn_call *calls;                /* [n_calls] tool-call deltas not yet taken */
+    int32_t n_pieces; /* non-empty pieces in text and calls */
+    hn_call *calls;   /* [n_calls] tool-call deltas not yet taken */
     size_t n_calls, cap_calls;
-    bool armed;                    /* JS waits for this request */
-    bool queued;                   /* a thread-safe function call for it is pending */
-    bool cancel;                   /* JS stopped it: the next piece returns false */
-    bool oom;                      /* the buffer could not grow: the request ends with an error */
-    bool paused;                   /* the buffer is full: paused in the engine until take() empties it */
-    hearth_finish_reason finish;   /* NONE until its last piece */
-    char *error;                   /* with FINISH_ERROR */
+    bool armed;                  /* JS waits for this request */
+    bool queued;                 /* a thread-safe function call for it is pending */
+    bool cancel;                 /* JS stopped it: the next piece returns false */
+    bool oom;                    /* the buffer could not grow: the request ends with an error */
+    bool paused;                 /* the buffer is full: paused in the engine until take() empties it */
+    hearth_finish_reason finish; /* NONE until its last piece */
+    char *error;                 /* with FINISH_ERROR */
     int32_t n_prompt, n_cached, n_generated;
 } hn_request;
 
@@ -236,8 +236,8 @@ napi_value hn_submit(napi_env env, napi_callback_info info) {
     if (!m) return NULL;
     hearth_request_params p;
     hn_request_input in;
-    const bool ok =
-        hn_request_read(env, argv[1], hn_is_nullish(env, argv[2]) ? NULL : argv[2], argv[3], argv[4], &p, &in);
+    const bool ok = hn_request_read(env, argv[1], hn_is_nullish(env, argv[2]) ? NULL : argv[2], argv[3], argv[4], &p,
+                                    &in);
     hn_request *r = ok ? calloc(1, sizeof *r) : NULL;
     if (!r) {
         if (ok) hn_throw(env, "ERR_OUT_OF_MEMORY", "out of memory");

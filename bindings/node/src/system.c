@@ -27,7 +27,8 @@ napi_value hn_gpu_devices(napi_env env, napi_callback_info info) {
         HN_CALL(napi_get_boolean(env, g.is_gpu, &is_gpu));
         if (!hn_set_num(env, d, "index", i) || !hn_set_str(env, d, "id", g.id) || !hn_set_str(env, d, "name", g.name) ||
             napi_set_named_property(env, d, "isGpu", is_gpu) != napi_ok ||
-            !hn_set_str(env, d, "computeCapability", cc) || !hn_set_num(env, d, "computeUnits", g.compute_units) || !hn_set_num(env, d, "freeMemory", (double)g.free_bytes) ||
+            !hn_set_str(env, d, "computeCapability", cc) || !hn_set_num(env, d, "computeUnits", g.compute_units) ||
+            !hn_set_num(env, d, "freeMemory", (double)g.free_bytes) ||
             !hn_set_num(env, d, "totalMemory", (double)g.total_bytes)) {
             hn_napi_failed(env, "building a device");
             return NULL;

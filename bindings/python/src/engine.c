@@ -54,10 +54,12 @@ static float *float_list(PyObject *seq, Py_ssize_t n_min) {
 static bool progress_to_python(const hearth_progress *p, void *user) {
     PyGILState_STATE gil = PyGILState_Ensure();
     bool go_on = false;
-    PyObject *report = PyErr_Occurred() ? NULL /* an earlier report raised */ : Py_BuildValue("{s:s,s:K,s:K,s:d,s:d,s:d,s:O}", "what", p->what, "done",
-                                     (unsigned long long)p->done, "total", (unsigned long long)p->total, "rate",
-                                     p->rate, "eta", p->eta, "elapsed", p->elapsed, "finished",
-                                     p->finished ? Py_True : Py_False);
+    PyObject *report = PyErr_Occurred()
+                           ? NULL /* an earlier report raised */
+                           : Py_BuildValue("{s:s,s:K,s:K,s:d,s:d,s:d,s:O}", "what", p->what, "done",
+                                           (unsigned long long)p->done, "total", (unsigned long long)p->total, "rate",
+                                           p->rate, "eta", p->eta, "elapsed", p->elapsed, "finished",
+                                           p->finished ? Py_True : Py_False);
     PyObject *answer = report ? PyObject_CallFunctionObjArgs((PyObject *)user, report, NULL) : NULL;
     if (answer) go_on = answer != Py_False;
     Py_XDECREF(answer);
@@ -75,11 +77,13 @@ static bool progress_to_python(const hearth_progress *p, void *user) {
  * engine's default. hearth/_model.py checks the values' types and ranges. */
 PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     (void)module;
-    static char *names[] = {"path", "n_gpu_layers", "main_gpu", "tensor_split", "use_mmap", "use_mlock", "n_ctx",
-                            "n_batch", "n_threads", "n_seq_max", "chat_template", "flash_attn", "devices", "progress",
-                            "n_ubatch", "rope_scaling_type", "rope_freq_base", "rope_freq_scale", "yarn_ext_factor",
-                            "yarn_attn_factor", "yarn_beta_fast", "yarn_beta_slow", "yarn_orig_ctx", "context_shift",
-                            "n_keep", "type_k", "type_v", NULL};
+    static char *names[] = {"path",           "n_gpu_layers",    "main_gpu",        "tensor_split",
+                            "use_mmap",       "use_mlock",       "n_ctx",           "n_batch",
+                            "n_threads",      "n_seq_max",       "chat_template",   "flash_attn",
+                            "devices",        "progress",        "n_ubatch",        "rope_scaling_type",
+                            "rope_freq_base", "rope_freq_scale", "yarn_ext_factor", "yarn_attn_factor",
+                            "yarn_beta_fast", "yarn_beta_slow",  "yarn_orig_ctx",   "context_shift",
+                            "n_keep",         "type_k",          "type_v",          NULL};
     PyObject *path_obj, *split = Py_None, *progress = Py_None;
     hearth_model_params mp = hearth_model_default_params();
     hearth_engine_params ep = hearth_engine_default_params();
@@ -87,13 +91,12 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     unsigned int n_ctx = 0;
     int use_mmap = 1, use_mlock = 0, context_shift = ep.context_shift;
     const char *tmpl = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iiOppIIiIzizOIiffffffIpiii", names, PyUnicode_FSConverter, &path_obj,
-                                     &mp.n_gpu_layers, &mp.main_gpu, &split, &use_mmap, &use_mlock, &n_ctx, &cp->n_batch,
-                                     &cp->n_threads, &cp->n_seq_max, &tmpl, &cp->flash_attn, &mp.devices, &progress,
-                                     &cp->n_ubatch, &cp->rope_scaling_type, &cp->rope_freq_base, &cp->rope_freq_scale,
-                                     &cp->yarn_ext_factor, &cp->yarn_attn_factor, &cp->yarn_beta_fast,
-                                     &cp->yarn_beta_slow, &cp->yarn_orig_ctx, &context_shift, &ep.n_keep,
-                                     &cp->type_k, &cp->type_v))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "O&|iiOppIIiIzizOIiffffffIpiii", names, PyUnicode_FSConverter, &path_obj, &mp.n_gpu_layers,
+            &mp.main_gpu, &split, &use_mmap, &use_mlock, &n_ctx, &cp->n_batch, &cp->n_threads, &cp->n_seq_max, &tmpl,
+            &cp->flash_attn, &mp.devices, &progress, &cp->n_ubatch, &cp->rope_scaling_type, &cp->rope_freq_base,
+            &cp->rope_freq_scale, &cp->yarn_ext_factor, &cp->yarn_attn_factor, &cp->yarn_beta_fast, &cp->yarn_beta_slow,
+            &cp->yarn_orig_ctx, &context_shift, &ep.n_keep, &cp->type_k, &cp->type_v))
         return NULL;
     ep.context_shift = context_shift;
     hearth_fetch_params fp = hearth_fetch_default_params();
@@ -123,9 +126,9 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     hearth_engine *engine = NULL;
     hearth_status st;
     Py_BEGIN_ALLOW_THREADS
-    /* a model name ("llama3.2:1b", hf.co/..., ollama:...) becomes a local
+        /* a model name ("llama3.2:1b", hf.co/..., ollama:...) becomes a local
      * file, downloaded into the store first when it is not there */
-    char *file = NULL;
+        char *file = NULL;
     st = hearth_model_resolve(path, &fp, &file);
     if (st == HEARTH_OK) st = hearth_model_load(file, &mp, &model);
     hearth_free(file);
@@ -133,8 +136,7 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
         hearth_model_free(model);
         model = NULL;
     }
-    Py_END_ALLOW_THREADS
-    free(ts);
+    Py_END_ALLOW_THREADS free(ts);
     Py_DECREF(path_obj);
     if (st == HEARTH_ERR_CANCELLED && PyErr_Occurred()) return NULL; /* the progress callable raised */
     if (st != HEARTH_OK) return hp_raise(st, NULL);
@@ -162,8 +164,7 @@ static void engine_close_now(hp_engine *e) {
     e->engine = NULL;
     e->model = NULL;
     if (!engine) return;
-    Py_BEGIN_ALLOW_THREADS
-    hearth_engine_free(engine);
+    Py_BEGIN_ALLOW_THREADS hearth_engine_free(engine);
     hearth_model_free(model);
     Py_END_ALLOW_THREADS
 }
@@ -332,10 +333,12 @@ static PyObject *engine_detokenize(PyObject *self, PyObject *args) {
             text = grown;
         }
         size_t got = 0;
-        st = i < n ? hearth_detok_push(d, ids[i], text + len, cap - len, &got) : hearth_detok_flush(d, text + len, cap - len, &got);
+        st = i < n ? hearth_detok_push(d, ids[i], text + len, cap - len, &got)
+                   : hearth_detok_flush(d, text + len, cap - len, &got);
         len += got;
     }
-    PyObject *out = st == HEARTH_OK ? PyUnicode_DecodeUTF8(text ? text : "", (Py_ssize_t)len, "replace") : hp_raise(st, NULL);
+    PyObject *out = st == HEARTH_OK ? PyUnicode_DecodeUTF8(text ? text : "", (Py_ssize_t)len, "replace")
+                                    : hp_raise(st, NULL);
     hearth_detok_free(d);
     free(text);
     free(ids);
@@ -419,9 +422,9 @@ static PyObject *engine_submit(PyObject *self, PyObject *args) {
     int ignore_eos, parallel;
     hearth_request_params p = hearth_request_default_params();
     hearth_sampler_params *sp = &p.sampling;
-    if (!PyArg_ParseTuple(args, "OsififffffKOpOOOOOp", &prompt, &kind, &p.max_tokens, &sp->temp, &sp->top_k,
-                          &sp->top_p, &sp->min_p, &sp->repeat_penalty, &sp->presence_penalty, &sp->frequency_penalty,
-                          &seed, &stop, &ignore_eos, &bias, &grammar, &schema, &tools, &choice, &parallel) ||
+    if (!PyArg_ParseTuple(args, "OsififffffKOpOOOOOp", &prompt, &kind, &p.max_tokens, &sp->temp, &sp->top_k, &sp->top_p,
+                          &sp->min_p, &sp->repeat_penalty, &sp->presence_penalty, &sp->frequency_penalty, &seed, &stop,
+                          &ignore_eos, &bias, &grammar, &schema, &tools, &choice, &parallel) ||
         !open_or_raise(e))
         return NULL;
     sp->seed = seed;
@@ -453,7 +456,8 @@ static PyMethodDef engine_methods[] = {
     {"chat_template", engine_chat_template, METH_NOARGS, "chat_template() -> str | None"},
     {"tokenize", engine_tokenize, METH_VARARGS, "tokenize(text: bytes, add_special, parse_special) -> list[int]"},
     {"detokenize", engine_detokenize, METH_VARARGS, "detokenize(tokens, special) -> str"},
-    {"submit", engine_submit, METH_VARARGS, "submit(prompt, kind, max_tokens, sampling..., constraints, tools) -> Request"},
+    {"submit", engine_submit, METH_VARARGS,
+     "submit(prompt, kind, max_tokens, sampling..., constraints, tools) -> Request"},
     {"close", engine_close, METH_NOARGS, "close() -> None; frees the model and its memory now"},
     {NULL, NULL, 0, NULL},
 };

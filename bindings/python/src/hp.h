@@ -35,10 +35,9 @@ extern PyObject *hp_request_type;
 
 /* An open engine, for requests: the engine pointer is NULL once closed. */
 typedef struct hp_engine {
-    PyObject_HEAD
-    hearth_model *model;
+    PyObject_HEAD hearth_model *model;
     hearth_engine *engine;
-    int32_t n_ctx_seq;   /* positions each slot (request) holds */
+    int32_t n_ctx_seq; /* positions each slot (request) holds */
     int32_t n_seq_max;
 } hp_engine;
 

@@ -70,10 +70,8 @@ static PyObject *supports_gpu_offload(PyObject *m, PyObject *unused) {
 static PyObject *gpu_devices(PyObject *m, PyObject *unused) {
     (void)m, (void)unused;
     int32_t n;
-    Py_BEGIN_ALLOW_THREADS
-    n = hearth_gpu_device_count();
-    Py_END_ALLOW_THREADS
-    PyObject *out = PyList_New(0);
+    Py_BEGIN_ALLOW_THREADS n = hearth_gpu_device_count();
+    Py_END_ALLOW_THREADS PyObject *out = PyList_New(0);
     for (int32_t i = 0; out && i < n; i++) {
         hearth_gpu_info info;
         const hearth_status st = hearth_gpu_device_info(i, &info);
@@ -131,8 +129,15 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_hearth", "hearth's C extension (use the hearth package)", -1, module_methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_hearth",
+    "hearth's C extension (use the hearth package)",
+    -1,
+    module_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__hearth(void) {

@@ -29,35 +29,34 @@
  * between two reads are joined into one (the arguments run on). */
 typedef struct call_delta {
     int32_t index;
-    char *id, *name;   /* in the call's first delta; else NULL */
-    char *args;        /* [args_len] the arguments' next bytes */
+    char *id, *name; /* in the call's first delta; else NULL */
+    char *args;      /* [args_len] the arguments' next bytes */
     size_t args_len;
 } call_delta;
 
 typedef struct stream {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int refs;                /* the Request object, and the engine until the last piece */
-    char *text;              /* text not yet read */
+    int refs;   /* the Request object, and the engine until the last piece */
+    char *text; /* text not yet read */
     size_t len, cap;
-    call_delta *calls;       /* [n_calls] tool-call deltas not yet read */
+    call_delta *calls; /* [n_calls] tool-call deltas not yet read */
     size_t n_calls, cap_calls;
-    size_t call_bytes;       /* the arguments' bytes in calls */
+    size_t call_bytes; /* the arguments' bytes in calls */
     hearth_finish_reason finish;
-    char *error;             /* the message of FINISH_ERROR */
+    char *error; /* the message of FINISH_ERROR */
     int32_t n_prompt, n_cached, n_generated;
-    bool cancel;             /* the reader asked to stop: the next piece returns false */
-    bool oom;                /* no memory for the text: the request ends as an error */
-    bool reported;           /* the finish was returned to the reader */
-    int pipe_r, pipe_w;      /* -1 until fileno() */
-    bool notified;           /* a byte is in the pipe, not yet drained */
-    hearth_engine *engine;   /* for the piece callback's pause (the engine outlives its callbacks) */
-    bool paused;             /* the request is paused until the reader takes the text */
+    bool cancel;           /* the reader asked to stop: the next piece returns false */
+    bool oom;              /* no memory for the text: the request ends as an error */
+    bool reported;         /* the finish was returned to the reader */
+    int pipe_r, pipe_w;    /* -1 until fileno() */
+    bool notified;         /* a byte is in the pipe, not yet drained */
+    hearth_engine *engine; /* for the piece callback's pause (the engine outlives its callbacks) */
+    bool paused;           /* the request is paused until the reader takes the text */
 } stream;
 
 typedef struct hp_request {
-    PyObject_HEAD
-    hp_engine *engine; /* a strong reference */
+    PyObject_HEAD hp_engine *engine; /* a strong reference */
     stream *s;
     uint64_t id;
 } hp_request;
@@ -271,8 +270,7 @@ static PyObject *request_next(PyObject *self, PyObject *unused) {
     stream *s = ((hp_request *)self)->s;
     for (;;) {
         bool got;
-        Py_BEGIN_ALLOW_THREADS
-        pthread_mutex_lock(&s->mu);
+        Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&s->mu);
         if (!ready(s) && s->finish == HEARTH_FINISH_NONE) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
@@ -282,8 +280,7 @@ static PyObject *request_next(PyObject *self, PyObject *unused) {
         }
         got = ready(s) || s->finish != HEARTH_FINISH_NONE;
         pthread_mutex_unlock(&s->mu);
-        Py_END_ALLOW_THREADS
-        if (got) break;
+        Py_END_ALLOW_THREADS if (got) break;
         if (PyErr_CheckSignals() < 0) return NULL;
     }
     pthread_mutex_lock(&s->mu);

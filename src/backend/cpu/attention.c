@@ -32,8 +32,8 @@ typedef struct attn_task {
     const hl_attn_args *a;
     const hl_cpu_kernels *k;
     const hl_cpu_type_ops *k_ops, *v_ops; /* the kernels of a K (V) cache that is not F16, else NULL */
-    float *scores;   /* n_ctx floats per thread */
-    hl_half *probs;  /* n_ctx halves per thread */
+    float *scores;                        /* n_ctx floats per thread */
+    hl_half *probs;                       /* n_ctx halves per thread */
     int64_t n_ctx;
     const int32_t *pos, *row0, *run, *seq_end; /* per token: position, first cell of its sequence, its sequence's
                                                   tokens in the pass, where their positions end */
@@ -63,7 +63,8 @@ static float kq_scores(const attn_task *t, int64_t tok, const hl_half *q16, int3
     const hl_attn_order order = kq_order(a, t->run[tok]);
     const uint32_t type = a->k_cache->type;
     const size_t k_stride = hl_row_size(type, a->k_cache->ne[0]);
-    const uint8_t *k = (const uint8_t *)a->k_cache->data + (size_t)t->row0[tok] * k_stride + hl_row_size(type, (int64_t)kvh * hd);
+    const uint8_t *k = (const uint8_t *)a->k_cache->data + (size_t)t->row0[tok] * k_stride +
+                       hl_row_size(type, (int64_t)kvh * hd);
     float max = -INFINITY;
     for (int64_t j = j0; j < first; j++) scores[j - j0] = -INFINITY;
     for (int64_t j = first; j < span; j++) {
@@ -121,7 +122,8 @@ static void attend_one(const attn_task *t, int64_t tok, int32_t h, float *scores
     /* the query in K's vec-dot type: F16, BF16, or Q8_0 blocks (at most 2 bytes an element) */
     _Alignas(64) hl_half q16[HL_KERNELS_MAX_HEAD_DIM];
     if (t->k_ops) t->k_ops->act_from_float(q, q16, hd);
-    else for (int32_t i = 0; i < hd; i++) q16[i] = hl_fp32_to_fp16(q[i]);
+    else
+        for (int32_t i = 0; i < hd; i++) q16[i] = hl_fp32_to_fp16(q[i]);
     const float slope = a->max_bias > 0.0f ? hl_alibi_slope(a->n_head, a->max_bias, h) : 0.0f;
     const float max = kq_scores(t, tok, q16, kvh, j0, first, span, t->pos[tok], slope, scores);
     /* ggml_compute_forward_soft_max_f32: 1/sum in double, rounded to float */
@@ -158,8 +160,9 @@ void hl_cpu_attention(hl_backend *b, const hl_attn_args *args) {
         hl_cpu_flash_attention(b, args);
         return;
     }
-    attn_task t = {args, hl_cpu_kernels_for(b), NULL, NULL, cpu->scores, cpu->probs, cpu->limits.n_ctx,
-                   cpu->pos, cpu->row0, cpu->run, cpu->seq_end};
+    attn_task t = {args,        hl_cpu_kernels_for(b), NULL,     NULL,      cpu->scores,
+                   cpu->probs,  cpu->limits.n_ctx,     cpu->pos, cpu->row0, cpu->run,
+                   cpu->seq_end};
     if (args->k_cache->type != GGML_TYPE_F16) t.k_ops = hl_cpu_ops_for(b, args->k_cache->type);
     if (args->v_cache->type != GGML_TYPE_F16) t.v_ops = hl_cpu_ops_for(b, args->v_cache->type);
     hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), attn_run, &t);

@@ -106,7 +106,8 @@ static void find_matmul_units(hl_cpu *cpu) {
     for (uint32_t type = 0; type < GGML_TYPE_COUNT; type++) {
         const hl_cpu_type_ops *ops = cpu->limits.scalar ? hl_cpu_type_ops_scalar(type) : hl_cpu_type_ops_get(type);
         if (!ops) continue;
-        const int32_t units[] = {block_of(type), block_of(ops->vec_dot_type), ops->batch ? block_of(ops->batch->vec_dot_type) : 1};
+        const int32_t units[] = {block_of(type), block_of(ops->vec_dot_type),
+                                 ops->batch ? block_of(ops->batch->vec_dot_type) : 1};
         int32_t unit = 1;
         for (int i = 0; i < 3; i++) unit = units[i] > unit ? units[i] : unit;
         for (int i = 0; i < 3; i++) unit = units[i] > 0 && unit % units[i] == 0 ? unit : 0;
@@ -123,7 +124,7 @@ static bool cpu_supports_op(const hl_backend *b, const hl_op_desc *d) {
     const hl_cpu *cpu = (const hl_cpu *)b->impl;
     switch (d->op) {
     case HL_OP_MATMUL:
-    case HL_OP_MATMUL_ADD: /* matmul, then add (ops.h) */
+    case HL_OP_MATMUL_ADD:  /* matmul, then add (ops.h) */
     case HL_OP_MATMUL_ID: { /* matmul_id: the matmul of each expert's slice */
         const hl_tensor *w = d->t[0];
         const int32_t unit = w->type < GGML_TYPE_COUNT ? cpu->matmul_unit[w->type] : 0;
@@ -193,7 +194,7 @@ static const hl_backend_i cpu_iface = {
  * them (a context's memory plan). */
 typedef struct cpu_scratch {
     size_t act, aux, panels, scores, probs, token_ints; /* token_ints: each of N_TOKEN_INTS arrays */
-    size_t fa_ws, fa_blocks, fa_partial, fa_done;      /* the tiled attention's (flash_attn only) */
+    size_t fa_ws, fa_blocks, fa_partial, fa_done;       /* the tiled attention's (flash_attn only) */
 } cpu_scratch;
 
 static cpu_scratch scratch_sizes(const hl_cpu_limits *limits) {
@@ -245,7 +246,8 @@ hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out)
         *out = b;
         return HEARTH_OK;
     }
-    b->limits = (hl_backend_limits){.max_tokens = limits->max_tokens, .max_row = limits->max_row, .max_span = limits->n_ctx};
+    b->limits = (hl_backend_limits){
+        .max_tokens = limits->max_tokens, .max_row = limits->max_row, .max_span = limits->n_ctx};
     hearth_status st = hl_pool_init(limits->n_threads, &cpu->pool);
     const cpu_scratch sz = scratch_sizes(limits);
     if (st == HEARTH_OK) st = cpu_alloc(b, sz.act, (void **)&cpu->act);
@@ -255,7 +257,8 @@ hearth_status hl_backend_cpu_init(const hl_cpu_limits *limits, hl_backend **out)
     if (st == HEARTH_OK && !limits->flash_attn) st = cpu_alloc(b, sz.probs, (void **)&cpu->probs);
     int32_t **token_ints[N_TOKEN_INTS] = {&cpu->pos,     &cpu->row0,       &cpu->run,
                                           &cpu->seq_end, &cpu->moe_x_rows, &cpu->moe_y_rows};
-    for (size_t i = 0; i < N_TOKEN_INTS && st == HEARTH_OK; i++) st = cpu_alloc(b, sz.token_ints, (void **)token_ints[i]);
+    for (size_t i = 0; i < N_TOKEN_INTS && st == HEARTH_OK; i++)
+        st = cpu_alloc(b, sz.token_ints, (void **)token_ints[i]);
     if (limits->flash_attn) {
         cpu->fa_partial_floats = sz.fa_partial / sizeof(float);
         if (st == HEARTH_OK) st = cpu_alloc(b, sz.fa_ws, (void **)&cpu->fa_ws);

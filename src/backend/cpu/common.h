@@ -10,11 +10,11 @@
 typedef struct hl_cpu {
     hl_cpu_limits limits;
     hl_pool *pool;
-    uint8_t *act;     /* activations converted to a vec-dot type: max_tokens * max_row * 2 bytes */
-    void *act_aux;    /* their per-block extras for panels: hl_act_aux[max_tokens][max_row / 32] */
-    uint8_t *panels;  /* one panel of repacked weight rows per thread, HL_PANEL_BYTES(max_row) each */
-    float *scores;    /* attention scores, n_ctx floats per thread */
-    hl_half *probs;   /* attention probabilities in F16, n_ctx per thread */
+    uint8_t *act;    /* activations converted to a vec-dot type: max_tokens * max_row * 2 bytes */
+    void *act_aux;   /* their per-block extras for panels: hl_act_aux[max_tokens][max_row / 32] */
+    uint8_t *panels; /* one panel of repacked weight rows per thread, HL_PANEL_BYTES(max_row) each */
+    float *scores;   /* attention scores, n_ctx floats per thread */
+    hl_half *probs;  /* attention probabilities in F16, n_ctx per thread */
     /* the pass's tokens (set_positions), max_tokens each: position in the
      * sequence, the sequence's first cache row, how many tokens of the
      * pass belong to the same sequence, and one past the last position of

@@ -110,9 +110,16 @@ static pthread_once_t features_once = PTHREAD_ONCE_INIT;
 
 static void features_str_init(void) {
     const hl_cpu_features f = hl_cpu_features_get();
-    const struct { bool on; const char *name; } flags[] = {
-        {f.avx2, "avx2"},         {f.fma, "fma"},           {f.f16c, "f16c"},
-        {f.avx512f, "avx512f"},   {f.avx512bw, "avx512bw"}, {f.avx512vl, "avx512vl"},
+    const struct {
+        bool on;
+        const char *name;
+    } flags[] = {
+        {f.avx2, "avx2"},
+        {f.fma, "fma"},
+        {f.f16c, "f16c"},
+        {f.avx512f, "avx512f"},
+        {f.avx512bw, "avx512bw"},
+        {f.avx512vl, "avx512vl"},
         {f.avx512vnni, "avx512vnni"},
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
@@ -137,7 +144,8 @@ static int32_t host_device_count(const char **reason) {
 static hearth_status host_init(int32_t device, const hl_gpu_limits *limits, hl_backend **out) {
     *out = NULL;
     if (device != 0 || limits->max_tokens != 0)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "the host's registry entry makes only weight-holding instances of "
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "the host's registry entry makes only weight-holding instances of "
                        "device 0 (max_tokens 0); compute instances come from hl_backend_cpu_init");
     return hl_backend_cpu_init(&(hl_cpu_limits){.max_tokens = 0}, out);
 }

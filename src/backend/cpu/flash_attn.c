@@ -57,16 +57,16 @@ typedef struct fa_call {
     const int32_t *pos, *row0, *seq_end;
     const int32_t *blocks; /* first token of each block; blocks[n_blocks] = the pass's tokens */
     int32_t n_blocks;
-    int32_t heads;   /* query heads per task: the KV head's group, or FA_ROWS of it */
-    int32_t n_hsub;  /* tasks per (block, KV head) */
-    int32_t hd_pad;  /* head_dim rounded up to FA_HD_ALIGN */
+    int32_t heads;  /* query heads per task: the KV head's group, or FA_ROWS of it */
+    int32_t n_hsub; /* tasks per (block, KV head) */
+    int32_t hd_pad; /* head_dim rounded up to FA_HD_ALIGN */
     int64_t n_tasks;
-    int64_t n_split;   /* items per task (1: no split) */
-    int64_t n_chunks;  /* slots per task when split: the most chunks a task has */
-    size_t slot;       /* floats of one chunk's (o, m, l): rows x (hd_pad + 2) */
-    float *ws;         /* per thread: hl_cpu_flash_ws_floats() */
-    float *partial;    /* split: [n_tasks][n_chunks] slots */
-    atomic_int *done;  /* split: per task, its items finished */
+    int64_t n_split;  /* items per task (1: no split) */
+    int64_t n_chunks; /* slots per task when split: the most chunks a task has */
+    size_t slot;      /* floats of one chunk's (o, m, l): rows x (hd_pad + 2) */
+    float *ws;        /* per thread: hl_cpu_flash_ws_floats() */
+    float *partial;   /* split: [n_tasks][n_chunks] slots */
+    atomic_int *done; /* split: per task, its items finished */
     atomic_llong next;
 } fa_call;
 
@@ -94,11 +94,11 @@ static void block_range(const fa_call *f, int32_t b, int64_t *lo, int64_t *hi) {
 
 /* One thread's scratch for a task of `rows` rows (hl_cpu_flash_ws_floats). */
 typedef struct fa_ws {
-    float *q;        /* [rows][hd_pad] scaled queries, 0 past head_dim */
-    float *o, *m, *l; /* the merged chunks so far */
+    float *q;                /* [rows][hd_pad] scaled queries, 0 past head_dim */
+    float *o, *m, *l;        /* the merged chunks so far */
     float *oc, *mc, *lc, *c; /* the chunk being read; c: a tile's rescaling per row */
-    float *s;        /* [rows][FA_TILE] scores, then probabilities */
-    float *kt, *vt;  /* [FA_TILE][hd_pad] the tile's K and V as floats */
+    float *s;                /* [rows][FA_TILE] scores, then probabilities */
+    float *kt, *vt;          /* [FA_TILE][hd_pad] the tile's K and V as floats */
 } fa_ws;
 
 static fa_ws ws_of(float *base, int32_t hd_pad) {
@@ -150,7 +150,8 @@ static void load_rows(const fa_call *f, uint32_t type, int32_t n, int32_t n_pad,
  * F16 (exact up to 2048). */
 static void alibi(const fa_call *f, int32_t t, int32_t h, int64_t j0, int64_t lo, int64_t hi, float *s) {
     const float slope = hl_alibi_slope(f->a->n_head, f->a->max_bias, h);
-    for (int64_t j = lo; j < hi; j++) s[j] += slope * hl_fp16_to_fp32(hl_fp32_to_fp16(-(float)llabs(j0 + j - f->pos[t])));
+    for (int64_t j = lo; j < hi; j++)
+        s[j] += slope * hl_fp16_to_fp32(hl_fp32_to_fp16(-(float)llabs(j0 + j - f->pos[t])));
 }
 
 /* Reads the cells [klo, khi) of one chunk for rows [0, rows) of a task
@@ -323,9 +324,17 @@ void hl_cpu_flash_attention(hl_backend *b, const hl_attn_args *args) {
     hl_cpu *cpu = cpu_of(b);
     const int nth = hl_pool_n_threads(cpu->pool);
     const int32_t group = args->n_head / args->n_head_kv;
-    fa_call f = {.a = args, .k = hl_flash_kernels_for(b), .pos = cpu->pos, .row0 = cpu->row0, .seq_end = cpu->seq_end, .blocks = cpu->fa_blocks,
-                 .heads = group < FA_ROWS ? group : FA_ROWS, .n_split = 1, .ws = cpu->fa_ws,
-                 .partial = cpu->fa_partial, .done = cpu->fa_done};
+    fa_call f = {.a = args,
+                 .k = hl_flash_kernels_for(b),
+                 .pos = cpu->pos,
+                 .row0 = cpu->row0,
+                 .seq_end = cpu->seq_end,
+                 .blocks = cpu->fa_blocks,
+                 .heads = group < FA_ROWS ? group : FA_ROWS,
+                 .n_split = 1,
+                 .ws = cpu->fa_ws,
+                 .partial = cpu->fa_partial,
+                 .done = cpu->fa_done};
     if (args->k_cache->type != GGML_TYPE_F16) f.k_ops = hl_cpu_ops_for(b, args->k_cache->type);
     f.n_hsub = (group + f.heads - 1) / f.heads;
     f.hd_pad = (args->head_dim + FA_HD_ALIGN - 1) / FA_HD_ALIGN * FA_HD_ALIGN;

@@ -8,7 +8,8 @@ static void load_tile(int32_t n, int32_t n_pad, const hl_half *src, size_t strid
                       float *dst) {
     for (int32_t j = 0; j < n_pad; j++) {
         const hl_half *row = (const hl_half *)((const char *)src + (size_t)j * stride);
-        for (int32_t d = 0; d < hd_pad; d++) dst[(size_t)j * hd_pad + d] = j < n && d < hd ? hl_fp16_to_fp32(row[d]) : 0.0f;
+        for (int32_t d = 0; d < hd_pad; d++)
+            dst[(size_t)j * hd_pad + d] = j < n && d < hd ? hl_fp16_to_fp32(row[d]) : 0.0f;
     }
 }
 

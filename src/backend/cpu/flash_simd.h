@@ -115,6 +115,7 @@ static void pv(int32_t rows, int32_t nk, int32_t hd_pad, const float *p, const f
     }
 }
 
-#define FLASH_SIMD_TABLE {.load_tile = load_tile, .load_q = load_q, .qk = qk, .softmax = softmax, .pv = pv}
+#define FLASH_SIMD_TABLE                                                                                               \
+    { .load_tile = load_tile, .load_q = load_q, .qk = qk, .softmax = softmax, .pv = pv }
 
 #endif

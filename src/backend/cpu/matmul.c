@@ -48,12 +48,12 @@ typedef struct matmul_task {
     const int32_t *x_rows; /* gathered (hl_cpu_matmul_rows): token t's x row, else NULL (row t) */
     const int32_t *y_rows; /* and its y row */
     const hl_cpu_type_ops *ops;
-    const uint8_t *act;  /* x converted: n rows of act_stride bytes */
+    const uint8_t *act; /* x converted: n rows of act_stride bytes */
     size_t act_stride;
-    uint8_t *act_out;    /* where conversion writes */
-    hl_act_aux *aux;     /* for panels: [n][aux_stride], else NULL */
+    uint8_t *act_out; /* where conversion writes */
+    hl_act_aux *aux;  /* for panels: [n][aux_stride], else NULL */
     size_t aux_stride;
-    uint8_t *panels;     /* for panels: one of HL_PANEL_BYTES(d_in) per thread */
+    uint8_t *panels;      /* for panels: one of HL_PANEL_BYTES(d_in) per thread */
     _Atomic int64_t next; /* for panels: the next (token block, panel) item to take */
 } matmul_task;
 
@@ -274,8 +274,8 @@ void hl_cpu_matmul_n(hl_backend *b, int n, const hl_tensor *const *w, const hl_t
 void hl_cpu_matmul_rows(hl_backend *b, const hl_tensor *w, const hl_tensor *x, const int32_t *x_rows, hl_tensor *y,
                         const int32_t *y_rows, int64_t n) {
     hl_cpu *cpu = cpu_of(b);
-    matmul_task t = {.w = w, .x = x, .y = y, .n = n, .x_rows = x_rows, .y_rows = y_rows,
-                     .ops = hl_cpu_ops_for(b, w->type)};
+    matmul_task t = {
+        .w = w, .x = x, .y = y, .n = n, .x_rows = x_rows, .y_rows = y_rows, .ops = hl_cpu_ops_for(b, w->type)};
     convert(cpu, &t);
     hl_pool_run(cpu->pool, hl_pool_n_threads(cpu->pool), gather_run, &t);
 }

@@ -54,8 +54,8 @@ void hl_cpu_matmul_id(hl_backend *b, const hl_tensor *w, const hl_tensor *x, con
     const size_t slice = hl_row_size(w->type, d_in) * (size_t)d_out; /* bytes of one expert's matrix */
     const int32_t *id = ids->data;
     for (int64_t e = 0; e < n_expert; e++) {
-        const hl_tensor we = {.type = w->type, .ne = {d_in, d_out, 1, 1}, .data = (uint8_t *)w->data + (size_t)e * slice,
-                              .backend = b};
+        const hl_tensor we = {
+            .type = w->type, .ne = {d_in, d_out, 1, 1}, .data = (uint8_t *)w->data + (size_t)e * slice, .backend = b};
         int64_t m = 0;
         for (int64_t i = 0; i < n * k; i++) { /* result i: token i / k, its expert number i % k */
             if (id[i] != e) continue;

@@ -111,8 +111,10 @@ static void layer_norm_run(void *arg, int ith, int nth) {
             sq += (double)(c * c);
         }
         const float scale = 1.0f / sqrtf((float)(sq / (double)d) + t->eps);
-        if (bias) for (int64_t i = 0; i < d; i++) y[i] = y[i] * scale * w[i] + bias[i];
-        else for (int64_t i = 0; i < d; i++) y[i] = y[i] * scale * w[i];
+        if (bias)
+            for (int64_t i = 0; i < d; i++) y[i] = y[i] * scale * w[i] + bias[i];
+        else
+            for (int64_t i = 0; i < d; i++) y[i] = y[i] * scale * w[i];
     }
 }
 
@@ -151,7 +153,7 @@ typedef struct rope_task {
     int32_t delta;
     const hl_rope_params *p;
     const float *freq_factors; /* [n_rot / 2] or NULL */
-    hl_to_float_fn to_float;     /* rope_shift: the cache's type to F32 and back */
+    hl_to_float_fn to_float;   /* rope_shift: the cache's type to F32 and back */
     hl_from_float_fn from_float;
     void (*rotate)(float *v, int32_t n_rot, bool neox, const float *cos_sin); /* hl_cpu_kernels.rope_rotate */
 } rope_task;
@@ -172,7 +174,15 @@ static void rope_run(void *arg, int ith, int nth) {
 }
 
 void hl_cpu_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
-    rope_task t = {x, n_head, cpu_of(b)->pos, 0, 0, p, freq_factors ? freq_factors->data : NULL, NULL, NULL,
+    rope_task t = {x,
+                   n_head,
+                   cpu_of(b)->pos,
+                   0,
+                   0,
+                   p,
+                   freq_factors ? freq_factors->data : NULL,
+                   NULL,
+                   NULL,
                    hl_cpu_kernels_for(b)->rope_rotate};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, hl_tensor_nelements(x)), rope_run, &t);
 }
@@ -205,8 +215,15 @@ void hl_cpu_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, 
                        const hl_rope_params *p, const hl_tensor *freq_factors) {
     hl_tensor rows = *cache;
     rows.ne[1] = n; /* the task splits n rows, from row0 */
-    rope_task t = {&rows, n_head, NULL, row, delta, p, freq_factors ? freq_factors->data : NULL,
-                   hl_quant_get(cache->type)->to_float, hl_cpu_cache_from_float(b, cache->type),
+    rope_task t = {&rows,
+                   n_head,
+                   NULL,
+                   row,
+                   delta,
+                   p,
+                   freq_factors ? freq_factors->data : NULL,
+                   hl_quant_get(cache->type)->to_float,
+                   hl_cpu_cache_from_float(b, cache->type),
                    hl_cpu_kernels_for(b)->rope_rotate};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, n * cache->ne[0]), rope_shift_run, &t);
 }

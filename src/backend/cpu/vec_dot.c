@@ -208,6 +208,4 @@ const hl_cpu_type_ops *hl_cpu_type_ops_get(uint32_t type) {
     return NULL;
 }
 
-const hl_cpu_type_ops *hl_cpu_type_ops_scalar(uint32_t type) {
-    return hl_cpu_ops_scalar_find(type);
-}
+const hl_cpu_type_ops *hl_cpu_type_ops_scalar(uint32_t type) { return hl_cpu_ops_scalar_find(type); }

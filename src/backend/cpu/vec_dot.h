@@ -74,30 +74,30 @@ static inline const void *row_at(const void *rows, size_t stride, int r) {
  * kernel file's generic pack(type, n, panel, w, w_stride) and
  * panel_dot(type, n, y, y_stride, panel, act, act_stride, n_tok), for panels
  * that need no hl_act_aux. */
-#define HL_PANEL_ENTRIES(T, name, pack, panel_dot)                                                           \
-    static void pack_##name(int64_t n, void *panel, const void *w, size_t w_stride) {                        \
-        pack(T, n, panel, w, w_stride);                                                                      \
-    }                                                                                                        \
-    static void panel_dot_##name(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,    \
-                                 size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {    \
-        (void)aux, (void)aux_stride;                                                                         \
-        panel_dot(T, n, y, y_stride, panel, act, act_stride, n_tok);                                         \
+#define HL_PANEL_ENTRIES(T, name, pack, panel_dot)                                                                     \
+    static void pack_##name(int64_t n, void *panel, const void *w, size_t w_stride) {                                  \
+        pack(T, n, panel, w, w_stride);                                                                                \
+    }                                                                                                                  \
+    static void panel_dot_##name(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,             \
+                                 size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {             \
+        (void)aux, (void)aux_stride;                                                                                   \
+        panel_dot(T, n, y, y_stride, panel, act, act_stride, n_tok);                                                   \
     }
 
 /* The batch kernels of float type T (suffix `name`) of a float kernel file
  * (vec_dot_f_avx2.c, vec_dot_f_avx512.c), which defines the generic
  * tb_tile (nr rows x nc tokens), pack_t and panel_dot_t they call:
  * tb_dot_NAME, tb_4r_NAME, tb_4c_NAME, pack_NAME, panel_dot_NAME. */
-#define HL_FLOAT_BATCH_KERNELS(T, name)                                                                      \
-    static void tb_dot_##name(int64_t n, float *s, const void *w_row, const void *act_row) {                  \
-        tb_tile(T, 1, 1, n, s, w_row, 0, act_row, 0);                                                        \
-    }                                                                                                        \
-    static void tb_4r_##name(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {    \
-        tb_tile(T, 4, 1, n, s, w, w_stride, act_row, 0);                                                     \
-    }                                                                                                        \
-    static void tb_4c_##name(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {  \
-        tb_tile(T, 1, 4, n, s, w_row, 0, act, act_stride);                                                   \
-    }                                                                                                        \
+#define HL_FLOAT_BATCH_KERNELS(T, name)                                                                                \
+    static void tb_dot_##name(int64_t n, float *s, const void *w_row, const void *act_row) {                           \
+        tb_tile(T, 1, 1, n, s, w_row, 0, act_row, 0);                                                                  \
+    }                                                                                                                  \
+    static void tb_4r_##name(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {             \
+        tb_tile(T, 4, 1, n, s, w, w_stride, act_row, 0);                                                               \
+    }                                                                                                                  \
+    static void tb_4c_##name(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride) {           \
+        tb_tile(T, 1, 4, n, s, w_row, 0, act, act_stride);                                                             \
+    }                                                                                                                  \
     HL_PANEL_ENTRIES(T, name, pack_t, panel_dot_t)
 
 /* The activation quantizers of llama.cpp's x86 CPU backend
@@ -134,15 +134,13 @@ typedef void (*hl_vec_dot_fn)(int64_t n, float *s, const void *w_row, const void
  * hardware prefetcher follows. Four adjacent rows are four short interleaved
  * streams it does not, and read far slower than rows far apart or vec_dot
  * row by row (bench/results/2026-12-02-kernel-comment-figures-cpu.md). */
-typedef void (*hl_vec_dot_4r_fn)(int64_t n, float s[4], const void *w, size_t w_stride,
-                                 const void *act_row);
+typedef void (*hl_vec_dot_4r_fn)(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row);
 
 /* Four dot products with one weight row: s[c] = dot(w_row, activation row c)
  * for c = 0..3, the activation rows act_stride bytes apart. For
  * matrix-matrix products (prompts): each weight block is unpacked once for
  * four tokens. */
-typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const void *act,
-                                 size_t act_stride);
+typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const void *act, size_t act_stride);
 
 /* Panels, for matrix-matrix products of at least HL_CPU_PANEL_MIN tokens:
  * HL_PANEL_ROWS consecutive weight rows are repacked once per matmul (or
@@ -160,7 +158,7 @@ typedef void (*hl_vec_dot_4c_fn)(int64_t n, float s[4], const void *w_row, const
  * panel_block. */
 #define HL_PANEL_ROWS 16
 #define HL_CPU_PANEL_MIN 8
-#define HL_PANEL_BYTES(n) ((size_t)(n) * 4 * HL_PANEL_ROWS) /* 16 rows of floats; 64-byte multiples */
+#define HL_PANEL_BYTES(n) ((size_t)(n)*4 * HL_PANEL_ROWS) /* 16 rows of floats; 64-byte multiples */
 
 /* Per block of 32 activation quants (a Q8_0 row; panels of types with
  * other activations get none), what panel kernels broadcast: the scale as a float, the sum of the quants, and -128 times

@@ -100,8 +100,8 @@ static void dot_q3_K(int64_t n, float *s, const void *w_row, const void *act_row
 
 /* x[e] = d * sc[e/32] * q[e] - dmin * m[e/32], q[e] = low4 + 16 * hbit[e]
  * (hbits: Q5_K only). */
-static float k4_block(const uint8_t scales[HL_K_SCALE_SIZE], const uint8_t qs[HL_QK_K / 2],
-                      const uint8_t *qh, hl_half d, hl_half dmin, const block_q8_K *a) {
+static float k4_block(const uint8_t scales[HL_K_SCALE_SIZE], const uint8_t qs[HL_QK_K / 2], const uint8_t *qh,
+                      hl_half d, hl_half dmin, const block_q8_K *a) {
     int32_t sumi = 0, summ = 0;
     for (int e = 0; e < HL_QK_K; e++) {
         uint8_t sc, m;

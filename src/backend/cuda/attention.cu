@@ -45,13 +45,13 @@
 
 #define ATT_THREADS 256
 #define ATT_WARPS (ATT_THREADS / 32)
-#define ATT_TILE 64            // keys per tile
-#define ATT_MAX_HEAD_DIM 512   // a lane holds at most 2 chunks of 8 dimensions of a key
+#define ATT_TILE 64             // keys per tile
+#define ATT_MAX_HEAD_DIM 512    // a lane holds at most 2 chunks of 8 dimensions of a key
 #define ATT_MAX_GROUP_DIMS 4096 // group * head_dim: at most 2 (head, 8 dimensions) outputs per thread
-#define ATT_MAX_SHARED 49152   // bytes of shared memory a block may take without opting in
-#define ATT_MAX_SPLITS 64      // attention_reduce's warp 0 weighs two splits per lane
-#define ATT_SPLIT_KEYS 64      // a split per this many cache rows, up to ATT_MAX_SPLITS
-#define ATT_MAX_BLOCKS 1024    // fewer splits when KV heads x splits x tokens would exceed this
+#define ATT_MAX_SHARED 49152    // bytes of shared memory a block may take without opting in
+#define ATT_MAX_SPLITS 64       // attention_reduce's warp 0 weighs two splits per lane
+#define ATT_SPLIT_KEYS 64       // a split per this many cache rows, up to ATT_MAX_SPLITS
+#define ATT_MAX_BLOCKS 1024     // fewer splits when KV heads x splits x tokens would exceed this
 
 // P V: the G * head_dim / 8 outputs (head, chunk of 8 dimensions) of a block,
 // each summed over the tile's keys by this many groups of threads (key j to
@@ -87,17 +87,17 @@ static __device__ __forceinline__ float dot8(const float *q, const float *f) {
 // none on sm_86/89/90, 4-12 bytes left with plain K and Q4_0 V on sm_75/80).
 template <uint32_t TK, uint32_t TV>
 static __global__ void __launch_bounds__(ATT_THREADS, kv<TK>::n == 1 && kv<TV>::n == 1 ? 4 : 3)
-attention_split(const float *__restrict__ q, const uint8_t *__restrict__ k, const uint8_t *__restrict__ v,
-                float *__restrict__ out, float2 *__restrict__ part_ml, float *__restrict__ part_o, int n_head,
-                int n_head_kv, int hd, const int32_t *pos_of, const int32_t *row0_of, int n_swa, float scale,
-                float max_bias) {
+    attention_split(const float *__restrict__ q, const uint8_t *__restrict__ k, const uint8_t *__restrict__ v,
+                    float *__restrict__ out, float2 *__restrict__ part_ml, float *__restrict__ part_o, int n_head,
+                    int n_head_kv, int hd, const int32_t *pos_of, const int32_t *row0_of, int n_swa, float scale,
+                    float max_bias) {
     extern __shared__ float4 smem4[];
     const int G = n_head / n_head_kv, nch = hd / 8;
-    float *q_s = (float *)smem4;      // [G][hd] the queries, times scale
-    float *s_s = q_s + G * hd;        // [G][ATT_TILE] scores, then probabilities, of a tile
-    float *m_s = s_s + G * ATT_TILE;  // [G] running maximum
-    float *l_s = m_s + G;             // [G] running sum
-    float *c_s = l_s + G;             // [G] this tile's rescaling of the accumulators
+    float *q_s = (float *)smem4;     // [G][hd] the queries, times scale
+    float *s_s = q_s + G * hd;       // [G][ATT_TILE] scores, then probabilities, of a tile
+    float *m_s = s_s + G * ATT_TILE; // [G] running maximum
+    float *l_s = m_s + G;            // [G] running sum
+    float *c_s = l_s + G;            // [G] this tile's rescaling of the accumulators
     float *r_s = (float *)smem4 + (G * hd + G * ATT_TILE + 3 * G + 3) / 4 * 4; // [groups][outputs][8] partials
     const int kh = blockIdx.x, sp = blockIdx.y, ns = gridDim.y, t = blockIdx.z;
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -107,9 +107,9 @@ attention_split(const float *__restrict__ q, const uint8_t *__restrict__ k, cons
     const int pos = pos_of[t];
     const int lo = n_swa > 0 && pos - n_swa + 1 > 0 ? pos - n_swa + 1 : 0;
     const int per = (pos - lo + 1 + ns - 1) / ns;
-    const int j_begin = lo + sp * per, j_end = min(j_begin + per, pos + 1); // may be empty
+    const int j_begin = lo + sp * per, j_end = min(j_begin + per, pos + 1);   // may be empty
     const int64_t k_row = kv_bytes<TK>(kv_dim), v_row = kv_bytes<TV>(kv_dim); // bytes of a cache row
-    const int64_t cell = (int64_t)row0_of[t] * kv_dim + (int64_t)kh * hd; // the sequence's row 0, head kh
+    const int64_t cell = (int64_t)row0_of[t] * kv_dim + (int64_t)kh * hd;     // the sequence's row 0, head kh
     const uint8_t *k0 = k + kv_bytes<TK>(cell), *v0 = v + kv_bytes<TV>(cell);
     const float *qt = q + t * q_dim + (int64_t)kh * G * hd; // the group's heads are consecutive
 
@@ -151,7 +151,7 @@ attention_split(const float *__restrict__ q, const uint8_t *__restrict__ k, cons
             const float b = lane + 32 < n ? sg[lane + 32] + slope * (float)(j0 + lane + 32 - pos) : -INFINITY;
             float mx = fmaxf(a, b);
             for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-            const float m_old = m_s[g], m_new = fmaxf(m_old, mx); // finite: the tile has a key
+            const float m_old = m_s[g], m_new = fmaxf(m_old, mx);   // finite: the tile has a key
             const float pa = expf(a - m_new), pb = expf(b - m_new); // 0 past n
             sg[lane] = pa;
             sg[lane + 32] = pb;
@@ -229,8 +229,8 @@ attention_split(const float *__restrict__ q, const uint8_t *__restrict__ k, cons
 // q8 (a decode step, heads of whole 32-element blocks) the block then writes
 // its head's Q8_1 form to q for the output projection (q8_1.cuh).
 static __global__ void __launch_bounds__(ATT_THREADS)
-attention_reduce(const float2 *__restrict__ part_ml, const float *__restrict__ part_o, float *__restrict__ out,
-                 int n_head, int hd, int ns, bool q8, q8_1_view q) {
+    attention_reduce(const float2 *__restrict__ part_ml, const float *__restrict__ part_o, float *__restrict__ out,
+                     int n_head, int hd, int ns, bool q8, q8_1_view q) {
     __shared__ float w_s[ATT_MAX_SPLITS];
     __shared__ float sum_s[ATT_THREADS];
     __shared__ float inv_s;
@@ -276,8 +276,8 @@ attention_reduce(const float2 *__restrict__ part_ml, const float *__restrict__ p
     if (!q8) return;
     __syncthreads(); // the head's outputs, written to global memory by the block, are visible to it
     const int64_t first = (t * q_dim + (int64_t)h * hd) / 4; // the head's first group of 4 in the activations
-    for (int c = tid; c < hd / 4; c += ATT_THREADS) q8_1_put4(o[4 * c], o[4 * c + 1], o[4 * c + 2], o[4 * c + 3],
-                                                             first + c, q);
+    for (int c = tid; c < hd / 4; c += ATT_THREADS)
+        q8_1_put4(o[4 * c], o[4 * c + 1], o[4 * c + 2], o[4 * c + 3], first + c, q);
 }
 
 // Causal attention (no encoder's bidirectional mask yet) over K and V caches
@@ -338,11 +338,12 @@ void hl_cuda_attention(hl_backend *b, const hl_attn_args *a) {
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
     if (!hl_cuda_attention_runs(a) || !kv_aligned(a->k_cache) || !kv_aligned(a->v_cache)) {
-        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: attention needs an F16, BF16, Q8_0 or Q4_0 KV cache "
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED,
+                       "cuda%d: attention needs an F16, BF16, Q8_0 or Q4_0 KV cache "
                        "(16-byte aligned for F16 and BF16), head_dim a multiple of 8 (of 32 for Q8_0 and Q4_0) up "
                        "to %d, n_head a multiple of n_head_kv with at most %d head dimensions (and %d KiB of shared "
-                       "memory) per KV head, at most 65535 tokens, and a causal mask", cu->index, ATT_MAX_HEAD_DIM,
-                       ATT_MAX_GROUP_DIMS, ATT_MAX_SHARED / 1024);
+                       "memory) per KV head, at most 65535 tokens, and a causal mask",
+                       cu->index, ATT_MAX_HEAD_DIM, ATT_MAX_GROUP_DIMS, ATT_MAX_SHARED / 1024);
         return;
     }
     if (hl_cuda_attention_mma_runs(cu, a)) return hl_cuda_attention_mma(cu, a);

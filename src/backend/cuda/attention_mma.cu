@@ -26,8 +26,8 @@
 
 #include "backend/cuda/common.cuh"
 
-#define MMA_ROWS 64       // query tokens per block: a warp per 16
-#define MMA_KEYS 32       // cache rows per tile: a lane per row in the softmax
+#define MMA_ROWS 64 // query tokens per block: a warp per 16
+#define MMA_KEYS 32 // cache rows per tile: a lane per row in the softmax
 #define MMA_THREADS (MMA_ROWS / 16 * 32)
 #define MMA_MAX_HEAD_DIM 256
 #define MMA_MIN_TOKENS 16 // fewer: flash-decoding (attention.cu)
@@ -55,9 +55,9 @@ static __host__ __device__ __forceinline__ size_t mma_shared_bytes(int hd) {
 // mma_shared_bytes(hd). q, out F32 {n_head * hd, n}; k, v F16 {n_head_kv * hd,
 // cache rows}.
 static __global__ void __launch_bounds__(MMA_THREADS)
-attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
-              float *__restrict__ out, int n, int n_head, int n_head_kv, int hd, const int32_t *pos_of,
-              const int32_t *row0_of, int n_swa, float scale, float max_bias) {
+    attention_mma(const float *__restrict__ q, const __half *__restrict__ k, const __half *__restrict__ v,
+                  float *__restrict__ out, int n, int n_head, int n_head_kv, int hd, const int32_t *pos_of,
+                  const int32_t *row0_of, int n_swa, float scale, float max_bias) {
     extern __shared__ __align__(128) float4 smem4[]; // WMMA's pointers: 32-byte aligned
     const int qs = mma_qkv_stride(hd), os = mma_o_stride(hd);
     __half *q_s = (__half *)smem4;
@@ -201,7 +201,7 @@ void hl_cuda_attention_mma(hl_cuda *cu, const hl_attn_args *a) {
     const dim3 grid((unsigned)a->n_head, (unsigned)((n + MMA_ROWS - 1) / MMA_ROWS));
     attention_mma<<<grid, MMA_THREADS, mma_shared_bytes(a->head_dim), cu->stream>>>(
         (const float *)a->q->data, (const __half *)a->k_cache->data, (const __half *)a->v_cache->data,
-        (float *)a->out->data, n, a->n_head, a->n_head_kv, a->head_dim, cuda_pos(cu), cuda_row0(cu), a->n_swa,
-        a->scale, a->max_bias);
+        (float *)a->out->data, n, a->n_head, a->n_head_kv, a->head_dim, cuda_pos(cu), cuda_row0(cu), a->n_swa, a->scale,
+        a->max_bias);
     CU_LAUNCHED(cu);
 }

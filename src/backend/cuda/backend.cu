@@ -39,14 +39,14 @@ void hl_cuda_record(hl_cuda *cu, hearth_status st, const char *fmt, ...) {
 bool hl_cuda_ok(hl_cuda *cu, cudaError_t e, const char *what, const char *file, int line) {
     if (e == cudaSuccess) return true;
     hl_cuda_record(cu, HEARTH_ERR_DEVICE, "cuda%d: %s:%d: %s failed: %s", cu->index, file, line, what,
-                cudaGetErrorString(e));
+                   cudaGetErrorString(e));
     return false;
 }
 
 bool hl_cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *file, int line) {
     if (s == CUBLAS_STATUS_SUCCESS) return true;
     hl_cuda_record(cu, HEARTH_ERR_DEVICE, "cuda%d: %s:%d: %s failed: %s", cu->index, file, line, what,
-                cublasGetStatusString(s));
+                   cublasGetStatusString(s));
     return false;
 }
 
@@ -110,8 +110,9 @@ static bool cuda_supports_op(const hl_backend *b, const hl_op_desc *d) {
 // ------------------------------------------------------------- memory --
 
 static const char *cuda_name(const hl_backend *b) {
-    static const char *names[HL_MAX_GPUS] = {"cuda0", "cuda1", "cuda2",  "cuda3",  "cuda4",  "cuda5",  "cuda6",  "cuda7",
-                                             "cuda8", "cuda9", "cuda10", "cuda11", "cuda12", "cuda13", "cuda14", "cuda15"};
+    static const char *names[HL_MAX_GPUS] = {"cuda0",  "cuda1",  "cuda2",  "cuda3", "cuda4",  "cuda5",
+                                             "cuda6",  "cuda7",  "cuda8",  "cuda9", "cuda10", "cuda11",
+                                             "cuda12", "cuda13", "cuda14", "cuda15"};
     return names[((const hl_cuda *)b->impl)->index];
 }
 
@@ -134,8 +135,10 @@ static hearth_status cuda_alloc(hl_backend *b, size_t bytes, void **out) {
         size_t free_b = 0, total_b = 0;
         cudaMemGetInfo(&free_b, &total_b);
         *out = NULL;
-        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "cuda%d: cannot allocate %zu MiB (%zu MiB free): %s; lower n_gpu_layers "
-                       "or n_ctx", cu->index, bytes >> 20, free_b >> 20, cudaGetErrorString(e));
+        return hl_fail(HEARTH_ERR_OUT_OF_MEMORY,
+                       "cuda%d: cannot allocate %zu MiB (%zu MiB free): %s; lower n_gpu_layers "
+                       "or n_ctx",
+                       cu->index, bytes >> 20, free_b >> 20, cudaGetErrorString(e));
     }
     return HEARTH_OK;
 }
@@ -391,8 +394,8 @@ extern "C" hearth_status hl_cuda_dequant_host(uint32_t type, const void *src, fl
     const ggml_type_info *ti = hl_ggml_type_get(type);
     if (!ti || !hl_cuda_supports_type(type))
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "the CUDA backend has no kernels for type %s", ti ? ti->name : "?");
-    if (n < 0 || n % ti->blck_size) return hl_fail(HEARTH_ERR_INVALID_ARG, "%lld elements are not whole %s blocks",
-                                                    (long long)n, ti->name);
+    if (n < 0 || n % ti->blck_size)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "%lld elements are not whole %s blocks", (long long)n, ti->name);
     dispatch_type<dequant_host>(type, (const uint8_t *)src, dst, n);
     return HEARTH_OK;
 }

@@ -20,28 +20,28 @@ extern "C" {
 // One backend instance: a stream on one device with its scratch. Weights are
 // plain device allocations, valid in every instance on the same device.
 struct hl_cuda {
-    int device;                 // CUDA ordinal
-    int index;                  // hearth's device number (cuda<index>)
+    int device; // CUDA ordinal
+    int index;  // hearth's device number (cuda<index>)
     cudaStream_t stream;
-    cublasHandle_t cublas;      // NULL in a weight-only instance
+    cublasHandle_t cublas; // NULL in a weight-only instance
     hl_gpu_limits limits;
-    int32_t *d_pos;             // [2 * max_tokens] the pass's positions, then its rows0 (set_positions)
-    int32_t *h_pos;             // pinned host copy d_pos is filled from
-    int32_t one_seq_tokens;     // the pass's token count when its tokens are one sequence at
-                                // consecutive positions, else 0 (set_positions; attention_mma.cu)
-    cudaEvent_t pos_copied;     // the copy out of h_pos is done
-    int32_t *d_ids;             // [max_tokens] row ids for get_rows
-    __half *w16;                // [w16_elems] weight tile in F16 (prompt matmuls); between
-                                // matmuls the attention's split partials (attention.cu)
+    int32_t *d_pos;         // [2 * max_tokens] the pass's positions, then its rows0 (set_positions)
+    int32_t *h_pos;         // pinned host copy d_pos is filled from
+    int32_t one_seq_tokens; // the pass's token count when its tokens are one sequence at
+                            // consecutive positions, else 0 (set_positions; attention_mma.cu)
+    cudaEvent_t pos_copied; // the copy out of h_pos is done
+    int32_t *d_ids;         // [max_tokens] row ids for get_rows
+    __half *w16;            // [w16_elems] weight tile in F16 (prompt matmuls); between
+                            // matmuls the attention's split partials (attention.cu)
     size_t w16_elems;
-    int smem_optin;             // shared memory a block may opt in to (bytes; hl_cuda_attention_mma_init)
-    bool unfused;               // HEARTH_CUDA_FUSED=0: none of the fused decode ops, no Q8_1 written by
-                                // the ops that produce activations, cuBLAS from HL_CUDA_MMV_MAX tokens
-                                // (backend.cu; to measure and test what the fusions change)
-    bool bf16_gemm;             // cuBLAS multiplies BF16 in place here (compute capability 8.0 and up; on
-                                // Turing BF16 weights go through the F16 tiles, as every quantized type)
-    __half *x16;                // [max_tokens * max_row] activations in F16; in matvec
-                                // their Q8_1 form (matvec.cu, 1.25 bytes per element)
+    int smem_optin; // shared memory a block may opt in to (bytes; hl_cuda_attention_mma_init)
+    bool unfused;   // HEARTH_CUDA_FUSED=0: none of the fused decode ops, no Q8_1 written by
+                    // the ops that produce activations, cuBLAS from HL_CUDA_MMV_MAX tokens
+                    // (backend.cu; to measure and test what the fusions change)
+    bool bf16_gemm; // cuBLAS multiplies BF16 in place here (compute capability 8.0 and up; on
+                    // Turing BF16 weights go through the F16 tiles, as every quantized type)
+    __half *x16;    // [max_tokens * max_row] activations in F16; in matvec
+                    // their Q8_1 form (matvec.cu, 1.25 bytes per element)
     // The Q8_1 activations in x16 (q8_1.cuh): ops so far (hl_cuda_enter;
     // uploads and copies count too), and the activations (data, row length,
     // tokens) whose Q8_1 form op number q8_op wrote (a matvec that quantized
@@ -51,11 +51,11 @@ struct hl_cuda {
     uint64_t op_count, q8_op;
     const void *q8_x;
     int64_t q8_d, q8_n;
-    void *staging[2];           // pinned host buffers for uploads, HL_CUDA_STAGING bytes each
-    cudaEvent_t staged[2];      // the copy out of staging[i] is done
+    void *staging[2];      // pinned host buffers for uploads, HL_CUDA_STAGING bytes each
+    cudaEvent_t staged[2]; // the copy out of staging[i] is done
     cudaGraphExec_t graph[HL_GRAPH_KEYS];
-    bool graphs_off;            // recording failed once: run eagerly from then on
-    hearth_status status;       // first error since the last synchronize
+    bool graphs_off;      // recording failed once: run eagerly from then on
+    hearth_status status; // first error since the last synchronize
     char err[384];
 };
 
@@ -75,12 +75,12 @@ bool hl_cuda_ok(hl_cuda *cu, cudaError_t e, const char *what, const char *file, 
 bool hl_cublas_ok(hl_cuda *cu, cublasStatus_t s, const char *what, const char *file, int line);
 
 // In a function returning hearth_status: a failed call returns DEVICE.
-#define CUDA_TRY(expr)                                                                                  \
-    do {                                                                                                \
-        cudaError_t e_ = (expr);                                                                        \
-        if (e_ != cudaSuccess)                                                                          \
-            return hl_fail(HEARTH_ERR_DEVICE, "%s:%d: %s failed: %s", __FILE__, __LINE__, #expr,       \
-                           cudaGetErrorString(e_));                                                     \
+#define CUDA_TRY(expr)                                                                                                 \
+    do {                                                                                                               \
+        cudaError_t e_ = (expr);                                                                                       \
+        if (e_ != cudaSuccess)                                                                                         \
+            return hl_fail(HEARTH_ERR_DEVICE, "%s:%d: %s failed: %s", __FILE__, __LINE__, #expr,                       \
+                           cudaGetErrorString(e_));                                                                    \
     } while (0)
 
 // Makes the instance's device current for the calling thread; false (error
@@ -136,12 +136,12 @@ void hl_cuda_moe_sum(hl_backend *b, const hl_tensor *y, const hl_tensor *weights
 
 // What the kernels handle, for supports_op (backend.cu) and the ops' own
 // refusals: the one place each answer is written.
-bool hl_cuda_supports_type(uint32_t type);                // backend.cu: weights, tables
-bool hl_cuda_attention_runs(const hl_attn_args *a);       // attention.cu
-bool hl_cuda_rope_runs(const hl_rope_params *p);          // rope.cu
+bool hl_cuda_supports_type(uint32_t type);          // backend.cu: weights, tables
+bool hl_cuda_attention_runs(const hl_attn_args *a); // attention.cu
+bool hl_cuda_rope_runs(const hl_rope_params *p);    // rope.cu
 bool hl_cuda_rope_shift_runs(const hl_rope_params *p, uint32_t cache_type, int64_t head_dim); // rope.cu
 bool hl_cuda_rope_store_runs(const hl_rope_params *p, uint32_t k_type, uint32_t v_type, int64_t dk,
-                             int64_t dv);                 // rope.cu: k and v rows of dk, dv elements
+                             int64_t dv);                     // rope.cu: k and v rows of dk, dv elements
 bool hl_cuda_store_rows_runs(uint32_t cache_type, int64_t d); // rows.cu: rows of d elements
 
 // Prompt attention on tensor cores (attention_mma.cu): at instance start,
@@ -164,4 +164,5 @@ bool hl_cuda_matvec(hl_cuda *cu, int n_mats, const hl_tensor *const *w, const hl
 
 // y {d, n} F16 = rows of `src` {d, rows} (ggml type `type`, row stride
 // `stride` bytes) dequantized (gemm.cu; get_rows has its own gather).
-bool hl_cuda_dequant_f16(hl_cuda *cu, uint32_t type, const void *src, size_t stride, int64_t d, int64_t rows, __half *y);
+bool hl_cuda_dequant_f16(hl_cuda *cu, uint32_t type, const void *src, size_t stride, int64_t d, int64_t rows,
+                         __half *y);

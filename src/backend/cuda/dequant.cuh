@@ -100,7 +100,9 @@ __host__ __device__ __forceinline__ int dq_nibble(const uint8_t *qs, int e) {
 }
 
 // Bit 4 of element e of Q5_0/Q5_1: bit e of the little-endian uint32 qh.
-__host__ __device__ __forceinline__ int dq_bit5(const uint8_t qh[4], int e) { return ((qh[e / 8] >> (e % 8)) & 1) << 4; }
+__host__ __device__ __forceinline__ int dq_bit5(const uint8_t qh[4], int e) {
+    return ((qh[e / 8] >> (e % 8)) & 1) << 4;
+}
 
 template <> struct qtype<GGML_TYPE_Q4_0> {
     static constexpr bool plain = false;
@@ -270,18 +272,22 @@ __host__ __device__ __forceinline__ int64_t dq_chunks(int64_t d) { return (d + 7
 
 // Calls F::template run<T>(args...) for the weight types the CUDA backend
 // computes with; false for any other type.
+// clang-format off
 #define HL_CUDA_TYPES(X)                                                                                      \
     X(GGML_TYPE_F32) X(GGML_TYPE_F16) X(GGML_TYPE_BF16) X(GGML_TYPE_Q4_0) X(GGML_TYPE_Q4_1) X(GGML_TYPE_Q5_0) \
     X(GGML_TYPE_Q5_1) X(GGML_TYPE_Q8_0) X(GGML_TYPE_Q2_K) X(GGML_TYPE_Q3_K) X(GGML_TYPE_Q4_K)                 \
     X(GGML_TYPE_Q5_K) X(GGML_TYPE_Q6_K)
+// clang-format on
 
 template <typename F, typename... A> static bool dispatch_type(uint32_t type, A &&...args) {
     switch (type) {
+// clang-format off
 #define HL_CUDA_CASE(T)                                                                                        \
     case T:                                                                                                    \
         F::template run<T>(args...);                                                                           \
         return true;
         HL_CUDA_TYPES(HL_CUDA_CASE)
+// clang-format on
 #undef HL_CUDA_CASE
     default: return false;
     }

@@ -38,8 +38,8 @@ static bool arch_runs(const char *entry, int cc) {
     char *end;
     const long a = strtol(entry, &end, 10);
     if (end == entry) return false;
-    const bool exact = *end >= 'a' && *end <= 'z';           // "90a": that device only
-    const bool sass = strncmp(end, "-virtual", 8) != 0;      // a plain number has both
+    const bool exact = *end >= 'a' && *end <= 'z';      // "90a": that device only
+    const bool sass = strncmp(end, "-virtual", 8) != 0; // a plain number has both
     const bool ptx = !exact && strncmp(end, "-real", 5) != 0;
     if (exact) return a == cc;
     return (sass && a / 10 == cc / 10 && a <= cc) || (ptx && a <= cc);
@@ -60,16 +60,18 @@ static void driver_reason(cudaError_t e) {
     cudaRuntimeGetVersion(&rt);
     const char *visible = getenv("CUDA_VISIBLE_DEVICES");
     if (e == cudaErrorInsufficientDriver && drv == 0)
-        snprintf(probe.reason, sizeof probe.reason, "no NVIDIA driver (libcuda.so.1 not found): install the NVIDIA "
+        snprintf(probe.reason, sizeof probe.reason,
+                 "no NVIDIA driver (libcuda.so.1 not found): install the NVIDIA "
                  "driver to use the GPU");
     else if (e == cudaErrorInsufficientDriver)
-        snprintf(probe.reason, sizeof probe.reason, "the NVIDIA driver supports CUDA %d.%d, older than this build's "
-                 "runtime (CUDA %d.%d): update the driver", drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+        snprintf(probe.reason, sizeof probe.reason,
+                 "the NVIDIA driver supports CUDA %d.%d, older than this build's "
+                 "runtime (CUDA %d.%d): update the driver",
+                 drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
     else if (e == cudaErrorNoDevice)
-        snprintf(probe.reason, sizeof probe.reason, "no CUDA device found%s%s%s", visible ? " (CUDA_VISIBLE_DEVICES=" : "",
-                 visible ? visible : "", visible ? ")" : "");
-    else
-        snprintf(probe.reason, sizeof probe.reason, "cudaGetDeviceCount failed: %s", cudaGetErrorString(e));
+        snprintf(probe.reason, sizeof probe.reason, "no CUDA device found%s%s%s",
+                 visible ? " (CUDA_VISIBLE_DEVICES=" : "", visible ? visible : "", visible ? ")" : "");
+    else snprintf(probe.reason, sizeof probe.reason, "cudaGetDeviceCount failed: %s", cudaGetErrorString(e));
 }
 
 static void probe_devices(void) {
@@ -86,13 +88,15 @@ static void probe_devices(void) {
     for (int d = 0; d < n && probe.n + probe.split <= HL_MAX_GPUS; d++) {
         cudaDeviceProp prop;
         if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) {
-            snprintf(probe.reason, sizeof probe.reason, "CUDA device %d: %s", d, cudaGetErrorString(cudaGetLastError()));
+            snprintf(probe.reason, sizeof probe.reason, "CUDA device %d: %s", d,
+                     cudaGetErrorString(cudaGetLastError()));
             continue;
         }
         if (!build_runs_on(prop.major * 10 + prop.minor)) {
-            snprintf(probe.reason, sizeof probe.reason, "CUDA device %d (%.100s) is sm_%d%d, which this build has no kernels "
-                     "for (HEARTH_CUDA_ARCHS=%s): rebuild with it added to -DHEARTH_CUDA_ARCHS", d, prop.name,
-                     prop.major, prop.minor, HL_CUDA_ARCHS);
+            snprintf(probe.reason, sizeof probe.reason,
+                     "CUDA device %d (%.100s) is sm_%d%d, which this build has no kernels "
+                     "for (HEARTH_CUDA_ARCHS=%s): rebuild with it added to -DHEARTH_CUDA_ARCHS",
+                     d, prop.name, prop.major, prop.minor, HL_CUDA_ARCHS);
             continue;
         }
         for (int k = 0; k < probe.split; k++) probe.ordinal[probe.n++] = d;
@@ -122,8 +126,7 @@ extern "C" hearth_status hl_cuda_device_get(int32_t device, hl_gpu_device *out) 
     if (probe.split > 1)
         snprintf(out->name, sizeof out->name, "%.200s (part %d of %d: HEARTH_CUDA_SPLIT)", prop.name,
                  (int)(device % probe.split) + 1, (int)probe.split);
-    else
-        snprintf(out->name, sizeof out->name, "%s", prop.name);
+    else snprintf(out->name, sizeof out->name, "%s", prop.name);
     out->cc_major = prop.major;
     out->cc_minor = prop.minor;
     out->compute_units = prop.multiProcessorCount;

@@ -32,7 +32,8 @@ template <glu_kind K> static __global__ void glu_kernel(float *g, const float *_
 
 // The same for rows of whole 32-element blocks, a thread per 4 elements,
 // also writing the result's Q8_1 form to q (q8_1.cuh) for the down matvec.
-template <glu_kind K> static __global__ void glu_q8_kernel(float *g, const float *__restrict__ u, int64_t n, q8_1_view q) {
+template <glu_kind K>
+static __global__ void glu_q8_kernel(float *g, const float *__restrict__ u, int64_t n, q8_1_view q) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (4 * i >= n) return;
     float v[4];
@@ -74,8 +75,8 @@ template <glu_kind K> static void launch_glu(hl_backend *b, hl_tensor *gate, con
         if (CU_LAUNCHED(cu)) cuda_q8_1_mark(cu, gate->data, d, rows);
         return;
     }
-    glu_kernel<K><<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cu->stream>>>((float *)gate->data,
-                                                                           (const float *)up->data, n);
+    glu_kernel<K>
+        <<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, cu->stream>>>((float *)gate->data, (const float *)up->data, n);
     CU_LAUNCHED(cu);
 }
 

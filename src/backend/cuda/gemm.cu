@@ -23,7 +23,7 @@
 // One thread per 8-element chunk: y {d, rows} F16 from `rows` rows of src.
 template <uint32_t T>
 static __global__ void dequant_f16_kernel(const uint8_t *__restrict__ src, size_t stride, int64_t d, int64_t rows,
-                                   __half *__restrict__ y) {
+                                          __half *__restrict__ y) {
     const int64_t per_row = dq_chunks(d);
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= per_row * rows) return;
@@ -51,7 +51,8 @@ struct launch_dequant_f16 {
 };
 } // namespace
 
-bool hl_cuda_dequant_f16(hl_cuda *cu, uint32_t type, const void *src, size_t stride, int64_t d, int64_t rows, __half *y) {
+bool hl_cuda_dequant_f16(hl_cuda *cu, uint32_t type, const void *src, size_t stride, int64_t d, int64_t rows,
+                         __half *y) {
     return dispatch_type<launch_dequant_f16>(type, cu, src, stride, d, rows, y);
 }
 
@@ -83,9 +84,11 @@ static void gemm_in_place(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, h
 static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor *y, float beta) {
     const int64_t d_in = w->ne[0], d_out = w->ne[1], n = x->ne[1];
     if (n > cu->limits.max_tokens || d_in > cu->limits.max_row) {
-        hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matmul of %lld x %lld tokens exceeds the scratch planned "
-                    "for %lld x %lld", cu->index, (long long)n, (long long)d_in, (long long)cu->limits.max_tokens,
-                    (long long)cu->limits.max_row);
+        hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG,
+                       "cuda%d: matmul of %lld x %lld tokens exceeds the scratch planned "
+                       "for %lld x %lld",
+                       cu->index, (long long)n, (long long)d_in, (long long)cu->limits.max_tokens,
+                       (long long)cu->limits.max_row);
         return;
     }
     const float one = 1.0f;
@@ -101,8 +104,8 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
     cu->q8_x = NULL;
     if (w->type == GGML_TYPE_F16) return gemm_in_place<__half>(cu, w, x, y, CUDA_R_16F, beta);
     if (w->type == GGML_TYPE_BF16 && cu->bf16_gemm) return gemm_in_place<__nv_bfloat16>(cu, w, x, y, CUDA_R_16BF, beta);
-    f32_to<__half><<<cuda_blocks(d_in * n, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>((const float *)x->data, cu->x16,
-                                                                                 d_in * n);
+    f32_to<__half>
+        <<<cuda_blocks(d_in * n, DQ_THREADS), DQ_THREADS, 0, cu->stream>>>((const float *)x->data, cu->x16, d_in * n);
     if (!CU_LAUNCHED(cu)) return;
     const size_t stride = hl_row_size(w->type, d_in);
     const int64_t tile_rows = (int64_t)(cu->w16_elems / (size_t)d_in);
@@ -112,10 +115,10 @@ static void gemm(hl_cuda *cu, const hl_tensor *w, const hl_tensor *x, hl_tensor 
             hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index, w->type);
             return;
         }
-        if (!CUBLAS_OK(cu, cublasGemmEx(cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n, (int)d_in, &one,
-                                        cu->w16, CUDA_R_16F, (int)d_in, cu->x16, CUDA_R_16F, (int)d_in, &beta,
-                                        (float *)y->data + r0, CUDA_R_32F, (int)d_out, CUBLAS_COMPUTE_32F,
-                                        CUBLAS_GEMM_DEFAULT)))
+        if (!CUBLAS_OK(cu,
+                       cublasGemmEx(cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n, (int)d_in, &one, cu->w16,
+                                    CUDA_R_16F, (int)d_in, cu->x16, CUDA_R_16F, (int)d_in, &beta, (float *)y->data + r0,
+                                    CUDA_R_32F, (int)d_out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)))
             return;
     }
 }
@@ -157,8 +160,7 @@ static void matmul_group(hl_cuda *cu, int n, const hl_tensor *const *w, const hl
             yp[k] = &yc[k];
         }
         if (!hl_cuda_matvec(cu, n, w, &xc, yp, add)) {
-            hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index,
-                           w[0]->type);
+            hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: no kernels for weight type %u", cu->index, w[0]->type);
             return;
         }
     }

@@ -70,14 +70,17 @@ static void open_failed(const char *path, const char *where, const char *err) {
     const size_t len = strcspn(err, ":");
     const bool names_module = strncmp(err, path, len) == 0 && len == strlen(path);
     if (names_module && strstr(err, "No such file"))
-        snprintf(mod.reason, sizeof mod.reason, "no CUDA module: %s not found %s (this build or package has no CUDA "
-                 "backend, or the file was removed)", HL_CUDA_MODULE_FILE, where);
+        snprintf(mod.reason, sizeof mod.reason,
+                 "no CUDA module: %s not found %s (this build or package has no CUDA "
+                 "backend, or the file was removed)",
+                 HL_CUDA_MODULE_FILE, where);
     else if (!names_module && strstr(err, "cannot open shared object file"))
         snprintf(mod.reason, sizeof mod.reason, "the CUDA module %s needs %.*s, which is not installed: %s", path,
-                 (int)len, err, strstr(err, "cublas") ? "install the CUDA toolkit's cuBLAS, or add the folder that "
-                 "holds it to LD_LIBRARY_PATH" : "install it, or add the folder that holds it to LD_LIBRARY_PATH");
-    else
-        snprintf(mod.reason, sizeof mod.reason, "cannot load the CUDA module: %s", err);
+                 (int)len, err,
+                 strstr(err, "cublas") ? "install the CUDA toolkit's cuBLAS, or add the folder that "
+                                         "holds it to LD_LIBRARY_PATH"
+                                       : "install it, or add the folder that holds it to LD_LIBRARY_PATH");
+    else snprintf(mod.reason, sizeof mod.reason, "cannot load the CUDA module: %s", err);
 }
 
 static void load(void) {
@@ -111,9 +114,10 @@ static void load(void) {
     }
     const hl_cuda_module *t = entry(HL_CUDA_MODULE_VERSION, &host);
     if (!t || t->version != HL_CUDA_MODULE_VERSION || t->abi != hl_cuda_abi()) {
-        snprintf(mod.reason, sizeof mod.reason, "the CUDA module %s is from another build of hearth (interface %u, "
-                 "this library's %u): use the one built with this library", path, t ? t->version : 0u,
-                 HL_CUDA_MODULE_VERSION);
+        snprintf(mod.reason, sizeof mod.reason,
+                 "the CUDA module %s is from another build of hearth (interface %u, "
+                 "this library's %u): use the one built with this library",
+                 path, t ? t->version : 0u, HL_CUDA_MODULE_VERSION);
         dlclose(h);
         return;
     }

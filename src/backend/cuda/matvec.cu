@@ -92,8 +92,16 @@ template <int ROWS> static __device__ __forceinline__ mv_part mv_part_of(const m
     const unsigned b = blockIdx.x;
     const int k = (b >= m.first[1]) + (b >= m.first[2]);
     const unsigned first = k == 0 ? 0u : k == 1 ? m.first[1] : m.first[2];
-    return {k == 0 ? m.w[0] : k == 1 ? m.w[1] : m.w[2], k == 0 ? m.y[0] : k == 1 ? m.y[1] : m.y[2],
-            k == 0 ? m.d_out[0] : k == 1 ? m.d_out[1] : m.d_out[2], (int64_t)(b - first) * ROWS};
+    return {k == 0   ? m.w[0]
+            : k == 1 ? m.w[1]
+                     : m.w[2],
+            k == 0   ? m.y[0]
+            : k == 1 ? m.y[1]
+                     : m.y[2],
+            k == 0   ? m.d_out[0]
+            : k == 1 ? m.d_out[1]
+                     : m.d_out[2],
+            (int64_t)(b - first) * ROWS};
 }
 
 // grid mats.first[HL_CUDA_MV_MATS], block MV_THREADS. Each matrix: d_out rows
@@ -106,8 +114,8 @@ template <int ROWS> static __device__ __forceinline__ mv_part mv_part_of(const m
 
 template <uint32_t T, int NCOLS>
 static __global__ void __launch_bounds__(MV_THREADS, MV_MIN_BLOCKS(NCOLS))
-matvec_q(mv_mats mats, size_t w_stride, const int8_t *__restrict__ aq, const float2 *__restrict__ ads, int d_in,
-         int n, bool add) {
+    matvec_q(mv_mats mats, size_t w_stride, const int8_t *__restrict__ aq, const float2 *__restrict__ ads, int d_in,
+             int n, bool add) {
     using V = vq<T>;
     constexpr int ROWS = MV_ROWS(NCOLS);
     const mv_part p = mv_part_of<ROWS>(mats);
@@ -139,7 +147,7 @@ matvec_q(mv_mats mats, size_t w_stride, const int8_t *__restrict__ aq, const flo
 // rows, x and d_in allow 16-byte loads of both (checked by the launcher).
 template <uint32_t T, int NCOLS, bool VEC>
 static __global__ void __launch_bounds__(MV_THREADS, MV_MIN_BLOCKS(NCOLS))
-matvec_plain(mv_mats mats, size_t w_stride, const float *__restrict__ x, int d_in, int n, bool add) {
+    matvec_plain(mv_mats mats, size_t w_stride, const float *__restrict__ x, int d_in, int n, bool add) {
     using P = plain<T>;
     constexpr int ROWS = MV_ROWS(NCOLS);
     const mv_part p = mv_part_of<ROWS>(mats);
@@ -201,10 +209,10 @@ static_assert(HL_CUDA_MMV_MAX == 8, "matvec kernels take at most 8 tokens, gemm.
 namespace { // file-local: no symbol leaves the object
 struct mv_args {
     hl_cuda *cu;
-    int n_mats;                           // 1 .. HL_CUDA_MV_MATS, of one type and row length
+    int n_mats; // 1 .. HL_CUDA_MV_MATS, of one type and row length
     const hl_tensor *const *w, *x;
     hl_tensor *const *y;
-    bool add;                             // y += W x (matmul_add)
+    bool add; // y += W x (matmul_add)
 };
 
 // The matrices' pointers and each one's share of the grid.
@@ -279,9 +287,10 @@ static void launch_quantized(const mv_args &a) {
     hl_cuda *cu = a.cu;
     const int64_t d_in = a.w[0]->ne[0], n = a.x->ne[1];
     if (!cuda_q8_1_fits(cu, d_in, n) || !weights_aligned(a)) {
-        hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: matvec of %lld x %lld tokens needs the scratch planned "
-                       "for %lld x %lld, rows of whole 32-element blocks and 16-byte aligned weights", cu->index,
-                       (long long)n, (long long)d_in, (long long)cu->limits.max_tokens,
+        hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG,
+                       "cuda%d: matvec of %lld x %lld tokens needs the scratch planned "
+                       "for %lld x %lld, rows of whole 32-element blocks and 16-byte aligned weights",
+                       cu->index, (long long)n, (long long)d_in, (long long)cu->limits.max_tokens,
                        (long long)cu->limits.max_row);
         return;
     }

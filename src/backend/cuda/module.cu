@@ -54,7 +54,7 @@ extern "C" int64_t hl_tensor_nelements(const hl_tensor *t) { return host->tensor
 
 // The loader calls it once per process (pthread_once), before anything else.
 extern "C" __attribute__((visibility("default"))) const hl_cuda_module *hl_cuda_module_entry(uint32_t version,
-                                                                                                const hl_cuda_host *h) {
+                                                                                             const hl_cuda_host *h) {
     static hl_cuda_module table = {
         HL_CUDA_MODULE_VERSION, 0, hl_cuda_device_count, hl_cuda_device_get, hl_backend_cuda_init, hl_cuda_dequant_host,
     };

@@ -101,7 +101,8 @@ void hl_cuda_moe_route(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, h
     if (!hl_cuda_enter(cu)) return;
     const int64_t n = logits->ne[1];
     moe_route_kernel<<<cuda_blocks(n, MOE_THREADS), MOE_THREADS, 0, cu->stream>>>(
-        (const float *)logits->data, (int32_t *)ids->data, (float *)weights->data, (int)logits->ne[0], (int)ids->ne[0], n);
+        (const float *)logits->data, (int32_t *)ids->data, (float *)weights->data, (int)logits->ne[0], (int)ids->ne[0],
+        n);
     CU_LAUNCHED(cu);
 }
 

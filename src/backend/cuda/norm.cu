@@ -16,7 +16,7 @@
 // (q8_1.cuh), each thread taking 4 consecutive elements at a time.
 template <bool Q8>
 static __global__ void __launch_bounds__(NORM_THREADS)
-rms_norm_kernel(const float *x, const float *__restrict__ w, float *y, int64_t d, float eps, q8_1_view q) {
+    rms_norm_kernel(const float *x, const float *__restrict__ w, float *y, int64_t d, float eps, q8_1_view q) {
     __shared__ float partial[NORM_THREADS / 32];
     const float *xr = x + (int64_t)blockIdx.x * d;
     float *yr = y + (int64_t)blockIdx.x * d;
@@ -71,8 +71,8 @@ static __device__ float block_sum(float v, float *partial) {
 // alias x (each thread rewrites only the elements it read). The variance is
 // the mean of the centred squares (two passes over the row, as ggml_norm).
 static __global__ void __launch_bounds__(NORM_THREADS)
-layer_norm_kernel(const float *x, const float *__restrict__ w, const float *__restrict__ bias, float *y, int64_t d,
-                  float eps) {
+    layer_norm_kernel(const float *x, const float *__restrict__ w, const float *__restrict__ bias, float *y, int64_t d,
+                      float eps) {
     __shared__ float partial[NORM_THREADS / 32];
     const float *xr = x + (int64_t)blockIdx.x * d;
     float *yr = y + (int64_t)blockIdx.x * d;
@@ -82,7 +82,8 @@ layer_norm_kernel(const float *x, const float *__restrict__ w, const float *__re
     float sq = 0.0f;
     for (int64_t i = threadIdx.x; i < d; i += NORM_THREADS) sq = fmaf(xr[i] - mean, xr[i] - mean, sq);
     const float scale = rsqrtf(block_sum(sq, partial) / (float)d + eps);
-    for (int64_t i = threadIdx.x; i < d; i += NORM_THREADS) yr[i] = (xr[i] - mean) * scale * w[i] + (bias ? bias[i] : 0.0f);
+    for (int64_t i = threadIdx.x; i < d; i += NORM_THREADS)
+        yr[i] = (xr[i] - mean) * scale * w[i] + (bias ? bias[i] : 0.0f);
 }
 
 void hl_cuda_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias, float eps,
@@ -90,8 +91,8 @@ void hl_cuda_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, c
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
     const int64_t d = w->ne[0], rows = hl_tensor_nelements(x) / d;
-    layer_norm_kernel<<<(unsigned)rows, NORM_THREADS, 0, cu->stream>>>(
-        (const float *)x->data, (const float *)w->data, bias ? (const float *)bias->data : NULL, (float *)y->data, d,
-        eps);
+    layer_norm_kernel<<<(unsigned)rows, NORM_THREADS, 0, cu->stream>>>((const float *)x->data, (const float *)w->data,
+                                                                       bias ? (const float *)bias->data : NULL,
+                                                                       (float *)y->data, d, eps);
     CU_LAUNCHED(cu);
 }

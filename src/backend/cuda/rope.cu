@@ -60,8 +60,9 @@ static __global__ void rope_store_kernel(float *q, const float *__restrict__ k, 
 // them (cpu/ops.c rotate_head: fma(x0, c, -(x1 s)), fma(x0, s, x1 c)), then
 // written back by kv<T>::put, which requantizes a quantized head whole with
 // the CPU's bytes (llama.cpp casts such a cache to F32 around its rope).
-template <uint32_t T> static __global__ void __launch_bounds__(SHIFT_THREADS)
-rope_shift_kernel(uint8_t *cache, rope_args a, int64_t row0, int delta) {
+template <uint32_t T>
+static __global__ void __launch_bounds__(SHIFT_THREADS)
+    rope_shift_kernel(uint8_t *cache, rope_args a, int64_t row0, int delta) {
     extern __shared__ float v[]; // [hd]
     using K = kv<T>;
     uint8_t *head = cache + kv_bytes<T>((row0 * a.n_head + blockIdx.x) * a.hd); // blockIdx.x: row * n_head + h
@@ -130,7 +131,8 @@ void hl_cuda_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_par
     }
     const int64_t n_pairs = x->ne[1] * n_head * (p->n_rot / 2);
     rope_kernel<<<cuda_blocks(n_pairs, ROPE_THREADS), ROPE_THREADS, 0, cu->stream>>>(
-        (float *)x->data, rope_args_of(p, n_head, (int)(x->ne[0] / n_head), ff_of(freq_factors)), cuda_pos(cu), n_pairs);
+        (float *)x->data, rope_args_of(p, n_head, (int)(x->ne[0] / n_head), ff_of(freq_factors)), cuda_pos(cu),
+        n_pairs);
     CU_LAUNCHED(cu);
 }
 
@@ -140,9 +142,12 @@ void hl_cuda_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n,
     if (!hl_cuda_enter(cu)) return;
     const int hd = (int)(cache->ne[0] / n_head);
     if (!hl_cuda_rope_shift_runs(p, cache->type, hd) ||
-        !kv_dispatch<launch_shift>(cache->type, cu, cache->data, rope_args_of(p, n_head, hd, ff_of(freq_factors)), row, n, delta))
-        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: rope_shift of mode %d on cache type %u with heads of %d "
-                       "is not supported", cu->index, (int)p->mode, (unsigned)cache->type, hd);
+        !kv_dispatch<launch_shift>(cache->type, cu, cache->data, rope_args_of(p, n_head, hd, ff_of(freq_factors)), row,
+                                   n, delta))
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED,
+                       "cuda%d: rope_shift of mode %d on cache type %u with heads of %d "
+                       "is not supported",
+                       cu->index, (int)p->mode, (unsigned)cache->type, hd);
 }
 
 void hl_cuda_rope_store(hl_backend *b, hl_tensor *q, hl_tensor *k, const hl_tensor *v, hl_tensor *k_cache,
@@ -151,7 +156,10 @@ void hl_cuda_rope_store(hl_backend *b, hl_tensor *q, hl_tensor *k, const hl_tens
     if (!hl_cuda_enter(cu)) return;
     const int hd = (int)(q->ne[0] / n_head);
     if (!hl_cuda_rope_store_runs(p, k_cache->type, v_cache->type, k->ne[0], v->ne[0]) ||
-        !kv_dispatch<launch_rope_store>(k_cache->type, cu, q, k, v, k_cache, v_cache, rope_args_of(p, n_head, hd, ff_of(freq_factors))))
-        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: rope_store of mode %d into caches of types %u and %u is "
-                       "not supported", cu->index, (int)p->mode, (unsigned)k_cache->type, (unsigned)v_cache->type);
+        !kv_dispatch<launch_rope_store>(k_cache->type, cu, q, k, v, k_cache, v_cache,
+                                        rope_args_of(p, n_head, hd, ff_of(freq_factors))))
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED,
+                       "cuda%d: rope_store of mode %d into caches of types %u and %u is "
+                       "not supported",
+                       cu->index, (int)p->mode, (unsigned)k_cache->type, (unsigned)v_cache->type);
 }

@@ -63,7 +63,8 @@ static __host__ __device__ __forceinline__ float2 rope_rotate(float x0, float x1
 }
 
 // Pair idx (over tokens, heads, pairs) of x F32 {n_head * hd, n}, in place.
-static __host__ __device__ __forceinline__ void rope_pair(float *x, const rope_args &a, const int32_t *pos, int64_t idx) {
+static __host__ __device__ __forceinline__ void rope_pair(float *x, const rope_args &a, const int32_t *pos,
+                                                          int64_t idx) {
     const int half = a.n_rot / 2;
     const int i = (int)(idx % half);
     const int64_t head = idx / half; // token * n_head + h

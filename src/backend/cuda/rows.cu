@@ -10,8 +10,8 @@
 
 // One thread per (token, chunk of 8): out {d, n} F32 = table rows ids[t].
 template <uint32_t T>
-static __global__ void get_rows_kernel(const uint8_t *__restrict__ table, size_t stride, const int32_t *__restrict__ ids,
-                                float *__restrict__ out, int64_t d, int64_t n) {
+static __global__ void get_rows_kernel(const uint8_t *__restrict__ table, size_t stride,
+                                       const int32_t *__restrict__ ids, float *__restrict__ out, int64_t d, int64_t n) {
     const int64_t per_row = dq_chunks(d);
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= per_row * n) return;
@@ -40,14 +40,15 @@ void hl_cuda_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids,
     if (!hl_cuda_enter(cu)) return;
     if (!cu->d_ids || out->ne[1] > cu->limits.max_tokens) {
         hl_cuda_record(cu, HEARTH_ERR_INVALID_ARG, "cuda%d: get_rows of %lld rows exceeds the planned batch", cu->index,
-                    (long long)out->ne[1]);
+                       (long long)out->ne[1]);
         return;
     }
     if (!CU_OK(cu, cudaMemcpyAsync(cu->d_ids, ids, (size_t)out->ne[1] * sizeof(int32_t), cudaMemcpyHostToDevice,
                                    cu->stream)))
         return;
     if (!dispatch_type<launch_get_rows>(table->type, cu, table, out))
-        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: get_rows has no kernel for type %u", cu->index, table->type);
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: get_rows has no kernel for type %u", cu->index,
+                       table->type);
 }
 
 // One thread per unit of kv<T> (an element, or a block of 32): cache row
@@ -84,8 +85,10 @@ void hl_cuda_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache) {
     hl_cuda *cu = cuda_of(b);
     if (!hl_cuda_enter(cu)) return;
     if (!hl_cuda_store_rows_runs(cache->type, src->ne[0])) {
-        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED, "cuda%d: store_rows needs an F16, BF16, Q8_0, Q4_0 or F32 cache "
-                       "(rows of whole 32-element blocks for Q8_0 and Q4_0)", cu->index);
+        hl_cuda_record(cu, HEARTH_ERR_UNSUPPORTED,
+                       "cuda%d: store_rows needs an F16, BF16, Q8_0, Q4_0 or F32 cache "
+                       "(rows of whole 32-element blocks for Q8_0 and Q4_0)",
+                       cu->index);
         return;
     }
     if (cache->type == GGML_TYPE_F32) launch_store_rows::run<GGML_TYPE_F32>(cu, src, cache);

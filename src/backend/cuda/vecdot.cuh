@@ -139,8 +139,9 @@ template <> struct vq<GGML_TYPE_Q4_0> {
         const block *b = (const block *)blk;
         const int v0 = vd_ld2(b->qs + 8 * c), v1 = vd_ld2(b->qs + 8 * c + 4);
         const int2 ul = vd_ld8(aq + 8 * c), uh = vd_ld8(aq + 16 + 8 * c);
-        const int s = vd_dp4a((v1 >> 4) & VD_LO4, uh.y, vd_dp4a((v0 >> 4) & VD_LO4, uh.x,
-                              vd_dp4a(v1 & VD_LO4, ul.y, vd_dp4a(v0 & VD_LO4, ul.x, 0))));
+        const int s = vd_dp4a(
+            (v1 >> 4) & VD_LO4, uh.y,
+            vd_dp4a((v0 >> 4) & VD_LO4, uh.x, vd_dp4a(v1 & VD_LO4, ul.y, vd_dp4a(v0 & VD_LO4, ul.x, 0))));
         const float2 a = ads[0];
         return dq_half(b->d) * (a.x * (float)s - 4.0f * a.y);
     }
@@ -152,8 +153,9 @@ template <> struct vq<GGML_TYPE_Q4_1> {
         const block *b = (const block *)blk;
         const int v0 = vd_ld4(b->qs + 8 * c), v1 = vd_ld4(b->qs + 8 * c + 4);
         const int2 ul = vd_ld8(aq + 8 * c), uh = vd_ld8(aq + 16 + 8 * c);
-        const int s = vd_dp4a((v1 >> 4) & VD_LO4, uh.y, vd_dp4a((v0 >> 4) & VD_LO4, uh.x,
-                              vd_dp4a(v1 & VD_LO4, ul.y, vd_dp4a(v0 & VD_LO4, ul.x, 0))));
+        const int s = vd_dp4a(
+            (v1 >> 4) & VD_LO4, uh.y,
+            vd_dp4a((v0 >> 4) & VD_LO4, uh.x, vd_dp4a(v1 & VD_LO4, ul.y, vd_dp4a(v0 & VD_LO4, ul.x, 0))));
         const float2 a = ads[0];
         return dq_half(b->d) * a.x * (float)s + 0.5f * dq_half(b->m) * a.y;
     }
@@ -266,12 +268,12 @@ template <> struct vq<GGML_TYPE_Q4_K> {
     using block = block_q4_K;
     __host__ __device__ static float dot(const uint8_t *blk, int c, const int8_t *aq, const float2 *ads) {
         const int p = c / 2, h = c % 2;
-        const int4 hd = vd_ld16(blk);                            // d, dmin, scales[12]
-        const int4 w = vd_ld16(blk + 16 + 32 * p + 16 * h);      // qs
+        const int4 hd = vd_ld16(blk);                       // d, dmin, scales[12]
+        const int4 w = vd_ld16(blk + 16 + 32 * p + 16 * h); // qs
         const int4 u0 = vd_ld16(aq + 64 * p + 16 * h), u1 = vd_ld16(aq + 64 * p + 32 + 16 * h);
         const vd_sums r0 = vd_dot4(w.x & VD_LO4, w.y & VD_LO4, w.z & VD_LO4, w.w & VD_LO4, u0);
-        const vd_sums r1 = vd_dot4((w.x >> 4) & VD_LO4, (w.y >> 4) & VD_LO4, (w.z >> 4) & VD_LO4,
-                                   (w.w >> 4) & VD_LO4, u1);
+        const vd_sums r1 = vd_dot4((w.x >> 4) & VD_LO4, (w.y >> 4) & VD_LO4, (w.z >> 4) & VD_LO4, (w.w >> 4) & VD_LO4,
+                                   u1);
         int sc0, m0, sc1, m1;
         vd_scale_min_k4((uint32_t)hd.y, (uint32_t)hd.z, (uint32_t)hd.w, 2 * p, &sc0, &m0);
         vd_scale_min_k4((uint32_t)hd.y, (uint32_t)hd.z, (uint32_t)hd.w, 2 * p + 1, &sc1, &m1);
@@ -286,15 +288,14 @@ template <> struct vq<GGML_TYPE_Q5_K> {
     using block = block_q5_K;
     __host__ __device__ static float dot(const uint8_t *blk, int c, const int8_t *aq, const float2 *ads) {
         const int p = c / 2, h = c % 2;
-        const int4 hd = vd_ld16(blk);                            // d, dmin, scales[12]
-        const int4 qh = vd_ld16(blk + 16 + 16 * h);              // fifth bits of elements e % 32 = 16h + l
-        const int4 w = vd_ld16(blk + 48 + 32 * p + 16 * h);      // qs
+        const int4 hd = vd_ld16(blk);                       // d, dmin, scales[12]
+        const int4 qh = vd_ld16(blk + 16 + 16 * h);         // fifth bits of elements e % 32 = 16h + l
+        const int4 w = vd_ld16(blk + 48 + 32 * p + 16 * h); // qs
         const int4 u0 = vd_ld16(aq + 64 * p + 16 * h), u1 = vd_ld16(aq + 64 * p + 32 + 16 * h);
-        const int s0 = 2 * p, s1 = 2 * p + 1;                    // element e's fifth bit is bit e / 32
-        const vd_sums r0 = vd_dot4((w.x & VD_LO4) | ((qh.x >> s0) & VD_ONES) << 4,
-                                   (w.y & VD_LO4) | ((qh.y >> s0) & VD_ONES) << 4,
-                                   (w.z & VD_LO4) | ((qh.z >> s0) & VD_ONES) << 4,
-                                   (w.w & VD_LO4) | ((qh.w >> s0) & VD_ONES) << 4, u0);
+        const int s0 = 2 * p, s1 = 2 * p + 1; // element e's fifth bit is bit e / 32
+        const vd_sums r0 = vd_dot4(
+            (w.x & VD_LO4) | ((qh.x >> s0) & VD_ONES) << 4, (w.y & VD_LO4) | ((qh.y >> s0) & VD_ONES) << 4,
+            (w.z & VD_LO4) | ((qh.z >> s0) & VD_ONES) << 4, (w.w & VD_LO4) | ((qh.w >> s0) & VD_ONES) << 4, u0);
         const vd_sums r1 = vd_dot4(((w.x >> 4) & VD_LO4) | ((qh.x >> s1) & VD_ONES) << 4,
                                    ((w.y >> 4) & VD_LO4) | ((qh.y >> s1) & VD_ONES) << 4,
                                    ((w.z >> 4) & VD_LO4) | ((qh.z >> s1) & VD_ONES) << 4,
@@ -324,10 +325,9 @@ template <> struct vq<GGML_TYPE_Q6_K> {
         const int h0 = vd_ld2(qh), h1 = vd_ld2(qh + 4), h2 = vd_ld2(qh + 8), h3 = vd_ld2(qh + 12);
         const int4 u0 = vd_ld16(aq + 128 * h + 16 * g), u1 = vd_ld16(aq + 128 * h + 64 + 16 * g);
         const int sa = 2 * (g / 2), sb = sa + 4;
-        const vd_sums r0 = vd_dot4((l0 & VD_LO4) | ((h0 >> sa) & 0x03030303) << 4,
-                                   (l1 & VD_LO4) | ((h1 >> sa) & 0x03030303) << 4,
-                                   (l2 & VD_LO4) | ((h2 >> sa) & 0x03030303) << 4,
-                                   (l3 & VD_LO4) | ((h3 >> sa) & 0x03030303) << 4, u0);
+        const vd_sums r0 = vd_dot4(
+            (l0 & VD_LO4) | ((h0 >> sa) & 0x03030303) << 4, (l1 & VD_LO4) | ((h1 >> sa) & 0x03030303) << 4,
+            (l2 & VD_LO4) | ((h2 >> sa) & 0x03030303) << 4, (l3 & VD_LO4) | ((h3 >> sa) & 0x03030303) << 4, u0);
         const vd_sums r1 = vd_dot4(((l0 >> 4) & VD_LO4) | ((h0 >> sb) & 0x03030303) << 4,
                                    ((l1 >> 4) & VD_LO4) | ((h1 >> sb) & 0x03030303) << 4,
                                    ((l2 >> 4) & VD_LO4) | ((h2 >> sb) & 0x03030303) << 4,
@@ -341,17 +341,21 @@ template <> struct vq<GGML_TYPE_Q6_K> {
 
 // Calls F::template run<T>(args...) for the types with a vq<T>; false for
 // any other.
+// clang-format off
 #define HL_VQ_TYPES(X)                                                                                        \
     X(GGML_TYPE_Q4_0) X(GGML_TYPE_Q4_1) X(GGML_TYPE_Q5_0) X(GGML_TYPE_Q5_1) X(GGML_TYPE_Q8_0) X(GGML_TYPE_Q2_K) \
     X(GGML_TYPE_Q3_K) X(GGML_TYPE_Q4_K) X(GGML_TYPE_Q5_K) X(GGML_TYPE_Q6_K)
+// clang-format on
 
 template <typename F, typename... A> static bool dispatch_vq(uint32_t type, A &&...args) {
     switch (type) {
+// clang-format off
 #define HL_VQ_CASE(T)                                                                                          \
     case T:                                                                                                    \
         F::template run<T>(args...);                                                                           \
         return true;
         HL_VQ_TYPES(HL_VQ_CASE)
+// clang-format on
 #undef HL_VQ_CASE
     default: return false;
     }

@@ -26,7 +26,8 @@ static void ocl_mem_info(const hl_backend *b, size_t *free_bytes, size_t *total_
 static void ocl_set_positions(hl_backend *b, const int32_t *pos, const int32_t *row0, int32_t n) {
     hl_ocl *o = ocl_of(b);
     const size_t bytes = (size_t)n * sizeof(int32_t), at = (size_t)o->limits.max_tokens * sizeof(int32_t);
-    if (o->status == HEARTH_OK && CL_OK(o, clEnqueueWriteBuffer(o->queue, o->pos, CL_TRUE, 0, bytes, pos, 0, NULL, NULL)))
+    if (o->status == HEARTH_OK &&
+        CL_OK(o, clEnqueueWriteBuffer(o->queue, o->pos, CL_TRUE, 0, bytes, pos, 0, NULL, NULL)))
         CL_OK(o, clEnqueueWriteBuffer(o->queue, o->pos, CL_TRUE, at, bytes, row0, 0, NULL, NULL));
 }
 

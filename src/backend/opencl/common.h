@@ -31,25 +31,27 @@ typedef struct hl_ocl_buf {
 typedef struct hl_ocl_dev {
     cl_platform_id platform;
     cl_device_id id;
-    char name[256];         /* "<device> (<platform>)" */
-    char version[128];      /* driver version, part of the program cache key */
-    bool is_gpu;            /* GPU or accelerator (not CL_DEVICE_TYPE_CPU) */
+    char name[256];    /* "<device> (<platform>)" */
+    char version[128]; /* driver version, part of the program cache key */
+    bool is_gpu;       /* GPU or accelerator (not CL_DEVICE_TYPE_CPU) */
     uint32_t compute_units;
-    size_t global_bytes;    /* global memory (hl_ocl_total_bytes applies the test limit) */
-    size_t max_alloc;       /* the largest buffer */
-    pthread_mutex_t lock;   /* the fields below */
+    size_t global_bytes;  /* global memory (hl_ocl_total_bytes applies the test limit) */
+    size_t max_alloc;     /* the largest buffer */
+    pthread_mutex_t lock; /* the fields below */
     cl_context ctx;
-    cl_program program;     /* NULL until a compute instance builds it */
-    size_t used;            /* bytes of live buffers */
-    hl_ocl_buf *bufs;       /* [n_bufs] live buffers */
+    cl_program program; /* NULL until a compute instance builds it */
+    size_t used;        /* bytes of live buffers */
+    hl_ocl_buf *bufs;   /* [n_bufs] live buffers */
     int n_bufs, cap_bufs;
 } hl_ocl_dev;
 
 /* The kernels of the program (kernels/NAME.cl), one cl_kernel of each per
  * compute instance (clSetKernelArg is not safe across threads). */
+// clang-format off
 #define HL_OCL_KERNELS(X) \
     X(get_rows) X(store_rows) X(rms_norm) X(layer_norm) X(rope) X(rope_shift) X(attention) X(swiglu) X(geglu) \
     X(gelu) X(add) X(scale) X(clamp_f32) X(moe_route) X(moe_sum)
+// clang-format on
 
 /* The weight types the kernels read (ops.c), in the order of hl_ocl.matmul:
  * kernels/matmul.cl has a kernel matmul_<ggml type name> for each. */
@@ -57,29 +59,31 @@ typedef struct hl_ocl_dev {
 extern const uint32_t hl_ocl_types[HL_OCL_N_TYPES];
 
 typedef enum hl_ocl_kernel {
+// clang-format off
 #define HL_OCL_K_ENUM(name) HL_OCL_K_##name,
     HL_OCL_KERNELS(HL_OCL_K_ENUM)
 #undef HL_OCL_K_ENUM
     HL_OCL_K_COUNT
+    // clang-format on
 } hl_ocl_kernel;
 
 /* One instance: an in-order queue on one device with its scratch. */
 typedef struct hl_ocl {
     hl_ocl_dev *dev;
-    int index;                  /* hearth's OpenCL device number (opencl<index>) */
+    int index; /* hearth's OpenCL device number (opencl<index>) */
     char name[24];
     hl_gpu_limits limits;
     cl_command_queue queue;
-    cl_kernel kernels[HL_OCL_K_COUNT]; /* NULL in a weight-only instance */
-    cl_kernel matmul[HL_OCL_N_TYPES];  /* matmul_<type>, likewise */
-    struct {                    /* prompt products through CLBlast (gemm.c); scratch NULL: none */
+    cl_kernel kernels[HL_OCL_K_COUNT];     /* NULL in a weight-only instance */
+    cl_kernel matmul[HL_OCL_N_TYPES];      /* matmul_<type>, likewise */
+    struct {                               /* prompt products through CLBlast (gemm.c); scratch NULL: none */
         cl_kernel dequant[HL_OCL_N_TYPES]; /* dequant_<type> */
         bool types[HL_OCL_N_TYPES];        /* the weight types that take CLBlast */
-        void *scratch;          /* [limits.gemm_scratch_bytes]: CLBlast's temporary buffer, then F32 rows of W */
+        void *scratch; /* [limits.gemm_scratch_bytes]: CLBlast's temporary buffer, then F32 rows of W */
     } gemm;
-    cl_mem pos;                 /* [2 * max_tokens] int: the pass's positions, then its rows0 */
-    cl_mem ids;                 /* [max_tokens] int: row ids of get_rows */
-    hearth_status status;       /* first error since the last synchronize */
+    cl_mem pos;           /* [2 * max_tokens] int: the pass's positions, then its rows0 */
+    cl_mem ids;           /* [max_tokens] int: row ids of get_rows */
+    hearth_status status; /* first error since the last synchronize */
     char err[384];
 } hl_ocl;
 
@@ -97,11 +101,12 @@ void hl_ocl_record(hl_ocl *o, hearth_status st, const char *fmt, ...) HL_PRINTF(
 bool hl_ocl_ok(hl_ocl *o, cl_int e, const char *what, const char *file, int line);
 
 /* In a function returning hearth_status: a failed call returns DEVICE. */
-#define CL_TRY(expr)                                                                                              \
-    do {                                                                                                          \
-        const cl_int e_ = (expr);                                                                                 \
-        if (e_ != CL_SUCCESS)                                                                                     \
-            return hl_fail(HEARTH_ERR_DEVICE, "%s:%d: %s failed: %s", __FILE__, __LINE__, #expr, hl_ocl_error_name(e_)); \
+#define CL_TRY(expr)                                                                                                   \
+    do {                                                                                                               \
+        const cl_int e_ = (expr);                                                                                      \
+        if (e_ != CL_SUCCESS)                                                                                          \
+            return hl_fail(HEARTH_ERR_DEVICE, "%s:%d: %s failed: %s", __FILE__, __LINE__, #expr,                       \
+                           hl_ocl_error_name(e_));                                                                     \
     } while (0)
 
 /* device.c: probes the platforms and devices once per process and
@@ -141,7 +146,7 @@ hearth_status hl_ocl_program(hl_ocl_dev *dev);
 /* ops.c: a kernel launch. An argument is a value (ARG) or a tensor's data
  * (two kernel arguments: its buffer and byte offset). */
 typedef struct hl_ocl_arg {
-    size_t size;       /* 0: `ptr` is device data to resolve */
+    size_t size; /* 0: `ptr` is device data to resolve */
     const void *ptr;
 } hl_ocl_arg;
 #define OCL_VAL(v) ((hl_ocl_arg){sizeof(v), &(v)})
@@ -188,7 +193,10 @@ hearth_status hl_ocl_gemm_init(hl_backend *b);
 bool hl_ocl_gemm(hl_ocl *o, int type_index, const hl_tensor *w, const hl_tensor *x, hl_tensor *y);
 void hl_ocl_gemm_free(hl_backend *b);
 #else
-static inline hearth_status hl_ocl_gemm_init(hl_backend *b) { (void)b; return HEARTH_OK; }
+static inline hearth_status hl_ocl_gemm_init(hl_backend *b) {
+    (void)b;
+    return HEARTH_OK;
+}
 static inline bool hl_ocl_gemm(hl_ocl *o, int type_index, const hl_tensor *w, const hl_tensor *x, hl_tensor *y) {
     (void)o, (void)type_index, (void)w, (void)x, (void)y;
     return false; /* a build without CLBlast: the matmul kernels take every product */

@@ -11,6 +11,7 @@
 
 const char *hl_ocl_error_name(cl_int e) {
     switch (e) {
+// clang-format off
 #define NAME(c) case c: return #c;
         NAME(CL_DEVICE_NOT_FOUND) NAME(CL_DEVICE_NOT_AVAILABLE) NAME(CL_COMPILER_NOT_AVAILABLE)
         NAME(CL_MEM_OBJECT_ALLOCATION_FAILURE) NAME(CL_OUT_OF_RESOURCES) NAME(CL_OUT_OF_HOST_MEMORY)
@@ -23,7 +24,8 @@ const char *hl_ocl_error_name(cl_int e) {
         NAME(CL_INVALID_GLOBAL_WORK_SIZE)
         NAME(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) NAME(CL_MISALIGNED_SUB_BUFFER_OFFSET)
 #undef NAME
-    default: return "unknown OpenCL error";
+            // clang-format on
+            default : return "unknown OpenCL error";
     }
 }
 
@@ -90,8 +92,10 @@ static void probe_devices(void) {
     cl_uint n_platforms = 0;
     const cl_int e = clGetPlatformIDs(8, platforms, &n_platforms);
     if (e != CL_SUCCESS || n_platforms == 0) {
-        snprintf(probe.reason, sizeof probe.reason, "no OpenCL platform found (%s): install an ICD such as "
-                 "pocl-opencl-icd or the GPU vendor's", e != CL_SUCCESS ? hl_ocl_error_name(e) : "none listed");
+        snprintf(probe.reason, sizeof probe.reason,
+                 "no OpenCL platform found (%s): install an ICD such as "
+                 "pocl-opencl-icd or the GPU vendor's",
+                 e != CL_SUCCESS ? hl_ocl_error_name(e) : "none listed");
         return;
     }
     for (cl_uint p = 0; p < n_platforms && p < 8; p++) {
@@ -100,7 +104,8 @@ static void probe_devices(void) {
         cl_uint n = 0;
         clGetPlatformInfo(platforms[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
         if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, HL_MAX_GPUS, ids, &n) != CL_SUCCESS) continue;
-        for (cl_uint i = 0; i < n && i < HL_MAX_GPUS && probe.n < HL_MAX_GPUS; i++) add_device(platforms[p], pname, ids[i]);
+        for (cl_uint i = 0; i < n && i < HL_MAX_GPUS && probe.n < HL_MAX_GPUS; i++)
+            add_device(platforms[p], pname, ids[i]);
     }
     if (probe.n == 0) snprintf(probe.reason, sizeof probe.reason, "no OpenCL device found");
 }
@@ -120,8 +125,8 @@ hl_ocl_dev *hl_ocl_device(int32_t i) { return i >= 0 && i < hl_opencl_device_cou
 static hearth_status device_get(int32_t device, hl_gpu_device *out) {
     hl_ocl_dev *d = hl_ocl_device(device);
     if (!d) return hl_fail(HEARTH_ERR_INVALID_ARG, "OpenCL device %d does not exist", (int)device);
-    *out = (hl_gpu_device){.compute_units = (int32_t)d->compute_units, .is_gpu = d->is_gpu,
-                           .total_bytes = hl_ocl_total_bytes(d)};
+    *out = (hl_gpu_device){
+        .compute_units = (int32_t)d->compute_units, .is_gpu = d->is_gpu, .total_bytes = hl_ocl_total_bytes(d)};
     snprintf(out->name, sizeof out->name, "%s", d->name);
     pthread_mutex_lock(&d->lock);
     out->free_bytes = out->total_bytes > d->used ? out->total_bytes - d->used : 0;

@@ -99,9 +99,9 @@ void hl_ocl_gemm_free(hl_backend *b) {
 #define TEMP_ALIGN 256
 static size_t temp_bytes(hl_ocl *o, int64_t m, int64_t n, int64_t k, int64_t ldc) {
     size_t need = 0;
-    const CLBlastStatusCode s =
-        CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, (size_t)m, (size_t)n,
-                                   (size_t)k, 0, (size_t)k, 0, (size_t)k, 0, (size_t)ldc, &o->queue, &need);
+    const CLBlastStatusCode s = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                                                           CLBlastTransposeYes, (size_t)m, (size_t)n, (size_t)k, 0,
+                                                           (size_t)k, 0, (size_t)k, 0, (size_t)ldc, &o->queue, &need);
     return s == CLBlastSuccess ? (need + TEMP_ALIGN - 1) / TEMP_ALIGN * TEMP_ALIGN : SIZE_MAX;
 }
 
@@ -128,8 +128,8 @@ bool hl_ocl_gemm(hl_ocl *o, int type_index, const hl_tensor *w, const hl_tensor 
     const int64_t rows = tile_rows(o, d_in, d_out, n, &temp);
     if (rows < 1) {
         HL_DEBUG("%s: a product of %lld x %lld x %lld does not fit %zu bytes of GEMM scratch beside CLBlast's buffer: "
-                 "the matmul kernel takes it", o->name, (long long)n, (long long)d_out, (long long)d_in,
-                 o->limits.gemm_scratch_bytes);
+                 "the matmul kernel takes it",
+                 o->name, (long long)n, (long long)d_out, (long long)d_in, o->limits.gemm_scratch_bytes);
         return false;
     }
     hl_ocl_ref xr, yr, scratch;

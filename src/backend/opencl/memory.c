@@ -37,7 +37,8 @@ static hearth_status resolve(hl_ocl *o, const void *p, size_t bytes, hl_ocl_ref 
     const bool fits = b && out->off + bytes <= b->size;
     pthread_mutex_unlock(&o->dev->lock);
     if (!fits)
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "%s: %p (%zu bytes) is not in a buffer of this device", o->name, p, bytes);
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "%s: %p (%zu bytes) is not in a buffer of this device", o->name, p,
+                       bytes);
     return HEARTH_OK;
 }
 
@@ -55,8 +56,10 @@ hearth_status hl_ocl_alloc(hl_backend *b, size_t bytes, void **out) {
     const size_t total = hl_ocl_total_bytes(d), free_b = total > d->used ? total - d->used : 0;
     hearth_status st = HEARTH_OK;
     if (bytes > free_b || bytes > d->max_alloc)
-        st = hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu MiB (%zu MiB free, buffers of at most %zu MiB): "
-                     "lower n_gpu_layers or n_ctx", o->name, bytes >> 20, free_b >> 20, d->max_alloc >> 20);
+        st = hl_fail(HEARTH_ERR_OUT_OF_MEMORY,
+                     "%s: cannot allocate %zu MiB (%zu MiB free, buffers of at most %zu MiB): "
+                     "lower n_gpu_layers or n_ctx",
+                     o->name, bytes >> 20, free_b >> 20, d->max_alloc >> 20);
     if (st == HEARTH_OK && d->n_bufs == d->cap_bufs) {
         const int cap = d->cap_bufs ? 2 * d->cap_bufs : 16;
         hl_ocl_buf *grown = realloc(d->bufs, (size_t)cap * sizeof *grown);

@@ -27,7 +27,8 @@ void hl_ocl_launch(hl_ocl *o, cl_kernel kern, const size_t global[2], const size
             if (!CL_OK(o, clSetKernelArg(kern, a++, args[i].size, args[i].ptr))) return;
             continue;
         }
-        if (!hl_ocl_ref_of(o, args[i].ptr, &refs[i]) || !CL_OK(o, clSetKernelArg(kern, a++, sizeof(cl_mem), &refs[i].mem)) ||
+        if (!hl_ocl_ref_of(o, args[i].ptr, &refs[i]) ||
+            !CL_OK(o, clSetKernelArg(kern, a++, sizeof(cl_mem), &refs[i].mem)) ||
             !CL_OK(o, clSetKernelArg(kern, a++, sizeof(cl_ulong), &refs[i].off)))
             return;
     }
@@ -59,7 +60,7 @@ void hl_ocl_get_rows(hl_backend *b, const hl_tensor *table, const int32_t *ids, 
         !CL_OK(o, clEnqueueWriteBuffer(o->queue, o->ids, CL_TRUE, 0, (size_t)n * sizeof *ids, ids, 0, NULL, NULL)))
         return;
     const hl_ocl_arg args[] = {OCL_DATA(table->data), OCL_VAL(stride), OCL_VAL(type), OCL_VAL(o->ids),
-                               OCL_DATA(out->data), OCL_VAL(d), OCL_VAL(n)};
+                               OCL_DATA(out->data),   OCL_VAL(d),      OCL_VAL(n)};
     launch_1d(o, HL_OCL_K_get_rows, (d + 7) / 8 * n, 7, args);
 }
 
@@ -67,8 +68,8 @@ void hl_ocl_store_rows(hl_backend *b, const hl_tensor *src, hl_tensor *cache) {
     hl_ocl *o = ocl_of(b);
     const cl_long d = src->ne[0], n = src->ne[1], max_tokens = o->limits.max_tokens;
     const cl_int f16 = cache->type == GGML_TYPE_F16;
-    const hl_ocl_arg args[] = {OCL_DATA(src->data), OCL_DATA(cache->data), OCL_VAL(f16), OCL_VAL(d), OCL_VAL(n),
-                               OCL_VAL(o->pos), OCL_VAL(max_tokens)};
+    const hl_ocl_arg args[] = {OCL_DATA(src->data), OCL_DATA(cache->data), OCL_VAL(f16),       OCL_VAL(d),
+                               OCL_VAL(n),          OCL_VAL(o->pos),       OCL_VAL(max_tokens)};
     launch_1d(o, HL_OCL_K_store_rows, d * n, 7, args);
 }
 
@@ -80,9 +81,9 @@ void hl_ocl_matmul(hl_backend *b, const hl_tensor *w, const hl_tensor *x, hl_ten
     const cl_ulong stride = row_bytes(w->type, d_in);
     int k = 0;
     while (k < HL_OCL_N_TYPES - 1 && hl_ocl_types[k] != w->type) k++; /* supports_op admitted the type */
-    if (hl_ocl_gemm(o, k, w, x, y)) return; /* a prompt product through CLBlast */
+    if (hl_ocl_gemm(o, k, w, x, y)) return;                           /* a prompt product through CLBlast */
     const hl_ocl_arg args[] = {OCL_DATA(w->data), OCL_VAL(stride), OCL_DATA(x->data), OCL_DATA(y->data),
-                               OCL_VAL(d_in), OCL_VAL(d_out), OCL_VAL(n)};
+                               OCL_VAL(d_in),     OCL_VAL(d_out),  OCL_VAL(n)};
     hl_ocl_launch(o, o->matmul[k],
                   (size_t[]){(size_t)d_out * (size_t)hl_ocl_mv_lanes(o->dev), (size_t)((n + MV_NT - 1) / MV_NT)},
                   (size_t[]){MV_WG, 1}, 2, 7, args);
@@ -95,7 +96,7 @@ void hl_ocl_rms_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, floa
     const cl_long d = w->ne[0];
     const hl_ocl_arg args[] = {OCL_DATA(x->data), OCL_DATA(w->data), OCL_DATA(y->data), OCL_VAL(d), OCL_VAL(eps)};
     hl_ocl_launch(o, o->kernels[HL_OCL_K_rms_norm], (size_t[]){(size_t)(hl_tensor_nelements(x) / d) * NORM_WG, 1},
-           (size_t[]){NORM_WG, 1}, 1, 5, args);
+                  (size_t[]){NORM_WG, 1}, 1, 5, args);
 }
 
 void hl_ocl_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, const hl_tensor *bias, float eps,
@@ -105,9 +106,10 @@ void hl_ocl_layer_norm(hl_backend *b, const hl_tensor *x, const hl_tensor *w, co
     const cl_int has_b = bias != NULL;
     /* without a bias the kernel never reads it: w stands in for the buffer */
     const hl_ocl_arg args[] = {OCL_DATA(x->data), OCL_DATA(w->data), OCL_DATA(bias ? bias->data : w->data),
-                               OCL_VAL(has_b), OCL_DATA(y->data), OCL_VAL(d), OCL_VAL(eps)};
-    hl_ocl_launch(o, o->kernels[HL_OCL_K_layer_norm], (size_t[]){(size_t)x->ne[1] * NORM_WG, 1},
-                  (size_t[]){NORM_WG, 1}, 1, 7, args);
+                               OCL_VAL(has_b),    OCL_DATA(y->data), OCL_VAL(d),
+                               OCL_VAL(eps)};
+    hl_ocl_launch(o, o->kernels[HL_OCL_K_layer_norm], (size_t[]){(size_t)x->ne[1] * NORM_WG, 1}, (size_t[]){NORM_WG, 1},
+                  1, 7, args);
 }
 
 void hl_ocl_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_params *p, const hl_tensor *freq_factors) {
@@ -118,10 +120,12 @@ void hl_ocl_rope(hl_backend *b, hl_tensor *x, int32_t n_head, const hl_rope_para
     const hl_rope_consts k = hl_rope_yarn_consts(p);
     const float freq_scale = p->freq_scale, ext_factor = p->ext_factor;
     /* without factors the kernel never reads them: x stands in for the buffer */
-    const hl_ocl_arg args[] = {OCL_DATA(x->data), OCL_VAL(n_head), OCL_VAL(hd), OCL_VAL(n_rot), OCL_VAL(neox),
-                               OCL_VAL(o->pos), OCL_VAL(k.theta_scale), OCL_VAL(freq_scale),
-                               OCL_DATA(has_ff ? freq_factors->data : x->data), OCL_VAL(has_ff), OCL_VAL(n_pairs),
-                               OCL_VAL(k.corr[0]), OCL_VAL(k.corr[1]), OCL_VAL(ext_factor), OCL_VAL(k.mscale)};
+    const hl_ocl_arg args[] = {
+        OCL_DATA(x->data),      OCL_VAL(n_head),     OCL_VAL(hd),
+        OCL_VAL(n_rot),         OCL_VAL(neox),       OCL_VAL(o->pos),
+        OCL_VAL(k.theta_scale), OCL_VAL(freq_scale), OCL_DATA(has_ff ? freq_factors->data : x->data),
+        OCL_VAL(has_ff),        OCL_VAL(n_pairs),    OCL_VAL(k.corr[0]),
+        OCL_VAL(k.corr[1]),     OCL_VAL(ext_factor), OCL_VAL(k.mscale)};
     launch_1d(o, HL_OCL_K_rope, n_pairs, 15, args);
 }
 
@@ -133,10 +137,14 @@ void hl_ocl_rope_shift(hl_backend *b, hl_tensor *cache, int64_t row, int64_t n, 
     const cl_long row0 = row, n_pairs = n * n_head * (p->n_rot / 2);
     const hl_rope_consts k = hl_rope_yarn_consts(p);
     const float freq_scale = p->freq_scale, ext_factor = p->ext_factor;
-    const hl_ocl_arg args[] = {OCL_DATA(cache->data), OCL_VAL(row0), OCL_VAL(n_head), OCL_VAL(hd), OCL_VAL(n_rot),
-                               OCL_VAL(neox), OCL_VAL(shift), OCL_VAL(k.theta_scale), OCL_VAL(freq_scale),
-                               OCL_DATA(has_ff ? freq_factors->data : cache->data), OCL_VAL(has_ff), OCL_VAL(n_pairs),
-                               OCL_VAL(k.corr[0]), OCL_VAL(k.corr[1]), OCL_VAL(ext_factor), OCL_VAL(k.mscale)};
+    const hl_ocl_arg args[] = {OCL_DATA(cache->data), OCL_VAL(row0),
+                               OCL_VAL(n_head),       OCL_VAL(hd),
+                               OCL_VAL(n_rot),        OCL_VAL(neox),
+                               OCL_VAL(shift),        OCL_VAL(k.theta_scale),
+                               OCL_VAL(freq_scale),   OCL_DATA(has_ff ? freq_factors->data : cache->data),
+                               OCL_VAL(has_ff),       OCL_VAL(n_pairs),
+                               OCL_VAL(k.corr[0]),    OCL_VAL(k.corr[1]),
+                               OCL_VAL(ext_factor),   OCL_VAL(k.mscale)};
     launch_1d(o, HL_OCL_K_rope_shift, n_pairs, 16, args);
 }
 
@@ -147,12 +155,20 @@ void hl_ocl_attention(hl_backend *b, const hl_attn_args *a) {
     const cl_int n_head = a->n_head, n_head_kv = a->n_head_kv, hd = a->head_dim, n_swa = a->n_swa;
     const cl_long max_tokens = o->limits.max_tokens;
     const float scale = a->scale, max_bias = a->max_bias;
-    const hl_ocl_arg args[] = {OCL_DATA(a->q->data), OCL_DATA(a->k_cache->data), OCL_DATA(a->v_cache->data),
-                               OCL_DATA(a->out->data), OCL_VAL(n_head), OCL_VAL(n_head_kv), OCL_VAL(hd),
-                               OCL_VAL(o->pos), OCL_VAL(max_tokens), OCL_VAL(n_swa), OCL_VAL(scale),
+    const hl_ocl_arg args[] = {OCL_DATA(a->q->data),
+                               OCL_DATA(a->k_cache->data),
+                               OCL_DATA(a->v_cache->data),
+                               OCL_DATA(a->out->data),
+                               OCL_VAL(n_head),
+                               OCL_VAL(n_head_kv),
+                               OCL_VAL(hd),
+                               OCL_VAL(o->pos),
+                               OCL_VAL(max_tokens),
+                               OCL_VAL(n_swa),
+                               OCL_VAL(scale),
                                OCL_VAL(max_bias)};
     hl_ocl_launch(o, o->kernels[HL_OCL_K_attention], (size_t[]){(size_t)n_head * ATT_TILE, (size_t)a->q->ne[1]},
-           (size_t[]){ATT_TILE, 1}, 2, 12, args);
+                  (size_t[]){ATT_TILE, 1}, 2, 12, args);
 }
 
 /* ---------------------------------------------------------- element-wise -- */
@@ -196,8 +212,8 @@ void hl_ocl_clamp(hl_backend *b, hl_tensor *x, float lo, float hi) {
 void hl_ocl_moe_route(hl_backend *b, const hl_tensor *logits, hl_tensor *ids, hl_tensor *weights) {
     const cl_int n_expert = (cl_int)logits->ne[0], k = (cl_int)ids->ne[0];
     const cl_long n = logits->ne[1];
-    const hl_ocl_arg args[] = {OCL_DATA(logits->data), OCL_DATA(ids->data), OCL_DATA(weights->data), OCL_VAL(n_expert),
-                               OCL_VAL(k), OCL_VAL(n)};
+    const hl_ocl_arg args[] = {OCL_DATA(logits->data), OCL_DATA(ids->data), OCL_DATA(weights->data),
+                               OCL_VAL(n_expert),      OCL_VAL(k),          OCL_VAL(n)};
     launch_1d(ocl_of(b), HL_OCL_K_moe_route, n, 6, args);
 }
 
@@ -223,8 +239,11 @@ void hl_ocl_matmul_id(hl_backend *b, const hl_tensor *w, const hl_tensor *x, con
         for (int64_t s = s0; s < s0 + m; s++) {
             const int64_t t = s / k, j = s % k;
             const hl_ocl_arg args[] = {OCL_DATA((const uint8_t *)w->data + (size_t)id[s - s0] * stride * (size_t)d_out),
-                                       OCL_VAL(stride), OCL_DATA((const float *)x->data + (t * n_x + j % n_x) * d_in),
-                                       OCL_DATA((float *)y->data + s * d_out), OCL_VAL(d_in), OCL_VAL(d_out),
+                                       OCL_VAL(stride),
+                                       OCL_DATA((const float *)x->data + (t * n_x + j % n_x) * d_in),
+                                       OCL_DATA((float *)y->data + s * d_out),
+                                       OCL_VAL(d_in),
+                                       OCL_VAL(d_out),
                                        OCL_VAL(one)};
             hl_ocl_launch(o, o->matmul[ti], (size_t[]){(size_t)d_out * (size_t)hl_ocl_mv_lanes(o->dev), 1},
                           (size_t[]){MV_WG, 1}, 2, 7, args);
@@ -262,15 +281,15 @@ bool hl_ocl_supports_op(const hl_backend *b, const hl_op_desc *d) {
     switch (d->op) {
     case HL_OP_MATMUL:
     case HL_OP_MATMUL_ADD: /* matmul, then add (ops.h) */
-    case HL_OP_MATMUL_ID: /* the matmul kernels over each expert's slice */
+    case HL_OP_MATMUL_ID:  /* the matmul kernels over each expert's slice */
     case HL_OP_GET_ROWS: return reads_type(d->t[0]);
     case HL_OP_STORE_ROWS: return stores_type(d->t[1]);
     case HL_OP_ROPE_STORE: /* rope, then store_rows (ops.h) */
         return (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX) && stores_type(d->t[3]) &&
                stores_type(d->t[4]);
     case HL_OP_ATTENTION: /* causal, over an F16 cache, a head within the work-items' accumulators */
-        return !d->attn->bidirectional && d->attn->k_cache->type == GGML_TYPE_F16 && d->attn->v_cache->type == GGML_TYPE_F16 &&
-               d->attn->head_dim <= ATT_MAX_HEAD_DIM;
+        return !d->attn->bidirectional && d->attn->k_cache->type == GGML_TYPE_F16 &&
+               d->attn->v_cache->type == GGML_TYPE_F16 && d->attn->head_dim <= ATT_MAX_HEAD_DIM;
     case HL_OP_ROPE: return d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX;
     case HL_OP_ROPE_SHIFT:
         return d->t[0]->type == GGML_TYPE_F16 && (d->rope->mode == HL_ROPE_NORMAL || d->rope->mode == HL_ROPE_NEOX);

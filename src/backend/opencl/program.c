@@ -20,9 +20,11 @@
 
 /* dequant.cl reads blocks at these structs' offsets */
 _Static_assert(sizeof(block_q4_0) == 18 && sizeof(block_q4_1) == 20 && sizeof(block_q5_0) == 22 &&
-               sizeof(block_q5_1) == 24 && sizeof(block_q8_0) == 34, "32-element block layouts of dequant.cl");
+                   sizeof(block_q5_1) == 24 && sizeof(block_q8_0) == 34,
+               "32-element block layouts of dequant.cl");
 _Static_assert(sizeof(block_q2_K) == 84 && sizeof(block_q3_K) == 110 && sizeof(block_q4_K) == 144 &&
-               sizeof(block_q5_K) == 176 && sizeof(block_q6_K) == 210, "K-quant block layouts of dequant.cl");
+                   sizeof(block_q5_K) == 176 && sizeof(block_q6_K) == 210,
+               "K-quant block layouts of dequant.cl");
 
 /* generated from kernels/NAME.cl (CMakeLists.txt); dequant first: the others use it */
 extern const char hl_ocl_src_dequant[], hl_ocl_src_matmul[], hl_ocl_src_rows[], hl_ocl_src_norm_rope[],
@@ -30,16 +32,18 @@ extern const char hl_ocl_src_dequant[], hl_ocl_src_matmul[], hl_ocl_src_rows[], 
 
 #define N_SOURCES 7
 
-static const char *const sources[N_SOURCES] = {hl_ocl_src_dequant, hl_ocl_src_matmul, hl_ocl_src_rows,
-                                                hl_ocl_src_norm_rope, hl_ocl_src_attention, hl_ocl_src_elementwise,
-                                                hl_ocl_src_moe};
+static const char *const sources[N_SOURCES] = {hl_ocl_src_dequant,   hl_ocl_src_matmul,    hl_ocl_src_rows,
+                                               hl_ocl_src_norm_rope, hl_ocl_src_attention, hl_ocl_src_elementwise,
+                                               hl_ocl_src_moe};
 
 /* -cl-std, the matmul's work-items per row and ggml's type ids, the T_* of dequant.cl. */
 static void build_options(const hl_ocl_dev *d, char *buf, size_t size) {
-    snprintf(buf, size, "-cl-std=CL1.2 -DMV_LANES=%d -DT_F32=%d -DT_F16=%d -DT_BF16=%d -DT_Q4_0=%d -DT_Q4_1=%d -DT_Q5_0=%d "
-             "-DT_Q5_1=%d -DT_Q8_0=%d -DT_Q2_K=%d -DT_Q3_K=%d -DT_Q4_K=%d -DT_Q5_K=%d -DT_Q6_K=%d", hl_ocl_mv_lanes(d), GGML_TYPE_F32,
-             GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
-             GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K);
+    snprintf(buf, size,
+             "-cl-std=CL1.2 -DMV_LANES=%d -DT_F32=%d -DT_F16=%d -DT_BF16=%d -DT_Q4_0=%d -DT_Q4_1=%d -DT_Q5_0=%d "
+             "-DT_Q5_1=%d -DT_Q8_0=%d -DT_Q2_K=%d -DT_Q3_K=%d -DT_Q4_K=%d -DT_Q5_K=%d -DT_Q6_K=%d",
+             hl_ocl_mv_lanes(d), GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,
+             GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K,
+             GGML_TYPE_Q5_K, GGML_TYPE_Q6_K);
 }
 
 /* 64-bit FNV-1a (Fowler, Noll, Vo; http://www.isthe.com/chongo/tech/comp/fnv/) over s, NUL included,
@@ -57,7 +61,9 @@ static void cache_path(const hl_ocl_dev *d, const char *options, char *path, siz
     for (int i = 0; i < N_SOURCES; i++) h = fnv1a(h, sources[i]);
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     char dir[512];
-    int len = xdg && *xdg ? snprintf(dir, sizeof dir, "%.400s", xdg) : home && *home ? snprintf(dir, sizeof dir, "%.400s/.cache", home) : 0;
+    int len = xdg && *xdg     ? snprintf(dir, sizeof dir, "%.400s", xdg)
+              : home && *home ? snprintf(dir, sizeof dir, "%.400s/.cache", home)
+                              : 0;
     *path = '\0';
     if (len <= 0) return;
     static const char *const parts[] = {"", "/hearth", "/opencl"};
@@ -84,7 +90,8 @@ static cl_program from_cache(hl_ocl_dev *d, const char *path, const char *option
         const size_t sizes[1] = {(size_t)size};
         cl_int e, status;
         p = clCreateProgramWithBinary(d->ctx, 1, &d->id, sizes, bins, &status, &e);
-        if (e == CL_SUCCESS && status == CL_SUCCESS && clBuildProgram(p, 1, &d->id, options, NULL, NULL) == CL_SUCCESS) {
+        if (e == CL_SUCCESS && status == CL_SUCCESS &&
+            clBuildProgram(p, 1, &d->id, options, NULL, NULL) == CL_SUCCESS) {
             free(bin);
             return p;
         }
@@ -130,13 +137,15 @@ hearth_status hl_ocl_program(hl_ocl_dev *d) {
     cl_int e;
     cl_program p = clCreateProgramWithSource(d->ctx, N_SOURCES, (const char **)sources, NULL, &e);
     CL_TRY(e);
-    HL_INFO("%s: compiling the OpenCL kernels (once; cached in %s)", d->name, *path ? path : "nowhere: no cache directory");
+    HL_INFO("%s: compiling the OpenCL kernels (once; cached in %s)", d->name,
+            *path ? path : "nowhere: no cache directory");
     e = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
     if (e != CL_SUCCESS) {
         char log[300];
         build_log(d, p, log, sizeof log);
         clReleaseProgram(p);
-        return hl_fail(HEARTH_ERR_DEVICE, "%s: the OpenCL kernels do not build (%s): %s", d->name, hl_ocl_error_name(e), log);
+        return hl_fail(HEARTH_ERR_DEVICE, "%s: the OpenCL kernels do not build (%s): %s", d->name, hl_ocl_error_name(e),
+                       log);
     }
     to_cache(d, p, path);
     d->program = p;

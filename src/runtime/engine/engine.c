@@ -130,7 +130,8 @@ static hl_slot *next_prefill(hearth_engine *e) {
     hl_slot *best = NULL;
     for (int32_t i = 0; i < e->n_slots; i++) {
         hl_slot *s = &e->slots[i];
-        if (s->req && s->state == HEARTH_SLOT_PREFILL && s->out == -2 && (!best || s->req->id < best->req->id)) best = s;
+        if (s->req && s->state == HEARTH_SLOT_PREFILL && s->out == -2 && (!best || s->req->id < best->req->id))
+            best = s;
     }
     return best;
 }
@@ -247,9 +248,14 @@ static void publish(hearth_engine *e) {
         const hl_request *r = s->req;
         running += r != NULL;
         used += s->n_past;
-        e->info[i] = (hearth_slot_info){.id = i, .state = r ? s->state : HEARTH_SLOT_IDLE, .request_id = r ? r->id : 0,
-                                        .n_prompt = r ? r->n_prompt : 0, .n_cached = r ? s->n_cached : 0,
-                                        .n_generated = r ? s->n_generated : 0, .n_past = s->n_past, .n_ctx = e->n_ctx_seq};
+        e->info[i] = (hearth_slot_info){.id = i,
+                                        .state = r ? s->state : HEARTH_SLOT_IDLE,
+                                        .request_id = r ? r->id : 0,
+                                        .n_prompt = r ? r->n_prompt : 0,
+                                        .n_cached = r ? s->n_cached : 0,
+                                        .n_generated = r ? s->n_generated : 0,
+                                        .n_past = s->n_past,
+                                        .n_ctx = e->n_ctx_seq};
     }
     e->stats.n_running = running;
     e->n_idle = e->n_slots - running;
@@ -323,7 +329,8 @@ static void *run(void *arg) {
     pthread_mutex_unlock(&e->mu);
     cancel_list(e, left);
     for (int32_t i = 0; i < e->n_slots; i++)
-        if (e->slots[i].req) hl_slot_finish(e, &e->slots[i], (hearth_piece){.token = -1, .finish = HEARTH_FINISH_CANCELLED});
+        if (e->slots[i].req)
+            hl_slot_finish(e, &e->slots[i], (hearth_piece){.token = -1, .finish = HEARTH_FINISH_CANCELLED});
     return NULL;
 }
 
@@ -390,7 +397,8 @@ static hearth_status setup(hearth_engine *e, hearth_model *model, const hearth_e
     e->n_slots = (int32_t)hearth_context_n_seq_max(e->ctx);
     e->n_ctx_seq = hearth_context_n_ctx_seq(e->ctx);
     /* the context may have lowered n_batch to n_ctx */
-    e->n_batch = (int32_t)(p->ctx.n_batch < hearth_context_n_ctx(e->ctx) ? p->ctx.n_batch : hearth_context_n_ctx(e->ctx));
+    e->n_batch = (int32_t)(p->ctx.n_batch < hearth_context_n_ctx(e->ctx) ? p->ctx.n_batch
+                                                                         : hearth_context_n_ctx(e->ctx));
     e->n_queue_max = p->n_queue_max;
     e->context_shift = p->context_shift;
     e->n_keep = p->n_keep;

@@ -20,11 +20,11 @@
 
 typedef struct hl_request {
     uint64_t id;
-    int32_t *prompt;            /* [n_prompt] */
+    int32_t *prompt; /* [n_prompt] */
     int32_t n_prompt;
-    int32_t max_tokens;         /* -1: until the slot is full */
+    int32_t max_tokens; /* -1: until the slot is full */
     hearth_sampler *smpl;
-    char **stop;                /* [n_stop] NUL-terminated, non-empty */
+    char **stop; /* [n_stop] NUL-terminated, non-empty */
     size_t n_stop;
     bool logprobs, ignore_eos;
     int32_t top_logprobs;
@@ -35,53 +35,53 @@ typedef struct hl_request {
      * markers, such as Mistral's [TOOL_CALLS], are special tokens) */
     hl_tool_parser *tools;
     hearth_detok *detok;
-    double t_submit, t_last;    /* seconds (monotonic): submitted, last token sampled */
-    bool cancel;                /* under mu */
-    bool paused;                /* under mu: hearth_engine_pause() */
-    struct hl_request *next;    /* the wait queue */
+    double t_submit, t_last; /* seconds (monotonic): submitted, last token sampled */
+    bool cancel;             /* under mu */
+    bool paused;             /* under mu: hearth_engine_pause() */
+    struct hl_request *next; /* the wait queue */
 } hl_request;
 
 typedef struct hl_slot {
-    int32_t seq;                /* its sequence in the context (= slot id) */
-    hl_request *req;            /* NULL: idle */
-    bool cancel, paused;        /* copied from req->cancel, req->paused at the step's start */
+    int32_t seq;         /* its sequence in the context (= slot id) */
+    hl_request *req;     /* NULL: idle */
+    bool cancel, paused; /* copied from req->cancel, req->paused at the step's start */
     hearth_slot_state state;
-    int32_t *cache;             /* [n_ctx_seq] the tokens whose KV the sequence holds: cache[0, n_past) */
+    int32_t *cache; /* [n_ctx_seq] the tokens whose KV the sequence holds: cache[0, n_past) */
     uint32_t n_past;
     /* after a context shift, cache[0, n_exact) alone holds the KV a fresh
      * decode of its tokens would: later requests reuse no more */
     bool shifted;
     uint32_t n_exact;
-    int32_t n_cached;           /* prompt tokens reused from the cache */
+    int32_t n_cached; /* prompt tokens reused from the cache */
     int32_t n_generated;
-    int32_t next;               /* GENERATE: the sampled token the next step decodes */
-    int32_t out;                /* this step: the batch index of its logits, -1: none */
-    uint64_t last_used;         /* the step it last ran in (least recently used goes first) */
+    int32_t next;       /* GENERATE: the sampled token the next step decodes */
+    int32_t out;        /* this step: the batch index of its logits, -1: none */
+    uint64_t last_used; /* the step it last ran in (least recently used goes first) */
     hearth_detok *detok;
-    char *hold;                 /* [cap_hold] text held back: it could still begin a stop string */
+    char *hold; /* [cap_hold] text held back: it could still begin a stop string */
     size_t n_hold, cap_hold;
 } hl_slot;
 
 /* Exponential moving averages of step costs, seconds: they size the prompt
  * chunk of a step that also decodes running streams. */
 typedef struct hl_step_cost {
-    double decode_step;         /* a step of generating tokens only */
-    double prompt_token;        /* one prompt token of a step */
+    double decode_step;  /* a step of generating tokens only */
+    double prompt_token; /* one prompt token of a step */
 } hl_step_cost;
 
 struct hearth_engine {
     hearth_model *model;
     hearth_context *ctx;
-    char *chat_template;        /* NULL: the model's */
+    char *chat_template; /* NULL: the model's */
     int32_t n_slots, n_batch, n_queue_max;
     uint32_t n_ctx_seq;
-    bool context_shift;         /* hearth_engine_params' */
+    bool context_shift; /* hearth_engine_params' */
     int32_t n_keep;
-    hl_slot *slots;             /* [n_slots] */
+    hl_slot *slots; /* [n_slots] */
     /* one step's batch, [n_batch] */
     int32_t *tok, *pos, *seq;
     int8_t *want;
-    hl_request **admit;         /* [n_slots] requests taking a slot this step */
+    hl_request **admit; /* [n_slots] requests taking a slot this step */
     hl_step_cost cost;
     uint64_t step;
 
@@ -89,11 +89,11 @@ struct hearth_engine {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     bool quit;
-    hl_request *head, *tail;    /* waiting, first come first served */
-    int32_t n_waiting, n_idle;  /* n_idle: slots without a request (as of the last step) */
+    hl_request *head, *tail;   /* waiting, first come first served */
+    int32_t n_waiting, n_idle; /* n_idle: slots without a request (as of the last step) */
     uint64_t next_id;
-    hearth_engine_stats stats;  /* under mu */
-    hearth_slot_info *info;     /* [n_slots] published after each step, under mu */
+    hearth_engine_stats stats; /* under mu */
+    hearth_slot_info *info;    /* [n_slots] published after each step, under mu */
 };
 
 /* request.c */

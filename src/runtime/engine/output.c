@@ -61,7 +61,9 @@ void hl_slot_finish(hearth_engine *e, hl_slot *s, hearth_piece pc) {
     pc.text = s->hold ? s->hold : "";
     pc.len = pc.finish == HEARTH_FINISH_ERROR ? 0 : s->n_hold;
     if (!split_calls(s->req, &pc, true)) {
-        pc = (hearth_piece){.token = pc.token, .text = "", .finish = HEARTH_FINISH_ERROR,
+        pc = (hearth_piece){.token = pc.token,
+                            .text = "",
+                            .finish = HEARTH_FINISH_ERROR,
                             .error = "out of memory splitting the text into tool calls"};
     }
     if (pc.finish == HEARTH_FINISH_STOP && s->req->tools && hl_tool_parser_n_calls(s->req->tools) > 0)
@@ -80,8 +82,8 @@ void hl_slot_finish(hearth_engine *e, hl_slot *s, hearth_piece pc) {
 }
 
 void hl_request_cancelled(hl_request *r) {
-    const hearth_piece pc = {.text = "", .token = -1, .finish = HEARTH_FINISH_CANCELLED, .n_prompt = r->n_prompt,
-                             .id = r->id};
+    const hearth_piece pc = {
+        .text = "", .token = -1, .finish = HEARTH_FINISH_CANCELLED, .n_prompt = r->n_prompt, .id = r->id};
     r->on_piece(&pc, r->user);
 }
 
@@ -159,7 +161,9 @@ static void emit(hearth_engine *e, hl_slot *s, hearth_piece *pc) {
     pc->text = s->hold;
     pc->len = out;
     if (!split_calls(s->req, pc, false)) {
-        *pc = (hearth_piece){.token = pc->token, .text = "", .finish = HEARTH_FINISH_ERROR,
+        *pc = (hearth_piece){.token = pc->token,
+                             .text = "",
+                             .finish = HEARTH_FINISH_ERROR,
                              .error = "out of memory splitting the text into tool calls"};
         s->n_hold = 0;
         hl_slot_finish(e, s, *pc);
@@ -177,7 +181,8 @@ static void emit(hearth_engine *e, hl_slot *s, hearth_piece *pc) {
 static bool shift_slot(hearth_engine *e, hl_slot *s) {
     const hl_request *r = s->req;
     const uint32_t bos = r->prompt[0] == hearth_token_bos(e->model), n_prompt = (uint32_t)r->n_prompt;
-    const uint32_t n_keep = e->n_keep < 0 || (uint32_t)e->n_keep + bos > n_prompt ? n_prompt : (uint32_t)e->n_keep + bos;
+    const uint32_t n_keep = e->n_keep < 0 || (uint32_t)e->n_keep + bos > n_prompt ? n_prompt
+                                                                                  : (uint32_t)e->n_keep + bos;
     uint32_t n_discard;
     if (hearth_context_shift_half(e->ctx, s->seq, n_keep, &n_discard) != HEARTH_OK) return false;
     memmove(s->cache + n_keep, s->cache + n_keep + n_discard, (s->n_past - n_keep - n_discard) * sizeof *s->cache);

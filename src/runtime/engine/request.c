@@ -78,7 +78,8 @@ static hearth_status read_prompt(const hearth_engine *e, const hearth_request_pa
         HL_TRY(hl_chat_tools(e->model, e->chat_template, p, tools));
         if (tools->grammar) {
             if (sp->grammar || sp->json_schema)
-                return hl_fail(HEARTH_ERR_INVALID_ARG, "a request with tools cannot also have a grammar or json_schema");
+                return hl_fail(HEARTH_ERR_INVALID_ARG,
+                               "a request with tools cannot also have a grammar or json_schema");
             sp->grammar = tools->grammar;
             sp->grammar_triggers = (const char *const *)tools->triggers;
             sp->n_grammar_triggers = tools->n_triggers;
@@ -123,15 +124,17 @@ static hearth_status make_request(const hearth_engine *e, const hearth_request_p
     if (p->top_logprobs < 0 || p->top_logprobs > HEARTH_MAX_TOP_LOGPROBS)
         return hl_fail(HEARTH_ERR_INVALID_ARG, "top_logprobs must be in [0, %d] (got %d)", HEARTH_MAX_TOP_LOGPROBS,
                        (int)p->top_logprobs);
-    if (p->max_tokens < -1) return hl_fail(HEARTH_ERR_INVALID_ARG, "max_tokens must be -1 or more (got %d)", (int)p->max_tokens);
+    if (p->max_tokens < -1)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "max_tokens must be -1 or more (got %d)", (int)p->max_tokens);
     hearth_sampler_params sp = p->sampling;
     HL_TRY(copy_stops(p, r));
     hl_tool_setup tools = {0};
     hearth_status st = read_prompt(e, p, r, &tools, &sp);
     if (st == HEARTH_OK && r->n_prompt == 0) st = hl_fail(HEARTH_ERR_INVALID_ARG, "the request's prompt is empty");
     if (st == HEARTH_OK && (uint32_t)r->n_prompt >= e->n_ctx_seq)
-        st = hl_fail(HEARTH_ERR_CONTEXT_FULL, "the prompt is %d tokens and a slot holds %u: shorten the prompt or raise n_ctx",
-                     (int)r->n_prompt, e->n_ctx_seq);
+        st = hl_fail(HEARTH_ERR_CONTEXT_FULL,
+                     "the prompt is %d tokens and a slot holds %u: shorten the prompt or raise n_ctx", (int)r->n_prompt,
+                     e->n_ctx_seq);
     if (st == HEARTH_OK) st = hearth_sampler_init(e->model, &sp, &r->smpl);
     hl_tool_setup_free(&tools); /* the sampler holds its own grammar */
     HL_TRY(st);

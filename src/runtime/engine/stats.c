@@ -7,7 +7,7 @@
 
 /* Upper bounds in seconds: 5 ms (a fast decode step) to a minute (a long
  * prompt queued behind others), then +inf. */
-static const double BOUNDS[HEARTH_HIST_BUCKETS - 1] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+static const double BOUNDS[HEARTH_HIST_BUCKETS - 1] = {0.005, 0.01, 0.025, 0.05, 0.1,  0.25, 0.5,
                                                        1.0,   2.5,  5.0,   10.0, 30.0, 60.0};
 
 static void hist_init(hearth_histogram *h) {

@@ -40,11 +40,12 @@ static hearth_status tool_rules(hl_str *g, hl_tool_format f, const hl_tool_def *
     st = hl_str_puts(g, rules);
     free(rules);
     HL_TRY(st);
-    HL_TRY(hl_str_printf(g,
-                          "call%zu ::= \"{\" ws \"\\\"name\\\"\" ws \":\" ws \"\\\"%s\\\"\" ws \",\" ws \"\\\"%s\\\"\" ws "
-                          "\":\" ws %s%s ws \"}\"\n",
-                          i, t->name, f == HL_TOOLS_LLAMA3 ? "parameters" : "arguments", root,
-                          f == HL_TOOLS_MISTRAL ? " mistral-id?" : ""));
+    HL_TRY(
+        hl_str_printf(g,
+                      "call%zu ::= \"{\" ws \"\\\"name\\\"\" ws \":\" ws \"\\\"%s\\\"\" ws \",\" ws \"\\\"%s\\\"\" ws "
+                      "\":\" ws %s%s ws \"}\"\n",
+                      i, t->name, f == HL_TOOLS_LLAMA3 ? "parameters" : "arguments", root,
+                      f == HL_TOOLS_MISTRAL ? " mistral-id?" : ""));
     return HEARTH_OK;
 }
 
@@ -52,22 +53,23 @@ static hearth_status tool_rules(hl_str *g, hl_tool_format f, const hl_tool_def *
 static hearth_status root_rule(hl_str *g, hl_tool_format f, hl_tool_choice_kind choice, bool parallel) {
     switch (f) {
     case HL_TOOLS_HERMES:
-        return hl_str_printf(g, "root ::= block %sws | call ws\nblock ::= \"<tool_call>\" ws call ws \"</tool_call>\"\n",
-                              parallel ? "(ws block)* " : "");
-    case HL_TOOLS_LLAMA3:
-        return hl_str_puts(g, "root ::= \"<|python_tag|>\" ws call | call\n");
+        return hl_str_printf(g,
+                             "root ::= block %sws | call ws\nblock ::= \"<tool_call>\" ws call ws \"</tool_call>\"\n",
+                             parallel ? "(ws block)* " : "");
+    case HL_TOOLS_LLAMA3: return hl_str_puts(g, "root ::= \"<|python_tag|>\" ws call | call\n");
     case HL_TOOLS_MISTRAL:
         return hl_str_printf(g,
-                              "root ::= \"[TOOL_CALLS]\" ws \"[\" ws call %sws \"]\"\n"
-                              "mistral-id ::= ws \",\" ws \"\\\"id\\\"\" ws \":\" ws \"\\\"\" [a-zA-Z0-9]{9} \"\\\"\"\n",
-                              parallel ? "(ws \",\" ws call)* " : "");
+                             "root ::= \"[TOOL_CALLS]\" ws \"[\" ws call %sws \"]\"\n"
+                             "mistral-id ::= ws \",\" ws \"\\\"id\\\"\" ws \":\" ws \"\\\"\" [a-zA-Z0-9]{9} \"\\\"\"\n",
+                             parallel ? "(ws \",\" ws call)* " : "");
     case HL_TOOLS_GENERIC: break;
     }
-    HL_TRY(hl_str_printf(g, "root ::= \"{\" ws \"\\\"tool_calls\\\"\" ws \":\" ws \"[\" ws call %sws \"]\" ws \"}\"%s\n",
-                          parallel ? "(ws \",\" ws call)* " : "",
-                          choice == HL_TOOL_CHOICE_AUTO ? " | \"{\" ws \"\\\"response\\\"\" ws \":\" ws str ws \"}\"" : ""));
+    HL_TRY(hl_str_printf(
+        g, "root ::= \"{\" ws \"\\\"tool_calls\\\"\" ws \":\" ws \"[\" ws call %sws \"]\" ws \"}\"%s\n",
+        parallel ? "(ws \",\" ws call)* " : "",
+        choice == HL_TOOL_CHOICE_AUTO ? " | \"{\" ws \"\\\"response\\\"\" ws \":\" ws str ws \"}\"" : ""));
     return hl_str_puts(g, "str ::= \"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" "
-                           "[0-9a-fA-F]{4} ) )* \"\\\"\"\n");
+                          "[0-9a-fA-F]{4} ) )* \"\\\"\"\n");
 }
 
 hearth_status hl_tools_grammar(hl_tool_format f, const hl_tool_def *tools, size_t n_tools, hl_tool_choice_kind choice,

@@ -93,10 +93,10 @@ struct hl_tool_parser {
     bool from_content; /* ST_MATCH: opening a call (failing gives content) */
     bool at_start;     /* no content given yet */
     bool hold_ws;      /* whitespace in content is held (start, after a call) */
-    hl_str in;        /* input not yet consumed: in.p[pos, in.n) */
+    hl_str in;         /* input not yet consumed: in.p[pos, in.n) */
     size_t pos;
-    size_t mark;       /* ST_MATCH: where the programs start (after held whitespace) */
-    int depth; /* ST_ARGS: JSON nesting inside the arguments */
+    size_t mark; /* ST_MATCH: where the programs start (after held whitespace) */
+    int depth;   /* ST_ARGS: JSON nesting inside the arguments */
     bool in_str, esc;
     call_info *calls;
     int32_t n_calls, cap_calls;
@@ -319,7 +319,10 @@ static hearth_status step_args(hl_tool_parser *p, bool *moved) {
 }
 
 static int hexval(char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 /* \uXXXX at s (6 bytes): the code unit, or -1. */
@@ -338,7 +341,8 @@ static size_t utf8_put(unsigned long cp, char *o) {
     if (cp < 0x80) return o[0] = (char)cp, 1;
     if (cp < 0x800) return o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)), 2;
     if (cp < 0x10000)
-        return o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | (cp >> 6 & 0x3F)), o[2] = (char)(0x80 | (cp & 0x3F)), 3;
+        return o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | (cp >> 6 & 0x3F)),
+               o[2] = (char)(0x80 | (cp & 0x3F)), 3;
     o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
     o[2] = (char)(0x80 | (cp >> 6 & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F));
     return 4;

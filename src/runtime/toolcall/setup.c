@@ -30,7 +30,8 @@ static hearth_status check_tools(const cJSON *tools, hl_tool_def *defs, char **p
         if (!cJSON_IsObject(t)) return hl_fail(HEARTH_ERR_INVALID_ARG, "tools[%zu] is not an object", i);
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "function"))
             return hl_fail(HEARTH_ERR_INVALID_ARG, "tools[%zu].type must be \"function\"", i);
-        if (!cJSON_IsObject(fn)) return hl_fail(HEARTH_ERR_INVALID_ARG, "tools[%zu].function is missing or not an object", i);
+        if (!cJSON_IsObject(fn))
+            return hl_fail(HEARTH_ERR_INVALID_ARG, "tools[%zu].function is missing or not an object", i);
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
         const cJSON *desc = cJSON_GetObjectItemCaseSensitive(fn, "description");
         const cJSON *par = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
@@ -86,9 +87,9 @@ static hearth_status generic_instructions(const cJSON *tools, hl_tool_choice_kin
         HL_TRY(st);
     }
     HL_TRY(hl_str_printf(b,
-                          "\nReply with one JSON object and nothing else. To call %s, reply "
-                          "{\"tool_calls\": [{\"name\": <tool name>, \"arguments\": <arguments object>}%s]}",
-                          parallel ? "tools" : "a tool", parallel ? ", ..." : ""));
+                         "\nReply with one JSON object and nothing else. To call %s, reply "
+                         "{\"tool_calls\": [{\"name\": <tool name>, \"arguments\": <arguments object>}%s]}",
+                         parallel ? "tools" : "a tool", parallel ? ", ..." : ""));
     if (kind == HL_TOOL_CHOICE_NAMED) return hl_str_printf(b, "; call %s.", named);
     if (kind == HL_TOOL_CHOICE_REQUIRED) return hl_str_puts(b, "; call at least one tool.");
     return hl_str_puts(b, ". To answer without a tool, reply {\"response\": <your answer as a JSON string>}.");
@@ -110,8 +111,8 @@ static cJSON *generic_calls(const cJSON *calls) {
         cJSON *a = cJSON_IsString(args) ? cJSON_Parse(args->valuestring) : NULL;
         if (!a) a = args ? cJSON_Duplicate(args, true) : cJSON_CreateObject();
         if (!call || !cJSON_AddItemToArray(list, call) ||
-            !cJSON_AddItemToObject(call, "name", cJSON_IsString(name) ? cJSON_CreateString(name->valuestring)
-                                                                      : cJSON_CreateString("")) ||
+            !cJSON_AddItemToObject(
+                call, "name", cJSON_IsString(name) ? cJSON_CreateString(name->valuestring) : cJSON_CreateString("")) ||
             !a || !cJSON_AddItemToObject(call, "arguments", a)) {
             cJSON_Delete(a);
             cJSON_Delete(reply);
@@ -194,8 +195,9 @@ static hearth_status render_prompt(const char *tmpl, const char *messages, const
         return hearth_chat_apply_template_json(tmpl, messages, tools_json, true, bos, eos, &s->prompt);
     hl_str text = {0};
     char *merged = NULL;
-    hearth_status st =
-        s->choice == HL_TOOL_CHOICE_NONE ? HEARTH_OK : generic_instructions(tools, s->choice, named, parallel, &text);
+    hearth_status st = s->choice == HL_TOOL_CHOICE_NONE
+                           ? HEARTH_OK
+                           : generic_instructions(tools, s->choice, named, parallel, &text);
     if (st == HEARTH_OK) st = generic_messages(messages, text.p, &merged);
     if (st == HEARTH_OK)
         st = hearth_chat_apply_template_json(tmpl, merged ? merged : messages, NULL, true, bos, eos, &s->prompt);

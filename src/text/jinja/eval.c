@@ -151,7 +151,8 @@ static hearth_status eval_slice(hl_jinja_env *e, const jnode *n, jv *out) {
         if (n->kids[i]) HL_TRY(hl_jeval(e, n->kids[i], &parts[i]));
     if (obj.k == JV_UNDEF) return hl_jv_undefined_error(obj, n->line);
     if (obj.k != JV_LIST && obj.k != JV_STR)
-        return hl_jfail(HEARTH_ERR_FORMAT, n->line, "'%s' object is not subscriptable with a slice", hl_jv_type_name(obj));
+        return hl_jfail(HEARTH_ERR_FORMAT, n->line, "'%s' object is not subscriptable with a slice",
+                        hl_jv_type_name(obj));
     int64_t len = obj.k == JV_LIST ? (int64_t)obj.u.l->n : (int64_t)hl_ju_len(obj.u.s.p, obj.u.s.n);
     int64_t step = 1, start = 0, stop = 0;
     HL_TRY(slice_bound(parts[2], n->line, 1, &step));
@@ -266,7 +267,8 @@ static hearth_status call_macro(hl_jinja_env *e, const jmacro *m, jv *args, size
         while (i < def->n_names && strcmp(def->names[i], kw_names[k])) i++;
         if (i == def->n_names)
             return hl_jfail(HEARTH_ERR_FORMAT, line, "macro '%s' has no parameter named '%s'", name, kw_names[k]);
-        if (i < n_args) return hl_jfail(HEARTH_ERR_FORMAT, line, "macro '%s' got multiple values for '%s'", name, kw_names[k]);
+        if (i < n_args)
+            return hl_jfail(HEARTH_ERR_FORMAT, line, "macro '%s' got multiple values for '%s'", name, kw_names[k]);
     }
     jframe *saved = e->frame;
     e->frame = f;
@@ -291,7 +293,7 @@ static hearth_status call_macro(hl_jinja_env *e, const jmacro *m, jv *args, size
 }
 
 hearth_status hl_jcall_value(hl_jinja_env *e, jv fn, jv *args, size_t n_args, const char **kw_names, jv *kw_vals,
-                          size_t n_kw, int line, jv *out) {
+                             size_t n_kw, int line, jv *out) {
     if (fn.k == JV_MACRO) {
         HL_TRY(enter(e, line));
         HL_TRY(call_macro(e, fn.u.m, args, n_args, kw_names, kw_vals, n_kw, line, out));
@@ -317,7 +319,8 @@ static hearth_status eval_call(hl_jinja_env *e, const jnode *n, jv *out) {
         jv fn;
         HL_TRY(hl_jget_attr(e, obj, callee->name, n->line, &fn));
         if (fn.k == JV_UNDEF)
-            return hl_jfail(HEARTH_ERR_UNSUPPORTED, n->line, "unsupported Jinja feature '%s.%s'", hl_jv_type_name(obj), callee->name);
+            return hl_jfail(HEARTH_ERR_UNSUPPORTED, n->line, "unsupported Jinja feature '%s.%s'", hl_jv_type_name(obj),
+                            callee->name);
         return hl_jcall_value(e, fn, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, out);
     }
     jv fn;
@@ -467,7 +470,8 @@ static hearth_status exec_for(hl_jinja_env *e, const jnode *n) {
             if (st == HEARTH_OK) st = hl_jeval(e, n->b, &c);
             if (st == HEARTH_OK && hl_jv_truthy(c) && !hl_jv_list_push(e, kept, items->v[i])) st = oom();
             if (st == HEARTH_OK && ++e->iterations > e->lim.max_iterations)
-                st = hl_jfail(HEARTH_ERR_FORMAT, n->line, "more than %llu loop iterations", (unsigned long long)e->lim.max_iterations);
+                st = hl_jfail(HEARTH_ERR_FORMAT, n->line, "more than %llu loop iterations",
+                              (unsigned long long)e->lim.max_iterations);
         }
         items = kept.u.l;
     }
@@ -476,7 +480,8 @@ static hearth_status exec_for(hl_jinja_env *e, const jnode *n) {
     if (st == HEARTH_OK) loop->items = items;
     for (size_t i = 0; st == HEARTH_OK && i < items->n; i++) {
         if (++e->iterations > e->lim.max_iterations) {
-            st = hl_jfail(HEARTH_ERR_FORMAT, n->line, "more than %llu loop iterations", (unsigned long long)e->lim.max_iterations);
+            st = hl_jfail(HEARTH_ERR_FORMAT, n->line, "more than %llu loop iterations",
+                          (unsigned long long)e->lim.max_iterations);
             break;
         }
         f->vars->n = 0; /* a fresh scope per iteration */
@@ -506,7 +511,7 @@ static hearth_status exec_set(hl_jinja_env *e, const jnode *n) {
         jv ns = lookup(e, n->names[0]);
         if (ns.k != JV_NS)
             return hl_jfail(HEARTH_ERR_FORMAT, n->line, "cannot assign attribute on non-namespace object '%s' (%s)",
-                         n->names[0], hl_jv_type_name(ns));
+                            n->names[0], hl_jv_type_name(ns));
         return hl_jv_dict_set(e, ns, hl_jv_strv(n->name, strlen(n->name)), v) ? HEARTH_OK : oom();
     }
     return bind_targets(e, e->frame, n, v);
@@ -545,7 +550,8 @@ static hearth_status exec(hl_jinja_env *e, const jnode *n) {
         call_args a;
         HL_TRY(hl_jeval(e, call->a, &fn));
         HL_TRY(eval_args(e, call, &a));
-        if (fn.k != JV_MACRO) return hl_jfail(HEARTH_ERR_FORMAT, n->line, "{%% call %%} needs a macro, got %s", hl_jv_type_name(fn));
+        if (fn.k != JV_MACRO)
+            return hl_jfail(HEARTH_ERR_FORMAT, n->line, "{%% call %%} needs a macro, got %s", hl_jv_type_name(fn));
         e->caller = (jv){.k = JV_MACRO, .u.m = m};
         HL_TRY(hl_jcall_value(e, fn, a.pos, a.n_pos, a.kw_names, a.kw, a.n_kw, n->line, &v));
         return hl_jbuf_put(e, e->out, v.u.s.p, v.u.s.n);
@@ -588,8 +594,8 @@ static hearth_status exec_body(hl_jinja_env *e, jnode *const *kids, size_t n) {
 /* ------------------------------------------------------------ environment -- */
 
 hl_jinja_limits hl_jinja_default_limits(void) {
-    return (hl_jinja_limits){.max_output = (size_t)16 << 20, .max_memory = (size_t)256 << 20,
-                             .max_iterations = 1000000, .max_depth = 256};
+    return (hl_jinja_limits){
+        .max_output = (size_t)16 << 20, .max_memory = (size_t)256 << 20, .max_iterations = 1000000, .max_depth = 256};
 }
 
 hearth_status hl_jinja_env_init(const hl_jinja_limits *limits, time_t now, hl_jinja_env **out) {

@@ -43,7 +43,8 @@ static bool arg_truthy(const fargs *a, size_t i, const char *name) {
 }
 
 static hearth_status need_str(jv v, const char *what, int line) {
-    if (v.k != JV_STR) return hl_jfail(HEARTH_ERR_FORMAT, line, "%s expects a string, got %s", what, hl_jv_type_name(v));
+    if (v.k != JV_STR)
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "%s expects a string, got %s", what, hl_jv_type_name(v));
     return HEARTH_OK;
 }
 
@@ -57,7 +58,9 @@ static hearth_status case_map(hl_jinja_env *e, jv s, char mode, jv *out) {
         unsigned char c = (unsigned char)s.u.s.p[i];
         bool up = mode == 'u' || (mode == 'c' && i == 0) || (mode == 't' && word_start);
         p[i] = (char)(c < 0x80 ? (up ? toupper(c) : mode == 'u' ? c : tolower(c)) : c);
-        if (mode == 't') word_start = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || hl_ju_space_at(s.u.s.p + i, s.u.s.n - i);
+        if (mode == 't')
+            word_start = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' ||
+                         hl_ju_space_at(s.u.s.p + i, s.u.s.n - i);
     }
     *out = hl_jv_strv(p, s.u.s.n);
     return HEARTH_OK;
@@ -218,7 +221,8 @@ static hearth_status f_select(const fcall *c, jv *out) {
     HL_TRY(to_list(e, c->v, line, &items));
     size_t first = by_attr ? 1 : 0;
     jv attr = {0}, test = {0};
-    if (by_attr && !arg(a, 0, "attribute", &attr)) return hl_jfail(HEARTH_ERR_FORMAT, line, "selectattr needs an attribute");
+    if (by_attr && !arg(a, 0, "attribute", &attr))
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "selectattr needs an attribute");
     bool has_test = first < a->n_pos;
     if (has_test) {
         test = a->pos[first];
@@ -227,7 +231,8 @@ static hearth_status f_select(const fcall *c, jv *out) {
     char name[32] = "";
     if (has_test) {
         snprintf(name, sizeof name, "%.*s", (int)(test.u.s.n < 31 ? test.u.s.n : 31), test.u.s.p);
-        if (!hl_jtest_known(name)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'test %s'", name);
+        if (!hl_jtest_known(name))
+            return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'test %s'", name);
     }
     if (!hl_jv_list(e, out)) return oom();
     for (size_t i = 0; i < items->n; i++) {
@@ -248,12 +253,14 @@ static hearth_status f_map(const fcall *c, jv *out) {
     HL_TRY(to_list(e, c->v, line, &items));
     jv attribute, dflt, fname;
     bool by_attr = arg(a, 99, "attribute", &attribute), has_default = arg(a, 99, "default", &dflt);
-    if (!by_attr && !arg(a, 0, "", &fname)) return hl_jfail(HEARTH_ERR_FORMAT, line, "map needs a filter name or attribute=");
+    if (!by_attr && !arg(a, 0, "", &fname))
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "map needs a filter name or attribute=");
     char name[32] = "";
     if (!by_attr) {
         HL_TRY(need_str(fname, "map's filter name", line));
         snprintf(name, sizeof name, "%.*s", (int)(fname.u.s.n < 31 ? fname.u.s.n : 31), fname.u.s.p);
-        if (!hl_jfilter_known(name)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", name);
+        if (!hl_jfilter_known(name))
+            return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", name);
     }
     if (!hl_jv_list(e, out)) return oom();
     for (size_t i = 0; i < items->n; i++) {
@@ -277,7 +284,9 @@ static hearth_status f_tojson(const fcall *c, jv *out) {
     bool ensure_ascii = arg(a, 0, "ensure_ascii", &ascii) && hl_jv_truthy(ascii);
     int indent = -1;
     if (arg(a, 1, "indent", &indent_v) && indent_v.k != JV_NONE) {
-        if (indent_v.k != JV_INT) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'tojson indent of type %s'", hl_jv_type_name(indent_v));
+        if (indent_v.k != JV_INT)
+            return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'tojson indent of type %s'",
+                            hl_jv_type_name(indent_v));
         indent = indent_v.u.i < 0 ? 0 : indent_v.u.i > 64 ? 64 : (int)indent_v.u.i;
     }
     jv item_sep = hl_jv_strv(indent >= 0 ? "," : ", ", indent >= 0 ? 1 : 2), key_sep = hl_jv_strv(": ", 2);
@@ -306,7 +315,8 @@ static hearth_status f_indent(const fcall *c, jv *out) {
     if (arg(a, 0, "width", &w)) {
         if (w.k == JV_STR) prefix = w;
         else if (w.k == JV_INT) {
-            if (w.u.i < 0 || w.u.i > 1024) return hl_jfail(HEARTH_ERR_FORMAT, line, "indent width %" PRId64 " out of range", w.u.i);
+            if (w.u.i < 0 || w.u.i > 1024)
+                return hl_jfail(HEARTH_ERR_FORMAT, line, "indent width %" PRId64 " out of range", w.u.i);
             char *p = hl_ja_alloc(&e->arena, (size_t)w.u.i + 1);
             if (!p) return oom();
             memset(p, ' ', (size_t)w.u.i);
@@ -323,7 +333,8 @@ static hearth_status f_indent(const fcall *c, jv *out) {
         while (j < s.u.s.n && s.u.s.p[j] != '\n' && s.u.s.p[j] != '\r') j++;
         bool is_blank = j == i;
         if (!first_line) st = hl_jbuf_put(e, &b, "\n", 1);
-        if (st == HEARTH_OK && (first_line ? first : (blank || !is_blank))) st = hl_jbuf_put(e, &b, prefix.u.s.p, prefix.u.s.n);
+        if (st == HEARTH_OK && (first_line ? first : (blank || !is_blank)))
+            st = hl_jbuf_put(e, &b, prefix.u.s.p, prefix.u.s.n);
         if (st == HEARTH_OK) st = hl_jbuf_put(e, &b, s.u.s.p + i, j - i);
         if (j < s.u.s.n && s.u.s.p[j] == '\r' && j + 1 < s.u.s.n && s.u.s.p[j + 1] == '\n') j++;
         i = j + 1;
@@ -364,7 +375,9 @@ static bool parse_int(jv s, int64_t *out) {
     size_t n = 0;
     for (size_t i = 0; i < t.u.s.n; i++) {
         char c = t.u.s.p[i];
-        if (c == '_' && i > 0 && i + 1 < t.u.s.n && isdigit((unsigned char)t.u.s.p[i - 1]) && isdigit((unsigned char)t.u.s.p[i + 1])) continue;
+        if (c == '_' && i > 0 && i + 1 < t.u.s.n && isdigit((unsigned char)t.u.s.p[i - 1]) &&
+            isdigit((unsigned char)t.u.s.p[i + 1]))
+            continue;
         if (n == sizeof buf - 1) return false;
         buf[n++] = c;
     }
@@ -443,7 +456,8 @@ static hearth_status f_items(const fcall *c, jv *out) {
     const jv v = c->v;
     if (!hl_jv_list(e, out)) return oom();
     if (v.k == JV_UNDEF) return HEARTH_OK;
-    if (v.k != JV_DICT && v.k != JV_NS) return hl_jfail(HEARTH_ERR_FORMAT, c->line, "items expects a mapping, got %s", hl_jv_type_name(v));
+    if (v.k != JV_DICT && v.k != JV_NS)
+        return hl_jfail(HEARTH_ERR_FORMAT, c->line, "items expects a mapping, got %s", hl_jv_type_name(v));
     for (size_t i = 0; i < v.u.d->n; i++) {
         jv pair;
         if (!hl_jv_list(e, &pair)) return oom();
@@ -457,13 +471,15 @@ static hearth_status f_items(const fcall *c, jv *out) {
 
 static hearth_status f_dictsort(const fcall *c, jv *out) {
     const fargs *a = &c->a;
-    if (c->v.k != JV_DICT) return hl_jfail(HEARTH_ERR_FORMAT, c->line, "dictsort expects a mapping, got %s", hl_jv_type_name(c->v));
+    if (c->v.k != JV_DICT)
+        return hl_jfail(HEARTH_ERR_FORMAT, c->line, "dictsort expects a mapping, got %s", hl_jv_type_name(c->v));
     jv by = hl_jv_strv("key", 3), pairs;
     arg(a, 1, "by", &by);
     HL_TRY(f_items(c, &pairs));
     bool by_value = by.k == JV_STR && by.u.s.n == 5 && !memcmp(by.u.s.p, "value", 5);
     jv attr_name = hl_jv_strv(by_value ? "1" : "0", 1); /* the pair's item */
-    return sorted(c->e, pairs.u.l, arg_truthy(a, 2, "reverse"), arg_truthy(a, 0, "case_sensitive"), &attr_name, c->line, out);
+    return sorted(c->e, pairs.u.l, arg_truthy(a, 2, "reverse"), arg_truthy(a, 0, "case_sensitive"), &attr_name, c->line,
+                  out);
 }
 
 /* first and last: opt is 1 for last. */
@@ -513,8 +529,8 @@ static hearth_status f_sort(const fcall *c, jv *out) {
     HL_TRY(to_list(c->e, c->v, c->line, &items));
     jv attribute;
     bool by_attr = arg(a, 2, "attribute", &attribute);
-    return sorted(c->e, items, arg_truthy(a, 0, "reverse"), arg_truthy(a, 1, "case_sensitive"), by_attr ? &attribute : NULL,
-                  c->line, out);
+    return sorted(c->e, items, arg_truthy(a, 0, "reverse"), arg_truthy(a, 1, "case_sensitive"),
+                  by_attr ? &attribute : NULL, c->line, out);
 }
 
 static hearth_status f_unique(const fcall *c, jv *out) {
@@ -546,13 +562,15 @@ static hearth_status f_sum(const fcall *c, jv *out) {
         jv x2 = items->v[i];
         if (by_attr) HL_TRY(attr_path(c->e, x2, attribute, line, &x2));
         bool fl = acc.k == JV_FLOAT || x2.k == JV_FLOAT;
-        if ((acc.k != JV_INT && acc.k != JV_FLOAT && acc.k != JV_BOOL) || (x2.k != JV_INT && x2.k != JV_FLOAT && x2.k != JV_BOOL))
+        if ((acc.k != JV_INT && acc.k != JV_FLOAT && acc.k != JV_BOOL) ||
+            (x2.k != JV_INT && x2.k != JV_FLOAT && x2.k != JV_BOOL))
             return hl_jfail(HEARTH_ERR_FORMAT, line, "sum of %s and %s", hl_jv_type_name(acc), hl_jv_type_name(x2));
         double fa = acc.k == JV_FLOAT ? acc.u.f : acc.k == JV_INT ? (double)acc.u.i : acc.u.b;
         double fb = x2.k == JV_FLOAT ? x2.u.f : x2.k == JV_INT ? (double)x2.u.i : x2.u.b;
         int64_t ia = acc.k == JV_INT ? acc.u.i : acc.u.b, ib = x2.k == JV_INT ? x2.u.i : x2.u.b, r;
         if (fl) acc = hl_jv_float(fa + fb);
-        else if (__builtin_add_overflow(ia, ib, &r)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'integer beyond 64 bits'");
+        else if (__builtin_add_overflow(ia, ib, &r))
+            return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'integer beyond 64 bits'");
         else acc = hl_jv_int(r);
     }
     *out = acc;

@@ -22,16 +22,16 @@ typedef struct hl_jinja_tmpl hl_jinja_tmpl;
 typedef struct hl_jinja_env hl_jinja_env;
 
 typedef enum jv_kind {
-    JV_UNDEF,   /* jinja2's Undefined: prints as "", false, iterates as empty */
+    JV_UNDEF, /* jinja2's Undefined: prints as "", false, iterates as empty */
     JV_NONE,
     JV_BOOL,
     JV_INT,
     JV_FLOAT,
     JV_STR,
-    JV_LIST,    /* list or tuple (jl->tuple) */
-    JV_DICT,    /* insertion-ordered mapping */
-    JV_NS,      /* namespace(): a dict whose attributes `set` may assign */
-    JV_LOOP,    /* the `loop` variable of a for loop */
+    JV_LIST, /* list or tuple (jl->tuple) */
+    JV_DICT, /* insertion-ordered mapping */
+    JV_NS,   /* namespace(): a dict whose attributes `set` may assign */
+    JV_LOOP, /* the `loop` variable of a for loop */
     JV_MACRO,
     JV_BUILTIN, /* a global function: range, namespace, raise_exception ... */
 } jv_kind;
@@ -53,11 +53,11 @@ typedef struct jv {
         struct {
             const char *p;
             size_t n;
-        } s;                    /* JV_STR; JV_UNDEF: what was undefined (for messages) */
+        } s; /* JV_STR; JV_UNDEF: what was undefined (for messages) */
         jlist *l;
-        jdict *d;               /* JV_DICT, JV_NS */
+        jdict *d; /* JV_DICT, JV_NS */
         jloop *loop;
-        const jmacro *m;        /* JV_MACRO */
+        const jmacro *m; /* JV_MACRO */
     } u;
 } jv;
 
@@ -77,10 +77,10 @@ struct jdict {
  * HEARTH_ERR_FORMAT (OUT_OF_MEMORY for max_memory) instead of exhausting the
  * machine. */
 typedef struct hl_jinja_limits {
-    size_t max_output;        /* bytes of rendered text (default 16 MiB) */
-    size_t max_memory;        /* bytes of arena for values (default 256 MiB) */
-    uint64_t max_iterations;  /* loop iterations in total (default 1,000,000) */
-    uint32_t max_depth;       /* nesting of evaluation and macro calls (default 256) */
+    size_t max_output;       /* bytes of rendered text (default 16 MiB) */
+    size_t max_memory;       /* bytes of arena for values (default 256 MiB) */
+    uint64_t max_iterations; /* loop iterations in total (default 1,000,000) */
+    uint32_t max_depth;      /* nesting of evaluation and macro calls (default 256) */
 } hl_jinja_limits;
 
 hl_jinja_limits hl_jinja_default_limits(void);

@@ -37,10 +37,10 @@ typedef enum jtok_kind {
     TK_BLOCK_BEGIN, /* {% */
     TK_BLOCK_END,   /* %} */
     TK_NAME,
-    TK_STRING,      /* escapes decoded */
+    TK_STRING, /* escapes decoded */
     TK_INT,
     TK_FLOAT,
-    TK_OP,          /* operator or punctuation, text in s */
+    TK_OP, /* operator or punctuation, text in s */
     TK_EOF,
 } jtok_kind;
 
@@ -75,15 +75,15 @@ typedef enum jnode_kind {
     N_COMPARE, /* a ops[i] kids[i]...: chained comparisons */
     N_COND,    /* b if a else c (c may be NULL) */
     /* statements */
-    N_TEXT,    /* lit: the text */
-    N_OUTPUT,  /* {{ a }} */
-    N_IF,      /* a: condition, kids: body, kids2: else (an elif is an N_IF in kids2) */
-    N_FOR,     /* names: targets, a: iterable, b: filter (or NULL), kids: body, kids2: else */
-    N_SET,     /* names[0] (and name for ns.attr), a: value; or kids: block body, b: filter */
-    N_MACRO,   /* name, names: params, kids2: defaults (NULL when none), kids: body */
-    N_CALLBLOCK, /* a: the call expression, names: caller params, kids: caller body */
+    N_TEXT,        /* lit: the text */
+    N_OUTPUT,      /* {{ a }} */
+    N_IF,          /* a: condition, kids: body, kids2: else (an elif is an N_IF in kids2) */
+    N_FOR,         /* names: targets, a: iterable, b: filter (or NULL), kids: body, kids2: else */
+    N_SET,         /* names[0] (and name for ns.attr), a: value; or kids: block body, b: filter */
+    N_MACRO,       /* name, names: params, kids2: defaults (NULL when none), kids: body */
+    N_CALLBLOCK,   /* a: the call expression, names: caller params, kids: caller body */
     N_FILTERBLOCK, /* b: filter chain applied to the body kids */
-    N_WITH,    /* names + kids2: assignments, kids: body */
+    N_WITH,        /* names + kids2: assignments, kids: body */
     N_BREAK,
     N_CONTINUE,
 } jnode_kind;
@@ -91,7 +91,7 @@ typedef enum jnode_kind {
 typedef struct jnode jnode;
 struct jnode {
     jnode_kind kind;
-    int op;       /* operator code; see parser.c */
+    int op; /* operator code; see parser.c */
     int line;
     const char *name;
     jv lit;
@@ -102,7 +102,7 @@ struct jnode {
     size_t n_kids2;
     const char **names;
     size_t n_names;
-    int *ops;     /* N_COMPARE: one operator per kid */
+    int *ops; /* N_COMPARE: one operator per kid */
 };
 
 struct hl_jinja_tmpl {
@@ -127,7 +127,7 @@ struct jmacro {
 };
 
 struct jloop {
-    jlist *items;   /* after the loop filter */
+    jlist *items; /* after the loop filter */
     size_t index0;
 };
 
@@ -143,12 +143,12 @@ struct hl_jinja_env {
     hl_jinja_limits lim;
     time_t now;
     jframe root;
-    jframe *frame;      /* the innermost scope */
-    jbuf *out;          /* where output goes now (a macro call swaps it) */
+    jframe *frame; /* the innermost scope */
+    jbuf *out;     /* where output goes now (a macro call swaps it) */
     uint64_t iterations;
     uint32_t depth;
     jjump jump;
-    jv caller;          /* the caller a {% call %} block hands to the macro it calls next */
+    jv caller; /* the caller a {% call %} block hands to the macro it calls next */
 };
 
 /* Sets "template line N: <msg>" and returns st. */
@@ -174,8 +174,8 @@ hearth_status hl_jv_write_repr(hl_jinja_env *e, jbuf *b, jv v);
 /* str(v) as an arena string. */
 hearth_status hl_jv_to_str(hl_jinja_env *e, jv v, jv *out);
 /* json.dumps(v, ensure_ascii, indent (< 0: none), separators, sort_keys) */
-hearth_status hl_jv_write_json(hl_jinja_env *e, jbuf *b, jv v, bool ensure_ascii, int indent, jv item_sep,
-                            jv key_sep, bool sort_keys, int line);
+hearth_status hl_jv_write_json(hl_jinja_env *e, jbuf *b, jv v, bool ensure_ascii, int indent, jv item_sep, jv key_sep,
+                               bool sort_keys, int line);
 /* Python's repr of a float ("1.0", "1e+20", "0.1"). */
 void hl_jv_float_repr(double f, char *buf, size_t size);
 /* Python ordering for sort/min/max and < > on numbers and strings. */
@@ -206,13 +206,13 @@ hearth_status hl_jget_item(hl_jinja_env *e, jv obj, jv key, int line, jv *out);
 hearth_status hl_jiterate(hl_jinja_env *e, jv v, int line, jlist **out);
 /* Calls a macro or builtin with evaluated arguments. */
 hearth_status hl_jcall_value(hl_jinja_env *e, jv fn, jv *args, size_t n_args, const char **kw_names, jv *kw_vals,
-                          size_t n_kw, int line, jv *out);
+                             size_t n_kw, int line, jv *out);
 
 /* Filters (filters.c) and tests (tests.c) by name; false when the name is unknown. */
 bool hl_jfilter_known(const char *name);
 bool hl_jtest_known(const char *name);
-hearth_status hl_jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args,
-                               const char **kw_names, jv *kw_vals, size_t n_kw, int line, jv *out);
+hearth_status hl_jfilter_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, const char **kw_names,
+                               jv *kw_vals, size_t n_kw, int line, jv *out);
 hearth_status hl_jtest_apply(hl_jinja_env *e, const char *name, jv v, jv *args, size_t n_args, int line, bool *out);
 
 /* Filters, tests, methods and globals are dispatched from tables of entries
@@ -228,12 +228,12 @@ static inline const void *hl_jtable_find(const void *table, size_t n, size_t siz
 
 /* Methods of str, dict and loop (methods.c). *found is false when `obj` has no
  * method `name`. */
-hearth_status hl_jmethod_call(hl_jinja_env *e, jv obj, const char *name, jv *args, size_t n_args,
-                           const char **kw_names, jv *kw_vals, size_t n_kw, int line, bool *found, jv *out);
+hearth_status hl_jmethod_call(hl_jinja_env *e, jv obj, const char *name, jv *args, size_t n_args, const char **kw_names,
+                              jv *kw_vals, size_t n_kw, int line, bool *found, jv *out);
 /* The global functions (methods.c): jv of kind JV_BUILTIN, or JV_UNDEF. */
 jv hl_jbuiltin_lookup(const char *name);
 hearth_status hl_jbuiltin_call(hl_jinja_env *e, uint32_t id, jv *args, size_t n_args, const char **kw_names,
-                            jv *kw_vals, size_t n_kw, int line, jv *out);
+                               jv *kw_vals, size_t n_kw, int line, jv *out);
 /* Python's str.strip/lstrip/rstrip (which: 'b', 'l', 'r'); chars NULL: whitespace. */
 jv hl_jstr_strip(jv s, const jv *chars, char which);
 /* Python's str.replace(old, new, count) (filters.c); count < 0: all. */

@@ -136,7 +136,8 @@ static hearth_status lex_string(lexer *L) {
                 cp = cp * 16 + (uint32_t)h;
             }
             if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-                return hl_jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'string escape of U+%X'", cp);
+                return hl_jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'string escape of U+%X'",
+                                cp);
             i += (size_t)digits;
             n += put_utf8(o + n, cp);
         } else if (e == 'N') {
@@ -179,7 +180,8 @@ static hearth_status lex_number(lexer *L) {
         }
     }
     if (nb >= 100 || (i < L->n && is_digit(s[i])))
-        return hl_jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'number literal longer than 100 digits'");
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, L->line,
+                        "unsupported Jinja feature 'number literal longer than 100 digits'");
     buf[nb] = '\0';
     jtok t = {.line = L->line};
     if (is_float) {
@@ -201,13 +203,14 @@ static hearth_status lex_number(lexer *L) {
 /* Tokens inside {{ }} or {% %} up to the closing delimiter at bracket depth 0.
  * `close` is "}}" or "%}". */
 static hearth_status lex_tag(lexer *L, const char *close, jtok_kind end_kind) {
-    static const char *ops[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%", "~", "[", "]", "(",
-                                ")", "{", "}", ">", "<", "=", ".", ":", "|", ",", ";"};
+    static const char *ops[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%", "~", "[",
+                                "]",  "(",  ")",  "{",  "}",  ">",  "<", "=", ".", ":", "|", ",", ";"};
     const char *s = L->s;
     int depth = 0;
     for (;;) {
         advance(L, skip_space(s, L->n, L->pos));
-        if (L->pos >= L->n) return hl_jfail(HEARTH_ERR_FORMAT, L->line, "unexpected end of template: missing '%s'", close);
+        if (L->pos >= L->n)
+            return hl_jfail(HEARTH_ERR_FORMAT, L->line, "unexpected end of template: missing '%s'", close);
         size_t p = L->pos;
         if (depth == 0) {
             bool minus = s[p] == '-' && p + 2 < L->n && !memcmp(s + p + 1, close, 2);
@@ -240,7 +243,7 @@ static hearth_status lex_tag(lexer *L, const char *close, jtok_kind end_kind) {
                 if ((unsigned char)c >= 0x80 || c == '\\' || c == '@' || c == '$' || c == '`' || c == '?' || c == '!' ||
                     c == '&' || c == '^' || c == '#')
                     return hl_jfail(HEARTH_ERR_FORMAT, L->line, "unexpected character '%c' (0x%02x) in a tag",
-                                 (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?', (unsigned char)c);
+                                    (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?', (unsigned char)c);
                 return hl_jfail(HEARTH_ERR_FORMAT, L->line, "unexpected character 0x%02x in a tag", (unsigned char)c);
             }
             if (ops[k][0] == '(' || ops[k][0] == '[' || ops[k][0] == '{') depth++;
@@ -251,7 +254,9 @@ static hearth_status lex_tag(lexer *L, const char *close, jtok_kind end_kind) {
             HL_TRY(push(L, (jtok){.k = TK_OP, .line = L->line, .s = ops[k], .n = strlen(ops[k])}));
             advance(L, p + strlen(ops[k]));
         }
-        if (depth > 200) return hl_jfail(HEARTH_ERR_UNSUPPORTED, L->line, "unsupported Jinja feature 'brackets nested deeper than 200'");
+        if (depth > 200)
+            return hl_jfail(HEARTH_ERR_UNSUPPORTED, L->line,
+                            "unsupported Jinja feature 'brackets nested deeper than 200'");
     }
 }
 

@@ -14,15 +14,20 @@
 
 static hearth_status oom(void) { return HEARTH_ERR_OUT_OF_MEMORY; }
 
-static hearth_status want_args(const char *type, const char *name, size_t n_args, size_t lo, size_t hi, size_t n_kw, int line) {
-    if (n_kw) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'keyword arguments to %s.%s'", type, name);
+static hearth_status want_args(const char *type, const char *name, size_t n_args, size_t lo, size_t hi, size_t n_kw,
+                               int line) {
+    if (n_kw)
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'keyword arguments to %s.%s'", type,
+                        name);
     if (n_args < lo || n_args > hi)
-        return hl_jfail(HEARTH_ERR_FORMAT, line, "%s.%s takes %zu to %zu arguments, got %zu", type, name, lo, hi, n_args);
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "%s.%s takes %zu to %zu arguments, got %zu", type, name, lo, hi,
+                        n_args);
     return HEARTH_OK;
 }
 
 static hearth_status str_arg(jv v, const char *method, int line) {
-    if (v.k != JV_STR) return hl_jfail(HEARTH_ERR_FORMAT, line, "str.%s expects a str argument, got %s", method, hl_jv_type_name(v));
+    if (v.k != JV_STR)
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "str.%s expects a str argument, got %s", method, hl_jv_type_name(v));
     return HEARTH_OK;
 }
 
@@ -196,7 +201,8 @@ static hearth_status m_split(const mcall *c, jv *out) {
     const jv *args = c->args;
     bool has_sep = c->n > 0 && args[0].k != JV_NONE;
     if (has_sep) HL_TRY(str_arg(args[0], c->m->name, c->line));
-    if (c->n > 1 && args[1].k != JV_INT) return hl_jfail(HEARTH_ERR_FORMAT, c->line, "str.%s: maxsplit must be an integer", c->m->name);
+    if (c->n > 1 && args[1].k != JV_INT)
+        return hl_jfail(HEARTH_ERR_FORMAT, c->line, "str.%s: maxsplit must be an integer", c->m->name);
     return split(c->e, c->self, has_sep ? &args[0] : NULL, c->n > 1 ? args[1].u.i : -1, c->m->opt, c->line, out);
 }
 
@@ -211,7 +217,8 @@ static hearth_status m_replace(const mcall *c, jv *out) {
     const jv *args = c->args;
     HL_TRY(str_arg(args[0], c->m->name, c->line));
     HL_TRY(str_arg(args[1], c->m->name, c->line));
-    if (c->n > 2 && args[2].k != JV_INT) return hl_jfail(HEARTH_ERR_FORMAT, c->line, "str.replace: count must be an integer");
+    if (c->n > 2 && args[2].k != JV_INT)
+        return hl_jfail(HEARTH_ERR_FORMAT, c->line, "str.replace: count must be an integer");
     return hl_jstr_replace(c->e, c->self, args[0], args[1], c->n > 2 ? args[2].u.i : -1, out);
 }
 
@@ -246,7 +253,8 @@ static hearth_status m_join(const mcall *c, jv *out) {
     hearth_status st = HEARTH_OK;
     for (size_t i = 0; i < items->n && st == HEARTH_OK; i++) {
         if (items->v[i].k != JV_STR)
-            st = hl_jfail(HEARTH_ERR_FORMAT, c->line, "sequence item %zu: expected str instance, %s found", i, hl_jv_type_name(items->v[i]));
+            st = hl_jfail(HEARTH_ERR_FORMAT, c->line, "sequence item %zu: expected str instance, %s found", i,
+                          hl_jv_type_name(items->v[i]));
         if (st == HEARTH_OK && i) st = hl_jbuf_put(e, &b, s.u.s.p, s.u.s.n);
         if (st == HEARTH_OK) st = hl_jbuf_put(e, &b, items->v[i].u.s.p, items->v[i].u.s.n);
     }
@@ -264,27 +272,13 @@ static hearth_status m_all_chars(const mcall *c, jv *out) {
 }
 
 static const method_def STR_METHODS[] = {
-    {"startswith", m_affix, 1, 1, 0},
-    {"endswith", m_affix, 1, 1, 1},
-    {"strip", m_strip, 0, 1, 'b'},
-    {"lstrip", m_strip, 0, 1, 'l'},
-    {"rstrip", m_strip, 0, 1, 'r'},
-    {"split", m_split, 0, 2, 0},
-    {"rsplit", m_split, 0, 2, 1},
-    {"upper", m_case, 0, 0, 'u'},
-    {"lower", m_case, 0, 0, 'l'},
-    {"capitalize", m_case, 0, 0, 'c'},
-    {"title", m_title, 0, 0, 0},
-    {"replace", m_replace, 2, 3, 0},
-    {"find", m_find, 1, 1, 'f'},
-    {"rfind", m_find, 1, 1, 'r'},
-    {"count", m_find, 1, 1, 'c'},
-    {"join", m_join, 1, 1, 0},
-    {"isdigit", m_all_chars, 0, 0, 0},
-    {"isalpha", m_all_chars, 0, 0, 1},
-    {"isalnum", m_all_chars, 0, 0, 2},
-    {"isspace", m_all_chars, 0, 0, 3},
-    {"isnumeric", m_all_chars, 0, 0, 0},
+    {"startswith", m_affix, 1, 1, 0},    {"endswith", m_affix, 1, 1, 1},    {"strip", m_strip, 0, 1, 'b'},
+    {"lstrip", m_strip, 0, 1, 'l'},      {"rstrip", m_strip, 0, 1, 'r'},    {"split", m_split, 0, 2, 0},
+    {"rsplit", m_split, 0, 2, 1},        {"upper", m_case, 0, 0, 'u'},      {"lower", m_case, 0, 0, 'l'},
+    {"capitalize", m_case, 0, 0, 'c'},   {"title", m_title, 0, 0, 0},       {"replace", m_replace, 2, 3, 0},
+    {"find", m_find, 1, 1, 'f'},         {"rfind", m_find, 1, 1, 'r'},      {"count", m_find, 1, 1, 'c'},
+    {"join", m_join, 1, 1, 0},           {"isdigit", m_all_chars, 0, 0, 0}, {"isalpha", m_all_chars, 0, 0, 1},
+    {"isalnum", m_all_chars, 0, 0, 2},   {"isspace", m_all_chars, 0, 0, 3}, {"isnumeric", m_all_chars, 0, 0, 0},
     {"isdecimal", m_all_chars, 0, 0, 0},
 };
 #define N_STR_METHODS (sizeof STR_METHODS / sizeof STR_METHODS[0])
@@ -331,12 +325,13 @@ hearth_status hl_jmethod_call(hl_jinja_env *e, jv obj, const char *name, jv *arg
     (void)kw_names;
     (void)kw_vals;
     *found = false;
-    if (obj.k == JV_DICT && hl_jdict_get_str(obj.u.d, name)) return HEARTH_OK; /* a stored callable: the caller calls it */
+    if (obj.k == JV_DICT && hl_jdict_get_str(obj.u.d, name))
+        return HEARTH_OK; /* a stored callable: the caller calls it */
     if (obj.k == JV_STR || obj.k == JV_DICT) {
         *found = true;
         const bool str = obj.k == JV_STR;
-        return call_method(e, str ? STR_METHODS : DICT_METHODS, str ? N_STR_METHODS : N_DICT_METHODS, str ? "str" : "dict",
-                           obj, name, args, n_args, n_kw, line, out);
+        return call_method(e, str ? STR_METHODS : DICT_METHODS, str ? N_STR_METHODS : N_DICT_METHODS,
+                           str ? "str" : "dict", obj, name, args, n_args, n_kw, line, out);
     }
     if (obj.k == JV_LOOP && !strcmp(name, "cycle")) {
         *found = true;
@@ -344,7 +339,8 @@ hearth_status hl_jmethod_call(hl_jinja_env *e, jv obj, const char *name, jv *arg
         *out = args[obj.u.loop->index0 % n_args];
         return HEARTH_OK;
     }
-    if (obj.k == JV_LIST) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature '%s.%s'", hl_jv_type_name(obj), name);
+    if (obj.k == JV_LIST)
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature '%s.%s'", hl_jv_type_name(obj), name);
     return HEARTH_OK;
 }
 
@@ -390,7 +386,8 @@ static hearth_status b_range(const bcall *c, jv *out) {
         count = span / step + (span % step != 0);
     }
     if (count > e->lim.max_iterations)
-        return hl_jfail(HEARTH_ERR_FORMAT, line, "range of more than %llu items", (unsigned long long)e->lim.max_iterations);
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "range of more than %llu items",
+                        (unsigned long long)e->lim.max_iterations);
     if (!hl_jv_list(e, out)) return oom();
     for (uint64_t i = 0; i < count; i++)
         if (!hl_jv_list_push(e, *out, hl_jv_int(v[0] + (int64_t)i * v[2]))) return oom();
@@ -428,22 +425,22 @@ static hearth_status b_strftime(const bcall *c, jv *out) {
     if (c->n != 1 || args[0].k != JV_STR || c->n_kw)
         return hl_jfail(HEARTH_ERR_FORMAT, line, "strftime_now takes one format string");
     char fmt[256], buf[512];
-    if (args[0].u.s.n >= sizeof fmt) return hl_jfail(HEARTH_ERR_FORMAT, line, "strftime_now format longer than 255 bytes");
+    if (args[0].u.s.n >= sizeof fmt)
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "strftime_now format longer than 255 bytes");
     memcpy(fmt, args[0].u.s.p, args[0].u.s.n);
     fmt[args[0].u.s.n] = '\0';
     struct tm tm;
-    if (!localtime_r(&c->e->now, &tm)) return hl_jfail(HEARTH_ERR_FORMAT, line, "strftime_now: the time is out of range");
+    if (!localtime_r(&c->e->now, &tm))
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "strftime_now: the time is out of range");
     size_t len = fmt[0] ? strftime(buf, sizeof buf, fmt, &tm) : 0;
-    if (fmt[0] && len == 0) return hl_jfail(HEARTH_ERR_FORMAT, line, "strftime_now: the formatted date is empty or too long");
+    if (fmt[0] && len == 0)
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "strftime_now: the formatted date is empty or too long");
     return hl_jv_str(c->e, buf, len, out) ? HEARTH_OK : oom();
 }
 
 static const builtin_def BUILTINS[] = {
-    {"range", b_range, 0},
-    {"namespace", b_dict, JV_NS},
-    {"dict", b_dict, JV_DICT},
-    {"raise_exception", b_raise, 0},
-    {"strftime_now", b_strftime, 0},
+    {"range", b_range, 0},           {"namespace", b_dict, JV_NS},    {"dict", b_dict, JV_DICT},
+    {"raise_exception", b_raise, 0}, {"strftime_now", b_strftime, 0},
 };
 #define N_BUILTINS (sizeof BUILTINS / sizeof BUILTINS[0])
 
@@ -452,8 +449,8 @@ jv hl_jbuiltin_lookup(const char *name) {
     return b ? (jv){.k = JV_BUILTIN, .aux = (uint32_t)(b - BUILTINS)} : (jv){.k = JV_UNDEF};
 }
 
-hearth_status hl_jbuiltin_call(hl_jinja_env *e, uint32_t id, jv *args, size_t n_args, const char **kw_names, jv *kw_vals,
-                               size_t n_kw, int line, jv *out) {
+hearth_status hl_jbuiltin_call(hl_jinja_env *e, uint32_t id, jv *args, size_t n_args, const char **kw_names,
+                               jv *kw_vals, size_t n_kw, int line, jv *out) {
     if (id >= N_BUILTINS) return hl_jfail(HEARTH_ERR_FORMAT, line, "internal error: unknown builtin %u", id);
     const bcall c = {e, &BUILTINS[id], args, n_args, kw_names, kw_vals, n_kw, line};
     return BUILTINS[id].fn(&c, out);

@@ -17,8 +17,8 @@ static hearth_status type_error(int line, int op, jv a, jv b) {
     char opname[4] = {(char)op, 0, 0, 0};
     if (op == 'D') strcpy(opname, "//");
     if (op == 'P') strcpy(opname, "**");
-    return hl_jfail(HEARTH_ERR_FORMAT, line, "unsupported operand types for %s: '%s' and '%s'", opname, hl_jv_type_name(a),
-                 hl_jv_type_name(b));
+    return hl_jfail(HEARTH_ERR_FORMAT, line, "unsupported operand types for %s: '%s' and '%s'", opname,
+                    hl_jv_type_name(a), hl_jv_type_name(b));
 }
 
 static hearth_status overflow(int line) {
@@ -65,7 +65,8 @@ static hearth_status concat(hl_jinja_env *e, jv a, jv b, jv *out) {
 
 hearth_status hl_jop_unary(int op, jv v, int line, jv *out) {
     if (v.k == JV_UNDEF) return hl_jv_undefined_error(v, line);
-    if (!is_num(v)) return hl_jfail(HEARTH_ERR_FORMAT, line, "bad operand type for unary %c: '%s'", op, hl_jv_type_name(v));
+    if (!is_num(v))
+        return hl_jfail(HEARTH_ERR_FORMAT, line, "bad operand type for unary %c: '%s'", op, hl_jv_type_name(v));
     if (op == '+') *out = v.k == JV_BOOL ? hl_jv_int(v.u.b) : v;
     else if (v.k == JV_FLOAT) *out = hl_jv_float(-v.u.f);
     else if (to_i(v) == INT64_MIN) return overflow(line);
@@ -82,8 +83,8 @@ hearth_status hl_jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *o
     }
     if (a.k == JV_UNDEF) return hl_jv_undefined_error(a, line);
     if (b.k == JV_UNDEF) return hl_jv_undefined_error(b, line);
-    if (op == '+' && ((a.k == JV_STR && b.k == JV_STR) ||
-                      (a.k == JV_LIST && b.k == JV_LIST && a.u.l->tuple == b.u.l->tuple)))
+    if (op == '+' &&
+        ((a.k == JV_STR && b.k == JV_STR) || (a.k == JV_LIST && b.k == JV_LIST && a.u.l->tuple == b.u.l->tuple)))
         return concat(e, a, b, out);
     if (op == '*' && (a.k == JV_STR || a.k == JV_LIST) && (b.k == JV_INT || b.k == JV_BOOL))
         return repeat(e, a, to_i(b), line, out);
@@ -166,7 +167,8 @@ hearth_status hl_jop_binary(hl_jinja_env *e, int op, jv a, jv b, int line, jv *o
 static hearth_status contains(jv item, jv seq, int line, bool *out) {
     if (seq.k == JV_STR) {
         if (item.k != JV_STR)
-            return hl_jfail(HEARTH_ERR_FORMAT, line, "'in <string>' requires string as left operand, not %s", hl_jv_type_name(item));
+            return hl_jfail(HEARTH_ERR_FORMAT, line, "'in <string>' requires string as left operand, not %s",
+                            hl_jv_type_name(item));
         *out = false;
         if (item.u.s.n == 0) *out = true;
         for (size_t i = 0; !*out && i + item.u.s.n <= seq.u.s.n; i++)
@@ -195,7 +197,10 @@ hearth_status hl_jop_compare(int op, jv a, jv b, int line, bool *out) {
     case 'e': *out = hl_jv_equal(a, b); return HEARTH_OK;
     case 'n': *out = !hl_jv_equal(a, b); return HEARTH_OK;
     case 'i': return contains(a, b, line, out);
-    case 'I': HL_TRY(contains(a, b, line, out)); *out = !*out; return HEARTH_OK;
+    case 'I':
+        HL_TRY(contains(a, b, line, out));
+        *out = !*out;
+        return HEARTH_OK;
     }
     if (a.k == JV_UNDEF) return hl_jv_undefined_error(a, line);
     if (b.k == JV_UNDEF) return hl_jv_undefined_error(b, line);

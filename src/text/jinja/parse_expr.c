@@ -56,7 +56,6 @@ hearth_status hl_jp_new_node(parser *P, jnode_kind kind, int line, jnode **out) 
     return HEARTH_OK;
 }
 
-
 hearth_status hl_jp_vec_push(parser *P, vec *v, void *x) {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 4;
@@ -77,7 +76,8 @@ static hearth_status parse_postfix(parser *P, jnode *node, jnode **out);
 
 hearth_status hl_jp_enter(parser *P) {
     if (++P->depth > MAX_NESTING)
-        return hl_jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature 'nesting deeper than %d'", MAX_NESTING);
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature 'nesting deeper than %d'",
+                        MAX_NESTING);
     return HEARTH_OK;
 }
 
@@ -99,7 +99,9 @@ static hearth_status parse_args(parser *P, jnode *call) {
             HL_TRY(hl_jp_parse_expr(P, &v));
             HL_TRY(hl_jp_vec_push(P, &kw, v));
         } else {
-            if (kw.n) return hl_jfail(HEARTH_ERR_FORMAT, cur(P)->line, "syntax error: positional argument after a keyword argument");
+            if (kw.n)
+                return hl_jfail(HEARTH_ERR_FORMAT, cur(P)->line,
+                                "syntax error: positional argument after a keyword argument");
             jnode *v;
             HL_TRY(hl_jp_parse_expr(P, &v));
             HL_TRY(hl_jp_vec_push(P, &pos, v));
@@ -119,8 +121,8 @@ static hearth_status parse_args(parser *P, jnode *call) {
 static hearth_status parse_dotted(parser *P, const char **out) {
     HL_TRY(hl_jp_expect_name(P, out));
     if (is_op(cur(P), ".") && peek(P, 1)->k == TK_NAME)
-        return hl_jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature 'dotted filter or test name %s.%s'",
-                     *out, peek(P, 1)->s);
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line,
+                        "unsupported Jinja feature 'dotted filter or test name %s.%s'", *out, peek(P, 1)->s);
     return HEARTH_OK;
 }
 
@@ -129,7 +131,8 @@ hearth_status hl_jp_parse_filter(parser *P, jnode *obj, jnode **out) {
     jnode *f;
     HL_TRY(hl_jp_new_node(P, N_FILTER, line, &f));
     HL_TRY(parse_dotted(P, &f->name));
-    if (!hl_jfilter_known(f->name)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", f->name);
+    if (!hl_jfilter_known(f->name))
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'filter %s'", f->name);
     f->a = obj;
     if (is_op(cur(P), "(")) HL_TRY(parse_args(P, f));
     *out = f;
@@ -152,12 +155,15 @@ static hearth_status parse_filter_expr(parser *P, jnode *node, jnode **out) {
                 next(P);
             }
             HL_TRY(parse_dotted(P, &t->name));
-            if (!hl_jtest_known(t->name)) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'test %s'", t->name);
+            if (!hl_jtest_known(t->name))
+                return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'test %s'", t->name);
             t->a = node;
             jtok *c = cur(P);
             if (is_op(c, "(")) {
                 HL_TRY(parse_args(P, t));
-                if (t->n_kids2) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'keyword argument to a test'");
+                if (t->n_kids2)
+                    return hl_jfail(HEARTH_ERR_UNSUPPORTED, line,
+                                    "unsupported Jinja feature 'keyword argument to a test'");
             } else if ((c->k == TK_NAME && strcmp(c->s, "else") && strcmp(c->s, "or") && strcmp(c->s, "and")) ||
                        c->k == TK_STRING || c->k == TK_INT || c->k == TK_FLOAT || is_op(c, "[") || is_op(c, "{")) {
                 jnode *arg;
@@ -428,7 +434,9 @@ static hearth_status parse_compare(parser *P, jnode **out) {
         } else {
             break;
         }
-        if (n_ops == 64) return hl_jfail(HEARTH_ERR_UNSUPPORTED, line, "unsupported Jinja feature 'more than 64 chained comparisons'");
+        if (n_ops == 64)
+            return hl_jfail(HEARTH_ERR_UNSUPPORTED, line,
+                            "unsupported Jinja feature 'more than 64 chained comparisons'");
         ops_buf[n_ops++] = code;
         jnode *rhs;
         HL_TRY(parse_math1(P, &rhs));

@@ -86,7 +86,8 @@ static hearth_status parse_for(parser *P, int line, jnode **out) {
         next(P);
         HL_TRY(hl_jp_parse_expr(P, &n->b));
     }
-    if (is_name(cur(P), "recursive")) return hl_jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature 'recursive loop'");
+    if (is_name(cur(P), "recursive"))
+        return hl_jfail(HEARTH_ERR_UNSUPPORTED, cur(P)->line, "unsupported Jinja feature 'recursive loop'");
     HL_TRY(expect_block_end(P));
     P->loops++;
     HL_TRY(parse_body(P, stops, &n->kids, &n->n_kids));
@@ -158,7 +159,8 @@ static hearth_status parse_params(parser *P, jnode *n) {
             next(P);
             HL_TRY(hl_jp_parse_expr(P, &def));
         } else if (defs.n && defs.v[defs.n - 1]) {
-            return hl_jfail(HEARTH_ERR_FORMAT, cur(P)->line, "syntax error: non-default argument follows default argument");
+            return hl_jfail(HEARTH_ERR_FORMAT, cur(P)->line,
+                            "syntax error: non-default argument follows default argument");
         }
         HL_TRY(hl_jp_vec_push(P, &defs, def));
     }

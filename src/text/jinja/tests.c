@@ -91,12 +91,14 @@ static hearth_status t_known(const tcall *c, bool *out) {
 static hearth_status t_integer(const tcall *c, bool *out) {
     const jv v = c->v, x = c->x;
     if (v.k != JV_INT && v.k != JV_BOOL)
-        return hl_jfail(HEARTH_ERR_FORMAT, c->line, "test %s expects an integer, got %s", c->t->name, hl_jv_type_name(v));
+        return hl_jfail(HEARTH_ERR_FORMAT, c->line, "test %s expects an integer, got %s", c->t->name,
+                        hl_jv_type_name(v));
     int64_t i = v.k == JV_INT ? v.u.i : v.u.b;
     if (c->t->opt == 'o') *out = i % 2 != 0;
     else if (c->t->opt == 'e') *out = i % 2 == 0;
     else {
-        if (x.k != JV_INT || x.u.i == 0) return hl_jfail(HEARTH_ERR_FORMAT, c->line, "divisibleby needs a non-zero integer");
+        if (x.k != JV_INT || x.u.i == 0)
+            return hl_jfail(HEARTH_ERR_FORMAT, c->line, "divisibleby needs a non-zero integer");
         *out = x.u.i == -1 || i % x.u.i == 0;
     }
     return HEARTH_OK;

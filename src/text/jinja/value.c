@@ -360,7 +360,8 @@ hearth_status hl_jbuf_put(hl_jinja_env *e, jbuf *b, const char *p, size_t n) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n + 1) cap *= 2;
         char *bigger = realloc(b->p, cap);
-        if (!bigger) return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "chat template: out of memory for %zu bytes of output", cap);
+        if (!bigger)
+            return hl_fail(HEARTH_ERR_OUT_OF_MEMORY, "chat template: out of memory for %zu bytes of output", cap);
         b->p = bigger;
         b->cap = cap;
     }
@@ -399,12 +400,12 @@ void hl_jv_float_repr(double f, char *buf, size_t size) {
     int exp = atoi(p + 1);
     char *o = buf;
     size_t left = size;
-#define OUT(...)                                                                \
-    do {                                                                        \
-        int w_ = snprintf(o, left, __VA_ARGS__);                                \
-        if (w_ < 0 || (size_t)w_ >= left) return;                               \
-        o += w_;                                                                \
-        left -= (size_t)w_;                                                     \
+#define OUT(...)                                                                                                       \
+    do {                                                                                                               \
+        int w_ = snprintf(o, left, __VA_ARGS__);                                                                       \
+        if (w_ < 0 || (size_t)w_ >= left) return;                                                                      \
+        o += w_;                                                                                                       \
+        left -= (size_t)w_;                                                                                            \
     } while (0)
     if (neg) OUT("-");
     if (exp < -4 || exp >= 16) {
@@ -455,12 +456,8 @@ static hearth_status write_value(hl_jinja_env *e, jbuf *b, jv v, bool repr, int 
     case JV_UNDEF: return HEARTH_OK;
     case JV_NONE: return put_str(e, b, "None");
     case JV_BOOL: return put_str(e, b, v.u.b ? "True" : "False");
-    case JV_INT:
-        snprintf(num_buf, sizeof num_buf, "%" PRId64, v.u.i);
-        return put_str(e, b, num_buf);
-    case JV_FLOAT:
-        hl_jv_float_repr(v.u.f, num_buf, sizeof num_buf);
-        return put_str(e, b, num_buf);
+    case JV_INT: snprintf(num_buf, sizeof num_buf, "%" PRId64, v.u.i); return put_str(e, b, num_buf);
+    case JV_FLOAT: hl_jv_float_repr(v.u.f, num_buf, sizeof num_buf); return put_str(e, b, num_buf);
     case JV_STR: return repr ? repr_str(e, b, v.u.s.p, v.u.s.n) : hl_jbuf_put(e, b, v.u.s.p, v.u.s.n);
     case JV_LIST: {
         const jlist *l = v.u.l;
@@ -536,7 +533,8 @@ static hearth_status json_str(hl_jinja_env *e, jbuf *b, const char *p, size_t n,
         default:
             if (c < 0x20 || (ascii && c >= 0x7F && c < 0x10000)) snprintf(esc, sizeof esc, "\\u%04x", c);
             else if (ascii && c >= 0x10000)
-                snprintf(esc, sizeof esc, "\\u%04x\\u%04x", 0xD800 + ((c - 0x10000) >> 10), 0xDC00 + ((c - 0x10000) & 0x3FF));
+                snprintf(esc, sizeof esc, "\\u%04x\\u%04x", 0xD800 + ((c - 0x10000) >> 10),
+                         0xDC00 + ((c - 0x10000) & 0x3FF));
         }
         if (ascii && c == 0x7F) esc[0] = '\0'; /* DEL is ASCII: Python keeps it */
         if (esc[0]) HL_TRY(put_str(e, b, esc));
@@ -564,7 +562,9 @@ static hearth_status json_key(hl_jinja_env *e, jbuf *b, jv k, const json_opts *o
     case JV_NONE: return json_str(e, b, "null", 4, false);
     case JV_INT: snprintf(tmp, sizeof tmp, "%" PRId64, k.u.i); return json_str(e, b, tmp, strlen(tmp), false);
     case JV_FLOAT: hl_jv_float_repr(k.u.f, tmp, sizeof tmp); return json_str(e, b, tmp, strlen(tmp), false);
-    default: return hl_jfail(HEARTH_ERR_FORMAT, o->line, "tojson: keys must be str, int, float, bool or None, not %s", hl_jv_type_name(k));
+    default:
+        return hl_jfail(HEARTH_ERR_FORMAT, o->line, "tojson: keys must be str, int, float, bool or None, not %s",
+                        hl_jv_type_name(k));
     }
 }
 
@@ -621,13 +621,18 @@ static hearth_status json_value(hl_jinja_env *e, jbuf *b, jv v, const json_opts 
         return put_str(e, b, "}");
     }
     default:
-        return hl_jfail(HEARTH_ERR_FORMAT, o->line, "tojson: Object of type %s is not JSON serializable", hl_jv_type_name(v));
+        return hl_jfail(HEARTH_ERR_FORMAT, o->line, "tojson: Object of type %s is not JSON serializable",
+                        hl_jv_type_name(v));
     }
 }
 
 hearth_status hl_jv_write_json(hl_jinja_env *e, jbuf *b, jv v, bool ensure_ascii, int indent, jv item_sep, jv key_sep,
-                            bool sort_keys, int line) {
-    json_opts o = {.ascii = ensure_ascii, .indent = indent, .item_sep = item_sep, .key_sep = key_sep,
-                   .sort_keys = sort_keys, .line = line};
+                               bool sort_keys, int line) {
+    json_opts o = {.ascii = ensure_ascii,
+                   .indent = indent,
+                   .item_sep = item_sep,
+                   .key_sep = key_sep,
+                   .sort_keys = sort_keys,
+                   .line = line};
     return json_value(e, b, v, &o, 0);
 }

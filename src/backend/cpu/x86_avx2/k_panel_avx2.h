@@ -42,12 +42,8 @@
 static ALWAYS_INLINE size_t kp_pairs_at(uint32_t type) {
     return KP_SCALES + (type == GGML_TYPE_Q2_K ? 0 : 32 * (size_t)pk_n_sub(type));
 }
-static ALWAYS_INLINE size_t kp_d_at(uint32_t type) {
-    return kp_pairs_at(type) + 16 * (size_t)pk_n_sub(type);
-}
-static ALWAYS_INLINE size_t kp_bytes(uint32_t type) {
-    return kp_d_at(type) + (pk_has_min(type) ? 64 : 32);
-}
+static ALWAYS_INLINE size_t kp_d_at(uint32_t type) { return kp_pairs_at(type) + 16 * (size_t)pk_n_sub(type); }
+static ALWAYS_INLINE size_t kp_bytes(uint32_t type) { return kp_d_at(type) + (pk_has_min(type) ? 64 : 32); }
 _Static_assert(2 * (KP_SCALES + 16 * 32 + 8 * 32 + 32) <= HL_PANEL_BYTES(HL_QK_K), "the largest panel fits");
 
 /* int16 pair sums of maddubs that add up without overflow (file comment). */

@@ -19,9 +19,9 @@
  * scales has more bytes after them (Q4_K's qs, Q5_K's qh). AVX2 (vpsrlvd). */
 static inline __m128i k4_scales_mins(const uint8_t scales[HL_K_SCALE_SIZE]) {
     const __m128i u = _mm_loadu_si128((const __m128i *)scales);
-    const __m128i low = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0)),
-                                                     _mm_setr_epi32(0, 0, 0, 4)),
-                                      _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    const __m128i low = _mm_and_si128(
+        _mm_srlv_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4)),
+        _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
     const __m128i high = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0)), 2),
                                        _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
     return _mm_or_si128(low, high);

@@ -23,9 +23,7 @@ static ALWAYS_INLINE bool pk_has_min(uint32_t type) {
     return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K;
 }
 
-static ALWAYS_INLINE int pk_bias(uint32_t type) {
-    return type == GGML_TYPE_Q3_K ? 4 : type == GGML_TYPE_Q6_K ? 32 : 0;
-}
+static ALWAYS_INLINE int pk_bias(uint32_t type) { return type == GGML_TYPE_Q3_K ? 4 : type == GGML_TYPE_Q6_K ? 32 : 0; }
 
 static ALWAYS_INLINE bool pk_repacked(uint32_t type) { /* llama.cpp's repacked order, not the tiled one */
     return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q4_K;
@@ -45,16 +43,16 @@ static ALWAYS_INLINE int pk_part(uint32_t type, pk_order order) {
  * n_tok (1..4) tokens of a panel_dot call: 4 tokens in gemm's order (the
  * repacked types), fewer in gemv's, as llama.cpp hands out a batch's tokens
  * in groups of 4 and the rest; the tiled order at any count. */
-#define PK_DISPATCH(kernel, type, n_tok, ...)                                                                 \
-    do {                                                                                                     \
-        const pk_order few_ = pk_repacked(type) ? PK_GEMV : PK_TILED;                                        \
-        const pk_order four_ = pk_repacked(type) ? PK_GEMM : PK_TILED;                                       \
-        switch (n_tok) {                                                                                     \
-        case 1: kernel(type, few_, 1, __VA_ARGS__); break;                                                   \
-        case 2: kernel(type, few_, 2, __VA_ARGS__); break;                                                   \
-        case 3: kernel(type, few_, 3, __VA_ARGS__); break;                                                   \
-        default: kernel(type, four_, 4, __VA_ARGS__); break;                                                 \
-        }                                                                                                    \
+#define PK_DISPATCH(kernel, type, n_tok, ...)                                                                          \
+    do {                                                                                                               \
+        const pk_order few_ = pk_repacked(type) ? PK_GEMV : PK_TILED;                                                  \
+        const pk_order four_ = pk_repacked(type) ? PK_GEMM : PK_TILED;                                                 \
+        switch (n_tok) {                                                                                               \
+        case 1: kernel(type, few_, 1, __VA_ARGS__); break;                                                             \
+        case 2: kernel(type, few_, 2, __VA_ARGS__); break;                                                             \
+        case 3: kernel(type, few_, 3, __VA_ARGS__); break;                                                             \
+        default: kernel(type, four_, 4, __VA_ARGS__); break;                                                           \
+        }                                                                                                              \
     } while (0)
 
 /* The activation sums that a panel's pair vectors multiply, as int16 pairs

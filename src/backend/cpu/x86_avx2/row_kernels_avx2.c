@@ -32,16 +32,16 @@ static double softmax_exp(int64_t n, float *s, float max) {
     double sum = 0.0;
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        const v16 e = v16_expf((v16){_mm256_sub_ps(_mm256_loadu_ps(s + i), vmax.lo),
-                                     _mm256_sub_ps(_mm256_loadu_ps(s + i + 8), vmax.hi)});
+        const v16 e = v16_expf(
+            (v16){_mm256_sub_ps(_mm256_loadu_ps(s + i), vmax.lo), _mm256_sub_ps(_mm256_loadu_ps(s + i + 8), vmax.hi)});
         v16_store(s + i, e);
         sum += (double)v16_reduce(e);
     }
     if (i < n) {
         float tail[16];
         for (int k = 0; k < 16; k++) tail[k] = i + k < n ? s[i + k] : -INFINITY;
-        const v16 e = v16_expf((v16){_mm256_sub_ps(_mm256_loadu_ps(tail), vmax.lo),
-                                     _mm256_sub_ps(_mm256_loadu_ps(tail + 8), vmax.hi)});
+        const v16 e = v16_expf(
+            (v16){_mm256_sub_ps(_mm256_loadu_ps(tail), vmax.lo), _mm256_sub_ps(_mm256_loadu_ps(tail + 8), vmax.hi)});
         v16_store(tail, e);
         sum += (double)v16_reduce(e);
         for (int k = 0; i + k < n; k++) s[i + k] = tail[k];
@@ -70,7 +70,7 @@ static float dot_f16(int64_t n, const hl_half *x, const hl_half *y, hl_attn_orde
  * accumulators for a block of dimensions at once; the classes are combined
  * at the end in ggml's order. */
 
-#define PV_DIMS 64      /* dimensions per block: 64 classes x 64 floats = 16 KiB */
+#define PV_DIMS 64 /* dimensions per block: 64 classes x 64 floats = 16 KiB */
 #define PV_CLASSES_MAX 64
 
 /* Combines the classes of one group of lanes. cls(k) is the value of class k
@@ -105,8 +105,8 @@ static inline float pv_reduce1(const float (*acc)[PV_DIMS], int n_cls, int32_t d
 }
 
 /* Dimensions [d0, d0 + nd) of the output. */
-static void pv_block(int64_t n, const hl_half *p, const void *v, size_t v_stride, int32_t d0, int32_t nd,
-                     int n_cls, float *out) {
+static void pv_block(int64_t n, const hl_half *p, const void *v, size_t v_stride, int32_t d0, int32_t nd, int n_cls,
+                     float *out) {
     float acc[PV_CLASSES_MAX][PV_DIMS];
     for (int c = 0; c < n_cls; c++)
         for (int32_t d = 0; d < nd; d++) acc[c][d] = 0.0f;
@@ -124,8 +124,8 @@ static void pv_block(int64_t n, const hl_half *p, const void *v, size_t v_stride
         for (; d < nd; d++) a[d] = fmaf(hl_fp16_to_fp32(row[d]), pj, a[d]);
     }
     int32_t d = 0;
-    for (; d < nd8; d += 8) _mm256_storeu_ps(out + d0 + d, pv_reduce8((const float (*)[PV_DIMS])acc, n_cls, d));
-    for (; d < nd; d++) out[d0 + d] = pv_reduce1((const float (*)[PV_DIMS])acc, n_cls, d);
+    for (; d < nd8; d += 8) _mm256_storeu_ps(out + d0 + d, pv_reduce8((const float(*)[PV_DIMS])acc, n_cls, d));
+    for (; d < nd; d++) out[d0 + d] = pv_reduce1((const float(*)[PV_DIMS])acc, n_cls, d);
 }
 
 static void pv(int64_t n, const hl_half *p, const void *v, size_t v_stride, int32_t hd, float *out,

@@ -94,7 +94,7 @@ static inline float v16_reduce(v16 v) { return hsum8_ggml(_mm256_add_ps(v.lo, v.
  * products and in-order sums, so no FMA there). ggml_dot_f16_ahead also
  * prefetches x `ahead` elements ahead (a constant; 0: not at all). */
 static inline __attribute__((always_inline)) float ggml_dot_f16_ahead(int64_t n, const hl_half *x, const hl_half *y,
-                                                                   int64_t ahead) {
+                                                                      int64_t ahead) {
     v16 acc[4] = {v16_zero(), v16_zero(), v16_zero(), v16_zero()};
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {

@@ -39,9 +39,7 @@ static inline int32_t hsum_epi32(__m256i v) {
     return _mm_cvtsi128_si32(x);
 }
 
-static inline __m256i load_256(const void *p) {
-    return _mm256_loadu_si256((const __m256i *)p);
-}
+static inline __m256i load_256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 /* Two adjacent fp16 values (a block's d and m, or d and s) as [x0, x1, 0, 0]. */
 static inline __m128 load_half2(const void *p) {
@@ -65,7 +63,7 @@ static inline __m256i bits_to_bytes(const uint8_t p[4]) {
     memcpy(&bits, p, sizeof bits);
     const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
     const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(bits), spread); /* byte j = byte j/8 of bits */
-    const __m256i bit = _mm256_set1_epi64x((int64_t)0x8040201008040201);  /* byte j: bit j % 8 */
+    const __m256i bit = _mm256_set1_epi64x((int64_t)0x8040201008040201);        /* byte j: bit j % 8 */
     return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
 }
 
@@ -103,8 +101,7 @@ static float quantize_q8_block(const float x[32], int8_t qs[32], int32_t *sum) {
     *sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
     /* packs interleave the 128-bit lanes: the 4-byte groups come out as
      * q0[0:4] q1[0:4] q2[0:4] q3[0:4] q0[4:8] q1[4:8] q2[4:8] q3[4:8]. */
-    const __m256i q8 =
-        _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    const __m256i q8 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     _mm256_storeu_si256((__m256i *)qs, _mm256_permutevar8x32_epi32(q8, order));
     return max / 127.0f;
@@ -188,23 +185,21 @@ static ALWAYS_INLINE __m256i unsigned_quants(uint32_t type, const void *row, int
     return _mm256_or_si256(unpack_nibbles(w->qs), bit4);
 }
 
-static ALWAYS_INLINE __m256 q8_block(uint32_t type, const void *w_row, const block_q8_0 *a,
-                                     int64_t b, __m256 acc) {
+static ALWAYS_INLINE __m256 q8_block(uint32_t type, const void *w_row, const block_q8_0 *a, int64_t b, __m256 acc) {
     float dw;
     const __m256i q = signed_quants(type, w_row, b, &dw);
     return q8_step(q, dw, &a[b], acc);
 }
 
-static ALWAYS_INLINE void q8_dot(uint32_t type, int64_t n, float *s, const void *w_row,
-                                 const void *act_row) {
+static ALWAYS_INLINE void q8_dot(uint32_t type, int64_t n, float *s, const void *w_row, const void *act_row) {
     const block_q8_0 *a = act_row;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / HL_QK; b++) acc = q8_block(type, w_row, a, b, acc);
     *s = hsum8_ggml(acc);
 }
 
-static ALWAYS_INLINE void q8_dot_4r(uint32_t type, int64_t n, float s[4], const void *w,
-                                    size_t w_stride, const void *act_row) {
+static ALWAYS_INLINE void q8_dot_4r(uint32_t type, int64_t n, float s[4], const void *w, size_t w_stride,
+                                    const void *act_row) {
     const block_q8_0 *a = act_row;
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t b = 0; b < n / HL_QK; b++) {
@@ -213,8 +208,8 @@ static ALWAYS_INLINE void q8_dot_4r(uint32_t type, int64_t n, float s[4], const 
     _mm_storeu_ps(s, hsum4_ps(acc[0], acc[1], acc[2], acc[3]));
 }
 
-static ALWAYS_INLINE void q8_dot_4c(uint32_t type, int64_t n, float s[4], const void *w_row,
-                                    const void *act, size_t act_stride) {
+static ALWAYS_INLINE void q8_dot_4c(uint32_t type, int64_t n, float s[4], const void *w_row, const void *act,
+                                    size_t act_stride) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t b = 0; b < n / HL_QK; b++) {
         float dw;
@@ -249,7 +244,8 @@ static void dot_4r_q4_0(int64_t n, float s[4], const void *w, size_t w_stride, c
         const __m256i qa = load_256(a[b].qs);
         __m256i v[4];
         float dw[4];
-        for (int r = 0; r < 4; r++) v[r] = dot_i8_i8(signed_quants(GGML_TYPE_Q4_0, row_at(w, w_stride, r), b, &dw[r]), qa);
+        for (int r = 0; r < 4; r++)
+            v[r] = dot_i8_i8(signed_quants(GGML_TYPE_Q4_0, row_at(w, w_stride, r), b, &dw[r]), qa);
         const __m128 scale = _mm_mul_ps(_mm_loadu_ps(dw), _mm_set1_ps(_cvtsh_ss(a[b].d)));
         acc = _mm_fmadd_ps(_mm_cvtepi32_ps(hsum4_epi32(v[0], v[1], v[2], v[3])), scale, acc);
     }
@@ -379,7 +375,7 @@ static void pack_q8_0(int64_t n, void *panel, const void *w, size_t w_stride) {
 
 typedef struct chunk_act {
     int16_t q[TOKEN_GROUP][CHUNK * HL_QK]; /* the quants of blocks b0 .. b0 + CHUNK - 1 */
-    float d[TOKEN_GROUP][CHUNK];            /* and their scales */
+    float d[TOKEN_GROUP][CHUNK];           /* and their scales */
 } chunk_act;
 
 static void widen(chunk_act *ca, int t, const block_q8_0 *a, int64_t nb) {
@@ -413,8 +409,9 @@ static ALWAYS_INLINE void halves_lanes(int k0, int64_t nb, const uint8_t *p0, co
             const __m256i x0 = bcast32x8(a + 4 * (k0 + k)), x1 = bcast32x8(a + 4 * (k0 + k) + 2);
             for (int h = 0; h < 2; h++) {
                 const uint8_t *w = (h ? p1 : p0) + 64 * (k0 + k);
-                const __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)w), x0),
-                                                      _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(w + 32)), x1));
+                const __m256i isum = _mm256_add_epi32(
+                    _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)w), x0),
+                    _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(w + 32)), x1));
                 acc[h][k] = _mm256_fmadd_ps(scale[h], _mm256_cvtepi32_ps(isum), acc[h][k]);
             }
         }
@@ -485,8 +482,8 @@ static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_
 }
 
 /* Any number of tokens (panel_block), two at a time. */
-static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *panel, const void *act, size_t act_stride,
+                           const hl_act_aux *aux, size_t aux_stride, int n_tok) {
     for (int t = 0; t < n_tok; t += 2) {
         float *yt = y + (size_t)t * y_stride;
         const void *at = row_at(act, act_stride, t);
@@ -530,8 +527,7 @@ static void dot_4c_q8_0(int64_t n, float s[4], const void *w_row, const void *ac
  * is the block's scale, lane 1 of fma(wdm, ads, *acc_ms) the FMA of summs
  * (lane 0 there is unused). The unsigned quants are at most 31, so maddubs
  * cannot saturate. */
-static inline __m256 q8_1_step(__m256i q, __m128 wdm, const block_q8_1 *a, __m256 acc,
-                               __m128 *acc_ms) {
+static inline __m256 q8_1_step(__m256i q, __m128 wdm, const block_q8_1 *a, __m256 acc, __m128 *acc_ms) {
     const __m128 ads = load_half2(&a->d);
     const __m128 scales = _mm_mul_ps(wdm, ads);
     *acc_ms = _mm_fmadd_ps(wdm, ads, *acc_ms);
@@ -539,15 +535,14 @@ static inline __m256 q8_1_step(__m256i q, __m128 wdm, const block_q8_1 *a, __m25
     return _mm256_fmadd_ps(_mm256_broadcastss_ps(scales), _mm256_cvtepi32_ps(sum), acc);
 }
 
-static ALWAYS_INLINE __m256 q8_1_block(uint32_t type, const void *w_row, const block_q8_1 *a, int64_t b,
-                                       __m256 acc, __m128 *acc_ms) {
+static ALWAYS_INLINE __m256 q8_1_block(uint32_t type, const void *w_row, const block_q8_1 *a, int64_t b, __m256 acc,
+                                       __m128 *acc_ms) {
     __m128 wdm;
     const __m256i q = unsigned_quants(type, w_row, b, &wdm);
     return q8_1_step(q, wdm, &a[b], acc, acc_ms);
 }
 
-static ALWAYS_INLINE void q8_1_dot(uint32_t type, int64_t n, float *s, const void *w_row,
-                                   const void *act_row) {
+static ALWAYS_INLINE void q8_1_dot(uint32_t type, int64_t n, float *s, const void *w_row, const void *act_row) {
     const block_q8_1 *a = act_row;
     __m256 acc = _mm256_setzero_ps();
     __m128 ms = _mm_setzero_ps();
@@ -567,8 +562,8 @@ static ALWAYS_INLINE void q8_1_dot_4r(uint32_t type, int64_t n, float s[4], cons
     _mm_storeu_ps(s, _mm_add_ps(sums, lane1_x4(ms[0], ms[1], ms[2], ms[3])));
 }
 
-static ALWAYS_INLINE void q8_1_dot_4c(uint32_t type, int64_t n, float s[4], const void *w_row,
-                                      const void *act, size_t act_stride) {
+static ALWAYS_INLINE void q8_1_dot_4c(uint32_t type, int64_t n, float s[4], const void *w_row, const void *act,
+                                      size_t act_stride) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     __m128 ms[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
     for (int64_t b = 0; b < n / HL_QK; b++) {
@@ -634,8 +629,8 @@ static void q1_panel_half(int64_t n, float *y, const uint8_t *p, int h, const bl
 }
 
 /* Any number of tokens (panel_block), one after another. */
-static void panel_dot_q8_1(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+static void panel_dot_q8_1(int64_t n, float *y, size_t y_stride, const void *panel, const void *act, size_t act_stride,
+                           const hl_act_aux *aux, size_t aux_stride, int n_tok) {
     (void)aux, (void)aux_stride;
     for (int t = 0; t < n_tok; t++) {
         for (int h = 0; h < 2; h++) q1_panel_half(n, y + (size_t)t * y_stride, panel, h, row_at(act, act_stride, t));
@@ -647,10 +642,14 @@ static void panel_dot_q8_1(int64_t n, float *y, size_t y_stride, const void *pan
 static const hl_cpu_type_ops avx2_ops[] = {
     {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, act_q8_0, dot_q4_0, dot_4r_q4_0, dot_4c_q4_0, NULL, pack_q4_0, panel_dot_q4_0,
      hl_act_q8_0_aux, true},
-    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, pack_q4_1, panel_dot_q8_1, NULL, true},
-    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, pack_q8_0, panel_dot_i16, NULL, true},
-    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, pack_q5_0, panel_dot_i16, NULL, true},
-    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1, NULL, pack_q5_1, panel_dot_q8_1, NULL, true},
+    {GGML_TYPE_Q4_1, GGML_TYPE_Q8_1, act_q8_1, dot_q4_1, dot_4r_q4_1, dot_4c_q4_1, NULL, pack_q4_1, panel_dot_q8_1,
+     NULL, true},
+    {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, act_q8_0, dot_q8_0, dot_4r_q8_0, dot_4c_q8_0, NULL, pack_q8_0, panel_dot_i16, NULL,
+     true},
+    {GGML_TYPE_Q5_0, GGML_TYPE_Q8_0, act_q8_0, dot_q5_0, dot_4r_q5_0, dot_4c_q5_0, NULL, pack_q5_0, panel_dot_i16, NULL,
+     true},
+    {GGML_TYPE_Q5_1, GGML_TYPE_Q8_1, act_q8_1, dot_q5_1, dot_4r_q5_1, dot_4c_q5_1, NULL, pack_q5_1, panel_dot_q8_1,
+     NULL, true},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_find(uint32_t type) {

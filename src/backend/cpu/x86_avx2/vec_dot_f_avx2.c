@@ -49,11 +49,11 @@ static void act_f16(const float *x, void *dst, int64_t n) {
 static inline __m256i bf16_round8(__m256 x) {
     const __m256i u = _mm256_castps_si256(x);
     const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    const __m256i rounded =
-        _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))),
+                                              16);
     const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-    const __m256i is_nan =
-        _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                              _mm256_set1_epi32(0x7f800000));
     return _mm256_blendv_epi8(rounded, quiet, is_nan);
 }
 
@@ -63,8 +63,7 @@ static void act_bf16(const float *x, void *dst, int64_t n) {
     for (; i + 8 <= n; i += 8) {
         const __m256i r = bf16_round8(_mm256_loadu_ps(x + i));
         /* packus works within 128-bit lanes; permute restores element order */
-        const __m256i packed =
-            _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), _MM_SHUFFLE(3, 1, 2, 0));
+        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), _MM_SHUFFLE(3, 1, 2, 0));
         _mm_storeu_si128((__m128i *)(y + i), _mm256_castsi256_si128(packed));
     }
     for (; i < n; i++) y[i] = hl_fp32_to_bf16(x[i]);
@@ -119,8 +118,7 @@ static inline __m256 load8_bf16(const hl_bf16 *row, int64_t i) {
  * < nr (1 or 4, a constant after inlining) of rows w_stride bytes apart.
  * llama.cpp's AVX-512 build uses AVX512-BF16 dpbf16 here, whose rounding of
  * pairs this does not reproduce. */
-static ALWAYS_INLINE void bf16_rows(int nr, int64_t n, float *s, const void *w, size_t w_stride,
-                                    const void *act_row) {
+static ALWAYS_INLINE void bf16_rows(int nr, int64_t n, float *s, const void *w, size_t w_stride, const void *act_row) {
     const hl_bf16 *a = act_row;
     __m256 acc[4][4];
     for (int r = 0; r < nr; r++)
@@ -129,7 +127,8 @@ static ALWAYS_INLINE void bf16_rows(int nr, int64_t n, float *s, const void *w, 
     for (; i + 32 <= n; i += 32) {
         for (int k = 0; k < 4; k++) {
             const __m256 y = load8_bf16(a, i + 8 * k);
-            for (int r = 0; r < nr; r++) acc[r][k] = _mm256_fmadd_ps(load8_bf16(row_at(w, w_stride, r), i + 8 * k), y, acc[r][k]);
+            for (int r = 0; r < nr; r++)
+                acc[r][k] = _mm256_fmadd_ps(load8_bf16(row_at(w, w_stride, r), i + 8 * k), y, acc[r][k]);
         }
     }
     for (int r = 0; r < nr; r++) {
@@ -163,8 +162,8 @@ static ALWAYS_INLINE v16 load16(uint32_t type, const void *row, int64_t i) {
 /* s[r * nc + c] = dot(weight row r, activation row c) for r < nr, c < nc
  * (nr * nc <= 4; constants after inlining), each in tinyBLAS's order;
  * n % 16 == 0, the activations split (act_split). */
-static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, float *s, const void *w,
-                                  size_t w_stride, const void *act, size_t act_stride) {
+static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, float *s, const void *w, size_t w_stride,
+                                  const void *act, size_t act_stride) {
     v16 acc[4] = {v16_zero(), v16_zero(), v16_zero(), v16_zero()};
     for (int64_t i = 0; i < n; i += 16) {
         v16 a[4];
@@ -214,8 +213,7 @@ static ALWAYS_INLINE size_t block_at(int64_t n, int h, int64_t k0) {
  * are one stream in the matrix, read from memory once per block of tokens;
  * the prefetchers alone left most of a row's misses exposed). */
 #define PACK_AHEAD 1024
-static ALWAYS_INLINE void pack_p(uint32_t type, uint32_t pt, int64_t n, void *panel, const void *w,
-                                 size_t w_stride) {
+static ALWAYS_INLINE void pack_p(uint32_t type, uint32_t pt, int64_t n, void *panel, const void *w, size_t w_stride) {
     const size_t esize = hl_ggml_type_get(type)->type_size, pe = pe_size(pt);
     const int64_t kb = k_block(pt);
     for (int r = 0; r < HL_PANEL_ROWS; r++) {
@@ -258,7 +256,8 @@ static ALWAYS_INLINE void tile_block(uint32_t pt, int nc, int64_t len, const voi
     __m256 s[4][3];
     if (first) {
         __m256 zero = _mm256_setzero_ps();
-        __asm__ volatile("" : "+x"(zero)); /* else GCC keeps a zero register through the loop and spills an accumulator */
+        __asm__ volatile(""
+                         : "+x"(zero)); /* else GCC keeps a zero register through the loop and spills an accumulator */
         for (int r = 0; r < 4; r++)
             for (int c = 0; c < nc; c++) s[r][c] = zero;
     } else {
@@ -309,8 +308,10 @@ static ALWAYS_INLINE void panel_dot_p(uint32_t pt, int64_t n, float *y, size_t y
                 const int64_t len = n / 2 - k0 < kb ? n / 2 - k0 : kb;
                 const void *w = (const uint8_t *)panel + block_at(n, h, k0) * pe_size(pt);
                 int c = 0;
-                for (; c < n3; c += 3) block_tokens(pt, 3, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
-                for (; c + 2 <= nt; c += 2) block_tokens(pt, 2, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
+                for (; c < n3; c += 3)
+                    block_tokens(pt, 3, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
+                for (; c + 2 <= nt; c += 2)
+                    block_tokens(pt, 2, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
                 if (c < nt) block_tokens(pt, 1, n, k0, len, w, row_at(a, act_stride, c), act_stride, acc + c, h);
             }
         for (int t = 0; t < nt; t++)
@@ -350,19 +351,25 @@ HL_FLOAT_BATCH_KERNELS(GGML_TYPE_BF16, bf16)
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops avx2_f_batch_ops[] = {
-    {GGML_TYPE_F32, GGML_TYPE_F32, act_f32_split, tb_dot_f32, tb_4r_f32, tb_4c_f32, NULL, pack_f32, panel_dot_f32, NULL, true},
-    {GGML_TYPE_F16, GGML_TYPE_F32, act_f16_split, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, pack_f16, panel_dot_f16, NULL, true},
-    {GGML_TYPE_BF16, GGML_TYPE_F32, act_bf16_split, tb_dot_bf16, tb_4r_bf16, tb_4c_bf16, NULL, pack_bf16, panel_dot_bf16, NULL, true},
+    {GGML_TYPE_F32, GGML_TYPE_F32, act_f32_split, tb_dot_f32, tb_4r_f32, tb_4c_f32, NULL, pack_f32, panel_dot_f32, NULL,
+     true},
+    {GGML_TYPE_F16, GGML_TYPE_F32, act_f16_split, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, pack_f16, panel_dot_f16, NULL,
+     true},
+    {GGML_TYPE_BF16, GGML_TYPE_F32, act_bf16_split, tb_dot_bf16, tb_4r_bf16, tb_4c_bf16, NULL, pack_bf16,
+     panel_dot_bf16, NULL, true},
 };
 
 static const hl_cpu_type_ops avx2_f16_halves_batch_ops = {
-    GGML_TYPE_F16, GGML_TYPE_F32, act_f16_split, tb_dot_f16, tb_4r_f16, tb_4c_f16, NULL, pack_f16_halves, panel_dot_f16_halves, NULL, true,
+    GGML_TYPE_F16, GGML_TYPE_F32,   act_f16_split,        tb_dot_f16, tb_4r_f16, tb_4c_f16,
+    NULL,          pack_f16_halves, panel_dot_f16_halves, NULL,       true,
 };
 
 static const hl_cpu_type_ops avx2_f_ops[] = {
-    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, &avx2_f_batch_ops[0], NULL, NULL, NULL, false},
+    {GGML_TYPE_F32, GGML_TYPE_F32, hl_f32_from_float, dot_f32, NULL, NULL, &avx2_f_batch_ops[0], NULL, NULL, NULL,
+     false},
     {GGML_TYPE_F16, GGML_TYPE_F16, act_f16, dot_f16, NULL, NULL, &avx2_f_batch_ops[1], NULL, NULL, NULL, false},
-    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, dot_4r_bf16, NULL, &avx2_f_batch_ops[2], NULL, NULL, NULL, false},
+    {GGML_TYPE_BF16, GGML_TYPE_BF16, act_bf16, dot_bf16, dot_4r_bf16, NULL, &avx2_f_batch_ops[2], NULL, NULL, NULL,
+     false},
 };
 
 /* F16 on AMD Zen: the same but for panels of halves. */

@@ -57,13 +57,9 @@
 
 /* --------------------------------------------------------------- helpers -- */
 
-static inline __m256i load_256(const void *p) {
-    return _mm256_loadu_si256((const __m256i *)p);
-}
+static inline __m256i load_256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
-static inline __m128i load_128(const void *p) {
-    return _mm_loadu_si128((const __m128i *)p);
-}
+static inline __m128i load_128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
 
 static inline float hmax_ps(__m256 v) {
     __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -100,13 +96,15 @@ static inline __m128 lane0_x4(__m128 a, __m128 b, __m128 c, __m128 d) {
 static void act_q8_K_block(const float *x, block_q8_K *y) {
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 amax8 = _mm256_setzero_ps();
-    for (int k = 0; k < HL_QK_K / 8; k++) amax8 = _mm256_max_ps(amax8, _mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask));
+    for (int k = 0; k < HL_QK_K / 8; k++)
+        amax8 = _mm256_max_ps(amax8, _mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask));
     const float amax = hmax_ps(amax8);
     memset(y, 0, sizeof *y);
     if (amax == 0.0f) return;
     int first = 0; /* the first element of magnitude amax gives the sign of the scale */
     for (int k = 0; k < HL_QK_K / 8; k++) {
-        const __m256 hit = _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask), _mm256_set1_ps(amax), _CMP_EQ_OQ);
+        const __m256 hit = _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask), _mm256_set1_ps(amax),
+                                         _CMP_EQ_OQ);
         const int mask = _mm256_movemask_ps(hit);
         if (mask) {
             first = 8 * k + __builtin_ctz((unsigned)mask);
@@ -178,7 +176,7 @@ static ALWAYS_INLINE void prefetch_ahead(uint32_t type, const void *row, int64_t
     /* a constant per kernel: hl_row_size, a call per super-block, slowed
      * decode (bench/results/2026-11-28-avx2-decode-cpu.md,
      * 2026-12-02-kernel-comment-figures-cpu.md) */
-    const size_t size = type == GGML_TYPE_Q3_K ? sizeof(block_q3_K)
+    const size_t size = type == GGML_TYPE_Q3_K   ? sizeof(block_q3_K)
                         : type == GGML_TYPE_Q5_K ? sizeof(block_q5_K)
                                                  : sizeof(block_q6_K);
     const char *ahead = (const char *)row + (size_t)(b + ROW_PREFETCH) * size;
@@ -263,9 +261,9 @@ static ALWAYS_INLINE __m256i k_scales(uint32_t type, const kblock *k, int c) {
     const __m256i pick = _mm256_setr_epi8(
         (char)lo, (char)(lo + 1), (char)lo, (char)(lo + 1), (char)lo, (char)(lo + 1), (char)lo, (char)(lo + 1),
         (char)lo, (char)(lo + 1), (char)lo, (char)(lo + 1), (char)lo, (char)(lo + 1), (char)lo, (char)(lo + 1),
-        (char)(lo + 2), (char)(lo + 3), (char)(lo + 2), (char)(lo + 3), (char)(lo + 2), (char)(lo + 3),
-        (char)(lo + 2), (char)(lo + 3), (char)(lo + 2), (char)(lo + 3), (char)(lo + 2), (char)(lo + 3),
-        (char)(lo + 2), (char)(lo + 3), (char)(lo + 2), (char)(lo + 3));
+        (char)(lo + 2), (char)(lo + 3), (char)(lo + 2), (char)(lo + 3), (char)(lo + 2), (char)(lo + 3), (char)(lo + 2),
+        (char)(lo + 3), (char)(lo + 2), (char)(lo + 3), (char)(lo + 2), (char)(lo + 3), (char)(lo + 2), (char)(lo + 3),
+        (char)(lo + 2), (char)(lo + 3));
     return _mm256_shuffle_epi8(k->sc16[c / 4], pick);
 }
 
@@ -324,9 +322,7 @@ typedef struct vacc {
     __m128 summs; /* lane 0 */
 } vacc;
 
-static inline vacc vacc_zero(void) {
-    return (vacc){_mm256_setzero_ps(), _mm_setzero_ps()};
-}
+static inline vacc vacc_zero(void) { return (vacc){_mm256_setzero_ps(), _mm_setzero_ps()}; }
 
 /* One super-block, as ggml_vec_dot_q3_K/q5_K/q6_K_q8_K adds it: acc +=
  * (d_a * d) * float(sumi lanes), with Q6_K's -32 applied to the lanes as
@@ -512,7 +508,7 @@ static ALWAYS_INLINE void r_dot_4r(uint32_t type, int64_t n, float out[4], const
         }
         const __m128 d01 = _mm_unpacklo_ps(dd[0], dd[1]), d23 = _mm_unpacklo_ps(dd[2], dd[3]);
         const __m128 d = _mm_movelh_ps(d01, d23), dmin = _mm_movehl_ps(d23, d01); /* rows 0..3 */
-        const __m256i tot = hsum8x8_epi32(v); /* [isum 0..3, imin 0..3] */
+        const __m256i tot = hsum8x8_epi32(v);                                     /* [isum 0..3, imin 0..3] */
         const __m128 da = _mm_set1_ps(a[b].d);
         acc = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm256_castsi256_si128(tot)), _mm_mul_ps(d, da), acc);
         accm = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm256_extracti128_si256(tot, 1)), _mm_mul_ps(dmin, da), accm);
@@ -522,9 +518,7 @@ static ALWAYS_INLINE void r_dot_4r(uint32_t type, int64_t n, float out[4], const
 
 /* Parts of a super-block in llama.cpp's gemm kernels: 64 elements in
  * ggml_gemm_q4_K_8x8_q8_K, 128 in ggml_gemm_q2_K_8x8_q8_K. */
-static ALWAYS_INLINE int gemm_parts(uint32_t type) {
-    return type == GGML_TYPE_Q4_K ? 4 : 2;
-}
+static ALWAYS_INLINE int gemm_parts(uint32_t type) { return type == GGML_TYPE_Q4_K ? 4 : 2; }
 
 /* imin of each gemm part (p) and column (lane c), from k_mins_dot: Q4_K has
  * one lane per part, Q2_K four. */
@@ -675,17 +669,25 @@ PANELS(GGML_TYPE_Q6_K, q6_K)
 /* ----------------------------------------------------------------- table -- */
 
 static const hl_cpu_type_ops avx2_k_batch_ops[] = {
-    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q3_K, NULL, tdot_4c_q3_K, NULL, pack_q3_K, panel_dot_q3_K, NULL, true},
-    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q5_K, tdot_4r_q5_K, tdot_4c_q5_K, NULL, pack_q5_K, panel_dot_q5_K, NULL, true},
-    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q6_K, tdot_4r_q6_K, tdot_4c_q6_K, NULL, pack_q6_K, panel_dot_q6_K, NULL, true},
+    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q3_K, NULL, tdot_4c_q3_K, NULL, pack_q3_K, panel_dot_q3_K, NULL,
+     true},
+    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q5_K, tdot_4r_q5_K, tdot_4c_q5_K, NULL, pack_q5_K, panel_dot_q5_K,
+     NULL, true},
+    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, tdot_q6_K, tdot_4r_q6_K, tdot_4c_q6_K, NULL, pack_q6_K, panel_dot_q6_K,
+     NULL, true},
 };
 
 static const hl_cpu_type_ops avx2_k_ops[] = {
-    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, act_q8_K, dot_q2_K, dot_4r_q2_K, dot_4c_q2_K, NULL, pack_q2_K, panel_dot_q2_K, NULL, true},
-    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, dot_q3_K, NULL, dot_4c_q3_K, &avx2_k_batch_ops[0], NULL, NULL, NULL, false},
-    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, act_q8_K, dot_q4_K, dot_4r_q4_K, dot_4c_q4_K, NULL, pack_q4_K, panel_dot_q4_K, NULL, true},
-    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, dot_q5_K, dot_4r_q5_K, dot_4c_q5_K, &avx2_k_batch_ops[1], NULL, NULL, NULL, false},
-    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, dot_q6_K, NULL, dot_4c_q6_K, &avx2_k_batch_ops[2], NULL, NULL, NULL, false},
+    {GGML_TYPE_Q2_K, GGML_TYPE_Q8_K, act_q8_K, dot_q2_K, dot_4r_q2_K, dot_4c_q2_K, NULL, pack_q2_K, panel_dot_q2_K,
+     NULL, true},
+    {GGML_TYPE_Q3_K, GGML_TYPE_Q8_K, act_q8_K, dot_q3_K, NULL, dot_4c_q3_K, &avx2_k_batch_ops[0], NULL, NULL, NULL,
+     false},
+    {GGML_TYPE_Q4_K, GGML_TYPE_Q8_K, act_q8_K, dot_q4_K, dot_4r_q4_K, dot_4c_q4_K, NULL, pack_q4_K, panel_dot_q4_K,
+     NULL, true},
+    {GGML_TYPE_Q5_K, GGML_TYPE_Q8_K, act_q8_K, dot_q5_K, dot_4r_q5_K, dot_4c_q5_K, &avx2_k_batch_ops[1], NULL, NULL,
+     NULL, false},
+    {GGML_TYPE_Q6_K, GGML_TYPE_Q8_K, act_q8_K, dot_q6_K, NULL, dot_4c_q6_K, &avx2_k_batch_ops[2], NULL, NULL, NULL,
+     false},
 };
 
 const hl_cpu_type_ops *hl_cpu_ops_avx2_k_find(uint32_t type) {

@@ -64,9 +64,7 @@ static ALWAYS_INLINE size_t pk_mins_at(uint32_t type) {
 static ALWAYS_INLINE size_t pk_d_at(uint32_t type) {
     return pk_mins_at(type) + (pk_has_min(type) ? 32 * (size_t)pk_n_sub(type) : 0);
 }
-static ALWAYS_INLINE size_t pk_bytes(uint32_t type) {
-    return pk_d_at(type) + (pk_has_min(type) ? 128 : 64);
-}
+static ALWAYS_INLINE size_t pk_bytes(uint32_t type) { return pk_d_at(type) + (pk_has_min(type) ? 128 : 64); }
 _Static_assert(PK_SCALES + 16 * 64 + 64 <= 21 * HL_QK_K, "the largest panel (Q3_K, Q6_K) fits HL_PANEL_BYTES");
 _Static_assert(PK_SCALES + 8 * 64 + 4 * 64 + 128 <= 21 * HL_QK_K, "a Q4_K/Q5_K panel fits HL_PANEL_BYTES");
 
@@ -105,7 +103,8 @@ static ALWAYS_INLINE void kd_act_load(uint32_t type, const block_q8_K *a, kd_act
     }
     if (type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q6_K) x->bsums = _mm256_loadu_si256((const __m256i *)a->bsums);
     if (type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K) {
-        x->q8s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)a->bsums), _mm_loadu_si128((const __m128i *)(a->bsums + 8)));
+        x->q8s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)a->bsums),
+                                _mm_loadu_si128((const __m128i *)(a->bsums + 8)));
     }
 }
 
@@ -148,7 +147,8 @@ static ALWAYS_INLINE __m256i kd_sumi(uint32_t type, const void *blk, const kd_ac
                 q = _mm512_mask_add_epi8(q, h, q, _mm512_set1_epi8(16));
             }
             /* the chunk's scale as int16: byte lo (hi) then a zero byte */
-            const __m512i pick = kd_pair(_mm256_set1_epi16((short)(0xff00 | lo)), _mm256_set1_epi16((short)(0xff00 | hi)));
+            const __m512i pick = kd_pair(_mm256_set1_epi16((short)(0xff00 | lo)),
+                                         _mm256_set1_epi16((short)(0xff00 | hi)));
             sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, x->av[i]), _mm512_shuffle_epi8(scb, pick));
         }
         *imin = _mm256_zextsi128_si256(_mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), x->q8s));
@@ -226,7 +226,7 @@ static ALWAYS_INLINE void kd_d(uint32_t type, const void *blk, float *d, float *
  * super-block acc = fma(float(isum), d * d_a, acc), accm = fma(float(imin),
  * dmin * d_a, accm); the result acc - accm. */
 static ALWAYS_INLINE void kd_repacked_4r(uint32_t type, int64_t n, float s[4], const void *w, size_t w_stride,
-                                     const void *act_row) {
+                                         const void *act_row) {
     const block_q8_K *a = act_row;
     __m128 acc = _mm_setzero_ps(), accm = _mm_setzero_ps();
     for (int64_t b = 0; b < n / HL_QK_K; b++) {
@@ -279,7 +279,7 @@ static ALWAYS_INLINE void pk_pack(uint32_t type, int64_t n, void *panel, const v
 
 /* n_tok tokens (a constant after inlining), lane r of acc[t] for row r. */
 static ALWAYS_INLINE void pk_panel_t(uint32_t type, pk_order order, int n_tok, int64_t n, float *y, size_t y_stride,
-                                 const uint8_t *p, const void *act, size_t act_stride) {
+                                     const uint8_t *p, const void *act, size_t act_stride) {
     const int n_sub = pk_n_sub(type), vecs = 64 / n_sub; /* quant vectors per sub-block */
     const int part = pk_part(type, order);
     const int bias = pk_bias(type);
@@ -302,7 +302,8 @@ static ALWAYS_INLINE void pk_panel_t(uint32_t type, pk_order order, int n_tok, i
             for (int t = 0; t < n_tok; t++) s[t] = _mm512_set1_epi32(-bias * a[t]->bsums[j]);
             for (int k = 0; k < vecs; k++) {
                 const __m512i u = _mm512_loadu_si512(p + 64 * (vecs * j + k));
-                for (int t = 0; t < n_tok; t++) s[t] = _mm512_dpbusd_epi32(s[t], u, bcast32(a[t]->qs + 4 * (vecs * j + k)));
+                for (int t = 0; t < n_tok; t++)
+                    s[t] = _mm512_dpbusd_epi32(s[t], u, bcast32(a[t]->qs + 4 * (vecs * j + k)));
             }
             if (type == GGML_TYPE_Q2_K) { /* the scales are in the quants */
                 for (int t = 0; t < n_tok; t++) isum[t] = _mm512_add_epi32(isum[t], s[t]);
@@ -337,7 +338,7 @@ static ALWAYS_INLINE void pk_panel_t(uint32_t type, pk_order order, int n_tok, i
 
 /* hl_panel_dot_fn for `type`; K-quant panels need no hl_act_aux. */
 static ALWAYS_INLINE void pk_panel_dot(uint32_t type, int64_t n, float *y, size_t y_stride, const void *panel,
-                                   const void *act, size_t act_stride, int n_tok) {
+                                       const void *act, size_t act_stride, int n_tok) {
     PK_DISPATCH(pk_panel_t, type, n_tok, n, y, y_stride, panel, act, act_stride);
 }
 

@@ -29,9 +29,7 @@
 #include "backend/cpu/x86_avx512/simd_avx512.h"
 #include "backend/cpu/vec_dot.h"
 
-static ALWAYS_INLINE bool q32_has_min(uint32_t type) {
-    return type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1;
-}
+static ALWAYS_INLINE bool q32_has_min(uint32_t type) { return type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1; }
 
 static ALWAYS_INLINE int q32_bias(uint32_t type) {
     return type == GGML_TYPE_Q8_0 ? 128 : type == GGML_TYPE_Q5_0 ? 16 : 0;
@@ -90,9 +88,7 @@ static inline int q32_head(const void *block) {
 }
 
 /* Lanes 8-15 (without AVX512DQ's extractf32x8). */
-static inline __m256 upper_ps(__m512 v) {
-    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-}
+static inline __m256 upper_ps(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
 
 /* Rows 0-3 of w, w_stride bytes apart: acc01 holds rows 0 and 1's 8-lane
  * accumulators (lanes 0-7, 8-15), acc23 rows 2 and 3's. Q4_1/Q5_1: the
@@ -141,8 +137,9 @@ static ALWAYS_INLINE void q32_dot_4r(uint32_t type, int64_t n, float s[4], const
     }
     __m128 sums = hsum4_ps(_mm512_castps512_ps256(acc01), upper_ps(acc01), _mm512_castps512_ps256(acc23),
                            upper_ps(acc23));
-    if (q1) sums = _mm_add_ps(sums, _mm_shuffle_ps(_mm256_castps256_ps128(ms), _mm256_extractf128_ps(ms, 1),
-                                                   _MM_SHUFFLE(3, 1, 3, 1)));
+    if (q1)
+        sums = _mm_add_ps(
+            sums, _mm_shuffle_ps(_mm256_castps256_ps128(ms), _mm256_extractf128_ps(ms, 1), _MM_SHUFFLE(3, 1, 3, 1)));
     _mm_storeu_ps(s, sums);
 }
 

@@ -51,9 +51,9 @@ static ALWAYS_INLINE void panel32_pack(panel32_quants_fn quants, int n_scales, i
  * - Q8_1 activations: the panel holds the unsigned quants (no correction),
  *   d_a is the block's, and m_w * s_a goes into a separate FMA chain, ms =
  *   fma(m_w, s_a, ms), added to the result at the end. */
-static ALWAYS_INLINE void panel32_ggml8_t(bool q8_1, int n_tok, int64_t n, float *y, size_t y_stride,
-                                          const uint8_t *p, const void *act, size_t act_stride,
-                                          const hl_act_aux *aux, size_t aux_stride) {
+static ALWAYS_INLINE void panel32_ggml8_t(bool q8_1, int n_tok, int64_t n, float *y, size_t y_stride, const uint8_t *p,
+                                          const void *act, size_t act_stride, const hl_act_aux *aux,
+                                          size_t aux_stride) {
     __m512 acc[2][8], ms[2];
     for (int t = 0; t < n_tok; t++) {
         ms[t] = _mm512_setzero_ps();

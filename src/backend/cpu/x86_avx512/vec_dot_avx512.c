@@ -84,17 +84,19 @@ static void dot_4r_q4_0(int64_t n, float s[4], const void *w, size_t w_stride, c
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
         const __m512i qa = _mm512_permutex2var_epi64(
-            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a[b].qs)), _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11),
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a[b].qs)),
+            _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11),
             _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a[b + 1].qs)));
         __m256i v[4];
-        for (int r = 0; r < 4; r++) v[r] = fold_pair(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q4_0_pair(row[r] + b), qa));
+        for (int r = 0; r < 4; r++)
+            v[r] = fold_pair(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q4_0_pair(row[r] + b), qa));
         /* 8 * sum(a) of each block: the bias of the nibbles */
         const __m256i c = fold_pair(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), qa));
         const __m256i c2 = _mm256_hadd_epi32(c, c);
         const __m256i isum = _mm256_sub_epi32(hsum4x2_epi32(v[0], v[1], v[2], v[3]), _mm256_hadd_epi32(c2, c2));
-        const __m128i dh = _mm_setr_epi16((short)row[0][b].d, (short)row[1][b].d, (short)row[2][b].d, (short)row[3][b].d,
-                                          (short)row[0][b + 1].d, (short)row[1][b + 1].d, (short)row[2][b + 1].d,
-                                          (short)row[3][b + 1].d);
+        const __m128i dh = _mm_setr_epi16((short)row[0][b].d, (short)row[1][b].d, (short)row[2][b].d,
+                                          (short)row[3][b].d, (short)row[0][b + 1].d, (short)row[1][b + 1].d,
+                                          (short)row[2][b + 1].d, (short)row[3][b + 1].d);
         const __m256 da = _mm256_set_m128(_mm_set1_ps(_cvtsh_ss(a[b + 1].d)), _mm_set1_ps(_cvtsh_ss(a[b].d)));
         const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(dh), da);
         const __m256 f = _mm256_cvtepi32_ps(isum);
@@ -143,8 +145,7 @@ static inline __m256i quants_q8_0(const void *row, int64_t b, float *s) {
 /* Q4_0: n_tok tokens (a constant after inlining), lane r of acc[t] for row
  * r; per block acc = fma(float(isum), d_w * d_a, acc) as dot_4r. */
 static ALWAYS_INLINE void q4_0_panel_t(int n_tok, int64_t n, float *y, size_t y_stride, const uint8_t *p,
-                                       const void *act, size_t act_stride, const hl_act_aux *aux,
-                                       size_t aux_stride) {
+                                       const void *act, size_t act_stride, const hl_act_aux *aux, size_t aux_stride) {
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int64_t b = 0; b < n / HL_QK; b++, p += PANEL32_BYTES(1)) {
         __m512i isum[4];
@@ -178,8 +179,8 @@ static void pack_q8_0(int64_t n, void *panel, const void *w, size_t w_stride) {
     panel32_pack(quants_q8_0, 1, n, panel, w, w_stride);
 }
 
-static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *panel, const void *act, size_t act_stride,
+                           const hl_act_aux *aux, size_t aux_stride, int n_tok) {
     switch (n_tok) {
     case 1: q4_0_panel_t(1, n, y, y_stride, panel, act, act_stride, aux, aux_stride); break;
     case 2: q4_0_panel_t(2, n, y, y_stride, panel, act, act_stride, aux, aux_stride); break;
@@ -189,8 +190,8 @@ static void panel_dot_q4_0(int64_t n, float *y, size_t y_stride, const void *pan
 }
 
 /* Q5_0, Q8_0: ggml's order (q32_panel_avx512.h). */
-static void panel_dot_q8(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                         size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+static void panel_dot_q8(int64_t n, float *y, size_t y_stride, const void *panel, const void *act, size_t act_stride,
+                         const hl_act_aux *aux, size_t aux_stride, int n_tok) {
     panel32_ggml8(false, n, y, y_stride, panel, act, act_stride, aux, aux_stride, n_tok);
 }
 

@@ -71,7 +71,8 @@ static ALWAYS_INLINE void ggml_rows(uint32_t type, int nr, int64_t n, float *s, 
         __m512 a[4];
         for (int k = 0; k < 4; k++) a[k] = load16(type, act_row, i + 16 * k);
         for (int r = 0; r < nr; r++)
-            for (int k = 0; k < 4; k++) acc[r][k] = _mm512_fmadd_ps(load16(type, row_at(w, w_stride, r), i + 16 * k), a[k], acc[r][k]);
+            for (int k = 0; k < 4; k++)
+                acc[r][k] = _mm512_fmadd_ps(load16(type, row_at(w, w_stride, r), i + 16 * k), a[k], acc[r][k]);
     }
     for (int r = 0; r < nr; r++) {
         const __m512 t = _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][2]), _mm512_add_ps(acc[r][1], acc[r][3]));
@@ -125,8 +126,8 @@ static void act_bf16_f32(const float *x, void *dst, int64_t n) {
 
 /* s[r * nc + c] = dot(weight row r, activation row c) for r < nr, c < nc
  * (nr * nc <= 4; constants after inlining), each in tinyBLAS's order. */
-static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, float *s, const void *w,
-                                  size_t w_stride, const void *act, size_t act_stride) {
+static ALWAYS_INLINE void tb_tile(uint32_t type, int nr, int nc, int64_t n, float *s, const void *w, size_t w_stride,
+                                  const void *act, size_t act_stride) {
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int64_t i = 0; i < n; i += 16) {
         __m512 a[4];
@@ -150,8 +151,8 @@ static ALWAYS_INLINE void pack_t(uint32_t type, int64_t n, void *panel, const vo
 /* Rows r0 .. r0+3 of a panel (n % 16 == 0) with nc tokens (a constant after
  * inlining): y[c * y_stride + r] for each. The same for every type: the
  * panel and the activations hold floats. */
-static ALWAYS_INLINE void panel_tile(int nc, int64_t n, float *y, size_t y_stride, const float *p,
-                                     int r0, const void *act, size_t act_stride) {
+static ALWAYS_INLINE void panel_tile(int nc, int64_t n, float *y, size_t y_stride, const float *p, int r0,
+                                     const void *act, size_t act_stride) {
     __m512 acc[4][4];
     for (int r = 0; r < 4; r++)
         for (int c = 0; c < nc; c++) acc[r][c] = _mm512_setzero_ps();

@@ -35,7 +35,8 @@ static ALWAYS_INLINE void g_rows(uint32_t type, int n_rows, int64_t n, float *ou
     for (int64_t b = 0; b < n / HL_QK_K; b++) {
         kd_act x;
         kd_act_load(type, &a[b], &x);
-        __m256i imin[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+        __m256i imin[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                           _mm256_setzero_si256()};
         float dmin[4] = {0};
         for (int r = 0; r < n_rows; r++) {
             const void *blk = kd_block(type, (const uint8_t *)w + (size_t)r * w_stride, b);
@@ -61,18 +62,18 @@ static ALWAYS_INLINE void g_rows(uint32_t type, int n_rows, int64_t n, float *ou
 /* ------------------------------------------------------- entry points -- */
 
 /* vec_dot and vec_dot_4r of type T in ggml's order (g_rows). */
-#define GGML_DECODE(T, name)                                                                               \
-    static void dot_##name(int64_t n, float *s, const void *w_row, const void *act_row) {                  \
-        g_rows(T, 1, n, s, w_row, 0, act_row);                                                             \
-    }                                                                                                      \
-    static void dot_4r_##name(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) { \
-        g_rows(T, 4, n, s, w, w_stride, act_row);                                                          \
+#define GGML_DECODE(T, name)                                                                                           \
+    static void dot_##name(int64_t n, float *s, const void *w_row, const void *act_row) {                              \
+        g_rows(T, 1, n, s, w_row, 0, act_row);                                                                         \
+    }                                                                                                                  \
+    static void dot_4r_##name(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {            \
+        g_rows(T, 4, n, s, w, w_stride, act_row);                                                                      \
     }
 
 /* vec_dot_4r of type T in llama.cpp's repacked gemv order. */
-#define REPACKED_DECODE(T, name)                                                                           \
-    static void dot_4r_##name(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) { \
-        kd_repacked_4r(T, n, s, w, w_stride, act_row);                                                     \
+#define REPACKED_DECODE(T, name)                                                                                       \
+    static void dot_4r_##name(int64_t n, float s[4], const void *w, size_t w_stride, const void *act_row) {            \
+        kd_repacked_4r(T, n, s, w, w_stride, act_row);                                                                 \
     }
 
 /* pack_panel and panel_dot of type T (k_kernels_avx512.h; no hl_act_aux). */

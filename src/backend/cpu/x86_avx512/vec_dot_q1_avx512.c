@@ -55,8 +55,8 @@ static void pack_q5_1(int64_t n, void *panel, const void *w, size_t w_stride) {
     panel32_pack(quants_q5_1, 2, n, panel, w, w_stride);
 }
 
-static void panel_dot_q8_1(int64_t n, float *y, size_t y_stride, const void *panel, const void *act,
-                           size_t act_stride, const hl_act_aux *aux, size_t aux_stride, int n_tok) {
+static void panel_dot_q8_1(int64_t n, float *y, size_t y_stride, const void *panel, const void *act, size_t act_stride,
+                           const hl_act_aux *aux, size_t aux_stride, int n_tok) {
     panel32_ggml8(true, n, y, y_stride, panel, act, act_stride, aux, aux_stride, n_tok);
 }
 
