@@ -111,14 +111,18 @@ HEARTH_API int32_t hearth_gpu_device_count(void);
 HEARTH_API const char *hearth_gpu_unavailable_reason(void);
 
 typedef struct hearth_gpu_info {
-    char name[256];        /* "NVIDIA H100 80GB HBM3"; OpenCL: "<device> (<platform>)" */
-    int32_t cc_major;      /* CUDA compute capability, e.g. 9; 0 for OpenCL */
-    int32_t cc_minor;      /* e.g. 0 */
-    uint64_t free_bytes;   /* device memory free now, bytes (OpenCL: total less what hearth holds) */
-    uint64_t total_bytes;  /* device memory, bytes */
-    char id[24];           /* "cuda0", "opencl1": the name hearth_model_params.devices takes */
-    int32_t compute_units; /* CUDA multiprocessors, OpenCL compute units */
-    bool is_gpu;           /* false for an OpenCL CPU device (used only when named) */
+    char name[256];         /* "NVIDIA H100 80GB HBM3"; OpenCL: "<device> (<platform>)" */
+    int32_t cc_major;       /* CUDA compute capability, e.g. 9; 0 for OpenCL */
+    int32_t cc_minor;       /* e.g. 0 */
+    uint64_t free_bytes;    /* device memory free now, bytes (OpenCL: total less what hearth holds) */
+    uint64_t total_bytes;   /* device memory, bytes */
+    char id[24];            /* "cuda0", "opencl1": the name hearth_model_params.devices takes */
+    int32_t compute_units;  /* CUDA multiprocessors, OpenCL compute units */
+    bool is_gpu;            /* false for an OpenCL CPU device (used only when named) */
+    char backend[16];       /* the backend that drives it: "cuda", "opencl" (id is this and
+                                the device's number within the backend) */
+    char backend_label[16]; /* the same as messages and llama-bench's backends column name
+                                it: "CUDA", "OpenCL" */
 } hearth_gpu_info;
 
 /* Facts of GPU `device` (0 <= device < hearth_gpu_device_count()) into *out;
@@ -649,14 +653,16 @@ HEARTH_API void hearth_context_free(hearth_context *ctx);
 
 /* The memory of a context on one device, in bytes (hearth_context_memory). */
 typedef struct hearth_memory_device {
-    char id[24];        /* "cpu" (host memory), or the GPU's id: "cuda0", "opencl1" */
-    uint64_t weights;   /* the model's weights there (on the host: the tensors the CPU runs, mapped
+    char id[24];            /* "cpu" (host memory), or the GPU's id: "cuda0", "opencl1" */
+    char backend_label[16]; /* its backend as llama-bench's backends column names it: "CPU",
+                               "CUDA", "OpenCL" (hearth_gpu_info.backend_label) */
+    uint64_t weights;       /* the model's weights there (on the host: the tensors the CPU runs, mapped
                            from the file unless use_mmap is false; already held by the model) */
-    uint64_t kv_cache;  /* the K and V caches of the layers there: n_ctx cells of n_head_kv x head_dim
+    uint64_t kv_cache;      /* the K and V caches of the layers there: n_ctx cells of n_head_kv x head_dim
                            elements of type_k (type_v) per layer */
-    uint64_t compute;   /* activations of one n_ubatch-token pass, the output rows, and the backend's
+    uint64_t compute;       /* activations of one n_ubatch-token pass, the output rows, and the backend's
                            scratch (quantized activations, attention scratch, GPU GEMM tiles) */
-    uint64_t available; /* memory there now: MemAvailable (/proc/meminfo) on the host, free bytes on a GPU */
+    uint64_t available;     /* memory there now: MemAvailable (/proc/meminfo) on the host, free bytes on a GPU */
 } hearth_memory_device;
 
 /* What a context needs: weights, KV cache and compute buffers, per device

@@ -61,7 +61,7 @@ typedef struct bench_env {
     uint64_t model_n_params;
     char cpu_info[128];
     uint32_t n_batch;
-    const char *backends; /* where the layers run, llama-bench's names: "CPU", "CUDA", "OpenCL" */
+    char backends[48];    /* where the layers run, llama-bench's names: "CPU", "CUDA", "OpenCL" */
     int32_t n_gpu_layers; /* the layers the load offloaded (what -ngl auto came to) */
 } bench_env;
 
@@ -657,12 +657,17 @@ static int setup(const bench_opts *o, bench_state *s, bench_env *e) {
                      .model_size = hearth_model_size(s->model),
                      .model_n_params = hearth_model_n_params(s->model),
                      .n_batch = mem.n_batch};
-    bool cuda = false, opencl = false; /* device[0] is the host */
+    /* the backends of the devices holding layers, each once (device[0] is
+     * the host, named only when it runs every layer) */
+    size_t len = 0;
     for (int32_t i = 1; i < mem.n_devices; i++) {
-        cuda |= !strncmp(mem.device[i].id, "cuda", 4);
-        opencl |= !strncmp(mem.device[i].id, "opencl", 6);
+        const char *label = mem.device[i].backend_label;
+        bool seen = false;
+        for (int32_t j = 1; j < i; j++) seen |= !strcmp(mem.device[j].backend_label, label);
+        if (!seen && len < sizeof e->backends)
+            len += (size_t)snprintf(e->backends + len, sizeof e->backends - len, "%s%s", len ? "," : "", label);
     }
-    e->backends = cuda && opencl ? "CUDA,OpenCL" : cuda ? "CUDA" : opencl ? "OpenCL" : "CPU";
+    if (!len) snprintf(e->backends, sizeof e->backends, "%s", mem.device[0].backend_label);
     cpu_name(e->cpu_info, sizeof e->cpu_info);
     return 0;
 }

@@ -32,7 +32,7 @@ static void print_devices(void) {
         }
         char kind[64];
         if (g.cc_major > 0) snprintf(kind, sizeof kind, "compute capability %d.%d", (int)g.cc_major, (int)g.cc_minor);
-        else snprintf(kind, sizeof kind, "%s", g.is_gpu ? "OpenCL GPU" : "OpenCL CPU device, used when named");
+        else snprintf(kind, sizeof kind, "%s %s", g.backend_label, g.is_gpu ? "GPU" : "CPU device, used when named");
         printf("  %s: %s, %s, %d compute units, %.0f MiB free of %.0f MiB\n", g.id, g.name, kind, (int)g.compute_units,
                (double)g.free_bytes / (1 << 20), (double)g.total_bytes / (1 << 20));
         print_weight_types(i);

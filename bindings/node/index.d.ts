@@ -408,6 +408,8 @@ export interface GpuDevice {
   computeUnits: number; // CUDA multiprocessors or OpenCL compute units
   freeMemory: number; // bytes, at the call
   totalMemory: number; // bytes
+  backend: string; // the backend that drives it, "cuda" or "opencl" (id's prefix)
+  backendLabel: string; // the same as messages print it: "CUDA", "OpenCL"
 }
 
 /** The devices hearth can offload layers to, CUDA first, then OpenCL; [] without one. */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/registry.h"
 #include "gguf/ggml_types.h"
 #include "runtime/context_impl.h"
 
@@ -75,13 +76,15 @@ hearth_status hearth_context_memory_plan(const hearth_model *model, const hearth
         dev->kv_cache = plan.kv;
         dev->compute = plan.arena - plan.kv + plan.scratch;
         if (d < 0) {
-            snprintf(dev->id, sizeof dev->id, "cpu");
+            snprintf(dev->id, sizeof dev->id, "%s", hl_backend_reg_host()->name);
+            snprintf(dev->backend_label, sizeof dev->backend_label, "%s", hl_backend_reg_host()->label);
             dev->weights = model->n_bytes > model->gpu_bytes ? model->n_bytes - model->gpu_bytes : 0;
             dev->available = host_available();
         } else {
             hl_gpu_device g;
             HL_TRY(hl_gpu_device_get(model->gpu_id[d], &g));
             snprintf(dev->id, sizeof dev->id, "%s", g.id);
+            snprintf(dev->backend_label, sizeof dev->backend_label, "%s", g.backend_label);
             dev->weights = model->gpu_dev_bytes[d];
             dev->available = g.free_bytes;
         }

@@ -1,5 +1,6 @@
 /* Build and hardware facts for hearth_build_info() and `hearth info`: the
- * backends the build has come from the registry (backend/registry.h). */
+ * backends the build has, and the instances weight types are asked of,
+ * come from the registry (backend/registry.h; the CPU is its host entry). */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,7 +15,8 @@
 
 const char *hearth_build_info(void) {
     static _Thread_local char buf[256];
-    int len = snprintf(buf, sizeof buf, "hearth %s; cpu: %s; backends: cpu", HEARTH_VERSION, hl_cpu_features_str());
+    int len = snprintf(buf, sizeof buf, "hearth %s; cpu: %s; backends: %s", HEARTH_VERSION, hl_cpu_features_str(),
+                       hl_backend_reg_host()->build);
     const hl_backend_reg *r;
     for (int k = 0; (r = hl_backend_reg_at(k)); k++)
         if (!r->missing && len < (int)sizeof buf) len += snprintf(buf + len, sizeof buf - (size_t)len, " %s", r->build);
@@ -40,6 +42,8 @@ hearth_status hearth_gpu_device_info(int32_t device, hearth_gpu_info *out) {
     memcpy(out->id, d.id, sizeof out->id);
     out->compute_units = d.compute_units;
     out->is_gpu = d.is_gpu;
+    snprintf(out->backend, sizeof out->backend, "%s", d.backend);
+    snprintf(out->backend_label, sizeof out->backend_label, "%s", d.backend_label);
     return HEARTH_OK;
 }
 
@@ -49,8 +53,9 @@ hearth_status hearth_device_weight_types(int32_t device, char *buf, size_t size)
     *buf = '\0';
     /* an instance that only holds weights is enough to ask */
     hl_backend *b = NULL;
-    if (device == -1) HL_TRY(hl_backend_cpu_init(&(hl_cpu_limits){.max_tokens = 0}, &b));
-    else HL_TRY(hl_gpu_backend_init(device, &(hl_gpu_limits){.max_tokens = 0}, &b));
+    const hl_gpu_limits limits = {.max_tokens = 0};
+    if (device == -1) HL_TRY(hl_backend_reg_host()->init(0, &limits, &b));
+    else HL_TRY(hl_gpu_backend_init(device, &limits, &b));
     hearth_status st = HEARTH_OK;
     size_t len = 0;
     for (uint32_t type = 0; type < GGML_TYPE_COUNT && st == HEARTH_OK; type++) {

@@ -5,8 +5,8 @@
 #include "addon.h"
 
 /* gpuDevices() -> [{index, id, name, isGpu, computeCapability, computeUnits,
- * freeMemory, totalMemory}] (memory in bytes): the devices hearth can
- * offload to, CUDA first, then OpenCL; [] without one. */
+ * freeMemory, totalMemory, backend, backendLabel}] (memory in bytes): the
+ * devices hearth can offload to, CUDA first, then OpenCL; [] without one. */
 napi_value hn_gpu_devices(napi_env env, napi_callback_info info) {
     (void)info;
     napi_value list;
@@ -29,7 +29,8 @@ napi_value hn_gpu_devices(napi_env env, napi_callback_info info) {
             napi_set_named_property(env, d, "isGpu", is_gpu) != napi_ok ||
             !hn_set_str(env, d, "computeCapability", cc) || !hn_set_num(env, d, "computeUnits", g.compute_units) ||
             !hn_set_num(env, d, "freeMemory", (double)g.free_bytes) ||
-            !hn_set_num(env, d, "totalMemory", (double)g.total_bytes)) {
+            !hn_set_num(env, d, "totalMemory", (double)g.total_bytes) || !hn_set_str(env, d, "backend", g.backend) ||
+            !hn_set_str(env, d, "backendLabel", g.backend_label)) {
             hn_napi_failed(env, "building a device");
             return NULL;
         }

@@ -63,6 +63,7 @@ test('module functions describe the machine', () => {
   for (const d of devices) {
     assert.ok(d.totalMemory > 0 && typeof d.name === 'string' && typeof d.isGpu === 'boolean');
     assert.match(d.id, /^(cuda|opencl)\d+$/);
+    assert.ok(d.id.startsWith(d.backend) && d.backendLabel.toLowerCase() === d.backend);
   }
   assert.match(hearth.systemInfo(), /^hearth \d+\.\d+\.\d+; cpu: /);
 });

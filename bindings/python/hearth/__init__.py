@@ -34,6 +34,8 @@ class GpuDevice(TypedDict):
     compute_units: int                   # CUDA multiprocessors or OpenCL compute units
     free_bytes: int                      # free at the call
     total_bytes: int
+    backend: str                         # the backend that drives it, "cuda" or "opencl" (id's prefix)
+    backend_label: str                   # the same as messages print it: "CUDA", "OpenCL"
 
 
 __version__: str = _hearth.__version__

@@ -66,7 +66,7 @@ static PyObject *supports_gpu_offload(PyObject *m, PyObject *unused) {
 }
 
 /* [{"index", "id", "name", "is_gpu", "compute_capability": (major, minor),
- * "compute_units", "free_bytes", "total_bytes"}] */
+ * "compute_units", "free_bytes", "total_bytes", "backend", "backend_label"}] */
 static PyObject *gpu_devices(PyObject *m, PyObject *unused) {
     (void)m, (void)unused;
     int32_t n;
@@ -76,11 +76,12 @@ static PyObject *gpu_devices(PyObject *m, PyObject *unused) {
         hearth_gpu_info info;
         const hearth_status st = hearth_gpu_device_info(i, &info);
         PyObject *d = st == HEARTH_OK
-                          ? Py_BuildValue("{s:i,s:s,s:s,s:O,s:(ii),s:i,s:K,s:K}", "index", i, "id", info.id, "name",
-                                          info.name, "is_gpu", info.is_gpu ? Py_True : Py_False, "compute_capability",
-                                          info.cc_major, info.cc_minor, "compute_units", info.compute_units,
-                                          "free_bytes", (unsigned long long)info.free_bytes, "total_bytes",
-                                          (unsigned long long)info.total_bytes)
+                          ? Py_BuildValue("{s:i,s:s,s:s,s:O,s:(ii),s:i,s:K,s:K,s:s,s:s}", "index", i, "id", info.id,
+                                          "name", info.name, "is_gpu", info.is_gpu ? Py_True : Py_False,
+                                          "compute_capability", info.cc_major, info.cc_minor, "compute_units",
+                                          info.compute_units, "free_bytes", (unsigned long long)info.free_bytes,
+                                          "total_bytes", (unsigned long long)info.total_bytes, "backend", info.backend,
+                                          "backend_label", info.backend_label)
                           : hp_raise(st, NULL);
         if (!d || PyList_Append(out, d) < 0) Py_CLEAR(out);
         Py_XDECREF(d);

@@ -74,6 +74,7 @@ def test_probes_without_gpu():
     assert not hearth.supports_gpu_offload() or devices
     for d in devices:
         assert d["total_bytes"] >= d["free_bytes"] > 0 and d["name"]
+        assert d["id"].startswith(d["backend"]) and d["backend_label"].lower() == d["backend"]
     assert hearth.system_info().startswith(f"hearth {hearth.__version__}; cpu: ")
 
 
