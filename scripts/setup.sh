@@ -4,15 +4,16 @@
 # PoCL, which runs the OpenCL backend's tests on the CPU; gguf-py, numpy, pytest and openai for the tests), builds it
 # in build/ (with the CUDA backend when the CUDA toolkit's nvcc is present;
 # this script does not install the toolkit), and fetches the test models
-# (SmolLM2, the default; Gemma 3 270M for the SentencePiece tokenizer) into
-# models/. Safe to run again: each step is cached.
+# (SmolLM2, the default; Gemma 3 270M for the SentencePiece tokenizer;
+# Qwen2.5-Coder 0.5B; all-MiniLM-L6-v2, the embedding model, converted to
+# GGUF) into models/. Safe to run again: each step is cached.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 need=()
 for p in build-essential cmake pkg-config libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev \
-         ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev; do
+         ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev clang-format; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p")
 done
 command -v python3 >/dev/null || need+=(python3 python3-pip)
@@ -34,4 +35,4 @@ pip_install() { python3 -m pip install --quiet --disable-pip-version-check "$@";
 pip_install -r tests/requirements.txt 2>/dev/null || pip_install --break-system-packages -r tests/requirements.txt
 
 scripts/build.sh build -DCMAKE_BUILD_TYPE=Release -DHEARTH_BUILD_TESTS=ON
-scripts/fetch_model.sh smollm2 gemma3 qwen2
+scripts/fetch_model.sh smollm2 gemma3 qwen2 minilm

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: sets up (install, build, model), then the C tests
+# Runs the whole test suite: sets up (install, build, model), checks the
+# sources' format (scripts/format.sh --check, where clang-format is
+# installed), then the C tests
 # (ctest) on the release build, the C tests again under AddressSanitizer and
 # UndefinedBehaviorSanitizer, the multi-threaded ones under ThreadSanitizer,
 # then the Python-side tests (pytest; the symbol test reads a shared build of
@@ -15,6 +17,11 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 scripts/setup.sh
+
+if command -v clang-format >/dev/null; then
+    echo "== format (.clang-format)"
+    scripts/format.sh --check
+fi
 
 echo "== C tests (release)"
 ctest --test-dir build --output-on-failure
