@@ -40,6 +40,8 @@ _N_GPU_LAYERS_AUTO = -2  # HEARTH_N_GPU_LAYERS_AUTO
 
 _ROPE_SCALING = {None: -1, "none": 0, "linear": 1, "yarn": 2}  # hearth_rope_scaling, llama.cpp's values
 
+_POOLING = {None: -1, "none": 0, "mean": 1, "cls": 2, "last": 3}  # hearth_pooling_type, llama.cpp's values
+
 _KV_TYPES = {"f16": 1, "q4_0": 2, "q8_0": 8, "bf16": 30}  # hearth_kv_type: ggml's type ids, as llama.cpp's
 
 
@@ -329,6 +331,74 @@ class Model:
         """The text of ``tokens`` (invalid UTF-8 becomes U+FFFD). ``special``:
         include the text of control tokens such as ``"<|im_end|>"``."""
         return self._engine.detokenize(list(tokens), special)
+
+    # ----------------------------------------------------------- embeddings
+
+    def _embed(self, texts: Union[str, Sequence[str]], normalize: bool, pooling: Optional[str]) -> Tuple[bytes, int, int]:
+        """The vectors as native float32 bytes, their width and count."""
+        if pooling not in _POOLING:
+            raise InvalidArgumentError(f"pooling must be None, 'mean', 'cls', 'last' or 'none', got {pooling!r}", 1)
+        items = [texts] if isinstance(texts, str) else list(texts)
+        for i, text in enumerate(items):
+            if not isinstance(text, str):
+                raise InvalidArgumentError(f"texts must be a str or a sequence of str; item {i} is {text!r}", 1)
+        data, n_embd = self._engine.embed([t.encode("utf-8") for t in items], _POOLING[pooling], bool(normalize))
+        return data, n_embd, len(items)
+
+    def embed(self, texts: Union[str, Sequence[str]], normalize: bool = True,
+              pooling: Optional[str] = None) -> Union[List[float], List[List[float]]]:
+        """Embeddings of texts: one vector of :attr:`n_embd` floats per text.
+
+        Each text is tokenized with the model's special tokens (``[CLS] ...
+        [SEP]`` for BERT), its tokens' hidden states are pooled into one
+        vector by the library, and the vector is scaled to unit L2 norm (so
+        the dot product of two is their cosine similarity). Several texts
+        run together in one batch, each as a sequence of its own; the
+        result does not depend on which texts share a batch.
+
+        Args:
+            texts: a str (one vector back) or a sequence of str (a list of
+                vectors, in the same order; [] gives []).
+            normalize: scale each vector to unit L2 norm (default True, as
+                sentence-transformers' Normalize and llama.cpp's server);
+                False gives the pooled vector as it is.
+            pooling: how a text's token states become one vector: None (the
+                default) the model's own (the GGUF's ``pooling_type``: mean
+                for all-MiniLM), "mean", "cls" (the first token's) or "last"
+                (the last token's, as decoder embedding models need). A
+                generation model has no pooling of its own: give "last" or
+                "mean". "none" is refused (it gives no vector per text).
+
+        Returns:
+            A list of ``n_embd`` floats for a str, else a list of such lists.
+
+        Raises:
+            InvalidArgumentError: a text that is not a str or gives no token,
+                a bad pooling, pooling none (given, or the model's), or the
+                model is closed.
+            ContextFullError: a text longer than the model's context
+                (:attr:`n_ctx_train` tokens).
+            OutOfMemoryError, DeviceError: as the library's context creation.
+
+        Thread-safe: each call computes in a context of its own, without
+        the GIL, beside the model's generation requests.
+        """
+        from array import array
+        data, n_embd, n = self._embed(texts, normalize, pooling)
+        flat = array("f")
+        flat.frombytes(data)
+        rows = [flat[i * n_embd:(i + 1) * n_embd].tolist() for i in range(n)]
+        return rows[0] if isinstance(texts, str) else rows
+
+    def embed_numpy(self, texts: Union[str, Sequence[str]], normalize: bool = True,
+                    pooling: Optional[str] = None) -> Any:
+        """:meth:`embed` as a numpy array of float32: shape ``(n_embd,)`` for a
+        str, ``(len(texts), n_embd)`` for a sequence. numpy is imported
+        here only (hearth does not depend on it): ImportError without it."""
+        import numpy
+        data, n_embd, n = self._embed(texts, normalize, pooling)
+        out = numpy.frombuffer(data, dtype=numpy.float32).reshape(n, n_embd).copy()
+        return out[0] if isinstance(texts, str) else out
 
     # ------------------------------------------------------------- requests
 

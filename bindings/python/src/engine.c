@@ -16,7 +16,7 @@ PyObject *hp_no_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 static PyObject *engine_type;
 
 static bool open_or_raise(hp_engine *e) {
-    if (e->engine) return true;
+    if (e->model && !e->close_pending) return true;
     hp_raise(HEARTH_ERR_INVALID_ARG, "the model is closed");
     return false;
 }
@@ -132,7 +132,9 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     st = hearth_model_resolve(path, &fp, &file);
     if (st == HEARTH_OK) st = hearth_model_load(file, &mp, &model);
     hearth_free(file);
-    if (st == HEARTH_OK && (st = hearth_engine_init(model, &ep, &engine)) != HEARTH_OK) {
+    /* an encoder (bert) cannot generate: no engine, embed() only */
+    if (st == HEARTH_OK && hearth_model_can_generate(model) &&
+        (st = hearth_engine_init(model, &ep, &engine)) != HEARTH_OK) {
         hearth_model_free(model);
         model = NULL;
     }
@@ -149,21 +151,36 @@ PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw) {
     }
     e->model = model;
     e->engine = engine;
+    e->ctx = ep.ctx;
+    e->n_embedding = 0;
+    e->close_pending = false;
     hearth_slot_info slot;
     size_t n_slots = 0;
-    hearth_engine_slots(engine, &slot, 1, &n_slots);
-    e->n_ctx_seq = (int32_t)slot.n_ctx;
-    e->n_seq_max = (int32_t)n_slots;
+    if (engine) {
+        hearth_engine_slots(engine, &slot, 1, &n_slots);
+        e->n_ctx_seq = (int32_t)slot.n_ctx;
+        e->n_seq_max = (int32_t)n_slots;
+    } else {
+        e->n_ctx_seq = n_ctx ? (int32_t)n_ctx : hearth_model_n_ctx_train(model);
+        e->n_seq_max = (int32_t)ep.ctx.n_seq_max;
+    }
     return (PyObject *)e;
 }
 
-/* Frees the engine (its requests end, finish "cancelled") and the model. */
+/* Frees the engine (its requests end, finish "cancelled") and the model;
+ * while embed() calls still compute on the model, the last of them frees
+ * it (hp_engine_embed_done). */
 static void engine_close_now(hp_engine *e) {
     hearth_engine *engine = e->engine;
     hearth_model *model = e->model;
     e->engine = NULL;
-    e->model = NULL;
-    if (!engine) return;
+    if (!model) return;
+    if (e->n_embedding > 0) {
+        e->close_pending = true;
+        model = NULL;
+    } else {
+        e->model = NULL;
+    }
     Py_BEGIN_ALLOW_THREADS hearth_engine_free(engine);
     hearth_model_free(model);
     Py_END_ALLOW_THREADS
@@ -202,7 +219,8 @@ static PyObject *engine_stats(PyObject *self, PyObject *unused) {
     hp_engine *e = (hp_engine *)self;
     if (!open_or_raise(e)) return NULL;
     hearth_engine_stats st;
-    hearth_engine_stats_get(e->engine, &st);
+    memset(&st, 0, sizeof st);
+    if (e->engine) hearth_engine_stats_get(e->engine, &st);
     return Py_BuildValue("{s:i,s:i,s:i,s:K,s:K,s:K,s:K,s:d,s:d,s:I,s:I}", "n_slots", st.n_slots, "n_running",
                          st.n_running, "n_waiting", st.n_waiting, "n_requests", (unsigned long long)st.n_requests,
                          "n_prompt_tokens", (unsigned long long)st.n_prompt_tokens, "n_cached_tokens",
@@ -427,6 +445,10 @@ static PyObject *engine_submit(PyObject *self, PyObject *args) {
                           &ignore_eos, &bias, &grammar, &schema, &tools, &choice, &parallel) ||
         !open_or_raise(e))
         return NULL;
+    if (!e->engine)
+        return hp_raise(HEARTH_ERR_INVALID_ARG,
+                        e->close_pending ? "the model is closed"
+                                         : "this is an embedding model: it cannot generate text; use embed()");
     sp->seed = seed;
     p.ignore_eos = ignore_eos;
     p.parallel_tool_calls = parallel;
@@ -458,6 +480,8 @@ static PyMethodDef engine_methods[] = {
     {"detokenize", engine_detokenize, METH_VARARGS, "detokenize(tokens, special) -> str"},
     {"submit", engine_submit, METH_VARARGS,
      "submit(prompt, kind, max_tokens, sampling..., constraints, tools) -> Request"},
+    {"embed", hp_engine_embed, METH_VARARGS,
+     "embed(texts: list[bytes], pooling: int, normalize: bool) -> (bytes of float32 [n][n_embd], n_embd)"},
     {"close", engine_close, METH_NOARGS, "close() -> None; frees the model and its memory now"},
     {NULL, NULL, 0, NULL},
 };

@@ -33,18 +33,27 @@ extern PyType_Spec hp_engine_spec;
 extern PyType_Spec hp_request_spec;
 extern PyObject *hp_request_type;
 
-/* An open engine, for requests: the engine pointer is NULL once closed. */
+/* An open model, for requests and embeddings: the model pointer is NULL
+ * once closed. The engine pointer is NULL too for a model that cannot
+ * generate (an encoder such as bert: embeddings only). */
 typedef struct hp_engine {
     PyObject_HEAD hearth_model *model;
     hearth_engine *engine;
     int32_t n_ctx_seq; /* positions each slot (request) holds */
     int32_t n_seq_max;
+    hearth_context_params ctx; /* what open() was given (threads, attention, cache types), for embed() */
+    int n_embedding;           /* embed() calls computing now (without the GIL) */
+    bool close_pending;        /* close() ran while they did: the last one frees the model */
 } hp_engine;
 
 /* _hearth.open(path, ...) -> Engine (engine.c), and the type it makes,
  * set at module init. */
 PyObject *hp_engine_open(PyObject *module, PyObject *args, PyObject *kw);
 void hp_engine_set_type(PyObject *type);
+
+/* engine.embed(texts, pooling, normalize) (embed.c): pooled embeddings
+ * through an embeddings context of the library. */
+PyObject *hp_engine_embed(PyObject *self, PyObject *args);
 
 /* engine.submit(): queues a request and returns its Request. */
 PyObject *hp_request_submit(hp_engine *engine, hearth_request_params *p);
