@@ -148,6 +148,25 @@ export interface ModelOptions {
   chatTemplate?: string;
 }
 
+/** Options of Model.embed(). Every field is optional. */
+export interface EmbedOptions {
+  /**
+   * Scale each vector to unit L2 norm (default true, as sentence-transformers'
+   * Normalize and llama.cpp's server do: the dot product of two is then
+   * their cosine similarity); false gives the pooled vector as it is.
+   */
+  normalize?: boolean;
+  /**
+   * How a text's token states become one vector: null or undefined (the
+   * default) the model's own (the GGUF's pooling_type: mean for
+   * all-MiniLM), 'mean', 'cls' (the first token's) or 'last' (the last
+   * token's, as decoder embedding models need). A generation model has no
+   * pooling of its own: give 'last' or 'mean'. 'none' is refused (it gives
+   * no vector per text).
+   */
+  pooling?: 'mean' | 'cls' | 'last' | 'none' | null;
+}
+
 /** Sampling and limits of one request. Every field is optional. */
 export interface GenerateOptions {
   /** Tokens to generate at most; -1 (default): until an end-of-generation token or a full slot context. */
@@ -370,6 +389,25 @@ export class Model {
   /** The text of `tokens` (invalid UTF-8 replaced by U+FFFD); special (default false) includes control tokens' text. */
   detokenize(tokens: number[], options?: { special?: boolean }): string;
   stats(): EngineStats;
+
+  /**
+   * Embeddings: one Float32Array of nEmbd floats for a string, or an array
+   * of them (in the texts' order; [] for []) for an array of strings.
+   * Each text is tokenized with the model's special tokens ([CLS] ... [SEP]
+   * for BERT), its tokens' hidden states pooled into one vector and scaled
+   * to unit L2 norm by the library; several texts run together in one batch,
+   * each as a sequence of its own, on a worker thread in a context of the
+   * call's own (the loader's nThreads, flashAttn and cache types). An
+   * embedding model (bert: all-MiniLM, bge, e5, gte) loads without an
+   * engine: generate(), stream() and chat() on it throw ERR_INVALID_ARG.
+   * Rejects with HearthError: ERR_INVALID_ARG (texts not strings, a text
+   * that gives no token, a bad option, pooling none given or the model's),
+   * ERR_CONTEXT_FULL (a text longer than nCtxTrain tokens),
+   * ERR_OUT_OF_MEMORY, ERR_DEVICE; ERR_DISPOSED after dispose() (a model
+   * disposed while it computes stays until it ends).
+   */
+  embed(texts: string, options?: EmbedOptions): Promise<Float32Array>;
+  embed(texts: string[], options?: EmbedOptions): Promise<Float32Array[]>;
 
   /** The text generated after `prompt` (tokenized with special tokens). */
   generate(prompt: string, options?: GenerateOptions): Promise<string>;

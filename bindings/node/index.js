@@ -203,6 +203,9 @@ function usageOf(end) {
   };
 }
 
+/* hearth_pooling_type by name (null: the model's). */
+const POOLING = { null: -1, none: 0, mean: 1, cls: 2, last: 3 };
+
 class Model {
   #handle;
   #info;
@@ -244,6 +247,31 @@ class Model {
 
   detokenize(tokens, options) {
     return native.detokenize(this.#handle, tokens, options);
+  }
+
+  /**
+   * Embeddings of a text (one Float32Array of nEmbd floats) or of an array
+   * of texts (an array of them, in order), computed on a worker thread.
+   */
+  async embed(texts, options = {}) {
+    const one = typeof texts === 'string';
+    if (!one && !Array.isArray(texts)) {
+      throw new HearthError(`texts must be a string or an array of strings (got ${typeof texts})`, 'ERR_INVALID_ARG');
+    }
+    const opts = options ?? {};
+    const pooling = opts.pooling ?? null;
+    if (!Object.prototype.hasOwnProperty.call(POOLING, String(pooling))) {
+      throw new HearthError(`options.pooling must be 'mean', 'cls', 'last', 'none' or null (got ${String(pooling)})`, 'ERR_INVALID_ARG');
+    }
+    const normalize = opts.normalize ?? true;
+    if (typeof normalize !== 'boolean') {
+      throw new HearthError(`options.normalize must be a boolean (got ${typeof normalize})`, 'ERR_INVALID_ARG');
+    }
+    if (this.#disposed) throw disposedError();
+    const list = one ? [texts] : texts;
+    if (!list.length) return [];
+    const vectors = await native.embed(this.#handle, list, POOLING[String(pooling)], normalize);
+    return one ? vectors[0] : vectors;
   }
 
   /** The engine's counters (requests, tokens, seconds, KV cells in use). */

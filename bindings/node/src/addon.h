@@ -3,7 +3,7 @@
  * objects; args.c reads JS values; model.c owns a Model (a hearth_model and
  * its hearth_engine), model_options.c reads its loader options and
  * model_load.c loads one on a libuv worker; vocab.c
- * tokenizes; request_params.c turns generation options into a
+ * tokenizes; embed.c computes embeddings on a libuv worker; request_params.c turns generation options into a
  * hearth_request_params; stream.c carries a request's pieces from the
  * engine's thread to JavaScript; system.c answers about devices and the
  * build; grammar.c turns JSON Schemas into grammars.
@@ -104,7 +104,10 @@ void hn_model_options_free(hn_model_options *o);
 typedef struct hn_model {
     napi_env env;
     hearth_model *model;           /* NULL once disposed */
-    hearth_engine *engine;         /* NULL once disposed */
+    hearth_engine *engine;         /* NULL once disposed, and for a model that cannot generate (bert) */
+    hearth_context_params ctx;     /* the loader's context options (threads, attention ...), for embed() */
+    int32_t n_embedding;           /* embed() jobs computing on a worker now (JS thread only) */
+    bool close_pending;            /* disposed while they did: the last one frees the model */
     char *name;                    /* the file's base name: the "model" of chat results */
     napi_threadsafe_function tsfn; /* wakes the JS side of this model's requests */
     int32_t refs;                  /* JS thread only */
@@ -124,8 +127,10 @@ hn_model *hn_model_live(napi_env env, napi_value v);
  * left and the status is returned with hearth_last_error() set. */
 hearth_status hn_model_open(const char *path, const hn_model_options *o, hearth_model **model, hearth_engine **engine);
 /* The JS handle of a freshly opened model (takes model and engine, freeing
- * them on failure); NULL with an exception pending on failure. */
-napi_value hn_model_wrap(napi_env env, const char *path, hearth_model *model, hearth_engine *engine);
+ * them on failure); cp: its context options, kept for embed(). NULL with an
+ * exception pending on failure. */
+napi_value hn_model_wrap(napi_env env, const char *path, hearth_model *model, hearth_engine *engine,
+                         const hearth_context_params *cp);
 void hn_model_unref(hn_model *m);
 
 napi_value hn_model_load(napi_env env, napi_callback_info info);
@@ -133,6 +138,9 @@ napi_value hn_model_info(napi_env env, napi_callback_info info);
 napi_value hn_model_metadata(napi_env env, napi_callback_info info);
 napi_value hn_model_stats(napi_env env, napi_callback_info info);
 napi_value hn_model_dispose(napi_env env, napi_callback_info info);
+
+/* Frees the model of a disposed handle once no embed() job uses it. */
+void hn_model_embed_done(hn_model *m);
 
 /* --------------------------------------------------------- model_load.c -- */
 
@@ -174,6 +182,11 @@ void hn_stream_call_js(napi_env env, napi_value js_cb, void *context, void *data
 napi_value hn_submit(napi_env env, napi_callback_info info);
 napi_value hn_take(napi_env env, napi_callback_info info);
 napi_value hn_cancel(napi_env env, napi_callback_info info);
+
+/* -------------------------------------------------------------- embed.c -- */
+
+/* embed(handle, texts, pooling, normalize) -> Promise<Float32Array[]>. */
+napi_value hn_embed(napi_env env, napi_callback_info info);
 
 /* ------------------------------------------------------------- system.c -- */
 

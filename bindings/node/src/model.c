@@ -29,6 +29,7 @@ hearth_status hn_model_open(const char *path, const hn_model_options *o, hearth_
     if (st == HEARTH_OK) st = hearth_model_load(file, &o->mp, model);
     hearth_free(file);
     if (st != HEARTH_OK) return st;
+    if (!hearth_model_can_generate(*model)) return HEARTH_OK; /* an encoder (bert): embed() only, no engine */
     st = hearth_engine_init(*model, &o->ep, engine);
     if (st != HEARTH_OK) {
         hearth_model_free(*model);
@@ -53,11 +54,15 @@ static void model_cleanup(void *arg);
 static void model_close(hn_model *m, bool from_hook) {
     if (m->hooked && !from_hook) napi_remove_env_cleanup_hook(m->env, model_cleanup, m);
     m->hooked = false;
-    if (!m->engine) return;
+    if (!m->model || m->close_pending) return;
     hearth_engine_free(m->engine); /* every request gets its last piece (CANCELLED), paused ones too */
     m->engine = NULL;
-    hearth_model_free(m->model);
-    m->model = NULL;
+    if (m->n_embedding > 0) {
+        m->close_pending = true; /* the last embed() job frees the model */
+    } else {
+        hearth_model_free(m->model);
+        m->model = NULL;
+    }
     /* the pieces just delivered still reach JS: release lets the queue drain */
     if (m->tsfn) napi_release_threadsafe_function(m->tsfn, napi_tsfn_release);
 }
@@ -81,7 +86,15 @@ static const char *base_name(const char *path) {
     return slash ? slash + 1 : path;
 }
 
-napi_value hn_model_wrap(napi_env env, const char *path, hearth_model *model, hearth_engine *engine) {
+void hn_model_embed_done(hn_model *m) {
+    if (--m->n_embedding > 0 || !m->close_pending) return;
+    hearth_model_free(m->model);
+    m->model = NULL;
+    m->close_pending = false;
+}
+
+napi_value hn_model_wrap(napi_env env, const char *path, hearth_model *model, hearth_engine *engine,
+                         const hearth_context_params *cp) {
     hn_model *m = calloc(1, sizeof *m);
     char *name = strdup(base_name(path));
     if (!m || !name) {
@@ -92,7 +105,7 @@ napi_value hn_model_wrap(napi_env env, const char *path, hearth_model *model, he
         hn_throw(env, "ERR_OUT_OF_MEMORY", "out of memory");
         return NULL;
     }
-    *m = (hn_model){.env = env, .model = model, .engine = engine, .name = name, .refs = 1};
+    *m = (hn_model){.env = env, .model = model, .engine = engine, .ctx = *cp, .name = name, .refs = 1};
     pthread_mutex_init(&m->mu, NULL);
     napi_value res_name, handle = NULL;
     /* no queue bound here: each request has at most one call pending
@@ -128,7 +141,7 @@ hn_model *hn_model_get(napi_env env, napi_value v) {
 
 hn_model *hn_model_live(napi_env env, napi_value v) {
     hn_model *m = hn_model_get(env, v);
-    if (m && !m->engine) {
+    if (m && (!m->model || m->close_pending)) {
         hn_throw(env, "ERR_DISPOSED", "the model has been disposed");
         return NULL;
     }
@@ -151,10 +164,11 @@ napi_value hn_model_load(napi_env env, napi_callback_info info) {
     hearth_model *model;
     hearth_engine *engine;
     const hearth_status st = hn_model_open(path, &o, &model, &engine);
+    const hearth_context_params cp = o.ep.ctx;
     hn_model_options_free(&o);
     napi_value handle = NULL;
     if (st != HEARTH_OK) hn_throw_status(env, st);
-    else handle = hn_model_wrap(env, path, model, engine);
+    else handle = hn_model_wrap(env, path, model, engine, &cp);
     free(path);
     return handle;
 }

@@ -5,6 +5,17 @@
 
 #include "addon.h"
 
+/* The engine's counters; without an engine (an encoder: embeddings only)
+ * zeros, with the slots and the context the loader asked for. */
+static void engine_stats(const hn_model *m, hearth_engine_stats *st) {
+    if (m->engine) {
+        hearth_engine_stats_get(m->engine, st);
+        return;
+    }
+    *st = (hearth_engine_stats){.n_slots = (int32_t)(m->ctx.n_seq_max ? m->ctx.n_seq_max : 1)};
+    st->kv_size = m->ctx.n_ctx ? m->ctx.n_ctx : (uint32_t)hearth_model_n_ctx_train(m->model) * (uint32_t)st->n_slots;
+}
+
 /* modelInfo(handle) -> {nLayer, nCtxTrain, gpuLayers, nVocab, nEmbd, nParams, size, description, name, nCtx, nSeqMax}. */
 napi_value hn_model_info(napi_env env, napi_callback_info info) {
     napi_value argv[1], o;
@@ -13,7 +24,7 @@ napi_value hn_model_info(napi_env env, napi_callback_info info) {
     if (!m) return NULL;
     const hearth_model *md = m->model;
     hearth_engine_stats st;
-    hearth_engine_stats_get(m->engine, &st);
+    engine_stats(m, &st);
     HN_CALL(napi_create_object(env, &o));
     if (!hn_set_num(env, o, "nLayer", hearth_model_n_layer(md)) ||
         !hn_set_num(env, o, "nCtxTrain", hearth_model_n_ctx_train(md)) ||
@@ -71,7 +82,7 @@ napi_value hn_model_stats(napi_env env, napi_callback_info info) {
     const hn_model *m = hn_model_live(env, argv[0]);
     if (!m) return NULL;
     hearth_engine_stats st;
-    hearth_engine_stats_get(m->engine, &st);
+    engine_stats(m, &st);
     HN_CALL(napi_create_object(env, &o));
     if (!hn_set_num(env, o, "nSlots", st.n_slots) || !hn_set_num(env, o, "nRunning", st.n_running) ||
         !hn_set_num(env, o, "nWaiting", st.n_waiting) || !hn_set_num(env, o, "nRequests", (double)st.n_requests) ||

@@ -43,7 +43,7 @@ static void complete(napi_env env, napi_status status, void *data) {
     napi_value result = NULL;
     bool ok = false;
     if (status == napi_ok && j->st == HEARTH_OK) {
-        result = hn_model_wrap(env, j->path, j->model, j->engine); /* takes model and engine */
+        result = hn_model_wrap(env, j->path, j->model, j->engine, &j->opts.ep.ctx); /* takes model and engine */
         ok = result != NULL;
         if (!ok) napi_get_and_clear_last_exception(env, &result);
     } else if (status == napi_ok) {

@@ -15,6 +15,7 @@ static const struct {
     {"modelStats", hn_model_stats},
     {"modelDispose", hn_model_dispose},
     {"tokenize", hn_tokenize},
+    {"embed", hn_embed},
     {"detokenize", hn_detokenize},
     {"submit", hn_submit},
     {"take", hn_take},

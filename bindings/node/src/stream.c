@@ -234,6 +234,10 @@ napi_value hn_submit(napi_env env, napi_callback_info info) {
     if (!hn_args(env, info, 6, argv)) return NULL;
     hn_model *m = hn_model_live(env, argv[0]);
     if (!m) return NULL;
+    if (!m->engine) {
+        hn_throw(env, "ERR_INVALID_ARG", "this is an embedding model: it cannot generate text; use embed()");
+        return NULL;
+    }
     hearth_request_params p;
     hn_request_input in;
     const bool ok = hn_request_read(env, argv[1], hn_is_nullish(env, argv[2]) ? NULL : argv[2], argv[3], argv[4], &p,
