@@ -11,7 +11,7 @@
 
 #include "cli.h"
 
-#define EMBED_BATCH_TOKENS 2048 /* tokens of one batch, at least (a longer text gets a batch of its own) */
+#define EMBED_BATCH_TOKENS 2048 /* KV cells of the context, at most (a longer text gets a batch of its own) */
 #define EMBED_BATCH_SEQS 64     /* texts of one batch, at most */
 
 typedef struct embed_opts {
@@ -223,13 +223,13 @@ static int tokenize_texts(embed_state *s) {
     return 0;
 }
 
-/* Texts [first, end) of the batch starting at `first`: up to
- * EMBED_BATCH_SEQS texts and EMBED_BATCH_TOKENS tokens (one text at least). */
-static size_t batch_end(const embed_state *s, size_t first, size_t *n_tok) {
-    size_t end = first, tok = 0;
-    while (end < s->n && end - first < EMBED_BATCH_SEQS &&
-           (end == first || tok + s->n_tokens[end] <= EMBED_BATCH_TOKENS))
-        tok += s->n_tokens[end++];
+/* Texts [first, end) of the batch starting at `first` (one text at least). */
+static size_t batch_end(const embed_state *s, size_t first, size_t longest, size_t *n_tok) {
+    /* texts per batch: as many as EMBED_BATCH_TOKENS tokens of the longest text make, so that the context's
+     * KV cache (n_seq_max sequences of the longest text) stays within max(EMBED_BATCH_TOKENS, longest) cells */
+    size_t per = longest >= EMBED_BATCH_TOKENS ? 1 : EMBED_BATCH_TOKENS / longest, end = first, tok = 0;
+    if (per > EMBED_BATCH_SEQS) per = EMBED_BATCH_SEQS;
+    while (end < s->n && end - first < per) tok += s->n_tokens[end++];
     *n_tok = tok;
     return end;
 }
@@ -243,7 +243,7 @@ static int embed_texts(const embed_opts *o, embed_state *s) {
     for (size_t i = 0; i < s->n; i++)
         if (s->n_tokens[i] > longest) longest = s->n_tokens[i];
     for (size_t first = 0, end, tok; first < s->n; first = end) {
-        end = batch_end(s, first, &tok);
+        end = batch_end(s, first, longest, &tok);
         if (end - first > max_seqs) max_seqs = end - first;
         if (tok > max_tok) max_tok = tok;
     }
@@ -260,7 +260,7 @@ static int embed_texts(const embed_opts *o, embed_state *s) {
     int32_t *token = malloc(max_tok * sizeof *token), *seq = malloc(max_tok * sizeof *seq);
     int rc = s->vectors && token && seq ? 0 : cli_fail("embed");
     for (size_t first = 0, end, tok; !rc && first < s->n; first = end) {
-        end = batch_end(s, first, &tok);
+        end = batch_end(s, first, longest, &tok);
         size_t k = 0;
         for (size_t i = first; i < end; i++)
             for (size_t t = 0; t < s->n_tokens[i]; t++, k++) {
