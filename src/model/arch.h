@@ -131,6 +131,21 @@ typedef struct hl_weight_decl {
         HL_M("output.weight", output, EMBD, VOCAB, MATMUL, HL_W_OPTIONAL),                                             \
         HL_M("token_embd.weight", output, EMBD, VOCAB, MATMUL, HL_W_UNLESS_BOUND)
 
+/* the output layer of the LayerNorm families: HL_DECL_OUTPUT and the final
+ * norm's bias, required (0) or HL_W_OPTIONAL as `bias` says */
+#define HL_DECL_LN_OUTPUT(bias)                                                                                        \
+    HL_DECL_OUTPUT(LAYER_NORM), HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, bias)
+
+/* gpt2's block, as the LayerNorm families lay it out: LayerNorm, attn_qkv
+ * (or q, k, v), the output projection, LayerNorm, the GELU feed-forward;
+ * every bias required (0) or HL_W_OPTIONAL as `bias` says */
+#define HL_DECL_LN_BLOCK(bias)                                                                                         \
+    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, LAYER_NORM, 0),                                                    \
+        HL_W("attn_norm.bias", attn_norm_b, EMBD, NONE, LAYER_NORM, bias), HL_DECL_QKV_FUSED,                          \
+        HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0), HL_W("attn_output.bias", bo, EMBD, NONE, ADD, bias),       \
+        HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, LAYER_NORM, 0),                                                  \
+        HL_W("ffn_norm.bias", ffn_norm_b, EMBD, NONE, LAYER_NORM, bias), HL_DECL_GELU_FFN(bias)
+
 /* A list of declarations, ended by HL_DECL_END. */
 #define HL_DECL_END                                                                                                    \
     { .name = NULL }

@@ -27,11 +27,7 @@ static hearth_status falcon_hparams(hearth_model *m) {
 }
 
 static const hl_weight_decl falcon_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
-static const hl_weight_decl falcon_output[] = {
-    HL_DECL_OUTPUT(LAYER_NORM),
-    HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, 0),
-    HL_DECL_END,
-};
+static const hl_weight_decl falcon_output[] = {HL_DECL_LN_OUTPUT(0), HL_DECL_END};
 /* The attention reads attn_norm_2's output where the file has it (40B),
  * else attn_norm's (7B); the feed-forward always reads attn_norm's. */
 static const hl_weight_decl falcon_block[] = {

@@ -23,8 +23,7 @@ static hearth_status gptj_hparams(hearth_model *m) {
 
 static const hl_weight_decl gptj_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
 static const hl_weight_decl gptj_output[] = {
-    HL_DECL_OUTPUT(LAYER_NORM),
-    HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, 0),
+    HL_DECL_LN_OUTPUT(0),
     HL_M("output.bias", output_b, VOCAB, NONE, ADD, 0), /* lm_head's */
     HL_DECL_END,
 };

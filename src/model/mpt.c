@@ -34,22 +34,8 @@ static hearth_status mpt_hparams(hearth_model *m) {
 
 static const hl_weight_decl mpt_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
 /* every bias where the file has it */
-static const hl_weight_decl mpt_output[] = {
-    HL_DECL_OUTPUT(LAYER_NORM),
-    HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, HL_W_OPTIONAL),
-    HL_DECL_END,
-};
-static const hl_weight_decl mpt_block[] = {
-    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, LAYER_NORM, 0),
-    HL_W("attn_norm.bias", attn_norm_b, EMBD, NONE, LAYER_NORM, HL_W_OPTIONAL),
-    HL_DECL_QKV_FUSED,
-    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
-    HL_W("attn_output.bias", bo, EMBD, NONE, ADD, HL_W_OPTIONAL),
-    HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, LAYER_NORM, 0),
-    HL_W("ffn_norm.bias", ffn_norm_b, EMBD, NONE, LAYER_NORM, HL_W_OPTIONAL),
-    HL_DECL_GELU_FFN(HL_W_OPTIONAL),
-    HL_DECL_END,
-};
+static const hl_weight_decl mpt_output[] = {HL_DECL_LN_OUTPUT(HL_W_OPTIONAL), HL_DECL_END};
+static const hl_weight_decl mpt_block[] = {HL_DECL_LN_BLOCK(HL_W_OPTIONAL), HL_DECL_END};
 
 const hl_arch hl_arch_mpt = {
     .name = "mpt",

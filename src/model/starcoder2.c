@@ -18,22 +18,8 @@ static hearth_status starcoder2_hparams(hearth_model *m) {
 }
 
 static const hl_weight_decl starcoder2_input[] = {HL_DECL_TOKEN_EMBD, HL_DECL_END};
-static const hl_weight_decl starcoder2_output[] = {
-    HL_DECL_OUTPUT(LAYER_NORM),
-    HL_M("output_norm.bias", output_norm_b, EMBD, NONE, LAYER_NORM, 0),
-    HL_DECL_END,
-};
-static const hl_weight_decl starcoder2_block[] = {
-    HL_W("attn_norm.weight", attn_norm, EMBD, NONE, LAYER_NORM, 0),
-    HL_W("attn_norm.bias", attn_norm_b, EMBD, NONE, LAYER_NORM, 0),
-    HL_DECL_QKV_FUSED,
-    HL_W("attn_output.weight", wo, Q, EMBD, MATMUL, 0),
-    HL_W("attn_output.bias", bo, EMBD, NONE, ADD, 0),
-    HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, LAYER_NORM, 0),
-    HL_W("ffn_norm.bias", ffn_norm_b, EMBD, NONE, LAYER_NORM, 0),
-    HL_DECL_GELU_FFN(0),
-    HL_DECL_END,
-};
+static const hl_weight_decl starcoder2_output[] = {HL_DECL_LN_OUTPUT(0), HL_DECL_END};
+static const hl_weight_decl starcoder2_block[] = {HL_DECL_LN_BLOCK(0), HL_DECL_END};
 
 const hl_arch hl_arch_starcoder2 = {
     .name = "starcoder2",
