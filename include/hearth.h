@@ -964,13 +964,15 @@ HEARTH_API hearth_engine_params hearth_engine_default_params(void);
  * Errors: INVALID_ARG (NULL model or out, vocab-only model, n_queue_max < 0,
  * bad context params), UNSUPPORTED (a chat template that does not parse),
  * OUT_OF_MEMORY, IO (the thread could not start), DEVICE: as
- * hearth_context_init(). Free with hearth_engine_free(). */
+ * hearth_context_init(). With params->ctx.embeddings the engine computes
+ * embeddings only (hearth_engine_embed()). Free with hearth_engine_free(). */
 HEARTH_API hearth_status hearth_engine_init(hearth_model *model, const hearth_engine_params *params,
                                             hearth_engine **out);
 
-/* Cancels every request (each gets its final piece, finish CANCELLED),
- * stops the thread and frees the engine. Must not be called from a piece
- * callback. NULL is a no-op. */
+/* Cancels every request (each gets its final piece, finish CANCELLED;
+ * waiting hearth_engine_embed() calls return CANCELLED), stops the thread
+ * and frees the engine. Must not be called from a piece callback. NULL is
+ * a no-op. */
 HEARTH_API void hearth_engine_free(hearth_engine *engine);
 
 /* Why a request ended. */
@@ -1093,8 +1095,8 @@ HEARTH_API hearth_request_params hearth_request_default_params(void);
 /* Queues a request and returns at once; its pieces arrive through
  * p->on_piece on the engine's thread. *id (may be NULL) receives an id for
  * hearth_engine_cancel(), unique within the engine.
- * Errors (the callback is then never called): INVALID_ARG (no prompt or
- * more than one, an empty prompt, a token out of the vocabulary, NULL
+ * Errors (the callback is then never called): INVALID_ARG (an embeddings
+ * engine, no prompt or more than one, an empty prompt, a token out of the vocabulary, NULL
  * on_piece, top_logprobs out of range, an empty stop string, bad sampling
  * parameters: the sampler's message; tools that are not an array of
  * function definitions with a name, a parameters schema that does not
@@ -1121,6 +1123,45 @@ HEARTH_API void hearth_engine_cancel(hearth_engine *engine, uint64_t id);
  * piece callback (a piece callback that pauses receives no further piece
  * until the resume). */
 HEARTH_API void hearth_engine_pause(hearth_engine *engine, uint64_t id, bool paused);
+
+/* Embeddings through the engine. An engine made with params.ctx.embeddings
+ * true (an encoder such as bert needs it; a decoder may have it) computes
+ * embeddings only: its thread batches the waiting sequences of every caller
+ * (up to n_slots sequences and min(n_batch, n_ubatch) tokens a step) into
+ * one forward pass, each sequence in a slot of its own from position 0, and
+ * clears the slot after. Such an engine refuses hearth_engine_submit()
+ * (INVALID_ARG), and a generation engine refuses these calls. */
+HEARTH_API bool hearth_engine_embeddings(const hearth_engine *engine);
+
+/* Embeds the sequence tokens[0..n_tokens) and blocks until its pooled
+ * vector is in out: float[n_embd] (hearth_model_n_embd), pooled as the
+ * context's pooling_type says (the model's by default: mean for
+ * all-MiniLM), unit L2 norm unless params.ctx.embd_normalize is false.
+ * `tokens` is the caller's (with the model's special tokens, such as BERT's
+ * [CLS] and [SEP]: hearth_tokenize with add_special) and is read until the
+ * call returns; `out` is the caller's, written only on success.
+ * Errors: INVALID_ARG (NULL engine, tokens or out; n_tokens < 1; a token
+ * outside the vocabulary; more tokens than a sequence takes: "input 0 is N
+ * tokens and an embedding takes at most M", M being the slot's context
+ * n_ctx / n_seq_max or min(n_batch, n_ubatch) when smaller; an engine that
+ * generates text; pooling NONE, which gives no vector per sequence), BUSY
+ * (n_queue_max + n_slots calls are already waiting), CANCELLED
+ * (hearth_engine_free() began before the vector was computed), DEVICE or
+ * OUT_OF_MEMORY (the forward pass failed: "the forward pass failed: ...").
+ * Thread-safe; must not be called from a piece callback. */
+HEARTH_API hearth_status hearth_engine_embed(hearth_engine *engine, const int32_t *tokens, int32_t n_tokens,
+                                             float *out);
+
+/* Embeds n_seqs sequences at once (tokens[i][0..n_tokens[i]) for i in
+ * [0, n_seqs)) into out: float[n_seqs * n_embd], sequence i's vector at
+ * out + i * n_embd. The sequences join the engine's queue together and run
+ * in as few steps as the slots and the batch allow; the call returns when
+ * all are done. Every sequence is checked before any is queued: errors as
+ * hearth_engine_embed(), the message naming the input ("input 3 is ...");
+ * with a failed forward pass `out` is partly written. Counts as one call
+ * for BUSY. Thread-safe. */
+HEARTH_API hearth_status hearth_engine_embed_batch(hearth_engine *engine, int32_t n_seqs, const int32_t *const *tokens,
+                                                   const int32_t *n_tokens, float *out);
 
 /* Latency histogram with fixed buckets (Prometheus style). */
 #define HEARTH_HIST_BUCKETS 14

@@ -22,6 +22,7 @@ static void serve_usage(FILE *out) {
         "Serves the GGUF model MODEL over HTTP with OpenAI's API (/v1/chat/completions,\n"
         "/v1/completions, /v1/models) and /health, /metrics, /slots, /tokenize, /detokenize.\n"
         "Requests run together in slots (continuous batching); more wait in a queue.\n"
+        "An embedding model (bert) serves /v1/embeddings instead of generating.\n"
         "\n"
         "network:\n"
         "      --host HOST          address to listen on (default 127.0.0.1)\n"
@@ -33,6 +34,10 @@ static void serve_usage(FILE *out) {
         "model:\n"
         "      --alias NAME         the model id clients see (default: MODEL's file name)\n"
         "      --chat-template FILE the Jinja chat template in FILE instead of the model's\n"
+        "      --embeddings         serve /v1/embeddings with a generation model instead of generating\n"
+        "                           (an embedding model always does)\n"
+        "      --pooling TYPE       how embeddings pool a text's tokens: mean, cls or last (default:\n"
+        "                           the model's)\n"
         "context:\n"
         "      --context-shift      a generation that fills its slot drops the oldest tokens after --keep\n"
         "                           and goes on (default: it ends with finish_reason \"length\")\n"
@@ -155,6 +160,19 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         } else if (IS("--chat-template", "--chat-template")) {
             NEED_VALUE();
             o->chat_template = val;
+        } else if (IS("--embeddings", "--embeddings")) {
+            o->engine.ctx.embeddings = true;
+        } else if (IS("--pooling", "--pooling")) {
+            NEED_VALUE();
+            static const char *const names[] = {"mean", "cls", "last"};
+            static const int32_t types[] = {HEARTH_POOLING_MEAN, HEARTH_POOLING_CLS, HEARTH_POOLING_LAST};
+            size_t k = 0;
+            while (k < 3 && strcmp(val, names[k]) != 0) k++;
+            if (k == 3) {
+                fprintf(stderr, "hearth: --pooling takes mean, cls or last (got '%s')\n", val);
+                return 2;
+            }
+            o->engine.ctx.pooling_type = types[k];
         } else if (IS("--parallel", "-np")) {
             NEED_VALUE();
             if (!cli_parse_int(a, val, 1, 256, &l)) return 2;
@@ -202,6 +220,13 @@ static int load(const serve_opts *o, hearth_model **model, hearth_engine **engin
     cli_load_apply(&o->load, &mp);
     if (cli_model_load(o->model, &mp, model)) return 1;
     hearth_engine_params ep = o->engine;
+    if (!hearth_model_can_generate(*model)) ep.ctx.embeddings = true; /* an encoder only embeds */
+    if (ep.ctx.embeddings && ep.ctx.pooling_type == HEARTH_POOLING_UNSPECIFIED &&
+        hearth_model_pooling_type(*model) == HEARTH_POOLING_NONE) {
+        fprintf(stderr, "hearth: %s gives no pooling type: serving embeddings needs --pooling mean, cls or last\n",
+                o->model);
+        return 1;
+    }
     char *tmpl = NULL;
     if (o->chat_template) {
         size_t len;

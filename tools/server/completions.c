@@ -302,6 +302,13 @@ static void handle(hl_call *call, hl_reply *rep, hl_oai_kind kind) {
     defaults.sampling.seed = hl_server_unique(srv); /* a fresh sample unless the client gives a seed */
     hl_oai_request req;
     hl_error err = {0};
+    if (hearth_engine_embeddings(call->engine)) {
+        hl_error_set(&err, 400, "invalid_request_error", "model_not_generative", "model",
+                     "this model computes embeddings and does not generate text: use /v1/embeddings, or start "
+                     "hearth serve with a generation model");
+        hl_reply_error(rep, &err);
+        return;
+    }
     if (!hl_oai_parse(kind, call->body, call->len, &defaults, &req, &err)) {
         hl_reply_error(rep, &err);
         return;

@@ -1,5 +1,5 @@
-/* The small endpoints: GET /health, GET /v1/models, GET /slots, POST
- * /tokenize and POST /detokenize. Each reads the engine or the model through
+/* The small endpoints: GET /health, GET /v1/models (with meta.n_embd for an
+ * embedding model), GET /slots, POST /tokenize and POST /detokenize. Each reads the engine or the model through
  * hearth.h and answers JSON. */
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +32,11 @@ void hl_handle_models(hl_call *call, hl_reply *rep) {
          cJSON_AddStringToObject(m, "owned_by", "hearth") &&
          cJSON_AddStringToObject(m, "description", hearth_model_desc(model)) &&
          cJSON_AddNumberToObject(m, "context_length", hearth_model_n_ctx_train(model));
+    /* an embedding model's vector size, where llama-server puts it */
+    if (ok && hearth_engine_embeddings(call->engine)) {
+        cJSON *meta = cJSON_AddObjectToObject(m, "meta");
+        ok = meta && cJSON_AddNumberToObject(meta, "n_embd", hearth_model_n_embd(model));
+    }
     if (!ok) {
         cJSON_Delete(list);
         list = NULL;

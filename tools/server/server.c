@@ -42,6 +42,7 @@ static const hl_route routes[] = {
     {"/v1/models", "GET", hl_handle_models, false},
     {"/v1/chat/completions", "POST", hl_handle_chat, false},
     {"/v1/completions", "POST", hl_handle_completions, false},
+    {"/v1/embeddings", "POST", hl_handle_embeddings, false},
     {"/tokenize", "POST", hl_handle_tokenize, false},
     {"/detokenize", "POST", hl_handle_detokenize, false},
 };

@@ -1,7 +1,7 @@
 /* What the server's files share: the server's state, one HTTP request as a
  * handler sees it (hl_call) and what a handler answers (hl_reply, a whole
  * body or a stream). server.c routes to the handlers of completions.c,
- * endpoints.c and metrics.c. */
+ * embeddings.c, endpoints.c and metrics.c. */
 #ifndef HEARTH_SERVER_IMPL_H
 #define HEARTH_SERVER_IMPL_H
 
@@ -61,6 +61,7 @@ uint64_t hl_server_unique(hl_server *srv);
 /* the handlers */
 void hl_handle_chat(hl_call *call, hl_reply *rep);
 void hl_handle_completions(hl_call *call, hl_reply *rep);
+void hl_handle_embeddings(hl_call *call, hl_reply *rep);
 void hl_handle_health(hl_call *call, hl_reply *rep);
 void hl_handle_models(hl_call *call, hl_reply *rep);
 void hl_handle_slots(hl_call *call, hl_reply *rep);

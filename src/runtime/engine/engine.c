@@ -228,6 +228,7 @@ static void step(hearth_engine *e) {
  * request that has read its prompt waits for its resume or cancel), a
  * waiting request and a free slot for it, or a waiting request to cancel. */
 static bool has_work(const hearth_engine *e) {
+    if (hl_embed_pending(e)) return true;
     bool free_slot = false;
     for (int32_t i = 0; i < e->n_slots; i++) {
         const hl_slot *s = &e->slots[i];
@@ -304,6 +305,11 @@ static void *run(void *arg) {
             pthread_mutex_unlock(&e->mu);
             break;
         }
+        if (e->embeddings) { /* only embedding sequences reach an embeddings engine */
+            pthread_mutex_unlock(&e->mu);
+            hl_embed_step(e);
+            continue;
+        }
         hl_request *cancelled = take_cancelled(e, false);
         int32_t n_admit = 0;
         for (int32_t i = 0; i < e->n_slots; i++) {
@@ -324,6 +330,7 @@ static void *run(void *arg) {
         pthread_mutex_unlock(&e->mu);
     }
     /* freed: every request still here ends cancelled */
+    hl_embed_cancel_all(e);
     pthread_mutex_lock(&e->mu);
     hl_request *left = take_cancelled(e, true);
     pthread_mutex_unlock(&e->mu);
@@ -353,6 +360,7 @@ static void release(hearth_engine *e) {
     hearth_context_free(e->ctx);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->wake);
+    pthread_cond_destroy(&e->embed_done);
     free(e);
 }
 
@@ -403,6 +411,11 @@ static hearth_status setup(hearth_engine *e, hearth_model *model, const hearth_e
     e->context_shift = p->context_shift;
     e->n_keep = p->n_keep;
     e->n_idle = e->n_slots;
+    e->embeddings = p->ctx.embeddings;
+    e->pooling = p->ctx.pooling_type == HEARTH_POOLING_UNSPECIFIED ? hearth_model_pooling_type(model)
+                                                                   : p->ctx.pooling_type;
+    e->n_embd = hearth_model_n_embd(model);
+    e->n_embd_batch = p->ctx.n_ubatch && (int32_t)p->ctx.n_ubatch < e->n_batch ? (int32_t)p->ctx.n_ubatch : e->n_batch;
     HL_TRY(alloc_slots(e));
     hl_stats_init(&e->stats, e->n_slots, hearth_context_n_ctx(e->ctx));
     for (int32_t i = 0; i < e->n_slots; i++) e->info[i] = (hearth_slot_info){.id = i, .n_ctx = e->n_ctx_seq};
@@ -418,6 +431,7 @@ hearth_status hearth_engine_init(hearth_model *model, const hearth_engine_params
     e->model = model;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->wake, NULL);
+    pthread_cond_init(&e->embed_done, NULL);
     hearth_status st = setup(e, model, &p);
     if (st == HEARTH_OK && pthread_create(&e->thread, NULL, run, e) != 0)
         st = hl_fail(HEARTH_ERR_IO, "the engine's thread could not be started");
@@ -436,5 +450,6 @@ void hearth_engine_free(hearth_engine *e) {
     pthread_cond_signal(&e->wake);
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
+    hl_embed_drain(e);
     release(e);
 }

@@ -1,7 +1,8 @@
 /* The engine's state, shared by its files: engine.c (creation, the thread,
  * the step), request.c (submitting, cancelling, the wait queue), output.c
  * (sampling a request's token and turning it into pieces: logprobs, UTF-8,
- * stop strings) and stats.c (counters and latency histograms).
+ * stop strings), embed.c (an embeddings engine's requests and step) and
+ * stats.c (counters and latency histograms).
  *
  * Locking: `mu` guards the queue, the cancel flags, the published slot
  * states and the counters. The engine thread owns the context and the
@@ -62,6 +63,23 @@ typedef struct hl_slot {
     size_t n_hold, cap_hold;
 } hl_slot;
 
+/* An embedding call (embed.c), on its caller's stack while it waits: its
+ * sequences are queued as hl_embed_seq items; the engine thread counts them
+ * down and wakes the caller when n_left reaches 0. */
+typedef struct hl_embed_call {
+    int32_t n_left;   /* under mu */
+    hearth_status st; /* under mu: the first failure of its sequences */
+    char err[512];    /* its message */
+} hl_embed_call;
+
+typedef struct hl_embed_seq {
+    hl_embed_call *call;
+    const int32_t *tokens; /* [n_tokens], the caller's */
+    int32_t n_tokens;
+    float *out; /* [n_embd], the caller's */
+    struct hl_embed_seq *next;
+} hl_embed_seq;
+
 /* Exponential moving averages of step costs, seconds: they size the prompt
  * chunk of a step that also decodes running streams. */
 typedef struct hl_step_cost {
@@ -94,6 +112,14 @@ struct hearth_engine {
     uint64_t next_id;
     hearth_engine_stats stats; /* under mu */
     hearth_slot_info *info;    /* [n_slots] published after each step, under mu */
+
+    /* an embeddings engine (params.ctx.embeddings): embed.c's queue */
+    bool embeddings;
+    int32_t pooling, n_embd;     /* the context's pooling (resolved), the vector's floats */
+    int32_t n_embd_batch;        /* tokens of one step: n_batch and n_ubatch (a sequence is whole in a pass) */
+    hl_embed_seq *ehead, *etail; /* under mu: sequences waiting, first come first served */
+    int32_t n_embed_callers;     /* under mu: threads inside hearth_engine_embed*() */
+    pthread_cond_t embed_done;   /* a call's sequences are done, or a caller left */
 };
 
 /* request.c */
@@ -110,6 +136,18 @@ void hl_slot_finish(hearth_engine *e, hl_slot *s, hearth_piece pc);
 void hl_slot_sample(hearth_engine *e, hl_slot *s, const float *logits);
 /* The last piece of a request that never reached a slot. */
 void hl_request_cancelled(hl_request *r);
+
+/* embed.c */
+/* Under mu: whether embedding sequences wait. */
+bool hl_embed_pending(const hearth_engine *e);
+/* One step of an embeddings engine (mu not held): the waiting sequences,
+ * up to n_slots and n_batch tokens, in one forward pass. */
+void hl_embed_step(hearth_engine *e);
+/* At the thread's end: every waiting sequence's call ends CANCELLED. */
+void hl_embed_cancel_all(hearth_engine *e);
+/* In hearth_engine_free, after the thread ended: waits for the callers
+ * still inside hearth_engine_embed*() to leave. */
+void hl_embed_drain(hearth_engine *e);
 
 /* stats.c */
 void hl_stats_init(hearth_engine_stats *st, int32_t n_slots, uint32_t n_ctx);

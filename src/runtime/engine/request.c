@@ -149,6 +149,9 @@ static hearth_status make_request(const hearth_engine *e, const hearth_request_p
 
 hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params *p, uint64_t *id) {
     if (!e || !p) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_engine_submit: NULL engine or request");
+    if (e->embeddings)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "this engine computes embeddings (params.ctx.embeddings) and does not "
+                                               "generate text: use hearth_engine_embed()");
     hl_request *r = hl_calloc(1, sizeof *r);
     if (!r) return HEARTH_ERR_OUT_OF_MEMORY;
     hearth_status st = make_request(e, p, r);
