@@ -9,7 +9,7 @@
 
 #include "hp.h"
 
-#define BATCH_TOKENS 2048 /* tokens of one batch, at least (a longer text gets a batch of its own) */
+#define BATCH_TOKENS 2048 /* KV cells of the context, at most (a longer text gets a batch of its own) */
 #define BATCH_SEQS 64     /* texts of one batch, at most */
 
 typedef struct embed_job {
@@ -30,10 +30,12 @@ static hearth_status fail(embed_job *j, hearth_status st, const char *msg) {
     return j->st = st;
 }
 
-static size_t batch_end(const embed_job *j, size_t first, size_t *n_tok) {
-    size_t end = first, tok = 0;
-    while (end < j->n && end - first < BATCH_SEQS && (end == first || tok + j->n_tokens[end] <= BATCH_TOKENS))
-        tok += j->n_tokens[end++];
+static size_t batch_end(const embed_job *j, size_t first, size_t longest, size_t *n_tok) {
+    /* texts per batch: as many as BATCH_TOKENS tokens of the longest text make, so that the context's
+     * KV cache (n_seq_max sequences of the longest text) stays within max(BATCH_TOKENS, longest) cells */
+    size_t per = longest >= BATCH_TOKENS ? 1 : BATCH_TOKENS / longest, end = first, tok = 0;
+    if (per > BATCH_SEQS) per = BATCH_SEQS;
+    while (end < j->n && end - first < per) tok += j->n_tokens[end++];
     *n_tok = tok;
     return end;
 }
@@ -66,7 +68,7 @@ static hearth_status embed_run(embed_job *j) {
     }
     size_t max_seqs = 0, max_tok = 0;
     for (size_t first = 0, end, tok; first < j->n; first = end) {
-        end = batch_end(j, first, &tok);
+        end = batch_end(j, first, longest, &tok);
         if (end - first > max_seqs) max_seqs = end - first;
         if (tok > max_tok) max_tok = tok;
     }
@@ -80,7 +82,7 @@ static hearth_status embed_run(embed_job *j) {
     int32_t *token = malloc(max_tok * sizeof *token), *seq = malloc(max_tok * sizeof *seq);
     if (!token || !seq) j->st = HEARTH_ERR_OUT_OF_MEMORY;
     for (size_t first = 0, end, tok; j->st == HEARTH_OK && first < j->n; first = end) {
-        end = batch_end(j, first, &tok);
+        end = batch_end(j, first, longest, &tok);
         size_t k = 0;
         for (size_t i = first; i < end; i++)
             for (size_t t = 0; t < j->n_tokens[i]; t++, k++) {
