@@ -114,7 +114,12 @@ class _Piece:
 
 
 class Model:
-    """A GGUF model loaded by hearth, ready to generate.
+    """A GGUF model loaded by hearth, ready to generate and to embed.
+
+    An embedding model (an encoder such as bert: all-MiniLM, bge, e5, gte)
+    loads without the generation engine: :meth:`embed` works, and
+    :meth:`generate`, :meth:`stream` and :meth:`chat` raise
+    InvalidArgumentError.
 
     Args:
         path: the ``.gguf`` file (str or os.PathLike), or a model name as the
