@@ -321,7 +321,8 @@ HEARTH_API int32_t hearth_token_eot(const hearth_model *model);
 HEARTH_API bool hearth_token_is_eog(const hearth_model *model, int32_t token);
 
 /* Converts UTF-8 text (`len` bytes, need not be NUL-terminated) into token ids.
- * add_special: prepend BOS / append EOS as the model's add_bos/add_eos flags say.
+ * add_special: prepend BOS / append EOS as the model's add_bos/add_eos flags say (a WordPiece
+ * vocabulary, BERT's: [CLS] before and [SEP] after, always).
  * parse_special: recognise special tokens written in the text ("<|im_start|>");
  * when false they are tokenized as plain text.
  * Writes at most n_max ids to `tokens` and sets *n_tokens to the count
