@@ -789,6 +789,22 @@ HEARTH_API const float *hearth_get_embeddings_ith(const hearth_context *ctx, int
  * (hearth_kv_seq_rm) before embedding another text in it. */
 HEARTH_API const float *hearth_get_embeddings_seq(const hearth_context *ctx, int32_t seq);
 
+/* Pooled embeddings of n_texts UTF-8 texts (texts[i] of lens[i] bytes, or
+ * NUL-terminated when lens is NULL) into out: float[n_texts * n_embd], text
+ * after text. Each text is tokenized with special tokens ([CLS] ... [SEP]
+ * for BERT) and embedded whole as a sequence of its own; several texts run
+ * in one batch, in a context made for the call from `params` (NULL: the
+ * defaults; its threads, flash_attn, cache types, pooling_type and
+ * embd_normalize are used, its sizes and sequences set here). The texts
+ * and out stay the caller's. Errors: INVALID_ARG (NULL argument, an empty
+ * text, pooling NONE given or the model's, with the reason), CONTEXT_FULL
+ * (a text longer than the model's n_ctx_train, naming it and its tokens),
+ * OUT_OF_MEMORY, DEVICE; as hearth_context_init for bad params. Several
+ * threads may embed with one model at once (each call has its own
+ * context). */
+HEARTH_API hearth_status hearth_embed(hearth_model *model, const char *const *texts, const size_t *lens, size_t n_texts,
+                                      const hearth_context_params *params, float *out);
+
 /* Tokens of sequence `seq` in the KV cache (the position its next token
  * takes); 0 for an empty or out-of-range sequence. */
 HEARTH_API uint32_t hearth_kv_seq_len(const hearth_context *ctx, int32_t seq);

@@ -12,6 +12,8 @@
  *     (within 1e-5: kernels take other sums for other batch sizes);
  *   - CLS and LAST pooling are the first and last token's hidden state
  *     (hearth_get_embeddings_ith), NONE pools nothing, MEAN is their mean;
+ *   - hearth_embed over texts equals a context per text, and refuses NULL
+ *     texts and a text over the context;
  *   - a generation context on the encoder and a logits read on an
  *     embeddings context are refused; a decoder (HEARTH_MODEL, SmolLM2)
  *     embeds with LAST pooling into unit vectors.
@@ -166,6 +168,35 @@ static void check_poolings(hearth_model *m, const ref_text *t, int32_t n_embd) {
     }
 }
 
+/* hearth_embed over texts: the first texts' vectors equal their contexts'
+ * (normalised by default); NULL texts and a text over the context are refused. */
+static void check_embed_call(hearth_model *m, int32_t n_embd) {
+    const char *texts[3] = {"Hello world", "A man is eating food.", "Un café, s'il vous plaît"};
+    static float out[3 * 1024], alone[1024];
+    CHECK_MSG(hearth_embed(m, texts, NULL, 3, NULL, out) == HEARTH_OK, "%s", hearth_last_error());
+    hearth_context *c = embeddings_context(m, 1, HEARTH_POOLING_UNSPECIFIED, true);
+    for (int i = 0; c && i < 3; i++) {
+        int32_t toks[64];
+        size_t n = 0;
+        CHECK(hearth_tokenize(m, texts[i], strlen(texts[i]), true, true, toks, 64, &n) == HEARTH_OK);
+        hearth_kv_seq_rm(c, 0, 0, -1);
+        CHECK(hearth_decode(c, toks, (uint32_t)n) == HEARTH_OK);
+        memcpy(alone, hearth_get_embeddings_seq(c, 0), (size_t)n_embd * sizeof(float));
+        double worst = 0.0;
+        for (int32_t k = 0; k < n_embd; k++) worst = fmax(worst, fabs((double)out[i * n_embd + k] - alone[k]));
+        CHECK_MSG(worst <= 1e-5, "hearth_embed text %d differs by %.3g from its context", i, worst);
+    }
+    hearth_context_free(c);
+    CHECK(hearth_embed(m, NULL, NULL, 1, NULL, out) == HEARTH_ERR_INVALID_ARG);
+    char *long_text = malloc(6 * 600 + 1);
+    for (int i = 0; i < 600; i++) memcpy(long_text + 5 * i, "word ", 5);
+    long_text[5 * 600] = '\0';
+    const char *too_long[1] = {long_text};
+    CHECK(hearth_embed(m, too_long, NULL, 1, NULL, out) == HEARTH_ERR_CONTEXT_FULL);
+    CHECK(strstr(hearth_last_error(), "602 tokens") != NULL);
+    free(long_text);
+}
+
 /* The encoder cannot generate; a decoder embeds. */
 static void check_models(hearth_model *bert) {
     CHECK(!hearth_model_can_generate(bert));
@@ -228,6 +259,7 @@ int main(void) {
     check_references(m, texts, n_texts, n_embd);
     check_batch(m, texts, n_texts, n_embd);
     check_poolings(m, &texts[1], n_embd);
+    check_embed_call(m, n_embd);
     check_models(m);
     hearth_model_free(m);
     cJSON_Delete(ref);

@@ -1,8 +1,6 @@
-/* `hearth embed MODEL TEXT...`: one pooled embedding per text, through an
- * embeddings context of the library (hearth_context_params.embeddings):
- * the texts are tokenized with special tokens, several at once go into one
- * batch as separate sequences, and the library pools (mean, CLS, last) and
- * L2-normalises each sequence's vector. stdout gets one vector per line
+/* `hearth embed MODEL TEXT...`: one pooled embedding per text, by the
+ * library's hearth_embed (special tokens, several texts per batch, pooling
+ * and L2 normalisation are its). stdout gets one vector per line
  * (space-separated floats) or, with --json, one JSON object. */
 #include <math.h>
 #include <stdio.h>
@@ -10,9 +8,6 @@
 #include <string.h>
 
 #include "cli.h"
-
-#define EMBED_BATCH_TOKENS 2048 /* KV cells of the context, at most (a longer text gets a batch of its own) */
-#define EMBED_BATCH_SEQS 64     /* texts of one batch, at most */
 
 typedef struct embed_opts {
     const char *model;
@@ -135,25 +130,18 @@ static int parse_embed_args(int argc, char **argv, embed_opts *o) {
 
 typedef struct embed_state {
     hearth_model *model;
-    hearth_context *ctx;
     char *file_text;
     const char **texts; /* every text: the arguments, then the file's lines */
     size_t *lens;
     size_t n;
-    int32_t **tokens; /* [n] each text's token ids */
-    size_t *n_tokens;
     float *vectors; /* [n][n_embd] */
 } embed_state;
 
 static void embed_state_free(embed_state *s) {
-    for (size_t i = 0; s->tokens && i < s->n; i++) free(s->tokens[i]);
-    free(s->tokens);
-    free(s->n_tokens);
     free(s->vectors);
     free(s->texts);
     free(s->lens);
     free(s->file_text);
-    hearth_context_free(s->ctx);
     hearth_model_free(s->model);
 }
 
@@ -189,103 +177,15 @@ static int gather_texts(const embed_opts *o, embed_state *s) {
     return 0;
 }
 
-/* Tokenizes every text (special tokens added and parsed); a text that
- * gives no token or more than the model's context is an error. */
-static int tokenize_texts(embed_state *s) {
-    const int32_t n_ctx_train = hearth_model_n_ctx_train(s->model);
-    s->tokens = calloc(s->n, sizeof *s->tokens);
-    s->n_tokens = calloc(s->n, sizeof *s->n_tokens);
-    if (!s->tokens || !s->n_tokens) return cli_fail("embed");
-    for (size_t i = 0; i < s->n; i++) {
-        size_t n_max = s->lens[i] + 8;
-        if (!(s->tokens[i] = malloc(n_max * sizeof **s->tokens))) return cli_fail("tokenize");
-        hearth_status st = hearth_tokenize(s->model, s->texts[i], s->lens[i], true, true, s->tokens[i], n_max,
-                                           &s->n_tokens[i]);
-        if (st == HEARTH_ERR_BUFFER_TOO_SMALL) {
-            free(s->tokens[i]);
-            n_max = s->n_tokens[i];
-            if (!(s->tokens[i] = malloc(n_max * sizeof **s->tokens))) return cli_fail("tokenize");
-            st = hearth_tokenize(s->model, s->texts[i], s->lens[i], true, true, s->tokens[i], n_max, &s->n_tokens[i]);
-        }
-        if (st != HEARTH_OK) return cli_fail("tokenize");
-        if (s->n_tokens[i] == 0) {
-            fprintf(stderr, "hearth: text %zu is empty: it gives no token to embed\n", i);
-            return 1;
-        }
-        if (n_ctx_train > 0 && s->n_tokens[i] > (size_t)n_ctx_train) {
-            fprintf(stderr,
-                    "hearth: text %zu is %zu tokens, longer than the model's context of %d tokens: shorten or split "
-                    "it\n",
-                    i, s->n_tokens[i], (int)n_ctx_train);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Texts [first, end) of the batch starting at `first` (one text at least). */
-static size_t batch_end(const embed_state *s, size_t first, size_t longest, size_t *n_tok) {
-    /* texts per batch: as many as EMBED_BATCH_TOKENS tokens of the longest text make, so that the context's
-     * KV cache (n_seq_max sequences of the longest text) stays within max(EMBED_BATCH_TOKENS, longest) cells */
-    size_t per = longest >= EMBED_BATCH_TOKENS ? 1 : EMBED_BATCH_TOKENS / longest, end = first, tok = 0;
-    if (per > EMBED_BATCH_SEQS) per = EMBED_BATCH_SEQS;
-    while (end < s->n && end - first < per) tok += s->n_tokens[end++];
-    *n_tok = tok;
-    return end;
-}
-
-/* Embeds every text into s->vectors: the batches run one after another in
- * one context of n_seq_max = the largest batch's texts, each sequence
- * holding the longest text, n_batch (= n_ubatch: a sequence in one pass) the
- * largest batch's tokens. */
+/* Embeds every text into s->vectors. */
 static int embed_texts(const embed_opts *o, embed_state *s) {
-    size_t max_seqs = 0, max_tok = 0, longest = 0;
-    for (size_t i = 0; i < s->n; i++)
-        if (s->n_tokens[i] > longest) longest = s->n_tokens[i];
-    for (size_t first = 0, end, tok; first < s->n; first = end) {
-        end = batch_end(s, first, longest, &tok);
-        if (end - first > max_seqs) max_seqs = end - first;
-        if (tok > max_tok) max_tok = tok;
-    }
     hearth_context_params cp = o->ctx;
-    cp.embeddings = true;
     cp.pooling_type = o->pooling;
     cp.embd_normalize = o->normalize;
-    cp.n_seq_max = (uint32_t)max_seqs;
-    cp.n_ctx = (uint32_t)(longest * max_seqs);
-    cp.n_batch = cp.n_ubatch = (uint32_t)max_tok;
-    if (hearth_context_init(s->model, &cp, &s->ctx) != HEARTH_OK) return cli_fail("context");
-    const int32_t n_embd = hearth_model_n_embd(s->model);
-    s->vectors = malloc(s->n * (size_t)n_embd * sizeof *s->vectors);
-    int32_t *token = malloc(max_tok * sizeof *token), *seq = malloc(max_tok * sizeof *seq);
-    int rc = s->vectors && token && seq ? 0 : cli_fail("embed");
-    for (size_t first = 0, end, tok; !rc && first < s->n; first = end) {
-        end = batch_end(s, first, longest, &tok);
-        size_t k = 0;
-        for (size_t i = first; i < end; i++)
-            for (size_t t = 0; t < s->n_tokens[i]; t++, k++) {
-                token[k] = s->tokens[i][t];
-                seq[k] = (int32_t)(i - first);
-            }
-        hearth_kv_seq_rm(s->ctx, -1, 0, -1); /* each batch's texts start their sequences afresh */
-        const hearth_batch b = {.n_tokens = (int32_t)k, .token = token, .seq_id = seq};
-        if (hearth_decode_batch(s->ctx, &b) != HEARTH_OK) {
-            rc = cli_fail("embed");
-            break;
-        }
-        for (size_t i = first; i < end; i++) {
-            const float *v = hearth_get_embeddings_seq(s->ctx, (int32_t)(i - first));
-            if (!v) {
-                fprintf(stderr, "hearth: embed: no pooled vector for text %zu\n", i);
-                rc = 1;
-                break;
-            }
-            memcpy(s->vectors + i * (size_t)n_embd, v, (size_t)n_embd * sizeof *v);
-        }
-    }
-    free(token);
-    free(seq);
-    return rc;
+    s->vectors = malloc((s->n + 1) * (size_t)hearth_model_n_embd(s->model) * sizeof *s->vectors);
+    if (!s->vectors || hearth_embed(s->model, s->texts, s->lens, s->n, &cp, s->vectors) != HEARTH_OK)
+        return cli_fail("embed");
+    return 0;
 }
 
 static void print_json_string(const char *str) {
@@ -342,7 +242,7 @@ static int embed(const embed_opts *o, embed_state *s) {
                     hearth_model_desc(s->model), hearth_model_can_generate(s->model) ? ", a generation model" : "");
         return 1;
     }
-    if ((rc = tokenize_texts(s)) || (rc = embed_texts(o, s))) return rc;
+    if ((rc = embed_texts(o, s))) return rc;
     return print_vectors(o, s);
 }
 
