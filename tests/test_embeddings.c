@@ -3,10 +3,15 @@
  * tests/reference/embedding_reference.json (make_embedding_reference.py:
  * llama.cpp 0.3.36's mean-pooled vectors on the same GGUF, and an
  * independent float64 numpy pass of the sentence-transformers model on its
- * safetensors), token ids taken from the fixture:
+ * safetensors, and sentence-transformers' own encode() of the model; 50
+ * texts), token ids taken from the fixture:
  *   - each text's pooled vector (embd_normalize off) against both
  *     references: cosine >= 0.9999, and against llama.cpp within 2e-3 per
  *     element (the same F16 weights and tanh GELU);
+ *   - each text's vector against sentence-transformers': cosine >= 0.9999;
+ *   - retrieval: for each of the fixture's 8 queries (its vector against
+ *     sentence-transformers' too), hearth's 3 nearest texts by cosine, in
+ *     order, are sentence-transformers';
  *   - normalised vectors have unit length and the same direction;
  *   - all texts in one batch (one sequence each) equal each text alone
  *     (within 1e-5: kernels take other sums for other batch sizes);
@@ -27,14 +32,15 @@
 #include "hearth.h"
 #include "json_file.h"
 
-#define MAX_TEXTS 32
+#define MAX_TEXTS 64
+#define MAX_QUERIES 16
 #define MAX_TOKENS 512
 
 typedef struct ref_text {
     const char *name;
     int32_t tokens[MAX_TOKENS];
     int32_t n;
-    const cJSON *llama_cpp, *numpy;
+    const cJSON *llama_cpp, *numpy, *st; /* st: sentence-transformers' vector */
 } ref_text;
 
 static double cosine(const float *a, const cJSON *b, int32_t n) {
@@ -109,6 +115,76 @@ static void check_references(hearth_model *m, const ref_text *texts, int n_texts
     printf("%d texts: worst cosine %.7f, worst max |diff| from llama.cpp %.3g\n", n_texts, worst_cos, worst_diff);
     hearth_context_free(raw);
     hearth_context_free(unit);
+}
+
+/* Reads a fixture entry's name, tokens and vectors. */
+static void read_ref_text(const cJSON *t, ref_text *r) {
+    r->name = cJSON_GetObjectItem(t, "name")->valuestring;
+    for (const cJSON *id = cJSON_GetObjectItem(t, "tokens")->child; id && r->n < MAX_TOKENS; id = id->next)
+        r->tokens[r->n++] = id->valueint;
+    r->llama_cpp = cJSON_GetObjectItem(t, "llama_cpp");
+    r->numpy = cJSON_GetObjectItem(t, "numpy");
+    r->st = cJSON_GetObjectItem(t, "sentence_transformers");
+}
+
+/* Each text's vector against sentence-transformers' (cosine >= 0.9999);
+ * then each query's 3 nearest texts by hearth's vectors (cosine) are, in
+ * order, the ones sentence-transformers' vectors give (the fixture's top). */
+static void check_sentence_transformers(hearth_model *m, const ref_text *texts, int n_texts, const cJSON *retrieval,
+                                        int32_t n_embd) {
+    hearth_context *c = embeddings_context(m, 1, HEARTH_POOLING_UNSPECIFIED, true);
+    static float docs[MAX_TEXTS][1024];
+    static ref_text queries[MAX_QUERIES];
+    if (!c) return;
+    double worst = 1.0;
+    for (int i = 0; i < n_texts; i++) {
+        CHECK_MSG(texts[i].st != NULL, "%s: no sentence_transformers vector", texts[i].name);
+        const float *e = embed_one(c, &texts[i]);
+        if (!e || !texts[i].st) continue;
+        memcpy(docs[i], e, (size_t)n_embd * sizeof *e);
+        const double cs = cosine(e, texts[i].st, n_embd);
+        CHECK_MSG(cs >= 0.9999, "%s: cosine %.7f with sentence-transformers", texts[i].name, cs);
+        worst = fmin(worst, cs);
+    }
+    const cJSON *qs = cJSON_GetObjectItem(retrieval, "queries");
+    const int top_k = cJSON_GetObjectItem(retrieval, "top_k")->valueint;
+    CHECK(cJSON_GetArraySize(qs) == 8 && top_k == 3);
+    int n_q = 0, agree = 0;
+    for (const cJSON *q = qs ? qs->child : NULL; q && n_q < MAX_QUERIES; q = q->next, n_q++) {
+        ref_text *r = &queries[n_q];
+        read_ref_text(q, r);
+        const float *e = embed_one(c, r);
+        if (!e) continue;
+        const double cs = cosine(e, r->st, n_embd);
+        CHECK_MSG(cs >= 0.9999, "query %s: cosine %.7f with sentence-transformers", r->name, cs);
+        worst = fmin(worst, cs);
+        int best[3] = {-1, -1, -1}; /* hearth's top 3, best first (the vectors are unit length) */
+        double score[3] = {-2.0, -2.0, -2.0};
+        for (int d = 0; d < n_texts; d++) {
+            double dot = 0.0;
+            for (int32_t k = 0; k < n_embd; k++) dot += (double)e[k] * docs[d][k];
+            for (int r3 = 0; r3 < 3; r3++) {
+                if (dot <= score[r3]) continue;
+                for (int s3 = 2; s3 > r3; s3--) {
+                    score[s3] = score[s3 - 1];
+                    best[s3] = best[s3 - 1];
+                }
+                score[r3] = dot;
+                best[r3] = d;
+                break;
+            }
+        }
+        const cJSON *want = cJSON_GetObjectItem(q, "top");
+        bool same = cJSON_GetArraySize(want) == 3;
+        for (int r3 = 0; same && r3 < 3; r3++) same = cJSON_GetArrayItem(want, r3)->valueint == best[r3];
+        agree += same;
+        CHECK_MSG(same, "query %s: hearth's top 3 are %s, %s, %s (%.4f %.4f %.4f); sentence-transformers' %s", r->name,
+                  texts[best[0]].name, texts[best[1]].name, texts[best[2]].name, score[0], score[1], score[2],
+                  cJSON_PrintUnformatted(cJSON_GetObjectItem(q, "top_names")));
+    }
+    printf("sentence-transformers: worst cosine %.7f over %d texts and %d queries; top 3 equal for %d of %d queries\n",
+           worst, n_texts, n_q, agree, n_q);
+    hearth_context_free(c);
 }
 
 /* Every text in one batch, one sequence each, equals each text alone. */
@@ -247,16 +323,14 @@ int main(void) {
     CHECK(n_embd == cJSON_GetObjectItem(ref, "n_embd")->valueint && n_embd <= 1024);
     static ref_text texts[MAX_TEXTS];
     int n_texts = 0;
-    for (const cJSON *t = cJSON_GetObjectItem(ref, "texts")->child; t && n_texts < MAX_TEXTS; t = t->next) {
-        ref_text *r = &texts[n_texts++];
-        r->name = cJSON_GetObjectItem(t, "name")->valuestring;
-        for (const cJSON *id = cJSON_GetObjectItem(t, "tokens")->child; id && r->n < MAX_TOKENS; id = id->next)
-            r->tokens[r->n++] = id->valueint;
-        r->llama_cpp = cJSON_GetObjectItem(t, "llama_cpp");
-        r->numpy = cJSON_GetObjectItem(t, "numpy");
-    }
+    for (const cJSON *t = cJSON_GetObjectItem(ref, "texts")->child; t && n_texts < MAX_TEXTS; t = t->next)
+        read_ref_text(t, &texts[n_texts++]);
     CHECK(n_texts >= 16);
+    CHECK(n_texts == 50);
     check_references(m, texts, n_texts, n_embd);
+    const cJSON *retrieval = cJSON_GetObjectItem(ref, "retrieval");
+    CHECK(retrieval != NULL);
+    if (retrieval) check_sentence_transformers(m, texts, n_texts, retrieval, n_embd);
     check_batch(m, texts, n_texts, n_embd);
     check_poolings(m, &texts[1], n_embd);
     check_embed_call(m, n_embd);
