@@ -277,6 +277,13 @@ HEARTH_API int32_t hearth_model_n_embd(const hearth_model *model);
 /* The pooling the file gives (<arch>.pooling_type: a hearth_pooling_type,
  * HEARTH_POOLING_NONE when absent). Thread-safe. */
 HEARTH_API int32_t hearth_model_pooling_type(const hearth_model *model);
+/* Scores a reranker gives per query-document pair under pooling RANK: the
+ * outputs of its classification head (llama.cpp's n_cls_out): the length
+ * of <arch>.classifier.output_labels where the file names them, else
+ * cls.output.weight's rows, else 1 for a head of cls.weight alone; 0 for a
+ * model without a classification head, which refuses pooling RANK.
+ * Thread-safe. */
+HEARTH_API int32_t hearth_model_n_cls_out(const hearth_model *model);
 /* Whether the model has an output layer and so can generate text; false
  * for an encoder (bert), which only computes embeddings. Thread-safe. */
 HEARTH_API bool hearth_model_can_generate(const hearth_model *model);
@@ -568,7 +575,8 @@ typedef enum hearth_pooling_type {
     HEARTH_POOLING_MEAN = 1,         /* the mean over the sequence's tokens in the batch */
     HEARTH_POOLING_CLS = 2,          /* the sequence's first token in the batch (BERT's [CLS]) */
     HEARTH_POOLING_LAST = 3,         /* the sequence's last token in the batch (decoder embedding models) */
-    HEARTH_POOLING_RANK = 4,         /* a reranker's relevance score: not supported yet */
+    HEARTH_POOLING_RANK = 4,         /* a reranker's scores: the classification head (cls, tanh, cls.output)
+                                        on the sequence's first token, n_cls_out raw logits, never normalised */
 } hearth_pooling_type;
 
 typedef struct hearth_context_params {
@@ -782,7 +790,8 @@ HEARTH_API const float *hearth_get_logits_ith(const hearth_context *ctx, int32_t
 HEARTH_API const float *hearth_get_embeddings_ith(const hearth_context *ctx, int32_t i);
 
 /* Pooled embedding of sequence `seq` over its tokens in the last batch,
- * float[n_embd], unit L2 norm unless embd_normalize is false; owned by the
+ * float[n_embd], unit L2 norm unless embd_normalize is false (pooling RANK:
+ * float[hearth_model_n_cls_out] scores, not normalised); owned by the
  * context and overwritten by the next decode. NULL when the context
  * computes logits, pools NONE, or the last batch had no token of `seq`.
  * A sequence embeds whole in one batch: with an encoder, clear it

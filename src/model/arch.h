@@ -27,6 +27,7 @@ typedef enum hl_dim {
     HL_DIM_ROT_HALF,    /* rope.n_rot / 2: one frequency factor per rotated pair */
     HL_DIM_EXPERT,      /* n_expert: stacked experts */
     HL_DIM_TOKEN_TYPES, /* n_token_types */
+    HL_DIM_CLS_OUT,     /* n_cls_out: a classification head's outputs */
     HL_DIM_PARTS,       /* the sum of a fused tensor's parts (hl_weight_decl.part) */
 } hl_dim;
 
@@ -146,6 +147,17 @@ typedef struct hl_weight_decl {
         HL_W("ffn_norm.weight", ffn_norm, EMBD, NONE, LAYER_NORM, 0),                                                  \
         HL_W("ffn_norm.bias", ffn_norm_b, EMBD, NONE, LAYER_NORM, bias), HL_DECL_GELU_FFN(bias)
 
+/* An encoder's optional classification head (a reranker's: llama.cpp's
+ * cls, cls_b, cls_out, cls_out_b of bert-like models), read on the host by
+ * pooling RANK (runtime/embeddings.c): declared GET_ROWS so that placement
+ * asks no device about them and they stay in host memory (they are not
+ * HL_OUTPUT_TENSORS, which move with the output layer). */
+#define HL_DECL_CLS_HEAD                                                                                               \
+    HL_M("cls.weight", cls, EMBD, EMBD, GET_ROWS, HL_W_OPTIONAL),                                                      \
+        HL_M("cls.bias", cls_b, EMBD, NONE, GET_ROWS, HL_W_OPTIONAL),                                                  \
+        HL_M("cls.output.weight", cls_out, EMBD, CLS_OUT, GET_ROWS, HL_W_OPTIONAL),                                    \
+        HL_M("cls.output.bias", cls_out_b, CLS_OUT, NONE, GET_ROWS, HL_W_OPTIONAL)
+
 /* A list of declarations, ended by HL_DECL_END. */
 #define HL_DECL_END                                                                                                    \
     { .name = NULL }
@@ -187,6 +199,22 @@ hearth_status hl_gpt2_layer(const hearth_model *m, hl_backend *b, hl_work *w, in
  * `rope_mode`, and n_head * head size = n_embd, as their {n_embd, n_embd}
  * attn_output needs. Errors: as hl_hparams_read; FORMAT. */
 hearth_status hl_layer_norm_hparams(hearth_model *m, hl_rope_mode rope_mode);
+
+/* The post-norm encoder block of bert (bert.c), shared by nomic-bert:
+ * q, k, v from the residual stream with the biases the layer has, rope
+ * where the model has one (hp.rope.mode), bidirectional attention, the
+ * output projection with its bias where the layer has one, x = LN(x +
+ * attn); then a SwiGLU feed-forward where the layer has ffn_gate (nomic-bert)
+ * or a GELU one with the biases it has (bert), x = LN(x + ffn). */
+hearth_status hl_bert_layer(const hearth_model *m, hl_backend *b, hl_work *w, int32_t il);
+
+/* The hyperparameters of the bert family: hl_layer_norm_hparams with
+ * `rope_mode`, tokenizer.ggml.token_type_count (2 when absent) and the
+ * classification head's outputs n_cls_out: <arch>.classifier.output_labels'
+ * length where the file names them, else cls.output.weight's rows, else 1
+ * for a head of cls.weight alone (llama.cpp's default), else 0. Errors:
+ * as hl_layer_norm_hparams; FORMAT. */
+hearth_status hl_bert_hparams(hearth_model *m, hl_rope_mode rope_mode);
 
 /* The pre-norm block of llama (llama.c), shared by qwen2, qwen3 and phi3:
  * RMSNorm, attention with the optional q/k/v biases, per-head QK-norm and

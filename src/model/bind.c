@@ -25,6 +25,7 @@ static int64_t dim_size(const hl_hparams *hp, hl_dim d) {
     case HL_DIM_ROT_HALF: return hp->rope.n_rot / 2;
     case HL_DIM_EXPERT: return hp->n_expert;
     case HL_DIM_TOKEN_TYPES: return hp->n_token_types;
+    case HL_DIM_CLS_OUT: return hp->n_cls_out;
     case HL_DIM_PARTS: break;
     }
     return 0;
@@ -44,9 +45,11 @@ static bool host_computes(const hearth_model *m, const hl_tensor *t) {
 }
 
 /* Binds tensor `name` of shape ne into *t; a tensor the file lacks is an
- * error where `required`, else leaves *t as it is and sets *found false. */
-static hearth_status bind_tensor(hearth_model *m, const char *name, const int64_t ne[3], bool required, hl_tensor *t,
-                                 bool *found) {
+ * error where `required`, else leaves *t as it is and sets *found false. A
+ * declared vector (a norm's weight, a bias) must be F32; a matrix of one
+ * row (a reranker's cls.output.weight {n_embd, 1}) may have any type. */
+static hearth_status bind_tensor(hearth_model *m, const char *name, const int64_t ne[3], bool vector, bool required,
+                                 hl_tensor *t, bool *found) {
     const gguf_tensor *gt = hl_gguf_find_tensor(m->gguf, name);
     *found = gt != NULL;
     if (!gt && !required) return HEARTH_OK;
@@ -60,7 +63,7 @@ static hearth_status bind_tensor(hearth_model *m, const char *name, const int64_
                        name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)gt->ne[2], (long long)gt->ne[3],
                        (long long)ne[0], (long long)ne[1], (long long)ne[2]);
     const ggml_type_info *ti = hl_ggml_type_get(gt->type);
-    if (ne[1] == 1 && gt->type != GGML_TYPE_F32)
+    if (vector && gt->type != GGML_TYPE_F32)
         return hl_fail(HEARTH_ERR_UNSUPPORTED, "tensor '%s' is %s; hearth expects norm weights in F32", name, ti->name);
     const hl_tensor w = {
         .type = gt->type, .ne = {ne[0], ne[1], ne[2], 1}, .data = (void *)gt->data, .backend = m->host};
@@ -90,7 +93,8 @@ static hearth_status bind_decl(hearth_model *m, const hl_weight_decl *d, void *b
         total += parts[n_parts] = dim_size(hp, d->part[n_parts]);
     for (int i = 0; i < 3; i++) ne[i] = d->ne[i] == HL_DIM_PARTS ? total : dim_size(hp, d->ne[i]);
     hl_tensor whole = {0};
-    HL_TRY(bind_tensor(m, name, ne, !(d->flags & HL_W_OPTIONAL), n_parts ? &whole : field, bound));
+    HL_TRY(bind_tensor(m, name, ne, d->ne[1] == HL_DIM_NONE, !(d->flags & HL_W_OPTIONAL), n_parts ? &whole : field,
+                       bound));
     if (!*bound || n_parts == 0) return HEARTH_OK;
     /* views of the parts' rows (a vector's elements): whole quantization
      * blocks, so each is a weight of its own type */

@@ -34,6 +34,7 @@ typedef struct hl_hparams {
     int32_t n_expert_used;
     int32_t n_token_types; /* rows of the token-type embeddings (bert's token_type_count), 0 = none */
     int32_t pooling_type;  /* hearth_pooling_type the file gives (<arch>.pooling_type), NONE when absent */
+    int32_t n_cls_out;     /* outputs of the classification head pooling RANK runs (hl_bert_hparams), 0 = none */
     float norm_eps;        /* the norm's epsilon: RMSNorm's, or LayerNorm's where the architecture's norm is
                              HL_OP_LAYER_NORM (hl_arch.norm) */
     hl_residual residual;  /* how a block adds its attention and feed-forward to the residual stream */

@@ -109,8 +109,9 @@ static int cmp_addr(const void *a, const void *b) {
 static hearth_status check_all_bound(const hearth_model *m) {
 #define HL_COUNT_FIELD(name) +1
     const size_t per_layer = 0 HL_LAYER_TENSORS(HL_COUNT_FIELD);
-    /* tok_embd, pos_embd, tok_norm, tok_norm_b, tok_types, the output layer's, the blocks' */
-    const size_t n = 5 HL_OUTPUT_TENSORS(HL_COUNT_FIELD) + (size_t)m->hp.n_layer * per_layer;
+    /* tok_embd, pos_embd, tok_norm, tok_norm_b, tok_types, cls, cls_b, cls_out, cls_out_b, the output
+     * layer's, the blocks' */
+    const size_t n = 9 HL_OUTPUT_TENSORS(HL_COUNT_FIELD) + (size_t)m->hp.n_layer * per_layer;
 #undef HL_COUNT_FIELD
     uintptr_t *bound = hl_malloc(n * sizeof *bound);
     if (!bound) return HEARTH_ERR_OUT_OF_MEMORY;
@@ -123,6 +124,10 @@ static hearth_status check_all_bound(const hearth_model *m) {
     bound[k++] = (uintptr_t)m->tok_norm.data;
     bound[k++] = (uintptr_t)m->tok_norm_b.data;
     bound[k++] = (uintptr_t)m->tok_types.data;
+    bound[k++] = (uintptr_t)m->cls.data;
+    bound[k++] = (uintptr_t)m->cls_b.data;
+    bound[k++] = (uintptr_t)m->cls_out.data;
+    bound[k++] = (uintptr_t)m->cls_out_b.data;
     for (int32_t il = 0; il < m->hp.n_layer; il++) {
 #define HL_ADDR_FIELD(name) bound[k++] = (uintptr_t)m->layers[il].name.data;
         HL_LAYER_TENSORS(HL_ADDR_FIELD)
@@ -255,6 +260,7 @@ int32_t hearth_model_n_vocab(const hearth_model *m) { return m->hp.n_vocab; }
 int32_t hearth_model_n_ctx_train(const hearth_model *m) { return m->hp.n_ctx_train; }
 int32_t hearth_model_n_embd(const hearth_model *m) { return m->hp.n_embd; }
 int32_t hearth_model_pooling_type(const hearth_model *m) { return m->hp.pooling_type; }
+int32_t hearth_model_n_cls_out(const hearth_model *m) { return m->hp.n_cls_out; }
 bool hearth_model_can_generate(const hearth_model *m) { return m->output.data != NULL; }
 int32_t hearth_model_n_layer(const hearth_model *m) { return m->hp.n_layer; }
 int32_t hearth_model_n_gpu_layers(const hearth_model *m) { return m->n_gpu_layers; }

@@ -3,11 +3,11 @@
  * architecture that runs them (arch.h) and their placement on devices
  * (placement.h). Architectures (one file each, listed in archs.c: llama.c,
  * qwen2.c, qwen3.c, gemma3.c, phi3.c, gpt2.c, starcoder2.c, gptneox.c,
- * mpt.c, bloom.c, falcon.c, gptj.c) read their hyperparameters with the
- * shared readers of hparams.c, declare their weights (bound by bind.c) and
- * name the block that runs them over backend ops; forward.h runs the
- * blocks. Includes the model layer's other headers, so its users need only
- * this one. */
+ * mpt.c, bloom.c, falcon.c, gptj.c, bert.c, nomic_bert.c) read their
+ * hyperparameters with the shared readers of hparams.c, declare their
+ * weights (bound by bind.c) and name the block that runs them over backend
+ * ops; forward.h runs the blocks. Includes the model layer's other
+ * headers, so its users need only this one. */
 #ifndef HEARTH_MODEL_H
 #define HEARTH_MODEL_H
 
@@ -37,7 +37,11 @@ struct hearth_model {
     hl_tensor tok_types; /* {n_embd, n_token_types}: token-type embeddings (bert; every token is type 0), or absent */
     hl_tensor output;    /* {n_embd, n_vocab}; tok_embd when tied */
     hl_tensor output_b;  /* F32 {n_vocab}: the output matrix's bias (gptj's lm_head), or absent */
-    hl_layer *layers;    /* [n_layer] */
+    /* a reranker's classification head (HL_DECL_CLS_HEAD), each absent or
+     * in host memory: cls {n_embd, n_embd} and cls_b F32 {n_embd}, then
+     * cls_out {n_embd, n_cls_out} and cls_out_b F32 {n_cls_out} */
+    hl_tensor cls, cls_b, cls_out, cls_out_b;
+    hl_layer *layers; /* [n_layer] */
     /* a CPU instance that holds no scratch: load asks it (supports_op)
      * whether the host computes each weight */
     hl_backend *host;

@@ -124,7 +124,7 @@ static hearth_status resolve_embeddings(hearth_context *c, hearth_context_params
     if (p->pooling_type < HEARTH_POOLING_UNSPECIFIED || p->pooling_type > HEARTH_POOLING_RANK)
         return hl_fail(HEARTH_ERR_INVALID_ARG,
                        "pooling_type %d is not a hearth_pooling_type (-1 the model's, 0 none, "
-                       "1 mean, 2 cls, 3 last)",
+                       "1 mean, 2 cls, 3 last, 4 rank)",
                        (int)p->pooling_type);
     if (!p->embeddings) {
         if (!hearth_model_can_generate(c->model))
@@ -135,8 +135,11 @@ static hearth_status resolve_embeddings(hearth_context *c, hearth_context_params
         return HEARTH_OK;
     }
     if (p->pooling_type == HEARTH_POOLING_UNSPECIFIED) p->pooling_type = c->model->hp.pooling_type;
-    if (p->pooling_type == HEARTH_POOLING_RANK)
-        return hl_fail(HEARTH_ERR_UNSUPPORTED, "pooling rank (a reranker's score) is not supported yet");
+    if (p->pooling_type == HEARTH_POOLING_RANK && c->model->hp.n_cls_out == 0)
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "pooling rank needs a reranker: %s has no classification head (cls.weight, "
+                       "cls.output.weight) to score with; use mean, cls or last for embeddings",
+                       c->model->desc);
     c->n_out_max = p->n_batch;
     return HEARTH_OK;
 }
@@ -312,7 +315,13 @@ static hearth_status init(hearth_context *c) {
     if (!c->k_cache || !c->v_cache || !c->seq_len || !c->pos || !c->row0 || !c->out_row || !c->out)
         return HEARTH_ERR_OUT_OF_MEMORY;
     if (c->params.embeddings) {
-        c->embd_seq = hl_calloc((size_t)c->params.n_seq_max * (size_t)c->model->hp.n_embd, sizeof *c->embd_seq);
+        /* a vector per sequence, n_embd floats or a reranker's n_cls_out where
+         * that is more (embeddings.c's stride), and under pooling RANK
+         * 2 * n_embd floats of scratch for the classification head */
+        const hl_hparams *hp = &c->model->hp;
+        const size_t stride = (size_t)(hp->n_cls_out > hp->n_embd ? hp->n_cls_out : hp->n_embd);
+        const size_t scratch = c->params.pooling_type == HEARTH_POOLING_RANK ? 2 * (size_t)hp->n_embd : 0;
+        c->embd_seq = hl_calloc((size_t)c->params.n_seq_max * stride + scratch, sizeof *c->embd_seq);
         c->embd_seq_ok = hl_calloc(c->params.n_seq_max, sizeof *c->embd_seq_ok);
         if (!c->embd_seq || !c->embd_seq_ok) return HEARTH_ERR_OUT_OF_MEMORY;
     }

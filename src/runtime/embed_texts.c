@@ -113,6 +113,10 @@ hearth_status hearth_embed(hearth_model *model, const char *const *texts, const 
                                                    ? "pooling none gives no vector per text: use mean, cls or last"
                                                    : "the model has no pooling of its own (pooling_type none; a "
                                                      "generation model?): give pooling last or mean");
+    if (pooling == HEARTH_POOLING_RANK)
+        return hl_fail(HEARTH_ERR_INVALID_ARG,
+                       "pooling rank gives a reranker's scores of query-document pairs, not a vector per text: "
+                       "score them with hearth_rerank, or give pooling mean, cls or last for embeddings");
     if (n_texts == 0) return HEARTH_OK;
     embed_plan p = {.n = n_texts};
     hearth_status st = tokenize_all(model, texts, lens, &p);
