@@ -342,6 +342,20 @@ HEARTH_API bool hearth_token_is_eog(const hearth_model *model, int32_t token);
 HEARTH_API hearth_status hearth_tokenize(const hearth_model *model, const char *text, size_t len, bool add_special,
                                          bool parse_special, int32_t *tokens, size_t n_max, size_t *n_tokens);
 
+/* Tokens of a reranker's query-document pair (pooling RANK), as llama.cpp's
+ * server formats them (format_prompt_rerank): BOS where the vocabulary adds
+ * one, the query, EOS (or [SEP] without an EOS) where it adds one, [SEP]
+ * where it adds one, the document, EOS where it adds one; the query and the
+ * document are tokenized without special tokens, none parsed. For a
+ * WordPiece vocabulary (BERT cross-encoders) that is [CLS] query [SEP]
+ * document; the tokenizer.ggml.add_bos_token / add_eos_token /
+ * add_sep_token keys change it. (A file's tokenizer.chat_template.rerank,
+ * which decoder rerankers carry, is not used: such models have no RANK
+ * pooling here.) Buffer and errors as hearth_tokenize(). Thread-safe. */
+HEARTH_API hearth_status hearth_tokenize_rerank(const hearth_model *model, const char *query, size_t query_len,
+                                                const char *document, size_t document_len, int32_t *tokens,
+                                                size_t n_max, size_t *n_tokens);
+
 /* The raw bytes a single token stands for (byte-level tokens decoded; may be a
  * fragment of a UTF-8 character). special: include the text of control tokens
  * ("<|im_end|>"); when false they render as nothing.
@@ -814,6 +828,24 @@ HEARTH_API const float *hearth_get_embeddings_seq(const hearth_context *ctx, int
 HEARTH_API hearth_status hearth_embed(hearth_model *model, const char *const *texts, const size_t *lens, size_t n_texts,
                                       const hearth_context_params *params, float *out);
 
+/* Relevance scores of n_docs documents for one query with a reranker (a
+ * model with a classification head: hearth_model_n_cls_out > 0) into
+ * scores[n_docs]: for document i, the first output of the head over the
+ * pair hearth_tokenize_rerank(query, documents[i]) -- the raw logit, as
+ * llama-server's /v1/rerank relevance_score (sigmoid(score) is a
+ * probability for single-label cross-encoders). The query is query_len
+ * bytes of UTF-8, documents[i] doc_lens[i] bytes (NUL-terminated when
+ * doc_lens is NULL); they and scores stay the caller's.
+ * Pairs run several at once in a context made for the call from `params`
+ * (NULL: the defaults; its threads and flash_attn are used, pooling is RANK,
+ * sizes and sequences set here). Errors: INVALID_ARG (NULL argument, a model
+ * without a classification head), CONTEXT_FULL (a pair longer than the
+ * model's n_ctx_train, naming the document), OUT_OF_MEMORY, DEVICE.
+ * Several threads may rerank with one model at once. */
+HEARTH_API hearth_status hearth_rerank(hearth_model *model, const char *query, size_t query_len,
+                                       const char *const *documents, const size_t *doc_lens, size_t n_docs,
+                                       const hearth_context_params *params, float *scores);
+
 /* Tokens of sequence `seq` in the KV cache (the position its next token
  * takes); 0 for an empty or out-of-range sequence. */
 HEARTH_API uint32_t hearth_kv_seq_len(const hearth_context *ctx, int32_t seq);
@@ -1159,10 +1191,18 @@ HEARTH_API void hearth_engine_pause(hearth_engine *engine, uint64_t id, bool pau
  * (INVALID_ARG), and a generation engine refuses these calls. */
 HEARTH_API bool hearth_engine_embeddings(const hearth_engine *engine);
 
+/* The pooling an embeddings engine computes (a hearth_pooling_type, the
+ * model's when params.ctx.pooling_type was UNSPECIFIED): with
+ * HEARTH_POOLING_RANK the engine is a reranker and each sequence gives
+ * hearth_model_n_cls_out floats (feed it hearth_tokenize_rerank pairs);
+ * -1 for NULL or a generation engine. Thread-safe. */
+HEARTH_API int32_t hearth_engine_pooling_type(const hearth_engine *engine);
+
 /* Embeds the sequence tokens[0..n_tokens) and blocks until its pooled
  * vector is in out: float[n_embd] (hearth_model_n_embd), pooled as the
  * context's pooling_type says (the model's by default: mean for
- * all-MiniLM), unit L2 norm unless params.ctx.embd_normalize is false.
+ * all-MiniLM), unit L2 norm unless params.ctx.embd_normalize is false;
+ * with pooling RANK, float[n_cls_out] scores (hearth_model_n_cls_out).
  * `tokens` is the caller's (with the model's special tokens, such as BERT's
  * [CLS] and [SEP]: hearth_tokenize with add_special) and is read until the
  * call returns; `out` is the caller's, written only on success.
@@ -1180,7 +1220,7 @@ HEARTH_API hearth_status hearth_engine_embed(hearth_engine *engine, const int32_
 
 /* Embeds n_seqs sequences at once (tokens[i][0..n_tokens[i]) for i in
  * [0, n_seqs)) into out: float[n_seqs * n_embd], sequence i's vector at
- * out + i * n_embd. The sequences join the engine's queue together and run
+ * out + i * n_embd (n_cls_out in place of n_embd with pooling RANK). The sequences join the engine's queue together and run
  * in as few steps as the slots and the batch allow; the call returns when
  * all are done. Every sequence is checked before any is queued: errors as
  * hearth_engine_embed(), the message naming the input ("input 3 is ...");
@@ -1238,6 +1278,9 @@ HEARTH_API void hearth_engine_slots(hearth_engine *engine, hearth_slot_info *out
 
 /* The model the engine runs. */
 HEARTH_API const hearth_model *hearth_engine_model(const hearth_engine *engine);
+/* Tokens one slot holds (the context's n_ctx / n_seq_max): a request's prompt
+ * and generation together; 0 for NULL. Thread-safe. */
+HEARTH_API uint32_t hearth_engine_n_ctx_seq(const hearth_engine *engine);
 
 /* -------------------------------------------------------------- quantize -- */
 

@@ -13,6 +13,7 @@
 int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
+int cmd_rerank(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);

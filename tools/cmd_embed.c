@@ -1,7 +1,10 @@
 /* `hearth embed MODEL TEXT...`: one pooled embedding per text, by the
  * library's hearth_embed (special tokens, several texts per batch, pooling
  * and L2 normalisation are its). stdout gets one vector per line
- * (space-separated floats) or, with --json, one JSON object. */
+ * (space-separated floats) or, with --json, one JSON object.
+ * `hearth rerank MODEL QUERY DOCUMENT...`: a reranker's score of each
+ * document for the query, by the library's hearth_rerank, best first; the
+ * same options and text gathering (the first text is the query). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,8 @@ typedef struct embed_opts {
     size_t n_texts;
     const char *file; /* -f FILE: one text per line ("-": stdin) */
     bool json, normalize, verbose;
+    bool rerank;     /* hearth rerank */
+    long top_n;      /* rerank: documents printed; 0 = all */
     int32_t pooling; /* hearth_pooling_type; UNSPECIFIED: the model's */
     hearth_context_params ctx;
     long n_gpu_layers;
@@ -52,6 +57,29 @@ static void embed_usage(FILE *out) {
         hearth_cpu_physical_cores());
 }
 
+static void rerank_usage(FILE *out) {
+    fprintf(out,
+            "usage: hearth rerank MODEL QUERY [DOCUMENT...] [options]\n"
+            "\n"
+            "Scores each DOCUMENT (and each line of -f FILE) for QUERY with the reranker MODEL (a\n"
+            "cross-encoder whose GGUF gives pooling_type rank, such as bge-reranker) and prints one\n"
+            "line per document, best first: the score (the raw logit; higher is more relevant), a tab,\n"
+            "the document's index in the order given, a tab, the document. The pair is tokenized as\n"
+            "llama.cpp's server does it ([CLS] QUERY [SEP] DOCUMENT for BERT).\n"
+            "\n"
+            "  -f, --file FILE          documents, one per line (\"-\": stdin), after the DOCUMENT arguments\n"
+            "  --                       the arguments after it are texts, even those that start with '-'\n"
+            "      --top-n N            print the N best documents only (default: all)\n"
+            "      --json               one JSON object: {\"model\", \"results\": [{\"index\", \"relevance_score\",\n"
+            "                           \"document\"}]}, best first\n"
+            "  -t, --threads N          CPU threads (default: physical cores, %d here)\n"
+            "  -ngl, --n-gpu-layers N   layers to put on the GPU; -1 = all (default 0)\n"
+            "  --device LIST            devices for those layers (hearth info)\n"
+            "  -v, --verbose            log loading details to stderr\n"
+            "  -h, --help               this help\n",
+            hearth_cpu_physical_cores());
+}
+
 static bool parse_pooling(const char *val, int32_t *out) {
     static const struct {
         const char *name;
@@ -70,8 +98,12 @@ static bool parse_pooling(const char *val, int32_t *out) {
 }
 
 /* Returns 0 to go on, -1 after printing --help, else the exit status (2). */
-static int parse_embed_args(int argc, char **argv, embed_opts *o) {
-    *o = (embed_opts){.normalize = true, .pooling = HEARTH_POOLING_UNSPECIFIED, .ctx = hearth_context_default_params()};
+static int parse_embed_args(int argc, char **argv, bool rerank, embed_opts *o) {
+    *o = (embed_opts){.normalize = true,
+                      .rerank = rerank,
+                      .pooling = HEARTH_POOLING_UNSPECIFIED,
+                      .ctx = hearth_context_default_params()};
+    const char *cmd = rerank ? "rerank" : "embed";
     o->texts = calloc((size_t)argc, sizeof *o->texts);
     if (!o->texts) return 2;
     bool options = true; /* until "--": later arguments are texts, even "-x" */
@@ -92,11 +124,18 @@ static int parse_embed_args(int argc, char **argv, embed_opts *o) {
         if (shared_opt) {
             if (cli_parse_ctx_opt(argc, argv, &i, "embed", &o->ctx, &o->n_gpu_layers) < 0) return 2;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            embed_usage(stdout);
+            if (o->rerank) rerank_usage(stdout);
+            else embed_usage(stdout);
             return -1;
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--file") || !strcmp(a, "--pooling")) {
+        } else if (o->rerank && !strcmp(a, "--top-n")) {
+            if (!val || !cli_parse_int(a, val, 1, INT32_MAX, &o->top_n)) {
+                if (!val) fprintf(stderr, "hearth: --top-n needs a value; see hearth rerank --help\n");
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--file") || (!o->rerank && !strcmp(a, "--pooling"))) {
             if (!val) {
-                fprintf(stderr, "hearth: %s needs a value; see hearth embed --help\n", a);
+                fprintf(stderr, "hearth: %s needs a value; see hearth %s --help\n", a, cmd);
                 return 2;
             }
             i++;
@@ -104,12 +143,12 @@ static int parse_embed_args(int argc, char **argv, embed_opts *o) {
             else if (!parse_pooling(val, &o->pooling)) return 2;
         } else if (!strcmp(a, "--json")) {
             o->json = true;
-        } else if (!strcmp(a, "--no-normalize")) {
+        } else if (!o->rerank && !strcmp(a, "--no-normalize")) {
             o->normalize = false;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             o->verbose = true;
         } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "hearth: unknown option '%s'; see hearth embed --help\n", a);
+            fprintf(stderr, "hearth: unknown option '%s'; see hearth %s --help\n", a, cmd);
             return 2;
         } else if (!o->model) {
             o->model = a;
@@ -118,11 +157,12 @@ static int parse_embed_args(int argc, char **argv, embed_opts *o) {
         }
     }
     if (!o->model) {
-        fprintf(stderr, "hearth: embed needs a MODEL file; see hearth embed --help\n");
+        fprintf(stderr, "hearth: %s needs a MODEL file; see hearth %s --help\n", cmd, cmd);
         return 2;
     }
-    if (!o->n_texts && !o->file) {
-        fprintf(stderr, "hearth: embed needs TEXT arguments or -f FILE; see hearth embed --help\n");
+    if (o->rerank ? !o->n_texts || (o->n_texts == 1 && !o->file) : !o->n_texts && !o->file) {
+        fprintf(stderr, "hearth: %s needs %s; see hearth %s --help\n", cmd,
+                o->rerank ? "a QUERY and DOCUMENT arguments or -f FILE" : "TEXT arguments or -f FILE", cmd);
         return 2;
     }
     return 0;
@@ -188,15 +228,17 @@ static int embed_texts(const embed_opts *o, embed_state *s) {
     return 0;
 }
 
-static void print_json_string(const char *str) {
+static void print_json_string_n(const char *str, size_t len) {
     putchar('"');
-    for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)str; p < (const unsigned char *)str + len; p++) {
         if (*p == '"' || *p == '\\') printf("\\%c", *p);
         else if (*p < 0x20) printf("\\u%04x", *p);
         else putchar(*p);
     }
     putchar('"');
 }
+
+static void print_json_string(const char *str) { print_json_string_n(str, strlen(str)); }
 
 static void print_float(float x) {
     if (isfinite(x)) printf("%.7g", (double)x);
@@ -227,12 +269,65 @@ static int print_vectors(const embed_opts *o, const embed_state *s) {
     return 0;
 }
 
+typedef struct ranked {
+    size_t index;
+    float score;
+} ranked;
+
+static int by_score(const void *a, const void *b) {
+    const ranked *x = a, *y = b;
+    return x->score < y->score ? 1 : x->score > y->score ? -1 : (x->index > y->index) - (x->index < y->index);
+}
+
+/* s->texts[0] is the query, the rest the documents. */
+static int rerank(const embed_opts *o, embed_state *s) {
+    const size_t n = s->n - 1;
+    ranked *r = calloc(n, sizeof *r);
+    s->vectors = malloc(n * sizeof *s->vectors);
+    if (!r || !s->vectors ||
+        hearth_rerank(s->model, s->texts[0], s->lens[0], s->texts + 1, s->lens + 1, n, &o->ctx, s->vectors) !=
+            HEARTH_OK) {
+        free(r);
+        return cli_fail("rerank");
+    }
+    for (size_t i = 0; i < n; i++) r[i] = (ranked){i, s->vectors[i]};
+    qsort(r, n, sizeof *r, by_score);
+    const size_t n_out = o->top_n > 0 && (size_t)o->top_n < n ? (size_t)o->top_n : n;
+    if (o->json) {
+        printf("{\"model\": ");
+        print_json_string(o->model);
+        printf(", \"results\": [");
+    }
+    for (size_t k = 0; k < n_out; k++) {
+        const char *doc = s->texts[1 + r[k].index];
+        const int len = (int)s->lens[1 + r[k].index];
+        if (o->json) {
+            printf("%s{\"index\": %zu, \"relevance_score\": ", k ? ", " : "", r[k].index);
+            print_float(r[k].score);
+            printf(", \"document\": ");
+            print_json_string_n(doc, (size_t)len);
+            putchar('}');
+        } else {
+            print_float(r[k].score);
+            printf("\t%zu\t%.*s\n", r[k].index, len, doc);
+        }
+    }
+    if (o->json) printf("]}\n");
+    free(r);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "hearth: cannot write the scores to stdout\n");
+        return 1;
+    }
+    return 0;
+}
+
 static int embed(const embed_opts *o, embed_state *s) {
     int rc = gather_texts(o, s);
     if (rc) return rc;
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
     if (cli_model_load(o->model, &mp, &s->model)) return 1;
+    if (o->rerank) return rerank(o, s);
     const int32_t pooling = o->pooling != HEARTH_POOLING_UNSPECIFIED ? o->pooling : hearth_model_pooling_type(s->model);
     if (pooling == HEARTH_POOLING_NONE) {
         if (o->pooling == HEARTH_POOLING_NONE)
@@ -246,9 +341,9 @@ static int embed(const embed_opts *o, embed_state *s) {
     return print_vectors(o, s);
 }
 
-int cmd_embed(int argc, char **argv) {
+static int run_cmd(int argc, char **argv, bool rerank) {
     embed_opts o;
-    int rc = parse_embed_args(argc, argv, &o);
+    int rc = parse_embed_args(argc, argv, rerank, &o);
     if (rc) {
         free(o.texts);
         return rc < 0 ? 0 : rc;
@@ -260,3 +355,7 @@ int cmd_embed(int argc, char **argv) {
     free(o.texts);
     return rc;
 }
+
+int cmd_embed(int argc, char **argv) { return run_cmd(argc, argv, false); }
+
+int cmd_rerank(int argc, char **argv) { return run_cmd(argc, argv, true); }

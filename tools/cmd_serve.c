@@ -22,7 +22,8 @@ static void serve_usage(FILE *out) {
         "Serves the GGUF model MODEL over HTTP with OpenAI's API (/v1/chat/completions,\n"
         "/v1/completions, /v1/models) and /health, /metrics, /slots, /tokenize, /detokenize.\n"
         "Requests run together in slots (continuous batching); more wait in a queue.\n"
-        "An embedding model (bert) serves /v1/embeddings instead of generating.\n"
+        "An embedding model (bert, nomic-bert) serves /v1/embeddings instead of generating; a\n"
+        "reranker (a cross-encoder whose file gives pooling_type rank) serves /v1/rerank.\n"
         "\n"
         "network:\n"
         "      --host HOST          address to listen on (default 127.0.0.1)\n"
@@ -36,8 +37,8 @@ static void serve_usage(FILE *out) {
         "      --chat-template FILE the Jinja chat template in FILE instead of the model's\n"
         "      --embeddings         serve /v1/embeddings with a generation model instead of generating\n"
         "                           (an embedding model always does)\n"
-        "      --pooling TYPE       how embeddings pool a text's tokens: mean, cls or last (default:\n"
-        "                           the model's)\n"
+        "      --pooling TYPE       how embeddings pool a text's tokens: mean, cls, last, or rank (a\n"
+        "                           reranker's scores at /v1/rerank) (default: the model's)\n"
         "context:\n"
         "      --context-shift      a generation that fills its slot drops the oldest tokens after --keep\n"
         "                           and goes on (default: it ends with finish_reason \"length\")\n"
@@ -164,12 +165,13 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
             o->engine.ctx.embeddings = true;
         } else if (IS("--pooling", "--pooling")) {
             NEED_VALUE();
-            static const char *const names[] = {"mean", "cls", "last"};
-            static const int32_t types[] = {HEARTH_POOLING_MEAN, HEARTH_POOLING_CLS, HEARTH_POOLING_LAST};
+            static const char *const names[] = {"mean", "cls", "last", "rank"};
+            static const int32_t types[] = {HEARTH_POOLING_MEAN, HEARTH_POOLING_CLS, HEARTH_POOLING_LAST,
+                                            HEARTH_POOLING_RANK};
             size_t k = 0;
-            while (k < 3 && strcmp(val, names[k]) != 0) k++;
-            if (k == 3) {
-                fprintf(stderr, "hearth: --pooling takes mean, cls or last (got '%s')\n", val);
+            while (k < 4 && strcmp(val, names[k]) != 0) k++;
+            if (k == 4) {
+                fprintf(stderr, "hearth: --pooling takes mean, cls, last or rank (got '%s')\n", val);
                 return 2;
             }
             o->engine.ctx.pooling_type = types[k];

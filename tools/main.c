@@ -16,6 +16,7 @@ static void usage(FILE *out) {
         "  run MODEL [PROMPT]   generate text from a prompt (hearth run --help)\n"
         "  chat MODEL           chat with the model, using its chat template (hearth chat --help)\n"
         "  embed MODEL TEXT...  embeddings of texts, one vector per line (hearth embed --help)\n"
+        "  rerank MODEL QUERY DOC...  a reranker's scores of documents for a query (hearth rerank --help)\n"
         "  bench MODEL          prompt and generation speed, like llama-bench (hearth bench --help)\n"
         "  info [MODEL]         version, build features, devices; with MODEL, its metadata\n"
         "  quantize IN OUT TYPE convert a model to Q4_0, Q4_K_M, Q8_0, F16 ... (hearth quantize --help)\n"
@@ -78,7 +79,7 @@ int main(int argc, char **argv) {
         printf("hearth %s\n", HEARTH_VERSION);
         return 0;
     }
-    static const char *const takes_model[] = {"run", "chat", "embed", "bench", "info", "serve", "pull"};
+    static const char *const takes_model[] = {"run", "chat", "embed", "rerank", "bench", "info", "serve", "pull"};
     for (size_t i = 0; i < sizeof takes_model / sizeof *takes_model; i++) {
         if (strcmp(cmd, takes_model[i]) != 0) continue;
         int n = argc - 1;
@@ -88,6 +89,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "chat")) return cmd_chat(argc - 1, argv + 1);
     if (!strcmp(cmd, "embed")) return cmd_embed(argc - 1, argv + 1);
+    if (!strcmp(cmd, "rerank")) return cmd_rerank(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "quantize")) return cmd_quantize(argc - 1, argv + 1);
@@ -95,10 +97,10 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "pull")) return cmd_pull(argc - 1, argv + 1);
     if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "rm")) return cmd_rm(argc - 1, argv + 1);
-    fprintf(
-        stderr,
-        "hearth: unknown command '%s' (commands: run, chat, embed, bench, info, quantize, serve, pull, list, rm); see "
-        "hearth --help\n",
-        cmd);
+    fprintf(stderr,
+            "hearth: unknown command '%s' (commands: run, chat, embed, rerank, bench, info, quantize, serve, pull, "
+            "list, rm); see "
+            "hearth --help\n",
+            cmd);
     return 2;
 }

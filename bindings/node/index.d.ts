@@ -408,6 +408,22 @@ export class Model {
    */
   embed(texts: string, options?: EmbedOptions): Promise<Float32Array>;
   embed(texts: string[], options?: EmbedOptions): Promise<Float32Array[]>;
+  /**
+   * A reranker's relevance score of each document for `query`: one
+   * Float32Array with a score per document, in the documents' order
+   * (Float32Array(0) for []). The model must be a cross-encoder with a
+   * classification head (a GGUF whose pooling_type is rank, such as
+   * bge-reranker); each pair is tokenized as llama.cpp's server does it
+   * ([CLS] query [SEP] document for BERT) and the score is the head's raw
+   * logit (higher is more relevant; 1 / (1 + exp(-score)) is a probability
+   * for single-label cross-encoders), as llama-server's relevance_score.
+   * Runs on a worker thread like embed(). Rejects with HearthError:
+   * ERR_INVALID_ARG (query not a string, documents not an array of
+   * strings, a model without a classification head), ERR_CONTEXT_FULL (a
+   * pair longer than nCtxTrain tokens), ERR_OUT_OF_MEMORY, ERR_DEVICE;
+   * ERR_DISPOSED after dispose().
+   */
+  rerank(query: string, documents: string[]): Promise<Float32Array>;
 
   /** The text generated after `prompt` (tokenized with special tokens). */
   generate(prompt: string, options?: GenerateOptions): Promise<string>;

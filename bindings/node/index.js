@@ -274,6 +274,22 @@ class Model {
     return one ? vectors[0] : vectors;
   }
 
+  /**
+   * A reranker's relevance score of each document for `query` (one
+   * Float32Array, in the documents' order), computed on a worker thread.
+   */
+  async rerank(query, documents) {
+    if (typeof query !== 'string') {
+      throw new HearthError(`query must be a string (got ${typeof query})`, 'ERR_INVALID_ARG');
+    }
+    if (!Array.isArray(documents)) {
+      throw new HearthError(`documents must be an array of strings (got ${typeof documents})`, 'ERR_INVALID_ARG');
+    }
+    if (this.#disposed) throw disposedError();
+    if (!documents.length) return new Float32Array(0);
+    return native.rerank(this.#handle, query, documents);
+  }
+
   /** The engine's counters (requests, tokens, seconds, KV cells in use). */
   stats() {
     return native.modelStats(this.#handle);

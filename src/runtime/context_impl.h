@@ -23,13 +23,14 @@ struct hearth_context {
     /* sequences: seq_len[s] tokens of sequence s in cells [s * n_ctx_seq, ...) */
     uint32_t *seq_len; /* [n_seq_max] */
     /* a pass's token layout, planned at creation (decoding does not allocate) */
-    int32_t *pos, *row0;           /* [n_batch] */
-    int32_t *out;                  /* [n_out_max] batch indices of the output tokens */
-    int32_t *out_row;              /* [n_batch] the output row of each batch token, -1: none */
-    int32_t n_last;                /* tokens of the last batch (hearth_get_logits_ith's range) */
-    int32_t last_row;              /* output row hearth_get_logits() reads, -1: none */
-    uint32_t type_k, type_v;       /* the KV cache's ggml types (hearth_kv_type, resolved) */
-    float *embd_seq;               /* embeddings: [n_seq_max][n_embd] pooled vectors of the last batch */
+    int32_t *pos, *row0;     /* [n_batch] */
+    int32_t *out;            /* [n_out_max] batch indices of the output tokens */
+    int32_t *out_row;        /* [n_batch] the output row of each batch token, -1: none */
+    int32_t n_last;          /* tokens of the last batch (hearth_get_logits_ith's range) */
+    int32_t last_row;        /* output row hearth_get_logits() reads, -1: none */
+    uint32_t type_k, type_v; /* the KV cache's ggml types (hearth_kv_type, resolved) */
+    float
+        *embd_seq; /* embeddings: [n_seq_max][max(n_embd, n_cls_out)] pooled vectors (RANK: scores) of the last batch */
     uint8_t *embd_seq_ok;          /* embeddings: [n_seq_max] 1 where the last batch pooled the sequence */
     hl_rope_params rope, rope_swa; /* the rope of its layers: the model's with params' overrides */
 };

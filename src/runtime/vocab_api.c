@@ -36,3 +36,10 @@ hearth_status hearth_detok_flush(hearth_detok *d, char *buf, size_t size, size_t
     if (!d || !len || (!buf && size)) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_detok_flush: NULL argument");
     return hl_detok_flush((hl_detok *)d, buf, size, len);
 }
+
+hearth_status hearth_tokenize_rerank(const hearth_model *m, const char *query, size_t query_len, const char *document,
+                                     size_t document_len, int32_t *tokens, size_t n_max, size_t *n_tokens) {
+    if (!m || (!query && query_len) || (!document && document_len) || !n_tokens || (!tokens && n_max))
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_tokenize_rerank: NULL argument");
+    return hl_vocab_tokenize_pair(m->vocab, query, query_len, document, document_len, tokens, n_max, n_tokens);
+}

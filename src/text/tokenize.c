@@ -76,6 +76,7 @@ static hearth_status partition(const hl_vocab *v, const char *text, size_t len, 
     s->frags.n = 0;
     if (len == 0) return HEARTH_OK;
     HL_TRY(push_fragment(&s->frags, (fragment){0, len, -1}));
+    free(s->present); /* a session may tokenize several texts (hl_vocab_tokenize_pair) */
     s->present = hl_calloc((size_t)v->n_special + 1, sizeof *s->present);
     if (!s->present) return HEARTH_ERR_OUT_OF_MEMORY;
     hl_special_find(v, text, len, s->present);
@@ -126,29 +127,62 @@ static hearth_status run(const hl_vocab *v, const char *text, size_t len, bool a
     return HEARTH_OK;
 }
 
-hearth_status hl_vocab_tokenize(const hl_vocab *v, const char *text, size_t len, bool add_special, bool parse_special,
-                                int32_t *tokens, size_t n_max, size_t *n_tokens) {
-    if (!v || !n_tokens || (!text && len) || (!tokens && n_max)) {
-        return hl_fail(HEARTH_ERR_INVALID_ARG, "tokenize: NULL vocabulary, text, tokens or n_tokens");
-    }
+static hearth_status check_text(const char *text, size_t len) {
+    if (!text && len) return hl_fail(HEARTH_ERR_INVALID_ARG, "tokenize: NULL text");
     if (len > MAX_TEXT_BYTES) {
         return hl_fail(HEARTH_ERR_INVALID_ARG, "tokenize: %zu bytes of text at once is more than the %zu allowed", len,
                        MAX_TEXT_BYTES);
     }
-    hl_tok_out o = {tokens, n_max, 0};
-    session s = {0};
-    hearth_status st = run(v, text, len, add_special, parse_special, &s, &o);
-    free(s.frags.items);
-    free(s.spare.items);
-    free(s.present);
-    hl_words_free(&s.words);
-    hl_bpe_scratch_free(&s.bpe);
-    hl_spm_scratch_free(&s.spm);
+    return HEARTH_OK;
+}
+
+/* Frees the session and reports the count (BUFFER_TOO_SMALL past n_max). */
+static hearth_status finish(session *s, hearth_status st, const hl_tok_out *o, size_t n_max, size_t *n_tokens) {
+    free(s->frags.items);
+    free(s->spare.items);
+    free(s->present);
+    hl_words_free(&s->words);
+    hl_bpe_scratch_free(&s->bpe);
+    hl_spm_scratch_free(&s->spm);
     HL_TRY(st);
-    *n_tokens = o.n;
-    if (o.n > n_max) {
-        return hl_fail(HEARTH_ERR_BUFFER_TOO_SMALL, "tokenize: the text needs %zu tokens, the buffer holds %zu", o.n,
+    *n_tokens = o->n;
+    if (o->n > n_max) {
+        return hl_fail(HEARTH_ERR_BUFFER_TOO_SMALL, "tokenize: the text needs %zu tokens, the buffer holds %zu", o->n,
                        n_max);
     }
     return HEARTH_OK;
+}
+
+hearth_status hl_vocab_tokenize(const hl_vocab *v, const char *text, size_t len, bool add_special, bool parse_special,
+                                int32_t *tokens, size_t n_max, size_t *n_tokens) {
+    if (!v || !n_tokens || (!tokens && n_max)) {
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "tokenize: NULL vocabulary, text, tokens or n_tokens");
+    }
+    HL_TRY(check_text(text, len));
+    hl_tok_out o = {tokens, n_max, 0};
+    session s = {0};
+    return finish(&s, run(v, text, len, add_special, parse_special, &s, &o), &o, n_max, n_tokens);
+}
+
+/* llama.cpp's format_prompt_rerank (tools/server/server-common.cpp) without
+ * a rerank template: BOS where add_bos, the query, EOS ([SEP] without one)
+ * where add_eos, [SEP] where add_sep, the document, EOS where add_eos; the
+ * two texts tokenized without special tokens, none parsed. */
+hearth_status hl_vocab_tokenize_pair(const hl_vocab *v, const char *query, size_t query_len, const char *doc,
+                                     size_t doc_len, int32_t *tokens, size_t n_max, size_t *n_tokens) {
+    if (!v || !n_tokens || (!tokens && n_max)) {
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "tokenize: NULL vocabulary, text, tokens or n_tokens");
+    }
+    HL_TRY(check_text(query, query_len));
+    HL_TRY(check_text(doc, doc_len));
+    const int32_t eos = v->eos >= 0 ? v->eos : v->sep;
+    hl_tok_out o = {tokens, n_max, 0};
+    session s = {0};
+    if (v->pair_bos) hl_tok_out_push(&o, v->bos);
+    hearth_status st = run(v, query ? query : "", query_len, false, false, &s, &o);
+    if (v->pair_eos) hl_tok_out_push(&o, eos);
+    if (v->pair_sep) hl_tok_out_push(&o, v->sep);
+    if (st == HEARTH_OK) st = run(v, doc ? doc : "", doc_len, false, false, &s, &o);
+    if (v->pair_eos) hl_tok_out_push(&o, eos);
+    return finish(&s, st, &o, n_max, n_tokens);
 }

@@ -148,13 +148,31 @@ static hearth_status load_special_ids(const gguf_file *f, hl_vocab *v) {
     return HEARTH_OK;
 }
 
+/* llama.cpp's add_bos, add_eos and add_sep of a reranker's prompt: the
+ * type's defaults (WordPiece: BOS and SEP, no EOS; else as tokenizing
+ * adds them), then the file's keys. */
+static hearth_status load_pair_flags(const gguf_file *f, hl_vocab *v) {
+    const bool wpm = v->type == HL_VOCAB_WPM;
+    v->pair_bos = wpm || v->add_bos;
+    v->pair_eos = !wpm && v->add_eos;
+    v->pair_sep = wpm;
+    HL_TRY(hl_gguf_get_bool(f, "tokenizer.ggml.add_bos_token", false, &v->pair_bos));
+    HL_TRY(hl_gguf_get_bool(f, "tokenizer.ggml.add_eos_token", false, &v->pair_eos));
+    HL_TRY(hl_gguf_get_bool(f, "tokenizer.ggml.add_sep_token", false, &v->pair_sep));
+    if ((v->pair_bos && v->bos < 0) || (v->pair_eos && v->eos < 0 && v->sep < 0) || (v->pair_sep && v->sep < 0)) {
+        return hl_fail(HEARTH_ERR_FORMAT, "tokenizer.ggml.add_bos/eos/sep_token asks for a special token (BOS, EOS or "
+                                          "tokenizer.ggml.seperator_token_id) the vocabulary does not have");
+    }
+    return HEARTH_OK;
+}
+
 static hearth_status load_add_flags(const gguf_file *f, hl_vocab *v) {
-    if (v->type == HL_VOCAB_WPM) { /* llama.cpp's WPM reads the flags but does not look at them */
+    if (v->type == HL_VOCAB_WPM) { /* llama.cpp's WPM tokenizing ignores the flags (its reranker prompt does not) */
         if (v->bos < 0 || v->sep < 0) {
             return hl_fail(HEARTH_ERR_FORMAT, "a WordPiece vocabulary needs [CLS] (tokenizer.ggml.bos_token_id) and "
                                               "[SEP] (tokenizer.ggml.seperator_token_id); the file lacks one");
         }
-        return HEARTH_OK;
+        return load_pair_flags(f, v);
     }
     HL_TRY(hl_gguf_get_bool(f, "tokenizer.ggml.add_bos_token", false, &v->add_bos));
     HL_TRY(hl_gguf_get_bool(f, "tokenizer.ggml.add_eos_token", false, &v->add_eos));
@@ -164,7 +182,7 @@ static hearth_status load_add_flags(const gguf_file *f, hl_vocab *v) {
     if (v->add_eos && v->eos < 0) {
         return hl_fail(HEARTH_ERR_FORMAT, "tokenizer.ggml.add_eos_token is true but the vocabulary has no EOS token");
     }
-    return HEARTH_OK;
+    return load_pair_flags(f, v);
 }
 
 static hearth_status load(const gguf_file *f, hl_vocab *v) {

@@ -97,7 +97,9 @@ struct hl_vocab {
     int32_t sep; /* WordPiece's [SEP] (tokenizer.ggml.seperator_token_id), appended instead of EOS; else -1 */
     int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep; /* fill-in-the-middle */
     bool add_bos, add_eos;
-    hl_pretok *pre; /* BPE only */
+    bool pair_bos, pair_eos, pair_sep; /* llama.cpp's add_bos, add_eos, add_sep, which its reranker prompt
+                                          follows (hl_vocab_tokenize_pair) */
+    hl_pretok *pre;                    /* BPE only */
 };
 
 /* The length llama.cpp sees of a GGUF string: it reads them with

@@ -12,25 +12,36 @@
 
 #include "server_impl.h"
 
-/* Inputs one request may give (OpenAI's limit). */
-#define HL_EMBED_MAX_INPUTS 2048
-
-typedef struct hl_embed_inputs {
-    int32_t n;
-    int32_t **tokens; /* [n] each malloc'd */
-    int32_t *n_tokens;
-    int64_t n_total;
-} hl_embed_inputs;
-
-static void inputs_free(hl_embed_inputs *in) {
+void hl_embed_inputs_free(hl_embed_inputs *in) {
     for (int32_t i = 0; in->tokens && i < in->n; i++) free(in->tokens[i]);
     free(in->tokens);
     free(in->n_tokens);
 }
 
-static bool oom(hl_error *err) {
+bool hl_server_oom(hl_error *err) {
     hl_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
     return false;
+}
+
+bool hl_server_generates(const hearth_engine *engine, hl_error *err) {
+    if (!hearth_engine_embeddings(engine)) return true;
+    const bool rank = hearth_engine_pooling_type(engine) == HEARTH_POOLING_RANK;
+    hl_error_set(err, 400, "invalid_request_error", "model_not_generative", "model",
+                 "this model computes %s and does not generate text: use %s, or start hearth serve with a "
+                 "generation model",
+                 rank ? "reranking scores" : "embeddings", rank ? "/v1/rerank" : "/v1/embeddings");
+    return false;
+}
+
+bool hl_server_model_name(const hl_server *srv, const cJSON *req, hl_error *err) {
+    const char *name = NULL;
+    if (!hl_json_str(req, "model", &name, err)) return false;
+    if (name && strcmp(name, srv->cfg.alias) != 0) {
+        hl_error_set(err, 404, "invalid_request_error", "model_not_found", "model",
+                     "the model '%s' does not exist: this server serves '%s'", name, srv->cfg.alias);
+        return false;
+    }
+    return true;
 }
 
 /* Tokenizes text i (add_special, parse_special, as llama-server does). */
@@ -45,7 +56,7 @@ static bool tokenize(const hearth_model *m, const char *text, int32_t i, hl_embe
     }
     if (st != HEARTH_OK) {
         free(t);
-        if (st == HEARTH_ERR_OUT_OF_MEMORY) return oom(err);
+        if (st == HEARTH_ERR_OUT_OF_MEMORY) return hl_server_oom(err);
         hl_error_set(err, 400, "invalid_request_error", "invalid_value", "input", "input %d: %s", (int)i,
                      hearth_last_error());
         return false;
@@ -81,8 +92,7 @@ static bool wrong_input(hl_error *err) {
     return false;
 }
 
-/* `input` in any of its four forms into in. */
-static bool read_inputs(const hearth_model *m, const cJSON *input, hl_embed_inputs *in, hl_error *err) {
+bool hl_embed_read_inputs(const hearth_model *m, const cJSON *input, hl_embed_inputs *in, hl_error *err) {
     if (!input) {
         hl_error_set(err, 400, "invalid_request_error", "missing_field", "input", "'input' is required");
         return false;
@@ -101,7 +111,7 @@ static bool read_inputs(const hearth_model *m, const cJSON *input, hl_embed_inpu
     }
     in->tokens = calloc((size_t)n, sizeof *in->tokens);
     in->n_tokens = calloc((size_t)n, sizeof *in->n_tokens);
-    if (!in->tokens || !in->n_tokens) return oom(err);
+    if (!in->tokens || !in->n_tokens) return hl_server_oom(err);
     in->n = n;
     if (one) {
         if (cJSON_IsString(input) ? !tokenize(m, input->valuestring, 0, in, err) : !token_array(input, 0, in, err))
@@ -123,12 +133,11 @@ static bool read_inputs(const hearth_model *m, const cJSON *input, hl_embed_inpu
     return true;
 }
 
-/* The engine's refusal as the client sees it. */
-static void embed_error(hl_error *err, hearth_status st, const char *msg) {
+void hl_embed_error(hl_error *err, hearth_status st, const char *msg, const char *param) {
     switch (st) {
     case HEARTH_ERR_INVALID_ARG:
         hl_error_set(err, 400, "invalid_request_error",
-                     strstr(msg, "an embedding takes at most") ? "context_length_exceeded" : "invalid_value", "input",
+                     strstr(msg, "an embedding takes at most") ? "context_length_exceeded" : "invalid_value", param,
                      "%s", msg);
         break;
     case HEARTH_ERR_BUSY:
@@ -211,28 +220,26 @@ static cJSON *response(const hl_server *srv, const float *vecs, int32_t n, int32
 void hl_handle_embeddings(hl_call *call, hl_reply *rep) {
     hl_server *srv = call->srv;
     hl_error err = {0};
-    if (!hearth_engine_embeddings(call->engine)) {
+    if (!hearth_engine_embeddings(call->engine) || hearth_engine_pooling_type(call->engine) == HEARTH_POOLING_RANK) {
         hl_error_set(&err, 400, "invalid_request_error", "model_not_embedding", "model",
-                     "this model does not compute embeddings; start hearth serve with an embedding model "
-                     "(or with --embeddings and a --pooling for a decoder)");
+                     hearth_engine_embeddings(call->engine)
+                         ? "this model is a reranker: it scores query-document pairs at /v1/rerank and gives no "
+                           "embeddings"
+                         : "this model does not compute embeddings; start hearth serve with an embedding model "
+                           "(or with --embeddings and a --pooling for a decoder)");
         hl_reply_error(rep, &err);
         return;
     }
     const hearth_model *model = hearth_engine_model(call->engine);
     const int32_t n_embd = hearth_model_n_embd(model);
     cJSON *req = hl_json_parse_object(call->body, call->len, &err);
-    const char *name = NULL, *format = NULL;
+    const char *format = NULL;
     int64_t dims = n_embd;
     hl_embed_inputs in = {0};
     float *vecs = NULL;
-    if (!req || !hl_json_str(req, "model", &name, &err) || !hl_json_str(req, "encoding_format", &format, &err) ||
+    if (!req || !hl_server_model_name(srv, req, &err) || !hl_json_str(req, "encoding_format", &format, &err) ||
         !hl_json_int(req, "dimensions", 1, INT32_MAX, &dims, &err))
         goto fail;
-    if (name && strcmp(name, srv->cfg.alias) != 0) {
-        hl_error_set(&err, 404, "invalid_request_error", "model_not_found", "model",
-                     "the model '%s' does not exist: this server serves '%s'", name, srv->cfg.alias);
-        goto fail;
-    }
     if (format && strcmp(format, "float") != 0 && strcmp(format, "base64") != 0) {
         hl_error_set(&err, 400, "invalid_request_error", "invalid_value", "encoding_format",
                      "'encoding_format' must be \"float\" or \"base64\" (got \"%s\")", format);
@@ -245,27 +252,27 @@ void hl_handle_embeddings(hl_call *call, hl_reply *rep) {
                      (long long)dims, (int)n_embd);
         goto fail;
     }
-    if (!read_inputs(model, hl_json_field(req, "input"), &in, &err)) goto fail;
+    if (!hl_embed_read_inputs(model, hl_json_field(req, "input"), &in, &err)) goto fail;
     vecs = malloc((size_t)in.n * (size_t)n_embd * sizeof *vecs);
     if (!vecs) {
-        oom(&err);
+        hl_server_oom(&err);
         goto fail;
     }
     hearth_status st = hearth_engine_embed_batch(call->engine, in.n, (const int32_t *const *)in.tokens, in.n_tokens,
                                                  vecs);
     if (st != HEARTH_OK) {
-        embed_error(&err, st, hearth_last_error());
+        hl_embed_error(&err, st, hearth_last_error(), "input");
         goto fail;
     }
     cJSON *res = response(srv, vecs, in.n, n_embd, format && !strcmp(format, "base64"), in.n_total);
     cJSON_Delete(req);
-    inputs_free(&in);
+    hl_embed_inputs_free(&in);
     free(vecs);
     hl_reply_json(rep, 200, res);
     return;
 fail:
     cJSON_Delete(req);
-    inputs_free(&in);
+    hl_embed_inputs_free(&in);
     free(vecs);
     hl_reply_error(rep, &err);
 }

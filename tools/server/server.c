@@ -32,24 +32,45 @@ typedef struct hl_route {
     const char *path;
     const char *method;
     hl_handler_fn fn;
-    bool open; /* served without an API key */
+    bool open;  /* served without an API key */
+    hl_api api; /* whose shapes it answers in */
 } hl_route;
 
+#define OPENAI HL_API_OPENAI
+#define OLLAMA HL_API_OLLAMA
 static const hl_route routes[] = {
-    {"/health", "GET", hl_handle_health, true},
-    {"/metrics", "GET", hl_handle_metrics, false},
-    {"/slots", "GET", hl_handle_slots, false},
-    {"/v1/models", "GET", hl_handle_models, false},
-    {"/v1/chat/completions", "POST", hl_handle_chat, false},
-    {"/v1/completions", "POST", hl_handle_completions, false},
-    {"/v1/embeddings", "POST", hl_handle_embeddings, false},
-    {"/tokenize", "POST", hl_handle_tokenize, false},
-    {"/detokenize", "POST", hl_handle_detokenize, false},
+    {"/health", "GET", hl_handle_health, true, OPENAI},
+    {"/metrics", "GET", hl_handle_metrics, false, OPENAI},
+    {"/slots", "GET", hl_handle_slots, false, OPENAI},
+    {"/v1/models", "GET", hl_handle_models, false, OPENAI},
+    {"/v1/chat/completions", "POST", hl_handle_chat, false, OPENAI},
+    {"/v1/completions", "POST", hl_handle_completions, false, OPENAI},
+    {"/v1/embeddings", "POST", hl_handle_embeddings, false, OPENAI},
+    {"/v1/rerank", "POST", hl_handle_rerank, false, OPENAI},
+    {"/v1/reranking", "POST", hl_handle_rerank, false, OPENAI},
+    {"/rerank", "POST", hl_handle_rerank, false, OPENAI},
+    {"/reranking", "POST", hl_handle_rerank, false, OPENAI},
+    {"/tokenize", "POST", hl_handle_tokenize, false, OPENAI},
+    {"/detokenize", "POST", hl_handle_detokenize, false, OPENAI},
+    /* Ollama's API; / and /api/version answer without a key, as clients
+     * probe them to find the server */
+    {"/", "GET", hl_handle_ollama_root, true, OLLAMA},
+    {"/api/version", "GET", hl_handle_ollama_version, true, OLLAMA},
+    {"/api/tags", "GET", hl_handle_ollama_tags, false, OLLAMA},
+    {"/api/ps", "GET", hl_handle_ollama_ps, false, OLLAMA},
+    {"/api/show", "POST", hl_handle_ollama_show, false, OLLAMA},
+    {"/api/chat", "POST", hl_handle_ollama_chat, false, OLLAMA},
+    {"/api/generate", "POST", hl_handle_ollama_generate, false, OLLAMA},
+    {"/api/embed", "POST", hl_handle_ollama_embed, false, OLLAMA},
+    {"/api/embeddings", "POST", hl_handle_ollama_embeddings, false, OLLAMA},
 };
+#undef OPENAI
+#undef OLLAMA
 
 /* One request, from its headers to its completion (MHD's con_cls). */
 typedef struct hl_request {
     const hl_route *route;
+    hl_api api;        /* the route's, or by the path's prefix for an unknown one */
     hl_error err;      /* decided before the body is read: 404, 405, 401, 413 */
     const char *allow; /* with 405 */
     hl_buf body;
@@ -73,8 +94,8 @@ uint64_t hl_server_unique(hl_server *srv) {
 }
 
 void hl_reply_error(hl_reply *rep, const hl_error *e) {
-    *rep = (hl_reply){.status = e->status, .content_type = "application/json"};
-    rep->body = hl_oai_error_body(e, &rep->len);
+    *rep = (hl_reply){.status = e->status, .api = rep->api, .content_type = "application/json"};
+    rep->body = rep->api == HL_API_OLLAMA ? hl_ollama_error_body(e, &rep->len) : hl_oai_error_body(e, &rep->len);
     if (!rep->body) rep->status = 0; /* no memory even for the error: drop the connection */
     if (e->status == 503) rep->retry_after = 1;
 }
@@ -88,7 +109,8 @@ void hl_reply_json(hl_reply *rep, unsigned status, cJSON *json) {
         hl_reply_error(rep, &e);
         return;
     }
-    *rep = (hl_reply){.status = status, .content_type = "application/json", .body = s, .len = strlen(s)};
+    *rep = (hl_reply){
+        .status = status, .api = rep->api, .content_type = "application/json", .body = s, .len = strlen(s)};
 }
 
 /* Equal strings, in a time that depends on the key's length only, so the
@@ -114,9 +136,11 @@ static bool authorized(const hl_server *srv, struct MHD_Connection *conn) {
 static void admit(const hl_server *srv, struct MHD_Connection *conn, const char *url, const char *method,
                   hl_request *r) {
     bool path_known = false;
+    r->api = strncmp(url, "/api/", 5) == 0 ? HL_API_OLLAMA : HL_API_OPENAI;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (strcmp(url, routes[i].path) != 0) continue;
         path_known = true;
+        r->api = routes[i].api;
         r->allow = routes[i].method;
         if (strcmp(method, routes[i].method) == 0) r->route = &routes[i];
     }
@@ -212,7 +236,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
-    hl_reply rep = {0};
+    hl_reply rep = {.api = r->api};
     answer(srv, conn, r, &rep);
     if (r->err.status == 405) rep.allow = r->allow;
     hl_buf_free(&r->body);

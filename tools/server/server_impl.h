@@ -1,7 +1,7 @@
 /* What the server's files share: the server's state, one HTTP request as a
  * handler sees it (hl_call) and what a handler answers (hl_reply, a whole
  * body or a stream). server.c routes to the handlers of completions.c,
- * embeddings.c, endpoints.c and metrics.c. */
+ * embeddings.c, rerank.c, endpoints.c and metrics.c. */
 #ifndef HEARTH_SERVER_IMPL_H
 #define HEARTH_SERVER_IMPL_H
 
@@ -36,8 +36,15 @@ typedef struct hl_call {
 
 /* A handler's answer: status 0 closes the connection without one (the client
  * is gone); otherwise a body, or a stream when reader is set. */
+/* Whose shapes a route answers in (its errors above all). */
+typedef enum hl_api {
+    HL_API_OPENAI, /* {"error": {"message", "type", "param", "code"}} */
+    HL_API_OLLAMA, /* {"error": "message"} */
+} hl_api;
+
 typedef struct hl_reply {
     unsigned status;
+    hl_api api;               /* set by the server before the handler; the reply builders keep it */
     const char *content_type; /* static */
     char *body;               /* malloc'd, taken by the server */
     size_t len;
@@ -50,7 +57,7 @@ typedef struct hl_reply {
 
 typedef void (*hl_handler_fn)(hl_call *call, hl_reply *rep);
 
-/* Error replies in OpenAI's shape (503 busy gets Retry-After). */
+/* Error replies in the route's API's shape (503 busy gets Retry-After). */
 void hl_reply_error(hl_reply *rep, const hl_error *e);
 /* A 200 (or `status`) JSON reply from a tree, which is freed. */
 void hl_reply_json(hl_reply *rep, unsigned status, cJSON *json);
@@ -62,6 +69,39 @@ uint64_t hl_server_unique(hl_server *srv);
 void hl_handle_chat(hl_call *call, hl_reply *rep);
 void hl_handle_completions(hl_call *call, hl_reply *rep);
 void hl_handle_embeddings(hl_call *call, hl_reply *rep);
+void hl_handle_rerank(hl_call *call, hl_reply *rep);
+void hl_handle_ollama_root(hl_call *call, hl_reply *rep);
+void hl_handle_ollama_version(hl_call *call, hl_reply *rep);
+void hl_handle_ollama_tags(hl_call *call, hl_reply *rep);
+void hl_handle_ollama_ps(hl_call *call, hl_reply *rep);
+void hl_handle_ollama_show(hl_call *call, hl_reply *rep);
+void hl_handle_ollama_chat(hl_call *call, hl_reply *rep);
+void hl_handle_ollama_generate(hl_call *call, hl_reply *rep);
+void hl_handle_ollama_embed(hl_call *call, hl_reply *rep);
+void hl_handle_ollama_embeddings(hl_call *call, hl_reply *rep);
+/* Ollama's error body {"error": "message"} (malloc'd, *len bytes); NULL when memory runs out. */
+char *hl_ollama_error_body(const hl_error *e, size_t *len);
+
+/* Shared by embeddings.c and rerank.c. */
+#define HL_EMBED_MAX_INPUTS 2048 /* inputs (documents) one request may give: OpenAI's limit */
+typedef struct hl_embed_inputs {
+    int32_t n;
+    int32_t **tokens; /* [n] each malloc'd */
+    int32_t *n_tokens;
+    int64_t n_total;
+} hl_embed_inputs;
+void hl_embed_inputs_free(hl_embed_inputs *in);
+/* OpenAI's `input` in any of its four forms (a string, strings, token ids,
+ * token-id arrays) into in; false with *err (400). */
+bool hl_embed_read_inputs(const hearth_model *m, const cJSON *input, hl_embed_inputs *in, hl_error *err);
+/* The engine's refusal of hearth_engine_embed_batch as the client sees it; `param` names the field. */
+void hl_embed_error(hl_error *err, hearth_status st, const char *msg, const char *param);
+/* 500 "out of memory"; false. */
+bool hl_server_oom(hl_error *err);
+/* The engine generates text (an embeddings engine: 400, naming the endpoint it serves). */
+bool hl_server_generates(const hearth_engine *engine, hl_error *err);
+/* The request's `model`, when given, must be the served alias (404 otherwise). */
+bool hl_server_model_name(const hl_server *srv, const cJSON *req, hl_error *err);
 void hl_handle_health(hl_call *call, hl_reply *rep);
 void hl_handle_models(hl_call *call, hl_reply *rep);
 void hl_handle_slots(hl_call *call, hl_reply *rep);

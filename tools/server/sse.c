@@ -1,4 +1,4 @@
-/* The SSE stream behind a streamed completion (see sse.h). MHD calls the
+/* The stream behind a streamed completion (see sse.h). MHD calls the
  * reader on the connection's own thread whenever the socket can take more;
  * the reader blocks in the producer until a frame is ready, so a connection
  * costs no CPU while it waits. */
@@ -13,13 +13,22 @@ typedef struct hl_sse {
     void *user;
     hl_buf out; /* frames not yet handed to the connection: out.p[off, len) */
     size_t off;
-    bool ended; /* [DONE] is in out */
+    bool ended;  /* the last frames are in out */
+    bool ndjson; /* no [DONE] at the end */
 } hl_sse;
 
 bool hl_sse_frame(hl_buf *out, cJSON *json) {
     char *s = json ? cJSON_PrintUnformatted(json) : NULL;
     cJSON_Delete(json);
     bool ok = s && hl_buf_adds(out, "data: ") && hl_buf_adds(out, s) && hl_buf_adds(out, "\n\n");
+    free(s);
+    return ok;
+}
+
+bool hl_ndjson_line(hl_buf *out, cJSON *json) {
+    char *s = json ? cJSON_PrintUnformatted(json) : NULL;
+    cJSON_Delete(json);
+    bool ok = s && hl_buf_adds(out, s) && hl_buf_adds(out, "\n");
     free(s);
     return ok;
 }
@@ -34,7 +43,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
         hl_sse_step step = s->next(s->user, &s->out);
         if (step == HL_SSE_ABORT) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (step == HL_SSE_END) {
-            if (!hl_buf_adds(&s->out, "data: [DONE]\n\n")) return MHD_CONTENT_READER_END_WITH_ERROR;
+            if (!s->ndjson && !hl_buf_adds(&s->out, "data: [DONE]\n\n")) return MHD_CONTENT_READER_END_WITH_ERROR;
             s->ended = true;
         }
     }
@@ -51,15 +60,16 @@ static void sse_free(void *cls) {
     free(s);
 }
 
-bool hl_sse_reply(hl_reply *rep, hl_sse_next_fn next, void (*free_fn)(void *user), void *user) {
+bool hl_sse_reply(hl_reply *rep, hl_sse_next_fn next, void (*free_fn)(void *user), void *user, bool ndjson) {
     hl_sse *s = calloc(1, sizeof *s);
     if (!s) {
         free_fn(user);
         return false;
     }
-    *s = (hl_sse){.next = next, .free_fn = free_fn, .user = user};
+    *s = (hl_sse){.next = next, .free_fn = free_fn, .user = user, .ndjson = ndjson};
     *rep = (hl_reply){.status = 200,
-                      .content_type = "text/event-stream",
+                      .api = rep->api,
+                      .content_type = ndjson ? "application/x-ndjson" : "text/event-stream",
                       .reader = sse_read,
                       .reader_cls = s,
                       .reader_free = sse_free};

@@ -1,7 +1,7 @@
-/* Server-sent events for streamed completions: an MHD content reader that
- * pulls frames from a producer (which may block until the engine has
- * something), writes them out in whatever pieces the connection takes, and
- * ends the stream with `data: [DONE]`. */
+/* Streamed completions: an MHD content reader that pulls frames from a
+ * producer (which may block until the engine has something) and writes them
+ * out in whatever pieces the connection takes: server-sent events ending
+ * with `data: [DONE]` (OpenAI), or newline-delimited JSON (Ollama). */
 #ifndef HEARTH_SERVER_SSE_H
 #define HEARTH_SERVER_SSE_H
 
@@ -23,8 +23,12 @@ typedef hl_sse_step (*hl_sse_next_fn)(void *user, hl_buf *out);
  * memory runs out. */
 bool hl_sse_frame(hl_buf *out, cJSON *json);
 
-/* Makes rep a text/event-stream answer fed by next(user); free_fn(user) runs
- * when the connection is done with it (also when this fails: false). */
-bool hl_sse_reply(hl_reply *rep, hl_sse_next_fn next, void (*free_fn)(void *user), void *user);
+/* Appends `<json>\n` and frees json; false as hl_sse_frame. */
+bool hl_ndjson_line(hl_buf *out, cJSON *json);
+
+/* Makes rep a text/event-stream answer (ndjson: application/x-ndjson, no
+ * [DONE]) fed by next(user); free_fn(user) runs when the connection is done
+ * with it (also when this fails: false). */
+bool hl_sse_reply(hl_reply *rep, hl_sse_next_fn next, void (*free_fn)(void *user), void *user, bool ndjson);
 
 #endif

@@ -187,6 +187,8 @@ napi_value hn_cancel(napi_env env, napi_callback_info info);
 
 /* embed(handle, texts, pooling, normalize) -> Promise<Float32Array[]>. */
 napi_value hn_embed(napi_env env, napi_callback_info info);
+/* rerank(handle, query, documents) -> Promise<Float32Array> (a score per document). */
+napi_value hn_rerank(napi_env env, napi_callback_info info);
 
 /* ------------------------------------------------------------- system.c -- */
 

@@ -16,6 +16,7 @@ static const struct {
     {"modelDispose", hn_model_dispose},
     {"tokenize", hn_tokenize},
     {"embed", hn_embed},
+    {"rerank", hn_rerank},
     {"detokenize", hn_detokenize},
     {"submit", hn_submit},
     {"take", hn_take},

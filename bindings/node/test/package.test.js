@@ -13,6 +13,7 @@ const { top, MODEL } = require('./common');
 
 const pkgDir = path.join(__dirname, '..');
 const addon = process.env.HEARTH_NODE_ADDON ? path.resolve(process.env.HEARTH_NODE_ADDON) : path.join(top, 'build', 'hearth.node');
+const ENCODERS = path.join(top, 'tests', 'reference', 'encoder');
 
 test('npm pack, then npm install --offline in a scratch project, then require and import', () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-npm-'));
@@ -64,10 +65,15 @@ test('npm pack, then npm install --offline in a scratch project, then require an
       '-e',
       `import { Model, supportsGpuOffload } from 'hearth';
        const m = await Model.load(${JSON.stringify(MODEL)});
-       console.log(m.nLayer, typeof supportsGpuOffload());
-       m.dispose();`,
+       const r = await Model.load(${JSON.stringify(path.join(ENCODERS, 'tiny-reranker-f32.gguf'))});
+       const e = await Model.load(${JSON.stringify(path.join(ENCODERS, 'tiny-bert-f32.gguf'))});
+       const scores = await r.rerank('what is a cat?', ['a cat is an animal.', 'paris is in france.']);
+       const vecs = await e.embed(['hello', 'the cat sat on the mat.']);
+       console.log(m.nLayer, typeof supportsGpuOffload(), scores instanceof Float32Array, scores.length,
+                   vecs.length, vecs[1] instanceof Float32Array && vecs[1].length === e.nEmbd);
+       for (const x of [m, r, e]) x.dispose();`,
     ]);
-    assert.strictEqual(esm.trim(), '30 boolean');
+    assert.strictEqual(esm.trim(), '30 boolean true 2 2 true');
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

@@ -405,6 +405,47 @@ class Model:
         out = numpy.frombuffer(data, dtype=numpy.float32).reshape(n, n_embd).copy()
         return out[0] if isinstance(texts, str) else out
 
+    def rerank(self, query: str, documents: Sequence[str]) -> List[float]:
+        """A reranker's relevance score of each document for the query.
+
+        The model must be a cross-encoder with a classification head (a GGUF
+        whose ``pooling_type`` is rank, such as bge-reranker). Each pair is
+        tokenized by the library as llama.cpp's server does it (``[CLS]
+        query [SEP] document`` for BERT) and scored by the head; the pairs
+        run together in batches.
+
+        Args:
+            query: the query, a str.
+            documents: a sequence of str ([] gives []).
+
+        Returns:
+            One float per document, in the order given: the head's raw logit
+            (higher is more relevant; ``1 / (1 + exp(-score))`` is a
+            probability for single-label cross-encoders), as llama-server's
+            ``relevance_score``. Sort by it to rank.
+
+        Raises:
+            InvalidArgumentError: query or a document not a str, a model
+                without a classification head, or the model is closed.
+            ContextFullError: a pair longer than the model's context
+                (:attr:`n_ctx_train` tokens).
+            OutOfMemoryError, DeviceError: as the library's context creation.
+
+        Thread-safe, as :meth:`embed`.
+        """
+        from array import array
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a str, got {query!r}", 1)
+        if isinstance(documents, str):
+            raise InvalidArgumentError("documents must be a sequence of str, not one str", 1)
+        items = list(documents)
+        for i, doc in enumerate(items):
+            if not isinstance(doc, str):
+                raise InvalidArgumentError(f"documents must be a sequence of str; item {i} is {doc!r}", 1)
+        scores = array("f")
+        scores.frombytes(self._engine.rerank(query.encode("utf-8"), [d.encode("utf-8") for d in items]))
+        return scores.tolist()
+
     # ------------------------------------------------------------- requests
 
     def _submit(self, prompt: Any, kind: str, max_tokens: Optional[int], temperature: float, top_k: int,

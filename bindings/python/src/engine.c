@@ -482,6 +482,8 @@ static PyMethodDef engine_methods[] = {
      "submit(prompt, kind, max_tokens, sampling..., constraints, tools) -> Request"},
     {"embed", hp_engine_embed, METH_VARARGS,
      "embed(texts: list[bytes], pooling: int, normalize: bool) -> (bytes of float32 [n][n_embd], n_embd)"},
+    {"rerank", hp_engine_rerank, METH_VARARGS,
+     "rerank(query: bytes, documents: list[bytes]) -> bytes of float32 [n] (one score per document)"},
     {"close", engine_close, METH_NOARGS, "close() -> None; frees the model and its memory now"},
     {NULL, NULL, 0, NULL},
 };

@@ -54,6 +54,7 @@ void hp_engine_set_type(PyObject *type);
 /* engine.embed(texts, pooling, normalize) (embed.c): pooled embeddings
  * through an embeddings context of the library. */
 PyObject *hp_engine_embed(PyObject *self, PyObject *args);
+PyObject *hp_engine_rerank(PyObject *self, PyObject *args);
 
 /* engine.submit(): queues a request and returns its Request. */
 PyObject *hp_request_submit(hp_engine *engine, hearth_request_params *p);

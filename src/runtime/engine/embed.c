@@ -15,6 +15,8 @@
 
 bool hearth_engine_embeddings(const hearth_engine *e) { return e && e->embeddings; }
 
+int32_t hearth_engine_pooling_type(const hearth_engine *e) { return e && e->embeddings ? e->pooling : -1; }
+
 bool hl_embed_pending(const hearth_engine *e) { return e->ehead != NULL; }
 
 /* Most tokens of one sequence (and of one step). */
@@ -100,7 +102,7 @@ static hearth_status check(const hearth_engine *e, int32_t n_seqs, const int32_t
     if (e->pooling == HEARTH_POOLING_NONE)
         return hl_fail(HEARTH_ERR_INVALID_ARG,
                        "the engine's pooling is none (the model's file gives no pooling_type), so there is no "
-                       "vector per input: create it with params.ctx.pooling_type mean, cls or last");
+                       "vector per input: create it with params.ctx.pooling_type mean, cls, last or rank");
     if (n_seqs <= 0 || !tokens || !n_tokens || !out)
         return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_engine_embed: no input (n_seqs %d) or a NULL array",
                        (int)n_seqs);

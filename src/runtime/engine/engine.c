@@ -37,6 +37,8 @@ hearth_engine_params hearth_engine_default_params(void) {
 
 const hearth_model *hearth_engine_model(const hearth_engine *e) { return e ? e->model : NULL; }
 
+uint32_t hearth_engine_n_ctx_seq(const hearth_engine *e) { return e ? e->n_ctx_seq : 0; }
+
 void hearth_engine_stats_get(hearth_engine *e, hearth_engine_stats *out) {
     if (!e || !out) return;
     pthread_mutex_lock(&e->mu);
@@ -414,7 +416,7 @@ static hearth_status setup(hearth_engine *e, hearth_model *model, const hearth_e
     e->embeddings = p->ctx.embeddings;
     e->pooling = p->ctx.pooling_type == HEARTH_POOLING_UNSPECIFIED ? hearth_model_pooling_type(model)
                                                                    : p->ctx.pooling_type;
-    e->n_embd = hearth_model_n_embd(model);
+    e->n_embd = e->pooling == HEARTH_POOLING_RANK ? hearth_model_n_cls_out(model) : hearth_model_n_embd(model);
     e->n_embd_batch = p->ctx.n_ubatch && (int32_t)p->ctx.n_ubatch < e->n_batch ? (int32_t)p->ctx.n_ubatch : e->n_batch;
     HL_TRY(alloc_slots(e));
     hl_stats_init(&e->stats, e->n_slots, hearth_context_n_ctx(e->ctx));

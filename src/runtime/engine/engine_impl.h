@@ -115,7 +115,7 @@ struct hearth_engine {
 
     /* an embeddings engine (params.ctx.embeddings): embed.c's queue */
     bool embeddings;
-    int32_t pooling, n_embd;     /* the context's pooling (resolved), the vector's floats */
+    int32_t pooling, n_embd;     /* the context's pooling (resolved), a sequence's floats (n_cls_out for RANK) */
     int32_t n_embd_batch;        /* tokens of one step: n_batch and n_ubatch (a sequence is whole in a pass) */
     hl_embed_seq *ehead, *etail; /* under mu: sequences waiting, first come first served */
     int32_t n_embed_callers;     /* under mu: threads inside hearth_engine_embed*() */

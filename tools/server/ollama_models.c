@@ -1,0 +1,211 @@
+/* Ollama's API beside generation (docs/api.md of ollama/ollama): GET /
+ * ("Ollama is running"), GET /api/version, GET /api/tags and GET /api/ps
+ * (the one model this server holds, under its alias), POST /api/show (its
+ * details, metadata and template), and POST /api/embed and /api/embeddings
+ * on an embedding model (through the engine's batching, as /v1/embeddings). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server_impl.h"
+
+#define HL_OLLAMA_VERSION "0.12.0" /* the Ollama API version whose shapes these follow */
+
+void hl_handle_ollama_root(hl_call *call, hl_reply *rep) {
+    (void)call;
+    char *s = strdup("Ollama is running");
+    *rep = (hl_reply){.status = s ? 200 : 0,
+                      .api = rep->api,
+                      .content_type = "text/plain; charset=utf-8",
+                      .body = s,
+                      .len = s ? strlen(s) : 0};
+}
+
+void hl_handle_ollama_version(hl_call *call, hl_reply *rep) {
+    (void)call;
+    cJSON *o = cJSON_CreateObject();
+    if (o && !cJSON_AddStringToObject(o, "version", HL_OLLAMA_VERSION)) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    hl_reply_json(rep, 200, o);
+}
+
+/* "llama 135M Q4_1" (hearth_model_desc) into family, size and quantization. */
+static bool add_details(cJSON *obj, const hearth_model *m) {
+    char family[64] = "", size[32] = "", quant[32] = "";
+    sscanf(hearth_model_desc(m), "%63s %31s %31s", family, size, quant);
+    cJSON *d = cJSON_CreateObject(), *families = cJSON_CreateArray();
+    bool ok = d && families && cJSON_AddItemToObject(obj, "details", d);
+    if (!ok) cJSON_Delete(d);
+    ok = ok && cJSON_AddItemToObject(d, "families", families);
+    if (!ok) cJSON_Delete(families);
+    return ok && cJSON_AddStringToObject(d, "parent_model", "") && cJSON_AddStringToObject(d, "format", "gguf") &&
+           cJSON_AddStringToObject(d, "family", family) && cJSON_AddItemToArray(families, cJSON_CreateString(family)) &&
+           cJSON_AddStringToObject(d, "parameter_size", size) &&
+           cJSON_AddStringToObject(d, "quantization_level", quant);
+}
+
+/* The one model as /api/tags (ps: /api/ps) lists it. */
+static cJSON *model_entry(const hl_server *srv, const hearth_model *m, bool ps) {
+    char at[40];
+    const time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o && cJSON_AddStringToObject(o, "name", srv->cfg.alias) &&
+              cJSON_AddStringToObject(o, "model", srv->cfg.alias) &&
+              cJSON_AddNumberToObject(o, "size", (double)hearth_model_size(m)) &&
+              cJSON_AddStringToObject(o, "digest", "") && add_details(o, m);
+    /* loaded for as long as the server runs: no expiry to report but a far one */
+    ok = ok && (ps ? cJSON_AddStringToObject(o, "expires_at", "2318-01-01T00:00:00Z") &&
+                         cJSON_AddNumberToObject(o, "size_vram",
+                                                 hearth_model_n_gpu_layers(m) > 0 ? (double)hearth_model_size(m) : 0)
+                   : cJSON_AddStringToObject(o, "modified_at", at) != NULL);
+    if (ok) return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static void list(hl_call *call, hl_reply *rep, bool ps) {
+    cJSON *root = cJSON_CreateObject(), *arr = root ? cJSON_AddArrayToObject(root, "models") : NULL;
+    cJSON *m = arr ? model_entry(call->srv, hearth_engine_model(call->engine), ps) : NULL;
+    if (!m || !cJSON_AddItemToArray(arr, m)) {
+        cJSON_Delete(m);
+        cJSON_Delete(root);
+        root = NULL;
+    }
+    hl_reply_json(rep, 200, root);
+}
+
+void hl_handle_ollama_tags(hl_call *call, hl_reply *rep) { list(call, rep, false); }
+void hl_handle_ollama_ps(hl_call *call, hl_reply *rep) { list(call, rep, true); }
+
+/* model_info: the GGUF's metadata (strings and numbers as the file has
+ * them, arrays left out as Ollama leaves out the tokenizer's unless verbose). */
+static bool add_model_info(cJSON *obj, const hearth_model *m) {
+    cJSON *info = cJSON_CreateObject();
+    if (!info || !cJSON_AddItemToObject(obj, "model_info", info)) {
+        cJSON_Delete(info);
+        return false;
+    }
+    char key[256], val[1024];
+    size_t len;
+    for (int32_t i = 0; i < hearth_model_meta_count(m); i++) {
+        if (hearth_model_meta_key_by_index(m, i, key, sizeof key, &len) != HEARTH_OK) continue;
+        if (hearth_model_meta_val_str_by_index(m, i, val, sizeof val, &len) != HEARTH_OK) continue;
+        if (val[0] == '[' || !strncmp(key, "tokenizer.", 10)) continue; /* arrays, the template */
+        char *end;
+        const double x = strtod(val, &end);
+        if (!(*end == '\0' && end != val ? cJSON_AddNumberToObject(info, key, x)
+                                         : cJSON_AddStringToObject(info, key, val)))
+            return false;
+    }
+    return true;
+}
+
+void hl_handle_ollama_show(hl_call *call, hl_reply *rep) {
+    hl_error err = {0};
+    cJSON *req = hl_json_parse_object(call->body, call->len, &err);
+    const char *name = NULL;
+    if (!req || !hl_json_str(req, "model", &name, &err) || (!name && !hl_json_str(req, "name", &name, &err))) {
+        cJSON_Delete(req);
+        hl_reply_error(rep, &err);
+        return;
+    }
+    const hearth_model *m = hearth_engine_model(call->engine);
+    char *tmpl = NULL;
+    hearth_model_chat_template(m, &tmpl); /* none: "" */
+    cJSON *o = cJSON_CreateObject(), *caps = cJSON_CreateArray();
+    bool ok = o && caps && cJSON_AddItemToObject(o, "capabilities", caps);
+    if (!ok) cJSON_Delete(caps);
+    const bool embeds = hearth_engine_embeddings(call->engine);
+    ok = ok && cJSON_AddItemToArray(caps, cJSON_CreateString(embeds ? "embedding" : "completion")) &&
+         (embeds || cJSON_AddItemToArray(caps, cJSON_CreateString("tools"))) &&
+         cJSON_AddStringToObject(o, "modelfile", "") && cJSON_AddStringToObject(o, "parameters", "") &&
+         cJSON_AddStringToObject(o, "template", tmpl ? tmpl : "") && add_details(o, m) && add_model_info(o, m);
+    free(tmpl);
+    cJSON_Delete(req);
+    hl_reply_json(rep, 200, ok ? o : (cJSON_Delete(o), NULL));
+}
+
+/* /api/embed: input a string or strings -> {"model", "embeddings": [[...]],
+ * "total_duration", "load_duration", "prompt_eval_count"}; truncate (default
+ * true) cuts inputs to a slot, false refuses them. /api/embeddings (the
+ * older form): prompt a string -> {"embedding": [...]}. */
+static void embed(hl_call *call, hl_reply *rep, bool legacy) {
+    hl_error err = {0};
+    hl_embed_inputs in = {0};
+    float *vecs = NULL;
+    cJSON *req = NULL;
+    const char *name = NULL;
+    bool truncate = true;
+    if (!hearth_engine_embeddings(call->engine) || hearth_engine_pooling_type(call->engine) == HEARTH_POOLING_RANK) {
+        hl_error_set(&err, 400, "invalid_request_error", "model_not_embedding", "model",
+                     "this model does not support embeddings: start hearth serve with an embedding model (or with "
+                     "--embeddings and a --pooling for a decoder)");
+        goto fail;
+    }
+    if (!(req = hl_json_parse_object(call->body, call->len, &err)) || !hl_json_str(req, "model", &name, &err) ||
+        !hl_json_bool(req, "truncate", &truncate, &err))
+        goto fail;
+    const cJSON *input = hl_json_field(req, legacy ? "prompt" : "input");
+    if (legacy ? !cJSON_IsString(input)
+               : !cJSON_IsString(input) && !(cJSON_IsArray(input) && cJSON_GetArraySize(input) > 0)) {
+        hl_error_set(&err, 400, "invalid_request_error", "invalid_value", legacy ? "prompt" : "input",
+                     legacy ? "'prompt' must be a string" : "'input' must be a string or a non-empty array of strings");
+        goto fail;
+    }
+    const hearth_model *model = hearth_engine_model(call->engine);
+    const int32_t n_embd = hearth_model_n_embd(model);
+    if (!hl_embed_read_inputs(model, input, &in, &err)) goto fail;
+    const int32_t n_max = (int32_t)hearth_engine_n_ctx_seq(call->engine);
+    for (int32_t i = 0; truncate && i < in.n; i++)
+        if (in.n_tokens[i] > n_max) { /* keep the start and the closing [SEP] */
+            in.tokens[i][n_max - 1] = in.tokens[i][in.n_tokens[i] - 1];
+            in.n_total -= in.n_tokens[i] - n_max;
+            in.n_tokens[i] = n_max;
+        }
+    vecs = malloc((size_t)in.n * (size_t)n_embd * sizeof *vecs);
+    if (!vecs) {
+        hl_server_oom(&err);
+        goto fail;
+    }
+    struct timespec ts0, ts1;
+    clock_gettime(CLOCK_MONOTONIC, &ts0);
+    hearth_status st = hearth_engine_embed_batch(call->engine, in.n, (const int32_t *const *)in.tokens, in.n_tokens,
+                                                 vecs);
+    clock_gettime(CLOCK_MONOTONIC, &ts1);
+    if (st != HEARTH_OK) {
+        hl_embed_error(&err, st, hearth_last_error(), legacy ? "prompt" : "input");
+        goto fail;
+    }
+    const double ns = (double)((int64_t)(ts1.tv_sec - ts0.tv_sec) * 1000000000 + (ts1.tv_nsec - ts0.tv_nsec));
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o != NULL;
+    if (legacy) {
+        ok = ok && cJSON_AddItemToObject(o, "embedding", cJSON_CreateFloatArray(vecs, n_embd));
+    } else {
+        cJSON *arr = ok ? cJSON_AddArrayToObject(o, "embeddings") : NULL;
+        ok = arr && cJSON_AddStringToObject(o, "model", name ? name : call->srv->cfg.alias);
+        for (int32_t i = 0; ok && i < in.n; i++)
+            ok = cJSON_AddItemToArray(arr, cJSON_CreateFloatArray(vecs + (size_t)i * n_embd, n_embd));
+        ok = ok && cJSON_AddNumberToObject(o, "total_duration", ns) && cJSON_AddNumberToObject(o, "load_duration", 0) &&
+             cJSON_AddNumberToObject(o, "prompt_eval_count", (double)in.n_total);
+    }
+    cJSON_Delete(req);
+    hl_embed_inputs_free(&in);
+    free(vecs);
+    hl_reply_json(rep, 200, ok ? o : (cJSON_Delete(o), NULL));
+    return;
+fail:
+    cJSON_Delete(req);
+    hl_embed_inputs_free(&in);
+    free(vecs);
+    hl_reply_error(rep, &err);
+}
+
+void hl_handle_ollama_embed(hl_call *call, hl_reply *rep) { embed(call, rep, false); }
+void hl_handle_ollama_embeddings(hl_call *call, hl_reply *rep) { embed(call, rep, true); }
