@@ -1093,6 +1093,8 @@ typedef struct hearth_piece {
     const hearth_tool_call_delta *tool_calls;
     hearth_finish_reason finish; /* NONE but in the request's last piece */
     const char *error;           /* with FINISH_ERROR: the one-line message; else NULL */
+    const char *stop;            /* with FINISH_STOP by a stop string: that string (the request's copy, valid
+                                    during the callback); NULL for an end-of-generation token */
     int32_t n_prompt;            /* the request's prompt tokens */
     int32_t n_cached;            /* of which reused from a slot's cache (not decoded) */
     int32_t n_generated;         /* tokens sampled so far, this one included */
@@ -1228,6 +1230,16 @@ HEARTH_API hearth_status hearth_engine_embed(hearth_engine *engine, const int32_
  * for BUSY. Thread-safe. */
 HEARTH_API hearth_status hearth_engine_embed_batch(hearth_engine *engine, int32_t n_seqs, const int32_t *const *tokens,
                                                    const int32_t *n_tokens, float *out);
+
+/* Tokens the request's prompt would take, prepared exactly as
+ * hearth_engine_submit() prepares it (the chat template, the tools' prompt,
+ * special tokens) without submitting it: Anthropic's count_tokens. Only the
+ * prompt fields and tools of `params` are read; on_piece may be NULL.
+ * Errors: INVALID_ARG (NULL argument, no prompt or several, a template or
+ * tools the engine refuses), FORMAT (the chat template failed on the
+ * conversation), OUT_OF_MEMORY. Thread-safe. */
+HEARTH_API hearth_status hearth_engine_count_tokens(const hearth_engine *engine, const hearth_request_params *params,
+                                                    int32_t *n_tokens);
 
 /* Latency histogram with fixed buckets (Prometheus style). */
 #define HEARTH_HIST_BUCKETS 14

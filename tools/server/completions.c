@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "gen.h"
-#include "sse.h"
 
 /* The whole answer: {"id", "object", "created", "model", "choices", "usage"}. */
 static cJSON *result(hl_gen *g) {
@@ -80,7 +79,7 @@ static bool stream_end(hl_gen *g, hl_buf *out) {
 }
 
 static const hl_dialect openai = {
-    .ndjson = false, .result = result, .start = stream_start, .event = stream_event, .end = stream_end};
+    .framing = HL_FRAMING_SSE, .result = result, .start = stream_start, .event = stream_event, .end = stream_end};
 
 /* ----------------------------------------------------------- the entry -- */
 

@@ -6,8 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "sse.h"
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -32,9 +30,7 @@ static void gen_free(void *user) {
     free(g);
 }
 
-bool hl_gen_frame(const hl_gen *g, hl_buf *out, cJSON *json) {
-    return g->dialect->ndjson ? hl_ndjson_line(out, json) : hl_sse_frame(out, json);
-}
+bool hl_gen_frame(const hl_gen *g, hl_buf *out, cJSON *json) { return hl_stream_frame(out, json, g->dialect->framing); }
 
 const char *hl_gen_finish_name(hearth_finish_reason f) {
     return f == HEARTH_FINISH_STOP || f == HEARTH_FINISH_LENGTH || f == HEARTH_FINISH_TOOL_CALLS ||
@@ -56,6 +52,7 @@ static void account(hl_gen *g, const hl_event *ev) {
     }
     if (ev->finish == HEARTH_FINISH_NONE) return;
     c->finish = ev->finish;
+    if (ev->choice == 0 && ev->stop) snprintf(g->stop, sizeof g->stop, "%s", ev->stop);
     if (g->err.status) return;
     if (ev->finish == HEARTH_FINISH_ERROR)
         hl_error_set(&g->err, 500, "server_error", "generation_failed", NULL, "generation failed: %s",
@@ -224,8 +221,12 @@ void hl_gen_run(hl_call *call, hl_reply *rep, hl_oai_request *req, const hl_dial
     g->req = *req;
     snprintf(g->model_name, sizeof g->model_name, "%s", model_name ? model_name : srv->cfg.alias);
     g->t_start = now_s();
-    snprintf(g->id, sizeof g->id, "%s-%016llx", req->kind == HL_OAI_CHAT ? "chatcmpl" : "cmpl",
-             (unsigned long long)hl_server_unique(srv));
+    g->open_block = g->open_call = -1;
+    snprintf(g->id, sizeof g->id, "%s%s%016llx",
+             d->id_prefix               ? d->id_prefix
+             : req->kind == HL_OAI_CHAT ? "chatcmpl"
+                                        : "cmpl",
+             d->id_prefix ? "_" : "-", (unsigned long long)hl_server_unique(srv));
     g->meta = (hl_oai_meta){.kind = req->kind,
                             .id = g->id,
                             .created = (int64_t)time(NULL),
@@ -243,7 +244,7 @@ void hl_gen_run(hl_call *call, hl_reply *rep, hl_oai_request *req, const hl_dial
     if (!g->req.stream) {
         answer_whole(g, rep);
         gen_free(g);
-    } else if (!hl_sse_reply(rep, stream_next, gen_free, g, d->ndjson)) {
+    } else if (!hl_sse_reply(rep, stream_next, gen_free, g, d->framing)) {
         hl_error_set(&err, 500, "server_error", NULL, NULL, "out of memory");
         hl_reply_error(rep, &err);
     }

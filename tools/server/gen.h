@@ -3,8 +3,8 @@
  * request's n choices go to the engine as one job (job.h); then either every
  * piece is collected and the answer built whole, or each piece is streamed
  * as it comes. What differs between the APIs -- the JSON of the answer, of
- * a streamed piece and of the stream's end, and the stream's framing (SSE
- * frames ending in [DONE], or newline-delimited JSON) -- is an hl_dialect. */
+ * a streamed piece and of the stream's end, and the stream's framing (sse.h)
+ * -- is an hl_dialect. */
 #ifndef HEARTH_SERVER_GEN_H
 #define HEARTH_SERVER_GEN_H
 
@@ -12,6 +12,7 @@
 #include "job.h"
 #include "oai_response.h"
 #include "server_impl.h"
+#include "sse.h"
 
 /* A tool call as its deltas build it (non-streaming). */
 typedef struct hl_call_out {
@@ -33,8 +34,9 @@ typedef struct hl_choice_out {
 typedef struct hl_gen hl_gen;
 
 typedef struct hl_dialect {
-    bool ndjson;   /* stream as newline-delimited JSON (Ollama) instead of SSE */
-    bool generate; /* Ollama's /api/generate: "response" text rather than a chat "message" */
+    hl_framing framing;    /* how its streams are written */
+    const char *id_prefix; /* of the answer's id ("msg"); NULL: OpenAI's "chatcmpl" or "cmpl" */
+    bool generate;         /* Ollama's /api/generate: "response" text rather than a chat "message" */
     /* The whole answer after every piece was collected (g->err is clear). */
     cJSON *(*result)(hl_gen *g);
     /* Streaming: frames before the first event (may be NULL), the frames
@@ -59,6 +61,9 @@ struct hl_gen {
     double t_start, t_first, t_end; /* monotonic seconds: submitted, first piece, last piece */
     hl_error err;                   /* the first choice that ended badly */
     bool started;                   /* streaming: the opening frames are out */
+    char stop[256];                 /* the stop string that ended choice 0 (truncated), or "" */
+    int32_t n_blocks, open_block;   /* Anthropic streams: content blocks begun, the open one (-1: none) */
+    int32_t open_call;              /* the tool call whose block is open (-1: text or none) */
     hl_choice_out choice[];         /* [req.n] */
 };
 

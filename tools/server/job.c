@@ -105,8 +105,8 @@ static hearth_tool_call_delta *copy_calls(const hearth_piece *pc, char *at) {
 }
 
 static hl_event *event_new(int32_t choice, const hearth_piece *pc) {
-    size_t err_len = pc->error ? strlen(pc->error) + 1 : 0;
-    const size_t align = _Alignof(hearth_tool_call_delta), head = sizeof(hl_event) + pc->len + 1 + err_len;
+    size_t err_len = pc->error ? strlen(pc->error) + 1 : 0, stop_len = pc->stop ? strlen(pc->stop) + 1 : 0;
+    const size_t align = _Alignof(hearth_tool_call_delta), head = sizeof(hl_event) + pc->len + 1 + err_len + stop_len;
     const size_t calls_at = (head + align - 1) / align * align;
     hl_event *ev = malloc(pc->n_tool_calls > 0 ? calls_at + calls_size(pc) : head);
     if (!ev) return NULL;
@@ -127,6 +127,11 @@ static hl_event *event_new(int32_t choice, const hearth_piece *pc) {
         char *err = ev->text + pc->len + 1;
         memcpy(err, pc->error, err_len);
         ev->error = err;
+    }
+    if (stop_len) {
+        char *stop = ev->text + pc->len + 1 + err_len;
+        memcpy(stop, pc->stop, stop_len);
+        ev->stop = stop;
     }
     if (pc->n_tool_calls > 0) {
         ev->n_calls = pc->n_tool_calls;

@@ -25,6 +25,7 @@ typedef struct hl_event {
     hearth_finish_reason finish;
     int32_t n_prompt, n_cached, n_generated;
     const char *error; /* FINISH_ERROR: the message (in this allocation) */
+    const char *stop;  /* FINISH_STOP by a stop string: it (in this allocation); else NULL */
     int32_t n_calls;   /* tool-call deltas, their strings in this allocation */
     hearth_tool_call_delta *calls;
     size_t len;

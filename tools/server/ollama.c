@@ -16,7 +16,6 @@
 #include <time.h>
 
 #include "gen.h"
-#include "sse.h"
 
 /* The version clients see at /api/version: Ollama's API as of this one. */
 #define HL_OLLAMA_VERSION "0.12.0"
@@ -434,9 +433,10 @@ static bool stream_end(hl_gen *g, hl_buf *out) {
     return hl_gen_frame(g, out, o);
 }
 
-static const hl_dialect ollama_chat = {.ndjson = true, .result = result, .event = stream_event, .end = stream_end};
+static const hl_dialect ollama_chat = {
+    .framing = HL_FRAMING_NDJSON, .result = result, .event = stream_event, .end = stream_end};
 static const hl_dialect ollama_generate = {
-    .ndjson = true, .generate = true, .result = result, .event = stream_event, .end = stream_end};
+    .framing = HL_FRAMING_NDJSON, .generate = true, .result = result, .event = stream_event, .end = stream_end};
 
 /* ------------------------------------------------------------ handlers -- */
 

@@ -38,6 +38,7 @@ typedef struct hl_route {
 
 #define OPENAI HL_API_OPENAI
 #define OLLAMA HL_API_OLLAMA
+#define ANTHROPIC HL_API_ANTHROPIC
 static const hl_route routes[] = {
     {"/health", "GET", hl_handle_health, true, OPENAI},
     {"/metrics", "GET", hl_handle_metrics, false, OPENAI},
@@ -52,6 +53,8 @@ static const hl_route routes[] = {
     {"/reranking", "POST", hl_handle_rerank, false, OPENAI},
     {"/tokenize", "POST", hl_handle_tokenize, false, OPENAI},
     {"/detokenize", "POST", hl_handle_detokenize, false, OPENAI},
+    {"/v1/messages", "POST", hl_handle_anthropic_messages, false, ANTHROPIC},
+    {"/v1/messages/count_tokens", "POST", hl_handle_anthropic_count_tokens, false, ANTHROPIC},
     /* Ollama's API; / and /api/version answer without a key, as clients
      * probe them to find the server */
     {"/", "GET", hl_handle_ollama_root, true, OLLAMA},
@@ -66,6 +69,7 @@ static const hl_route routes[] = {
 };
 #undef OPENAI
 #undef OLLAMA
+#undef ANTHROPIC
 
 /* One request, from its headers to its completion (MHD's con_cls). */
 typedef struct hl_request {
@@ -95,7 +99,9 @@ uint64_t hl_server_unique(hl_server *srv) {
 
 void hl_reply_error(hl_reply *rep, const hl_error *e) {
     *rep = (hl_reply){.status = e->status, .api = rep->api, .content_type = "application/json"};
-    rep->body = rep->api == HL_API_OLLAMA ? hl_ollama_error_body(e, &rep->len) : hl_oai_error_body(e, &rep->len);
+    rep->body = rep->api == HL_API_OLLAMA      ? hl_ollama_error_body(e, &rep->len)
+                : rep->api == HL_API_ANTHROPIC ? hl_anthropic_error_body(e, &rep->len)
+                                               : hl_oai_error_body(e, &rep->len);
     if (!rep->body) rep->status = 0; /* no memory even for the error: drop the connection */
     if (e->status == 503) rep->retry_after = 1;
 }
@@ -122,10 +128,12 @@ static bool same_key(const char *given, const char *key) {
     return diff == 0;
 }
 
+/* The key of "Authorization: Bearer KEY", or of "x-api-key: KEY" (Anthropic's clients). */
 static bool authorized(const hl_server *srv, struct MHD_Connection *conn) {
     if (srv->cfg.n_api_keys == 0) return true;
     const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    const char *given = h && strncasecmp(h, "Bearer ", 7) == 0 ? h + 7 : "";
+    const char *x = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "x-api-key");
+    const char *given = h && strncasecmp(h, "Bearer ", 7) == 0 ? h + 7 : x ? x : "";
     while (*given == ' ') given++;
     bool ok = false;
     for (size_t i = 0; i < srv->cfg.n_api_keys; i++) ok |= same_key(given, srv->cfg.api_keys[i]);
@@ -151,7 +159,7 @@ static void admit(const hl_server *srv, struct MHD_Connection *conn, const char 
                      r->allow, method);
     else if (!r->route->open && !authorized(srv, conn))
         hl_error_set(&r->err, 401, "invalid_request_error", "invalid_api_key", NULL,
-                     "a valid API key is needed: send the header 'Authorization: Bearer KEY'");
+                     "a valid API key is needed: send the header 'Authorization: Bearer KEY' (or 'x-api-key: KEY')");
 }
 
 static void read_body(const hl_server *srv, hl_request *r, const char *data, size_t size) {

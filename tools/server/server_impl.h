@@ -38,8 +38,9 @@ typedef struct hl_call {
  * is gone); otherwise a body, or a stream when reader is set. */
 /* Whose shapes a route answers in (its errors above all). */
 typedef enum hl_api {
-    HL_API_OPENAI, /* {"error": {"message", "type", "param", "code"}} */
-    HL_API_OLLAMA, /* {"error": "message"} */
+    HL_API_OPENAI,    /* {"error": {"message", "type", "param", "code"}} */
+    HL_API_OLLAMA,    /* {"error": "message"} */
+    HL_API_ANTHROPIC, /* {"type": "error", "error": {"type", "message"}} */
 } hl_api;
 
 typedef struct hl_reply {
@@ -81,6 +82,10 @@ void hl_handle_ollama_embed(hl_call *call, hl_reply *rep);
 void hl_handle_ollama_embeddings(hl_call *call, hl_reply *rep);
 /* Ollama's error body {"error": "message"} (malloc'd, *len bytes); NULL when memory runs out. */
 char *hl_ollama_error_body(const hl_error *e, size_t *len);
+void hl_handle_anthropic_messages(hl_call *call, hl_reply *rep);
+void hl_handle_anthropic_count_tokens(hl_call *call, hl_reply *rep);
+/* Anthropic's error body (malloc'd, *len bytes); NULL when memory runs out. */
+char *hl_anthropic_error_body(const hl_error *e, size_t *len);
 
 /* Shared by embeddings.c and rerank.c. */
 #define HL_EMBED_MAX_INPUTS 2048 /* inputs (documents) one request may give: OpenAI's limit */

@@ -10,6 +10,13 @@
 #include "buf.h"
 #include "server_impl.h"
 
+/* How a stream's frames are written. */
+typedef enum hl_framing {
+    HL_FRAMING_SSE,        /* `data: <json>` frames, then `data: [DONE]` (OpenAI) */
+    HL_FRAMING_SSE_EVENTS, /* `event: <its "type">` and `data: <json>` frames, no [DONE] (Anthropic) */
+    HL_FRAMING_NDJSON,     /* one JSON object per line (Ollama) */
+} hl_framing;
+
 typedef enum hl_sse_step {
     HL_SSE_MORE,  /* frames were added; ask again */
     HL_SSE_END,   /* the last frames were added: [DONE] follows */
@@ -23,12 +30,12 @@ typedef hl_sse_step (*hl_sse_next_fn)(void *user, hl_buf *out);
  * memory runs out. */
 bool hl_sse_frame(hl_buf *out, cJSON *json);
 
-/* Appends `<json>\n` and frees json; false as hl_sse_frame. */
-bool hl_ndjson_line(hl_buf *out, cJSON *json);
+/* Appends one frame of json in framing f and frees json; false as hl_sse_frame. */
+bool hl_stream_frame(hl_buf *out, cJSON *json, hl_framing f);
 
-/* Makes rep a text/event-stream answer (ndjson: application/x-ndjson, no
- * [DONE]) fed by next(user); free_fn(user) runs when the connection is done
- * with it (also when this fails: false). */
-bool hl_sse_reply(hl_reply *rep, hl_sse_next_fn next, void (*free_fn)(void *user), void *user, bool ndjson);
+/* Makes rep a streamed answer in framing f (text/event-stream, or
+ * application/x-ndjson) fed by next(user); free_fn(user) runs when the
+ * connection is done with it (also when this fails: false). */
+bool hl_sse_reply(hl_reply *rep, hl_sse_next_fn next, void (*free_fn)(void *user), void *user, hl_framing f);
 
 #endif

@@ -126,16 +126,20 @@ static void cut_at_stop(hl_slot *s, long at) {
     s->n_hold = char_start(s->hold, s->n_hold, (size_t)at);
 }
 
-/* Finds the first stop string in the held text: its offset, or -1; *keep
- * gets how many bytes at the end could still begin one. */
-static long find_stop(const hl_request *r, const char *t, size_t n, size_t *keep) {
+/* Finds the first stop string in the held text: its offset, or -1 (*which:
+ * the string); *keep gets how many bytes at the end could still begin one. */
+static long find_stop(const hl_request *r, const char *t, size_t n, size_t *keep, const char **which) {
     long first = -1;
     *keep = 0;
+    *which = NULL;
     for (size_t i = 0; i < r->n_stop; i++) {
         const char *s = r->stop[i];
         const size_t ls = strlen(s);
         for (size_t at = 0; at + ls <= n && (first < 0 || (long)at < first); at++)
-            if (!memcmp(t + at, s, ls)) first = (long)at;
+            if (!memcmp(t + at, s, ls)) {
+                first = (long)at;
+                *which = s;
+            }
         /* the longest end of t that is a proper beginning of s */
         for (size_t k = ls - 1 < n ? ls - 1 : n; k > *keep; k--)
             if (!memcmp(t + n - k, s, k)) {
@@ -150,7 +154,7 @@ static long find_stop(const hl_request *r, const char *t, size_t n, size_t *keep
  * stop string, or the text before a stop string (finishing the request). */
 static void emit(hearth_engine *e, hl_slot *s, hearth_piece *pc) {
     size_t keep;
-    const long at = find_stop(s->req, s->hold, s->n_hold, &keep);
+    const long at = find_stop(s->req, s->hold, s->n_hold, &keep, &pc->stop);
     if (at >= 0) {
         cut_at_stop(s, at);
         pc->finish = HEARTH_FINISH_STOP;
@@ -232,7 +236,7 @@ void hl_slot_sample(hearth_engine *e, hl_slot *s, const float *logits) {
     if (length) {
         /* the last token: a stop string in the held text still wins */
         size_t keep;
-        const long at = find_stop(r, s->hold, s->n_hold, &keep);
+        const long at = find_stop(r, s->hold, s->n_hold, &keep, &pc.stop);
         if (at >= 0) cut_at_stop(s, at);
         pc.finish = at >= 0 ? HEARTH_FINISH_STOP : HEARTH_FINISH_LENGTH;
         hl_slot_finish(e, s, pc);

@@ -180,6 +180,19 @@ hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params
     return HEARTH_OK;
 }
 
+hearth_status hearth_engine_count_tokens(const hearth_engine *e, const hearth_request_params *p, int32_t *n_tokens) {
+    if (!e || !p || !n_tokens) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_engine_count_tokens: NULL argument");
+    hl_request *r = hl_calloc(1, sizeof *r);
+    if (!r) return HEARTH_ERR_OUT_OF_MEMORY;
+    hearth_sampler_params sp = p->sampling;
+    hl_tool_setup tools = {0};
+    const hearth_status st = read_prompt(e, p, r, &tools, &sp);
+    hl_tool_setup_free(&tools);
+    if (st == HEARTH_OK) *n_tokens = r->n_prompt;
+    hl_request_free(r);
+    return st;
+}
+
 /* Under mu: request `id`, waiting or in a slot, or NULL. */
 static hl_request *find(hearth_engine *e, uint64_t id) {
     for (hl_request *r = e->head; r; r = r->next)
