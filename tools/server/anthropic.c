@@ -510,7 +510,7 @@ void hl_handle_anthropic_messages(hl_call *call, hl_reply *rep) {
         hl_reply_error(rep, &err);
         return;
     }
-    hl_gen_run(call, rep, &req, &anthropic, model);
+    hl_gen_run(call, rep, &req, &anthropic, model, NULL);
     cJSON_Delete(root);
 }
 

@@ -100,7 +100,7 @@ static void handle(hl_call *call, hl_reply *rep, hl_oai_kind kind) {
         hl_reply_error(rep, &err);
         return;
     }
-    hl_gen_run(call, rep, &req, &openai, NULL);
+    hl_gen_run(call, rep, &req, &openai, NULL, NULL);
 }
 
 void hl_handle_chat(hl_call *call, hl_reply *rep) { handle(call, rep, HL_OAI_CHAT); }

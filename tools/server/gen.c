@@ -27,6 +27,7 @@ static void gen_free(void *user) {
         free(c->calls);
     }
     hl_oai_request_free(&g->req);
+    cJSON_Delete(g->echo);
     free(g);
 }
 
@@ -205,11 +206,13 @@ static void submit_error(hl_error *e, hearth_status st, const char *msg, const h
     }
 }
 
-void hl_gen_run(hl_call *call, hl_reply *rep, hl_oai_request *req, const hl_dialect *d, const char *model_name) {
+void hl_gen_run(hl_call *call, hl_reply *rep, hl_oai_request *req, const hl_dialect *d, const char *model_name,
+                cJSON *echo) {
     hl_server *srv = call->srv;
     hl_error err = {0};
     hl_gen *g = calloc(1, sizeof *g + (size_t)req->n * sizeof g->choice[0]);
     if (!g) {
+        cJSON_Delete(echo);
         hl_oai_request_free(req);
         hl_error_set(&err, 500, "server_error", NULL, NULL, "out of memory");
         hl_reply_error(rep, &err);
@@ -218,6 +221,7 @@ void hl_gen_run(hl_call *call, hl_reply *rep, hl_oai_request *req, const hl_dial
     g->srv = srv;
     g->model = hearth_engine_model(call->engine);
     g->dialect = d;
+    g->echo = echo;
     g->req = *req;
     snprintf(g->model_name, sizeof g->model_name, "%s", model_name ? model_name : srv->cfg.alias);
     g->t_start = now_s();

@@ -64,13 +64,17 @@ struct hl_gen {
     char stop[256];                 /* the stop string that ended choice 0 (truncated), or "" */
     int32_t n_blocks, open_block;   /* Anthropic streams: content blocks begun, the open one (-1: none) */
     int32_t open_call;              /* the tool call whose block is open (-1: text or none) */
+    size_t text_from;               /* Responses streams: where the open message item's text begins */
+    int64_t n_events;               /* Responses streams: events sent (their sequence_number) */
+    cJSON *echo;                    /* fields the answers repeat (Responses: the request's settings); owned */
     hl_choice_out choice[];         /* [req.n] */
 };
 
 /* Runs `req` (parsed, taken over: freed here) on the call's engine and
  * answers in the dialect; model_name (copied; NULL: the alias) is the name
- * the answers give. */
-void hl_gen_run(hl_call *call, hl_reply *rep, hl_oai_request *req, const hl_dialect *d, const char *model_name);
+ * the answers give; echo (taken; may be NULL) becomes g->echo. */
+void hl_gen_run(hl_call *call, hl_reply *rep, hl_oai_request *req, const hl_dialect *d, const char *model_name,
+                cJSON *echo);
 
 /* Adds one frame of json (taken) in the dialect's framing; false when json
  * is NULL or memory runs out. */

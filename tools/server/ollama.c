@@ -117,7 +117,7 @@ static bool map_options(const cJSON *options, cJSON *body, double repeat[2], uin
             if (!strcmp(o->string, OPTIONS_OFF[i].name)) {
                 known = true;
                 if (!cJSON_IsNumber(o) || o->valuedouble != OPTIONS_OFF[i].off)
-                    return refuse(err, o->string, "option '%s' is not supported by this server (only its off value)",
+                    return refuse(err, "options", "option '%s' is not supported by this server (only its off value)",
                                   o->string);
             }
         for (size_t i = 0; !known && i < sizeof OPTIONS_LOAD / sizeof *OPTIONS_LOAD; i++)
@@ -132,13 +132,13 @@ static bool map_options(const cJSON *options, cJSON *body, double repeat[2], uin
         if (!strcmp(o->string, "repeat_penalty") || !strcmp(o->string, "repeat_last_n")) {
             known = true;
             if (!cJSON_IsNumber(o)) {
-                hl_error_set(err, 400, "invalid_request_error", "invalid_type", o->string, "'%s' must be a number",
+                hl_error_set(err, 400, "invalid_request_error", "invalid_type", "options", "'%s' must be a number",
                              o->string);
                 return false;
             }
             repeat[!strcmp(o->string, "repeat_last_n")] = o->valuedouble;
         }
-        if (!known) return refuse(err, o->string, "option '%s' is not an option hearth knows", o->string);
+        if (!known) return refuse(err, "options", "option '%s' is not an option hearth knows", o->string);
     }
     return true;
 }
@@ -497,7 +497,7 @@ static void generation(hl_call *call, hl_reply *rep, bool chat_endpoint) {
     oreq.params.sampling.repeat_penalty = (float)repeat[0];
     /* repeat_last_n -1: the whole context */
     oreq.params.sampling.repeat_last_n = repeat[1] < 0 ? (int32_t)n_ctx_slot : (int32_t)repeat[1];
-    hl_gen_run(call, rep, &oreq, chat_endpoint ? &ollama_chat : &ollama_generate, name);
+    hl_gen_run(call, rep, &oreq, chat_endpoint ? &ollama_chat : &ollama_generate, name, NULL);
     cJSON_Delete(req);
     cJSON_Delete(body);
     free(printed);

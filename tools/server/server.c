@@ -46,6 +46,7 @@ static const hl_route routes[] = {
     {"/v1/models", "GET", hl_handle_models, false, OPENAI},
     {"/v1/chat/completions", "POST", hl_handle_chat, false, OPENAI},
     {"/v1/completions", "POST", hl_handle_completions, false, OPENAI},
+    {"/v1/responses", "POST", hl_handle_responses, false, OPENAI},
     {"/v1/embeddings", "POST", hl_handle_embeddings, false, OPENAI},
     {"/v1/rerank", "POST", hl_handle_rerank, false, OPENAI},
     {"/v1/reranking", "POST", hl_handle_rerank, false, OPENAI},
