@@ -32,8 +32,10 @@ static void serve_usage(FILE *out) {
         "      --api-key-file FILE  keys from FILE, one per line\n"
         "      --max-body BYTES     largest request body (default 1048576)\n"
         "      --timeout SECONDS    close connections idle this long; 0 = never (default 600)\n"
+        "      --cors-origin ORIGIN let pages from ORIGIN call the server (CORS; repeat; * = any)\n"
         "model:\n"
         "      --alias NAME         the model id clients see (default: MODEL's file name)\n"
+        "      --strict-model       answer 404 to a request naming another model (default: any name serves)\n"
         "      --chat-template FILE the Jinja chat template in FILE instead of the model's\n"
         "      --embeddings         serve /v1/embeddings with a generation model instead of generating\n"
         "                           (an embedding model always does)\n"
@@ -72,7 +74,8 @@ typedef struct serve_opts {
     long n_gpu_layers;
     cli_load load;
     const char *keys[MAX_API_KEYS];
-    char *key_file_text; /* owns the keys read from --api-key-file */
+    const char *origins[MAX_API_KEYS]; /* --cors-origin */
+    char *key_file_text;               /* owns the keys read from --api-key-file */
 } serve_opts;
 
 static bool add_key(serve_opts *o, const char *key) {
@@ -106,8 +109,12 @@ static bool read_key_file(serve_opts *o, const char *path) {
 
 /* Returns 0 to go on, -1 after --help, else the exit status (2). */
 static int parse_args(int argc, char **argv, serve_opts *o) {
-    o->cfg = (hl_server_config){
-        .host = "127.0.0.1", .port = 8080, .max_body = 1 << 20, .timeout_s = 600, .api_keys = o->keys};
+    o->cfg = (hl_server_config){.host = "127.0.0.1",
+                                .port = 8080,
+                                .max_body = 1 << 20,
+                                .timeout_s = 600,
+                                .api_keys = o->keys,
+                                .cors_origins = o->origins};
     o->engine = hearth_engine_default_params();
     cli_load_init(&o->load);
     for (int i = 1; i < argc; i++) {
@@ -155,6 +162,15 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
             NEED_VALUE();
             if (!cli_parse_int(a, val, 0, 1L << 24, &l)) return 2;
             o->cfg.timeout_s = (unsigned)l;
+        } else if (IS("--cors-origin", "--cors-origin")) {
+            NEED_VALUE();
+            if (o->cfg.n_cors_origins == MAX_API_KEYS) {
+                fprintf(stderr, "hearth: at most %d --cors-origin\n", MAX_API_KEYS);
+                return 2;
+            }
+            o->origins[o->cfg.n_cors_origins++] = val;
+        } else if (IS("--strict-model", "--strict-model")) {
+            o->cfg.strict_model = true;
         } else if (IS("--alias", "--alias")) {
             NEED_VALUE();
             o->cfg.alias = val;

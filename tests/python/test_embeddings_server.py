@@ -208,7 +208,7 @@ def test_errors_in_openai_shape(server, asan):
     assert "602" in err["message"] and "512" in err["message"], err
     error_of(*post({"input": "a", "dimensions": 128}), 400, "unsupported_parameter", "dimensions")
     error_of(*post({"input": "a", "encoding_format": "int8"}), 400, "invalid_value", "encoding_format")
-    error_of(*post({"input": "a", "model": "gpt-4"}), 404, "model_not_found", "model")
+    assert post({"input": "a", "model": "text-embedding-3-small"})[0] == 200  # any name serves one model
     error_of(*post("{not json"), 400)
     # a good request of the most inputs still works after them
     n = 64 if asan else 2048

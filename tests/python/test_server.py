@@ -49,10 +49,10 @@ def client(server):
         yield c
 
 
-def call(server, method, path, body=None, key=KEY, timeout=60):
+def call(server, method, path, body=None, key=KEY, timeout=60, headers=None):
     """One raw HTTP request: (status, headers, body bytes)."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
-    headers = {"Content-Type": "application/json"}
+    headers = {"Content-Type": "application/json", **(headers or {})}
     if key:
         headers["Authorization"] = f"Bearer {key}"
     if body is not None and not isinstance(body, (bytes, str)):
@@ -330,7 +330,6 @@ LONG = "word " * 2100  # more tokens than a 2048-position slot holds
     ("/v1/chat/completions", chat_body("hi", stop=5), 400, "invalid_type", "stop"),
     ("/v1/chat/completions", chat_body("hi", top_logprobs=2), 400, "invalid_value", "top_logprobs"),
     ("/v1/chat/completions", chat_body("hi", logprobs=True, top_logprobs=21), 400, "invalid_value", "top_logprobs"),
-    ("/v1/chat/completions", chat_body("hi", model="gpt-4o"), 404, "model_not_found", "model"),
     ("/v1/chat/completions", chat_body("hi", model=7), 400, "invalid_type", "model"),
     ("/v1/chat/completions", chat_body(LONG), 400, "context_length_exceeded", "messages"),
     ("/v1/completions", {"prompt": LONG}, 400, "context_length_exceeded", "prompt"),
@@ -344,6 +343,46 @@ def test_bad_requests(server, path, body, status, code, param):
     assert err["param"] == param
     if code == "context_length_exceeded":  # the message gives both token counts
         assert re.search(r"\b2\d{3}\b.*\b2048\b", err["message"]), err["message"]
+
+
+def test_any_model_name_unless_strict(server, start_server):
+    """One model: any name serves, as llama-server does; --strict-model restores the 404."""
+    status, _, data = call(server, "POST", "/v1/chat/completions", chat_body("hi", model="gpt-4o", max_tokens=2))
+    assert status == 200, data
+    strict = start_server("--parallel", "1", "-c", "512", "--alias", "smol", "--strict-model")
+    error_of(*call(strict, "POST", "/v1/chat/completions", chat_body("hi", model="gpt-4o"))[::2], 404,
+             "model_not_found")
+    status, _, data = call(strict, "POST", "/v1/chat/completions", chat_body("hi", model="smol", max_tokens=2))
+    assert status == 200, data
+
+
+def test_cors(server, start_server):
+    """--cors-origin: a preflight answers 204 with the methods and the asked headers, answers and streams carry
+    the origin; without it, OPTIONS is 405 and no answer carries CORS headers."""
+    pre = {"Origin": "http://page.example", "Access-Control-Request-Method": "POST",
+           "Access-Control-Request-Headers": "authorization, content-type"}
+    status, headers, _ = call(server, "OPTIONS", "/v1/chat/completions", headers=pre)
+    assert status == 405 and "Access-Control-Allow-Origin" not in headers
+    status, headers, _ = call(server, "POST", "/v1/chat/completions", chat_body("hi", max_tokens=1),
+                              headers={"Origin": "http://page.example"})
+    assert status == 200 and "Access-Control-Allow-Origin" not in headers
+    cors = start_server("--parallel", "1", "-c", "512", "--cors-origin", "http://page.example", "--api-key", "k")
+    status, headers, _ = call(cors, "OPTIONS", "/v1/chat/completions", key=None, headers=pre)
+    assert status == 204, status
+    assert headers["Access-Control-Allow-Origin"] == "http://page.example"
+    assert headers["Access-Control-Allow-Methods"] == "POST, OPTIONS"
+    assert headers["Access-Control-Allow-Headers"] == "authorization, content-type"
+    auth = {"Origin": "http://page.example", "Authorization": "Bearer k"}
+    status, headers, data = call(cors, "POST", "/v1/chat/completions",
+                                 chat_body("hi", max_tokens=2, stream=True), key=None, headers=auth)
+    assert status == 200 and headers["Access-Control-Allow-Origin"] == "http://page.example", data
+    assert data.rstrip().endswith(b"data: [DONE]")
+    status, headers, _ = call(cors, "GET", "/v1/models", key=None,
+                              headers={"Origin": "http://other.example", "Authorization": "Bearer k"})
+    assert status == 200 and "Access-Control-Allow-Origin" not in headers
+    # a wrong key still gets its 401, with the header, so the page can read the error
+    status, headers, _ = call(cors, "GET", "/v1/models", key=None, headers={"Origin": "http://page.example"})
+    assert status == 401 and headers["Access-Control-Allow-Origin"] == "http://page.example"
 
 
 def test_routing_errors(server):

@@ -36,7 +36,7 @@ bool hl_server_generates(const hearth_engine *engine, hl_error *err) {
 bool hl_server_model_name(const hl_server *srv, const cJSON *req, hl_error *err) {
     const char *name = NULL;
     if (!hl_json_str(req, "model", &name, err)) return false;
-    if (name && strcmp(name, srv->cfg.alias) != 0) {
+    if (name && srv->cfg.strict_model && strcmp(name, srv->cfg.alias) != 0) {
         hl_error_set(err, 404, "invalid_request_error", "model_not_found", "model",
                      "the model '%s' does not exist: this server serves '%s'", name, srv->cfg.alias);
         return false;

@@ -75,6 +75,7 @@ static const hl_route routes[] = {
 /* One request, from its headers to its completion (MHD's con_cls). */
 typedef struct hl_request {
     const hl_route *route;
+    bool preflight;    /* a CORS preflight (OPTIONS) of a known path */
     hl_api api;        /* the route's, or by the path's prefix for an unknown one */
     hl_error err;      /* decided before the body is read: 404, 405, 401, 413 */
     const char *allow; /* with 405 */
@@ -153,6 +154,8 @@ static void admit(const hl_server *srv, struct MHD_Connection *conn, const char 
         r->allow = routes[i].method;
         if (strcmp(method, routes[i].method) == 0) r->route = &routes[i];
     }
+    r->preflight = path_known && srv->cfg.n_cors_origins && !strcmp(method, "OPTIONS");
+    if (r->preflight) return; /* answered without a key: browsers send none with it */
     if (!path_known)
         hl_error_set(&r->err, 404, "invalid_request_error", "not_found", NULL, "no endpoint %s %s", method, url);
     else if (!r->route)
@@ -175,7 +178,33 @@ static void read_body(const hl_server *srv, hl_request *r, const char *data, siz
     }
 }
 
-static enum MHD_Result send_reply(hl_server *srv, struct MHD_Connection *conn, hl_reply *rep) {
+/* The Origin header when --cors-origin allows it ("*" allows any), else NULL. */
+static const char *allowed_origin(const hl_server *srv, struct MHD_Connection *conn) {
+    const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+    for (size_t i = 0; origin && i < srv->cfg.n_cors_origins; i++)
+        if (!strcmp(srv->cfg.cors_origins[i], "*") || !strcmp(srv->cfg.cors_origins[i], origin)) return origin;
+    return NULL;
+}
+
+/* CORS headers (the Fetch standard's): the allowed origin on every answer,
+ * and on a preflight the methods (the path's and OPTIONS), the headers the
+ * browser asked for, and how long it may cache that. */
+static bool add_cors(const hl_server *srv, struct MHD_Connection *conn, struct MHD_Response *res, const hl_request *r) {
+    const char *origin = allowed_origin(srv, conn);
+    if (!origin) return true;
+    bool ok = MHD_add_response_header(res, "Access-Control-Allow-Origin", origin) == MHD_YES &&
+              MHD_add_response_header(res, "Vary", "Origin") == MHD_YES;
+    if (!ok || !r->preflight) return ok;
+    char methods[64];
+    snprintf(methods, sizeof methods, "%s, OPTIONS", r->allow ? r->allow : "GET, POST");
+    const char *asked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+    return MHD_add_response_header(res, "Access-Control-Allow-Methods", methods) == MHD_YES &&
+           MHD_add_response_header(res, "Access-Control-Allow-Headers",
+                                   asked ? asked : "Authorization, Content-Type, x-api-key") == MHD_YES &&
+           MHD_add_response_header(res, "Access-Control-Max-Age", "600") == MHD_YES;
+}
+
+static enum MHD_Result send_reply(hl_server *srv, struct MHD_Connection *conn, hl_reply *rep, const hl_request *r) {
     if (rep->status == 0) {
         free(rep->body);
         return MHD_NO; /* closes the connection */
@@ -196,7 +225,8 @@ static enum MHD_Result send_reply(hl_server *srv, struct MHD_Connection *conn, h
               (!rep->allow || MHD_add_response_header(res, MHD_HTTP_HEADER_ALLOW, rep->allow) == MHD_YES) &&
               (!rep->reader || MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache") == MHD_YES) &&
               (!atomic_load(&srv->stopping) ||
-               MHD_add_response_header(res, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES);
+               MHD_add_response_header(res, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES) &&
+              add_cors(srv, conn, res, r);
     enum MHD_Result queued = ok ? MHD_queue_response(conn, rep->status, res) : MHD_NO;
     MHD_destroy_response(res);
     return queued;
@@ -246,11 +276,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     hl_reply rep = {.api = r->api};
-    answer(srv, conn, r, &rep);
+    if (r->preflight) {
+        char *empty = strdup("");
+        rep = (hl_reply){.status = empty ? 204 : 0, .content_type = "text/plain", .body = empty};
+    } else {
+        answer(srv, conn, r, &rep);
+    }
     if (r->err.status == 405) rep.allow = r->allow;
     hl_buf_free(&r->body);
     r->status = rep.status;
-    return send_reply(srv, conn, &rep);
+    return send_reply(srv, conn, &rep, r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {

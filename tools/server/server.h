@@ -19,6 +19,9 @@ typedef struct hl_server_config {
     size_t max_body;    /* bytes; larger request bodies get 413 */
     unsigned timeout_s; /* idle connections close after this; 0: never */
     bool verbose;       /* one line per request on stderr */
+    bool strict_model;  /* a request naming another model than the alias gets 404 (default: any name serves) */
+    const char *const *cors_origins; /* n_cors_origins origins browsers may call from ("*": any); none: no CORS */
+    size_t n_cors_origins;
 } hl_server_config;
 
 typedef struct hl_server hl_server;

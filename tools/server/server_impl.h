@@ -106,7 +106,7 @@ void hl_embed_error(hl_error *err, hearth_status st, const char *msg, const char
 bool hl_server_oom(hl_error *err);
 /* The engine generates text (an embeddings engine: 400, naming the endpoint it serves). */
 bool hl_server_generates(const hearth_engine *engine, hl_error *err);
-/* The request's `model`, when given, must be the served alias (404 otherwise). */
+/* The request's `model`: a string when given; with --strict-model, the served alias (404 otherwise). */
 bool hl_server_model_name(const hl_server *srv, const cJSON *req, hl_error *err);
 void hl_handle_health(hl_call *call, hl_reply *rep);
 void hl_handle_models(hl_call *call, hl_reply *rep);
