@@ -1231,6 +1231,16 @@ HEARTH_API hearth_status hearth_engine_embed(hearth_engine *engine, const int32_
 HEARTH_API hearth_status hearth_engine_embed_batch(hearth_engine *engine, int32_t n_seqs, const int32_t *const *tokens,
                                                    const int32_t *n_tokens, float *out);
 
+/* The prompt text of a chat request (messages or messages_json, with its
+ * tools) as the engine renders it for submit: its chat template (or the one
+ * the engine was given), the tools' prompt, the generation prompt. On
+ * success *text holds it, NUL-terminated; free it with hearth_chat_free().
+ * Errors (*text NULL): INVALID_ARG (NULL argument, no conversation, tools
+ * without messages_json, a conversation or tools the template refuses),
+ * FORMAT (the template failed), OUT_OF_MEMORY. Thread-safe. */
+HEARTH_API hearth_status hearth_engine_render(const hearth_engine *engine, const hearth_request_params *params,
+                                              char **text);
+
 /* Tokens the request's prompt would take, prepared exactly as
  * hearth_engine_submit() prepares it (the chat template, the tools' prompt,
  * special tokens) without submitting it: Anthropic's count_tokens. Only the

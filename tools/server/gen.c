@@ -137,7 +137,7 @@ static void answer_whole(hl_gen *g, hl_reply *rep) {
     hl_job_wait w;
     bool ok = true;
     while ((w = hl_job_next(g->job, &ev)) == HL_JOB_EVENT) {
-        ok = ok && collect(g, ev);
+        ok = ok && collect(g, ev) && (!g->dialect->collect || g->dialect->collect(g, ev));
         free(ev);
     }
     if (w == HL_JOB_GONE) {

@@ -39,6 +39,8 @@ typedef struct hl_dialect {
     bool generate;         /* Ollama's /api/generate: "response" text rather than a chat "message" */
     /* The whole answer after every piece was collected (g->err is clear). */
     cJSON *(*result)(hl_gen *g);
+    /* Not streaming: each event after the core collected it (may be NULL). */
+    bool (*collect)(hl_gen *g, const hl_event *ev);
     /* Streaming: frames before the first event (may be NULL), the frames
      * of one event (accounted already), and the frames after the last one
      * (g->err set when a choice failed). Each adds with hl_gen_frame. */

@@ -52,6 +52,13 @@ static const hl_route routes[] = {
     {"/v1/reranking", "POST", hl_handle_rerank, false, OPENAI},
     {"/rerank", "POST", hl_handle_rerank, false, OPENAI},
     {"/reranking", "POST", hl_handle_rerank, false, OPENAI},
+    /* llama-server's own, and its un-prefixed aliases of OpenAI's */
+    {"/completion", "POST", hl_handle_completion, false, OPENAI},
+    {"/props", "GET", hl_handle_props, false, OPENAI},
+    {"/apply-template", "POST", hl_handle_apply_template, false, OPENAI},
+    {"/chat/completions", "POST", hl_handle_chat, false, OPENAI},
+    {"/completions", "POST", hl_handle_completions, false, OPENAI},
+    {"/models", "GET", hl_handle_models, false, OPENAI},
     {"/tokenize", "POST", hl_handle_tokenize, false, OPENAI},
     {"/detokenize", "POST", hl_handle_detokenize, false, OPENAI},
     {"/v1/messages", "POST", hl_handle_anthropic_messages, false, ANTHROPIC},

@@ -84,6 +84,9 @@ void hl_handle_ollama_embeddings(hl_call *call, hl_reply *rep);
 char *hl_ollama_error_body(const hl_error *e, size_t *len);
 void hl_handle_anthropic_messages(hl_call *call, hl_reply *rep);
 void hl_handle_responses(hl_call *call, hl_reply *rep);
+void hl_handle_completion(hl_call *call, hl_reply *rep);
+void hl_handle_props(hl_call *call, hl_reply *rep);
+void hl_handle_apply_template(hl_call *call, hl_reply *rep);
 void hl_handle_anthropic_count_tokens(hl_call *call, hl_reply *rep);
 /* Anthropic's error body (malloc'd, *len bytes); NULL when memory runs out. */
 char *hl_anthropic_error_body(const hl_error *e, size_t *len);

@@ -13,7 +13,8 @@
 /* How a stream's frames are written. */
 typedef enum hl_framing {
     HL_FRAMING_SSE,        /* `data: <json>` frames, then `data: [DONE]` (OpenAI) */
-    HL_FRAMING_SSE_EVENTS, /* `event: <its "type">` and `data: <json>` frames, no [DONE] (Anthropic) */
+    HL_FRAMING_SSE_EVENTS, /* `event: <its "type">` and `data: <json>` frames, no [DONE] (Anthropic, Responses) */
+    HL_FRAMING_SSE_DATA,   /* `data: <json>` frames, no [DONE] (llama-server's /completion) */
     HL_FRAMING_NDJSON,     /* one JSON object per line (Ollama) */
 } hl_framing;
 

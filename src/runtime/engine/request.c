@@ -180,6 +180,28 @@ hearth_status hearth_engine_submit(hearth_engine *e, const hearth_request_params
     return HEARTH_OK;
 }
 
+hearth_status hearth_engine_render(const hearth_engine *e, const hearth_request_params *p, char **text) {
+    if (!e || !p || !text) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_engine_render: NULL argument");
+    *text = NULL;
+    if (!p->messages_json && !p->messages)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_engine_render: the request has no conversation");
+    if ((p->tools_json || p->tool_choice) && !p->messages_json)
+        return hl_fail(HEARTH_ERR_INVALID_ARG, "tools need the conversation as messages_json");
+    if (p->messages_json && (p->tools_json || p->tool_choice)) {
+        hl_tool_setup tools = {0};
+        hearth_status st = hl_chat_tools(e->model, e->chat_template, p, &tools);
+        if (st == HEARTH_OK) {
+            *text = tools.prompt; /* taken: hearth_chat_free() frees it */
+            tools.prompt = NULL;
+        }
+        hl_tool_setup_free(&tools);
+        return st;
+    }
+    if (p->messages_json) return hearth_chat_render_json(e->model, e->chat_template, p->messages_json, NULL, text);
+    if (p->n_messages == 0) return hl_fail(HEARTH_ERR_INVALID_ARG, "the request's conversation has no messages");
+    return hearth_chat_render(e->model, e->chat_template, p->messages, p->n_messages, text);
+}
+
 hearth_status hearth_engine_count_tokens(const hearth_engine *e, const hearth_request_params *p, int32_t *n_tokens) {
     if (!e || !p || !n_tokens) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_engine_count_tokens: NULL argument");
     hl_request *r = hl_calloc(1, sizeof *r);
