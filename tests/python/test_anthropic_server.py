@@ -171,3 +171,12 @@ def test_errors_in_anthropic_shape(server):
     with pytest.raises(anthropic.BadRequestError):
         anthropic.Anthropic(base_url=server.url, api_key="sekret", max_retries=0).messages.create(
             model="m", max_tokens=8, messages=image)
+
+
+def test_langchain_chat_anthropic(server, client):
+    langchain_anthropic = pytest.importorskip("langchain_anthropic")
+    llm = langchain_anthropic.ChatAnthropic(model="claude-sonnet-4", base_url=server.url, api_key="sekret",
+                                            max_tokens=24, temperature=0, max_retries=0)
+    out = llm.invoke(QUESTION[0]["content"])
+    want = client.messages.create(model="m", max_tokens=24, messages=QUESTION, extra_body=GREEDY)
+    assert out.content == want.content[0].text
