@@ -18,11 +18,6 @@ void hl_embed_inputs_free(hl_embed_inputs *in) {
     free(in->n_tokens);
 }
 
-bool hl_server_oom(hl_error *err) {
-    hl_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
-    return false;
-}
-
 bool hl_server_generates(const hearth_engine *engine, hl_error *err) {
     if (!hearth_engine_embeddings(engine)) return true;
     const bool rank = hearth_engine_pooling_type(engine) == HEARTH_POOLING_RANK;
@@ -56,7 +51,7 @@ static bool tokenize(const hearth_model *m, const char *text, int32_t i, hl_embe
     }
     if (st != HEARTH_OK) {
         free(t);
-        if (st == HEARTH_ERR_OUT_OF_MEMORY) return hl_server_oom(err);
+        if (st == HEARTH_ERR_OUT_OF_MEMORY) return hl_error_oom(err);
         hl_error_set(err, 400, "invalid_request_error", "invalid_value", "input", "input %d: %s", (int)i,
                      hearth_last_error());
         return false;
@@ -111,7 +106,7 @@ bool hl_embed_read_inputs(const hearth_model *m, const cJSON *input, hl_embed_in
     }
     in->tokens = calloc((size_t)n, sizeof *in->tokens);
     in->n_tokens = calloc((size_t)n, sizeof *in->n_tokens);
-    if (!in->tokens || !in->n_tokens) return hl_server_oom(err);
+    if (!in->tokens || !in->n_tokens) return hl_error_oom(err);
     in->n = n;
     if (one) {
         if (cJSON_IsString(input) ? !tokenize(m, input->valuestring, 0, in, err) : !token_array(input, 0, in, err))
@@ -255,7 +250,7 @@ void hl_handle_embeddings(hl_call *call, hl_reply *rep) {
     if (!hl_embed_read_inputs(model, hl_json_field(req, "input"), &in, &err)) goto fail;
     vecs = malloc((size_t)in.n * (size_t)n_embd * sizeof *vecs);
     if (!vecs) {
-        hl_server_oom(&err);
+        hl_error_oom(&err);
         goto fail;
     }
     hearth_status st = hearth_engine_embed_batch(call->engine, in.n, (const int32_t *const *)in.tokens, in.n_tokens,

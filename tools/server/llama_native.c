@@ -12,111 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_request.h"
 #include "gen.h"
-
-static bool put(cJSON *obj, const char *key, cJSON *item) {
-    if (!item) return false;
-    if (!cJSON_AddItemToObject(obj, key, item)) {
-        cJSON_Delete(item);
-        return false;
-    }
-    return true;
-}
-
-/* ------------------------------------------------------------ requests -- */
-
-/* Fields of the same meaning as OpenAI completions', under their names there. */
-static const char *const SAME[][2] = {{"prompt", "prompt"},
-                                      {"n_predict", "max_tokens"},
-                                      {"temperature", "temperature"},
-                                      {"top_k", "top_k"},
-                                      {"top_p", "top_p"},
-                                      {"min_p", "min_p"},
-                                      {"stop", "stop"},
-                                      {"stream", "stream"},
-                                      {"presence_penalty", "presence_penalty"},
-                                      {"frequency_penalty", "frequency_penalty"},
-                                      {"ignore_eos", "ignore_eos"},
-                                      {"logit_bias", "logit_bias"},
-                                      {"grammar", "grammar"},
-                                      {"json_schema", "json_schema"}};
-
-/* Fields read here or that change nothing (cache_prompt: hearth always
- * reuses a slot's cached prefix). */
-static const char *const OWN[] = {"seed",         "n_probs",       "repeat_penalty", "repeat_last_n",
-                                  "cache_prompt", "return_tokens", "id_slot",        "model"};
-
-/* Samplers hearth does not have: accepted only as their off value. */
-static const struct {
-    const char *name;
-    double off;
-} OFF[] = {{"mirostat", 0},        {"typical_p", 1},        {"dynatemp_range", 0},
-           {"xtc_probability", 0}, {"dry_multiplier", 0},   {"top_n_sigma", -1},
-           {"n_indent", 0},        {"t_max_predict_ms", 0}, {"n_keep", 0}};
-
-static bool refuse(hl_error *err, const char *fmt, const char *name) {
-    hl_error_set(err, 400, "invalid_request_error", "unsupported_parameter", NULL, fmt, name);
-    return false;
-}
-
-static bool listed(const char *name, const char *const *list, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(name, list[i])) return true;
-    return false;
-}
-
-/* The /completion body as an OpenAI completions body; *n_probs and the
- * repeat penalty read on the way. */
-static cJSON *completions_body(const cJSON *req, int64_t *n_probs, double repeat[2], hl_error *err) {
-    cJSON *body = cJSON_CreateObject();
-    if (!body) {
-        hl_server_oom(err);
-        return NULL;
-    }
-    for (const cJSON *f = req->child; f; f = f->next) {
-        if (cJSON_IsNull(f)) continue;
-        bool known = listed(f->string, OWN, sizeof OWN / sizeof *OWN);
-        for (size_t i = 0; !known && i < sizeof SAME / sizeof *SAME; i++)
-            if (!strcmp(f->string, SAME[i][0])) {
-                known = true;
-                /* n_predict -1: until the context is full, hearth's default */
-                if (!strcmp(f->string, "n_predict") && cJSON_IsNumber(f) && f->valuedouble < 0) continue;
-                if (!put(body, SAME[i][1], cJSON_Duplicate(f, true))) {
-                    cJSON_Delete(body);
-                    hl_server_oom(err);
-                    return NULL;
-                }
-            }
-        for (size_t i = 0; !known && i < sizeof OFF / sizeof *OFF; i++)
-            if (!strcmp(f->string, OFF[i].name)) {
-                known = true;
-                if (!cJSON_IsNumber(f) || f->valuedouble != OFF[i].off) {
-                    cJSON_Delete(body);
-                    return refuse(err, "'%s' is not supported by this server (only its off value)", f->string), NULL;
-                }
-            }
-        if (!known) {
-            cJSON_Delete(body);
-            return refuse(err, "'%s' is not supported by this server", f->string), NULL;
-        }
-    }
-    const cJSON *seed = hl_json_field(req, "seed");
-    if (seed && !(cJSON_IsNumber(seed) && seed->valuedouble == -1) && !put(body, "seed", cJSON_Duplicate(seed, true))) {
-        cJSON_Delete(body);
-        hl_server_oom(err);
-        return NULL;
-    }
-    /* n_probs N: the N most likely tokens of each step, with the sampled one's probability */
-    if (!hl_json_int(req, "n_probs", 0, HEARTH_MAX_TOP_LOGPROBS, n_probs, err) ||
-        !hl_json_num(req, "repeat_penalty", 0, 1e9, &repeat[0], err) ||
-        !hl_json_num(req, "repeat_last_n", -1, 1e9, &repeat[1], err) ||
-        (*n_probs > 0 && !cJSON_AddNumberToObject(body, "logprobs", (double)*n_probs))) {
-        cJSON_Delete(body);
-        if (!err->status) hl_server_oom(err);
-        return NULL;
-    }
-    return body;
-}
 
 /* ------------------------------------------------------------- answers -- */
 
@@ -127,7 +24,7 @@ static cJSON *token_json(const hl_gen *g, int32_t id, float logprob) {
     if (hearth_token_to_piece(g->model, id, true, piece, sizeof piece - 1, &len) != HEARTH_OK) len = 0;
     piece[len] = '\0';
     cJSON *o = cJSON_CreateObject(), *bytes = cJSON_CreateArray();
-    bool ok = o && put(o, "bytes", bytes) && cJSON_AddNumberToObject(o, "id", id) &&
+    bool ok = o && hl_json_put(o, "bytes", bytes) && cJSON_AddNumberToObject(o, "id", id) &&
               cJSON_AddStringToObject(o, "token", piece) && cJSON_AddNumberToObject(o, "logprob", logprob);
     if (!o) cJSON_Delete(bytes);
     for (size_t i = 0; ok && i < len; i++)
@@ -137,24 +34,16 @@ static cJSON *token_json(const hl_gen *g, int32_t id, float logprob) {
     return NULL;
 }
 
-static bool push(cJSON *arr, cJSON *item) {
-    if (!item) return false;
-    if (!cJSON_AddItemToArray(arr, item)) {
-        cJSON_Delete(item);
-        return false;
-    }
-    return true;
-}
-
 /* The event's entry of completion_probabilities appended to arr (none for
  * an event without a sampled token). */
 static bool add_probs(const hl_gen *g, const hl_event *ev, cJSON *arr) {
     if (!hl_gen_has_logprob(g, ev)) return true;
     cJSON *e = token_json(g, ev->token, ev->logprob);
-    if (!push(arr, e)) return false;
+    if (!hl_json_push(arr, e)) return false;
     cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
     bool ok = top != NULL;
-    for (int32_t i = 0; ok && i < ev->n_top; i++) ok = push(top, token_json(g, ev->top[i].token, ev->top[i].logprob));
+    for (int32_t i = 0; ok && i < ev->n_top; i++)
+        ok = hl_json_push(top, token_json(g, ev->top[i].token, ev->top[i].logprob));
     return ok;
 }
 
@@ -196,8 +85,8 @@ static cJSON *settings(const hl_gen *g) {
     const hearth_request_params *p = &g->req.params;
     const hearth_sampler_params *sp = &p->sampling;
     cJSON *o = cJSON_CreateObject(), *stop = cJSON_CreateArray();
-    bool ok = o && put(o, "stop", stop);
-    for (size_t i = 0; ok && i < p->n_stop; i++) ok = push(stop, cJSON_CreateString(p->stop[i]));
+    bool ok = o && hl_json_put(o, "stop", stop);
+    for (size_t i = 0; ok && i < p->n_stop; i++) ok = hl_json_push(stop, cJSON_CreateString(p->stop[i]));
     ok = ok && cJSON_AddNumberToObject(o, "n_predict", p->max_tokens) &&
          cJSON_AddNumberToObject(o, "seed", (double)sp->seed) && cJSON_AddNumberToObject(o, "temperature", sp->temp) &&
          cJSON_AddNumberToObject(o, "top_k", sp->top_k) && cJSON_AddNumberToObject(o, "top_p", sp->top_p) &&
@@ -224,14 +113,14 @@ static cJSON * final(hl_gen *g, const char *content) {
               cJSON_AddStringToObject(o, "model", g->model_name) &&
               cJSON_AddNumberToObject(o, "tokens_predicted", c->n_generated) &&
               cJSON_AddNumberToObject(o, "tokens_evaluated", g->n_prompt) &&
-              put(o, "generation_settings", settings(g)) &&
-              put(o, "prompt", prompt ? cJSON_Duplicate(prompt, true) : cJSON_CreateString("")) &&
+              hl_json_put(o, "generation_settings", settings(g)) &&
+              hl_json_put(o, "prompt", prompt ? cJSON_Duplicate(prompt, true) : cJSON_CreateString("")) &&
               cJSON_AddBoolToObject(o, "has_new_line", strchr(content, '\n') != NULL) &&
               cJSON_AddBoolToObject(o, "truncated", false) && cJSON_AddStringToObject(o, "stop_type", stop_type(g)) &&
               cJSON_AddStringToObject(o, "stopping_word", g->stop) &&
-              cJSON_AddNumberToObject(o, "tokens_cached", g->n_cached) && put(o, "timings", timings(g));
+              cJSON_AddNumberToObject(o, "tokens_cached", g->n_cached) && hl_json_put(o, "timings", timings(g));
     const cJSON *probs = cJSON_GetObjectItemCaseSensitive(g->echo, "completion_probabilities");
-    if (ok && probs && !g->req.stream) ok = put(o, "completion_probabilities", cJSON_Duplicate(probs, true));
+    if (ok && probs && !g->req.stream) ok = hl_json_put(o, "completion_probabilities", cJSON_Duplicate(probs, true));
     if (ok) return o;
     cJSON_Delete(o);
     return NULL;
@@ -296,10 +185,10 @@ void hl_handle_completion(hl_call *call, hl_reply *rep) {
     int64_t n_probs = 0;
     double repeat[2] = {1.0, 64}; /* llama-server's defaults */
     if (!hl_server_generates(call->engine, &err) || !(req = hl_json_parse_object(call->body, call->len, &err)) ||
-        !(body = completions_body(req, &n_probs, repeat, &err)))
+        !(body = hl_native_completions_body(req, &n_probs, repeat, &err)))
         goto fail;
     if (!(printed = cJSON_PrintUnformatted(body))) {
-        hl_server_oom(&err);
+        hl_error_oom(&err);
         goto fail;
     }
     hearth_request_params defaults = hearth_request_default_params();
@@ -316,10 +205,10 @@ void hl_handle_completion(hl_call *call, hl_reply *rep) {
     /* what the answer repeats: the prompt, and the probabilities as they are collected */
     echo = cJSON_CreateObject();
     const cJSON *prompt = hl_json_field(req, "prompt");
-    if (!echo || (prompt && !put(echo, "prompt", cJSON_Duplicate(prompt, true))) ||
+    if (!echo || (prompt && !hl_json_put(echo, "prompt", cJSON_Duplicate(prompt, true))) ||
         (n_probs > 0 && !cJSON_AddArrayToObject(echo, "completion_probabilities"))) {
         hl_oai_request_free(&oreq);
-        hl_server_oom(&err);
+        hl_error_oom(&err);
         goto fail;
     }
     hl_gen_run(call, rep, &oreq, &native, NULL, echo);

@@ -307,3 +307,31 @@ void hl_oai_request_free(hl_oai_request *r) {
     free(r->stop);
     *r = (hl_oai_request){0};
 }
+
+bool hl_json_put(cJSON *obj, const char *key, cJSON *item) {
+    if (!item) return false;
+    if (!cJSON_AddItemToObject(obj, key, item)) {
+        cJSON_Delete(item);
+        return false;
+    }
+    return true;
+}
+
+bool hl_json_push(cJSON *arr, cJSON *item) {
+    if (!item) return false;
+    if (!cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        return false;
+    }
+    return true;
+}
+
+bool hl_error_oom(hl_error *err) {
+    hl_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
+    return false;
+}
+
+bool hl_error_bad(hl_error *err, const char *param, const char *msg) {
+    hl_error_set(err, 400, "invalid_request_error", "invalid_value", param, "%s", msg);
+    return false;
+}

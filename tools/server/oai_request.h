@@ -86,6 +86,13 @@ cJSON *hl_json_parse_object(const char *body, size_t len, hl_error *err);
  * with a defined meaning that hearth does not implement. */
 bool hl_oai_parse_structured(cJSON *root, hl_oai_request *r, hl_error *err);
 bool hl_oai_check_unsupported(const cJSON *root, hl_oai_kind kind, hl_error *err);
+/* obj[key] = item, arr += item; false (item freed) when item is NULL or memory runs out. */
+bool hl_json_put(cJSON *obj, const char *key, cJSON *item);
+bool hl_json_push(cJSON *arr, cJSON *item);
+/* *err = 500 "out of memory", or 400 invalid_value of `param` with msg; false. */
+bool hl_error_oom(hl_error *err);
+bool hl_error_bad(hl_error *err, const char *param, const char *msg);
+
 /* Printed JSON of `v` (malloc'd) or NULL with *err (500). */
 char *hl_json_print(const cJSON *v, const char *name, hl_error *err);
 

@@ -8,29 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Adds item under key; false (item freed) when item is NULL or memory runs out. */
-static bool put(cJSON *obj, const char *key, cJSON *item) {
-    if (!item) return false;
-    if (!cJSON_AddItemToObject(obj, key, item)) {
-        cJSON_Delete(item);
-        return false;
-    }
-    return true;
-}
-
-static bool push(cJSON *arr, cJSON *item) {
-    if (!item) return false;
-    if (!cJSON_AddItemToArray(arr, item)) {
-        cJSON_Delete(item);
-        return false;
-    }
-    return true;
-}
-
 static cJSON *str_or_null(const char *s) { return s ? cJSON_CreateString(s) : cJSON_CreateNull(); }
 
 /* The object, or NULL (and the object freed) when building it failed.
- * Arguments a builder takes over are attached with put()/push() joined by
+ * Arguments a builder takes over are attached with hl_json_put()/hl_json_push() joined by
  * `&`, not `&&`, so that each is either attached or freed. */
 static cJSON *done(cJSON *obj, bool ok) {
     if (ok) return obj;
@@ -45,9 +26,9 @@ cJSON *hl_oai_error(const hl_error *e) {
         cJSON_Delete(err);
         return NULL;
     }
-    bool ok = put(root, "error", err) && put(err, "message", cJSON_CreateString(e->message)) &&
-              put(err, "type", cJSON_CreateString(e->type ? e->type : "server_error")) &&
-              put(err, "param", str_or_null(e->param)) && put(err, "code", str_or_null(e->code));
+    bool ok = hl_json_put(root, "error", err) && hl_json_put(err, "message", cJSON_CreateString(e->message)) &&
+              hl_json_put(err, "type", cJSON_CreateString(e->type ? e->type : "server_error")) &&
+              hl_json_put(err, "param", str_or_null(e->param)) && hl_json_put(err, "code", str_or_null(e->code));
     return done(root, ok);
 }
 
@@ -66,11 +47,11 @@ cJSON *hl_oai_usage(int64_t n_prompt, int64_t n_cached, int64_t n_completion) {
         cJSON_Delete(details);
         return NULL;
     }
-    bool ok = put(u, "prompt_tokens_details", details) &&
-              put(details, "cached_tokens", cJSON_CreateNumber((double)n_cached)) &&
-              put(u, "prompt_tokens", cJSON_CreateNumber((double)n_prompt)) &&
-              put(u, "completion_tokens", cJSON_CreateNumber((double)n_completion)) &&
-              put(u, "total_tokens", cJSON_CreateNumber((double)(n_prompt + n_completion)));
+    bool ok = hl_json_put(u, "prompt_tokens_details", details) &&
+              hl_json_put(details, "cached_tokens", cJSON_CreateNumber((double)n_cached)) &&
+              hl_json_put(u, "prompt_tokens", cJSON_CreateNumber((double)n_prompt)) &&
+              hl_json_put(u, "completion_tokens", cJSON_CreateNumber((double)n_completion)) &&
+              hl_json_put(u, "total_tokens", cJSON_CreateNumber((double)(n_prompt + n_completion)));
     return done(u, ok);
 }
 
@@ -120,8 +101,8 @@ static bool token_fields(const hearth_model *model, int32_t token, cJSON *obj, c
     }
     if (ok && obj) {
         cJSON *bytes = cJSON_CreateArray();
-        ok = put(obj, "token", cJSON_CreateString(valid)) && put(obj, "bytes", bytes);
-        for (size_t i = 0; ok && i < len; i++) ok = push(bytes, cJSON_CreateNumber((unsigned char)raw[i]));
+        ok = hl_json_put(obj, "token", cJSON_CreateString(valid)) && hl_json_put(obj, "bytes", bytes);
+        for (size_t i = 0; ok && i < len; i++) ok = hl_json_push(bytes, cJSON_CreateNumber((unsigned char)raw[i]));
         free(valid);
     } else if (text) *text = valid;
     if (raw != stack) free(raw);
@@ -131,10 +112,12 @@ static bool token_fields(const hearth_model *model, int32_t token, cJSON *obj, c
 cJSON *hl_oai_logprobs_new(hl_oai_kind kind) {
     cJSON *lp = cJSON_CreateObject();
     bool ok = lp != NULL;
-    if (kind == HL_OAI_CHAT) ok = ok && put(lp, "content", cJSON_CreateArray());
+    if (kind == HL_OAI_CHAT) ok = ok && hl_json_put(lp, "content", cJSON_CreateArray());
     else
-        ok = ok && put(lp, "tokens", cJSON_CreateArray()) && put(lp, "token_logprobs", cJSON_CreateArray()) &&
-             put(lp, "top_logprobs", cJSON_CreateArray()) && put(lp, "text_offset", cJSON_CreateArray());
+        ok = ok && hl_json_put(lp, "tokens", cJSON_CreateArray()) &&
+             hl_json_put(lp, "token_logprobs", cJSON_CreateArray()) &&
+             hl_json_put(lp, "top_logprobs", cJSON_CreateArray()) &&
+             hl_json_put(lp, "text_offset", cJSON_CreateArray());
     return done(lp, ok);
 }
 
@@ -147,12 +130,12 @@ static cJSON *chat_entry(const hearth_model *model, int32_t token, float logprob
         cJSON_Delete(alts);
         return NULL;
     }
-    bool ok = put(e, "top_logprobs", alts) && token_fields(model, token, e, NULL) &&
-              put(e, "logprob", cJSON_CreateNumber(logprob));
+    bool ok = hl_json_put(e, "top_logprobs", alts) && token_fields(model, token, e, NULL) &&
+              hl_json_put(e, "logprob", cJSON_CreateNumber(logprob));
     for (int32_t i = 0; ok && i < n_top; i++) {
         cJSON *a = cJSON_CreateObject();
-        ok = push(alts, a) && token_fields(model, top[i].token, a, NULL) &&
-             put(a, "logprob", cJSON_CreateNumber(top[i].logprob));
+        ok = hl_json_push(alts, a) && token_fields(model, top[i].token, a, NULL) &&
+             hl_json_put(a, "logprob", cJSON_CreateNumber(top[i].logprob));
     }
     return done(e, ok);
 }
@@ -163,16 +146,17 @@ static bool completion_entry(cJSON *lp, const hearth_model *model, int32_t token
                              const hearth_token_logprob *top, int32_t n_top, size_t text_offset) {
     char *text = NULL;
     cJSON *alts = cJSON_CreateObject();
-    bool ok = push(cJSON_GetObjectItemCaseSensitive(lp, "top_logprobs"), alts);
+    bool ok = hl_json_push(cJSON_GetObjectItemCaseSensitive(lp, "top_logprobs"), alts);
     for (int32_t i = 0; ok && i < n_top; i++) {
-        ok = token_fields(model, top[i].token, NULL, &text) && put(alts, text, cJSON_CreateNumber(top[i].logprob));
+        ok = token_fields(model, top[i].token, NULL, &text) &&
+             hl_json_put(alts, text, cJSON_CreateNumber(top[i].logprob));
         free(text);
         text = NULL;
     }
     ok = ok && token_fields(model, token, NULL, &text) &&
-         push(cJSON_GetObjectItemCaseSensitive(lp, "tokens"), cJSON_CreateString(text)) &&
-         push(cJSON_GetObjectItemCaseSensitive(lp, "token_logprobs"), cJSON_CreateNumber(logprob)) &&
-         push(cJSON_GetObjectItemCaseSensitive(lp, "text_offset"), cJSON_CreateNumber((double)text_offset));
+         hl_json_push(cJSON_GetObjectItemCaseSensitive(lp, "tokens"), cJSON_CreateString(text)) &&
+         hl_json_push(cJSON_GetObjectItemCaseSensitive(lp, "token_logprobs"), cJSON_CreateNumber(logprob)) &&
+         hl_json_push(cJSON_GetObjectItemCaseSensitive(lp, "text_offset"), cJSON_CreateNumber((double)text_offset));
     free(text);
     return ok;
 }
@@ -180,7 +164,8 @@ static bool completion_entry(cJSON *lp, const hearth_model *model, int32_t token
 bool hl_oai_logprobs_add(hl_oai_kind kind, cJSON *lp, const hearth_model *model, int32_t token, float logprob,
                          const hearth_token_logprob *top, int32_t n_top, size_t text_offset) {
     if (kind == HL_OAI_CHAT)
-        return push(cJSON_GetObjectItemCaseSensitive(lp, "content"), chat_entry(model, token, logprob, top, n_top));
+        return hl_json_push(cJSON_GetObjectItemCaseSensitive(lp, "content"),
+                            chat_entry(model, token, logprob, top, n_top));
     return completion_entry(lp, model, token, logprob, top, n_top, text_offset);
 }
 
@@ -191,9 +176,10 @@ static cJSON *head(const hl_oai_meta *m, bool chunk) {
                          : chunk                      ? "chat.completion.chunk"
                                                       : "chat.completion";
     cJSON *o = cJSON_CreateObject();
-    bool ok = o && put(o, "id", cJSON_CreateString(m->id)) && put(o, "object", cJSON_CreateString(object)) &&
-              put(o, "created", cJSON_CreateNumber((double)m->created)) &&
-              put(o, "model", cJSON_CreateString(m->model));
+    bool ok = o && hl_json_put(o, "id", cJSON_CreateString(m->id)) &&
+              hl_json_put(o, "object", cJSON_CreateString(object)) &&
+              hl_json_put(o, "created", cJSON_CreateNumber((double)m->created)) &&
+              hl_json_put(o, "model", cJSON_CreateString(m->model));
     return done(o, ok);
 }
 
@@ -204,8 +190,9 @@ static cJSON *choice_base(int32_t index, cJSON *logprobs, const char *finish) {
         cJSON_Delete(logprobs);
         return NULL;
     }
-    bool ok = put(c, "logprobs", logprobs ? logprobs : cJSON_CreateNull()) &&
-              put(c, "index", cJSON_CreateNumber(index)) && put(c, "finish_reason", str_or_null(finish));
+    bool ok = hl_json_put(c, "logprobs", logprobs ? logprobs : cJSON_CreateNull()) &&
+              hl_json_put(c, "index", cJSON_CreateNumber(index)) &&
+              hl_json_put(c, "finish_reason", str_or_null(finish));
     return done(c, ok);
 }
 
@@ -216,9 +203,10 @@ cJSON *hl_oai_tool_call(const char *id, const char *name, const char *arguments)
         cJSON_Delete(fn);
         return NULL;
     }
-    bool ok = put(call, "function", fn) && put(call, "id", cJSON_CreateString(id)) &&
-              put(call, "type", cJSON_CreateString("function")) && put(fn, "name", cJSON_CreateString(name)) &&
-              put(fn, "arguments", cJSON_CreateString(arguments));
+    bool ok = hl_json_put(call, "function", fn) && hl_json_put(call, "id", cJSON_CreateString(id)) &&
+              hl_json_put(call, "type", cJSON_CreateString("function")) &&
+              hl_json_put(fn, "name", cJSON_CreateString(name)) &&
+              hl_json_put(fn, "arguments", cJSON_CreateString(arguments));
     return done(call, ok);
 }
 
@@ -233,11 +221,11 @@ cJSON *hl_oai_tool_call_delta(const hearth_tool_call_delta *d) {
     }
     memcpy(args, d->arguments, d->arguments_len);
     args[d->arguments_len] = '\0';
-    bool ok = put(call, "index", cJSON_CreateNumber(d->index)) &&
-              (!d->id || put(call, "id", cJSON_CreateString(d->id))) &&
-              (!d->id || put(call, "type", cJSON_CreateString("function"))) && put(call, "function", fn) &&
-              (!d->name || put(fn, "name", cJSON_CreateString(d->name))) &&
-              put(fn, "arguments", cJSON_CreateString(args));
+    bool ok = hl_json_put(call, "index", cJSON_CreateNumber(d->index)) &&
+              (!d->id || hl_json_put(call, "id", cJSON_CreateString(d->id))) &&
+              (!d->id || hl_json_put(call, "type", cJSON_CreateString("function"))) &&
+              hl_json_put(call, "function", fn) && (!d->name || hl_json_put(fn, "name", cJSON_CreateString(d->name))) &&
+              hl_json_put(fn, "arguments", cJSON_CreateString(args));
     free(args);
     return done(call, ok);
 }
@@ -248,13 +236,13 @@ cJSON *hl_oai_choice(const hl_oai_meta *m, int32_t index, const char *text, cJSO
     bool ok = c != NULL;
     if (ok && m->kind == HL_OAI_CHAT) {
         cJSON *msg = cJSON_CreateObject();
-        ok = put(c, "message", msg) && put(msg, "role", cJSON_CreateString("assistant")) &&
-             put(msg, "content", tool_calls && !text[0] ? cJSON_CreateNull() : cJSON_CreateString(text));
+        ok = hl_json_put(c, "message", msg) && hl_json_put(msg, "role", cJSON_CreateString("assistant")) &&
+             hl_json_put(msg, "content", tool_calls && !text[0] ? cJSON_CreateNull() : cJSON_CreateString(text));
         if (tool_calls) {
-            ok = ok && put(msg, "tool_calls", tool_calls);
+            ok = ok && hl_json_put(msg, "tool_calls", tool_calls);
             tool_calls = NULL;
         }
-    } else ok = ok && put(c, "text", cJSON_CreateString(text));
+    } else ok = ok && hl_json_put(c, "text", cJSON_CreateString(text));
     cJSON_Delete(tool_calls);
     return done(c, ok);
 }
@@ -266,7 +254,7 @@ cJSON *hl_oai_result(const hl_oai_meta *m, cJSON *choices, cJSON *usage) {
         cJSON_Delete(usage);
         return NULL;
     }
-    return done(o, put(o, "choices", choices) & put(o, "usage", usage));
+    return done(o, hl_json_put(o, "choices", choices) & hl_json_put(o, "usage", usage));
 }
 
 cJSON *hl_oai_chunk(const hl_oai_meta *m, int32_t index, bool role, const char *text, cJSON *logprobs,
@@ -279,17 +267,17 @@ cJSON *hl_oai_chunk(const hl_oai_meta *m, int32_t index, bool role, const char *
         cJSON_Delete(tool_calls);
         return NULL;
     }
-    bool ok = push(choices, c) & put(o, "choices", choices);
+    bool ok = hl_json_push(choices, c) & hl_json_put(o, "choices", choices);
     if (ok && m->kind == HL_OAI_CHAT) {
         cJSON *delta = cJSON_CreateObject();
-        ok = put(c, "delta", delta) && (!role || put(delta, "role", cJSON_CreateString("assistant"))) &&
-             (!text || put(delta, "content", cJSON_CreateString(text)));
+        ok = hl_json_put(c, "delta", delta) && (!role || hl_json_put(delta, "role", cJSON_CreateString("assistant"))) &&
+             (!text || hl_json_put(delta, "content", cJSON_CreateString(text)));
         if (tool_calls) {
-            ok = ok && put(delta, "tool_calls", tool_calls);
+            ok = ok && hl_json_put(delta, "tool_calls", tool_calls);
             tool_calls = NULL;
         }
-    } else ok = ok && put(c, "text", cJSON_CreateString(text ? text : ""));
-    ok = ok && (!m->usage_null || put(o, "usage", cJSON_CreateNull()));
+    } else ok = ok && hl_json_put(c, "text", cJSON_CreateString(text ? text : ""));
+    ok = ok && (!m->usage_null || hl_json_put(o, "usage", cJSON_CreateNull()));
     cJSON_Delete(tool_calls);
     return done(o, ok);
 }
@@ -300,5 +288,5 @@ cJSON *hl_oai_usage_chunk(const hl_oai_meta *m, cJSON *usage) {
         cJSON_Delete(usage);
         return NULL;
     }
-    return done(o, put(o, "usage", usage) & put(o, "choices", cJSON_CreateArray()));
+    return done(o, hl_json_put(o, "usage", usage) & hl_json_put(o, "choices", cJSON_CreateArray()));
 }

@@ -170,7 +170,7 @@ static void embed(hl_call *call, hl_reply *rep, bool legacy) {
         }
     vecs = malloc((size_t)in.n * (size_t)n_embd * sizeof *vecs);
     if (!vecs) {
-        hl_server_oom(&err);
+        hl_error_oom(&err);
         goto fail;
     }
     struct timespec ts0, ts1;

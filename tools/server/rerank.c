@@ -80,10 +80,10 @@ static bool tokenize_pairs(const hearth_model *m, const rerank_req *r, hl_embed_
         hearth_status st = HEARTH_ERR_BUFFER_TOO_SMALL;
         for (int tries = 0; st == HEARTH_ERR_BUFFER_TOO_SMALL && tries < 2; tries++, n_max = n) {
             free(in->tokens[i]);
-            if (!(in->tokens[i] = malloc(n_max * sizeof **in->tokens))) return hl_server_oom(err);
+            if (!(in->tokens[i] = malloc(n_max * sizeof **in->tokens))) return hl_error_oom(err);
             st = hearth_tokenize_rerank(m, r->query, q_len, d->valuestring, d_len, in->tokens[i], n_max, &n);
         }
-        if (st == HEARTH_ERR_OUT_OF_MEMORY) return hl_server_oom(err);
+        if (st == HEARTH_ERR_OUT_OF_MEMORY) return hl_error_oom(err);
         if (st != HEARTH_OK) {
             hl_error_set(err, 400, "invalid_request_error", "invalid_value", "documents", "document %d: %s", (int)i,
                          hearth_last_error());
@@ -155,7 +155,7 @@ void hl_handle_rerank(hl_call *call, hl_reply *rep) {
     out = malloc((size_t)r.n * (size_t)n_cls_out * sizeof *out);
     s = malloc((size_t)r.n * sizeof *s);
     if (!in.tokens || !in.n_tokens || !out || !s) {
-        hl_server_oom(&err);
+        hl_error_oom(&err);
         goto fail;
     }
     if (!tokenize_pairs(model, &r, &in, &err)) goto fail;
@@ -169,7 +169,7 @@ void hl_handle_rerank(hl_call *call, hl_reply *rep) {
     qsort(s, (size_t)r.n, sizeof *s, by_score);
     cJSON *res = response(srv, &r, s, in.n_total);
     if (!res) {
-        hl_server_oom(&err);
+        hl_error_oom(&err);
         goto fail;
     }
     hl_reply_json(rep, 200, res);

@@ -105,8 +105,6 @@ void hl_embed_inputs_free(hl_embed_inputs *in);
 bool hl_embed_read_inputs(const hearth_model *m, const cJSON *input, hl_embed_inputs *in, hl_error *err);
 /* The engine's refusal of hearth_engine_embed_batch as the client sees it; `param` names the field. */
 void hl_embed_error(hl_error *err, hearth_status st, const char *msg, const char *param);
-/* 500 "out of memory"; false. */
-bool hl_server_oom(hl_error *err);
 /* The engine generates text (an embeddings engine: 400, naming the endpoint it serves). */
 bool hl_server_generates(const hearth_engine *engine, hl_error *err);
 /* The request's `model`: a string when given; with --strict-model, the served alias (404 otherwise). */
