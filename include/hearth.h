@@ -356,6 +356,38 @@ HEARTH_API hearth_status hearth_tokenize_rerank(const hearth_model *model, const
                                                 const char *document, size_t document_len, int32_t *tokens,
                                                 size_t n_max, size_t *n_tokens);
 
+/* A fill-in-the-middle request (what llama-server's /infill takes). */
+typedef struct hearth_infill_chunk {
+    const char *filename; /* NULL: "tmp" */
+    const char *text;
+} hearth_infill_chunk;
+
+typedef struct hearth_infill {
+    const char *prefix;               /* the code before the cursor (UTF-8, NUL-terminated; NULL: "") */
+    const char *suffix;               /* the code after it */
+    const char *prompt;               /* text the model continues from, after the prefix; NULL: none */
+    const hearth_infill_chunk *extra; /* n_extra other files, as context; may be NULL when n_extra is 0 */
+    size_t n_extra;
+    int32_t n_batch;   /* tokens of a batch: the prefix keeps 3/4, the suffix 1/4 (llama-server's n_batch) */
+    int32_t n_ctx;     /* tokens of the slot: the extra context takes what a batch and 2 * n_predict leave */
+    int32_t n_predict; /* tokens to generate (-1: unbounded, as llama-server's default) */
+} hearth_infill;
+
+/* Tokens of a fill-in-the-middle prompt, as llama.cpp's server builds it
+ * (format_prompt_infill): with the model's FIM tokens and the repo-level
+ * pattern (Qwen2.5-Coder, arXiv:2409.12186), [FIM_REP]myproject\n
+ * [FIM_SEP]name\n text ... [FIM_SEP]filename\n [FIM_PRE]prefix prompt
+ * [FIM_SUF]suffix [FIM_MID], each part cut to fit the batch and the slot as
+ * hearth_infill says; BOS, where the vocabulary adds one, just before
+ * [FIM_PRE]. The prefix,
+ * suffix and extra texts are tokenized without special tokens; the prompt
+ * with special tokens parsed. Buffer as hearth_tokenize(). Errors:
+ * INVALID_ARG (NULL argument, n_batch < 8 or over n_ctx), UNSUPPORTED (the
+ * model has no FIM prefix, suffix or middle token), BUFFER_TOO_SMALL,
+ * OUT_OF_MEMORY. Thread-safe. */
+HEARTH_API hearth_status hearth_tokenize_infill(const hearth_model *model, const hearth_infill *infill, int32_t *tokens,
+                                                size_t n_max, size_t *n_tokens);
+
 /* The raw bytes a single token stands for (byte-level tokens decoded; may be a
  * fragment of a UTF-8 character). special: include the text of control tokens
  * ("<|im_end|>"); when false they render as nothing.

@@ -43,3 +43,9 @@ hearth_status hearth_tokenize_rerank(const hearth_model *m, const char *query, s
         return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_tokenize_rerank: NULL argument");
     return hl_vocab_tokenize_pair(m->vocab, query, query_len, document, document_len, tokens, n_max, n_tokens);
 }
+
+hearth_status hearth_tokenize_infill(const hearth_model *m, const hearth_infill *in, int32_t *tokens, size_t n_max,
+                                     size_t *n_tokens) {
+    if (!m) return hl_fail(HEARTH_ERR_INVALID_ARG, "hearth_tokenize_infill: NULL model");
+    return hl_vocab_tokenize_infill(m->vocab, in, tokens, n_max, n_tokens);
+}

@@ -58,6 +58,10 @@ hearth_status hl_vocab_tokenize(const hl_vocab *v, const char *text, size_t len,
 hearth_status hl_vocab_tokenize_pair(const hl_vocab *v, const char *query, size_t query_len, const char *doc,
                                      size_t doc_len, int32_t *tokens, size_t n_max, size_t *n_tokens);
 
+/* As hearth_tokenize_infill(): a fill-in-the-middle prompt (infill.c). */
+hearth_status hl_vocab_tokenize_infill(const hl_vocab *v, const hearth_infill *in, int32_t *tokens, size_t n_max,
+                                       size_t *n_tokens);
+
 /* As hearth_token_to_piece(). `buf` may be NULL when size is 0. */
 hearth_status hl_vocab_token_to_piece(const hl_vocab *v, int32_t id, bool special, char *buf, size_t size, size_t *len);
 

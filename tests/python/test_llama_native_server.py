@@ -9,6 +9,7 @@ and /models; and the refusal of samplers hearth does not have."""
 import http.client
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,26 @@ def test_refusals(server, field, value):
     # the off values are accepted
     if field in ("mirostat", "dry_multiplier", "xtc_probability"):
         assert call(server, "POST", "/completion", {"prompt": PROMPT, "n_predict": 1, field: 0})[0] == 200
+
+
+def test_infill_equals_llama_server(start_server, qwen_path):
+    """POST /infill on Qwen2.5-Coder: the FIM prompt's length and the greedy text equal llama-server's
+    (tests/reference/infill/infill_reference.json, from make_infill_reference.py)."""
+    ref = json.loads((Path(__file__).resolve().parents[2] / "tests" / "reference" / "infill" /
+                      "infill_reference.json").read_text())
+    srv = start_server("--parallel", "1", "-c", "4096", model=qwen_path)
+    for case in ref["cases"]:
+        body = {k: v for k, v in case.items() if k in ("input_prefix", "input_suffix", "input_extra", "prompt")}
+        status, _, data = call(srv, "POST", "/infill", {**body, "n_predict": ref["n_predict"], "temperature": 0,
+                                                        "top_k": 1})
+        assert status == 200, data
+        got = json.loads(data)
+        assert got["tokens_evaluated"] == case["tokens_evaluated"], (case["name"], got["tokens_evaluated"])
+        assert got["content"] == case["content"], (case["name"], got["content"])
+    status, _, data = call(srv, "POST", "/infill", {"input_suffix": "x"})
+    assert status == 400 and "input_prefix" in json.loads(data)["error"]["message"]
+
+
+def test_infill_refused_without_fim_tokens(server):
+    status, _, data = call(server, "POST", "/infill", {"input_prefix": "a", "input_suffix": "b"})
+    assert status == 501 and "fill-in-the-middle" in json.loads(data)["error"]["message"]

@@ -178,15 +178,14 @@ static const hl_dialect native = {
 
 /* ------------------------------------------------------------ handlers -- */
 
-void hl_handle_completion(hl_call *call, hl_reply *rep) {
+/* Runs a /completion body (req, the caller's). */
+static void completion(hl_call *call, hl_reply *rep, const cJSON *req) {
     hl_error err = {0};
-    cJSON *req = NULL, *body = NULL, *echo = NULL;
+    cJSON *body = NULL, *echo = NULL;
     char *printed = NULL;
     int64_t n_probs = 0;
     double repeat[2] = {1.0, 64}; /* llama-server's defaults */
-    if (!hl_server_generates(call->engine, &err) || !(req = hl_json_parse_object(call->body, call->len, &err)) ||
-        !(body = hl_native_completions_body(req, &n_probs, repeat, &err)))
-        goto fail;
+    if (!(body = hl_native_completions_body(req, &n_probs, repeat, &err))) goto fail;
     if (!(printed = cJSON_PrintUnformatted(body))) {
         hl_error_oom(&err);
         goto fail;
@@ -212,15 +211,108 @@ void hl_handle_completion(hl_call *call, hl_reply *rep) {
         goto fail;
     }
     hl_gen_run(call, rep, &oreq, &native, NULL, echo);
-    cJSON_Delete(req);
     cJSON_Delete(body);
     free(printed);
     return;
 fail:
     cJSON_Delete(echo);
-    cJSON_Delete(req);
     cJSON_Delete(body);
     free(printed);
+    hl_reply_error(rep, &err);
+}
+
+void hl_handle_completion(hl_call *call, hl_reply *rep) {
+    hl_error err = {0};
+    cJSON *req = NULL;
+    if (!hl_server_generates(call->engine, &err) || !(req = hl_json_parse_object(call->body, call->len, &err))) {
+        hl_reply_error(rep, &err);
+        return;
+    }
+    completion(call, rep, req);
+    cJSON_Delete(req);
+}
+
+/* The infill fields of a /infill body into *in (strings point into req);
+ * false with *err. */
+static bool read_infill(const cJSON *req, hearth_infill *in, hearth_infill_chunk **chunks, hl_error *err) {
+    if (!hl_json_str(req, "input_prefix", &in->prefix, err) || !hl_json_str(req, "input_suffix", &in->suffix, err) ||
+        !hl_json_str(req, "prompt", &in->prompt, err))
+        return false;
+    if (!in->prefix || !in->suffix)
+        return hl_error_bad(err, in->prefix ? "input_suffix" : "input_prefix",
+                            "input_prefix and input_suffix are required (strings)");
+    const cJSON *extra = hl_json_field(req, "input_extra");
+    if (extra && !cJSON_IsArray(extra))
+        return hl_error_bad(err, "input_extra",
+                            "input_extra must be an array of {\"filename\": string, \"text\": string}");
+    in->n_extra = extra ? (size_t)cJSON_GetArraySize(extra) : 0;
+    *chunks = calloc(in->n_extra ? in->n_extra : 1, sizeof **chunks);
+    if (!*chunks) return hl_error_oom(err);
+    in->extra = *chunks;
+    size_t i = 0;
+    for (const cJSON *c = extra ? extra->child : NULL; c; c = c->next, i++) {
+        const cJSON *text = hl_json_field(c, "text"), *name = hl_json_field(c, "filename");
+        if (!cJSON_IsString(text) || (name && !cJSON_IsString(name)))
+            return hl_error_bad(err, "input_extra",
+                                "each input_extra chunk needs a string text (and a string filename)");
+        (*chunks)[i] = (hearth_infill_chunk){.filename = name ? name->valuestring : NULL, .text = text->valuestring};
+    }
+    return true;
+}
+
+/* The FIM prompt's tokens as a JSON array, for the completions body. */
+static cJSON *infill_tokens(const hearth_model *m, const hearth_infill *in, hl_error *err) {
+    size_t n = 0;
+    hearth_status st = hearth_tokenize_infill(m, in, NULL, 0, &n);
+    int32_t *t = st == HEARTH_ERR_BUFFER_TOO_SMALL || st == HEARTH_OK ? malloc((n ? n : 1) * sizeof *t) : NULL;
+    if (t) st = hearth_tokenize_infill(m, in, t, n, &n);
+    cJSON *arr = st == HEARTH_OK ? cJSON_CreateIntArray(t, (int)n) : NULL;
+    free(t);
+    if (!arr && st == HEARTH_OK) hl_error_oom(err);
+    else if (!arr)
+        hl_error_set(err, st == HEARTH_ERR_UNSUPPORTED ? 501 : 400, "invalid_request_error", "not_supported", NULL,
+                     "%s", hearth_last_error());
+    return arr;
+}
+
+/* POST /infill: a /completion whose prompt is the FIM prompt of
+ * input_prefix, input_suffix, input_extra and prompt, for a batch of
+ * min(2048, a slot) tokens (llama-server's default n_batch) and the slot. */
+void hl_handle_infill(hl_call *call, hl_reply *rep) {
+    hl_error err = {0};
+    hearth_infill in = {.n_predict = -1};
+    hearth_infill_chunk *chunks = NULL;
+    cJSON *req = NULL, *rest = NULL, *tokens = NULL;
+    if (!hl_server_generates(call->engine, &err) || !(req = hl_json_parse_object(call->body, call->len, &err)) ||
+        !read_infill(req, &in, &chunks, &err))
+        goto fail;
+    in.n_ctx = (int32_t)hearth_engine_n_ctx_seq(call->engine);
+    in.n_batch = in.n_ctx < 2048 ? in.n_ctx : 2048;
+    if (!(tokens = infill_tokens(hearth_engine_model(call->engine), &in, &err))) goto fail;
+    /* the rest of the body is a /completion's, its prompt the FIM tokens */
+    if (!(rest = cJSON_Duplicate(req, true))) {
+        hl_error_oom(&err);
+        goto fail;
+    }
+    static const char *const fields[] = {"input_prefix", "input_suffix", "input_extra", "prompt"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(rest, fields[i]);
+    if (!hl_json_put(rest, "prompt", tokens)) {
+        tokens = NULL;
+        hl_error_oom(&err);
+        goto fail;
+    }
+    tokens = NULL;
+    completion(call, rep, rest);
+    free(chunks);
+    cJSON_Delete(req);
+    cJSON_Delete(rest);
+    return;
+fail:
+    free(chunks);
+    cJSON_Delete(tokens);
+    cJSON_Delete(req);
+    cJSON_Delete(rest);
     hl_reply_error(rep, &err);
 }
 

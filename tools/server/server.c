@@ -54,6 +54,7 @@ static const hl_route routes[] = {
     {"/reranking", "POST", hl_handle_rerank, false, OPENAI},
     /* llama-server's own, and its un-prefixed aliases of OpenAI's */
     {"/completion", "POST", hl_handle_completion, false, OPENAI},
+    {"/infill", "POST", hl_handle_infill, false, OPENAI},
     {"/props", "GET", hl_handle_props, false, OPENAI},
     {"/apply-template", "POST", hl_handle_apply_template, false, OPENAI},
     {"/chat/completions", "POST", hl_handle_chat, false, OPENAI},

@@ -85,6 +85,7 @@ char *hl_ollama_error_body(const hl_error *e, size_t *len);
 void hl_handle_anthropic_messages(hl_call *call, hl_reply *rep);
 void hl_handle_responses(hl_call *call, hl_reply *rep);
 void hl_handle_completion(hl_call *call, hl_reply *rep);
+void hl_handle_infill(hl_call *call, hl_reply *rep);
 void hl_handle_props(hl_call *call, hl_reply *rep);
 void hl_handle_apply_template(hl_call *call, hl_reply *rep);
 void hl_handle_anthropic_count_tokens(hl_call *call, hl_reply *rep);
