@@ -26,13 +26,6 @@ static bool text_of(const cJSON *content, hl_buf *buf, const char *param, hl_err
     return true;
 }
 
-static cJSON *message(const char *role, const char *content) {
-    cJSON *m = cJSON_CreateObject();
-    if (m && cJSON_AddStringToObject(m, "role", role) && cJSON_AddStringToObject(m, "content", content)) return m;
-    cJSON_Delete(m);
-    return NULL;
-}
-
 /* One Anthropic message into OpenAI messages appended to `out`: a user's
  * tool_result blocks become tool messages (before its text), an
  * assistant's tool_use blocks its tool_calls. */
@@ -60,7 +53,7 @@ static bool map_message(const cJSON *m, cJSON *out, hl_error *err) {
                 hl_buf result = {0};
                 ok = cJSON_IsString(id) ? !c || text_of(c, &result, "messages", err)
                                         : hl_error_bad(err, "messages", "a tool_result block needs tool_use_id");
-                cJSON *tm = ok ? message("tool", result.p ? result.p : "") : NULL;
+                cJSON *tm = ok ? hl_json_message("tool", result.p ? result.p : "") : NULL;
                 ok = ok && tm && cJSON_AddStringToObject(tm, "tool_call_id", id->valuestring) && hl_json_push(out, tm);
                 hl_buf_free(&result);
             } else if (!strcmp(t, "tool_use") && !user) {
@@ -93,7 +86,7 @@ static bool map_message(const cJSON *m, cJSON *out, hl_error *err) {
         ok = hl_error_bad(err, "messages", "content must be a string or an array of content blocks");
     }
     if (ok && (text.len || calls || !user)) {
-        cJSON *om = message(role->valuestring, text.p ? text.p : "");
+        cJSON *om = hl_json_message(role->valuestring, text.p ? text.p : "");
         ok = om && hl_json_push(out, om) && (!calls || hl_json_put(om, "tool_calls", calls));
         calls = NULL;
     }
@@ -158,19 +151,6 @@ static const char *const FIELDS[] = {
     "model", "max_tokens", "messages",    "system",   "stop_sequences", "stream",   "temperature",   "top_p",
     "top_k", "tools",      "tool_choice", "thinking", "output_config",  "metadata", "cache_control", "service_tier"};
 
-static bool known_fields(const cJSON *req, hl_error *err) {
-    for (const cJSON *f = req->child; f; f = f->next) {
-        size_t i = 0;
-        while (i < sizeof FIELDS / sizeof *FIELDS && strcmp(f->string, FIELDS[i]) != 0) i++;
-        if (i == sizeof FIELDS / sizeof *FIELDS && !cJSON_IsNull(f)) {
-            hl_error_set(err, 400, "invalid_request_error", "unsupported_parameter", NULL,
-                         "%s: this field is not supported by this server", f->string);
-            return false;
-        }
-    }
-    return true;
-}
-
 /* output_config: format {type: json_schema, schema} as OpenAI's
  * response_format; effort (a thinking budget) is refused. */
 static bool map_output_config(const cJSON *oc, cJSON *body, hl_error *err) {
@@ -191,7 +171,7 @@ static bool map_output_config(const cJSON *oc, cJSON *body, hl_error *err) {
 }
 
 cJSON *hl_anthropic_chat_body(const cJSON *req, bool count_only, hl_error *err) {
-    if (!known_fields(req, err)) return NULL;
+    if (!hl_json_known_fields(req, FIELDS, sizeof FIELDS / sizeof *FIELDS, err)) return NULL;
     cJSON *body = cJSON_CreateObject(), *msgs = cJSON_CreateArray();
     if (!hl_json_put(body, "messages", msgs)) {
         cJSON_Delete(body);
@@ -208,7 +188,8 @@ cJSON *hl_anthropic_chat_body(const cJSON *req, bool count_only, hl_error *err) 
     }
     if (ok && system) {
         hl_buf text = {0};
-        ok = text_of(system, &text, "system", err) && hl_json_push(msgs, message("system", text.p ? text.p : ""));
+        ok = text_of(system, &text, "system", err) &&
+             hl_json_push(msgs, hl_json_message("system", text.p ? text.p : ""));
         hl_buf_free(&text);
     }
     if (ok && (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0))

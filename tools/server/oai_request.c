@@ -335,3 +335,24 @@ bool hl_error_bad(hl_error *err, const char *param, const char *msg) {
     hl_error_set(err, 400, "invalid_request_error", "invalid_value", param, "%s", msg);
     return false;
 }
+
+bool hl_json_known_fields(const cJSON *obj, const char *const *names, size_t n, hl_error *err) {
+    for (const cJSON *f = obj->child; f; f = f->next) {
+        size_t i = 0;
+        while (i < n && strcmp(f->string, names[i]) != 0) i++;
+        if (i == n && !cJSON_IsNull(f)) {
+            /* param is static: the field's name goes in the message */
+            hl_error_set(err, 400, "invalid_request_error", "unsupported_parameter", NULL,
+                         "'%s' is not supported by this server", f->string);
+            return false;
+        }
+    }
+    return true;
+}
+
+cJSON *hl_json_message(const char *role, const char *content) {
+    cJSON *m = cJSON_CreateObject();
+    if (m && cJSON_AddStringToObject(m, "role", role) && cJSON_AddStringToObject(m, "content", content)) return m;
+    cJSON_Delete(m);
+    return NULL;
+}

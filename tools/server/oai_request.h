@@ -89,6 +89,11 @@ bool hl_oai_check_unsupported(const cJSON *root, hl_oai_kind kind, hl_error *err
 /* obj[key] = item, arr += item; false (item freed) when item is NULL or memory runs out. */
 bool hl_json_put(cJSON *obj, const char *key, cJSON *item);
 bool hl_json_push(cJSON *arr, cJSON *item);
+/* Every non-null field of obj is one of names[0, n); else false with *err
+ * (400 unsupported_parameter naming it). */
+bool hl_json_known_fields(const cJSON *obj, const char *const *names, size_t n, hl_error *err);
+/* {"role": role, "content": content}, or NULL when memory runs out. */
+cJSON *hl_json_message(const char *role, const char *content);
 /* *err = 500 "out of memory", or 400 invalid_value of `param` with msg; false. */
 bool hl_error_oom(hl_error *err);
 bool hl_error_bad(hl_error *err, const char *param, const char *msg);

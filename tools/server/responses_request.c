@@ -35,16 +35,7 @@ static const char *const FIELDS[] = {"model",
                                      "stream_options"};
 
 static bool check_fields(const cJSON *req, hl_error *err) {
-    for (const cJSON *f = req->child; f; f = f->next) {
-        size_t i = 0;
-        while (i < sizeof FIELDS / sizeof *FIELDS && strcmp(f->string, FIELDS[i]) != 0) i++;
-        if (i == sizeof FIELDS / sizeof *FIELDS && !cJSON_IsNull(f)) {
-            hl_error_set(err, 400, "invalid_request_error", "unsupported_parameter", NULL,
-                         "'%s' is not supported by this server",
-                         f->string); /* param is static: the name is in the text */
-            return false;
-        }
-    }
+    if (!hl_json_known_fields(req, FIELDS, sizeof FIELDS / sizeof *FIELDS, err)) return false;
     const cJSON *v;
     bool b = false;
     if ((v = hl_json_field(req, "previous_response_id")))
@@ -65,13 +56,6 @@ static bool check_fields(const cJSON *req, hl_error *err) {
                             "only truncation \"disabled\" is supported: an input over the context is an "
                             "error");
     return true;
-}
-
-static cJSON *message(const char *role, const char *content) {
-    cJSON *m = cJSON_CreateObject();
-    if (m && cJSON_AddStringToObject(m, "role", role) && cJSON_AddStringToObject(m, "content", content)) return m;
-    cJSON_Delete(m);
-    return NULL;
 }
 
 /* A message item's content: a string, or input_text / output_text parts joined. */
@@ -97,7 +81,7 @@ static cJSON *calls_message(cJSON *msgs, hl_error *err) {
     cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
     cJSON *calls = last ? cJSON_GetObjectItemCaseSensitive(last, "tool_calls") : NULL;
     if (calls) return calls;
-    cJSON *m = message("assistant", "");
+    cJSON *m = hl_json_message("assistant", "");
     calls = cJSON_CreateArray();
     if (!hl_json_push(msgs, m) || !hl_json_put(m, "tool_calls", calls)) {
         hl_error_oom(err);
@@ -114,7 +98,7 @@ static bool map_item(const cJSON *it, cJSON *msgs, hl_error *err) {
         const char *r = !strcmp(role->valuestring, "developer") ? "system" : role->valuestring;
         hl_buf text = {0};
         const bool ok = content_text(hl_json_field(it, "content"), &text, err) &&
-                        (hl_json_push(msgs, message(r, text.p ? text.p : "")) || hl_error_oom(err));
+                        (hl_json_push(msgs, hl_json_message(r, text.p ? text.p : "")) || hl_error_oom(err));
         hl_buf_free(&text);
         return ok;
     }
@@ -140,7 +124,7 @@ static bool map_item(const cJSON *it, cJSON *msgs, hl_error *err) {
         if (!cJSON_IsString(id)) return hl_error_bad(err, "input", "a function_call_output item needs call_id");
         hl_buf text = {0};
         bool ok = !out || content_text(out, &text, err);
-        cJSON *m = ok ? message("tool", text.p ? text.p : "") : NULL;
+        cJSON *m = ok ? hl_json_message("tool", text.p ? text.p : "") : NULL;
         ok = ok && ((m && cJSON_AddStringToObject(m, "tool_call_id", id->valuestring) && hl_json_push(msgs, m)) ||
                     hl_error_oom(err));
         hl_buf_free(&text);
@@ -228,10 +212,10 @@ cJSON *hl_responses_chat_body(const cJSON *req, hl_error *err) {
     bool ok = true;
     if (instructions)
         ok = cJSON_IsString(instructions)
-                 ? hl_json_push(msgs, message("system", instructions->valuestring)) || hl_error_oom(err)
+                 ? hl_json_push(msgs, hl_json_message("system", instructions->valuestring)) || hl_error_oom(err)
                  : hl_error_bad(err, "instructions", "instructions must be a string");
     if (ok && cJSON_IsString(input)) {
-        ok = hl_json_push(msgs, message("user", input->valuestring)) || hl_error_oom(err);
+        ok = hl_json_push(msgs, hl_json_message("user", input->valuestring)) || hl_error_oom(err);
     } else if (ok && cJSON_IsArray(input) && cJSON_GetArraySize(input) > 0) {
         for (const cJSON *it = input->child; ok && it; it = it->next) ok = map_item(it, msgs, err);
     } else if (ok) {
