@@ -50,6 +50,36 @@ static void test_swiglu(const hl_cpu_kernels *k, const char *level) {
     }
 }
 
+/* GELU by its F16 table: every level gives the scalar kernel's bits, for
+ * every finite binary16 value, values between them (the rounding to F16
+ * that picks the entry, ties included), the -10 and 10 ends, and tails.
+ * The table here is any 65536 values: the kernels only index it. */
+static void test_gelu(const hl_cpu_kernels *k, const char *level) {
+    const hl_cpu_kernels *ref = &hl_cpu_kernels_scalar;
+    static hl_half table[1 << 16];
+    static float x[1 << 17], want[1 << 17];
+    for (uint32_t i = 0; i < (1u << 16); i++) table[i] = (hl_half)(rng_u64() & 0x7bff); /* finite */
+    int64_t n = 0;
+    for (uint32_t h = 0; h < (1u << 16); h++) {
+        const float v = hl_fp16_to_fp32((hl_half)h);
+        if (!isfinite(v)) continue;
+        x[n++] = v;
+        x[n++] = nextafterf(v, INFINITY); /* just above: rounds to h or its neighbour */
+    }
+    const float ends[] = {-10.0f, 10.0f, nextafterf(-10.0f, 0), nextafterf(10.0f, 0), -1e30f, 1e30f, 0.0f, -0.0f};
+    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) x[n++] = ends[i];
+    for (int64_t m = n; n < m + 4000;) x[n++] = rng_range(-12.0f, 12.0f);
+    memcpy(want, x, (size_t)n * sizeof *x);
+    ref->gelu(n, want, table);
+    for (int64_t len = n; len > n - 9; len--) { /* tails of every length mod 8 */
+        static float y[1 << 17];
+        memcpy(y, x, (size_t)len * sizeof *x);
+        k->gelu(len, y, table);
+        CHECK_MSG(memcmp(y, want, (size_t)len * sizeof *y) == 0, "%s gelu n %lld differs from the scalar kernel", level,
+                  (long long)len);
+    }
+}
+
 static void test_softmax_exp(const hl_cpu_kernels *k, const char *level) {
     const hl_cpu_kernels *ref = &hl_cpu_kernels_scalar;
     static float s[N_MAX], want[N_MAX];
@@ -175,6 +205,7 @@ int main(void) {
         if (!k) continue;
         const char *name = hl_cpu_level_name((hl_cpu_level)level);
         test_swiglu(k, name);
+        test_gelu(k, name);
         test_softmax_exp(k, name);
         test_dot_f16(k, name);
         test_pv(k, name);

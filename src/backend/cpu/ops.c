@@ -272,6 +272,12 @@ typedef struct swiglu_task {
     const hl_cpu_kernels *k;
 } swiglu_task;
 
+typedef struct gelu_task {
+    float *x;
+    int64_t n;
+    const hl_cpu_kernels *k;
+} gelu_task;
+
 static void swiglu_run(void *arg, int ith, int nth) {
     swiglu_task *t = arg;
     long long r0, r1;
@@ -297,33 +303,37 @@ static void gelu_table_init(void) {
     }
 }
 
-static inline float gelu_of(float x) {
-    return x <= -10.0f ? 0.0f : x >= 10.0f ? x : hl_fp16_to_fp32(gelu_table[hl_fp32_to_fp16(x)]);
-}
-
+/* ggml_vec_geglu_f32: the same lookup, times up */
 static void geglu_run(void *arg, int ith, int nth) {
     swiglu_task *t = arg; /* same operands: gate, up, rows */
     long long i0, i1;
     hl_split(t->d * t->n_rows, ith, nth, &i0, &i1);
-    for (long long i = i0; i < i1; i++) t->gate[i] = gelu_of(t->gate[i]) * t->up[i];
+    t->k->gelu(i1 - i0, t->gate + i0, gelu_table);
+    for (long long i = i0; i < i1; i++) t->gate[i] *= t->up[i];
 }
 
-/* ggml_vec_gelu_f32 (vec.h, GGML_GELU_FP16): the same lookup */
+/* ggml_vec_gelu_f32 (vec.h, GGML_GELU_FP16): the row kernel's lookup */
 static void gelu_run(void *arg, int ith, int nth) {
-    binary_task *t = arg;
+    gelu_task *t = arg;
     long long i0, i1;
     hl_split(t->n, ith, nth, &i0, &i1);
-    for (long long i = i0; i < i1; i++) t->x[i] = gelu_of(t->x[i]);
+    t->k->gelu(i1 - i0, t->x + i0, gelu_table);
 }
 
 static void add_run(void *arg, int ith, int nth) {
     binary_task *t = arg;
     long long i0, i1;
     hl_split(t->n, ith, nth, &i0, &i1);
-    if (t->y_n == t->n)
+    if (t->y_n == t->n) {
         for (long long i = i0; i < i1; i++) t->x[i] += t->y[i];
-    else
-        for (long long i = i0; i < i1; i++) t->x[i] += t->y[i % t->y_n];
+        return;
+    }
+    /* y repeats along x (a bias over rows): runs of whole or partial rows, no division per element */
+    for (long long i = i0, j = i0 % t->y_n; i < i1; j = 0) {
+        const long long run = i1 - i < t->y_n - j ? i1 - i : t->y_n - j;
+        for (long long k = 0; k < run; k++) t->x[i + k] += t->y[j + k];
+        i += run;
+    }
 }
 
 static void scale_run(void *arg, int ith, int nth) {
@@ -353,13 +363,13 @@ void hl_cpu_swiglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
 void hl_cpu_geglu(hl_backend *b, hl_tensor *gate, const hl_tensor *up) {
     pthread_once(&gelu_once, gelu_table_init);
     const int64_t n = hl_tensor_nelements(gate);
-    swiglu_task t = {gate->data, up->data, gate->ne[0], n / gate->ne[0], NULL};
+    swiglu_task t = {gate->data, up->data, gate->ne[0], n / gate->ne[0], hl_cpu_kernels_for(b)};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, n), geglu_run, &t);
 }
 
 void hl_cpu_gelu(hl_backend *b, hl_tensor *x) {
     pthread_once(&gelu_once, gelu_table_init);
-    binary_task t = {x->data, NULL, hl_tensor_nelements(x), 0, 0.0f, 0.0f};
+    gelu_task t = {x->data, hl_tensor_nelements(x), hl_cpu_kernels_for(b)};
     hl_pool_run(cpu_of(b)->pool, threads_for(b, t.n), gelu_run, &t);
 }
 

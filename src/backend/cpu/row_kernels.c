@@ -10,6 +10,11 @@ static void swiglu(int64_t n, float *y, const float *x, const float *g) {
     for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
 }
 
+static void gelu(int64_t n, float *x, const hl_half *table) {
+    for (int64_t i = 0; i < n; i++)
+        x[i] = x[i] <= -10.0f ? 0.0f : x[i] >= 10.0f ? x[i] : hl_fp16_to_fp32(table[hl_fp32_to_fp16(x[i])]);
+}
+
 static double softmax_exp(int64_t n, float *s, float max) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; i++) {
@@ -40,6 +45,7 @@ static void pv(int64_t n, const hl_half *p, const void *v, size_t v_stride, int3
 
 const hl_cpu_kernels hl_cpu_kernels_scalar = {
     .swiglu = swiglu,
+    .gelu = gelu,
     .softmax_exp = softmax_exp,
     .dot_f16 = dot_f16,
     .pv = pv,

@@ -38,6 +38,12 @@ typedef struct hl_cpu_kernels {
      * may alias x. */
     void (*swiglu)(int64_t n, float *y, const float *x, const float *g);
 
+    /* x[i] = GELU(x[i]) for i < n, in place, as llama.cpp's CPU backend
+     * computes it (GGML_GELU_FP16): 0 from -10 down, x from 10 up, else
+     * table[fp16(x)] (table: the 65536 F16 results, ops.c). Every level
+     * gives the same bits. */
+    void (*gelu)(int64_t n, float *x, const hl_half *table);
+
     /* s[i] = exp(s[i] - max) for i < n, in place; returns the sum of the
      * results in double (ggml_vec_soft_max_f32). Entries past n are taken as
      * exp(-inf) = 0, as llama.cpp's masked padding. */

@@ -23,6 +23,27 @@ static void swiglu(int64_t n, float *y, const float *x, const float *g) {
     for (; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i])) * g[i];
 }
 
+/* GELU by the F16 table, 8 lanes at a time: F16C's vcvtps2ph rounds to
+ * nearest even as hl_fp32_to_fp16 (and ggml's GGML_CPU_FP32_TO_FP16) does,
+ * the table is read lane by lane, vcvtph2ps widens exactly; then the -10
+ * and 10 ends as the scalar kernel. */
+static void gelu(int64_t n, float *x, const hl_half *table) {
+    const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        hl_half h[8];
+        _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        for (int k = 0; k < 8; k++) h[k] = table[h[k]];
+        __m256 g = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+        g = _mm256_blendv_ps(g, v, _mm256_cmp_ps(v, hi, _CMP_GE_OQ));
+        g = _mm256_blendv_ps(g, _mm256_setzero_ps(), _mm256_cmp_ps(v, lo, _CMP_LE_OQ));
+        _mm256_storeu_ps(x + i, g);
+    }
+    for (; i < n; i++)
+        x[i] = x[i] <= -10.0f ? 0.0f : x[i] >= 10.0f ? x[i] : hl_fp16_to_fp32(table[hl_fp32_to_fp16(x[i])]);
+}
+
 /* ggml_vec_soft_max_f32: 16 lanes of ggml_v_expf at a time, each chunk
  * reduced in float and added to a double. llama.cpp's rows are the padded
  * cache (a multiple of 256), so a partial last chunk here stands for a full
@@ -138,6 +159,7 @@ static void pv(int64_t n, const hl_half *p, const void *v, size_t v_stride, int3
 
 const hl_cpu_kernels hl_cpu_kernels_avx2 = {
     .swiglu = swiglu,
+    .gelu = gelu,
     .softmax_exp = softmax_exp,
     .dot_f16 = dot_f16,
     .pv = pv,
