@@ -379,9 +379,9 @@ typedef struct hearth_infill {
  * [FIM_SEP]name\n text ... [FIM_SEP]filename\n [FIM_PRE]prefix prompt
  * [FIM_SUF]suffix [FIM_MID], each part cut to fit the batch and the slot as
  * hearth_infill says; BOS, where the vocabulary adds one, just before
- * [FIM_PRE]. The prefix,
- * suffix and extra texts are tokenized without special tokens; the prompt
- * with special tokens parsed. Buffer as hearth_tokenize(). Errors:
+ * [FIM_PRE]. The prefix, suffix and extra texts are tokenized without
+ * special tokens; the prompt with special tokens parsed. Buffer as
+ * hearth_tokenize(). Errors:
  * INVALID_ARG (NULL argument, n_batch < 8 or over n_ctx), UNSUPPORTED (the
  * model has no FIM prefix, suffix or middle token), BUFFER_TOO_SMALL,
  * OUT_OF_MEMORY. Thread-safe. */
