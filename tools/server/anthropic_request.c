@@ -64,13 +64,10 @@ static bool map_message(const cJSON *m, cJSON *out, hl_error *err) {
                     break;
                 }
                 char *args = input ? cJSON_PrintUnformatted(input) : strdup("{}");
-                cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
                 if (!calls) calls = cJSON_CreateArray();
-                ok = args && calls && hl_json_push(calls, call) &&
-                     cJSON_AddStringToObject(call, "id", id->valuestring) &&
-                     cJSON_AddStringToObject(call, "type", "function") && hl_json_put(call, "function", fn) &&
-                     cJSON_AddStringToObject(fn, "name", name->valuestring) &&
-                     cJSON_AddStringToObject(fn, "arguments", args);
+                ok = (args && calls &&
+                      hl_json_push(calls, hl_oai_tool_call(id->valuestring, name->valuestring, args))) ||
+                     hl_error_oom(err);
                 free(args);
             } else if (!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking")) {
                 /* a previous turn's thinking: not part of what the model reads again */
@@ -108,13 +105,9 @@ static bool map_tools(const cJSON *tools, cJSON *body, hl_error *err) {
                                 "only custom tools (name, description, input_schema) are supported; server "
                                 "tools such as web search are not");
         if (!cJSON_IsString(name)) return hl_error_bad(err, "tools", "each tool needs a name");
-        cJSON *ot = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-        const cJSON *desc = hl_json_field(t, "description"), *schema = hl_json_field(t, "input_schema");
-        bool ok = hl_json_push(arr, ot) && cJSON_AddStringToObject(ot, "type", "function") &&
-                  hl_json_put(ot, "function", fn) && cJSON_AddStringToObject(fn, "name", name->valuestring) &&
-                  (!desc || hl_json_put(fn, "description", cJSON_Duplicate(desc, true))) &&
-                  (!schema || hl_json_put(fn, "parameters", cJSON_Duplicate(schema, true)));
-        if (!ok) return hl_error_oom(err);
+        if (!hl_json_push(arr, hl_oai_function_tool(name->valuestring, hl_json_field(t, "description"),
+                                                    hl_json_field(t, "input_schema"), NULL)))
+            return hl_error_oom(err);
     }
     return true;
 }
@@ -135,9 +128,7 @@ static bool map_tool_choice(const cJSON *tc, cJSON *body, hl_error *err) {
         ok = cJSON_AddStringToObject(body, "tool_choice", "required") != NULL;
     } else if (!strcmp(t, "tool")) {
         if (!cJSON_IsString(name)) return hl_error_bad(err, "tool_choice", "tool_choice of type tool needs a name");
-        cJSON *c = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-        ok = hl_json_put(body, "tool_choice", c) && cJSON_AddStringToObject(c, "type", "function") &&
-             hl_json_put(c, "function", fn) && cJSON_AddStringToObject(fn, "name", name->valuestring);
+        ok = hl_json_put(body, "tool_choice", hl_oai_named_tool_choice(name->valuestring));
     } else {
         return hl_error_bad(err, "tool_choice", "tool_choice's type must be auto, any, tool or none");
     }

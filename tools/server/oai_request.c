@@ -356,3 +356,47 @@ cJSON *hl_json_message(const char *role, const char *content) {
     cJSON_Delete(m);
     return NULL;
 }
+
+/* {"type": "function", "function": fn}, fn taken; NULL when memory runs out. */
+static cJSON *typed_function(cJSON *fn) {
+    cJSON *o = cJSON_CreateObject();
+    if (o && cJSON_AddStringToObject(o, "type", "function") && hl_json_put(o, "function", fn)) return o;
+    if (!o) cJSON_Delete(fn);
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* {"name": name}, or NULL. */
+static cJSON *named(const char *name) {
+    cJSON *o = cJSON_CreateObject();
+    if (o && cJSON_AddStringToObject(o, "name", name)) return o;
+    cJSON_Delete(o);
+    return NULL;
+}
+
+cJSON *hl_oai_tool_call(const char *id, const char *name, const char *arguments) {
+    cJSON *fn = named(name);
+    if (fn && !cJSON_AddStringToObject(fn, "arguments", arguments)) {
+        cJSON_Delete(fn);
+        return NULL;
+    }
+    cJSON *call = fn ? typed_function(fn) : NULL;
+    if (call && cJSON_AddStringToObject(call, "id", id)) return call;
+    cJSON_Delete(call);
+    return NULL;
+}
+
+cJSON *hl_oai_function_tool(const char *name, const cJSON *description, const cJSON *parameters, const cJSON *strict) {
+    cJSON *fn = named(name);
+    const bool ok = fn && (!description || hl_json_put(fn, "description", cJSON_Duplicate(description, true))) &&
+                    (!parameters || hl_json_put(fn, "parameters", cJSON_Duplicate(parameters, true))) &&
+                    (!strict || hl_json_put(fn, "strict", cJSON_Duplicate(strict, true)));
+    if (ok) return typed_function(fn);
+    cJSON_Delete(fn);
+    return NULL;
+}
+
+cJSON *hl_oai_named_tool_choice(const char *name) {
+    cJSON *fn = named(name);
+    return fn ? typed_function(fn) : NULL;
+}

@@ -92,6 +92,15 @@ bool hl_json_push(cJSON *arr, cJSON *item);
 /* Every non-null field of obj is one of names[0, n); else false with *err
  * (400 unsupported_parameter naming it). */
 bool hl_json_known_fields(const cJSON *obj, const char *const *names, size_t n, hl_error *err);
+/* OpenAI's tool shapes, built by every API that maps onto them; NULL when
+ * memory runs out. A call of a message: {"id", "type": "function",
+ * "function": {"name", "arguments"}}; a function tool: {"type": "function",
+ * "function": {"name", "description"?, "parameters"?, "strict"?}} (each of
+ * description, parameters, strict copied when not NULL); a tool_choice
+ * naming one: {"type": "function", "function": {"name"}}. */
+cJSON *hl_oai_tool_call(const char *id, const char *name, const char *arguments);
+cJSON *hl_oai_function_tool(const char *name, const cJSON *description, const cJSON *parameters, const cJSON *strict);
+cJSON *hl_oai_named_tool_choice(const char *name);
 /* {"role": role, "content": content}, or NULL when memory runs out. */
 cJSON *hl_json_message(const char *role, const char *content);
 /* *err = 500 "out of memory", or 400 invalid_value of `param` with msg; false. */

@@ -196,20 +196,6 @@ static cJSON *choice_base(int32_t index, cJSON *logprobs, const char *finish) {
     return done(c, ok);
 }
 
-cJSON *hl_oai_tool_call(const char *id, const char *name, const char *arguments) {
-    cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-    if (!call || !fn) {
-        cJSON_Delete(call);
-        cJSON_Delete(fn);
-        return NULL;
-    }
-    bool ok = hl_json_put(call, "function", fn) && hl_json_put(call, "id", cJSON_CreateString(id)) &&
-              hl_json_put(call, "type", cJSON_CreateString("function")) &&
-              hl_json_put(fn, "name", cJSON_CreateString(name)) &&
-              hl_json_put(fn, "arguments", cJSON_CreateString(arguments));
-    return done(call, ok);
-}
-
 cJSON *hl_oai_tool_call_delta(const hearth_tool_call_delta *d) {
     cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
     char *args = malloc(d->arguments_len + 1);

@@ -45,8 +45,6 @@ bool hl_oai_logprobs_add(hl_oai_kind kind, cJSON *lp, const hearth_model *model,
  * empty text is content null, as OpenAI answers. */
 cJSON *hl_oai_choice(const hl_oai_meta *m, int32_t index, const char *text, cJSON *logprobs, cJSON *tool_calls,
                      const char *finish);
-/* One tool call of a message: {"id", "type": "function", "function": {"name", "arguments"}}. */
-cJSON *hl_oai_tool_call(const char *id, const char *name, const char *arguments);
 /* One delta of a streamed tool call: {"index", "id"?, "type"?, "function":
  * {"name"?, "arguments"}}: id, type and name in a call's first delta. */
 cJSON *hl_oai_tool_call_delta(const hearth_tool_call_delta *d);

@@ -107,17 +107,9 @@ static bool map_item(const cJSON *it, cJSON *msgs, hl_error *err) {
         const cJSON *args = hl_json_field(it, "arguments");
         if (!cJSON_IsString(id) || !cJSON_IsString(name) || !cJSON_IsString(args))
             return hl_error_bad(err, "input", "a function_call item needs call_id, name and arguments");
-        cJSON *calls = calls_message(msgs, err), *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-        if (!calls) {
-            cJSON_Delete(call);
-            cJSON_Delete(fn);
-            return false;
-        }
-        return (hl_json_push(calls, call) && cJSON_AddStringToObject(call, "id", id->valuestring) &&
-                cJSON_AddStringToObject(call, "type", "function") && hl_json_put(call, "function", fn) &&
-                cJSON_AddStringToObject(fn, "name", name->valuestring) &&
-                cJSON_AddStringToObject(fn, "arguments", args->valuestring)) ||
-               hl_error_oom(err);
+        cJSON *calls = calls_message(msgs, err);
+        return calls && (hl_json_push(calls, hl_oai_tool_call(id->valuestring, name->valuestring, args->valuestring)) ||
+                         hl_error_oom(err));
     }
     if (!strcmp(t, "function_call_output")) {
         const cJSON *id = hl_json_field(it, "call_id"), *out = hl_json_field(it, "output");
@@ -148,14 +140,9 @@ static bool map_tools(const cJSON *tools, cJSON *body, hl_error *err) {
             return hl_error_bad(err, "tools",
                                 "only function tools are supported (no built-in tools such as web search)");
         if (!cJSON_IsString(name)) return hl_error_bad(err, "tools", "each function tool needs a name");
-        cJSON *ot = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-        static const char *const keys[] = {"name", "description", "parameters", "strict"};
-        bool ok = hl_json_push(arr, ot) && cJSON_AddStringToObject(ot, "type", "function") &&
-                  hl_json_put(ot, "function", fn);
-        for (size_t i = 0; ok && i < sizeof keys / sizeof *keys; i++)
-            if (hl_json_field(t, keys[i]))
-                ok = hl_json_put(fn, keys[i], cJSON_Duplicate(hl_json_field(t, keys[i]), true));
-        if (!ok) return hl_error_oom(err);
+        if (!hl_json_push(arr, hl_oai_function_tool(name->valuestring, hl_json_field(t, "description"),
+                                                    hl_json_field(t, "parameters"), hl_json_field(t, "strict"))))
+            return hl_error_oom(err);
     }
     return true;
 }
@@ -168,11 +155,7 @@ static bool map_tool_choice(const cJSON *tc, cJSON *body, hl_error *err) {
     if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") != 0 || !cJSON_IsString(name))
         return hl_error_bad(err, "tool_choice",
                             "tool_choice must be auto, none, required or {\"type\": \"function\", \"name\"}");
-    cJSON *c = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-    const bool ok = hl_json_put(body, "tool_choice", c) && cJSON_AddStringToObject(c, "type", "function") &&
-                    hl_json_put(c, "function", fn) && cJSON_AddStringToObject(fn, "name", name->valuestring);
-    if (!c) cJSON_Delete(fn);
-    return ok || hl_error_oom(err);
+    return hl_json_put(body, "tool_choice", hl_oai_named_tool_choice(name->valuestring)) || hl_error_oom(err);
 }
 
 /* text.format: text | json_object | json_schema {name, schema, strict}. */
