@@ -184,6 +184,8 @@ def test_refusals_in_ollama_shape(server):
     ollama_error(*post("/api/chat", {"messages": [], "options": {"bogus": 1}}), 400, "bogus")
     ollama_error(*post("/api/chat", {"messages": [], "options": {"num_ctx": 1000000}}), 400, "num_ctx")
     ollama_error(*post("/api/chat", {"messages": "hi"}), 400, "messages")
+    ollama_error(*post("/api/chat", {"messages": [], "logprobs": True}), 400, "logprobs")
+    ollama_error(*post("/api/generate", {"prompt": "hi", "bogus": 1}), 400, "bogus")
     ollama_error(*post("/api/chat", {"messages": [{"role": "user", "content": "hi"}], "think": True}), 400, "think")
     ollama_error(*post("/api/embed", {"input": "hi"}), 400, "embeddings")
     ollama_error(*call(server, "GET", "/api/nope")[::2], 404, "no endpoint")
@@ -212,6 +214,8 @@ def test_embed_with_minilm(start_server):
     # truncate (default true) cuts a long input to a slot; false refuses it
     long = "word " * 2000
     assert len(c.embed(model="m", input=long).embeddings[0]) == 384
+    status, _, data = call(srv, "POST", "/api/embed", {"input": "a", "dimensions": 64})
+    ollama_error(status, data, 400, "dimensions")
     status, _, data = call(srv, "POST", "/api/embed", {"input": long, "truncate": False})
     ollama_error(status, data, 400, "tokens")
     status, _, data = call(srv, "POST", "/api/chat", {"messages": [{"role": "user", "content": "hi"}]})

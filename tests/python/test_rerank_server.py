@@ -149,6 +149,9 @@ def test_errors(server, reference):
     error_of(*post({"query": "q", "documents": ["a", 3]}), 400, "invalid_type", "documents")
     error_of(*post({"query": "q", "documents": ["a"] * 2049}), 400, "invalid_value", "documents")
     error_of(*post({"query": "q", "documents": ["a"], "top_n": 0}), 400, param="top_n")
+    error_of(*post({"query": "q", "documents": ["a"], "max_chunks_per_doc": 2}), 400, "unsupported_parameter")
+    error_of(*post({"query": "q", "texts": ["a"], "truncate": True}), 400, param="truncate")
+    assert post({"query": "q", "texts": ["a"], "truncate": False})[0] == 200
     assert post({"query": "q", "documents": ["a"], "model": "other"})[0] == 200  # any name serves one model
     error_of(*call(server, "POST", "/v1/rerank", "{not json"), 400)
     # a pair longer than a slot's context (512 / 4 slots = 128 tokens)

@@ -148,8 +148,12 @@ static void embed(hl_call *call, hl_reply *rep, bool legacy) {
                      "--embeddings and a --pooling for a decoder)");
         goto fail;
     }
-    if (!(req = hl_json_parse_object(call->body, call->len, &err)) || !hl_json_str(req, "model", &name, &err) ||
-        !hl_json_bool(req, "truncate", &truncate, &err))
+    /* options: how the server loads the model, set by its flags; keep_alive: it stays loaded */
+    static const char *const embed_fields[] = {"model", "input", "truncate", "options", "keep_alive"};
+    static const char *const legacy_fields[] = {"model", "prompt", "options", "keep_alive"};
+    if (!(req = hl_json_parse_object(call->body, call->len, &err)) ||
+        !hl_json_known_fields(req, legacy ? legacy_fields : embed_fields, legacy ? 4 : 5, &err) ||
+        !hl_json_str(req, "model", &name, &err) || !hl_json_bool(req, "truncate", &truncate, &err))
         goto fail;
     const cJSON *input = hl_json_field(req, legacy ? "prompt" : "input");
     if (legacy ? !cJSON_IsString(input)

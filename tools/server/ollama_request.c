@@ -163,11 +163,7 @@ static cJSON *map_message(const cJSON *m, int32_t index, hl_error *err) {
             snprintf(id, sizeof id, "call_%d_%d", (int)index, (int)k);
             char *printed = args ? (cJSON_IsString(args) ? strdup(args->valuestring) : cJSON_PrintUnformatted(args))
                                  : strdup("{}");
-            cJSON *call = cJSON_CreateObject(), *f = cJSON_CreateObject();
-            ok = printed && call && f && cJSON_AddItemToArray(arr, call) && cJSON_AddStringToObject(call, "id", id) &&
-                 cJSON_AddStringToObject(call, "type", "function") && hl_json_put(call, "function", f) &&
-                 cJSON_AddStringToObject(f, "name", name->valuestring) &&
-                 cJSON_AddStringToObject(f, "arguments", printed);
+            ok = printed && hl_json_push(arr, hl_oai_tool_call(id, name->valuestring, printed));
             free(printed);
         }
     }
@@ -192,7 +188,15 @@ static bool map_common(const cJSON *req, cJSON *body, double repeat[2], uint32_t
            copy_field(body, "tools", req, "tools");
 }
 
+/* The fields of /api/chat and /api/generate (keep_alive: the one model stays loaded while the server runs). */
+static const char *const CHAT_FIELDS[] = {"model",   "messages", "tools",      "format",
+                                          "options", "stream",   "keep_alive", "think"};
+static const char *const GENERATE_FIELDS[] = {"model",      "prompt",  "suffix",   "images", "format",
+                                              "options",    "system",  "template", "stream", "raw",
+                                              "keep_alive", "context", "think"};
+
 cJSON *hl_ollama_chat_body(const cJSON *req, double repeat[2], uint32_t n_ctx_slot, hl_error *err) {
+    if (!hl_json_known_fields(req, CHAT_FIELDS, sizeof CHAT_FIELDS / sizeof *CHAT_FIELDS, err)) return NULL;
     const cJSON *msgs = hl_json_field(req, "messages");
     if (msgs && !cJSON_IsArray(msgs)) {
         hl_error_set(err, 400, "invalid_request_error", "invalid_type", "messages", "'messages' must be an array");
@@ -223,7 +227,8 @@ cJSON *hl_ollama_chat_body(const cJSON *req, double repeat[2], uint32_t n_ctx_sl
 cJSON *hl_ollama_generate_body(const cJSON *req, bool *chat, double repeat[2], uint32_t n_ctx_slot, hl_error *err) {
     const char *prompt = "", *system = NULL;
     bool raw = false;
-    if (!hl_json_str(req, "prompt", &prompt, err) || !hl_json_str(req, "system", &system, err) ||
+    if (!hl_json_known_fields(req, GENERATE_FIELDS, sizeof GENERATE_FIELDS / sizeof *GENERATE_FIELDS, err) ||
+        !hl_json_str(req, "prompt", &prompt, err) || !hl_json_str(req, "system", &system, err) ||
         !hl_json_bool(req, "raw", &raw, err))
         return NULL;
     static const char *const refused[] = {"template", "suffix", "context", "images"};

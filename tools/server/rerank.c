@@ -33,8 +33,17 @@ static int by_score(const void *a, const void *b) {
     return x->score < y->score ? 1 : x->score > y->score ? -1 : x->index - y->index;
 }
 
+/* The fields read (truncate, TEI's: only false, which is what hearth does: a pair over a slot is refused). */
+static const char *const FIELDS[] = {"model",       "query",   "documents", "texts", "top_n", "return_documents",
+                                     "return_text", "truncate"};
+
 static bool read_request(const cJSON *req, rerank_req *r, hl_error *err) {
-    if (!hl_json_str(req, "query", &r->query, err)) return false;
+    bool truncate = false;
+    if (!hl_json_known_fields(req, FIELDS, sizeof FIELDS / sizeof *FIELDS, err) ||
+        !hl_json_bool(req, "truncate", &truncate, err) || !hl_json_str(req, "query", &r->query, err))
+        return false;
+    if (truncate)
+        return hl_error_bad(err, "truncate", "truncate: true is not supported: a pair longer than a slot is refused");
     if (!r->query) {
         hl_error_set(err, 400, "invalid_request_error", "missing_field", "query", "'query' is required");
         return false;
