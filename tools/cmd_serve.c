@@ -30,8 +30,20 @@ static void serve_usage(FILE *out) {
         "      --port N             port; 0 = any free port, printed at start (default 8080)\n"
         "      --api-key KEY        require 'Authorization: Bearer KEY' (repeat for more keys)\n"
         "      --api-key-file FILE  keys from FILE, one per line\n"
-        "      --max-body BYTES     largest request body (default 1048576)\n"
-        "      --timeout SECONDS    close connections idle this long; 0 = never (default 600)\n"
+        "      --max-body BYTES     largest request body; a larger declared one gets 413 at once (default 1048576)\n"
+        "      --timeout SECONDS    close a connection that neither sends nor reads this long; 0 = never\n"
+        "                           (default 600)\n"
+        "      --read-timeout SECONDS  a request's headers and body must arrive within this long of the\n"
+        "                           connection being ready for it (accepted, or its last answer sent), else\n"
+        "                           it is closed: slow senders and idle keep-alive connections; 0 = never\n"
+        "                           (default 15)\n"
+        "      --max-connections N  connections open at once (default: the open-file limit, raised to its\n"
+        "                           hard maximum, less 64)\n"
+        "      --max-connections-per-ip N  connections from one address at once; 0 = no limit (default 0)\n"
+        "      --threads-http N     threads running request handlers; streams and idle connections need\n"
+        "                           none (default: 2 x --parallel, at least 16)\n"
+        "      --ssl-key-file FILE  serve HTTPS with this PEM private key ...\n"
+        "      --ssl-cert-file FILE ... and this PEM certificate (both are needed)\n"
         "      --cors-origin ORIGIN let pages from ORIGIN call the server (CORS; repeat; * = any)\n"
         "model:\n"
         "      --alias NAME         the model id clients see (default: MODEL's file name)\n"
@@ -76,6 +88,8 @@ typedef struct serve_opts {
     const char *keys[MAX_API_KEYS];
     const char *origins[MAX_API_KEYS]; /* --cors-origin */
     char *key_file_text;               /* owns the keys read from --api-key-file */
+    const char *tls_key_file, *tls_cert_file;
+    char *tls_key_pem, *tls_cert_pem; /* their contents */
 } serve_opts;
 
 static bool add_key(serve_opts *o, const char *key) {
@@ -113,6 +127,7 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
                                 .port = 8080,
                                 .max_body = 1 << 20,
                                 .timeout_s = 600,
+                                .read_timeout_s = 15,
                                 .api_keys = o->keys,
                                 .cors_origins = o->origins};
     o->engine = hearth_engine_default_params();
@@ -162,6 +177,28 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
             NEED_VALUE();
             if (!cli_parse_int(a, val, 0, 1L << 24, &l)) return 2;
             o->cfg.timeout_s = (unsigned)l;
+        } else if (IS("--read-timeout", "--read-timeout")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 0, 1L << 24, &l)) return 2;
+            o->cfg.read_timeout_s = (double)l;
+        } else if (IS("--max-connections", "--max-connections")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 1, 1L << 30, &l)) return 2;
+            o->cfg.max_connections = (unsigned)l;
+        } else if (IS("--max-connections-per-ip", "--max-connections-per-ip")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 0, 1L << 30, &l)) return 2;
+            o->cfg.max_connections_per_ip = (unsigned)l;
+        } else if (IS("--threads-http", "--threads-http")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 1, 1024, &l)) return 2;
+            o->cfg.n_threads_http = (int)l;
+        } else if (IS("--ssl-key-file", "--ssl-key-file")) {
+            NEED_VALUE();
+            o->tls_key_file = val;
+        } else if (IS("--ssl-cert-file", "--ssl-cert-file")) {
+            NEED_VALUE();
+            o->tls_cert_file = val;
         } else if (IS("--cors-origin", "--cors-origin")) {
             NEED_VALUE();
             if (o->cfg.n_cors_origins == MAX_API_KEYS) {
@@ -227,7 +264,29 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         const char *slash = strrchr(o->model, '/');
         o->cfg.alias = slash ? slash + 1 : o->model;
     }
+    if (!o->tls_key_file != !o->tls_cert_file) {
+        fprintf(stderr, "hearth: HTTPS needs both --ssl-key-file and --ssl-cert-file\n");
+        return 2;
+    }
+    if (!o->cfg.n_threads_http)
+        o->cfg.n_threads_http = o->engine.ctx.n_seq_max * 2 > 16 ? (int)o->engine.ctx.n_seq_max * 2 : 16;
     return 0;
+}
+
+/* The PEM files of --ssl-key-file and --ssl-cert-file into the config. */
+static bool read_tls(serve_opts *o) {
+    size_t len;
+    if (!o->tls_key_file) return true;
+    o->cfg.tls_key_pem = o->tls_key_pem = cli_read_file(o->tls_key_file, "TLS private key", &len);
+    o->cfg.tls_cert_pem = o->tls_cert_pem = o->tls_key_pem ? cli_read_file(o->tls_cert_file, "TLS certificate", &len)
+                                                           : NULL;
+    return o->tls_cert_pem != NULL;
+}
+
+static void opts_free(serve_opts *o) {
+    free(o->key_file_text);
+    free(o->tls_key_pem);
+    free(o->tls_cert_pem);
 }
 
 /* Loads the model and its engine; 0 or the exit status after the error. */
@@ -259,9 +318,9 @@ static int load(const serve_opts *o, hearth_model **model, hearth_engine **engin
 int cmd_serve(int argc, char **argv) {
     serve_opts o = {0};
     int rc = parse_args(argc, argv, &o);
-    if (rc) {
-        free(o.key_file_text);
-        return rc < 0 ? 0 : rc;
+    if (rc || !read_tls(&o)) {
+        opts_free(&o);
+        return rc < 0 ? 0 : rc ? rc : 1;
     }
     cli_log_init(o.cfg.verbose);
     /* Every thread started from here on (the server's, the engine's)
@@ -276,13 +335,14 @@ int cmd_serve(int argc, char **argv) {
     hl_server *srv = hl_server_start(&o.cfg, err, sizeof err);
     if (!srv) {
         fprintf(stderr, "hearth: %s\n", err);
-        free(o.key_file_text);
+        opts_free(&o);
         return 1;
     }
     const char *host = o.cfg.host;
     bool v6 = strchr(host, ':') != NULL;
-    fprintf(stderr, "hearth: listening on http://%s%s%s:%d (model %s, %u slot%s)\n", v6 ? "[" : "", host, v6 ? "]" : "",
-            hl_server_port(srv), o.cfg.alias, o.engine.ctx.n_seq_max, o.engine.ctx.n_seq_max == 1 ? "" : "s");
+    fprintf(stderr, "hearth: listening on http%s://%s%s%s:%d (model %s, %u slot%s, at most %u connections)\n",
+            o.cfg.tls_key_pem ? "s" : "", v6 ? "[" : "", host, v6 ? "]" : "", hl_server_port(srv), o.cfg.alias,
+            o.engine.ctx.n_seq_max, o.engine.ctx.n_seq_max == 1 ? "" : "s", hl_server_max_connections(srv));
     hearth_model *model = NULL;
     hearth_engine *engine = NULL;
     rc = load(&o, &model, &engine);
@@ -296,6 +356,6 @@ int cmd_serve(int argc, char **argv) {
     hl_server_stop(srv);
     hearth_engine_free(engine);
     hearth_model_free(model);
-    free(o.key_file_text);
+    opts_free(&o);
     return rc;
 }

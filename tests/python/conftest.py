@@ -68,7 +68,7 @@ class Server:
         self.port = None
         deadline = time.monotonic() + 60
         while self.port is None:
-            match = re.search(rb"listening on http://[^ ]*:(\d+) ", log_path.read_bytes())
+            match = re.search(rb"listening on https?://[^ ]*:(\d+) ", log_path.read_bytes())
             if match:
                 self.port = int(match.group(1))
             elif self.proc.poll() is not None or time.monotonic() > deadline:

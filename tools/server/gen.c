@@ -136,7 +136,7 @@ static void answer_whole(hl_gen *g, hl_reply *rep) {
     hl_event *ev;
     hl_job_wait w;
     bool ok = true;
-    while ((w = hl_job_next(g->job, &ev)) == HL_JOB_EVENT) {
+    while ((w = hl_job_next(g->job, &ev, false)) == HL_JOB_EVENT) {
         ok = ok && collect(g, ev) && (!g->dialect->collect || g->dialect->collect(g, ev));
         free(ev);
     }
@@ -166,8 +166,9 @@ static hl_sse_step stream_next(void *user, hl_buf *out) {
     }
     for (;;) {
         hl_event *ev;
-        hl_job_wait w = hl_job_next(g->job, &ev);
+        hl_job_wait w = hl_job_next(g->job, &ev, true);
         if (w == HL_JOB_GONE) return HL_SSE_ABORT;
+        if (w == HL_JOB_PARKED) return HL_SSE_WAIT;
         if (w == HL_JOB_DONE) {
             check_finished(g);
             return g->dialect->end(g, out) ? HL_SSE_END : HL_SSE_ABORT;
@@ -237,8 +238,8 @@ void hl_gen_run(hl_call *call, hl_reply *rep, hl_oai_request *req, const hl_dial
                             .model = srv->cfg.alias,
                             .usage_null = req->stream && req->include_usage};
     char msg[512];
-    hearth_status st = hl_job_start(call->engine, &g->req.params, g->req.n, call->fd, &srv->stopping, &g->job, msg,
-                                    sizeof msg);
+    const hl_job_conn conn = {.watch = srv->watch, .conn = call->conn, .fd = call->fd, .stopping = &srv->stopping};
+    hearth_status st = hl_job_start(call->engine, &g->req.params, g->req.n, &conn, &g->job, msg, sizeof msg);
     if (st != HEARTH_OK) {
         submit_error(&err, st, msg, &g->req);
         gen_free(g);

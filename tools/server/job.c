@@ -9,20 +9,18 @@
  * pop. */
 #include "job.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 
 /* Pieces a stream may have waiting for its client: a client that reads so
  * slowly that this many pile up is cancelled rather than buffered without
  * bound (about 4096 tokens of text: longer than most answers). */
 #define HL_JOB_MAX_EVENTS 4096
-/* How often a waiting connection checks whether its client is still there:
- * the slot of a vanished client is freed within this plus one engine step. */
+/* How often a waiting worker checks whether its client is still there: the
+ * slot of a vanished client is freed within this plus one engine step. */
 #define HL_PEER_CHECK_S 0.05
 
 typedef struct hl_choice {
@@ -37,9 +35,10 @@ struct hl_job {
     int fd;
     const atomic_bool *stopping;
     int32_t n;         /* choices submitted */
-    bool cancelled;    /* connection thread only */
-    double next_check; /* connection thread only; monotonic seconds */
+    bool cancelled;    /* the connection's side only */
+    double next_check; /* the connection's side only; monotonic seconds */
     /* under mu */
+    hl_park park;   /* the connection while it waits for a piece */
     int32_t n_live; /* choices accepted that have not had their last piece */
     bool closed;    /* the connection let go */
     hl_event *head, *tail;
@@ -160,28 +159,21 @@ static bool on_piece(const hearth_piece *pc, void *user) {
     } else keep = false;
     if (final) job->n_live--;
     pthread_cond_signal(&job->cv);
+    if (!job->closed) hl_park_wake(&job->park);
     bool last = final && job->closed && job->n_live == 0;
     pthread_mutex_unlock(&job->mu);
     if (last) destroy(job);
     return keep;
 }
 
-/* Connection thread, while it holds the job (the ids do not change). */
+/* The connection's side, while it holds the job (the ids do not change). */
 static void cancel_all(hl_job *job) {
     for (int32_t i = 0; i < job->n; i++) hearth_engine_cancel(job->engine, job->choice[i].id);
     job->cancelled = true;
 }
 
-/* A peer that closed its side reads as end of file; one that reset it as an
- * error. Bytes waiting (a pipelined request) mean it is still there. */
-static bool peer_gone(int fd) {
-    char c;
-    ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
-hearth_status hl_job_start(hearth_engine *engine, const hearth_request_params *p, int32_t n, int fd,
-                           const atomic_bool *stopping, hl_job **out, char *msg, size_t msg_size) {
+hearth_status hl_job_start(hearth_engine *engine, const hearth_request_params *p, int32_t n, const hl_job_conn *c,
+                           hl_job **out, char *msg, size_t msg_size) {
     *out = NULL;
     hl_job *job = calloc(1, sizeof *job + (size_t)n * sizeof job->choice[0]);
     pthread_condattr_t attr;
@@ -200,8 +192,9 @@ hearth_status hl_job_start(hearth_engine *engine, const hearth_request_params *p
         return HEARTH_ERR_OUT_OF_MEMORY;
     }
     job->engine = engine;
-    job->fd = fd;
-    job->stopping = stopping;
+    job->fd = c->fd;
+    job->stopping = c->stopping;
+    hl_park_init(&job->park, c->watch, c->conn, c->fd, &job->mu);
     job->next_check = now_s() + HL_PEER_CHECK_S;
     hearth_request_params rp = *p;
     rp.on_piece = on_piece;
@@ -227,14 +220,15 @@ hearth_status hl_job_start(hearth_engine *engine, const hearth_request_params *p
     return HEARTH_OK;
 }
 
-hl_job_wait hl_job_next(hl_job *job, hl_event **ev) {
+hl_job_wait hl_job_next(hl_job *job, hl_event **ev, bool park) {
     pthread_mutex_lock(&job->mu);
     for (;;) {
         double t = now_s();
-        if (t >= job->next_check) {
+        if (job->park.gone || t >= job->next_check) {
             job->next_check = t + HL_PEER_CHECK_S;
+            bool gone = job->park.gone;
             pthread_mutex_unlock(&job->mu);
-            if (peer_gone(job->fd)) {
+            if (gone || hl_peer_gone(job->fd)) {
                 cancel_all(job);
                 return HL_JOB_GONE;
             }
@@ -254,6 +248,11 @@ hl_job_wait hl_job_next(hl_job *job, hl_event **ev) {
             pthread_mutex_unlock(&job->mu);
             return HL_JOB_DONE;
         }
+        if (park) {
+            hl_park_suspend(&job->park);
+            pthread_mutex_unlock(&job->mu);
+            return HL_JOB_PARKED;
+        }
         double wake = job->next_check;
         struct timespec ts = {.tv_sec = (time_t)wake, .tv_nsec = (long)((wake - (double)(time_t)wake) * 1e9)};
         pthread_cond_timedwait(&job->cv, &job->mu, &ts);
@@ -262,6 +261,7 @@ hl_job_wait hl_job_next(hl_job *job, hl_event **ev) {
 
 void hl_job_free(hl_job *job) {
     if (!job) return;
+    hl_park_fini(&job->park);
     pthread_mutex_lock(&job->mu);
     bool running = job->n_live > 0;
     pthread_mutex_unlock(&job->mu);

@@ -1,12 +1,19 @@
 /* The HTTP daemon: listening, routing, API keys, the body limit, turning a
  * handler's hl_reply into an MHD response, and a graceful stop.
  *
- * libmicrohttpd runs one thread per connection, so a handler may block: a
- * non-streaming completion waits in its handler for the engine, and a stream
- * waits inside its content reader (sse.c). Every request's body is read to
- * its end before the answer goes out, errors included, so that a client
- * never has its connection reset under an unread upload; a body past
- * max_body is read and dropped, then answered with 413. */
+ * Connections cost no thread. libmicrohttpd's event threads (epoll) read
+ * requests and write answers; a request whose body is complete is answered
+ * at once when its route is quick (it only reads state), else its
+ * connection is suspended and a worker (pool.h) runs the handler, then
+ * resumes it to send the answer. A stream's content reader runs on the event
+ * thread and parks the connection while the engine has no piece for it; the
+ * piece wakes it (job.c, watch.h). The watch thread enforces the read
+ * deadline and notices parked clients that leave.
+ *
+ * A body whose declared Content-Length is over max_body gets 413 at once
+ * (MHD then drops the rest and closes); any other error is answered after
+ * the body is read, so that a client never has its connection reset under
+ * an unread upload. */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -15,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <limits.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,8 +32,13 @@
 #include "oai_response.h"
 #include "server_impl.h"
 
-/* Connections served at once (each one is a thread while it is open). */
-#define HL_MAX_CONNECTIONS 512
+/* MHD's event threads: they only move bytes and build frames. */
+#define HL_EVENT_THREADS 2
+/* Requests that may wait for a worker; past this they get 503. */
+#define HL_MAX_QUEUED 1024
+/* File descriptors kept for everything but connections (model files,
+ * epoll and wake-up descriptors, logs). */
+#define HL_FD_RESERVE 64
 /* How long hl_server_stop waits for running requests to send their end. */
 #define HL_STOP_GRACE_S 5.0
 
@@ -34,54 +48,70 @@ typedef struct hl_route {
     hl_handler_fn fn;
     bool open;  /* served without an API key */
     hl_api api; /* whose shapes it answers in */
+    bool quick; /* answered on the event thread: reads state, never waits */
 } hl_route;
 
 #define OPENAI HL_API_OPENAI
 #define OLLAMA HL_API_OLLAMA
 #define ANTHROPIC HL_API_ANTHROPIC
+#define QUICK true
+#define POOL false
 static const hl_route routes[] = {
-    {"/health", "GET", hl_handle_health, true, OPENAI},
-    {"/metrics", "GET", hl_handle_metrics, false, OPENAI},
-    {"/slots", "GET", hl_handle_slots, false, OPENAI},
-    {"/v1/models", "GET", hl_handle_models, false, OPENAI},
-    {"/v1/chat/completions", "POST", hl_handle_chat, false, OPENAI},
-    {"/v1/completions", "POST", hl_handle_completions, false, OPENAI},
-    {"/v1/responses", "POST", hl_handle_responses, false, OPENAI},
-    {"/v1/embeddings", "POST", hl_handle_embeddings, false, OPENAI},
-    {"/v1/rerank", "POST", hl_handle_rerank, false, OPENAI},
-    {"/v1/reranking", "POST", hl_handle_rerank, false, OPENAI},
-    {"/rerank", "POST", hl_handle_rerank, false, OPENAI},
-    {"/reranking", "POST", hl_handle_rerank, false, OPENAI},
+    {"/health", "GET", hl_handle_health, true, OPENAI, QUICK},
+    {"/metrics", "GET", hl_handle_metrics, false, OPENAI, QUICK},
+    {"/slots", "GET", hl_handle_slots, false, OPENAI, QUICK},
+    {"/v1/models", "GET", hl_handle_models, false, OPENAI, QUICK},
+    {"/v1/chat/completions", "POST", hl_handle_chat, false, OPENAI, POOL},
+    {"/v1/completions", "POST", hl_handle_completions, false, OPENAI, POOL},
+    {"/v1/responses", "POST", hl_handle_responses, false, OPENAI, POOL},
+    {"/v1/embeddings", "POST", hl_handle_embeddings, false, OPENAI, POOL},
+    {"/v1/rerank", "POST", hl_handle_rerank, false, OPENAI, POOL},
+    {"/v1/reranking", "POST", hl_handle_rerank, false, OPENAI, POOL},
+    {"/rerank", "POST", hl_handle_rerank, false, OPENAI, POOL},
+    {"/reranking", "POST", hl_handle_rerank, false, OPENAI, POOL},
     /* llama-server's own, and its un-prefixed aliases of OpenAI's */
-    {"/completion", "POST", hl_handle_completion, false, OPENAI},
-    {"/infill", "POST", hl_handle_infill, false, OPENAI},
-    {"/props", "GET", hl_handle_props, false, OPENAI},
-    {"/apply-template", "POST", hl_handle_apply_template, false, OPENAI},
-    {"/chat/completions", "POST", hl_handle_chat, false, OPENAI},
-    {"/completions", "POST", hl_handle_completions, false, OPENAI},
-    {"/models", "GET", hl_handle_models, false, OPENAI},
-    {"/tokenize", "POST", hl_handle_tokenize, false, OPENAI},
-    {"/detokenize", "POST", hl_handle_detokenize, false, OPENAI},
-    {"/v1/messages", "POST", hl_handle_anthropic_messages, false, ANTHROPIC},
-    {"/v1/messages/count_tokens", "POST", hl_handle_anthropic_count_tokens, false, ANTHROPIC},
+    {"/completion", "POST", hl_handle_completion, false, OPENAI, POOL},
+    {"/infill", "POST", hl_handle_infill, false, OPENAI, POOL},
+    {"/props", "GET", hl_handle_props, false, OPENAI, QUICK},
+    {"/apply-template", "POST", hl_handle_apply_template, false, OPENAI, POOL},
+    {"/chat/completions", "POST", hl_handle_chat, false, OPENAI, POOL},
+    {"/completions", "POST", hl_handle_completions, false, OPENAI, POOL},
+    {"/models", "GET", hl_handle_models, false, OPENAI, QUICK},
+    {"/tokenize", "POST", hl_handle_tokenize, false, OPENAI, POOL},
+    {"/detokenize", "POST", hl_handle_detokenize, false, OPENAI, POOL},
+    {"/v1/messages", "POST", hl_handle_anthropic_messages, false, ANTHROPIC, POOL},
+    {"/v1/messages/count_tokens", "POST", hl_handle_anthropic_count_tokens, false, ANTHROPIC, POOL},
     /* Ollama's API; / and /api/version answer without a key, as clients
      * probe them to find the server */
-    {"/", "GET", hl_handle_ollama_root, true, OLLAMA},
-    {"/api/version", "GET", hl_handle_ollama_version, true, OLLAMA},
-    {"/api/tags", "GET", hl_handle_ollama_tags, false, OLLAMA},
-    {"/api/ps", "GET", hl_handle_ollama_ps, false, OLLAMA},
-    {"/api/show", "POST", hl_handle_ollama_show, false, OLLAMA},
-    {"/api/chat", "POST", hl_handle_ollama_chat, false, OLLAMA},
-    {"/api/generate", "POST", hl_handle_ollama_generate, false, OLLAMA},
-    {"/api/embed", "POST", hl_handle_ollama_embed, false, OLLAMA},
-    {"/api/embeddings", "POST", hl_handle_ollama_embeddings, false, OLLAMA},
+    {"/", "GET", hl_handle_ollama_root, true, OLLAMA, QUICK},
+    {"/api/version", "GET", hl_handle_ollama_version, true, OLLAMA, QUICK},
+    {"/api/tags", "GET", hl_handle_ollama_tags, false, OLLAMA, QUICK},
+    {"/api/ps", "GET", hl_handle_ollama_ps, false, OLLAMA, QUICK},
+    {"/api/show", "POST", hl_handle_ollama_show, false, OLLAMA, POOL},
+    {"/api/chat", "POST", hl_handle_ollama_chat, false, OLLAMA, POOL},
+    {"/api/generate", "POST", hl_handle_ollama_generate, false, OLLAMA, POOL},
+    {"/api/embed", "POST", hl_handle_ollama_embed, false, OLLAMA, POOL},
+    {"/api/embeddings", "POST", hl_handle_ollama_embeddings, false, OLLAMA, POOL},
 };
 #undef OPENAI
 #undef OLLAMA
 #undef ANTHROPIC
+#undef QUICK
+#undef POOL
+
+typedef enum hl_stage {
+    HL_STAGE_READ,     /* headers in; the body arriving */
+    HL_STAGE_RUNNING,  /* a worker runs the handler; the connection is suspended */
+    HL_STAGE_ANSWERED, /* rep holds the answer to send */
+} hl_stage;
 
 /* One request, from its headers to its completion (MHD's con_cls). */
 typedef struct hl_request {
+    hl_task task; /* first: the worker's task is the request */
+    hl_server *srv;
+    struct MHD_Connection *conn;
+    hl_stage stage;
+    hl_reply rep; /* ANSWERED */
     const hl_route *route;
     bool preflight;    /* a CORS preflight (OPTIONS) of a known path */
     hl_api api;        /* the route's, or by the path's prefix for an unknown one */
@@ -150,6 +180,12 @@ static bool authorized(const hl_server *srv, struct MHD_Connection *conn) {
     return ok;
 }
 
+static void too_large(const hl_server *srv, hl_request *r) {
+    hl_buf_free(&r->body);
+    hl_error_set(&r->err, 413, "invalid_request_error", "request_too_large", NULL,
+                 "the request body is over the server's limit of %zu bytes (--max-body)", srv->cfg.max_body);
+}
+
 /* At the headers: which route, and whether the request may go on. */
 static void admit(const hl_server *srv, struct MHD_Connection *conn, const char *url, const char *method,
                   hl_request *r) {
@@ -164,7 +200,12 @@ static void admit(const hl_server *srv, struct MHD_Connection *conn, const char 
     }
     r->preflight = path_known && srv->cfg.n_cors_origins && !strcmp(method, "OPTIONS");
     if (r->preflight) return; /* answered without a key: browsers send none with it */
-    if (!path_known)
+    const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    char *end;
+    errno = 0;
+    unsigned long long declared = length ? strtoull(length, &end, 10) : 0;
+    if (length && (errno == ERANGE || declared > srv->cfg.max_body)) too_large(srv, r);
+    else if (!path_known)
         hl_error_set(&r->err, 404, "invalid_request_error", "not_found", NULL, "no endpoint %s %s", method, url);
     else if (!r->route)
         hl_error_set(&r->err, 405, "invalid_request_error", "method_not_allowed", NULL, "%s takes %s, not %s", url,
@@ -176,11 +217,8 @@ static void admit(const hl_server *srv, struct MHD_Connection *conn, const char 
 
 static void read_body(const hl_server *srv, hl_request *r, const char *data, size_t size) {
     if (r->err.status) return; /* dropped: the answer is already decided */
-    if (size > srv->cfg.max_body - r->body.len) {
-        hl_buf_free(&r->body);
-        hl_error_set(&r->err, 413, "invalid_request_error", "request_too_large", NULL,
-                     "the request body is over the server's limit of %zu bytes (--max-body)", srv->cfg.max_body);
-    } else if (!hl_buf_add(&r->body, data, size)) {
+    if (size > srv->cfg.max_body - r->body.len) too_large(srv, r);
+    else if (!hl_buf_add(&r->body, data, size)) {
         hl_buf_free(&r->body);
         hl_error_set(&r->err, 500, "server_error", NULL, NULL, "out of memory reading the request body");
     }
@@ -240,26 +278,81 @@ static enum MHD_Result send_reply(hl_server *srv, struct MHD_Connection *conn, h
     return queued;
 }
 
-/* The answer to a request whose body is complete. */
-static void answer(hl_server *srv, struct MHD_Connection *conn, hl_request *r, hl_reply *rep) {
-    hearth_engine *engine = atomic_load(&srv->engine);
-    hl_error e = {0};
-    if (r->err.status) e = r->err;
+/* Why a request whose body is complete cannot be served now, in e; false
+ * when it can. */
+static bool refused(hl_server *srv, const hl_request *r, hl_error *e) {
+    if (r->err.status) *e = r->err;
     else if (atomic_load(&srv->stopping))
-        hl_error_set(&e, 503, "server_error", "server_shutting_down", NULL, "the server is shutting down");
-    else if (!engine)
-        hl_error_set(&e, 503, "server_error", "model_loading", NULL, "the model is loading: retry shortly");
-    if (e.status) {
+        hl_error_set(e, 503, "server_error", "server_shutting_down", NULL, "the server is shutting down");
+    else if (!atomic_load(&srv->engine))
+        hl_error_set(e, 503, "server_error", "model_loading", NULL, "the model is loading: retry shortly");
+    else return false;
+    return true;
+}
+
+/* The route's handler: the answer to a request whose body is complete. */
+static void answer(hl_server *srv, struct MHD_Connection *conn, hl_request *r, hl_reply *rep) {
+    hl_error e = {0};
+    if (refused(srv, r, &e)) { /* the server began stopping since */
         hl_reply_error(rep, &e);
         return;
     }
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     hl_call call = {.srv = srv,
-                    .engine = engine,
+                    .engine = atomic_load(&srv->engine),
+                    .conn = conn,
                     .fd = info ? info->connect_fd : -1,
                     .body = r->body.p ? r->body.p : "",
                     .len = r->body.len};
     r->route->fn(&call, rep);
+}
+
+/* On a worker: the handler, then the connection resumes to send its answer. */
+static void run_request(hl_task *task) {
+    hl_request *r = (hl_request *)task;
+    answer(r->srv, r->conn, r, &r->rep);
+    r->stage = HL_STAGE_ANSWERED;
+    MHD_resume_connection(r->conn);
+}
+
+static hl_conn *conn_of(struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
+}
+
+static enum MHD_Result reply(hl_server *srv, struct MHD_Connection *conn, hl_request *r) {
+    if (r->err.status == 405) r->rep.allow = r->allow;
+    hl_buf_free(&r->body);
+    r->status = r->rep.status;
+    return send_reply(srv, conn, &r->rep, r);
+}
+
+/* A request whose body is complete: answered here when that is quick, else
+ * handed to a worker with the connection suspended. */
+static enum MHD_Result dispatch(hl_server *srv, struct MHD_Connection *conn, hl_request *r) {
+    hl_watch_conn_phase(conn_of(conn), HL_CONN_BUSY);
+    r->rep = (hl_reply){.api = r->api};
+    hl_error e = {0};
+    if (r->preflight) {
+        char *empty = strdup("");
+        r->rep = (hl_reply){.status = empty ? 204 : 0, .content_type = "text/plain", .body = empty};
+    } else if (refused(srv, r, &e)) {
+        hl_reply_error(&r->rep, &e);
+    } else if (r->route->quick) {
+        answer(srv, conn, r, &r->rep);
+    } else if (hl_pool_queued(srv->pool) >= HL_MAX_QUEUED) {
+        hl_error_set(&e, 503, "server_error", "server_busy", NULL,
+                     "the server is busy (%d requests wait for a worker): retry later", HL_MAX_QUEUED);
+        hl_reply_error(&r->rep, &e);
+    } else {
+        r->stage = HL_STAGE_RUNNING;
+        r->conn = conn;
+        r->task.run = run_request;
+        MHD_suspend_connection(conn); /* before the worker can resume it */
+        hl_pool_push(srv->pool, &r->task);
+        return MHD_YES;
+    }
+    return reply(srv, conn, r);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -273,33 +366,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!r) return MHD_NO;
         *con_cls = r;
         atomic_fetch_add(&srv->active, 1);
+        r->srv = srv;
         r->t0 = now_s();
         snprintf(r->line, sizeof r->line, "%s %s", method, url);
         admit(srv, conn, url, method, r);
-        return MHD_YES;
+        if (r->err.status != 413) return MHD_YES;
+        r->rep = (hl_reply){.api = r->api};
+        hl_reply_error(&r->rep, &r->err); /* at once: MHD drops the body and closes */
+        return reply(srv, conn, r);
     }
     if (*upload_data_size) {
         read_body(srv, r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }
-    hl_reply rep = {.api = r->api};
-    if (r->preflight) {
-        char *empty = strdup("");
-        rep = (hl_reply){.status = empty ? 204 : 0, .content_type = "text/plain", .body = empty};
-    } else {
-        answer(srv, conn, r, &rep);
-    }
-    if (r->err.status == 405) rep.allow = r->allow;
-    hl_buf_free(&r->body);
-    r->status = rep.status;
-    return send_reply(srv, conn, &rep, r);
+    if (r->stage == HL_STAGE_ANSWERED) return reply(srv, conn, r);
+    return dispatch(srv, conn, r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)conn;
     hl_server *srv = cls;
     hl_request *r = *con_cls;
+    hl_watch_conn_phase(conn_of(conn), HL_CONN_READING); /* the next request's deadline runs */
     if (!r) return;
     if (srv->cfg.verbose)
         fprintf(stderr, "hearth: %s -> %u, %.3f s%s\n", r->line, r->status, now_s() - r->t0,
@@ -308,6 +396,19 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(r);
     *con_cls = NULL;
     atomic_fetch_sub(&srv->active, 1);
+}
+
+/* A connection opened or closed: the watch follows it (its socket context). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    hl_server *srv = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        hl_watch_conn_closed(srv->watch, *socket_context);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_context = info ? hl_watch_conn_open(srv->watch, info->connect_fd) : NULL;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -333,7 +434,7 @@ static int listen_on(const char *host, int *port, char *err, size_t err_size) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
         int one = 1;
         if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
-            bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 128) == 0)
+            bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0)
             break;
         e = errno;
         if (fd >= 0) close(fd);
@@ -356,7 +457,45 @@ static int listen_on(const char *host, int *port, char *err, size_t err_size) {
     return fd;
 }
 
+/* Raises the soft limit on open files to the hard one; returns the soft
+ * limit in force. */
+static rlim_t raise_fd_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit up = {.rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl = up;
+    }
+    return rl.rlim_cur;
+}
+
+/* The daemon's options for cfg (in *opts, ended by MHD_OPTION_END). */
+static void daemon_options(hl_server *srv, int fd, struct MHD_OptionItem opts[16]) {
+    const hl_server_config *cfg = &srv->cfg;
+    size_t n = 0;
+#define OPT(o, v, p) opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)}
+    /* the logger first: MHD reads its options in order and logs as it goes */
+    OPT(MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL);
+    OPT(MHD_OPTION_LISTEN_SOCKET, fd, NULL);
+    OPT(MHD_OPTION_THREAD_POOL_SIZE, HL_EVENT_THREADS, NULL);
+    OPT(MHD_OPTION_CONNECTION_LIMIT, srv->max_connections, NULL);
+    if (cfg->max_connections_per_ip) OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_connections_per_ip, NULL);
+    OPT(MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s, NULL);
+    OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv);
+    OPT(MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv);
+    if (cfg->tls_key_pem) {
+        OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)cfg->tls_key_pem);
+        OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cfg->tls_cert_pem);
+    }
+    OPT(MHD_OPTION_END, 0, NULL);
+#undef OPT
+}
+
 hl_server *hl_server_start(const hl_server_config *cfg, char *err, size_t err_size) {
+    if (cfg->tls_key_pem && !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+        snprintf(err, err_size, "this libmicrohttpd was built without TLS: HTTPS cannot be served");
+        return NULL;
+    }
     hl_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
         snprintf(err, err_size, "out of memory");
@@ -366,22 +505,30 @@ hl_server *hl_server_start(const hl_server_config *cfg, char *err, size_t err_si
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     srv->salt = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 40);
+    rlim_t fds = raise_fd_limit();
+    rlim_t room = fds > 2 * HL_FD_RESERVE ? fds - HL_FD_RESERVE : HL_FD_RESERVE;
+    srv->max_connections = cfg->max_connections ? cfg->max_connections : room > UINT_MAX ? UINT_MAX : (unsigned)room;
     srv->port = cfg->port;
     int fd = listen_on(cfg->host, &srv->port, err, err_size);
     if (fd < 0) {
         free(srv);
         return NULL;
     }
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
+    srv->watch = hl_watch_start(cfg->read_timeout_s, &srv->stopping);
+    srv->pool = srv->watch ? hl_pool_start(cfg->n_threads_http > 0 ? cfg->n_threads_http : 1) : NULL;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    if (cfg->tls_key_pem) flags |= MHD_USE_TLS;
     if (cfg->verbose) flags |= MHD_USE_ERROR_LOG;
-    /* the logger first: MHD reads its options in order and logs as it goes */
-    srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                                   MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                                   (unsigned)HL_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s,
-                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
+    struct MHD_OptionItem opts[16];
+    daemon_options(srv, fd, opts);
+    if (srv->pool)
+        srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!srv->daemon) {
         close(fd);
-        snprintf(err, err_size, "cannot start the HTTP server on %s port %d", cfg->host, srv->port);
+        hl_pool_stop(srv->pool);
+        hl_watch_stop(srv->watch);
+        snprintf(err, err_size, "cannot start the HTTP server on %s port %d%s", cfg->host, srv->port,
+                 cfg->tls_key_pem ? " (is the key and certificate PEM a matching pair?)" : "");
         free(srv);
         return NULL;
     }
@@ -390,17 +537,29 @@ hl_server *hl_server_start(const hl_server_config *cfg, char *err, size_t err_si
 
 int hl_server_port(const hl_server *srv) { return srv->port; }
 
+unsigned hl_server_max_connections(const hl_server *srv) { return srv->max_connections; }
+
 void hl_server_ready(hl_server *srv, hearth_engine *engine) { atomic_store(&srv->engine, engine); }
+
+static void wait_until(hl_server *srv, double t_end, bool (*done)(hl_server *)) {
+    while (!done(srv) && now_s() < t_end) nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+}
+static bool no_request(hl_server *srv) { return atomic_load(&srv->active) == 0; }
+static bool none_parked(hl_server *srv) { return hl_watch_n_parked(srv->watch) == 0; }
 
 void hl_server_stop(hl_server *srv) {
     if (!srv) return;
     MHD_socket listen_fd = MHD_quiesce_daemon(srv->daemon);
-    /* running requests see the flag within 50 ms (job.c), cancel their work
+    /* running requests see the flag (job.c, the watch), cancel their work
      * and send their end; requests on open connections get 503 */
     atomic_store(&srv->stopping, true);
-    for (double t0 = now_s(); atomic_load(&srv->active) > 0 && now_s() - t0 < HL_STOP_GRACE_S;)
-        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    wait_until(srv, now_s() + HL_STOP_GRACE_S, no_request);
+    hl_pool_stop(srv->pool); /* the handlers still running end (they see the flag) */
+    /* MHD must not stop with a connection suspended: wake the stragglers */
+    hl_watch_wake_all(srv->watch);
+    wait_until(srv, now_s() + 1.0, none_parked);
     MHD_stop_daemon(srv->daemon);
+    hl_watch_stop(srv->watch);
     if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
     free(srv);
 }

@@ -16,23 +16,34 @@ typedef struct hl_server_config {
     const char *alias;           /* the model id clients see and may name */
     const char *const *api_keys; /* n_api_keys keys; none: no key needed */
     size_t n_api_keys;
-    size_t max_body;    /* bytes; larger request bodies get 413 */
-    unsigned timeout_s; /* idle connections close after this; 0: never */
-    bool verbose;       /* one line per request on stderr */
-    bool strict_model;  /* a request naming another model than the alias gets 404 (default: any name serves) */
+    size_t max_body;                 /* bytes; a larger request body (or declared Content-Length) gets 413 */
+    unsigned timeout_s;              /* a connection neither sending nor reading this long closes; 0: never */
+    double read_timeout_s;           /* a request's headers and body must arrive within this many seconds of
+                              the connection being ready for it (accepted, or its previous answer
+                              sent); 0: no deadline */
+    unsigned max_connections;        /* open at once; 0: the file-descriptor limit less a reserve */
+    unsigned max_connections_per_ip; /* from one address at once; 0: no limit */
+    int n_threads_http;              /* workers running request handlers (>= 1) */
+    const char *tls_key_pem;         /* PEM private key and certificate: serve HTTPS; NULL: HTTP */
+    const char *tls_cert_pem;
+    bool verbose;      /* one line per request on stderr */
+    bool strict_model; /* a request naming another model than the alias gets 404 (default: any name serves) */
     const char *const *cors_origins; /* n_cors_origins origins browsers may call from ("*": any); none: no CORS */
     size_t n_cors_origins;
 } hl_server_config;
 
 typedef struct hl_server hl_server;
 
-/* Binds, listens and starts serving (every model endpoint answers 503 until
- * hl_server_ready). The config's strings must outlive the server. On failure
- * returns NULL with a one-line reason in err. */
+/* Raises the soft file-descriptor limit to the hard one, binds, listens and
+ * starts serving (every model endpoint answers 503 until hl_server_ready).
+ * The config's strings must outlive the server. On failure returns NULL with
+ * a one-line reason in err. */
 hl_server *hl_server_start(const hl_server_config *cfg, char *err, size_t err_size);
 
 /* The port it listens on (the one chosen when config.port was 0). */
 int hl_server_port(const hl_server *srv);
+/* The connection limit in force (config.max_connections or its default). */
+unsigned hl_server_max_connections(const hl_server *srv);
 
 /* Starts serving `engine` (which must outlive hl_server_stop). */
 void hl_server_ready(hl_server *srv, hearth_engine *engine);

@@ -12,12 +12,17 @@
 
 #include "hearth.h"
 #include "oai_request.h"
+#include "pool.h"
 #include "server.h"
+#include "watch.h"
 
 struct hl_server {
     hl_server_config cfg;
     struct MHD_Daemon *daemon;
+    hl_watch *watch; /* read deadlines, parked connections */
+    hl_pool *pool;   /* runs the handlers */
     int port;
+    unsigned max_connections;
     _Atomic(hearth_engine *) engine; /* NULL while the model loads */
     atomic_bool stopping;            /* hl_server_stop began: running requests end */
     atomic_int active;               /* requests between their headers and their end */
@@ -29,8 +34,9 @@ struct hl_server {
 typedef struct hl_call {
     hl_server *srv;
     hearth_engine *engine; /* set for routes that need the model */
-    int fd;                /* the client's socket (to notice it leaving) */
-    const char *body;      /* len bytes + NUL */
+    struct MHD_Connection *conn;
+    int fd;           /* the client's socket (to notice it leaving) */
+    const char *body; /* len bytes + NUL */
     size_t len;
 } hl_call;
 

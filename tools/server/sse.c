@@ -1,7 +1,7 @@
-/* The stream behind a streamed completion (see sse.h). MHD calls the
- * reader on the connection's own thread whenever the socket can take more;
- * the reader blocks in the producer until a frame is ready, so a connection
- * costs no CPU while it waits. */
+/* The stream behind a streamed answer (see sse.h). MHD calls the reader on
+ * an event thread whenever the socket can take more; when the producer has
+ * nothing yet the reader returns 0 with the connection parked, and MHD calls
+ * it again once the producer wakes the connection. */
 #include "sse.h"
 
 #include <stdlib.h>
@@ -42,6 +42,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
         s->off = 0;
         hl_sse_step step = s->next(s->user, &s->out);
         if (step == HL_SSE_ABORT) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (step == HL_SSE_WAIT) return 0;
         if (step == HL_SSE_END) {
             if (s->framing == HL_FRAMING_SSE && !hl_buf_adds(&s->out, "data: [DONE]\n\n"))
                 return MHD_CONTENT_READER_END_WITH_ERROR;

@@ -1,7 +1,9 @@
-/* Streamed completions: an MHD content reader that pulls frames from a
- * producer (which may block until the engine has something) and writes them
- * out in whatever pieces the connection takes: server-sent events ending
- * with `data: [DONE]` (OpenAI), or newline-delimited JSON (Ollama). */
+/* Streamed answers: an MHD content reader that pulls frames from a
+ * producer and writes them out in whatever pieces the connection takes:
+ * server-sent events ending with `data: [DONE]` (OpenAI), or
+ * newline-delimited JSON (Ollama). The reader runs on one of MHD's event
+ * threads, so a producer never blocks: with nothing to give it parks the
+ * connection (watch.h) and says HL_SSE_WAIT. */
 #ifndef HEARTH_SERVER_SSE_H
 #define HEARTH_SERVER_SSE_H
 
@@ -22,9 +24,11 @@ typedef enum hl_sse_step {
     HL_SSE_MORE,  /* frames were added; ask again */
     HL_SSE_END,   /* the last frames were added: [DONE] follows */
     HL_SSE_ABORT, /* the client is gone or memory ran out: close the connection */
+    HL_SSE_WAIT,  /* nothing added: the connection is parked until there is */
 } hl_sse_step;
 
-/* Appends at least one whole frame to out, or says the stream ends. */
+/* Appends at least one whole frame to out, says the stream ends, or parks
+ * the connection (then adds nothing). */
 typedef hl_sse_step (*hl_sse_next_fn)(void *user, hl_buf *out);
 
 /* Appends `data: <json>\n\n` and frees json; false when json is NULL or
