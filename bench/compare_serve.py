@@ -24,13 +24,21 @@ included) used during a measurement; --wait-idle waits for a quiet machine
 before each measurement and measures again (up to --tries times) when others
 used more than that share.
 
+--hearth-before PATH adds a third server, another hearth binary (the same
+flags), to measure a change against the build before it. --idle-connections N
+opens N idle TCP connections to each server before its measurements and holds
+them throughout (hearth then runs with --read-timeout 0, so that it keeps them
+rather than closing them at its read deadline); the output says how many each
+server still held at the end.
+
 Note: llama-server's -c is the context of all slots together (each slot gets
 C/P tokens unless its KV cache is unified); llama-server also reuses a slot's
 cached prompt prefix (pass --extra '{"cache_prompt": false}' to turn that off).
 
 Usage: python3 bench/compare_serve.py [MODEL] [--parallel 16] [--ctx 8192] [--threads 2]
            [--n-predict 64] [--requests-per-client 4] [--concurrency 1 4 16] [--rounds 1]
-           [--hearth build/hearth] [--llama-server PATH] [--only hearth|llama-server]
+           [--hearth build/hearth] [--hearth-before PATH] [--llama-server PATH] [--only hearth|llama-server]
+           [--idle-connections N]
            [--wait-idle FRACTION [--tries 5]] [--extra JSON] [--save FILE]
 Needs: build/hearth with `serve` (scripts/build.sh) and llama-server
 (bench/build_llama_cpp.sh llama-server, built on first use).
@@ -98,6 +106,27 @@ def serve(name, cmd, port, logdir, timeout=600):
     sys.exit(f"{name} did not become healthy ({shlex.join(cmd)}); its log ends:\n{tail}")
 
 
+def open_idle(port, n):
+    """n TCP connections to port that send nothing."""
+    socks = []
+    for _ in range(n):
+        socks.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+    return socks
+
+
+def still_open(socks):
+    """How many of socks the server has not closed."""
+    n = 0
+    for s in socks:
+        try:
+            n += s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+        except BlockingIOError:
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
 def cpu_seconds(pid):
     """CPU time (user + system) process pid has used so far, in seconds."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -129,6 +158,9 @@ def main():
     ap.add_argument("--requests-per-client", type=int, default=4)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--hearth", default=str(ROOT / "build/hearth"))
+    ap.add_argument("--hearth-before", default=None, metavar="PATH", help="also measure this hearth binary")
+    ap.add_argument("--idle-connections", type=int, default=0, metavar="N",
+                    help="idle connections held open to each server while it is measured (0)")
     ap.add_argument("--llama-server", default=None, help="default: bench/build_llama_cpp.sh llama-server's binary")
     ap.add_argument("--only", choices=["hearth", "llama-server"], default=None, help="run one server only")
     ap.add_argument("--extra", type=json.loads, default=None, metavar="JSON",
@@ -144,9 +176,17 @@ def main():
 
     common = ["--host", "127.0.0.1", "-c", str(args.ctx), "-t", str(args.threads), "-ngl", str(args.ngl)]
     engines = {}
+    if args.idle_connections:
+        need = args.idle_connections * 3 + 1024
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(soft, need), hard), hard))
     if args.only != "llama-server":
+        keep_idle = ["--read-timeout", "0"] if args.idle_connections else []
         engines["hearth"] = lambda port: [args.hearth, "serve", args.model, "--port", str(port),
-                                          "--parallel", str(args.parallel), *common]
+                                          "--parallel", str(args.parallel), *keep_idle, *common]
+        if args.hearth_before:
+            engines["hearth-before"] = lambda port: [args.hearth_before, "serve", args.model, "--port", str(port),
+                                                     "--parallel", str(args.parallel), *common]
     if args.only != "hearth":
         ls = args.llama_server or subprocess.run([str(ROOT / "bench/build_llama_cpp.sh"), "llama-server"],
                                                  stdout=subprocess.PIPE, text=True, check=True).stdout.strip()
@@ -154,7 +194,7 @@ def main():
                                                 str(args.parallel), "--cont-batching", *common]
     names = list(engines)
     runs = {n: {c: [] for c in args.concurrency} for n in names}  # every measurement's summary
-    commands, procs, servers, others = [], {}, {}, []
+    commands, procs, servers, others, idle = [], {}, {}, [], {}
     with tempfile.TemporaryDirectory() as logdir:
         try:
             for name, make in engines.items():
@@ -167,6 +207,8 @@ def main():
                 w = serve_load.one_request(servers[name], serve_load.PROMPTS[0], 8)
                 if not w["ok"]:
                     print(f"{name}: warm-up request failed: {w['error']}", file=sys.stderr)
+                if args.idle_connections:
+                    idle[name] = open_idle(port, args.idle_connections)
             step = 0
             for rnd in range(args.rounds):
                 for c in args.concurrency:
@@ -189,7 +231,11 @@ def main():
                         runs[name][c].append(r)
                         others.append(r["others_cpu_share"])
                     step += 1
+            held = {name: still_open(socks) for name, socks in idle.items()}
         finally:
+            for socks in idle.values():
+                for sock in socks:
+                    sock.close()
             for proc in procs.values():
                 stop(proc)
 
@@ -207,14 +253,17 @@ def main():
           f"streamed /v1/completions, temperature 0, max_tokens {args.n_predict}, "
           f"{args.requests_per_client} requests per client (bench/serve_load.py); {args.rounds} round(s), "
           "servers in turn at each level" + (f"; extra request fields {json.dumps(args.extra)}" if args.extra else ""))
+    if args.idle_connections:
+        print(f"idle connections: {args.idle_connections} opened to each server before its measurements; still open "
+              "at the end: " + ", ".join(f"{n} {held[n]}" for n in names))
     print("commands:")
     for c in commands:
         print(f"    {c}")
     print()
     head = "| concurrency |" + "".join(f" {n} tok/s |" for n in names)
     rule = "| ---: |" + " ---: |" * len(names)
-    if len(names) == 2:
-        head += f" {names[0]} / {names[1]} |"
+    for n in names[1:]:
+        head += f" {names[0]} / {n} |"
         rule += " ---: |"
     head += "".join(f" {n} TTFT p50 ms |" for n in names) + f" errors ({' / '.join(names)}) |"
     rule += " ---: |" * len(names) + " ---: |"
@@ -223,8 +272,8 @@ def main():
     for c in args.concurrency:
         rows = [pooled(n, c) for n in names]
         line = f"| {c} |" + "".join(f" {r['tok_s']:.1f} |" for r in rows)
-        if len(rows) == 2:
-            line += f" {rows[0]['tok_s'] / rows[1]['tok_s']:.2f} |" if rows[1]["tok_s"] else " - |"
+        for r in rows[1:]:
+            line += f" {rows[0]['tok_s'] / r['tok_s']:.2f} |" if r["tok_s"] else " - |"
         line += "".join(f" {serve_load.fmt(r['ttft_p50_ms'])} |" for r in rows)
         line += " " + " / ".join(str(r["errors"]) for r in rows) + " |"
         print(line)

@@ -4,6 +4,7 @@ import http.client
 import os
 import re
 import signal
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -68,15 +69,15 @@ class Server:
         self.port = None
         deadline = time.monotonic() + 60
         while self.port is None:
-            match = re.search(rb"listening on https?://[^ ]*:(\d+) ", log_path.read_bytes())
+            match = re.search(rb"listening on (https?)://[^ ]*:(\d+) ", log_path.read_bytes())
             if match:
-                self.port = int(match.group(1))
+                self.scheme, self.port = match.group(1).decode(), int(match.group(2))
             elif self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 pytest.fail(f"hearth serve did not start: {self.stderr()}")
             else:
                 time.sleep(0.02)
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{self.scheme}://127.0.0.1:{self.port}"
         while self.health()[0] != 200:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
@@ -85,7 +86,9 @@ class Server:
 
     def health(self):
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            conn = (http.client.HTTPSConnection("127.0.0.1", self.port, timeout=10,
+                                                context=ssl._create_unverified_context())
+                    if self.scheme == "https" else http.client.HTTPConnection("127.0.0.1", self.port, timeout=10))
             conn.request("GET", "/health")
             res = conn.getresponse()
             return res.status, res.read()
