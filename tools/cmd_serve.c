@@ -1,7 +1,11 @@
-/* `hearth serve MODEL`: the OpenAI-compatible HTTP server. Parses the
- * options, starts listening (so /health answers 503 while the model
- * loads), loads the model into an engine, serves until SIGINT or SIGTERM,
- * then stops gracefully and exits 0. The HTTP layer is tools/server/. */
+/* `hearth serve MODEL...`: the OpenAI-compatible HTTP server. Parses the
+ * options, starts listening (with one model, /health answers 503 while it
+ * loads), loads the one model (several models, or --models-dir, load on a
+ * request's demand), serves until SIGINT or SIGTERM, then stops gracefully
+ * and exits 0. The HTTP layer is tools/server/; this file gives it the
+ * models and how to load one. */
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,11 +21,14 @@
 static void serve_usage(FILE *out) {
     fprintf(
         out,
-        "usage: hearth serve MODEL [options]\n"
+        "usage: hearth serve MODEL... [options]\n"
+        "       hearth serve --models-dir DIR [MODEL...] [options]\n"
         "\n"
         "Serves the GGUF model MODEL over HTTP with OpenAI's API (/v1/chat/completions,\n"
         "/v1/completions, /v1/models) and /health, /metrics, /slots, /tokenize, /detokenize.\n"
         "Requests run together in slots (continuous batching); more wait in a queue.\n"
+        "MODEL is a file or a name hearth pull takes. With several (or --models-dir), a request's\n"
+        "\"model\" picks one, loaded on demand into its own engine (the first one when it names none).\n"
         "An embedding model (bert, nomic-bert) serves /v1/embeddings instead of generating; a\n"
         "reranker (a cross-encoder whose file gives pooling_type rank) serves /v1/rerank.\n"
         "\n"
@@ -46,8 +53,16 @@ static void serve_usage(FILE *out) {
         "      --ssl-cert-file FILE ... and this PEM certificate (both are needed)\n"
         "      --cors-origin ORIGIN let pages from ORIGIN call the server (CORS; repeat; * = any)\n"
         "model:\n"
-        "      --alias NAME         the model id clients see (default: MODEL's file name)\n"
-        "      --strict-model       answer 404 to a request naming another model (default: any name serves)\n"
+        "      --alias NAME         the model id clients see, with one MODEL (default: its file name)\n"
+        "      --strict-model       with one model, answer 404 to a request naming another (default: any\n"
+        "                           name serves it; with several, an unknown name always gets 404)\n"
+        "      --models-dir DIR     serve every .gguf file in DIR too, named by its file name\n"
+        "      --models-max N       models loaded at once; the least recently used idle one unloads to make\n"
+        "                           room; 0 = no limit (default 3; a load that runs out of memory also\n"
+        "                           unloads idle ones)\n"
+        "      --keep-alive TIME    an idle model unloads after TIME (seconds, or 5m, 1h ...; -1 = never);\n"
+        "                           Ollama's keep_alive in a request sets it for its model (default: 5m with\n"
+        "                           several models, -1 with one)\n"
         "      --chat-template FILE the Jinja chat template in FILE instead of the model's\n"
         "      --embeddings         serve /v1/embeddings with a generation model instead of generating\n"
         "                           (an embedding model always does)\n"
@@ -79,8 +94,13 @@ static void serve_usage(FILE *out) {
 }
 
 typedef struct serve_opts {
-    const char *model;
+    hl_model_file *models; /* names and paths malloc'd */
+    size_t n_models, cap_models;
+    const char *models_dir;
+    const char *alias;
+    const char *keep_alive;
     const char *chat_template;
+    char *chat_template_text;
     hl_server_config cfg;
     hearth_engine_params engine;
     long n_gpu_layers;
@@ -121,10 +141,80 @@ static bool read_key_file(serve_opts *o, const char *path) {
     return true;
 }
 
+/* A model to serve: a file (named by its file name) or a name hearth pull
+ * takes (named as given). */
+static bool add_model_as(serve_opts *o, const char *name, const char *path) {
+    for (size_t i = 0; i < o->n_models; i++) {
+        if (strcmp(o->models[i].name, name) != 0) continue;
+        char *a = realpath(o->models[i].path, NULL), *b = realpath(path, NULL);
+        const bool same = a && b && !strcmp(a, b); /* given twice (a MODEL also in --models-dir): once */
+        free(a);
+        free(b);
+        if (same) return true;
+        fprintf(stderr, "hearth: two models are named '%s': give one of them another name or folder\n", name);
+        return false;
+    }
+    if (o->n_models == o->cap_models) {
+        size_t cap = o->cap_models ? 2 * o->cap_models : 8;
+        hl_model_file *grown = realloc(o->models, cap * sizeof *grown);
+        if (!grown) return false;
+        o->models = grown;
+        o->cap_models = cap;
+    }
+    char *n = strdup(name), *p = strdup(path);
+    if (!n || !p) {
+        free(n);
+        free(p);
+        return false;
+    }
+    o->models[o->n_models++] = (hl_model_file){.name = n, .path = p};
+    return true;
+}
+
+static bool add_model(serve_opts *o, const char *model) {
+    const size_t len = strlen(model);
+    const char *slash = strrchr(model, '/');
+    const bool file = len > 5 && !strcmp(model + len - 5, ".gguf");
+    return add_model_as(o, file && slash ? slash + 1 : model, model);
+}
+
+/* Every .gguf file of dir (the first part of a split model only), by name. */
+static bool add_dir(serve_opts *o, const char *dir) {
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    if (n < 0) {
+        fprintf(stderr, "hearth: cannot read --models-dir '%s': %s\n", dir, strerror(errno));
+        return false;
+    }
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        const char *f = names[i]->d_name;
+        const size_t len = strlen(f);
+        const char *part = strstr(f, "-of-");
+        bool later_part = part && part > f + 5 && strncmp(part - 6, "-00001", 6) != 0;
+        if (ok && len > 5 && !strcmp(f + len - 5, ".gguf") && !later_part) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, f);
+            ok = add_model_as(o, f, path);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return ok;
+}
+
+/* --keep-alive: seconds ("-1": never), or a duration such as 5m or 1h30m. */
+static bool parse_keep_alive(const char *text, double *seconds) {
+    const bool ok = hl_duration_parse(text, seconds);
+    if (!ok) fprintf(stderr, "hearth: --keep-alive takes seconds or a duration such as 5m or 1h30m (got '%s')\n", text);
+    return ok;
+}
+
 /* Returns 0 to go on, -1 after --help, else the exit status (2). */
 static int parse_args(int argc, char **argv, serve_opts *o) {
     o->cfg = (hl_server_config){.host = "127.0.0.1",
                                 .port = 8080,
+                                .models_max = 3,
                                 .max_body = 1 << 20,
                                 .timeout_s = 600,
                                 .read_timeout_s = 15,
@@ -210,7 +300,17 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
             o->cfg.strict_model = true;
         } else if (IS("--alias", "--alias")) {
             NEED_VALUE();
-            o->cfg.alias = val;
+            o->alias = val;
+        } else if (IS("--models-dir", "--models-dir")) {
+            NEED_VALUE();
+            o->models_dir = val;
+        } else if (IS("--models-max", "--models-max")) {
+            NEED_VALUE();
+            if (!cli_parse_int(a, val, 0, 4096, &l)) return 2;
+            o->cfg.models_max = (unsigned)l;
+        } else if (IS("--keep-alive", "--keep-alive")) {
+            NEED_VALUE();
+            o->keep_alive = val;
         } else if (IS("--chat-template", "--chat-template")) {
             NEED_VALUE();
             o->chat_template = val;
@@ -247,23 +347,32 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "hearth: unknown option '%s'; see hearth serve --help\n", a);
             return 2;
-        } else if (!o->model) {
-            o->model = a;
-        } else {
-            fprintf(stderr, "hearth: unexpected argument '%s'; see hearth serve --help\n", a);
+        } else if (!add_model(o, a)) {
             return 2;
         }
 #undef IS
 #undef NEED_VALUE
     }
-    if (!o->model) {
-        fprintf(stderr, "hearth: serve needs a MODEL file; see hearth serve --help\n");
+    if (o->models_dir && !add_dir(o, o->models_dir)) return 2;
+    if (!o->n_models) {
+        fprintf(stderr, "hearth: serve needs a MODEL (or --models-dir with .gguf files); see hearth serve --help\n");
         return 2;
     }
-    if (!o->cfg.alias) {
-        const char *slash = strrchr(o->model, '/');
-        o->cfg.alias = slash ? slash + 1 : o->model;
+    if (o->alias && o->n_models > 1) {
+        fprintf(stderr, "hearth: --alias names one model; with several, each is named by its file name\n");
+        return 2;
     }
+    if (o->alias) {
+        char *name = strdup(o->alias);
+        if (!name) return 2;
+        free((char *)o->models[0].name);
+        o->models[0].name = name;
+    }
+    o->cfg.models = o->models;
+    o->cfg.n_models = o->n_models;
+    double keep = o->n_models > 1 ? 300 : -1;
+    if (o->keep_alive && !parse_keep_alive(o->keep_alive, &keep)) return 2;
+    o->cfg.keep_alive_s = keep;
     if (!o->tls_key_file != !o->tls_cert_file) {
         fprintf(stderr, "hearth: HTTPS needs both --ssl-key-file and --ssl-cert-file\n");
         return 2;
@@ -284,44 +393,64 @@ static bool read_tls(serve_opts *o) {
 }
 
 static void opts_free(serve_opts *o) {
+    for (size_t i = 0; i < o->n_models; i++) {
+        free((char *)o->models[i].name);
+        free((char *)o->models[i].path);
+    }
+    free(o->models);
+    free(o->chat_template_text);
     free(o->key_file_text);
     free(o->tls_key_pem);
     free(o->tls_cert_pem);
 }
 
-/* Loads the model and its engine; 0 or the exit status after the error. */
-static int load(const serve_opts *o, hearth_model **model, hearth_engine **engine) {
+/* hl_load_fn: the model at path (a file or a name hearth pull takes) and
+ * its engine, with the command's parameters. */
+static hearth_status load(void *user, const char *path, hearth_model **model, hearth_engine **engine, char *err,
+                          size_t err_size) {
+    const serve_opts *o = user;
     hearth_model_params mp = hearth_model_default_params();
     mp.n_gpu_layers = (int32_t)o->n_gpu_layers;
     cli_fit_context(&o->engine.ctx, &mp);
     cli_load_apply(&o->load, &mp);
-    if (cli_model_load(o->model, &mp, model)) return 1;
+    char *file = NULL;
+    hearth_status st = hearth_model_resolve(path, NULL, &file);
+    if (st == HEARTH_OK) st = hearth_model_load(file, &mp, model);
+    hearth_free(file);
+    if (st != HEARTH_OK) {
+        snprintf(err, err_size, "%s", hearth_last_error());
+        return st;
+    }
     hearth_engine_params ep = o->engine;
+    ep.chat_template = o->chat_template_text;
     if (!hearth_model_can_generate(*model)) ep.ctx.embeddings = true; /* an encoder only embeds */
     if (ep.ctx.embeddings && ep.ctx.pooling_type == HEARTH_POOLING_UNSPECIFIED &&
         hearth_model_pooling_type(*model) == HEARTH_POOLING_NONE) {
-        fprintf(stderr, "hearth: %s gives no pooling type: serving embeddings needs --pooling mean, cls or last\n",
-                o->model);
-        return 1;
+        snprintf(err, err_size, "the file gives no pooling type: serving embeddings needs --pooling mean, cls or last");
+        st = HEARTH_ERR_INVALID_ARG;
+    } else if ((st = hearth_engine_init(*model, &ep, engine)) != HEARTH_OK) {
+        snprintf(err, err_size, "%s", hearth_last_error());
     }
-    char *tmpl = NULL;
-    if (o->chat_template) {
-        size_t len;
-        if (!(tmpl = cli_read_file(o->chat_template, "chat template", &len))) return 1;
-        ep.chat_template = tmpl;
+    if (st != HEARTH_OK) {
+        hearth_model_free(*model);
+        *model = NULL;
     }
-    hearth_status st = hearth_engine_init(*model, &ep, engine);
-    free(tmpl);
-    return st == HEARTH_OK ? 0 : cli_fail("engine");
+    return st;
 }
 
 int cmd_serve(int argc, char **argv) {
     serve_opts o = {0};
     int rc = parse_args(argc, argv, &o);
-    if (rc || !read_tls(&o)) {
+    size_t len;
+    if (!rc && (!read_tls(&o) || (o.chat_template && !(o.chat_template_text = cli_read_file(
+                                                            o.chat_template, "chat template", &len)))))
+        rc = 1;
+    if (rc) {
         opts_free(&o);
-        return rc < 0 ? 0 : rc ? rc : 1;
+        return rc < 0 ? 0 : rc;
     }
+    o.cfg.load = load;
+    o.cfg.load_user = &o;
     cli_log_init(o.cfg.verbose);
     /* Every thread started from here on (the server's, the engine's)
      * inherits this mask, so the signals reach only sigwait() below. */
@@ -340,22 +469,23 @@ int cmd_serve(int argc, char **argv) {
     }
     const char *host = o.cfg.host;
     bool v6 = strchr(host, ':') != NULL;
-    fprintf(stderr, "hearth: listening on http%s://%s%s%s:%d (model %s, %u slot%s, at most %u connections)\n",
-            o.cfg.tls_key_pem ? "s" : "", v6 ? "[" : "", host, v6 ? "]" : "", hl_server_port(srv), o.cfg.alias,
-            o.engine.ctx.n_seq_max, o.engine.ctx.n_seq_max == 1 ? "" : "s", hl_server_max_connections(srv));
-    hearth_model *model = NULL;
-    hearth_engine *engine = NULL;
-    rc = load(&o, &model, &engine);
+    fprintf(stderr,
+            "hearth: listening on http%s://%s%s%s:%d (model %s%s, %u slot%s each, at most %u connections)\n",
+            o.cfg.tls_key_pem ? "s" : "", v6 ? "[" : "", host, v6 ? "]" : "", hl_server_port(srv), o.models[0].name,
+            o.n_models > 1 ? " and others, loaded on demand" : "", o.engine.ctx.n_seq_max,
+            o.engine.ctx.n_seq_max == 1 ? "" : "s", hl_server_max_connections(srv));
+    if (o.n_models > 1) hl_server_ready(srv);
+    else if (!hl_server_preload(srv, err, sizeof err)) {
+        fprintf(stderr, "hearth: %s\n", err);
+        rc = 1;
+    }
     if (rc == 0) {
-        hl_server_ready(srv, engine);
-        fprintf(stderr, "hearth: ready: %s\n", hearth_model_desc(model));
+        fprintf(stderr, "hearth: ready\n");
         int sig;
         sigwait(&stop, &sig);
         fprintf(stderr, "hearth: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     }
     hl_server_stop(srv);
-    hearth_engine_free(engine);
-    hearth_model_free(model);
     opts_free(&o);
     return rc;
 }

@@ -64,7 +64,8 @@ class Server:
     def __init__(self, binary, model, args, log_path):
         self.log_path = log_path
         self.log = open(log_path, "wb")
-        self.proc = subprocess.Popen([str(binary), "serve", str(model), "--port", "0", *map(str, args)],
+        self.proc = subprocess.Popen([str(binary), "serve", *([str(model)] if model else []), "--port", "0",
+                                      *map(str, args)],
                                      stdout=subprocess.DEVNULL, stderr=self.log)
         self.port = None
         deadline = time.monotonic() + 60
@@ -128,13 +129,13 @@ def server_bin(hearth_bin):
 @pytest.fixture(scope="session")
 def start_server(server_bin, model_path, tmp_path_factory):
     """start_server(*args, model=None) runs `hearth serve MODEL --port 0 *args`
-    (MODEL: the default model unless given) and waits until it is ready; every server still running at the end is stopped and must
+    (MODEL: the default model unless given; "" for none, as with --models-dir) and waits until it is ready; every server still running at the end is stopped and must
     exit 0."""
     servers = []
 
     def start(*args, model=None):
         log = tmp_path_factory.mktemp("serve") / "stderr.txt"
-        server = Server(server_bin, model or model_path, args, log)
+        server = Server(server_bin, model_path if model is None else model, args, log)
         servers.append(server)
         return server
 

@@ -93,13 +93,6 @@ static void handle(hl_call *call, hl_reply *rep, hl_oai_kind kind) {
         hl_reply_error(rep, &err);
         return;
     }
-    if (req.model && srv->cfg.strict_model && strcmp(req.model, srv->cfg.alias) != 0) {
-        hl_error_set(&err, 404, "invalid_request_error", "model_not_found", "model",
-                     "the model '%s' does not exist: this server serves '%s'", req.model, srv->cfg.alias);
-        hl_oai_request_free(&req);
-        hl_reply_error(rep, &err);
-        return;
-    }
     hl_gen_run(call, rep, &req, &openai, NULL, NULL);
 }
 

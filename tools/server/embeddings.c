@@ -28,15 +28,9 @@ bool hl_server_generates(const hearth_engine *engine, hl_error *err) {
     return false;
 }
 
-bool hl_server_model_name(const hl_server *srv, const cJSON *req, hl_error *err) {
+bool hl_server_model_name(const cJSON *req, hl_error *err) {
     const char *name = NULL;
-    if (!hl_json_str(req, "model", &name, err)) return false;
-    if (name && srv->cfg.strict_model && strcmp(name, srv->cfg.alias) != 0) {
-        hl_error_set(err, 404, "invalid_request_error", "model_not_found", "model",
-                     "the model '%s' does not exist: this server serves '%s'", name, srv->cfg.alias);
-        return false;
-    }
-    return true;
+    return hl_json_str(req, "model", &name, err);
 }
 
 /* Tokenizes text i (add_special, parse_special, as llama-server does). */
@@ -178,11 +172,11 @@ static char *base64_floats(const float *v, int32_t n) {
 }
 
 /* The answer of n vectors of n_embd floats; NULL when memory ran out. */
-static cJSON *response(const hl_server *srv, const float *vecs, int32_t n, int32_t n_embd, bool b64, int64_t n_total) {
+static cJSON *response(const char *model, const float *vecs, int32_t n, int32_t n_embd, bool b64, int64_t n_total) {
     cJSON *res = cJSON_CreateObject();
     bool ok = res && cJSON_AddStringToObject(res, "object", "list");
     cJSON *data = ok ? cJSON_AddArrayToObject(res, "data") : NULL;
-    ok = data && cJSON_AddStringToObject(res, "model", srv->cfg.alias);
+    ok = data && cJSON_AddStringToObject(res, "model", model);
     cJSON *usage = ok ? cJSON_AddObjectToObject(res, "usage") : NULL;
     ok = usage && cJSON_AddNumberToObject(usage, "prompt_tokens", (double)n_total) &&
          cJSON_AddNumberToObject(usage, "total_tokens", (double)n_total);
@@ -213,7 +207,6 @@ static cJSON *response(const hl_server *srv, const float *vecs, int32_t n, int32
 }
 
 void hl_handle_embeddings(hl_call *call, hl_reply *rep) {
-    hl_server *srv = call->srv;
     hl_error err = {0};
     if (!hearth_engine_embeddings(call->engine) || hearth_engine_pooling_type(call->engine) == HEARTH_POOLING_RANK) {
         hl_error_set(&err, 400, "invalid_request_error", "model_not_embedding", "model",
@@ -232,7 +225,7 @@ void hl_handle_embeddings(hl_call *call, hl_reply *rep) {
     int64_t dims = n_embd;
     hl_embed_inputs in = {0};
     float *vecs = NULL;
-    if (!req || !hl_server_model_name(srv, req, &err) || !hl_json_str(req, "encoding_format", &format, &err) ||
+    if (!req || !hl_server_model_name(req, &err) || !hl_json_str(req, "encoding_format", &format, &err) ||
         !hl_json_int(req, "dimensions", 1, INT32_MAX, &dims, &err))
         goto fail;
     if (format && strcmp(format, "float") != 0 && strcmp(format, "base64") != 0) {
@@ -259,7 +252,7 @@ void hl_handle_embeddings(hl_call *call, hl_reply *rep) {
         hl_embed_error(&err, st, hearth_last_error(), "input");
         goto fail;
     }
-    cJSON *res = response(srv, vecs, in.n, n_embd, format && !strcmp(format, "base64"), in.n_total);
+    cJSON *res = response(call->model_name, vecs, in.n, n_embd, format && !strcmp(format, "base64"), in.n_total);
     cJSON_Delete(req);
     hl_embed_inputs_free(&in);
     free(vecs);

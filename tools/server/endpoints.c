@@ -19,24 +19,40 @@ void hl_handle_health(hl_call *call, hl_reply *rep) {
     hl_reply_json(rep, 200, j);
 }
 
-void hl_handle_models(hl_call *call, hl_reply *rep) {
-    const hearth_model *model = hearth_engine_model(call->engine);
-    cJSON *list = cJSON_CreateObject(), *data = cJSON_CreateArray(), *m = cJSON_CreateObject();
-    bool ok = list && data && m && cJSON_AddItemToObject(list, "data", data);
-    if (!ok) cJSON_Delete(data);
-    ok = ok && cJSON_AddItemToArray(data, m);
-    if (!ok) cJSON_Delete(m);
-    ok = ok && cJSON_AddStringToObject(list, "object", "list") &&
-         cJSON_AddStringToObject(m, "id", call->srv->cfg.alias) && cJSON_AddStringToObject(m, "object", "model") &&
-         cJSON_AddNumberToObject(m, "created", (double)time(NULL)) &&
-         cJSON_AddStringToObject(m, "owned_by", "hearth") &&
-         cJSON_AddStringToObject(m, "description", hearth_model_desc(model)) &&
+/* One model as OpenAI lists it; a loaded one also with its description,
+ * context length and, for an embedding model, its vector size (where
+ * llama-server puts it). */
+static bool add_model(cJSON *data, const hl_model_info *info) {
+    cJSON *m = cJSON_CreateObject();
+    if (!m || !cJSON_AddItemToArray(data, m)) {
+        cJSON_Delete(m);
+        return false;
+    }
+    bool ok = cJSON_AddStringToObject(m, "id", info->name) && cJSON_AddStringToObject(m, "object", "model") &&
+              cJSON_AddNumberToObject(m, "created", (double)time(NULL)) &&
+              cJSON_AddStringToObject(m, "owned_by", "hearth") && cJSON_AddBoolToObject(m, "loaded", !!info->engine);
+    if (!ok || !info->engine) return ok;
+    const hearth_model *model = hearth_engine_model(info->engine);
+    ok = cJSON_AddStringToObject(m, "description", hearth_model_desc(model)) &&
          cJSON_AddNumberToObject(m, "context_length", hearth_model_n_ctx_train(model));
-    /* an embedding model's vector size, where llama-server puts it */
-    if (ok && hearth_engine_embeddings(call->engine)) {
+    if (ok && hearth_engine_embeddings(info->engine)) {
         cJSON *meta = cJSON_AddObjectToObject(m, "meta");
         ok = meta && cJSON_AddNumberToObject(meta, "n_embd", hearth_model_n_embd(model));
     }
+    return ok;
+}
+
+void hl_handle_models(hl_call *call, hl_reply *rep) {
+    hl_model_info *infos;
+    size_t n;
+    if (!hl_models_list(call->srv->models, &infos, &n)) {
+        hl_reply_json(rep, 200, NULL); /* the out-of-memory answer */
+        return;
+    }
+    cJSON *list = cJSON_CreateObject(), *data = list ? cJSON_AddArrayToObject(list, "data") : NULL;
+    bool ok = data && cJSON_AddStringToObject(list, "object", "list");
+    for (size_t i = 0; ok && i < n; i++) ok = add_model(data, &infos[i]);
+    hl_models_list_end(call->srv->models, infos, n);
     if (!ok) {
         cJSON_Delete(list);
         list = NULL;

@@ -224,7 +224,7 @@ void hl_gen_run(hl_call *call, hl_reply *rep, hl_oai_request *req, const hl_dial
     g->dialect = d;
     g->echo = echo;
     g->req = *req;
-    snprintf(g->model_name, sizeof g->model_name, "%s", model_name ? model_name : srv->cfg.alias);
+    snprintf(g->model_name, sizeof g->model_name, "%s", model_name ? model_name : call->model_name);
     g->t_start = now_s();
     g->open_block = g->open_call = -1;
     snprintf(g->id, sizeof g->id, "%s%s%016llx",
@@ -235,7 +235,7 @@ void hl_gen_run(hl_call *call, hl_reply *rep, hl_oai_request *req, const hl_dial
     g->meta = (hl_oai_meta){.kind = req->kind,
                             .id = g->id,
                             .created = (int64_t)time(NULL),
-                            .model = srv->cfg.alias,
+                            .model = call->model_name,
                             .usage_null = req->stream && req->include_usage};
     char msg[512];
     const hl_job_conn conn = {.watch = srv->watch, .conn = call->conn, .fd = call->fd, .stopping = &srv->stopping};

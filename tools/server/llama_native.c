@@ -334,7 +334,7 @@ void hl_handle_props(hl_call *call, hl_reply *rep) {
     cJSON *mod = gs ? cJSON_AddObjectToObject(o, "modalities") : NULL;
     bool ok = mod && cJSON_AddNumberToObject(gs, "n_ctx", hearth_engine_n_ctx_seq(call->engine)) &&
               cJSON_AddNumberToObject(o, "total_slots", (double)n_slots) &&
-              cJSON_AddStringToObject(o, "model_alias", call->srv->cfg.alias) &&
+              cJSON_AddStringToObject(o, "model_alias", call->model_name) &&
               cJSON_AddStringToObject(o, "chat_template", tmpl ? tmpl : "") &&
               cJSON_AddStringToObject(o, "bos_token", bos) && cJSON_AddStringToObject(o, "eos_token", eos) &&
               cJSON_AddBoolToObject(mod, "vision", false) && cJSON_AddBoolToObject(mod, "audio", false) &&

@@ -194,7 +194,7 @@ static void generation(hl_call *call, hl_reply *rep, bool chat_endpoint) {
     if (!chat_endpoint) {
         const cJSON *p = hl_json_field(req, "prompt");
         if (!p || (cJSON_IsString(p) && !p->valuestring[0])) {
-            loaded(rep, name ? name : srv->cfg.alias);
+            loaded(rep, name ? name : call->model_name);
             cJSON_Delete(req);
             return;
         }

@@ -1,6 +1,6 @@
 /* Ollama's API beside generation (docs/api.md of ollama/ollama): GET /
  * ("Ollama is running"), GET /api/version, GET /api/tags and GET /api/ps
- * (the one model this server holds, under its alias), POST /api/show (its
+ * (the models served, and those loaded), POST /api/show (a model's
  * details, metadata and template), and POST /api/embed and /api/embeddings
  * on an embedding model (through the engine's batching, as /v1/embeddings). */
 #include <stdio.h>
@@ -47,33 +47,56 @@ static bool add_details(cJSON *obj, const hearth_model *m) {
            cJSON_AddStringToObject(d, "quantization_level", quant);
 }
 
-/* The one model as /api/tags (ps: /api/ps) lists it. */
-static cJSON *model_entry(const hl_server *srv, const hearth_model *m, bool ps) {
+static bool add_time(cJSON *o, const char *key, time_t t) {
     char at[40];
-    const time_t now = time(NULL);
     struct tm tm;
-    gmtime_r(&now, &tm);
+    gmtime_r(&t, &tm);
     strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return cJSON_AddStringToObject(o, key, at) != NULL;
+}
+
+/* A model as /api/tags lists it (ps: as /api/ps lists a loaded one); the
+ * details of one not loaded are its format only. */
+static cJSON *model_entry(const hl_model_info *info, bool ps) {
+    const hearth_model *m = info->engine ? hearth_engine_model(info->engine) : NULL;
     cJSON *o = cJSON_CreateObject();
-    bool ok = o && cJSON_AddStringToObject(o, "name", srv->cfg.alias) &&
-              cJSON_AddStringToObject(o, "model", srv->cfg.alias) &&
-              cJSON_AddNumberToObject(o, "size", (double)hearth_model_size(m)) &&
-              cJSON_AddStringToObject(o, "digest", "") && add_details(o, m);
-    /* loaded for as long as the server runs: no expiry to report but a far one */
-    ok = ok && (ps ? cJSON_AddStringToObject(o, "expires_at", "2318-01-01T00:00:00Z") &&
+    bool ok = o && cJSON_AddStringToObject(o, "name", info->name) && cJSON_AddStringToObject(o, "model", info->name) &&
+              cJSON_AddNumberToObject(o, "size", m ? (double)hearth_model_size(m) : (double)info->file_size) &&
+              cJSON_AddStringToObject(o, "digest", "");
+    if (ok && m) ok = add_details(o, m);
+    else if (ok) {
+        cJSON *d = cJSON_AddObjectToObject(o, "details");
+        ok = d && cJSON_AddStringToObject(d, "format", "gguf");
+    }
+    /* a model kept loaded has no expiry to report but a far one */
+    ok = ok && (ps ? (info->expires_at ? add_time(o, "expires_at", (time_t)info->expires_at)
+                                       : cJSON_AddStringToObject(o, "expires_at", "2318-01-01T00:00:00Z") != NULL) &&
                          cJSON_AddNumberToObject(o, "size_vram",
                                                  hearth_model_n_gpu_layers(m) > 0 ? (double)hearth_model_size(m) : 0)
-                   : cJSON_AddStringToObject(o, "modified_at", at) != NULL);
+                   : add_time(o, "modified_at", time(NULL)));
     if (ok) return o;
     cJSON_Delete(o);
     return NULL;
 }
 
+/* /api/tags: every model served; /api/ps: the loaded ones. */
 static void list(hl_call *call, hl_reply *rep, bool ps) {
+    hl_model_info *infos;
+    size_t n;
+    if (!hl_models_list(call->srv->models, &infos, &n)) {
+        hl_reply_json(rep, 200, NULL); /* the out-of-memory answer */
+        return;
+    }
     cJSON *root = cJSON_CreateObject(), *arr = root ? cJSON_AddArrayToObject(root, "models") : NULL;
-    cJSON *m = arr ? model_entry(call->srv, hearth_engine_model(call->engine), ps) : NULL;
-    if (!m || !cJSON_AddItemToArray(arr, m)) {
-        cJSON_Delete(m);
+    bool ok = arr != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        if (ps && !infos[i].engine) continue;
+        cJSON *m = model_entry(&infos[i], ps);
+        ok = m && cJSON_AddItemToArray(arr, m);
+        if (!ok) cJSON_Delete(m);
+    }
+    hl_models_list_end(call->srv->models, infos, n);
+    if (!ok) {
         cJSON_Delete(root);
         root = NULL;
     }
@@ -193,7 +216,7 @@ static void embed(hl_call *call, hl_reply *rep, bool legacy) {
         ok = ok && cJSON_AddItemToObject(o, "embedding", cJSON_CreateFloatArray(vecs, n_embd));
     } else {
         cJSON *arr = ok ? cJSON_AddArrayToObject(o, "embeddings") : NULL;
-        ok = arr && cJSON_AddStringToObject(o, "model", name ? name : call->srv->cfg.alias);
+        ok = arr && cJSON_AddStringToObject(o, "model", name ? name : call->model_name);
         for (int32_t i = 0; ok && i < in.n; i++)
             ok = cJSON_AddItemToArray(arr, cJSON_CreateFloatArray(vecs + (size_t)i * n_embd, n_embd));
         ok = ok && cJSON_AddNumberToObject(o, "total_duration", ns) && cJSON_AddNumberToObject(o, "load_duration", 0) &&

@@ -105,7 +105,7 @@ static bool tokenize_pairs(const hearth_model *m, const rerank_req *r, hl_embed_
     return true;
 }
 
-static cJSON *response(const hl_server *srv, const rerank_req *r, const scored *s, int64_t n_total) {
+static cJSON *response(const char *model, const rerank_req *r, const scored *s, int64_t n_total) {
     cJSON *results = cJSON_CreateArray();
     bool ok = results != NULL;
     const int32_t n_out = r->top_n < r->n ? (int32_t)r->top_n : r->n;
@@ -130,7 +130,7 @@ static cJSON *response(const hl_server *srv, const rerank_req *r, const scored *
         return ok ? results : NULL;
     }
     cJSON *res = cJSON_CreateObject(), *usage = res ? cJSON_AddObjectToObject(res, "usage") : NULL;
-    ok = usage && cJSON_AddStringToObject(res, "model", srv->cfg.alias) &&
+    ok = usage && cJSON_AddStringToObject(res, "model", model) &&
          cJSON_AddStringToObject(res, "object", "list") &&
          cJSON_AddNumberToObject(usage, "prompt_tokens", (double)n_total) &&
          cJSON_AddNumberToObject(usage, "total_tokens", (double)n_total);
@@ -141,7 +141,6 @@ static cJSON *response(const hl_server *srv, const rerank_req *r, const scored *
 }
 
 void hl_handle_rerank(hl_call *call, hl_reply *rep) {
-    hl_server *srv = call->srv;
     hl_error err = {0};
     if (hearth_engine_pooling_type(call->engine) != HEARTH_POOLING_RANK) {
         hl_error_set(&err, 400, "invalid_request_error", "model_not_reranker", "model",
@@ -157,7 +156,7 @@ void hl_handle_rerank(hl_call *call, hl_reply *rep) {
     hl_embed_inputs in = {0};
     float *out = NULL;
     scored *s = NULL;
-    if (!req || !hl_server_model_name(srv, req, &err) || !read_request(req, &r, &err)) goto fail;
+    if (!req || !hl_server_model_name(req, &err) || !read_request(req, &r, &err)) goto fail;
     in.tokens = calloc((size_t)r.n, sizeof *in.tokens);
     in.n_tokens = calloc((size_t)r.n, sizeof *in.n_tokens);
     in.n = r.n; /* for hl_embed_inputs_free while tokenizing */
@@ -176,7 +175,7 @@ void hl_handle_rerank(hl_call *call, hl_reply *rep) {
     }
     for (int32_t i = 0; i < r.n; i++) s[i] = (scored){i, out[(size_t)i * n_cls_out]};
     qsort(s, (size_t)r.n, sizeof *s, by_score);
-    cJSON *res = response(srv, &r, s, in.n_total);
+    cJSON *res = response(call->model_name, &r, s, in.n_total);
     if (!res) {
         hl_error_oom(&err);
         goto fail;

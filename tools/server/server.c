@@ -10,10 +10,11 @@
  * piece wakes it (job.c, watch.h). The watch thread enforces the read
  * deadline and notices parked clients that leave.
  *
- * A body whose declared Content-Length is over max_body gets 413 at once
- * (MHD then drops the rest and closes); any other error is answered after
- * the body is read, so that a client never has its connection reset under
- * an unread upload. */
+ * A body whose declared Content-Length is over max_body gets 413 before it
+ * is read when the client asked for 100-continue or it is over
+ * HL_DRAIN_MAX (MHD then closes); any other error is answered after the
+ * body is read, so that a client never has its connection reset under an
+ * unread upload. */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 #include <limits.h>
+#include <math.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -39,8 +41,18 @@
 /* File descriptors kept for everything but connections (model files,
  * epoll and wake-up descriptors, logs). */
 #define HL_FD_RESERVE 64
+/* The largest declared body over --max-body that is read (and dropped)
+ * before its 413; a larger one is answered at once. */
+#define HL_DRAIN_MAX (64ull << 20)
 /* How long hl_server_stop waits for running requests to send their end. */
 #define HL_STOP_GRACE_S 5.0
+
+/* Which model a route serves. */
+typedef enum hl_route_model {
+    HL_MODEL_NONE,    /* none, or the list */
+    HL_MODEL_CURRENT, /* the most recently used loaded one (state and counters) */
+    HL_MODEL_NAMED,   /* the body's "model" (Ollama's /api/show: "name"), loaded if need be; none: the first */
+} hl_route_model;
 
 typedef struct hl_route {
     const char *path;
@@ -49,6 +61,7 @@ typedef struct hl_route {
     bool open;  /* served without an API key */
     hl_api api; /* whose shapes it answers in */
     bool quick; /* answered on the event thread: reads state, never waits */
+    hl_route_model model;
 } hl_route;
 
 #define OPENAI HL_API_OPENAI
@@ -56,48 +69,54 @@ typedef struct hl_route {
 #define ANTHROPIC HL_API_ANTHROPIC
 #define QUICK true
 #define POOL false
+#define NONE HL_MODEL_NONE
+#define CURRENT HL_MODEL_CURRENT
+#define NAMED HL_MODEL_NAMED
 static const hl_route routes[] = {
-    {"/health", "GET", hl_handle_health, true, OPENAI, QUICK},
-    {"/metrics", "GET", hl_handle_metrics, false, OPENAI, QUICK},
-    {"/slots", "GET", hl_handle_slots, false, OPENAI, QUICK},
-    {"/v1/models", "GET", hl_handle_models, false, OPENAI, QUICK},
-    {"/v1/chat/completions", "POST", hl_handle_chat, false, OPENAI, POOL},
-    {"/v1/completions", "POST", hl_handle_completions, false, OPENAI, POOL},
-    {"/v1/responses", "POST", hl_handle_responses, false, OPENAI, POOL},
-    {"/v1/embeddings", "POST", hl_handle_embeddings, false, OPENAI, POOL},
-    {"/v1/rerank", "POST", hl_handle_rerank, false, OPENAI, POOL},
-    {"/v1/reranking", "POST", hl_handle_rerank, false, OPENAI, POOL},
-    {"/rerank", "POST", hl_handle_rerank, false, OPENAI, POOL},
-    {"/reranking", "POST", hl_handle_rerank, false, OPENAI, POOL},
+    {"/health", "GET", hl_handle_health, true, OPENAI, QUICK, NONE},
+    {"/metrics", "GET", hl_handle_metrics, false, OPENAI, QUICK, CURRENT},
+    {"/slots", "GET", hl_handle_slots, false, OPENAI, QUICK, CURRENT},
+    {"/v1/models", "GET", hl_handle_models, false, OPENAI, QUICK, NONE},
+    {"/v1/chat/completions", "POST", hl_handle_chat, false, OPENAI, POOL, NAMED},
+    {"/v1/completions", "POST", hl_handle_completions, false, OPENAI, POOL, NAMED},
+    {"/v1/responses", "POST", hl_handle_responses, false, OPENAI, POOL, NAMED},
+    {"/v1/embeddings", "POST", hl_handle_embeddings, false, OPENAI, POOL, NAMED},
+    {"/v1/rerank", "POST", hl_handle_rerank, false, OPENAI, POOL, NAMED},
+    {"/v1/reranking", "POST", hl_handle_rerank, false, OPENAI, POOL, NAMED},
+    {"/rerank", "POST", hl_handle_rerank, false, OPENAI, POOL, NAMED},
+    {"/reranking", "POST", hl_handle_rerank, false, OPENAI, POOL, NAMED},
     /* llama-server's own, and its un-prefixed aliases of OpenAI's */
-    {"/completion", "POST", hl_handle_completion, false, OPENAI, POOL},
-    {"/infill", "POST", hl_handle_infill, false, OPENAI, POOL},
-    {"/props", "GET", hl_handle_props, false, OPENAI, QUICK},
-    {"/apply-template", "POST", hl_handle_apply_template, false, OPENAI, POOL},
-    {"/chat/completions", "POST", hl_handle_chat, false, OPENAI, POOL},
-    {"/completions", "POST", hl_handle_completions, false, OPENAI, POOL},
-    {"/models", "GET", hl_handle_models, false, OPENAI, QUICK},
-    {"/tokenize", "POST", hl_handle_tokenize, false, OPENAI, POOL},
-    {"/detokenize", "POST", hl_handle_detokenize, false, OPENAI, POOL},
-    {"/v1/messages", "POST", hl_handle_anthropic_messages, false, ANTHROPIC, POOL},
-    {"/v1/messages/count_tokens", "POST", hl_handle_anthropic_count_tokens, false, ANTHROPIC, POOL},
+    {"/completion", "POST", hl_handle_completion, false, OPENAI, POOL, NAMED},
+    {"/infill", "POST", hl_handle_infill, false, OPENAI, POOL, NAMED},
+    {"/props", "GET", hl_handle_props, false, OPENAI, QUICK, CURRENT},
+    {"/apply-template", "POST", hl_handle_apply_template, false, OPENAI, POOL, NAMED},
+    {"/chat/completions", "POST", hl_handle_chat, false, OPENAI, POOL, NAMED},
+    {"/completions", "POST", hl_handle_completions, false, OPENAI, POOL, NAMED},
+    {"/models", "GET", hl_handle_models, false, OPENAI, QUICK, NONE},
+    {"/tokenize", "POST", hl_handle_tokenize, false, OPENAI, POOL, NAMED},
+    {"/detokenize", "POST", hl_handle_detokenize, false, OPENAI, POOL, NAMED},
+    {"/v1/messages", "POST", hl_handle_anthropic_messages, false, ANTHROPIC, POOL, NAMED},
+    {"/v1/messages/count_tokens", "POST", hl_handle_anthropic_count_tokens, false, ANTHROPIC, POOL, NAMED},
     /* Ollama's API; / and /api/version answer without a key, as clients
      * probe them to find the server */
-    {"/", "GET", hl_handle_ollama_root, true, OLLAMA, QUICK},
-    {"/api/version", "GET", hl_handle_ollama_version, true, OLLAMA, QUICK},
-    {"/api/tags", "GET", hl_handle_ollama_tags, false, OLLAMA, QUICK},
-    {"/api/ps", "GET", hl_handle_ollama_ps, false, OLLAMA, QUICK},
-    {"/api/show", "POST", hl_handle_ollama_show, false, OLLAMA, POOL},
-    {"/api/chat", "POST", hl_handle_ollama_chat, false, OLLAMA, POOL},
-    {"/api/generate", "POST", hl_handle_ollama_generate, false, OLLAMA, POOL},
-    {"/api/embed", "POST", hl_handle_ollama_embed, false, OLLAMA, POOL},
-    {"/api/embeddings", "POST", hl_handle_ollama_embeddings, false, OLLAMA, POOL},
+    {"/", "GET", hl_handle_ollama_root, true, OLLAMA, QUICK, NONE},
+    {"/api/version", "GET", hl_handle_ollama_version, true, OLLAMA, QUICK, NONE},
+    {"/api/tags", "GET", hl_handle_ollama_tags, false, OLLAMA, QUICK, NONE},
+    {"/api/ps", "GET", hl_handle_ollama_ps, false, OLLAMA, QUICK, NONE},
+    {"/api/show", "POST", hl_handle_ollama_show, false, OLLAMA, POOL, NAMED},
+    {"/api/chat", "POST", hl_handle_ollama_chat, false, OLLAMA, POOL, NAMED},
+    {"/api/generate", "POST", hl_handle_ollama_generate, false, OLLAMA, POOL, NAMED},
+    {"/api/embed", "POST", hl_handle_ollama_embed, false, OLLAMA, POOL, NAMED},
+    {"/api/embeddings", "POST", hl_handle_ollama_embeddings, false, OLLAMA, POOL, NAMED},
 };
 #undef OPENAI
 #undef OLLAMA
 #undef ANTHROPIC
 #undef QUICK
 #undef POOL
+#undef NONE
+#undef CURRENT
+#undef NAMED
 
 typedef enum hl_stage {
     HL_STAGE_READ,     /* headers in; the body arriving */
@@ -112,6 +131,8 @@ typedef struct hl_request {
     struct MHD_Connection *conn;
     hl_stage stage;
     hl_reply rep; /* ANSWERED */
+    hl_served *served;   /* the model held for the request (or its stream) */
+    double keep_alive_s; /* Ollama's keep_alive for it; NAN: none given */
     const hl_route *route;
     bool preflight;    /* a CORS preflight (OPTIONS) of a known path */
     hl_api api;        /* the route's, or by the path's prefix for an unknown one */
@@ -250,18 +271,56 @@ static bool add_cors(const hl_server *srv, struct MHD_Connection *conn, struct M
            MHD_add_response_header(res, "Access-Control-Max-Age", "600") == MHD_YES;
 }
 
-static enum MHD_Result send_reply(hl_server *srv, struct MHD_Connection *conn, hl_reply *rep, const hl_request *r) {
+/* A stream and the model it holds: the model is let go after the stream's
+ * own memory, when MHD is done with the response (which is after
+ * NOTIFY_COMPLETED). */
+typedef struct hl_held_stream {
+    hl_reply rep;
+    hl_models *models;
+    hl_served *served;
+    double keep_alive_s;
+} hl_held_stream;
+
+static ssize_t held_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    hl_held_stream *h = cls;
+    return h->rep.reader(h->rep.reader_cls, pos, buf, max);
+}
+
+static void held_free(void *cls) {
+    hl_held_stream *h = cls;
+    h->rep.reader_free(h->rep.reader_cls);
+    hl_models_release(h->models, h->served, h->keep_alive_s);
+    free(h);
+}
+
+/* MHD's response for rep (which it takes); a stream takes the request's model. */
+static struct MHD_Response *make_response(hl_server *srv, hl_reply *rep, hl_request *r) {
+    if (!rep->reader) return MHD_create_response_from_buffer(rep->len, rep->body, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *res = NULL;
+    hl_held_stream *h = r->served ? malloc(sizeof *h) : NULL;
+    if (h) {
+        *h = (hl_held_stream){.rep = *rep, .models = srv->models, .served = r->served, .keep_alive_s = r->keep_alive_s};
+        r->served = NULL;
+        res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, held_read, h, held_free);
+        if (!res) held_free(h);
+    } else if (!r->served) {
+        res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, rep->reader, rep->reader_cls,
+                                                rep->reader_free);
+        if (!res) rep->reader_free(rep->reader_cls);
+    } else {
+        rep->reader_free(rep->reader_cls); /* no memory: the model is let go at NOTIFY_COMPLETED */
+    }
+    return res;
+}
+
+static enum MHD_Result send_reply(hl_server *srv, struct MHD_Connection *conn, hl_reply *rep, hl_request *r) {
     if (rep->status == 0) {
         free(rep->body);
         return MHD_NO; /* closes the connection */
     }
-    struct MHD_Response *res = rep->reader
-                                   ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, rep->reader,
-                                                                       rep->reader_cls, rep->reader_free)
-                                   : MHD_create_response_from_buffer(rep->len, rep->body, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *res = make_response(srv, rep, r);
     if (!res) {
-        if (rep->reader) rep->reader_free(rep->reader_cls);
-        else free(rep->body);
+        if (!rep->reader) free(rep->body);
         return MHD_NO;
     }
     char retry[16];
@@ -284,27 +343,61 @@ static bool refused(hl_server *srv, const hl_request *r, hl_error *e) {
     if (r->err.status) *e = r->err;
     else if (atomic_load(&srv->stopping))
         hl_error_set(e, 503, "server_error", "server_shutting_down", NULL, "the server is shutting down");
-    else if (!atomic_load(&srv->engine))
+    else if (!atomic_load(&srv->ready) && (r->route->model != HL_MODEL_NONE || r->route->fn == hl_handle_health))
         hl_error_set(e, 503, "server_error", "model_loading", NULL, "the model is loading: retry shortly");
     else return false;
     return true;
 }
 
-/* The route's handler: the answer to a request whose body is complete. */
+/* The model the request names ("model"; Ollama's /api/show may say "name")
+ * and Ollama's keep_alive for it, read from the body; a body that is not
+ * JSON names none (its handler says what is wrong with it). */
+static bool named_model(hl_request *r, char name[256], hl_error *e) {
+    name[0] = '\0';
+    cJSON *body = r->body.len ? cJSON_ParseWithLength(r->body.p, r->body.len) : NULL;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(body, "model");
+    if (!cJSON_IsString(m)) m = cJSON_GetObjectItemCaseSensitive(body, "name");
+    if (cJSON_IsString(m)) snprintf(name, 256, "%s", m->valuestring);
+    const cJSON *keep = r->api == HL_API_OLLAMA ? cJSON_GetObjectItemCaseSensitive(body, "keep_alive") : NULL;
+    bool ok = !keep || cJSON_IsNull(keep) || hl_keep_alive_parse(keep, &r->keep_alive_s, e);
+    cJSON_Delete(body);
+    return ok;
+}
+
+/* Holds the model the route serves in r->served; false with *e. */
+static bool hold_model(hl_server *srv, hl_request *r, hl_error *e) {
+    if (r->route->model == HL_MODEL_CURRENT) {
+        r->served = hl_models_current(srv->models);
+        if (!r->served) hl_error_set(e, 503, "server_error", "no_model_loaded", NULL, "no model is loaded now");
+        return r->served != NULL;
+    }
+    char name[256];
+    return named_model(r, name, e) && hl_models_acquire(srv->models, name[0] ? name : NULL, &r->served, e);
+}
+
+static void let_go(hl_server *srv, hl_request *r) {
+    hl_models_release(srv->models, r->served, r->keep_alive_s);
+    r->served = NULL;
+}
+
+/* The route's handler: the answer to a request whose body is complete. A
+ * stream keeps its model held until it ends (send_reply). */
 static void answer(hl_server *srv, struct MHD_Connection *conn, hl_request *r, hl_reply *rep) {
     hl_error e = {0};
-    if (refused(srv, r, &e)) { /* the server began stopping since */
+    if (refused(srv, r, &e) || (r->route->model != HL_MODEL_NONE && !hold_model(srv, r, &e))) {
         hl_reply_error(rep, &e);
         return;
     }
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     hl_call call = {.srv = srv,
-                    .engine = atomic_load(&srv->engine),
+                    .engine = r->served ? hl_served_engine(r->served) : NULL,
+                    .model_name = r->served ? hl_served_name(r->served) : NULL,
                     .conn = conn,
                     .fd = info ? info->connect_fd : -1,
                     .body = r->body.p ? r->body.p : "",
                     .len = r->body.len};
     r->route->fn(&call, rep);
+    if (!rep->reader) let_go(srv, r);
 }
 
 /* On a worker: the handler, then the connection resumes to send its answer. */
@@ -355,6 +448,18 @@ static enum MHD_Result dispatch(hl_server *srv, struct MHD_Connection *conn, hl_
     return reply(srv, conn, r);
 }
 
+/* A declared body over the limit is answered before it comes when the
+ * client waits for that (Expect: 100-continue) or the body is too large to
+ * read through; else it is read and dropped first, so that a client sending
+ * it before reading gets the 413, not a reset. */
+static bool answer_at_once(struct MHD_Connection *conn, const hl_request *r) {
+    if (r->err.status != 413) return false;
+    const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return (expect && !strcasecmp(expect, "100-continue")) || !length ||
+           strtoull(length, NULL, 10) > HL_DRAIN_MAX;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
@@ -367,12 +472,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = r;
         atomic_fetch_add(&srv->active, 1);
         r->srv = srv;
+        r->keep_alive_s = NAN;
         r->t0 = now_s();
         snprintf(r->line, sizeof r->line, "%s %s", method, url);
         admit(srv, conn, url, method, r);
-        if (r->err.status != 413) return MHD_YES;
+        if (!answer_at_once(conn, r)) return MHD_YES;
         r->rep = (hl_reply){.api = r->api};
-        hl_reply_error(&r->rep, &r->err); /* at once: MHD drops the body and closes */
+        hl_reply_error(&r->rep, &r->err); /* MHD drops the body and closes */
         return reply(srv, conn, r);
     }
     if (*upload_data_size) {
@@ -392,6 +498,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (srv->cfg.verbose)
         fprintf(stderr, "hearth: %s -> %u, %.3f s%s\n", r->line, r->status, now_s() - r->t0,
                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
+    let_go(srv, r); /* held still only when its answer was never sent */
     hl_buf_free(&r->body);
     free(r);
     *con_cls = NULL;
@@ -514,7 +621,8 @@ hl_server *hl_server_start(const hl_server_config *cfg, char *err, size_t err_si
         free(srv);
         return NULL;
     }
-    srv->watch = hl_watch_start(cfg->read_timeout_s, &srv->stopping);
+    srv->models = hl_models_new(&srv->cfg);
+    srv->watch = srv->models ? hl_watch_start(cfg->read_timeout_s, &srv->stopping) : NULL;
     srv->pool = srv->watch ? hl_pool_start(cfg->n_threads_http > 0 ? cfg->n_threads_http : 1) : NULL;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
     if (cfg->tls_key_pem) flags |= MHD_USE_TLS;
@@ -527,6 +635,7 @@ hl_server *hl_server_start(const hl_server_config *cfg, char *err, size_t err_si
         close(fd);
         hl_pool_stop(srv->pool);
         hl_watch_stop(srv->watch);
+        hl_models_free(srv->models);
         snprintf(err, err_size, "cannot start the HTTP server on %s port %d%s", cfg->host, srv->port,
                  cfg->tls_key_pem ? " (is the key and certificate PEM a matching pair?)" : "");
         free(srv);
@@ -539,7 +648,19 @@ int hl_server_port(const hl_server *srv) { return srv->port; }
 
 unsigned hl_server_max_connections(const hl_server *srv) { return srv->max_connections; }
 
-void hl_server_ready(hl_server *srv, hearth_engine *engine) { atomic_store(&srv->engine, engine); }
+bool hl_server_preload(hl_server *srv, char *err, size_t err_size) {
+    hl_served *s;
+    hl_error e;
+    if (!hl_models_acquire(srv->models, NULL, &s, &e)) {
+        snprintf(err, err_size, "%s", e.message);
+        return false;
+    }
+    hl_models_release(srv->models, s, NAN);
+    hl_server_ready(srv);
+    return true;
+}
+
+void hl_server_ready(hl_server *srv) { atomic_store(&srv->ready, true); }
 
 static void wait_until(hl_server *srv, double t_end, bool (*done)(hl_server *)) {
     while (!done(srv) && now_s() < t_end) nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
@@ -560,6 +681,7 @@ void hl_server_stop(hl_server *srv) {
     wait_until(srv, now_s() + 1.0, none_parked);
     MHD_stop_daemon(srv->daemon);
     hl_watch_stop(srv->watch);
+    hl_models_free(srv->models);
     if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
     free(srv);
 }

@@ -10,10 +10,29 @@
 
 #include "hearth.h"
 
+/* A model served: the name clients give as `model`, and its GGUF file. */
+typedef struct hl_model_file {
+    const char *name;
+    const char *path;
+} hl_model_file;
+
+/* Loads the GGUF file at path into a model and an engine for it (the
+ * caller's parameters); on failure returns the status with a one-line
+ * reason in err. Called from the server's workers, at most once at a time
+ * for one model (different models may load at once). */
+typedef hearth_status (*hl_load_fn)(void *user, const char *path, hearth_model **model, hearth_engine **engine,
+                                    char *err, size_t err_size);
+
 typedef struct hl_server_config {
     const char *host;            /* address to listen on: a name or an IPv4/IPv6 literal */
     int port;                    /* 0: any free port (see hl_server_port) */
-    const char *alias;           /* the model id clients see and may name */
+    const hl_model_file *models; /* n_models >= 1 models; the first one serves requests naming none */
+    size_t n_models;
+    unsigned models_max; /* models loaded at once; 0: no limit (least recently used ones unload first) */
+    double keep_alive_s; /* an idle model unloads after this many seconds; < 0: never (Ollama's
+                            keep_alive in a request sets it for its model) */
+    hl_load_fn load;
+    void *load_user;
     const char *const *api_keys; /* n_api_keys keys; none: no key needed */
     size_t n_api_keys;
     size_t max_body;                 /* bytes; a larger request body (or declared Content-Length) gets 413 */
@@ -34,10 +53,15 @@ typedef struct hl_server_config {
 
 typedef struct hl_server hl_server;
 
+/* Seconds from "300", "-1", or a duration such as "5m", "1h30m", "10s",
+ * "500ms" (Go's time.ParseDuration units h, m, s, ms, as Ollama's
+ * keep_alive takes them). False when text is neither. */
+bool hl_duration_parse(const char *text, double *seconds);
+
 /* Raises the soft file-descriptor limit to the hard one, binds, listens and
- * starts serving (every model endpoint answers 503 until hl_server_ready).
- * The config's strings must outlive the server. On failure returns NULL with
- * a one-line reason in err. */
+ * starts serving (with one model, GET /health answers 503 until
+ * hl_server_preload). The config and its strings must outlive the server.
+ * On failure returns NULL with a one-line reason in err. */
 hl_server *hl_server_start(const hl_server_config *cfg, char *err, size_t err_size);
 
 /* The port it listens on (the one chosen when config.port was 0). */
@@ -45,13 +69,17 @@ int hl_server_port(const hl_server *srv);
 /* The connection limit in force (config.max_connections or its default). */
 unsigned hl_server_max_connections(const hl_server *srv);
 
-/* Starts serving `engine` (which must outlive hl_server_stop). */
-void hl_server_ready(hl_server *srv, hearth_engine *engine);
+/* Loads the first model now, kept loaded until a request's keep_alive says
+ * otherwise, and marks the server ready (/health 200); false with the reason
+ * in err. */
+bool hl_server_preload(hl_server *srv, char *err, size_t err_size);
+/* Marks the server ready without loading anything (models load on demand). */
+void hl_server_ready(hl_server *srv);
 
 /* Stops accepting connections, ends running requests (streams get an error
  * event and [DONE], waiting requests 503), waits for their responses to go
- * out (a few seconds at most), closes every connection and frees the server.
- * Free the engine after this. */
+ * out (a few seconds at most), closes every connection, unloads the models
+ * and frees the server. */
 void hl_server_stop(hl_server *srv);
 
 #endif

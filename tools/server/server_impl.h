@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "hearth.h"
+#include "models.h"
 #include "oai_request.h"
 #include "pool.h"
 #include "server.h"
@@ -23,8 +24,9 @@ struct hl_server {
     hl_pool *pool;   /* runs the handlers */
     int port;
     unsigned max_connections;
-    _Atomic(hearth_engine *) engine; /* NULL while the model loads */
-    atomic_bool stopping;            /* hl_server_stop began: running requests end */
+    hl_models *models;
+    atomic_bool ready;    /* hl_server_preload or hl_server_ready done */
+    atomic_bool stopping; /* hl_server_stop began: running requests end */
     atomic_int active;               /* requests between their headers and their end */
     atomic_uint_fast64_t counter;    /* response ids and default seeds */
     uint64_t salt;                   /* makes ids differ between runs */
@@ -33,7 +35,8 @@ struct hl_server {
 /* One HTTP request, complete (its body read). */
 typedef struct hl_call {
     hl_server *srv;
-    hearth_engine *engine; /* set for routes that need the model */
+    hearth_engine *engine;  /* the model's engine, for routes that need one */
+    const char *model_name; /* its name (as listed) */
     struct MHD_Connection *conn;
     int fd;           /* the client's socket (to notice it leaving) */
     const char *body; /* len bytes + NUL */
@@ -114,8 +117,8 @@ bool hl_embed_read_inputs(const hearth_model *m, const cJSON *input, hl_embed_in
 void hl_embed_error(hl_error *err, hearth_status st, const char *msg, const char *param);
 /* The engine generates text (an embeddings engine: 400, naming the endpoint it serves). */
 bool hl_server_generates(const hearth_engine *engine, hl_error *err);
-/* The request's `model`: a string when given; with --strict-model, the served alias (404 otherwise). */
-bool hl_server_model_name(const hl_server *srv, const cJSON *req, hl_error *err);
+/* The request's `model` is a string when given (server.c chose the model by it). */
+bool hl_server_model_name(const cJSON *req, hl_error *err);
 void hl_handle_health(hl_call *call, hl_reply *rep);
 void hl_handle_models(hl_call *call, hl_reply *rep);
 void hl_handle_slots(hl_call *call, hl_reply *rep);
