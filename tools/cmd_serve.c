@@ -33,6 +33,7 @@ static void serve_usage(FILE *out) {
         "      --max-body BYTES     largest request body (default 1048576)\n"
         "      --timeout SECONDS    close connections idle this long; 0 = never (default 600)\n"
         "      --cors-origin ORIGIN let pages from ORIGIN call the server (CORS; repeat; * = any)\n"
+        "      --no-webui           GET / from a browser answers Ollama's text, not the chat page\n"
         "model:\n"
         "      --alias NAME         the model id clients see (default: MODEL's file name)\n"
         "      --strict-model       answer 404 to a request naming another model (default: any name serves)\n"
@@ -169,6 +170,8 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
                 return 2;
             }
             o->origins[o->cfg.n_cors_origins++] = val;
+        } else if (IS("--no-webui", "--no-webui")) {
+            o->cfg.no_webui = true;
         } else if (IS("--strict-model", "--strict-model")) {
             o->cfg.strict_model = true;
         } else if (IS("--alias", "--alias")) {
