@@ -238,6 +238,18 @@ def test_wrong_key(driver, start_server):
     assert assistant_text(driver) and by_id(driver, "error").text == ""
 
 
+def test_busy_and_other_errors(driver, server):
+    # the page's words for a 503 and a 400 (the answers stubbed: a real 503 needs every slot and queue place taken)
+    open_page(driver, server)
+    for status, shown in [(503, "The server is busy, retry shortly."),
+                          (400, "Error 400: 'messages' is bad")]:
+        driver.execute_script("""window.fetch = () => Promise.resolve(new Response(
+            JSON.stringify({error: {message: "'messages' is bad"}}), {status: arguments[0]}));""", status)
+        send(driver, "Hi")
+        wait_for(lambda: by_id(driver, "send").text == "Send")
+        assert by_id(driver, "error").text == shown
+
+
 def png_size_and_colours(png):
     """(width, height) and the number of distinct pixels of an 8-bit RGB(A) PNG."""
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
