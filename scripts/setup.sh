@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what hearth needs on Debian/Ubuntu (compiler, CMake, PCRE2, cJSON,
 # libcurl, OpenSSL, libmicrohttpd; the OpenCL headers, ICD loader, CLBlast (prompt products) and
-# PoCL, which runs the OpenCL backend's tests on the CPU; gguf-py, numpy, pytest and openai for the tests), builds it
+# PoCL, which runs the OpenCL backend's tests on the CPU; chromium, chromium-driver and selenium for the chat
+# page's browser tests; gguf-py, numpy, pytest and openai for the tests), builds it
 # in build/ (with the CUDA backend when the CUDA toolkit's nvcc is present;
 # this script does not install the toolkit), and fetches the test models
 # (SmolLM2, the default; Gemma 3 270M for the SentencePiece tokenizer;
@@ -13,7 +14,7 @@ cd "$top"
 
 need=()
 for p in build-essential cmake pkg-config libpcre2-dev libcjson-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev \
-         ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev clang-format; do
+         ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev clang-format chromium chromium-driver; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p")
 done
 command -v python3 >/dev/null || need+=(python3 python3-pip)

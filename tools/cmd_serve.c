@@ -52,6 +52,7 @@ static void serve_usage(FILE *out) {
         "      --ssl-key-file FILE  serve HTTPS with this PEM private key ...\n"
         "      --ssl-cert-file FILE ... and this PEM certificate (both are needed)\n"
         "      --cors-origin ORIGIN let pages from ORIGIN call the server (CORS; repeat; * = any)\n"
+        "      --no-webui           GET / from a browser answers Ollama's text, not the chat page\n"
         "model:\n"
         "      --alias NAME         the model id clients see, with one MODEL (default: its file name)\n"
         "      --strict-model       with one model, answer 404 to a request naming another (default: any\n"
@@ -296,6 +297,8 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
                 return 2;
             }
             o->origins[o->cfg.n_cors_origins++] = val;
+        } else if (IS("--no-webui", "--no-webui")) {
+            o->cfg.no_webui = true;
         } else if (IS("--strict-model", "--strict-model")) {
             o->cfg.strict_model = true;
         } else if (IS("--alias", "--alias")) {

@@ -219,6 +219,14 @@ static void admit(const hl_server *srv, struct MHD_Connection *conn, const char 
         r->allow = routes[i].method;
         if (strcmp(method, routes[i].method) == 0) r->route = &routes[i];
     }
+    /* a browser's GET / (Accept: text/html) gets the chat page instead of Ollama's text */
+    static const hl_route webui = {"/", "GET", hl_handle_webui, true, HL_API_OPENAI, true, HL_MODEL_NONE};
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    if (r->route && r->route->fn == hl_handle_ollama_root && !srv->cfg.no_webui && accept &&
+        strstr(accept, "text/html")) {
+        r->route = &webui;
+        r->api = webui.api;
+    }
     r->preflight = path_known && srv->cfg.n_cors_origins && !strcmp(method, "OPTIONS");
     if (r->preflight) return; /* answered without a key: browsers send none with it */
     const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);

@@ -49,6 +49,7 @@ typedef struct hl_server_config {
     bool strict_model; /* a request naming another model than the alias gets 404 (default: any name serves) */
     const char *const *cors_origins; /* n_cors_origins origins browsers may call from ("*": any); none: no CORS */
     size_t n_cors_origins;
+    bool no_webui; /* GET / answers Ollama's "Ollama is running" to browsers too, not the chat page */
 } hl_server_config;
 
 typedef struct hl_server hl_server;

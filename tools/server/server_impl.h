@@ -81,6 +81,7 @@ void hl_handle_completions(hl_call *call, hl_reply *rep);
 void hl_handle_embeddings(hl_call *call, hl_reply *rep);
 void hl_handle_rerank(hl_call *call, hl_reply *rep);
 void hl_handle_ollama_root(hl_call *call, hl_reply *rep);
+void hl_handle_webui(hl_call *call, hl_reply *rep); /* the chat page, GET / from a browser */
 void hl_handle_ollama_version(hl_call *call, hl_reply *rep);
 void hl_handle_ollama_tags(hl_call *call, hl_reply *rep);
 void hl_handle_ollama_ps(hl_call *call, hl_reply *rep);
