@@ -58,6 +58,8 @@ static void serve_usage(FILE *out) {
         "      --strict-model       with one model, answer 404 to a request naming another (default: any\n"
         "                           name serves it; with several, an unknown name always gets 404)\n"
         "      --models-dir DIR     serve every .gguf file in DIR too, named by its file name\n"
+        "      --store              serve the models of hearth's store too (HEARTH_MODELS; by the names\n"
+        "                           hearth list shows), and those pulled while serving\n"
         "      --models-max N       models loaded at once; the least recently used idle one unloads to make\n"
         "                           room; 0 = no limit (default 3; a load that runs out of memory also\n"
         "                           unloads idle ones)\n"
@@ -204,6 +206,20 @@ static bool add_dir(serve_opts *o, const char *dir) {
     return ok;
 }
 
+/* Every model of hearth's store, by the name hearth list shows. */
+static bool add_store(serve_opts *o) {
+    hearth_stored_model *stored = NULL;
+    size_t n = 0;
+    if (hearth_model_list(NULL, &stored, &n) != HEARTH_OK) {
+        fprintf(stderr, "hearth: --store: %s\n", hearth_last_error());
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++) ok = add_model_as(o, stored[i].name, stored[i].path);
+    hearth_model_list_free(stored, n);
+    return ok;
+}
+
 /* --keep-alive: seconds ("-1": never), or a duration such as 5m or 1h30m. */
 static bool parse_keep_alive(const char *text, double *seconds) {
     const bool ok = hl_duration_parse(text, seconds);
@@ -307,6 +323,8 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
         } else if (IS("--models-dir", "--models-dir")) {
             NEED_VALUE();
             o->models_dir = val;
+        } else if (IS("--store", "--store")) {
+            o->cfg.store = true;
         } else if (IS("--models-max", "--models-max")) {
             NEED_VALUE();
             if (!cli_parse_int(a, val, 0, 4096, &l)) return 2;
@@ -357,8 +375,10 @@ static int parse_args(int argc, char **argv, serve_opts *o) {
 #undef NEED_VALUE
     }
     if (o->models_dir && !add_dir(o, o->models_dir)) return 2;
+    if (o->cfg.store && !add_store(o)) return 2;
     if (!o->n_models) {
-        fprintf(stderr, "hearth: serve needs a MODEL (or --models-dir with .gguf files); see hearth serve --help\n");
+        fprintf(stderr, "hearth: serve needs a MODEL (or --models-dir with .gguf files, or --store with models in "
+                        "it: hearth pull NAME); see hearth serve --help\n");
         return 2;
     }
     if (o->alias && o->n_models > 1) {
@@ -445,8 +465,8 @@ int cmd_serve(int argc, char **argv) {
     serve_opts o = {0};
     int rc = parse_args(argc, argv, &o);
     size_t len;
-    if (!rc && (!read_tls(&o) || (o.chat_template && !(o.chat_template_text = cli_read_file(
-                                                            o.chat_template, "chat template", &len)))))
+    if (!rc && (!read_tls(&o) ||
+                (o.chat_template && !(o.chat_template_text = cli_read_file(o.chat_template, "chat template", &len)))))
         rc = 1;
     if (rc) {
         opts_free(&o);
@@ -472,8 +492,7 @@ int cmd_serve(int argc, char **argv) {
     }
     const char *host = o.cfg.host;
     bool v6 = strchr(host, ':') != NULL;
-    fprintf(stderr,
-            "hearth: listening on http%s://%s%s%s:%d (model %s%s, %u slot%s each, at most %u connections)\n",
+    fprintf(stderr, "hearth: listening on http%s://%s%s%s:%d (model %s%s, %u slot%s each, at most %u connections)\n",
             o.cfg.tls_key_pem ? "s" : "", v6 ? "[" : "", host, v6 ? "]" : "", hl_server_port(srv), o.models[0].name,
             o.n_models > 1 ? " and others, loaded on demand" : "", o.engine.ctx.n_seq_max,
             o.engine.ctx.n_seq_max == 1 ? "" : "s", hl_server_max_connections(srv));

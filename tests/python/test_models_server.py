@@ -180,3 +180,46 @@ def test_bad_model_options_are_refused(run_hearth, model_path, tmp_path):
     assert alias.returncode == 2 and b"--alias names one model" in alias.stderr
     keep = run_hearth("serve", model_path, "--keep-alive", "soon", "--port", "0")
     assert keep.returncode == 2 and b"--keep-alive" in keep.stderr
+
+
+def test_embedding_clients_beside_generating_ones(start_server, model_path, single_answers):
+    """Issue 41: 16 embedding clients on an embedding model while generation
+    runs on another model of the same server: the vectors are llama.cpp's and
+    the greedy text is the one the generation model gives alone."""
+    np = pytest.importorskip("numpy")
+    minilm = ROOT / "models" / "all-minilm-l6-v2-f16.gguf"
+    if not minilm.exists():
+        pytest.skip(f"{minilm} not found: run scripts/fetch_model.sh minilm")
+    cases = json.loads((ROOT / "tests" / "reference" / "embedding_reference.json").read_text())["texts"]
+    srv = start_server(minilm, "--parallel", "4", model=model_path)
+    texts, worst, errors, lock = [], [1.0], [], threading.Lock()
+
+    def generate():
+        for _ in range(4):
+            status, body = chat(srv, SMOL)
+            with lock:
+                texts.append(body["choices"][0]["text"] if status == 200 else f"error {status}: {body}")
+
+    def embed(k):
+        for i in range(6):
+            case = cases[(i + k) % len(cases)]
+            status, body = post(srv, "/v1/embeddings", {"model": minilm.name, "input": case["text"]})
+            if status != 200:
+                with lock:
+                    errors.append(body)
+                continue
+            got = np.asarray(body["data"][0]["embedding"])
+            want = np.asarray(case["llama_cpp"]) / np.linalg.norm(case["llama_cpp"])
+            with lock:
+                worst[0] = min(worst[0], float(got @ want))
+
+    threads = [threading.Thread(target=generate) for _ in range(2)]
+    threads += [threading.Thread(target=embed, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert worst[0] >= 0.9999, worst
+    assert texts == [single_answers[SMOL]] * 8, texts
+    assert loaded(srv) == sorted([SMOL, minilm.name])

@@ -10,10 +10,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* Models hl_models_add may add while the server runs (pulled ones). */
+#define HL_MODELS_ADDED_MAX 256
+
 typedef enum hl_served_state { HL_UNLOADED, HL_LOADING, HL_READY } hl_served_state;
 
 struct hl_served {
     const char *name, *path;
+    bool added; /* by hl_models_add: name and path are owned */
+    bool gone;  /* forgotten (hl_models_forget): no longer served */
     hl_served_state state;
     hearth_model *model;
     hearth_engine *engine;
@@ -30,7 +35,7 @@ struct hl_models {
     pthread_t reaper;
     bool quit;
     const hl_server_config *cfg;
-    size_t n;
+    size_t n, cap; /* entries never move: requests hold pointers to them */
     hl_served list[];
 };
 
@@ -62,8 +67,7 @@ static hl_served *idle_lru(hl_models *ms, const hl_served *except) {
     hl_served *best = NULL;
     for (size_t i = 0; i < ms->n; i++) {
         hl_served *s = &ms->list[i];
-        if (s != except && s->state == HL_READY && s->users == 0 && (!best || s->last_used < best->last_used))
-            best = s;
+        if (s != except && s->state == HL_READY && !s->users && (!best || s->last_used < best->last_used)) best = s;
     }
     return best;
 }
@@ -82,8 +86,7 @@ static void *reaper_main(void *arg) {
         const double t = now_s();
         for (size_t i = 0; i < ms->n; i++) {
             hl_served *s = &ms->list[i];
-            if (s->state != HL_READY || s->users || s->keep_alive_s < 0 || t - s->last_used < s->keep_alive_s)
-                continue;
+            if (s->state != HL_READY || s->users || s->keep_alive_s < 0 || t - s->last_used < s->keep_alive_s) continue;
             hearth_model *model;
             hearth_engine *engine;
             take_out(s, &model, &engine);
@@ -100,10 +103,12 @@ static void *reaper_main(void *arg) {
 }
 
 hl_models *hl_models_new(const hl_server_config *cfg) {
-    hl_models *ms = calloc(1, sizeof *ms + cfg->n_models * sizeof ms->list[0]);
+    const size_t cap = cfg->n_models + HL_MODELS_ADDED_MAX;
+    hl_models *ms = calloc(1, sizeof *ms + cap * sizeof ms->list[0]);
     if (!ms) return NULL;
     ms->cfg = cfg;
     ms->n = cfg->n_models;
+    ms->cap = cap;
     for (size_t i = 0; i < ms->n; i++)
         ms->list[i] = (hl_served){
             .name = cfg->models[i].name, .path = cfg->models[i].path, .keep_alive_s = cfg->keep_alive_s};
@@ -134,16 +139,25 @@ void hl_models_free(hl_models *ms) {
     pthread_cond_broadcast(&ms->cv);
     pthread_mutex_unlock(&ms->mu);
     pthread_join(ms->reaper, NULL);
-    for (size_t i = 0; i < ms->n; i++) unload(ms->list[i].name, ms->list[i].model, ms->list[i].engine);
+    for (size_t i = 0; i < ms->n; i++) {
+        hl_served *s = &ms->list[i];
+        unload(s->name, s->model, s->engine);
+        if (s->added) {
+            free((char *)s->name);
+            free((char *)s->path);
+        }
+    }
     pthread_cond_destroy(&ms->cv);
     pthread_mutex_destroy(&ms->mu);
     free(ms);
 }
 
-/* The model named `name` ("NAME.gguf" may be named without ".gguf"), or NULL. */
+/* Under the lock: the model named `name` ("NAME.gguf" may be named without
+ * ".gguf"), or NULL. */
 static hl_served *find(hl_models *ms, const char *name) {
     const size_t len = strlen(name);
     for (size_t i = 0; i < ms->n; i++) {
+        if (ms->list[i].gone) continue;
         const char *have = ms->list[i].name;
         const size_t n_have = strlen(have);
         if (!strcmp(have, name) || (n_have == len + 5 && !strncmp(have, name, len) && !strcmp(have + len, ".gguf")))
@@ -205,17 +219,35 @@ static bool load(hl_models *ms, hl_served *s, hl_error *err) {
     return false;
 }
 
+/* With the store served: the model of hearth's store named `name` (one
+ * pulled since the server started), added to the list; else NULL. */
+static void add_from_store(hl_models *ms, const char *name) {
+    hearth_stored_model *stored = NULL;
+    size_t n = 0;
+    if (!ms->cfg->store || hearth_model_list(NULL, &stored, &n) != HEARTH_OK) return;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(stored[i].name, name)) hl_models_add(ms, stored[i].name, stored[i].path);
+    hearth_model_list_free(stored, n);
+}
+
 bool hl_models_acquire(hl_models *ms, const char *name, hl_served **out, hl_error *err) {
     *out = NULL;
+    pthread_mutex_lock(&ms->mu);
+    if (name && !find(ms, name)) {
+        pthread_mutex_unlock(&ms->mu);
+        add_from_store(ms, name);
+        pthread_mutex_lock(&ms->mu);
+    }
     hl_served *s = name ? find(ms, name) : &ms->list[0];
-    if (!s && ms->n == 1 && !ms->cfg->strict_model) s = &ms->list[0];
-    if (!s) {
+    const bool single = ms->cfg->n_models == 1 && !ms->cfg->store;
+    if (!s && single && !ms->cfg->strict_model) s = &ms->list[0]; /* any name: llama-server's single-model mode */
+    if (!s || s->gone) {
         hl_error_set(err, 404, "invalid_request_error", "model_not_found", "model",
-                     "the model '%s' does not exist: this server serves %s'%s'%s (GET /v1/models lists them)", name,
-                     ms->n > 1 ? "" : "only ", ms->list[0].name, ms->n > 1 ? " and others" : "");
+                     "the model '%s' does not exist: this server serves %s'%s'%s (GET /v1/models lists them)",
+                     name ? name : "", single ? "only " : "", ms->list[0].name, single ? "" : " and others");
+        pthread_mutex_unlock(&ms->mu);
         return false;
     }
-    pthread_mutex_lock(&ms->mu);
     bool ok = true;
     s->users++; /* held from here: not unloaded under a load that waits */
     while (ok && s->state != HL_READY) {
@@ -246,7 +278,7 @@ hl_served *hl_models_current(hl_models *ms) {
     hl_served *best = NULL;
     for (size_t i = 0; i < ms->n; i++) {
         hl_served *s = &ms->list[i];
-        if (s->state == HL_READY && (!best || s->last_used > best->last_used)) best = s;
+        if (s->state == HL_READY && !s->gone && (!best || s->last_used > best->last_used)) best = s;
     }
     if (best) best->users++;
     pthread_mutex_unlock(&ms->mu);
@@ -271,35 +303,70 @@ hearth_engine *hl_served_engine(const hl_served *s) { return s->engine; }
 const char *hl_served_name(const hl_served *s) { return s->name; }
 
 bool hl_models_list(hl_models *ms, hl_model_info **out, size_t *n) {
-    hl_model_info *list = calloc(ms->n, sizeof *list);
-    if (!list) return false;
-    const double t = now_s(), wall = (double)time(NULL);
     pthread_mutex_lock(&ms->mu);
-    for (size_t i = 0; i < ms->n; i++) {
+    hl_model_info *list = calloc(ms->n ? ms->n : 1, sizeof *list);
+    size_t k = 0;
+    const double t = now_s(), wall = (double)time(NULL);
+    for (size_t i = 0; list && i < ms->n; i++) {
         hl_served *s = &ms->list[i];
-        list[i] = (hl_model_info){.name = s->name, .path = s->path};
+        if (s->gone) continue;
+        hl_model_info *info = &list[k++];
+        *info = (hl_model_info){.name = s->name, .path = s->path, .held = s};
         if (s->state != HL_READY) continue;
         s->users++;
-        list[i].engine = s->engine;
-        if (s->keep_alive_s >= 0) list[i].expires_at = wall + s->keep_alive_s - (s->users > 1 ? 0 : t - s->last_used);
+        info->engine = s->engine;
+        if (s->keep_alive_s >= 0) info->expires_at = wall + s->keep_alive_s - (s->users > 1 ? 0 : t - s->last_used);
     }
     pthread_mutex_unlock(&ms->mu);
-    for (size_t i = 0; i < ms->n; i++) {
+    if (!list) return false;
+    for (size_t i = 0; i < k; i++) {
         struct stat st;
         list[i].file_size = stat(list[i].path, &st) == 0 ? (long long)st.st_size : 0;
     }
     *out = list;
-    *n = ms->n;
+    *n = k;
     return true;
 }
 
 void hl_models_list_end(hl_models *ms, hl_model_info *list, size_t n) {
     pthread_mutex_lock(&ms->mu);
     for (size_t i = 0; i < n; i++)
-        if (list[i].engine) ms->list[i].users--;
+        if (list[i].engine) list[i].held->users--;
     pthread_cond_broadcast(&ms->cv);
     pthread_mutex_unlock(&ms->mu);
     free(list);
+}
+
+hl_served *hl_models_add(hl_models *ms, const char *name, const char *path) {
+    pthread_mutex_lock(&ms->mu);
+    hl_served *s = find(ms, name);
+    if (!s && ms->n < ms->cap) {
+        char *n = strdup(name), *p = strdup(path);
+        if (n && p) {
+            s = &ms->list[ms->n++];
+            *s = (hl_served){.name = n, .path = p, .added = true, .keep_alive_s = ms->cfg->keep_alive_s};
+        } else {
+            free(n);
+            free(p);
+        }
+    }
+    pthread_mutex_unlock(&ms->mu);
+    return s;
+}
+
+bool hl_models_forget(hl_models *ms, const char *name) {
+    pthread_mutex_lock(&ms->mu);
+    hl_served *s = find(ms, name);
+    hearth_model *model = NULL;
+    hearth_engine *engine = NULL;
+    const bool idle = s && !s->users && s->state != HL_LOADING;
+    if (idle) {
+        if (s->state == HL_READY) take_out(s, &model, &engine);
+        s->gone = true;
+    }
+    pthread_mutex_unlock(&ms->mu);
+    if (model) unload(s->name, model, engine);
+    return idle;
 }
 
 bool hl_duration_parse(const char *p, double *seconds) {

@@ -49,10 +49,19 @@ typedef struct hl_model_info {
     long long file_size;
     hearth_engine *engine; /* NULL: not loaded */
     double expires_at;
+    hl_served *held; /* (for hl_models_list_end) */
 } hl_model_info;
 /* Fills *out with n entries (malloc'd; loaded ones held); false when memory runs out. */
 bool hl_models_list(hl_models *ms, hl_model_info **out, size_t *n);
 void hl_models_list_end(hl_models *ms, hl_model_info *list, size_t n);
+
+/* Serves one more model (a pulled one) under name, or finds the one served
+ * under it; NULL when the list is full (HL_MODELS_ADDED_MAX more than the
+ * command gave) or memory runs out. */
+hl_served *hl_models_add(hl_models *ms, const char *name, const char *path);
+/* Stops serving the model `name` (unloading it): false when there is none
+ * or requests hold it or it is loading. */
+bool hl_models_forget(hl_models *ms, const char *name);
 
 /* Ollama's keep_alive: a number of seconds, or a duration string ("5m",
  * "1h30m", "10s", "500ms"); negative: forever. False with *err (400). */

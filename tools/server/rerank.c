@@ -130,8 +130,7 @@ static cJSON *response(const char *model, const rerank_req *r, const scored *s, 
         return ok ? results : NULL;
     }
     cJSON *res = cJSON_CreateObject(), *usage = res ? cJSON_AddObjectToObject(res, "usage") : NULL;
-    ok = usage && cJSON_AddStringToObject(res, "model", model) &&
-         cJSON_AddStringToObject(res, "object", "list") &&
+    ok = usage && cJSON_AddStringToObject(res, "model", model) && cJSON_AddStringToObject(res, "object", "list") &&
          cJSON_AddNumberToObject(usage, "prompt_tokens", (double)n_total) &&
          cJSON_AddNumberToObject(usage, "total_tokens", (double)n_total);
     if (ok && cJSON_AddItemToObject(res, "results", results)) return res;

@@ -130,7 +130,7 @@ typedef struct hl_request {
     hl_server *srv;
     struct MHD_Connection *conn;
     hl_stage stage;
-    hl_reply rep; /* ANSWERED */
+    hl_reply rep;        /* ANSWERED */
     hl_served *served;   /* the model held for the request (or its stream) */
     double keep_alive_s; /* Ollama's keep_alive for it; NAN: none given */
     const hl_route *route;
@@ -464,8 +464,7 @@ static bool answer_at_once(struct MHD_Connection *conn, const hl_request *r) {
     if (r->err.status != 413) return false;
     const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
     const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    return (expect && !strcasecmp(expect, "100-continue")) || !length ||
-           strtoull(length, NULL, 10) > HL_DRAIN_MAX;
+    return (expect && !strcasecmp(expect, "100-continue")) || !length || strtoull(length, NULL, 10) > HL_DRAIN_MAX;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,

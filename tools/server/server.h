@@ -28,6 +28,7 @@ typedef struct hl_server_config {
     int port;                    /* 0: any free port (see hl_server_port) */
     const hl_model_file *models; /* n_models >= 1 models; the first one serves requests naming none */
     size_t n_models;
+    bool store;          /* the models of hearth's store are served too (by the names hearth list shows) */
     unsigned models_max; /* models loaded at once; 0: no limit (least recently used ones unload first) */
     double keep_alive_s; /* an idle model unloads after this many seconds; < 0: never (Ollama's
                             keep_alive in a request sets it for its model) */

@@ -25,11 +25,11 @@ struct hl_server {
     int port;
     unsigned max_connections;
     hl_models *models;
-    atomic_bool ready;    /* hl_server_preload or hl_server_ready done */
-    atomic_bool stopping; /* hl_server_stop began: running requests end */
-    atomic_int active;               /* requests between their headers and their end */
-    atomic_uint_fast64_t counter;    /* response ids and default seeds */
-    uint64_t salt;                   /* makes ids differ between runs */
+    atomic_bool ready;            /* hl_server_preload or hl_server_ready done */
+    atomic_bool stopping;         /* hl_server_stop began: running requests end */
+    atomic_int active;            /* requests between their headers and their end */
+    atomic_uint_fast64_t counter; /* response ids and default seeds */
+    uint64_t salt;                /* makes ids differ between runs */
 };
 
 /* One HTTP request, complete (its body read). */
