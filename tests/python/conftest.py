@@ -59,14 +59,15 @@ def run_hearth(hearth_bin):
 class Server:
     """A `hearth serve` process on a free loopback port (--port 0: the port is
     read from its "listening on" line), ready once /health answers 200. Its
-    stderr goes to a file, so a chatty server never blocks on a full pipe."""
+    stderr goes to a file, so a chatty server never blocks on a full pipe;
+    env: its environment (None: the tests')."""
 
-    def __init__(self, binary, model, args, log_path):
+    def __init__(self, binary, model, args, log_path, env=None):
         self.log_path = log_path
         self.log = open(log_path, "wb")
         self.proc = subprocess.Popen([str(binary), "serve", *([str(model)] if model else []), "--port", "0",
                                       *map(str, args)],
-                                     stdout=subprocess.DEVNULL, stderr=self.log)
+                                     stdout=subprocess.DEVNULL, stderr=self.log, env=env)
         self.port = None
         deadline = time.monotonic() + 60
         while self.port is None:
@@ -128,14 +129,14 @@ def server_bin(hearth_bin):
 
 @pytest.fixture(scope="session")
 def start_server(server_bin, model_path, tmp_path_factory):
-    """start_server(*args, model=None) runs `hearth serve MODEL --port 0 *args`
+    """start_server(*args, model=None, env=None) runs `hearth serve MODEL --port 0 *args`
     (MODEL: the default model unless given; "" for none, as with --models-dir) and waits until it is ready; every server still running at the end is stopped and must
-    exit 0."""
+    exit 0. env: the server's environment (None: the tests')."""
     servers = []
 
-    def start(*args, model=None):
+    def start(*args, model=None, env=None):
         log = tmp_path_factory.mktemp("serve") / "stderr.txt"
-        server = Server(server_bin, model_path if model is None else model, args, log)
+        server = Server(server_bin, model_path if model is None else model, args, log, env)
         servers.append(server)
         return server
 

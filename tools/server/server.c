@@ -108,6 +108,8 @@ static const hl_route routes[] = {
     {"/api/generate", "POST", hl_handle_ollama_generate, false, OLLAMA, POOL, NAMED},
     {"/api/embed", "POST", hl_handle_ollama_embed, false, OLLAMA, POOL, NAMED},
     {"/api/embeddings", "POST", hl_handle_ollama_embeddings, false, OLLAMA, POOL, NAMED},
+    {"/api/pull", "POST", hl_handle_ollama_pull, false, OLLAMA, POOL, NONE},
+    {"/api/delete", "DELETE", hl_handle_ollama_delete, false, OLLAMA, POOL, NONE},
 };
 #undef OPENAI
 #undef OLLAMA

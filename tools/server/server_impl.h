@@ -90,6 +90,8 @@ void hl_handle_ollama_chat(hl_call *call, hl_reply *rep);
 void hl_handle_ollama_generate(hl_call *call, hl_reply *rep);
 void hl_handle_ollama_embed(hl_call *call, hl_reply *rep);
 void hl_handle_ollama_embeddings(hl_call *call, hl_reply *rep);
+void hl_handle_ollama_pull(hl_call *call, hl_reply *rep);   /* ollama_pull.c */
+void hl_handle_ollama_delete(hl_call *call, hl_reply *rep); /* ollama_pull.c */
 /* Ollama's error body {"error": "message"} (malloc'd, *len bytes); NULL when memory runs out. */
 char *hl_ollama_error_body(const hl_error *e, size_t *len);
 void hl_handle_anthropic_messages(hl_call *call, hl_reply *rep);
