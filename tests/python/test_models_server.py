@@ -223,3 +223,13 @@ def test_embedding_clients_beside_generating_ones(start_server, model_path, sing
     assert worst[0] >= 0.9999, worst
     assert texts == [single_answers[SMOL]] * 8, texts
     assert loaded(srv) == sorted([SMOL, minilm.name])
+
+
+def test_a_model_that_does_not_fit_is_refused_with_the_bytes_needed(start_server, models_dir):
+    # a KV cache of 16M tokens per model: hearth_context_memory_plan's figure is over MemAvailable
+    srv = start_server("--models-dir", models_dir, "-c", "16000000", "--parallel", "1", model="")
+    status, body = chat(srv, SMOL)
+    assert status == 500 and body["error"]["code"] == "model_load_failed", body
+    message = body["error"]["message"]
+    assert "GiB" in message and "available" in message and "lower n_ctx" in message, message
+    assert loaded(srv) == []
