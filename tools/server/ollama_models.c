@@ -171,7 +171,7 @@ static void embed(hl_call *call, hl_reply *rep, bool legacy) {
                      "--embeddings and a --pooling for a decoder)");
         goto fail;
     }
-    /* options: how the server loads the model, set by its flags; keep_alive: it stays loaded */
+    /* options: how the server loads the model, set by its flags; keep_alive: read by server.c */
     static const char *const embed_fields[] = {"model", "input", "truncate", "options", "keep_alive"};
     static const char *const legacy_fields[] = {"model", "prompt", "options", "keep_alive"};
     if (!(req = hl_json_parse_object(call->body, call->len, &err)) ||

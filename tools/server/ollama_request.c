@@ -177,7 +177,7 @@ static cJSON *map_message(const cJSON *m, int32_t index, hl_error *err) {
 }
 
 /* The fields of chat and generate alike: stream (default true), format,
- * options, tools; refusals of think and keep_alive's meaning. */
+ * options, tools; the refusal of think. */
 static bool map_common(const cJSON *req, cJSON *body, double repeat[2], uint32_t n_ctx_slot, hl_error *err) {
     bool stream = true, think = false;
     if (!hl_json_bool(req, "stream", &stream, err) || !hl_json_bool(req, "think", &think, err)) return false;
@@ -188,7 +188,7 @@ static bool map_common(const cJSON *req, cJSON *body, double repeat[2], uint32_t
            copy_field(body, "tools", req, "tools");
 }
 
-/* The fields of /api/chat and /api/generate (keep_alive: the one model stays loaded while the server runs). */
+/* The fields of /api/chat and /api/generate (keep_alive: read by server.c, which holds the model). */
 static const char *const CHAT_FIELDS[] = {"model",   "messages", "tools",      "format",
                                           "options", "stream",   "keep_alive", "think"};
 static const char *const GENERATE_FIELDS[] = {"model",      "prompt",  "suffix",   "images", "format",
