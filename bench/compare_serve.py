@@ -107,10 +107,14 @@ def serve(name, cmd, port, logdir, timeout=600):
 
 
 def open_idle(port, n):
-    """n TCP connections to port that send nothing."""
-    socks = []
-    for _ in range(n):
-        socks.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+    """Up to n TCP connections to port that send nothing; gives up after 20
+    connections the server does not take within 2 s each."""
+    socks, failed = [], 0
+    while len(socks) < n and failed < 20:
+        try:
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=2))
+        except OSError:
+            failed += 1
     return socks
 
 
@@ -118,6 +122,7 @@ def still_open(socks):
     """How many of socks the server has not closed."""
     n = 0
     for s in socks:
+        s.setblocking(False)
         try:
             n += s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
         except BlockingIOError:
@@ -254,8 +259,9 @@ def main():
           f"{args.requests_per_client} requests per client (bench/serve_load.py); {args.rounds} round(s), "
           "servers in turn at each level" + (f"; extra request fields {json.dumps(args.extra)}" if args.extra else ""))
     if args.idle_connections:
-        print(f"idle connections: {args.idle_connections} opened to each server before its measurements; still open "
-              "at the end: " + ", ".join(f"{n} {held[n]}" for n in names))
+        print(f"idle connections: {args.idle_connections} asked of each server before its measurements; opened: "
+              + ", ".join(f"{n} {len(idle[n])}" for n in names) + "; still open at the end: "
+              + ", ".join(f"{n} {held[n]}" for n in names))
     print("commands:")
     for c in commands:
         print(f"    {c}")
