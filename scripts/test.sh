@@ -54,7 +54,7 @@ scripts/test_python_package.sh
 echo "== server tests with the ASan + UBSan build serving (and its tool calls: parsing, deltas, events; embeddings; reranking; the Responses, Ollama (pull and delete too) and Anthropic APIs; connections: parking, deadlines, limits, HTTPS)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     HEARTH_BIN="$top/build/hearth" HEARTH_SERVER_BIN="$top/build-asan/hearth" \
-    python3 -m pytest -q tests/python/test_server.py tests/python/test_tools.py tests/python/test_embeddings_server.py tests/python/test_rerank_server.py tests/python/test_ollama_server.py tests/python/test_ollama_pull.py tests/python/test_anthropic_server.py tests/python/test_responses_server.py tests/python/test_llama_native_server.py tests/python/test_connections.py
+    python3 -m pytest -q tests/python/test_server.py tests/python/test_tools.py tests/python/test_embeddings_server.py tests/python/test_rerank_server.py tests/python/test_ollama_server.py tests/python/test_ollama_pull.py tests/python/test_anthropic_server.py tests/python/test_responses_server.py tests/python/test_llama_native_server.py tests/python/test_connections.py tests/python/test_models_server.py
 
 # The Node package against the release build's addon (build/hearth.node).
 echo "== Node package tests"

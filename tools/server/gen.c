@@ -1,16 +1,12 @@
 /* A generation request from its parsed request to its answer (see gen.h). */
 #include "gen.h"
 
+#include "clock.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void gen_free(void *user) {
     hl_gen *g = user;
@@ -43,7 +39,7 @@ const char *hl_gen_finish_name(hearth_finish_reason f) {
 /* Counts, times, the finish, and the error of a choice that did not end well. */
 static void account(hl_gen *g, const hl_event *ev) {
     hl_choice_out *c = &g->choice[ev->choice];
-    const double t = now_s();
+    const double t = hl_now_s();
     if (g->t_first == 0) g->t_first = t;
     g->t_end = t;
     c->n_generated = ev->n_generated;
@@ -225,7 +221,7 @@ void hl_gen_run(hl_call *call, hl_reply *rep, hl_oai_request *req, const hl_dial
     g->echo = echo;
     g->req = *req;
     snprintf(g->model_name, sizeof g->model_name, "%s", model_name ? model_name : call->model_name);
-    g->t_start = now_s();
+    g->t_start = hl_now_s();
     g->open_block = g->open_call = -1;
     snprintf(g->id, sizeof g->id, "%s%s%016llx",
              d->id_prefix               ? d->id_prefix

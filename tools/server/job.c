@@ -9,11 +9,12 @@
  * pop. */
 #include "job.h"
 
+#include "clock.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Pieces a stream may have waiting for its client: a client that reads so
  * slowly that this many pile up is cancelled rather than buffered without
@@ -45,12 +46,6 @@ struct hl_job {
     size_t n_queued;
     hl_choice choice[]; /* [n] */
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void drop_events(hl_job *job) {
     while (job->head) {
@@ -176,15 +171,8 @@ hearth_status hl_job_start(hearth_engine *engine, const hearth_request_params *p
                            hl_job **out, char *msg, size_t msg_size) {
     *out = NULL;
     hl_job *job = calloc(1, sizeof *job + (size_t)n * sizeof job->choice[0]);
-    pthread_condattr_t attr;
-    bool attr_ok = false, mu_ok = false, cv_ok = false;
-    if (job) {
-        attr_ok = pthread_condattr_init(&attr) == 0;
-        mu_ok = pthread_mutex_init(&job->mu, NULL) == 0;
-        cv_ok = attr_ok && pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
-                pthread_cond_init(&job->cv, &attr) == 0;
-    }
-    if (attr_ok) pthread_condattr_destroy(&attr);
+    const bool mu_ok = job && pthread_mutex_init(&job->mu, NULL) == 0;
+    const bool cv_ok = mu_ok && hl_cond_init_monotonic(&job->cv);
     if (!cv_ok) {
         if (mu_ok) pthread_mutex_destroy(&job->mu);
         free(job);
@@ -195,7 +183,7 @@ hearth_status hl_job_start(hearth_engine *engine, const hearth_request_params *p
     job->fd = c->fd;
     job->stopping = c->stopping;
     hl_park_init(&job->park, c->watch, c->conn, c->fd, &job->mu);
-    job->next_check = now_s() + HL_PEER_CHECK_S;
+    job->next_check = hl_now_s() + HL_PEER_CHECK_S;
     hearth_request_params rp = *p;
     rp.on_piece = on_piece;
     for (int32_t i = 0; i < n; i++) {
@@ -223,7 +211,7 @@ hearth_status hl_job_start(hearth_engine *engine, const hearth_request_params *p
 hl_job_wait hl_job_next(hl_job *job, hl_event **ev, bool park) {
     pthread_mutex_lock(&job->mu);
     for (;;) {
-        double t = now_s();
+        double t = hl_now_s();
         if (job->park.gone || t >= job->next_check) {
             job->next_check = t + HL_PEER_CHECK_S;
             bool gone = job->park.gone;
@@ -253,9 +241,7 @@ hl_job_wait hl_job_next(hl_job *job, hl_event **ev, bool park) {
             pthread_mutex_unlock(&job->mu);
             return HL_JOB_PARKED;
         }
-        double wake = job->next_check;
-        struct timespec ts = {.tv_sec = (time_t)wake, .tv_nsec = (long)((wake - (double)(time_t)wake) * 1e9)};
-        pthread_cond_timedwait(&job->cv, &job->mu, &ts);
+        hl_cond_wait_until(&job->cv, &job->mu, job->next_check);
     }
 }
 

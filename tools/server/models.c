@@ -2,6 +2,8 @@
  * unloads run outside it, a model's state saying what is under way. */
 #include "models.h"
 
+#include "clock.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -38,12 +40,6 @@ struct hl_models {
     size_t n, cap; /* entries never move: requests hold pointers to them */
     hl_served list[];
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Outside the lock: the engine first (its thread stops), then the model. */
 static void unload(const char *name, hearth_model *model, hearth_engine *engine) {
@@ -83,7 +79,7 @@ static void *reaper_main(void *arg) {
     hl_models *ms = arg;
     pthread_mutex_lock(&ms->mu);
     while (!ms->quit) {
-        const double t = now_s();
+        const double t = hl_now_s();
         for (size_t i = 0; i < ms->n; i++) {
             hl_served *s = &ms->list[i];
             if (s->state != HL_READY || s->users || s->keep_alive_s < 0 || t - s->last_used < s->keep_alive_s) continue;
@@ -95,8 +91,7 @@ static void *reaper_main(void *arg) {
             pthread_mutex_lock(&ms->mu);
             pthread_cond_broadcast(&ms->cv);
         }
-        struct timespec ts = {.tv_sec = (time_t)(t + 1.0), .tv_nsec = (long)((t - (double)(time_t)t) * 1e9)};
-        pthread_cond_timedwait(&ms->cv, &ms->mu, &ts);
+        hl_cond_wait_until(&ms->cv, &ms->mu, t + 1.0);
     }
     pthread_mutex_unlock(&ms->mu);
     return NULL;
@@ -112,10 +107,7 @@ hl_models *hl_models_new(const hl_server_config *cfg) {
     for (size_t i = 0; i < ms->n; i++)
         ms->list[i] = (hl_served){
             .name = cfg->models[i].name, .path = cfg->models[i].path, .keep_alive_s = cfg->keep_alive_s};
-    pthread_condattr_t attr;
-    bool ok = pthread_condattr_init(&attr) == 0;
-    ok = ok && pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&ms->cv, &attr) == 0;
-    pthread_condattr_destroy(&attr);
+    bool ok = hl_cond_init_monotonic(&ms->cv);
     if (ok && pthread_mutex_init(&ms->mu, NULL) != 0) {
         pthread_cond_destroy(&ms->cv);
         ok = false;
@@ -191,15 +183,15 @@ static bool load(hl_models *ms, hl_served *s, hl_error *err) {
         pthread_mutex_unlock(&ms->mu);
         hearth_model *model = NULL;
         hearth_engine *engine = NULL;
-        const double t0 = now_s();
+        const double t0 = hl_now_s();
         hearth_status st = ms->cfg->load(ms->cfg->load_user, s->path, &model, &engine, msg, sizeof msg);
-        if (st == HEARTH_OK) fprintf(stderr, "hearth: loaded %s (%s) in %.2f s\n", s->name, s->path, now_s() - t0);
+        if (st == HEARTH_OK) fprintf(stderr, "hearth: loaded %s (%s) in %.2f s\n", s->name, s->path, hl_now_s() - t0);
         pthread_mutex_lock(&ms->mu);
         if (st == HEARTH_OK) {
             s->model = model;
             s->engine = engine;
             s->state = HL_READY;
-            s->last_used = now_s();
+            s->last_used = hl_now_s();
             return true;
         }
         if (st != HEARTH_ERR_OUT_OF_MEMORY || !(victim = idle_lru(ms, s))) break;
@@ -289,7 +281,7 @@ void hl_models_release(hl_models *ms, hl_served *s, double keep_alive_s) {
     if (!s) return;
     pthread_mutex_lock(&ms->mu);
     s->users--;
-    s->last_used = now_s();
+    s->last_used = hl_now_s();
     if (!isnan(keep_alive_s)) s->keep_alive_s = keep_alive_s;
     hearth_model *model = NULL;
     hearth_engine *engine = NULL;
@@ -306,7 +298,7 @@ bool hl_models_list(hl_models *ms, hl_model_info **out, size_t *n) {
     pthread_mutex_lock(&ms->mu);
     hl_model_info *list = calloc(ms->n ? ms->n : 1, sizeof *list);
     size_t k = 0;
-    const double t = now_s(), wall = (double)time(NULL);
+    const double t = hl_now_s(), wall = (double)time(NULL);
     for (size_t i = 0; list && i < ms->n; i++) {
         hl_served *s = &ms->list[i];
         if (s->gone) continue;

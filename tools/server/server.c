@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "oai_response.h"
 #include "server_impl.h"
 
@@ -145,12 +146,6 @@ typedef struct hl_request {
     unsigned status; /* what was answered, for the log */
     char line[160];  /* "METHOD /path", for the log */
 } hl_request;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 uint64_t hl_server_unique(hl_server *srv) {
     /* splitmix64 of a counter: distinct for every call, not guessable in order */
@@ -482,7 +477,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         atomic_fetch_add(&srv->active, 1);
         r->srv = srv;
         r->keep_alive_s = NAN;
-        r->t0 = now_s();
+        r->t0 = hl_now_s();
         snprintf(r->line, sizeof r->line, "%s %s", method, url);
         admit(srv, conn, url, method, r);
         if (!answer_at_once(conn, r)) return MHD_YES;
@@ -505,7 +500,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     hl_watch_conn_phase(conn_of(conn), HL_CONN_READING); /* the next request's deadline runs */
     if (!r) return;
     if (srv->cfg.verbose)
-        fprintf(stderr, "hearth: %s -> %u, %.3f s%s\n", r->line, r->status, now_s() - r->t0,
+        fprintf(stderr, "hearth: %s -> %u, %.3f s%s\n", r->line, r->status, hl_now_s() - r->t0,
                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
     let_go(srv, r); /* held still only when its answer was never sent */
     hl_buf_free(&r->body);
@@ -672,7 +667,7 @@ bool hl_server_preload(hl_server *srv, char *err, size_t err_size) {
 void hl_server_ready(hl_server *srv) { atomic_store(&srv->ready, true); }
 
 static void wait_until(hl_server *srv, double t_end, bool (*done)(hl_server *)) {
-    while (!done(srv) && now_s() < t_end) nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    while (!done(srv) && hl_now_s() < t_end) nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
 }
 static bool no_request(hl_server *srv) { return atomic_load(&srv->active) == 0; }
 static bool none_parked(hl_server *srv) { return hl_watch_n_parked(srv->watch) == 0; }
@@ -683,11 +678,11 @@ void hl_server_stop(hl_server *srv) {
     /* running requests see the flag (job.c, the watch), cancel their work
      * and send their end; requests on open connections get 503 */
     atomic_store(&srv->stopping, true);
-    wait_until(srv, now_s() + HL_STOP_GRACE_S, no_request);
+    wait_until(srv, hl_now_s() + HL_STOP_GRACE_S, no_request);
     hl_pool_stop(srv->pool); /* the handlers still running end (they see the flag) */
     /* MHD must not stop with a connection suspended: wake the stragglers */
     hl_watch_wake_all(srv->watch);
-    wait_until(srv, now_s() + 1.0, none_parked);
+    wait_until(srv, hl_now_s() + 1.0, none_parked);
     MHD_stop_daemon(srv->daemon);
     hl_watch_stop(srv->watch);
     hl_models_free(srv->models);

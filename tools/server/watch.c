@@ -2,10 +2,11 @@
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "watch.h"
 
+#include "clock.h"
+
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <time.h>
 
 /* How often the watch looks: a parked client that left is noticed (and its
  * slot freed) within this plus one engine step. */
@@ -30,12 +31,6 @@ struct hl_watch {
     hl_conn *conns;
     hl_park *parks;
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 bool hl_peer_gone(int fd) {
     /* POLLRDHUP: the peer shut down its side, also with bytes still unread
@@ -74,12 +69,10 @@ static void *watch_main(void *arg) {
     hl_watch *w = arg;
     pthread_mutex_lock(&w->mu);
     while (!w->quit) {
-        double t = now_s();
+        double t = hl_now_s();
         if (w->read_timeout_s > 0) cut_late(w, t);
         wake_parks(w);
-        double wake = t + HL_WATCH_TICK_S;
-        struct timespec ts = {.tv_sec = (time_t)wake, .tv_nsec = (long)((wake - (double)(time_t)wake) * 1e9)};
-        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        hl_cond_wait_until(&w->cv, &w->mu, t + HL_WATCH_TICK_S);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -90,10 +83,7 @@ hl_watch *hl_watch_start(double read_timeout_s, const atomic_bool *stopping) {
     if (!w) return NULL;
     w->read_timeout_s = read_timeout_s;
     w->stopping = stopping;
-    pthread_condattr_t attr;
-    bool ok = pthread_condattr_init(&attr) == 0;
-    ok = ok && pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&w->cv, &attr) == 0;
-    pthread_condattr_destroy(&attr);
+    bool ok = hl_cond_init_monotonic(&w->cv);
     if (ok && pthread_mutex_init(&w->mu, NULL) != 0) {
         pthread_cond_destroy(&w->cv);
         ok = false;
@@ -145,7 +135,7 @@ hl_conn *hl_watch_conn_open(hl_watch *w, int fd) {
     if (!c) return NULL;
     c->fd = fd;
     atomic_init(&c->phase, HL_CONN_READING);
-    atomic_init(&c->t0, now_s());
+    atomic_init(&c->t0, hl_now_s());
     pthread_mutex_lock(&w->mu);
     c->next = w->conns;
     if (w->conns) w->conns->prev = c;
@@ -166,7 +156,7 @@ void hl_watch_conn_closed(hl_watch *w, hl_conn *c) {
 
 void hl_watch_conn_phase(hl_conn *c, hl_conn_phase phase) {
     if (!c) return;
-    if (phase == HL_CONN_READING) atomic_store(&c->t0, now_s());
+    if (phase == HL_CONN_READING) atomic_store(&c->t0, hl_now_s());
     atomic_store(&c->phase, phase);
 }
 
