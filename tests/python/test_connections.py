@@ -100,6 +100,7 @@ def test_the_read_deadline_closes_slow_senders_and_idle_connections(start_server
 
 def test_max_connections_per_ip_refuses_the_excess(start_server):
     srv = start_server("--max-connections-per-ip", "4")
+    time.sleep(1)  # the readiness check's connection is closed and no longer counted
     held = [connect(srv.port) for _ in range(4)]
     time.sleep(0.3)
     extra = connect(srv.port)  # the kernel accepts it; the server closes it at once
@@ -116,6 +117,7 @@ def test_max_connections_per_ip_refuses_the_excess(start_server):
 
 def test_max_connections_refuses_the_excess(start_server):
     srv = start_server("--max-connections", "6")
+    time.sleep(1)  # the readiness check's connection is closed and no longer counted
     held = [connect(srv.port) for _ in range(6)]
     time.sleep(0.3)
     extra = connect(srv.port)
@@ -224,8 +226,10 @@ def server_threads(srv):
         return int(next(line.split()[1] for line in f if line.startswith("Threads:")))
 
 
-def test_streams_run_beside_ten_thousand_idle_and_a_thousand_slow_connections(start_server):
-    n_idle, n_slow, n_clients, n_requests = 10000, 1000, 32, 500
+def test_streams_run_beside_ten_thousand_idle_and_a_thousand_slow_connections(start_server, server_bin):
+    asan = b"__asan_init" in server_bin.read_bytes()
+    # (under ASan, a fifth of the requests: the same connections at a fifth of the speed)
+    n_idle, n_slow, n_clients, n_requests = 10000, 1000, 32, 100 if asan else 500
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = n_idle + n_slow + 2 * n_clients + 256
     if hard < need:
@@ -235,7 +239,7 @@ def test_streams_run_beside_ten_thousand_idle_and_a_thousand_slow_connections(st
     srv = start_server("--parallel", "8", "--read-timeout", deadline)
     threads_before, rss_before = server_threads(srv), srv.rss_kib()
 
-    base_itl, base_errors = run_streams(srv.port, n_clients, n_requests // 5)
+    base_itl, base_errors = run_streams(srv.port, n_clients, max(n_requests // 5, n_clients))
     assert not base_errors, base_errors[:3]
 
     t_open = time.monotonic()
@@ -267,7 +271,8 @@ def test_streams_run_beside_ten_thousand_idle_and_a_thousand_slow_connections(st
     assert loaded < 1.5 * base, f"median inter-token delay {loaded * 1e3:.1f} ms against {base * 1e3:.1f} ms unloaded"
     # connections cost no thread, and little memory
     assert threads_loaded == threads_before, (threads_before, threads_loaded)
-    assert rss_loaded - rss_before < 256 * 1024, (rss_before, rss_loaded)
+    if not asan:  # (ASan's allocator keeps freed memory in quarantine)
+        assert rss_loaded - rss_before < 256 * 1024, (rss_before, rss_loaded)
     assert elapsed < deadline, "the load outlasted the deadline: raise it for this machine"
 
     # the idle and slow ones are closed at the deadline (within the watch's tick and this loop's pace)
