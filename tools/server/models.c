@@ -211,8 +211,8 @@ static bool load(hl_models *ms, hl_served *s, hl_error *err) {
     return false;
 }
 
-/* With the store served: the model of hearth's store named `name` (one
- * pulled since the server started), added to the list; else NULL. */
+/* With the store served: adds the model of hearth's store named `name`
+ * (one pulled since the server started) to the list, if there is one. */
 static void add_from_store(hl_models *ms, const char *name) {
     hearth_stored_model *stored = NULL;
     size_t n = 0;
